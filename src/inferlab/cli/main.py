@@ -1,0 +1,50 @@
+"""The ``inferlab`` command: parse → validated model → one library call → render → exit code."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from inferlab.errors import InferlabError
+
+app = typer.Typer(
+    name="inferlab",
+    help="Measurement-driven optimization of LLM inference serving.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+err_console = Console(stderr=True)
+
+
+def _register() -> None:
+    from inferlab.cli import sim as sim_cli
+
+    app.add_typer(sim_cli.sim_app, name="sim")
+
+
+def main() -> None:
+    """Entry point: the one error boundary. An ``InferlabError`` is a red line and exit code 2."""
+    _register()
+    try:
+        app(standalone_mode=False)
+    except InferlabError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("[yellow]interrupted[/yellow]")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click's usage errors arrive here with standalone_mode=False
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        raise

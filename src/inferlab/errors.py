@@ -1,0 +1,49 @@
+"""The one exception tree of inferlab.
+
+::
+
+    InferlabError                 anything the user can act on; the CLI prints it, exit code 2
+    ├── ConfigError               bad input: a file, a field, an option (names where and what)
+    ├── ConnectError              the server under test cannot be reached
+    ├── ServerRejected            the server refused the first requests (4xx): its own message
+    ├── TokenizerError            no tokenizer, or one that cannot make the requested lengths
+    └── SimError                  the reference engine could not start or serve
+
+Faults of a server *during* a measurement are not exceptions: they are recorded on the
+request (``RequestRecord.error_kind``) and counted, never raised.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ConnectError",
+    "InferlabError",
+    "ServerRejected",
+    "SimError",
+    "TokenizerError",
+]
+
+
+class InferlabError(Exception):
+    """Base of every error inferlab raises on purpose."""
+
+
+class ConfigError(InferlabError):
+    """Bad user input; the message names the file, line or field and what was expected."""
+
+
+class ConnectError(InferlabError):
+    """The endpoint cannot be reached (refused, DNS, timeout)."""
+
+
+class ServerRejected(InferlabError):
+    """The server rejected the first requests of a load point; carries its own message."""
+
+
+class TokenizerError(InferlabError):
+    """A tokenizer is missing or cannot produce the requested prompt length."""
+
+
+class SimError(InferlabError):
+    """The reference engine failed to start or serve."""
