@@ -22,7 +22,9 @@ err_console = Console(stderr=True)
 
 def _register() -> None:
     from inferlab.cli import sim as sim_cli
+    from inferlab.cli.bench import bench
 
+    app.command("bench")(bench)
     app.add_typer(sim_cli.sim_app, name="sim")
 
 
@@ -48,3 +50,7 @@ def main() -> None:
         if isinstance(exc, click.exceptions.Abort):
             sys.exit(130)
         raise
+
+
+if __name__ == "__main__":
+    main()

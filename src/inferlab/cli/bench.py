@@ -1,0 +1,207 @@
+"""``inferlab bench``: one load sweep against a running OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
+from inferlab.errors import ConfigError, ServerRejected
+from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
+from inferlab.load.bench import run_bench as run_bench_lib
+
+from .render import bench_table
+
+__all__ = ["bench"]
+
+
+def _int_list(text: str | None, opt: str) -> list[int]:
+    if not text:
+        return []
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{opt}: expected comma-separated integers, got {text!r}") from None
+
+
+def _float_list(text: str | None, opt: str) -> list[float]:
+    if not text:
+        return []
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{opt}: expected comma-separated numbers, got {text!r}") from None
+
+
+class _RichEvents(BenchEvents):
+    def __init__(self, console: Console, table_console: Console) -> None:
+        self.console = console
+        self.table_console = table_console
+        self.bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[red]{task.fields[errors]} err"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self.task: Any = None
+
+    def message(self, text: str) -> None:
+        self.console.print(f"[dim]{text}[/dim]", highlight=False)
+
+    def point_started(self, point: LoadPoint, total: int | None, warmup: bool) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+        else:
+            self.bar.start()
+        desc = f"{point.label}{' warmup' if warmup else ''}"
+        self.task = self.bar.add_task(desc, total=total, errors=0)
+
+    def progress_done(self) -> None:
+        if self.task is not None:
+            self.bar.remove_task(self.task)
+            self.task = None
+        self.bar.stop()
+
+    def progress(self, done: int, errors: int) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, completed=done, errors=errors)
+
+    def point_finished(self, result: PointResult) -> None:
+        s = result.summary
+        self.console.print(
+            f"[green]✓[/green] {result.point.label}: {s.ok} ok, {s.requests - s.ok} failed, "
+            f"{s.output_tok_s:,.1f} output tok/s",
+            highlight=False,
+        )
+        for w in result.warnings:
+            self.console.print(f"[yellow]warning[/yellow] ({w.kind}): {w.message}", highlight=False)
+            self.console.print(f"  [dim]fix:[/dim] {w.fix}", highlight=False)
+
+
+def bench(
+    url: Annotated[str, typer.Option("--url", help="Base URL, e.g. http://127.0.0.1:8000")],
+    concurrency: Annotated[
+        str | None, typer.Option("--concurrency", "-c", help="Closed loop: C or a list 1,8,16")
+    ] = None,
+    rate: Annotated[
+        str | None, typer.Option("--rate", help="Open loop: requests/s, or a list 1,2,4")
+    ] = None,
+    arrival: Annotated[str, typer.Option(help="poisson | gamma")] = "poisson",
+    burstiness: Annotated[float, typer.Option(help="gamma shape; <1 burstier")] = 1.0,
+    max_concurrency: Annotated[
+        int | None, typer.Option(help="Open loop: cap on requests in flight")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: first listed)")] = None,
+    endpoint: Annotated[str, typer.Option(help="completions | chat")] = "completions",
+    engine: Annotated[
+        str, typer.Option(help="Engine kind (decides the fixed-length request fields)")
+    ] = "vllm",
+    input_tokens: Annotated[int, typer.Option(help="Prompt length, tokens (random)")] = 256,
+    output_tokens: Annotated[int, typer.Option(help="Output length, tokens")] = 256,
+    workload: Annotated[str, typer.Option(help="random | jsonl | sharegpt")] = "random",
+    prompts: Annotated[
+        Path | None, typer.Option(help="Prompts file for --workload jsonl|sharegpt")
+    ] = None,
+    requests: Annotated[int | None, typer.Option(help="Measured requests per load point")] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="Seconds per load point (instead of --requests)")
+    ] = None,
+    warmup: Annotated[
+        int, typer.Option(help="Warmup requests per point (stored, not counted)")
+    ] = 0,
+    api_key_env: Annotated[
+        str | None, typer.Option(help="Environment variable holding the API key")
+    ] = None,
+    tokenizer: Annotated[
+        Path | None, typer.Option(help="Local Hugging Face tokenizer directory")
+    ] = None,
+    slo: Annotated[
+        str | None, typer.Option(help="e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")
+    ] = None,
+    timeout: Annotated[float, typer.Option(help="Per-request deadline, s")] = 600.0,
+    stall_timeout: Annotated[float, typer.Option(help="Longest silence mid-response, s")] = 60.0,
+    workers: Annotated[
+        int | None, typer.Option(help="Measuring processes (default: 1 per 128 streams)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed for prompts and arrivals")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Write raw records + summaries (JSONL)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")] = False,
+) -> None:
+    """Measure a running endpoint across concurrency levels or request rates."""
+    try:
+        cfg = BenchConfig(
+            url=url,
+            model=model,
+            endpoint=endpoint,
+            engine=engine,
+            concurrency=_int_list(concurrency, "--concurrency"),
+            rate=_float_list(rate, "--rate"),
+            arrival=arrival,
+            burstiness=burstiness,
+            max_concurrency=max_concurrency,
+            workload=WorkloadSpec(
+                kind=workload,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                path=prompts,
+                seed=seed,
+            ),
+            requests=requests,
+            duration_s=duration,
+            warmup=warmup,
+            api_key_env=api_key_env,
+            tokenizer=tokenizer,
+            timeout_s=timeout,
+            stall_timeout_s=stall_timeout,
+            workers=workers,
+            slo=SLO.parse(slo) if slo else SLO(),
+            seed=seed,
+        )
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, "bench")) from None
+    err = Console(stderr=True)
+    table_console = err if as_json else Console()
+    events = _RichEvents(err, table_console)
+    result: BenchResult | None = None
+    try:
+        result = run_bench_lib(cfg, events, out)
+    except ServerRejected:
+        events.progress_done()
+        raise
+    finally:
+        events.progress_done()
+    table_console.print(bench_table(result))
+    if out is not None:
+        err.print(f"[dim]raw records and summaries written to {out}[/dim]")
+    if as_json:
+        doc = {
+            "run_id": result.run_id,
+            "model": result.model,
+            "url": result.url,
+            "interrupted": result.interrupted,
+            "points": [point_json(p) for p in result.points],
+        }
+        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    if result.interrupted:
+        err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
+        raise typer.Exit(130)

@@ -1,0 +1,59 @@
+"""Rendering helpers shared by commands: tables and warnings as rich renderables."""
+
+from __future__ import annotations
+
+import math
+
+from rich.table import Table
+
+from inferlab.load.bench import BenchResult, PointResult
+
+__all__ = ["bench_table", "fmt"]
+
+
+def fmt(x: float | None, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def bench_table(result: BenchResult, points: list[PointResult] | None = None) -> Table:
+    """One row per load point: latency medians/p99 in ms, throughput with its 95% interval."""
+    pts = result.points if points is None else points
+    slo = any(p.summary.goodput_req_s is not None for p in pts)
+    t = Table(
+        title=f"{result.model} @ {result.url}",
+        caption="TTFT/TPOT/ITL in ms as p50 / p99; out tok/s ± half-width of its 95% bootstrap "
+        "interval; errors never enter latency",
+        caption_justify="left",
+    )
+    t.add_column("load", no_wrap=True)
+    t.add_column("ok", justify="right")
+    t.add_column("err", justify="right")
+    t.add_column("TTFT", justify="right")
+    t.add_column("TPOT", justify="right")
+    t.add_column("ITL", justify="right")
+    t.add_column("out tok/s", justify="right")
+    t.add_column("req/s", justify="right")
+    t.add_column("peak C", justify="right")
+    if slo:
+        t.add_column("goodput req/s", justify="right")
+    for p in pts:
+        s = p.summary
+        ci = s.output_tok_s_ci
+        half = (ci.high - ci.low) / 2 if not math.isnan(ci.high) else float("nan")
+        row = [
+            p.point.label + (" (interrupted)" if p.interrupted else ""),
+            str(s.ok),
+            str(s.requests - s.ok) if s.requests - s.ok else "0",
+            f"{fmt(s.ttft_ms.p50)} / {fmt(s.ttft_ms.p99)}",
+            f"{fmt(s.tpot_ms.p50, 2)} / {fmt(s.tpot_ms.p99, 2)}",
+            f"{fmt(s.itl_ms.p50, 2)} / {fmt(s.itl_ms.p99, 2)}",
+            f"{fmt(s.output_tok_s)} ± {fmt(half)}",
+            fmt(s.request_s, 2),
+            str(s.peak_concurrency),
+        ]
+        if slo:
+            row.append(f"{fmt(s.goodput_req_s, 2)} ({fmt((s.slo_attainment or 0) * 100, 0)}%)")
+        t.add_row(*row)
+    return t

@@ -1,0 +1,13 @@
+"""Any OpenAI-compatible endpoint already running: only standard fields are sent."""
+
+from inferlab.engines.base import EngineSpec, register
+
+SPEC = register(
+    EngineSpec(
+        name="openai",
+        description="generic OpenAI-compatible endpoint (output length not enforced)",
+        tokenize_path=None,
+        ignore_eos_field=None,
+        min_tokens_field=None,
+    )
+)

@@ -1,0 +1,94 @@
+"""Per-request records: the raw samples every statistic is derived from.
+
+All times are ``time.perf_counter_ns()`` of the measuring process (CLOCK_MONOTONIC on Linux,
+so comparable with the reference engine's ground truth on the same host).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = ["ErrorKind", "RequestRecord"]
+
+
+class ErrorKind(str, Enum):
+    """Why a request failed. Failed requests never enter latency statistics."""
+
+    CONNECT = "connect"  # TCP/TLS connect refused, reset or timed out
+    HTTP = "http"  # non-2xx status; ``error_message`` carries the server's own message
+    TIMEOUT = "timeout"  # total request deadline passed
+    STALL = "stall"  # no byte for ``stall_timeout`` seconds mid-response
+    TRUNCATED = "truncated"  # connection closed before the response ended
+    MALFORMED = "malformed"  # an SSE event or the HTTP framing could not be parsed
+    CANCELLED = "cancelled"  # the run was interrupted (Ctrl-C) while it was in flight
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One request as measured.
+
+    ``event_ns[i]`` is the arrival time of the i-th token-bearing SSE event (an event whose
+    delta carries at least one output token); ``event_tokens[i]`` how many tokens it carried.
+    """
+
+    index: int
+    request_id: str
+    warmup: bool = False
+    scheduled_ns: int | None = None  # open loop: when it was due to be sent
+    send_ns: int = 0  # first byte of the request written
+    end_ns: int = 0  # last byte of the response read (or the failure)
+    status: int = 0
+    error_kind: ErrorKind | None = None
+    error_message: str | None = None
+    event_ns: list[int] = field(default_factory=list)
+    event_tokens: list[int] = field(default_factory=list)
+    input_tokens: int | None = None  # prompt length as generated/checked by the client
+    requested_output_tokens: int | None = None
+    usage_prompt_tokens: int | None = None
+    usage_completion_tokens: int | None = None
+    counted_output_tokens: int | None = None  # tokenizer count of the output text
+    finish_reason: str | None = None
+    worker: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None
+
+    @property
+    def output_tokens(self) -> int:
+        """Server-reported completion tokens when given, else the client's count."""
+        if self.usage_completion_tokens is not None:
+            return self.usage_completion_tokens
+        if self.counted_output_tokens is not None:
+            return self.counted_output_tokens
+        return sum(self.event_tokens)
+
+    @property
+    def ttft_ns(self) -> int | None:
+        """send → first token-bearing event."""
+        return self.event_ns[0] - self.send_ns if self.event_ns else None
+
+    @property
+    def e2e_ns(self) -> int | None:
+        """send → last token-bearing event."""
+        return self.event_ns[-1] - self.send_ns if self.event_ns else None
+
+    @property
+    def client_queue_delay_ns(self) -> int | None:
+        """send − scheduled (open loop only)."""
+        return None if self.scheduled_ns is None else self.send_ns - self.scheduled_ns
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["error_kind"] = self.error_kind.value if self.error_kind else None
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RequestRecord:
+        d = dict(d)
+        kind = d.get("error_kind")
+        d["error_kind"] = ErrorKind(kind) if kind else None
+        return cls(**d)

@@ -1,0 +1,192 @@
+"""Per-request metrics and per-load-point summaries, exactly as docs/metrics.md defines them.
+
+Pure functions over ``RequestRecord`` lists. Times in records are ns; summaries are in ms,
+tokens/s and requests/s. Warmup and failed requests never enter latency statistics.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferlab.records import RequestRecord
+from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describe
+
+__all__ = [
+    "PointSummary",
+    "icl_ms",
+    "itl_ms",
+    "meets_slo",
+    "peak_concurrency",
+    "summarize",
+    "tpot_ms",
+]
+
+_NS_PER_MS = 1e6
+
+
+def tpot_ms(rec: RequestRecord) -> float | None:
+    """(E2E − TTFT) / (output_tokens − 1), ms; None with fewer than 2 output tokens."""
+    if not rec.event_ns or rec.output_tokens < 2:
+        return None
+    return (rec.event_ns[-1] - rec.event_ns[0]) / _NS_PER_MS / (rec.output_tokens - 1)
+
+
+def itl_ms(rec: RequestRecord) -> list[float]:
+    """Per-token gaps, ms: an event carrying k tokens after a gap g contributes k gaps of g/k.
+    Tokens of the first event are covered by TTFT and add no gap."""
+    out: list[float] = []
+    ev, tok = rec.event_ns, rec.event_tokens
+    for i in range(1, len(ev)):
+        k = tok[i] if i < len(tok) and tok[i] > 0 else 1
+        g = (ev[i] - ev[i - 1]) / _NS_PER_MS / k
+        out.extend([g] * k)
+    return out
+
+
+def icl_ms(rec: RequestRecord) -> list[float]:
+    """Per-event (chunk) gaps, ms, whatever the number of tokens each event carried."""
+    ev = rec.event_ns
+    return [(ev[i] - ev[i - 1]) / _NS_PER_MS for i in range(1, len(ev))]
+
+
+def meets_slo(
+    rec: RequestRecord,
+    *,
+    ttft_ms: float | None = None,
+    tpot_ms_max: float | None = None,
+    e2e_ms: float | None = None,
+) -> bool:
+    """True when the request succeeded and meets every SLO given."""
+    if not rec.ok or rec.ttft_ns is None or rec.e2e_ns is None:
+        return False
+    if ttft_ms is not None and rec.ttft_ns / _NS_PER_MS > ttft_ms:
+        return False
+    if tpot_ms_max is not None:
+        t = tpot_ms(rec)
+        if t is not None and t > tpot_ms_max:
+            return False
+    return not (e2e_ms is not None and rec.e2e_ns / _NS_PER_MS > e2e_ms)
+
+
+def peak_concurrency(records: Sequence[RequestRecord]) -> int:
+    """Most requests in flight at once (send → end), over the records given."""
+    edges: list[tuple[int, int]] = []
+    for r in records:
+        if r.send_ns and r.end_ns:
+            edges.append((r.send_ns, 1))
+            edges.append((r.end_ns, -1))
+    edges.sort(key=lambda e: (e[0], e[1]))
+    cur = best = 0
+    for _, d in edges:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+@dataclass(frozen=True)
+class PointSummary:
+    """Everything derived from one load point's measured (non-warmup) requests."""
+
+    requests: int  # measured requests issued
+    ok: int
+    errors: dict[str, int]
+    duration_s: float  # measurement window: first send → last end of measured requests
+    ttft_ms: Distribution
+    tpot_ms: Distribution
+    itl_ms: Distribution
+    icl_ms: Distribution
+    e2e_ms: Distribution
+    queue_delay_ms: Distribution  # open loop: send − scheduled
+    user_tok_s: Distribution  # per-request 1/TPOT
+    output_tok_s: float
+    total_tok_s: float
+    request_s: float
+    goodput_req_s: float | None  # None when no SLO was given
+    slo_attainment: float | None
+    peak_concurrency: int
+    input_tokens: int
+    output_tokens: int
+    ttft_mean_ci: Interval
+    tpot_median_ci: Interval
+    output_tok_s_ci: Interval
+    length_warnings: int
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in self.__dict__.items():
+            out[k] = v.to_json() if hasattr(v, "to_json") else v
+        return out
+
+
+def summarize(
+    records: Sequence[RequestRecord],
+    *,
+    slo_ttft_ms: float | None = None,
+    slo_tpot_ms: float | None = None,
+    slo_e2e_ms: float | None = None,
+    seed: int = 0,
+) -> PointSummary:
+    """Summarize a load point. Throughput = tokens of successful measured requests / window."""
+    measured = [r for r in records if not r.warmup]
+    good = [r for r in measured if r.ok and r.event_ns]
+    errors = Counter(r.error_kind.value for r in measured if r.error_kind is not None)
+    sends = [r.send_ns for r in measured if r.send_ns]
+    ends = [r.end_ns for r in measured if r.end_ns]
+    window_s = (max(ends) - min(sends)) / 1e9 if sends and ends else 0.0
+    ttft = [r.ttft_ns / _NS_PER_MS for r in good if r.ttft_ns is not None]
+    e2e = [r.e2e_ns / _NS_PER_MS for r in good if r.e2e_ns is not None]
+    tpots = [t for t in (tpot_ms(r) for r in good) if t is not None]
+    itl: list[float] = []
+    icl: list[float] = []
+    for r in good:
+        itl.extend(itl_ms(r))
+        icl.extend(icl_ms(r))
+    queue = [d / _NS_PER_MS for d in (r.client_queue_delay_ns for r in measured) if d is not None]
+    out_tokens = sum(r.output_tokens for r in good)
+    in_tokens = sum(
+        (r.usage_prompt_tokens if r.usage_prompt_tokens is not None else r.input_tokens or 0)
+        for r in good
+    )
+    has_slo = any(x is not None for x in (slo_ttft_ms, slo_tpot_ms, slo_e2e_ms))
+    n_good_slo = sum(
+        meets_slo(r, ttft_ms=slo_ttft_ms, tpot_ms_max=slo_tpot_ms, e2e_ms=slo_e2e_ms)
+        for r in measured
+    )
+    per_req_tokens = [float(r.output_tokens) for r in good]
+    tput = out_tokens / window_s if window_s > 0 else 0.0
+    if window_s > 0 and len(per_req_tokens) > 1:
+        tput_ci = bootstrap_ci(per_req_tokens, "mean", seed=seed)
+        scale = len(per_req_tokens) / window_s
+        tput_int = Interval(tput, tput_ci.low * scale, tput_ci.high * scale, tput_ci.level)
+    else:
+        tput_int = Interval(tput, float("nan"), float("nan"), 0.95)
+    length_warn = sum(1 for r in good if any(w.startswith("length:") for w in r.warnings))
+    return PointSummary(
+        requests=len(measured),
+        ok=len(good),
+        errors=dict(errors),
+        duration_s=window_s,
+        ttft_ms=describe(ttft),
+        tpot_ms=describe(tpots),
+        itl_ms=describe(itl),
+        icl_ms=describe(icl),
+        e2e_ms=describe(e2e),
+        queue_delay_ms=describe(queue),
+        user_tok_s=describe([1000.0 / t for t in tpots if t > 0]),
+        output_tok_s=tput,
+        total_tok_s=(out_tokens + in_tokens) / window_s if window_s > 0 else 0.0,
+        request_s=len(good) / window_s if window_s > 0 else 0.0,
+        goodput_req_s=(n_good_slo / window_s if window_s > 0 else 0.0) if has_slo else None,
+        slo_attainment=(n_good_slo / len(measured) if measured else None) if has_slo else None,
+        peak_concurrency=peak_concurrency(measured),
+        input_tokens=in_tokens,
+        output_tokens=out_tokens,
+        ttft_mean_ci=bootstrap_ci(ttft, "mean", seed=seed),
+        tpot_median_ci=bootstrap_ci(tpots, "median", seed=seed),
+        output_tok_s_ci=tput_int,
+        length_warnings=length_warn,
+    )
