@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,7 +26,7 @@ from inferlab.errors import ConfigError, ServerRejected
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.load.bench import run_bench as run_bench_lib
 
-from .render import bench_table
+from .render import bench_table, stdout_console
 
 __all__ = ["bench"]
 
@@ -66,7 +67,7 @@ class _RichEvents(BenchEvents):
         self.task: Any = None
 
     def message(self, text: str) -> None:
-        self.console.print(f"[dim]{text}[/dim]", highlight=False)
+        self.console.print(f"[dim]{escape(text)}[/dim]", highlight=False)
 
     def point_started(self, point: LoadPoint, total: int | None, warmup: bool) -> None:
         if self.task is not None:
@@ -89,13 +90,16 @@ class _RichEvents(BenchEvents):
     def point_finished(self, result: PointResult) -> None:
         s = result.summary
         self.console.print(
-            f"[green]✓[/green] {result.point.label}: {s.ok} ok, {s.requests - s.ok} failed, "
+            f"[green]✓[/green] {escape(result.point.label)}: {s.ok} ok, "
+            f"{s.requests - s.ok} failed, "
             f"{s.output_tok_s:,.1f} output tok/s",
             highlight=False,
         )
         for w in result.warnings:
-            self.console.print(f"[yellow]warning[/yellow] ({w.kind}): {w.message}", highlight=False)
-            self.console.print(f"  [dim]fix:[/dim] {w.fix}", highlight=False)
+            self.console.print(
+                f"[yellow]warning[/yellow] ({w.kind}): {escape(w.message)}", highlight=False
+            )
+            self.console.print(f"  [dim]fix:[/dim] {escape(w.fix)}", highlight=False)
 
 
 def bench(
@@ -180,7 +184,7 @@ def bench(
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, "bench")) from None
     err = Console(stderr=True)
-    table_console = err if as_json else Console()
+    table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
     result: BenchResult | None = None
     try:

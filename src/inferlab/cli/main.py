@@ -6,6 +6,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from inferlab.errors import InferlabError
 
@@ -23,8 +24,10 @@ err_console = Console(stderr=True)
 def _register() -> None:
     from inferlab.cli import sim as sim_cli
     from inferlab.cli.bench import bench
+    from inferlab.cli.demo import demo
 
     app.command("bench")(bench)
+    app.command("demo")(demo)
     app.add_typer(sim_cli.sim_app, name="sim")
 
 
@@ -32,9 +35,11 @@ def main() -> None:
     """Entry point: the one error boundary. An ``InferlabError`` is a red line and exit code 2."""
     _register()
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except InferlabError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("[yellow]interrupted[/yellow]")
@@ -42,12 +47,12 @@ def main() -> None:
     except SystemExit:
         raise
     except Exception as exc:  # click's usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        # typer vendors its own click (typer._click): recognise its exceptions by shape
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
+        if type(exc).__name__ == "Abort":
             sys.exit(130)
         raise
 

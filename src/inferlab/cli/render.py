@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import math
 
+from rich.console import Console
 from rich.table import Table
 
 from inferlab.load.bench import BenchResult, PointResult
 
-__all__ = ["bench_table", "fmt"]
+__all__ = ["bench_table", "fmt", "stdout_console"]
+
+
+def stdout_console() -> Console:
+    """Results go to stdout; when it is not a terminal, do not wrap tables at 80 columns."""
+    c = Console()
+    return c if c.is_terminal else Console(width=160)
 
 
 def fmt(x: float | None, digits: int = 1) -> str:

@@ -37,6 +37,7 @@ def run_loop(coro: Coroutine[Any, Any, T]) -> T:
 
 
 _perf_ns = time.perf_counter_ns
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 _MAX_HEAD = 64 * 1024
 
 # framing states
@@ -108,6 +109,7 @@ class _Conn(asyncio.Protocol):
         self._buf = b""
         self._state = _HEAD
         self._remaining = 0
+        self._sock: Any = None
 
     # -- asyncio callbacks -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -115,9 +117,25 @@ class _Conn(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if _QUICKACK is not None:
+                self._sock = sock
+                self._quickack()
+
+    def _quickack(self) -> None:
+        # Linux clears TCP_QUICKACK by itself; re-arm it so every segment is ACKed at once.
+        # Against a server that leaves Nagle on, a delayed ACK holds its next small write
+        # (the first token after the response head) for up to 40 ms: benchmarks/ttft_anomaly.py.
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            except OSError:
+                self._sock = None
 
     def data_received(self, data: bytes) -> None:
         t = _perf_ns()
+        if self._sock is not None:
+            self._quickack()
         ex = self.ex
         if ex is None:  # bytes nobody asked for: the connection cannot be trusted
             self.abort()
@@ -150,6 +168,8 @@ class _Conn(asyncio.Protocol):
         self._state = _HEAD
         ex.reused_conn = self.used > 0
         self.used += 1
+        if self._sock is not None:
+            self._quickack()
         ex.send_ns = _perf_ns()
         self.transport.write(data)
 

@@ -21,6 +21,7 @@ __all__ = [
     "meets_slo",
     "peak_concurrency",
     "summarize",
+    "throughput_interval",
     "tpot_ms",
 ]
 
@@ -69,6 +70,33 @@ def meets_slo(
         if t is not None and t > tpot_ms_max:
             return False
     return not (e2e_ms is not None and rec.e2e_ns / _NS_PER_MS > e2e_ms)
+
+
+def throughput_interval(
+    good: Sequence[RequestRecord], tput: float, start_ns: int, window_s: float, batches: int = 10
+) -> Interval:
+    """95% interval of output throughput by batch means: the window is cut into ``batches``
+    equal slices, each slice's rate counts the tokens whose event arrived in it; the relative
+    half-width t·sd/√k of those rates is applied to ``tput``. NaN bounds for tiny windows."""
+    nan = float("nan")
+    if window_s <= 0 or not good:
+        return Interval(tput, nan, nan, 0.95)
+    width = window_s * 1e9 / batches
+    counts = [0.0] * batches
+    for r in good:
+        for t, k in zip(r.event_ns, r.event_tokens or [1] * len(r.event_ns)):
+            counts[min(batches - 1, max(0, int((t - start_ns) / width)))] += k
+    rates = [c / (width / 1e9) for c in counts]
+    mean = sum(rates) / batches
+    if mean <= 0:
+        return Interval(tput, nan, nan, 0.95)
+    sd = (sum((x - mean) ** 2 for x in rates) / (batches - 1)) ** 0.5
+    rel = _T975[batches - 1] * sd / batches**0.5 / mean
+    return Interval(tput, tput * (1 - rel), tput * (1 + rel), 0.95)
+
+
+#: two-sided 95% Student t quantiles by degrees of freedom (scipy.stats.t.ppf(0.975, df))
+_T975 = {4: 2.776, 9: 2.262, 19: 2.093}
 
 
 def peak_concurrency(records: Sequence[RequestRecord]) -> int:
@@ -156,14 +184,8 @@ def summarize(
         meets_slo(r, ttft_ms=slo_ttft_ms, tpot_ms_max=slo_tpot_ms, e2e_ms=slo_e2e_ms)
         for r in measured
     )
-    per_req_tokens = [float(r.output_tokens) for r in good]
     tput = out_tokens / window_s if window_s > 0 else 0.0
-    if window_s > 0 and len(per_req_tokens) > 1:
-        tput_ci = bootstrap_ci(per_req_tokens, "mean", seed=seed)
-        scale = len(per_req_tokens) / window_s
-        tput_int = Interval(tput, tput_ci.low * scale, tput_ci.high * scale, tput_ci.level)
-    else:
-        tput_int = Interval(tput, float("nan"), float("nan"), 0.95)
+    tput_int = throughput_interval(good, tput, min(sends) if sends else 0, window_s)
     length_warn = sum(1 for r in good if any(w.startswith("length:") for w in r.warnings))
     return PointSummary(
         requests=len(measured),

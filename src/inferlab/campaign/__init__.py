@@ -1,0 +1,1 @@
+"""Orchestration: the only layer that combines servers, load and (later) the store."""

@@ -1,0 +1,294 @@
+"""The OpenAI/vLLM wire format of the reference engine: request validation and rendering.
+
+Pure functions: nothing here touches a socket or a clock. Every body is rendered once per
+request, so the pacing path only writes bytes it was handed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from inferlab.sim.tokenizer import WordTokenizer
+
+__all__ = [
+    "ApiError",
+    "GenRequest",
+    "Rendered",
+    "error_body",
+    "not_found_model",
+    "output_ids",
+    "parse_generation",
+    "parse_tokenize",
+    "render",
+]
+
+Endpoint = Literal["completions", "chat"]
+DEFAULT_MAX_TOKENS = 16
+_DONE = b"data: [DONE]\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """An error answer in vLLM's shape."""
+
+    status: int
+    message: str
+    type: str = "BadRequestError"
+    param: str | None = None
+
+    def body(self) -> bytes:
+        return error_body(self.status, self.message, self.type, self.param)
+
+
+@dataclass(frozen=True, slots=True)
+class GenRequest:
+    """A validated completions or chat request."""
+
+    endpoint: Endpoint
+    stream: bool
+    include_usage: bool
+    max_tokens: int
+    prompt_text: str
+    prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """Every byte of one answer, rendered in advance.
+
+    ``head`` is written at receipt (status line and headers, plus the chat role event; empty
+    when not streaming); ``frames[i]`` carries token chunk ``i``; the last frame also ends the
+    answer. Non-streaming answers are one frame (headers and body) with all the tokens.
+    """
+
+    head: bytes
+    frames: list[bytes]
+    ntokens: list[int]
+
+
+def error_body(status: int, message: str, type_: str, param: str | None = None) -> bytes:
+    err = {"message": message, "type": type_, "param": param, "code": status}
+    return json.dumps({"error": err}).encode()
+
+
+def not_found_model(model: str) -> ApiError:
+    return ApiError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+
+
+def _bad(message: str, param: str | None) -> ApiError:
+    return ApiError(400, message, "BadRequestError", param)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def load_object(body: bytes) -> dict[str, Any] | ApiError:
+    try:
+        obj = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return _bad(f"Invalid JSON body: {exc}", "body")
+    if not isinstance(obj, dict):
+        return _bad("The request body must be a JSON object.", "body")
+    return obj
+
+
+def _message_text(messages: object, tok: WordTokenizer) -> tuple[str, int] | ApiError:
+    if not isinstance(messages, list) or not messages:
+        return _bad("`messages` must be a non-empty list of messages.", "messages")
+    texts: list[str] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
+            return _bad(f"`messages[{i}]` must be an object with a string `role`.", "messages")
+        content = msg.get("content")
+        if content is None:
+            continue
+        if isinstance(content, str):
+            texts.append(content)
+            continue
+        if not isinstance(content, list):
+            return _bad(f"`messages[{i}].content` must be a string or a list of parts.", "messages")
+        for part in content:
+            if (
+                not isinstance(part, dict)
+                or part.get("type") != "text"
+                or not isinstance(part.get("text"), str)
+            ):
+                return _bad(
+                    f"`messages[{i}].content` parts must be {{'type': 'text', 'text': str}}.",
+                    "messages",
+                )
+            texts.append(part["text"])
+    return "\n".join(texts), sum(tok.count(t) for t in texts)
+
+
+def _prompt_text(prompt: object, tok: WordTokenizer) -> tuple[str, int] | ApiError:
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
+        prompt = prompt[0]  # a batch of one
+    if isinstance(prompt, str):
+        return prompt, tok.count(prompt)
+    if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
+        top = tok.vocab_size
+        if any(t < 0 or t >= top for t in prompt):
+            return _bad(f"`prompt` token ids must be in [0, {top}).", "prompt")
+        return tok.decode(prompt), len(prompt)
+    return _bad("`prompt` must be a string or a non-empty list of token ids.", "prompt")
+
+
+def parse_generation(
+    endpoint: Endpoint, obj: dict[str, Any], model: str, max_model_len: int, tok: WordTokenizer
+) -> GenRequest | ApiError:
+    """Validate a completions/chat body (unsupported sampling fields are accepted and ignored)."""
+    req_model = obj.get("model")
+    if req_model is not None:
+        if not isinstance(req_model, str):
+            return _bad("`model` must be a string.", "model")
+        if req_model != model:
+            return not_found_model(req_model)
+    if endpoint == "chat":
+        got = _message_text(obj.get("messages"), tok)
+    elif "prompt" not in obj:
+        return _bad("`prompt` is required.", "prompt")
+    else:
+        got = _prompt_text(obj["prompt"], tok)
+    if isinstance(got, ApiError):
+        return got
+    text, ntok = got
+    field = "max_tokens"
+    max_tokens: object = obj.get("max_tokens")
+    if endpoint == "chat" and obj.get("max_completion_tokens") is not None:
+        field, max_tokens = "max_completion_tokens", obj["max_completion_tokens"]
+    if max_tokens is None:
+        max_tokens = DEFAULT_MAX_TOKENS
+    if not _is_int(max_tokens) or max_tokens < 1:  # type: ignore[operator]
+        return _bad(f"`{field}` must be an integer of at least 1.", field)
+    assert isinstance(max_tokens, int)
+    n = obj.get("n")
+    if n is not None and n != 1:
+        return _bad("`n` must be 1 on the simulated engine.", "n")
+    stream = obj.get("stream", False)
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        return _bad("`stream` must be a boolean.", "stream")
+    include_usage = False
+    options = obj.get("stream_options")
+    if options is not None:
+        if not stream:
+            return _bad("Stream options can only be defined when `stream=True`.", "stream_options")
+        if not isinstance(options, dict):
+            return _bad("`stream_options` must be an object.", "stream_options")
+        usage = options.get("include_usage", False)
+        if not isinstance(usage, bool) and usage is not None:
+            return _bad("`stream_options.include_usage` must be a boolean.", "stream_options")
+        include_usage = bool(usage)
+    if ntok + max_tokens > max_model_len:
+        return _bad(
+            f"This model's maximum context length is {max_model_len} tokens. However, you "
+            f"requested {ntok + max_tokens} tokens ({ntok} in the messages, {max_tokens} in "
+            "the completion). Please reduce the length of the messages or completion.",
+            "messages" if endpoint == "chat" else "prompt",
+        )
+    return GenRequest(endpoint, stream, include_usage, max_tokens, text, ntok)
+
+
+def parse_tokenize(obj: dict[str, Any], max_model_len: int, tok: WordTokenizer) -> bytes | ApiError:
+    """vLLM's ``/tokenize``: ``{"prompt": str}`` or ``{"messages": [...]}``."""
+    if "messages" in obj:
+        got = _message_text(obj["messages"], tok)
+        if isinstance(got, ApiError):
+            return got
+        ids = tok.encode(got[0])
+    elif isinstance(obj.get("prompt"), str):
+        ids = tok.encode(obj["prompt"])
+    else:
+        return _bad("`prompt` (a string) or `messages` is required.", "prompt")
+    add = obj.get("add_special_tokens", True)
+    if not isinstance(add, bool):
+        return _bad("`add_special_tokens` must be a boolean.", "add_special_tokens")
+    return json.dumps({"tokens": ids, "count": len(ids), "max_model_len": max_model_len}).encode()
+
+
+def output_ids(seed: int, prompt_text: str, n: int, tok: WordTokenizer) -> list[int]:
+    """The deterministic output of a prompt: same seed and prompt, same tokens."""
+    return random.Random(f"{seed}:{prompt_text}").choices(range(1, tok.vocab_size), k=n)
+
+
+def chunk_sizes(n: int, k: int) -> list[int]:
+    """Tokens per chunk: the first carries 1 token, later ones ``k`` (the last may carry fewer)."""
+    sizes = [1]
+    left = n - 1
+    while left > 0:
+        take = k if left >= k else left
+        sizes.append(take)
+        left -= take
+    return sizes
+
+
+def _frame(event: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
+def render(
+    req: GenRequest,
+    rid: str,
+    created: int,
+    model_json: str,
+    words: Sequence[bytes],
+    ids: Sequence[int],
+    k: int,
+    head: bytes,
+) -> Rendered:
+    """Render every write of one answer. ``words[i]`` is ``b" " + vocab[i]`` (ASCII letters)."""
+    usage = (
+        f'{{"prompt_tokens":{req.prompt_tokens},"total_tokens":'
+        f'{req.prompt_tokens + req.max_tokens},"completion_tokens":{req.max_tokens}}}'
+    )
+    rid_json = json.dumps(rid)
+    if not req.stream:
+        text = json.dumps(b"".join([words[i] for i in ids]).decode())
+        if req.endpoint == "chat":
+            choice = f'{{"index":0,"message":{{"role":"assistant","content":{text}}},'
+            obj = "chat.completion"
+        else:
+            choice = f'{{"index":0,"text":{text},'
+            obj = "text_completion"
+        body = (
+            f'{{"id":{rid_json},"object":"{obj}","created":{created},"model":{model_json},'
+            f'"choices":[{choice}"logprobs":null,"finish_reason":"length"}}],"usage":{usage}}}'
+        ).encode()
+        return Rendered(b"", [head % len(body) + body], [len(ids)])
+
+    obj = "chat.completion.chunk" if req.endpoint == "chat" else "text_completion"
+    common = f'data: {{"id":{rid_json},"object":"{obj}","created":{created},"model":{model_json},'
+    if req.endpoint == "chat":
+        pre = (common + '"choices":[{"index":0,"delta":{"content":"').encode()
+        mid = b'"},"logprobs":null,"finish_reason":'
+        role = _frame(
+            (
+                common + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+                '"logprobs":null,"finish_reason":null}]}\n\n'
+            ).encode()
+        )
+        head = head + role
+    else:
+        pre = (common + '"choices":[{"index":0,"text":"').encode()
+        mid = b'","logprobs":null,"finish_reason":'
+    post = mid + b"null}]}\n\n"
+    base = len(pre) + len(post)
+    sizes = chunk_sizes(len(ids), k)
+    if k == 1:
+        texts = [words[i] for i in ids]
+    else:
+        texts = [words[ids[0]]]
+        texts += [b"".join([words[i] for i in ids[p : p + k]]) for p in range(1, len(ids), k)]
+    frames = [b"%x\r\n%s%s%s\r\n" % (base + len(t), pre, t, post) for t in texts]
+    last = _frame(b'%s%s%s"length"}]}\n\n' % (pre, texts[-1], mid))
+    if req.include_usage:
+        last += _frame((common + f'"choices":[],"usage":{usage}}}\n\n').encode())
+    frames[-1] = last + _frame(_DONE) + b"0\r\n\r\n"
+    return Rendered(head, frames, sizes)

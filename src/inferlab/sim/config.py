@@ -1,0 +1,62 @@
+"""Configuration of the reference engine (``inferlab sim serve``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from inferlab.errors import ConfigError
+
+__all__ = ["FaultKind", "SimConfig", "sim_config"]
+
+FaultKind = Literal["stall", "close", "malformed", "http500"]
+
+
+class SimConfig(BaseModel):
+    """What the simulated engine serves and when each token is written.
+
+    Times are in milliseconds. ``jitter_ms`` is the standard deviation of a normal added to
+    the TTFT and to each per-token gap (each clipped at ≥ 0).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    model: str = Field(default="inferlab-sim", min_length=1)
+    ttft_ms: float = Field(default=50.0, ge=0.0, le=3_600_000.0)
+    itl_ms: float = Field(default=10.0, ge=0.0, le=3_600_000.0)
+    jitter_ms: float = Field(default=0.0, ge=0.0, le=3_600_000.0)
+    tokens_per_chunk: int = Field(default=1, ge=1, le=1_000_000)
+    seed: int = 0
+    vocab_size: int = Field(default=4096, ge=2, le=10_000_000)
+    max_model_len: int = Field(default=32768, ge=1)
+    truth_path: Path | None = None
+    fault: FaultKind | None = None
+    fault_after: int = Field(default=0, ge=0)
+    fault_every: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _check_host(self) -> SimConfig:
+        if not self.host.strip():
+            raise ValueError("host must not be empty")
+        return self
+
+
+def sim_config(labels: Mapping[str, str] | None = None, **fields: Any) -> SimConfig:
+    """Build a :class:`SimConfig`; pydantic's errors become a ``ConfigError`` naming the field.
+
+    ``labels`` maps field names to what the user typed (e.g. ``ttft_ms`` → ``--ttft-ms``).
+    """
+    names = labels or {}
+    try:
+        return SimConfig(**fields)
+    except ValidationError as exc:
+        parts = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "config"
+            parts.append(f"{names.get(loc, loc)}: {err['msg']}")
+        raise ConfigError("invalid sim option " + "; ".join(parts)) from exc

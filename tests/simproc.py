@@ -1,0 +1,220 @@
+"""Test helper: the reference engine as a real subprocess (``inferlab sim serve --port 0``)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+READY = "inferlab sim (SIMULATED engine) listening on "
+
+
+class SimProc:
+    """A running ``inferlab sim serve``; ``url`` is ``http://127.0.0.1:PORT``."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str, stderr_path: str) -> None:
+        self.proc = proc
+        self.url = url
+        self._stderr_path = stderr_path
+        parts = urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+    ) -> tuple[int, bytes]:
+        """One request on a fresh connection; ``body`` is JSON-encoded unless bytes/str."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            data: bytes | None
+            if body is None:
+                data = None
+            elif isinstance(body, bytes):
+                data = body
+            elif isinstance(body, str):
+                data = body.encode()
+            else:
+                data = json.dumps(body).encode()
+            hdrs = {"Content-Type": "application/json", **(headers or {})}
+            conn.request(method, path, body=data, headers=hdrs)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def truth(self) -> list[dict[str, Any]]:
+        status, body = self.request("GET", "/truth")
+        assert status == 200, body
+        return [json.loads(line) for line in body.decode().splitlines() if line]
+
+    def summary(self) -> dict[str, Any]:
+        status, body = self.request("GET", "/truth/summary")
+        assert status == 200, body
+        out: dict[str, Any] = json.loads(body)
+        return out
+
+    def clear_truth(self) -> None:
+        status, _ = self.request("DELETE", "/truth")
+        assert status == 200
+
+    def stderr(self) -> str:
+        with open(self._stderr_path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+
+    def stop(self, timeout: float = 5.0) -> int:
+        """SIGTERM, then SIGKILL after ``timeout`` s; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+@contextlib.contextmanager
+def start_sim(
+    *cli_args: str, env: Mapping[str, str] | None = None, ready_timeout: float = 30.0
+) -> Iterator[SimProc]:
+    """Start the engine, wait for its ready line, stop it on exit (SIGTERM, kill after 5 s)."""
+    cmd = [sys.executable, "-m", "inferlab.cli.main", "sim", "serve", "--port", "0", *cli_args]
+    fd, stderr_path = tempfile.mkstemp(prefix="inferlab-sim-", suffix=".stderr")
+    os.close(fd)
+    full_env = {**os.environ, **(env or {})}
+    with open(stderr_path, "w") as err:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env, bufsize=1
+        )
+    sim: SimProc | None = None
+    try:
+        assert proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + ready_timeout
+        line = ""
+        while not line.endswith("\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise RuntimeError(f"sim not ready after {ready_timeout} s: {line!r}")
+            more = proc.stdout.readline()
+            if not more:
+                with open(stderr_path) as fh:
+                    raise RuntimeError(f"sim exited ({proc.wait()}): {fh.read()}")
+            line += more
+        sel.close()
+        assert line.startswith(READY), line
+        sim = SimProc(proc, line[len(READY) :].strip(), stderr_path)
+        yield sim
+    finally:
+        if sim is not None:
+            sim.stop()
+        elif proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        with contextlib.suppress(OSError):
+            os.unlink(stderr_path)
+
+
+def raw_connect(sim: SimProc, timeout: float = 5.0) -> socket.socket:
+    """A plain TCP socket to the engine."""
+    return socket.create_connection((sim.host, sim.port), timeout=timeout)
+
+
+def raw_post(path: str, body: Any, headers: Mapping[str, str] | None = None) -> bytes:
+    """The bytes of one HTTP/1.1 POST with a JSON body."""
+    data = json.dumps(body).encode()
+    lines = [f"POST {path} HTTP/1.1", "Host: sim", "Content-Type: application/json"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    lines.append(f"Content-Length: {len(data)}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + data
+
+
+def recv_until(sock: socket.socket, marker: bytes, timeout: float = 5.0) -> bytes:
+    """Read until ``marker`` is seen, EOF, or ``timeout`` (returns what was read)."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while marker not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        sock.settimeout(left)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            break
+        if not data:
+            break
+        buf += data
+    return buf
+
+
+def dechunk(body: bytes) -> tuple[bytes, bool]:
+    """Decode a chunked body: (payload, complete), complete once the last chunk is seen."""
+    out = b""
+    pos = 0
+    while True:
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            return out, False
+        size = int(body[pos:eol], 16)
+        if size == 0:
+            return out, body[eol + 2 : eol + 4] == b"\r\n"
+        start = eol + 2
+        if len(body) < start + size + 2:
+            return out + body[start:], False
+        out += body[start : start + size]
+        pos = start + size + 2
+
+
+def sse_events(payload: bytes) -> list[str]:
+    """The ``data:`` values of an SSE payload, in order."""
+    events = []
+    for block in payload.decode().split("\n\n"):
+        if block.strip():
+            assert block.startswith("data: "), block
+            events.append(block[len("data: ") :])
+    return events
+
+
+def split_response(raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """(status, lower-cased headers, body bytes as sent) of one raw HTTP response."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ")[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return status, headers, body
+
+
+def post_stream(
+    sim: SimProc, path: str, body: Any, headers: Mapping[str, str] | None = None
+) -> tuple[int, dict[str, str], list[str]]:
+    """POST a streaming request on a raw socket; returns (status, headers, SSE data values)."""
+    with raw_connect(sim) as sock:
+        sock.sendall(raw_post(path, body, headers))
+        raw = recv_until(sock, b"0\r\n\r\n", timeout=20.0)
+    status, hdrs, rest = split_response(raw)
+    payload, complete = dechunk(rest)
+    assert complete, raw[-200:]
+    return status, hdrs, sse_events(payload)
