@@ -343,3 +343,17 @@ def test_ctrl_c_writes_what_was_measured(tokdir: Path, tmp_path: Path) -> None:
     assert point["summary"]["ok"] >= 4
     assert 4 <= len(reqs) < 400
     assert "C=2 (interrupted)" in stdout
+
+
+def test_several_worker_processes_closed_and_open(tokdir: Path) -> None:
+    with start_sim("--ttft-ms", "5", "--itl-ms", "2") as sim:
+        res = run_bench(cfg(sim.url, tokdir, concurrency=[5], rate=[50.0], requests=20, workers=2))
+        truth = {t["request_id"] for t in sim.truth()}
+    closed, opened = res.points
+    for p in (closed, opened):
+        assert p.workers == 2
+        assert p.summary.ok == 20
+        assert {r.worker for r in p.records} == {0, 1}
+        assert len({r.request_id for r in p.records}) == 20
+        assert {r.request_id for r in p.records} <= truth
+    assert closed.summary.peak_concurrency <= 5

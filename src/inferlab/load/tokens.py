@@ -175,16 +175,23 @@ class LocalTokenizer:
 
     def random_text(self, n: int, rng: random.Random) -> str:
         """A text of exactly ``n`` tokens (re-checked by encoding it)."""
-        ids = [rng.choice(self._ids) for _ in range(n)]
-        for _ in range(20):
+
+        def draw(k: int) -> list[int]:
+            return [rng.choice(self._ids) for _ in range(k)]
+
+        ids = draw(n)
+        for attempt in range(60):
             text = self.decode(ids)
             m = len(self.encode(text))
             if m == n:
                 return text
-            if m > n:
-                ids = ids[: max(1, len(ids) - (m - n))]
+            if attempt % 12 == 11:
+                ids = draw(n)  # stuck on tokens that merge or split: start over
+            elif m > n:
+                keep = len(ids) - (m - n)
+                ids = ids[:keep] if keep >= 1 else draw(n)
             else:
-                ids += [rng.choice(self._ids) for _ in range(n - m)]
+                ids += draw(n - m)
         raise TokenizerError(
             f"tokenizer {self.path}: could not make a prompt of exactly {n} tokens "
             "(its decode/encode does not round-trip)"
