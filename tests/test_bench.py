@@ -197,6 +197,9 @@ def test_unreachable_url_fails_fast() -> None:
     assert time.monotonic() - t0 < 5
 
 
+_TMP_DB = os.path.join(__import__("tempfile").mkdtemp(prefix="inferlab-test-"), "t.db")
+
+
 def _cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
@@ -205,7 +208,7 @@ def _cli(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        env={**os.environ, "COLUMNS": "200", "INFERLAB_DB": _TMP_DB, **(env or {})},
     )
 
 
@@ -322,6 +325,8 @@ def test_ctrl_c_writes_what_was_measured(tokdir: Path, tmp_path: Path) -> None:
                 str(tokdir),
                 "--out",
                 str(out),
+                "--db",
+                str(tmp_path / "int.db"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

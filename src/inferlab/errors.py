@@ -7,6 +7,8 @@
     ├── ConnectError              the server under test cannot be reached
     ├── ServerRejected            the server refused the first requests (4xx): its own message
     ├── TokenizerError            no tokenizer, or one that cannot make the requested lengths
+    ├── StoreError                the database is locked, corrupt, foreign or too new
+    ├── NotComparable             a comparison refused: the differing fields are named
     └── SimError                  the reference engine could not start or serve
 
 Faults of a server *during* a measurement are not exceptions: they are recorded on the
@@ -19,8 +21,10 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "InferlabError",
+    "NotComparable",
     "ServerRejected",
     "SimError",
+    "StoreError",
     "TokenizerError",
 ]
 
@@ -47,3 +51,11 @@ class TokenizerError(InferlabError):
 
 class SimError(InferlabError):
     """The reference engine failed to start or serve."""
+
+
+class StoreError(InferlabError):
+    """The database cannot be used: locked, corrupt, not inferlab's, or newer than this code."""
+
+
+class NotComparable(InferlabError):
+    """Runs differ in a field that makes a delta meaningless (model, GPU, workload, ...)."""

@@ -21,10 +21,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from inferlab.campaign.bench import bench_with_record
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
 from inferlab.errors import ConfigError, ServerRejected
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
-from inferlab.load.bench import run_bench as run_bench_lib
+from inferlab.store import db_path
 
 from .render import bench_table, stdout_console
 
@@ -148,7 +149,16 @@ def bench(
         int | None, typer.Option(help="Measuring processes (default: 1 per 128 streams)")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for prompts and arrivals")] = 0,
+    trials: Annotated[int, typer.Option(help="Repetitions of every load point")] = 1,
     out: Annotated[Path | None, typer.Option(help="Write raw records + summaries (JSONL)")] = None,
+    db: Annotated[
+        Path | None, typer.Option(help="Database (default $INFERLAB_DB or ./inferlab.db)")
+    ] = None,
+    no_db: Annotated[bool, typer.Option("--no-db", help="Do not store the results")] = False,
+    campaign: Annotated[str, typer.Option(help="Campaign the runs are stored under")] = "bench",
+    config_name: Annotated[
+        str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")] = False,
 ) -> None:
     """Measure a running endpoint across concurrency levels or request rates."""
@@ -173,6 +183,7 @@ def bench(
             requests=requests,
             duration_s=duration,
             warmup=warmup,
+            trials=trials,
             api_key_env=api_key_env,
             tokenizer=tokenizer,
             timeout_s=timeout,
@@ -188,7 +199,14 @@ def bench(
     events = _RichEvents(err, table_console)
     result: BenchResult | None = None
     try:
-        result = run_bench_lib(cfg, events, out)
+        result, run_ids = bench_with_record(
+            cfg,
+            events,
+            out=out,
+            db=None if no_db else db_path(db),
+            campaign=campaign,
+            config=config_name,
+        )
     except ServerRejected:
         events.progress_done()
         raise
@@ -196,10 +214,16 @@ def bench(
         events.progress_done()
     table_console.print(bench_table(result))
     if out is not None:
-        err.print(f"[dim]raw records and summaries written to {out}[/dim]")
+        err.print(f"[dim]raw records and summaries written to {escape(str(out))}[/dim]")
+    if run_ids:
+        err.print(
+            f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} in {escape(str(db_path(db)))} "
+            f"(campaign {escape(campaign)})[/dim]"
+        )
     if as_json:
         doc = {
             "run_id": result.run_id,
+            "stored_runs": run_ids,
             "model": result.model,
             "url": result.url,
             "interrupted": result.interrupted,

@@ -81,6 +81,7 @@ class BenchConfig(_Closed):
     requests: int | None = Field(default=None, ge=1)
     duration_s: float | None = Field(default=None, gt=0)
     warmup: int = Field(default=0, ge=0)
+    trials: int = Field(default=1, ge=1)
     api_key_env: str | None = None
     tokenizer: Path | None = None
     timeout_s: float = Field(default=600.0, gt=0)

@@ -19,6 +19,8 @@ class EngineSpec:
     health_path: str = "/health"
     models_path: str = "/v1/models"
     tokenize_path: str | None = "/tokenize"
+    #: GET path answering JSON with a "version" field (None: the engine has none)
+    version_path: str | None = "/version"
     #: request-body fields that make the server emit exactly ``max_tokens`` tokens
     ignore_eos_field: str | None = "ignore_eos"
     min_tokens_field: str | None = "min_tokens"

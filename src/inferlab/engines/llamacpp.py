@@ -7,5 +7,6 @@ SPEC = register(
         name="llamacpp",
         description="llama.cpp llama-server",
         min_tokens_field=None,
+        version_path=None,
     )
 )

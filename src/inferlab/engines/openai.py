@@ -7,6 +7,7 @@ SPEC = register(
         name="openai",
         description="generic OpenAI-compatible endpoint (output length not enforced)",
         tokenize_path=None,
+        version_path=None,
         ignore_eos_field=None,
         min_tokens_field=None,
     )

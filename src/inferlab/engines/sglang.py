@@ -2,4 +2,10 @@
 
 from inferlab.engines.base import EngineSpec, register
 
-SPEC = register(EngineSpec(name="sglang", description="SGLang server (OpenAI API)"))
+SPEC = register(
+    EngineSpec(
+        name="sglang",
+        description="SGLang server (OpenAI API)",
+        version_path="/get_server_info",
+    )
+)

@@ -7,6 +7,7 @@ to a JSONL file written after every load point (so an interruption loses nothing
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import multiprocessing as mp
@@ -15,13 +16,13 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
@@ -42,9 +43,11 @@ __all__ = [
     "BenchWarning",
     "LoadPoint",
     "PointResult",
+    "ResultSink",
     "auto_workers",
     "plan_points",
     "run_bench",
+    "workload_descriptor",
 ]
 
 FORMAT = "inferlab.bench/1"
@@ -91,6 +94,9 @@ class PointResult:
     warnings: list[BenchWarning] = field(default_factory=list)
     interrupted: bool = False
     rejected: str | None = None
+    trial: int = 0
+    started_at: str | None = None  # wall clock, ISO 8601
+    ended_at: str | None = None
 
 
 @dataclass
@@ -100,6 +106,17 @@ class BenchResult:
     url: str
     points: list[PointResult]
     interrupted: bool = False
+    engine_version: str | None = None
+
+
+class ResultSink(Protocol):
+    """Where finished load points go, each as soon as it ends (JSONL file, the store...)."""
+
+    def start(self, meta: dict[str, Any]) -> None: ...
+
+    def point(self, res: PointResult) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class BenchEvents:
@@ -146,30 +163,45 @@ def _headers(cfg: BenchConfig) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def _preflight(cfg: BenchConfig, ep: Endpoint, engine: EngineSpec, headers: dict[str, str]) -> str:
-    """Reach the server within 5 s; return the model (given, or the first listed)."""
+def _preflight(
+    cfg: BenchConfig, ep: Endpoint, engine: EngineSpec, headers: dict[str, str]
+) -> tuple[str, str | None]:
+    """Reach the server within 5 s; return the model (given, or the first listed) and the
+    engine version it reports (None when it does not say)."""
 
-    async def go() -> tuple[int, bytes, str | None]:
+    async def go() -> tuple[int, bytes, str | None, bytes]:
         client = HttpClient(
             ep, timeout_s=10, stall_timeout_s=5, connect_timeout_s=5, headers=headers
         )
         try:
             ex = await client.request(client.build("GET", engine.models_path))
+            vbody = b""
+            if ex.error_kind is None and engine.version_path:
+                vex = await client.request(client.build("GET", engine.version_path))
+                if vex.error_kind is None and vex.status == 200:
+                    vbody = vex.body()
         finally:
             client.close()
-        return ex.status, ex.body(), (ex.error_message if ex.error_kind is not None else None)
+        err = ex.error_message if ex.error_kind is not None else None
+        return ex.status, ex.body(), err, vbody
 
-    status, body, err = run_loop(go())
+    status, body, err, vbody = run_loop(go())
     if err is not None and status == 0:
         raise ConnectError(f"cannot reach {ep.base}: {err}")
     if status in (401, 403):
         hint = "" if cfg.api_key_env else " (pass --api-key-env VAR)"
         raise ServerRejected(f"{ep.base}{engine.models_path}: HTTP {status}{hint}")
+    version: str | None = None
+    try:
+        v = json.loads(vbody).get("version") if vbody else None
+        version = str(v) if v is not None else None
+    except (ValueError, AttributeError):
+        version = None
     if cfg.model:
-        return cfg.model
+        return cfg.model, version
     try:
         data = json.loads(body)["data"]
-        return str(data[0]["id"])
+        return str(data[0]["id"]), version
     except (ValueError, KeyError, IndexError, TypeError):
         raise ConfigError(
             f"--model not given and {ep.base}{engine.models_path} did not list a model "
@@ -399,18 +431,45 @@ class JsonlSink:
             raise ConfigError(f"--out: cannot write {path}: {exc}") from None
         self.path = path
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, Any]) -> None:
         self._f.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
 
-    def flush(self) -> None:
+    def _flush(self) -> None:
         self._f.flush()
         os.fsync(self._f.fileno())
+
+    def start(self, meta: dict[str, Any]) -> None:
+        self._write(meta)
+        self._flush()
+
+    def point(self, res: PointResult) -> None:
+        for rec in res.records:
+            self._write(
+                {"type": "request", "point": res.point.label, "trial": res.trial, **rec.to_json()}
+            )
+        self._write(point_json(res))
+        self._flush()
 
     def close(self) -> None:
         self._f.close()
 
 
-def _meta(cfg: BenchConfig, run_id: str, model: str) -> dict[str, Any]:
+def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
+    """What makes two workloads the same distribution: kind, lengths, endpoint, file content
+    (the random seed is left out: other prompts of the same lengths are the same workload)."""
+    w = cfg.workload
+    d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
+    if w.kind == "random":
+        d["input_tokens"] = w.input_tokens
+    elif w.path is not None:
+        try:
+            d["file_sha256"] = hashlib.sha256(w.path.read_bytes()).hexdigest()
+        except OSError:
+            d["file"] = str(w.path)
+    return d
+
+
+def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
     return {
         "type": "meta",
         "format": FORMAT,
@@ -418,6 +477,9 @@ def _meta(cfg: BenchConfig, run_id: str, model: str) -> dict[str, Any]:
         "inferlab_version": __version__,
         "metrics_version": METRICS_VERSION,
         "model": model,
+        "engine": cfg.engine,
+        "engine_version": version,
+        "workload": workload_descriptor(cfg),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": os.uname().nodename,
         "config": json.loads(cfg.model_dump_json()),  # holds the key's variable name, not its value
@@ -429,6 +491,9 @@ def point_json(res: PointResult) -> dict[str, Any]:
     return {
         "type": "point",
         "label": p.label,
+        "trial": res.trial,
+        "started_at": res.started_at,
+        "ended_at": res.ended_at,
         "concurrency": p.concurrency,
         "rate": p.rate,
         "max_concurrency": p.max_concurrency,
@@ -449,16 +514,18 @@ def run_bench(
     cfg: BenchConfig,
     events: BenchEvents | None = None,
     out: Path | None = None,
+    sinks: Sequence[ResultSink] = (),
 ) -> BenchResult:
-    """Measure every load point of ``cfg``; raise ``ConnectError``/``ServerRejected``/
-    ``ConfigError`` for what the user must fix (after writing what was measured)."""
+    """Measure every load point × trial of ``cfg``; each finished point goes to every sink at
+    once. Raises ``ConnectError``/``ServerRejected``/``ConfigError`` for what the user must fix
+    (after handing what was measured to the sinks)."""
     events = events or BenchEvents()
     engine = get_engine(cfg.engine)
     ep = Endpoint.parse(cfg.url)
     headers = _headers(cfg)
     path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
     events.message(f"checking {ep.base} ...")
-    model = _preflight(cfg, ep, engine, headers)
+    model, version = _preflight(cfg, ep, engine, headers)
     tokenizer = _tokenizer(cfg, ep, engine, headers)
     if tokenizer is None and cfg.workload.kind == "random":
         raise TokenizerError(
@@ -466,33 +533,44 @@ def run_bench(
             "/tokenize; pass --tokenizer DIR (a Hugging Face tokenizer directory)"
         )
     run_id = uuid.uuid4().hex[:12]
-    sink = JsonlSink(out) if out is not None else None
-    if sink:
-        sink.write(_meta(cfg, run_id, model))
-        sink.flush()
-    result = BenchResult(run_id=run_id, model=model, url=ep.base, points=[])
+    all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
+    meta = _meta(cfg, run_id, model, version)
+    result = BenchResult(run_id=run_id, model=model, url=ep.base, points=[], engine_version=version)
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
     try:
+        for sink in all_sinks:
+            sink.start(meta)
         for pi, point in enumerate(plan_points(cfg)):
-            res = _run_point(
-                cfg, pi, point, ep, engine, headers, path, model, tokenizer, fmt, run_id, events
-            )
-            result.points.append(res)
-            if sink:
-                for rec in res.records:
-                    sink.write({"type": "request", "point": point.label, **rec.to_json()})
-                sink.write(point_json(res))
-                sink.flush()
-            events.point_finished(res)
-            if res.rejected:
-                raise ServerRejected(
-                    f"{ep.base}{path} rejected the first requests of {point.label}: {res.rejected}"
+            for trial in range(cfg.trials):
+                res = _run_point(
+                    cfg,
+                    pi,
+                    point,
+                    ep,
+                    engine,
+                    headers,
+                    path,
+                    model,
+                    tokenizer,
+                    fmt,
+                    run_id,
+                    events,
+                    trial,
                 )
-            if res.interrupted:
-                result.interrupted = True
-                break
+                result.points.append(res)
+                for sink in all_sinks:
+                    sink.point(res)
+                events.point_finished(res)
+                if res.rejected:
+                    raise ServerRejected(
+                        f"{ep.base}{path} rejected the first requests of {point.label}: "
+                        f"{res.rejected}"
+                    )
+                if res.interrupted:
+                    result.interrupted = True
+                    return result
     finally:
-        if sink:
+        for sink in all_sinks:
             sink.close()
     return result
 
@@ -510,8 +588,11 @@ def _run_point(
     fmt: HttpClient,
     run_id: str,
     events: BenchEvents,
+    trial: int = 0,
 ) -> PointResult:
     workers = cfg.workers or auto_workers(point.streams)
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    pi = pi * 1000 + trial  # fresh prompts (and arrival draws) for every trial
     offsets: list[float] | None = None
     if point.rate is not None:
         offsets = arrival_offsets(
@@ -624,6 +705,9 @@ def _run_point(
         workers=nworkers,
         interrupted=interrupted and rejected is None,
         rejected=rejected,
+        trial=trial,
+        started_at=started_at,
+        ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
     res.warnings = _warnings(cfg, res, nworkers)
     return res

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -261,9 +262,23 @@ def _finish(raws: list[_Raw], job: WorkerJob) -> tuple[list[RequestRecord], list
     return records, texts
 
 
+def _die_with_parent() -> None:
+    """Linux: get SIGKILL when the parent dies (a killed ``bench`` leaves no load behind)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def worker_process(job: WorkerJob, conn: Connection, stop: Any, done: Any, errors: Any) -> None:
     """Entry point of a worker process: ignores SIGINT (the parent decides), reports back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
     ctl = _Control(stop, done, errors, job.worker)
 
     def start() -> int:

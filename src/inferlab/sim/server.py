@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from inferlab import __version__
 from inferlab.errors import SimError
 from inferlab.sim import api
 from inferlab.sim.config import SimConfig
@@ -370,6 +371,7 @@ class SimServer:
         self.port = 0
         self._routes: dict[str, dict[str, Callable[[_Conn, _Request], None]]] = {
             "/health": {"GET": self._health},
+            "/version": {"GET": self._version},
             "/v1/models": {"GET": self._models},
             "/tokenize": {"POST": self._tokenize},
             "/v1/completions": {"POST": self._completions},
@@ -519,6 +521,10 @@ class SimServer:
 
     def _health(self, conn: _Conn, req: _Request) -> None:
         conn.respond(200, b"")
+
+    def _version(self, conn: _Conn, req: _Request) -> None:
+        body = {"version": __version__, "engine": "inferlab-sim", "simulated": True}
+        conn.respond(200, json.dumps(body).encode())
 
     def _models(self, conn: _Conn, req: _Request) -> None:
         card = {

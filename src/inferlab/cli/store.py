@@ -1,0 +1,98 @@
+"""``inferlab runs`` and ``inferlab export``: what the store holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from inferlab.errors import ConfigError
+from inferlab.store import Store, db_path
+from inferlab.store.export import export as export_lib
+
+from .render import fmt, stdout_console
+
+DbOpt = Annotated[
+    Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
+]
+
+
+def _open(db: Path | None) -> Store:
+    path = db_path(db)
+    if not path.exists():
+        raise ConfigError(f"--db: {path} does not exist (run inferlab bench first)")
+    return Store(path)
+
+
+def runs(
+    db: DbOpt = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign")] = None,
+    config: Annotated[str | None, typer.Option(help="Only this config")] = None,
+) -> None:
+    """List the stored runs (one per load point × trial)."""
+    with _open(db) as store:
+        rows = store.runs(campaign=campaign, config=config)
+    t = Table(title=f"runs in {db_path(db)}")
+    for col in (
+        "id",
+        "campaign",
+        "config",
+        "load",
+        "trial",
+        "source",
+        "requests",
+        "ok",
+        "out tok/s",
+        "TPOT p50 ms",
+        "TTFT p50 ms",
+        "started",
+    ):
+        t.add_column(
+            col,
+            justify="right"
+            if col not in ("campaign", "config", "load", "source", "started")
+            else "left",
+        )
+    for r in rows:
+        s = r.summary
+        t.add_row(
+            str(r.id),
+            escape(r.campaign),
+            escape(r.config),
+            escape(r.label) + (" (interrupted)" if r.interrupted else ""),
+            str(r.trial),
+            escape(r.source),
+            str(r.n_requests),
+            str(s.get("ok", "–")),
+            fmt(s.get("output_tok_s")),
+            fmt((s.get("tpot_ms") or {}).get("p50"), 2),
+            fmt((s.get("ttft_ms") or {}).get("p50")),
+            r.started_at or "–",
+        )
+    stdout_console().print(t)
+
+
+def export(
+    out: Annotated[Path, typer.Argument(help="Output file")],
+    db: DbOpt = None,
+    what: Annotated[str, typer.Option("--what", help="runs | requests")] = "runs",
+    format_: Annotated[
+        str | None, typer.Option("--format", help="csv | jsonl | parquet (default: by suffix)")
+    ] = None,
+    campaign: Annotated[str | None, typer.Option(help="Only this campaign")] = None,
+    run: Annotated[list[int] | None, typer.Option("--run", help="Only these run ids")] = None,
+) -> None:
+    """Write runs or their requests as CSV, JSONL or Parquet."""
+    if what not in ("runs", "requests"):
+        raise ConfigError(f"--what: expected runs or requests, got {what!r}")
+    f = format_ or out.suffix.lstrip(".").lower()
+    if f not in ("csv", "jsonl", "parquet"):
+        raise ConfigError(f"--format: expected csv, jsonl or parquet, got {f!r}")
+    with _open(db) as store:
+        rows = store.runs(campaign=campaign, run_ids=run or None)
+        n = export_lib(store, rows, what, f, out)  # type: ignore[arg-type]
+    Console(stderr=True).print(f"{n} {what} rows written to {escape(str(out))}")

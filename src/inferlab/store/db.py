@@ -1,0 +1,447 @@
+"""The SQLite store: every raw sample, committed one load point at a time.
+
+Raw samples are the record: per-request send/end times, every token event's arrival (packed
+int64 offsets from send) and token count. Summaries are stored next to them for listing, and can
+be recomputed from the requests at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferlab.config.secrets import scrub_argv, scrub_env
+from inferlab.errors import StoreError
+from inferlab.records import ErrorKind, RequestRecord
+from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["DEFAULT_DB", "RunRow", "Store", "db_path", "workload_hash"]
+
+DEFAULT_DB = "inferlab.db"
+
+
+def db_path(arg: str | Path | None = None) -> Path:
+    """``--db PATH``, else ``$INFERLAB_DB``, else ``./inferlab.db``."""
+    return Path(arg or os.environ.get("INFERLAB_DB") or DEFAULT_DB)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def workload_hash(workload: Mapping[str, Any]) -> str:
+    """Hash of the prompt and output length distribution (what makes workloads comparable)."""
+    return hashlib.sha256(_dumps(dict(workload)).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One stored load point (a run) with its config and environment, as listed."""
+
+    id: int
+    campaign: str
+    config: str
+    config_hash: str
+    source: str
+    definitions: str
+    label: str
+    concurrency: int | None
+    rate: float | None
+    trial: int
+    model: str | None
+    workload_hash: str
+    started_at: str | None
+    interrupted: bool
+    summary: dict[str, Any]
+    environment: dict[str, Any]
+    metrics_version: int | None
+    n_requests: int
+
+
+class Store:
+    """An open inferlab database. Use as a context manager; one writer at a time."""
+
+    def __init__(self, path: str | Path, *, timeout_s: float = 5.0) -> None:
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            mode = self.db.execute("PRAGMA journal_mode = WAL").fetchone()
+            if mode is None:
+                raise StoreError(f"{self.path}: could not set WAL mode")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(self._explain(exc)) from None
+
+    def _explain(self, exc: sqlite3.Error) -> str:
+        msg = str(exc)
+        if "locked" in msg or "busy" in msg:
+            return f"{self.path}: database is locked by another process (retry when it is done)"
+        if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
+            return f"{self.path}: not a readable SQLite database ({msg})"
+        return f"{self.path}: {msg}"
+
+    def _migrate(self) -> None:
+        db = self.db
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        if tables and (app_id != APPLICATION_ID or "meta" not in tables):
+            raise StoreError(
+                f"{self.path}: a SQLite database, but not inferlab's (refusing to touch it)"
+            )
+        version = 0
+        if tables:
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {version} is newer than this inferlab "
+                f"understands ({SCHEMA_VERSION}): upgrade inferlab"
+            )
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            sql = MIGRATIONS[v]()
+            try:
+                db.executescript(
+                    "BEGIN IMMEDIATE;\n" + sql + ";\n"
+                    f"PRAGMA application_id = {APPLICATION_ID};\n"
+                    "INSERT OR REPLACE INTO meta(key, value) "
+                    f"VALUES ('schema_version', '{v}');\nCOMMIT;"
+                )
+            except sqlite3.Error:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic unit of work: all of it is stored, or none of it."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(self._explain(exc)) from None
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self.db.execute("ROLLBACK")
+                raise StoreError(self._explain(exc)) from None
+
+    # -- identities ------------------------------------------------------------------------
+    def campaign_id(self, name: str, description: str | None = None) -> int:
+        row = self.db.execute("SELECT id FROM campaigns WHERE name=?", (name,)).fetchone()
+        if row:
+            return int(row[0])
+        cur = self.db.execute(
+            "INSERT INTO campaigns(name, created_at, description) VALUES (?,?,?)",
+            (name, _now(), description),
+        )
+        return int(cur.lastrowid or 0)
+
+    def config_id(
+        self,
+        campaign_id: int,
+        name: str,
+        *,
+        engine: str | None,
+        model: str | None,
+        argv: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        """The config row for this exact content (a changed config gets a new row)."""
+        argv_s = scrub_argv(list(argv))
+        env_s = scrub_env(dict(env or {}))
+        extra_d = dict(extra or {})
+        h = hashlib.sha256(
+            _dumps(
+                {"engine": engine, "model": model, "argv": argv_s, "env": env_s, "extra": extra_d}
+            ).encode()
+        ).hexdigest()[:16]
+        row = self.db.execute(
+            "SELECT id FROM configs WHERE campaign_id=? AND name=? AND hash=?",
+            (campaign_id, name, h),
+        ).fetchone()
+        if row:
+            return int(row[0])
+        cur = self.db.execute(
+            "INSERT INTO configs(campaign_id, name, engine, model, argv_json, env_json, "
+            "extra_json, hash, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                campaign_id,
+                name,
+                engine,
+                model,
+                _dumps(argv_s),
+                _dumps(env_s),
+                _dumps(extra_d),
+                h,
+                _now(),
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def environment_id(self, snap: Mapping[str, Any]) -> int:
+        cur = self.db.execute(
+            "INSERT INTO environments(inferlab_version, host, cpu, gpu_name, gpu_count, "
+            "gpu_memory_mib, driver, engine_name, engine_version, snapshot_json, created_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                snap.get("inferlab_version"),
+                snap.get("host"),
+                snap.get("cpu"),
+                snap.get("gpu_name"),
+                snap.get("gpu_count"),
+                snap.get("gpu_memory_mib"),
+                snap.get("driver"),
+                snap.get("engine_name"),
+                snap.get("engine_version"),
+                _dumps(dict(snap)),
+                _now(),
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    # -- runs --------------------------------------------------------------------------------
+    def add_run(
+        self,
+        *,
+        campaign_id: int,
+        config_id: int,
+        environment_id: int | None,
+        source: str,
+        definitions: str,
+        metrics_version: int | None,
+        label: str,
+        concurrency: int | None,
+        rate: float | None,
+        max_concurrency: int | None = None,
+        trial: int = 0,
+        model: str | None,
+        workload: Mapping[str, Any],
+        records: Sequence[RequestRecord],
+        summary: Mapping[str, Any],
+        started_at: str | None = None,
+        ended_at: str | None = None,
+        workers: int | None = None,
+        client_lag: Mapping[str, Any] | None = None,
+        warnings: Sequence[Mapping[str, Any]] = (),
+        interrupted: bool = False,
+        rejected: str | None = None,
+        notes: Sequence[str] = (),
+    ) -> int:
+        """Insert one load point and all its requests. Call inside ``transaction()``."""
+        sends = [r.send_ns for r in records if r.send_ns]
+        ends = [r.end_ns for r in records if r.end_ns]
+        cur = self.db.execute(
+            "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
+            "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
+            "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
+            "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                campaign_id,
+                config_id,
+                environment_id,
+                source,
+                definitions,
+                metrics_version,
+                label,
+                concurrency,
+                rate,
+                max_concurrency,
+                trial,
+                model,
+                _dumps(dict(workload)),
+                workload_hash(workload),
+                started_at,
+                ended_at,
+                min(sends) if sends else None,
+                max(ends) if ends else None,
+                workers,
+                _dumps(dict(client_lag)) if client_lag is not None else None,
+                _dumps(list(warnings)),
+                _dumps(dict(summary)),
+                int(interrupted),
+                rejected,
+                _dumps(list(notes)),
+            ),
+        )
+        run_id = int(cur.lastrowid or 0)
+        self.db.executemany(
+            "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
+            "status, error_kind, error_message, input_tokens, requested_output_tokens, "
+            "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
+            "worker, event_offsets, event_tokens, warnings_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (_request_row(run_id, i, r) for i, r in enumerate(records)),
+        )
+        return run_id
+
+    def add_server_metrics(
+        self, run_id: int, samples: Sequence[tuple[int, str, dict[str, str], float]]
+    ) -> None:
+        self.db.executemany(
+            "INSERT INTO server_metrics(run_id, t_ns, name, labels_json, value) VALUES (?,?,?,?,?)",
+            ((run_id, t, n, _dumps(lb), v) for t, n, lb, v in samples),
+        )
+
+    # -- reading -------------------------------------------------------------------------------
+    def runs(
+        self,
+        campaign: str | None = None,
+        run_ids: Sequence[int] | None = None,
+        config: str | None = None,
+    ) -> list[RunRow]:
+        q = (
+            "SELECT r.id, c.name, g.name, g.hash, r.source, r.definitions, r.label, "
+            "r.concurrency, r.rate, r.trial, r.model, r.workload_hash, r.started_at, "
+            "r.interrupted, r.summary_json, e.snapshot_json, r.metrics_version, "
+            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id) "
+            "FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
+            "JOIN configs g ON g.id = r.config_id "
+            "LEFT JOIN environments e ON e.id = r.environment_id WHERE 1=1"
+        )
+        args: list[Any] = []
+        if campaign is not None:
+            q += " AND c.name = ?"
+            args.append(campaign)
+        if config is not None:
+            q += " AND g.name = ?"
+            args.append(config)
+        if run_ids is not None:
+            q += f" AND r.id IN ({','.join('?' * len(run_ids))})"
+            args.extend(run_ids)
+        q += " ORDER BY r.id"
+        try:
+            rows = self.db.execute(q, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(self._explain(exc)) from None
+        return [
+            RunRow(
+                id=r[0],
+                campaign=r[1],
+                config=r[2],
+                config_hash=r[3],
+                source=r[4],
+                definitions=r[5],
+                label=r[6],
+                concurrency=r[7],
+                rate=r[8],
+                trial=r[9],
+                model=r[10],
+                workload_hash=r[11],
+                started_at=r[12],
+                interrupted=bool(r[13]),
+                summary=json.loads(r[14]),
+                environment=json.loads(r[15]) if r[15] else {},
+                metrics_version=r[16],
+                n_requests=r[17],
+            )
+            for r in rows
+        ]
+
+    def requests(self, run_id: int) -> list[RequestRecord]:
+        rows = self.db.execute(
+            "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
+            "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
+            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
+            "event_offsets, event_tokens, warnings_json FROM requests WHERE run_id=? ORDER BY idx",
+            (run_id,),
+        ).fetchall()
+        out = []
+        for r in rows:
+            offs = array("q")
+            offs.frombytes(r[16])
+            toks = array("i")
+            toks.frombytes(r[17])
+            send = int(r[4])
+            out.append(
+                RequestRecord(
+                    index=r[0],
+                    request_id=r[1] or "",
+                    warmup=bool(r[2]),
+                    scheduled_ns=r[3],
+                    send_ns=send,
+                    end_ns=r[5],
+                    status=r[6],
+                    error_kind=ErrorKind(r[7]) if r[7] else None,
+                    error_message=r[8],
+                    event_ns=[send + o for o in offs],
+                    event_tokens=list(toks),
+                    input_tokens=r[9],
+                    requested_output_tokens=r[10],
+                    usage_prompt_tokens=r[11],
+                    usage_completion_tokens=r[12],
+                    counted_output_tokens=r[13],
+                    finish_reason=r[14],
+                    worker=r[15],
+                    warnings=json.loads(r[18]),
+                )
+            )
+        return out
+
+    def run_meta(self, run_id: int) -> dict[str, Any]:
+        """Every column of a run (JSON columns decoded), for export and comparability checks."""
+        cur = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,))
+        row = cur.fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no run {run_id}")
+        names = [d[0] for d in cur.description]
+        out = dict(zip(names, row))
+        for k in list(out):
+            if k.endswith("_json") and out[k] is not None:
+                out[k[: -len("_json")]] = json.loads(out.pop(k))
+        return out
+
+
+def _request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
+    send = r.send_ns
+    return (
+        run_id,
+        i,
+        r.request_id,
+        int(r.warmup),
+        r.scheduled_ns,
+        send,
+        r.end_ns,
+        r.status,
+        r.error_kind.value if r.error_kind else None,
+        r.error_message,
+        r.input_tokens,
+        r.requested_output_tokens,
+        r.usage_prompt_tokens,
+        r.usage_completion_tokens,
+        r.counted_output_tokens,
+        r.finish_reason,
+        r.worker,
+        array("q", [t - send for t in r.event_ns]).tobytes(),
+        array("i", r.event_tokens).tobytes(),
+        _dumps(r.warnings),
+    )

@@ -1,0 +1,117 @@
+"""Export runs or requests from the store as CSV, JSONL or Parquet."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from inferlab.errors import ConfigError
+from inferlab.store.db import RunRow, Store
+
+__all__ = ["export", "request_rows", "run_rows"]
+
+Format = Literal["csv", "jsonl", "parquet"]
+
+
+def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
+    """One flat row per run: identity, load point and the headline summary numbers."""
+    out = []
+    for r in runs:
+        s = r.summary
+        row: dict[str, Any] = {
+            "run_id": r.id,
+            "campaign": r.campaign,
+            "config": r.config,
+            "config_hash": r.config_hash,
+            "source": r.source,
+            "definitions": r.definitions,
+            "label": r.label,
+            "concurrency": r.concurrency,
+            "rate": r.rate,
+            "trial": r.trial,
+            "model": r.model,
+            "workload_hash": r.workload_hash,
+            "started_at": r.started_at,
+            "interrupted": r.interrupted,
+            "requests": r.n_requests,
+            "gpu_name": r.environment.get("gpu_name"),
+            "engine_version": r.environment.get("engine_version"),
+        }
+        for key in ("ok", "output_tok_s", "request_s", "duration_s", "goodput_req_s"):
+            row[key] = s.get(key)
+        for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+            d = s.get(metric) or {}
+            for stat in ("mean", "p50", "p99"):
+                row[f"{metric}_{stat}"] = d.get(stat)
+        out.append(row)
+    return out
+
+
+def request_rows(store: Store, runs: Sequence[RunRow]) -> Iterable[dict[str, Any]]:
+    """One row per request; token arrival times as ms offsets from send (a JSON list)."""
+    for r in runs:
+        for q in store.requests(r.id):
+            yield {
+                "run_id": r.id,
+                "config": r.config,
+                "label": r.label,
+                "trial": r.trial,
+                "idx": q.index,
+                "request_id": q.request_id,
+                "warmup": q.warmup,
+                "scheduled_ns": q.scheduled_ns,
+                "send_ns": q.send_ns,
+                "end_ns": q.end_ns,
+                "status": q.status,
+                "error_kind": q.error_kind.value if q.error_kind else None,
+                "error_message": q.error_message,
+                "ttft_ms": q.ttft_ns / 1e6 if q.ttft_ns is not None else None,
+                "e2e_ms": q.e2e_ns / 1e6 if q.e2e_ns is not None else None,
+                "output_tokens": q.output_tokens if q.ok else None,
+                "input_tokens": q.input_tokens,
+                "usage_completion_tokens": q.usage_completion_tokens,
+                "counted_output_tokens": q.counted_output_tokens,
+                "event_ms": json.dumps([(t - q.send_ns) / 1e6 for t in q.event_ns]),
+                "event_tokens": json.dumps(q.event_tokens),
+            }
+
+
+def export(
+    store: Store,
+    runs: Sequence[RunRow],
+    what: Literal["runs", "requests"],
+    fmt: Format,
+    path: Path,
+) -> int:
+    """Write ``runs`` (or their requests) to ``path``; returns the number of rows."""
+    rows: Iterable[dict[str, Any]] = run_rows(runs) if what == "runs" else request_rows(store, runs)
+    if fmt == "jsonl":
+        n = 0
+        with path.open("w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, default=str) + "\n")
+                n += 1
+        return n
+    materialized = list(rows)
+    if fmt == "csv":
+        with path.open("w", encoding="utf-8", newline="") as f:
+            if materialized:
+                w = csv.DictWriter(f, fieldnames=list(materialized[0]))
+                w.writeheader()
+                w.writerows(materialized)
+        return len(materialized)
+    if fmt == "parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ConfigError(
+                "--format parquet needs pyarrow: pip install 'inferlab[parquet]'"
+            ) from None
+        table = pa.Table.from_pylist(materialized)
+        pq.write_table(table, str(path))
+        return len(materialized)
+    raise ConfigError(f"--format: expected csv, jsonl or parquet, got {fmt!r}")
