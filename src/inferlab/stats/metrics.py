@@ -16,6 +16,7 @@ from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describ
 
 __all__ = [
     "PointSummary",
+    "batch_rates",
     "icl_ms",
     "itl_ms",
     "meets_slo",
@@ -72,6 +73,21 @@ def meets_slo(
     return not (e2e_ms is not None and rec.e2e_ns / _NS_PER_MS > e2e_ms)
 
 
+def batch_rates(
+    good: Sequence[RequestRecord], start_ns: int, window_s: float, batches: int = 10
+) -> list[float]:
+    """Output rate (tok/s) of each of ``batches`` equal slices of the window, counting each
+    token where its event arrived."""
+    if window_s <= 0 or batches < 1:
+        return []
+    width = window_s * 1e9 / batches
+    counts = [0.0] * batches
+    for r in good:
+        for t, k in zip(r.event_ns, r.event_tokens or [1] * len(r.event_ns)):
+            counts[min(batches - 1, max(0, int((t - start_ns) / width)))] += k
+    return [c / (width / 1e9) for c in counts]
+
+
 def throughput_interval(
     good: Sequence[RequestRecord], tput: float, start_ns: int, window_s: float, batches: int = 10
 ) -> Interval:
@@ -81,12 +97,7 @@ def throughput_interval(
     nan = float("nan")
     if window_s <= 0 or not good:
         return Interval(tput, nan, nan, 0.95)
-    width = window_s * 1e9 / batches
-    counts = [0.0] * batches
-    for r in good:
-        for t, k in zip(r.event_ns, r.event_tokens or [1] * len(r.event_ns)):
-            counts[min(batches - 1, max(0, int((t - start_ns) / width)))] += k
-    rates = [c / (width / 1e9) for c in counts]
+    rates = batch_rates(good, start_ns, window_s, batches)
     mean = sum(rates) / batches
     if mean <= 0:
         return Interval(tput, nan, nan, 0.95)
