@@ -24,12 +24,14 @@ err_console = Console(stderr=True)
 def _register() -> None:
     from inferlab.cli import sim as sim_cli
     from inferlab.cli.bench import bench
+    from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
     from inferlab.cli.store import export, runs
 
     app.command("bench")(bench)
     app.command("demo")(demo)
     app.command("runs")(runs)
+    app.command("compare")(compare)
     app.command("export")(export)
     app.add_typer(sim_cli.sim_app, name="sim")
 

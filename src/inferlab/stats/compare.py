@@ -652,8 +652,9 @@ def compare_throughput(
                 p = welch_t_test(baseline.trials, candidate.trials)
                 how = f"Welch t-test on trial values ({na} vs {nb} trials)"
             verdict = decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
-            return Verdict(verdict.ratio, verdict.p_value, verdict.claim,
-                           f"{verdict.reason} [{how}]")
+            return Verdict(
+                verdict.ratio, verdict.p_value, verdict.claim, f"{verdict.reason} [{how}]"
+            )
         if na == 1 and nb == 1:
             if not baseline.batch_rates or not candidate.batch_rates:
                 raise ValueError("one trial per side and no batch rates: no interval possible")

@@ -1,0 +1,1 @@
+"""Reads the store only; turns runs into comparisons and reports."""

@@ -1,0 +1,424 @@
+"""``inferlab compare``: configs × load points from the store, deltas vs a baseline with
+noise-aware verdicts. Built from raw samples only; formatters return lines, they never print."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferlab.errors import ConfigError, NotComparable
+from inferlab.records import RequestRecord
+from inferlab.stats.compare import (
+    Difference,
+    QualityWarning,
+    Saturation,
+    ThroughputSample,
+    Verdict,
+    check_comparable,
+    compare_samples,
+    compare_throughput,
+    find_saturation,
+    quality_warnings,
+)
+from inferlab.stats.metrics import batch_rates, tpot_ms
+from inferlab.stats.summary import percentile
+from inferlab.store import RunRow, Store
+
+__all__ = [
+    "METRICS",
+    "Cell",
+    "Comparison",
+    "build_comparison",
+    "render_csv",
+    "render_md",
+    "to_json",
+]
+
+#: metric name → (title, unit, digits)
+METRICS: dict[str, tuple[str, str, int]] = {
+    "output_tok_s": ("output throughput", "tok/s", 1),
+    "tpot_ms": ("median TPOT", "ms", 2),
+    "ttft_ms": ("median TTFT", "ms", 1),
+}
+
+
+@dataclass
+class Cell:
+    """One config at one load point: its value per metric and, off the baseline, verdicts."""
+
+    config: str
+    label: str
+    trials: int
+    values: dict[str, float]
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    warnings: list[QualityWarning] = field(default_factory=list)
+    forced: list[Difference] = field(default_factory=list)
+
+
+@dataclass
+class Comparison:
+    baseline: str
+    configs: list[str]
+    labels: list[str]
+    metrics: list[str]
+    cells: dict[tuple[str, str], Cell]
+    saturation: dict[str, Saturation]
+    differences: dict[str, list[Difference]]
+    min_effect: float
+    alpha: float
+    forced: bool
+
+
+@dataclass
+class _Group:
+    runs: list[RunRow]
+    records: list[list[RequestRecord]]
+
+
+def _label_key(label: str) -> tuple[int, float, str]:
+    m = re.match(r"C=(\d+)", label)
+    if m:
+        return (0, float(m.group(1)), label)
+    m = re.match(r"rate=([\d.]+|inf)", label)
+    if m:
+        return (1, float(m.group(1)), label)
+    return (2, 0.0, label)
+
+
+def _select(store: Store, campaign: str | None, selectors: Sequence[str]) -> list[RunRow]:
+    if campaign is None and not selectors:
+        raise ConfigError("compare: give --campaign NAME or run ids / config names")
+    runs = store.runs(campaign=campaign)
+    if not selectors:
+        return runs
+    out: list[RunRow] = []
+    for sel in selectors:
+        if sel.isdigit():
+            hit = [r for r in store.runs(run_ids=[int(sel)])]
+            if not hit:
+                raise ConfigError(f"compare: no run {sel} in {store.path}")
+        else:
+            hit = [r for r in runs if r.config == sel]
+            if not hit:
+                known = sorted({r.config for r in runs})
+                raise ConfigError(
+                    f"compare: no config {sel!r} in {store.path}"
+                    + (f" (known: {', '.join(known)})" if known else "")
+                )
+        out.extend(r for r in hit if r not in out)
+    return out
+
+
+def _config_keys(runs: Sequence[RunRow]) -> dict[int, str]:
+    """Config name, or name@hash when a config changed (results of two hashes never mix)."""
+    hashes: dict[str, set[str]] = {}
+    for r in runs:
+        hashes.setdefault(r.config, set()).add(r.config_hash)
+    return {
+        r.id: r.config if len(hashes[r.config]) == 1 else f"{r.config}@{r.config_hash[:6]}"
+        for r in runs
+    }
+
+
+def _identity(r: RunRow) -> dict[str, Any]:
+    env = r.environment
+    return {
+        "model": r.model,
+        "gpu_name": env.get("gpu_name"),
+        "gpu_count": env.get("gpu_count") or None,
+        "engine_version": env.get("engine_version"),
+        "workload_hash": r.workload_hash,
+        "metrics_version": r.metrics_version,
+    }
+
+
+def _measured(records: list[RequestRecord]) -> list[RequestRecord]:
+    return [r for r in records if not r.warmup and r.ok and r.event_ns]
+
+
+def _per_request(metric: str, records: list[RequestRecord]) -> list[float]:
+    good = _measured(records)
+    if metric == "tpot_ms":
+        return [t for t in (tpot_ms(r) for r in good) if t is not None]
+    if metric == "ttft_ms":
+        return [r.ttft_ns / 1e6 for r in good if r.ttft_ns is not None]
+    raise ConfigError(f"--metric: unknown metric {metric!r}; expected {', '.join(METRICS)}")
+
+
+def _throughput(g: _Group) -> ThroughputSample:
+    trials = tuple(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs)
+    rates: tuple[float, ...] = ()
+    if len(g.runs) == 1:
+        recs = [r for r in g.records[0] if not r.warmup]
+        good = _measured(recs)
+        sends = [r.send_ns for r in recs if r.send_ns]
+        window = float(g.runs[0].summary.get("duration_s") or 0.0)
+        if good and sends and window > 0:
+            rates = tuple(batch_rates(good, min(sends), window))
+    return ThroughputSample(trials=trials, batch_rates=rates)
+
+
+def build_comparison(
+    store: Store,
+    *,
+    campaign: str | None = None,
+    selectors: Sequence[str] = (),
+    baseline: str | None = None,
+    metrics: Sequence[str] = tuple(METRICS),
+    min_effect: float = 0.02,
+    alpha: float = 0.05,
+    force: bool = False,
+) -> Comparison:
+    """Group runs by config and load point, check comparability against the baseline, and
+    decide every cell. Raises ``NotComparable`` naming the differing fields unless ``force``."""
+    for m in metrics:
+        if m not in METRICS:
+            raise ConfigError(f"--metric: unknown metric {m!r}; expected {', '.join(METRICS)}")
+    runs = [r for r in _select(store, campaign, selectors) if not r.interrupted]
+    if not runs:
+        raise ConfigError("compare: no finished runs selected")
+    keys = _config_keys(runs)
+    configs: list[str] = []
+    for r in runs:
+        if keys[r.id] not in configs:
+            configs.append(keys[r.id])
+    base = baseline or configs[0]
+    if base not in configs:
+        raise ConfigError(f"--baseline: {base!r} is not among the configs ({', '.join(configs)})")
+    configs = [base] + [c for c in configs if c != base]
+    groups: dict[tuple[str, str], _Group] = {}
+    for r in runs:
+        g = groups.setdefault((keys[r.id], r.label), _Group([], []))
+        g.runs.append(r)
+        g.records.append(store.requests(r.id))
+    labels = sorted({lb for _, lb in groups}, key=_label_key)
+    first = {c: next(r for r in runs if keys[r.id] == c) for c in configs}
+    differences = {
+        c: check_comparable(_identity(first[base]), _identity(first[c])) for c in configs[1:]
+    }
+    bad = {c: d for c, d in differences.items() if d}
+    if bad and not force:
+        lines = [
+            f"{c} vs {base}: " + ", ".join(f"{d.field} ({d.a!r} vs {d.b!r})" for d in ds)
+            for c, ds in bad.items()
+        ]
+        raise NotComparable(
+            "comparison refused, the runs differ in: "
+            + "; ".join(lines)
+            + " (--force compares anyway and marks every affected cell)"
+        )
+    cells: dict[tuple[str, str], Cell] = {}
+    for (cfg, label), g in groups.items():
+        values: dict[str, float] = {}
+        values["output_tok_s"] = sum(
+            float(r.summary.get("output_tok_s") or 0.0) for r in g.runs
+        ) / len(g.runs)
+        for m in ("tpot_ms", "ttft_ms"):
+            pooled = [x for recs in g.records for x in _per_request(m, recs)]
+            values[m] = percentile(pooled, 50)
+        n_ok = sum(len(_measured(recs)) for recs in g.records)
+        errors = sum(int(sum((r.summary.get("errors") or {}).values())) for r in g.runs)
+        lags = [
+            float((store.run_meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
+            for r in g.runs
+            if r.source == "inferlab bench"
+        ]
+        cell = Cell(cfg, label, len(g.runs), values)
+        cell.warnings = quality_warnings(
+            samples=n_ok,
+            trial_tok_s=[float(r.summary.get("output_tok_s") or 0.0) for r in g.runs],
+            lag_p99_ms=max(lags) if lags else None,
+            length_mismatches=sum(int(r.summary.get("length_warnings") or 0) for r in g.runs),
+            errors=errors,
+        )
+        cells[(cfg, label)] = cell
+    for cfg in configs[1:]:
+        for label in labels:
+            cand = cells.get((cfg, label))
+            if cand is None or (base, label) not in cells:
+                continue
+            cand.forced = bad.get(cfg, [])
+            bg, cg = groups[(base, label)], groups[(cfg, label)]
+            for m in metrics:
+                if m == "output_tok_s":
+                    v = compare_throughput(
+                        _throughput(bg), _throughput(cg), alpha=alpha, min_effect=min_effect
+                    )
+                else:
+                    v = compare_samples(
+                        m,
+                        [_per_request(m, recs) for recs in bg.records],
+                        [_per_request(m, recs) for recs in cg.records],
+                        alpha=alpha,
+                        min_effect=min_effect,
+                    )
+                cand.verdicts[m] = v
+    saturation = {}
+    for cfg in configs:
+        pts = [
+            (
+                int(m.group(1)),
+                cells[(cfg, lb)].values["output_tok_s"],
+                cells[(cfg, lb)].values["tpot_ms"],
+            )
+            for lb in labels
+            if (cfg, lb) in cells
+            for m in [re.match(r"C=(\d+)$", lb)]
+            if m
+        ]
+        if len(pts) >= 2:
+            saturation[cfg] = find_saturation(pts)
+    return Comparison(
+        base,
+        configs,
+        labels,
+        list(metrics),
+        cells,
+        saturation,
+        differences,
+        min_effect,
+        alpha,
+        bool(bad),
+    )
+
+
+# -- formatting -------------------------------------------------------------------------------
+
+
+def _num(x: float, digits: int) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
+
+
+def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
+    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others."""
+    cell = c.cells.get((cfg, label))
+    if cell is None:
+        return "–"
+    digits = METRICS[metric][2]
+    text = _num(cell.values.get(metric, math.nan), digits)
+    v = cell.verdicts.get(metric)
+    if v is not None:
+        r = v.ratio
+        if math.isnan(r.estimate):
+            text += " (no ratio)"
+        else:
+            lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
+            hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
+            mark = "~ within noise" if v.claim == "~" else v.claim
+            text += f" ×{r.estimate:.3f} [{lo}, {hi}] {mark}"
+    if cell.forced:
+        text += " !"
+    return text
+
+
+def render_md(c: Comparison) -> list[str]:
+    """Markdown: one table per metric (rows load points, columns configs), then saturation,
+    differences and warnings."""
+    out = [
+        f"Baseline: **{c.baseline}**. A change is claimed only when significant "
+        f"(p < {c.alpha:g}) and larger than {c.min_effect:.0%}; ×ratio [95% interval]."
+    ]
+    for m in c.metrics:
+        title, unit, _ = METRICS[m]
+        out += [
+            "",
+            f"### {title} ({unit})",
+            "",
+            "| load | " + " | ".join(c.configs) + " |",
+            "|---|" + "---:|" * len(c.configs),
+        ]
+        for lb in c.labels:
+            out.append(
+                f"| {lb} | " + " | ".join(cell_text(c, cfg, lb, m) for cfg in c.configs) + " |"
+            )
+    if c.saturation:
+        out += ["", "### Saturation", ""]
+        out += [f"- {cfg}: {s.sentence}" for cfg, s in c.saturation.items()]
+    if c.forced:
+        out += ["", "### Not comparable (forced; cells marked !)", ""]
+        out += [
+            f"- {cfg}: " + ", ".join(f"{d.field} {d.a!r} vs {d.b!r}" for d in ds)
+            for cfg, ds in c.differences.items()
+            if ds
+        ]
+    warns = [(k, w) for k, cell in c.cells.items() for w in cell.warnings]
+    if warns:
+        out += ["", "### Measurement-quality warnings", ""]
+        out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
+    reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
+    if reasons:
+        out += ["", "### Why each verdict", ""]
+        out += [f"- {cfg} {lb} {m}: {v.claim} — {v.reason}" for (cfg, lb), m, v in reasons]
+    return out
+
+
+def to_json(c: Comparison) -> dict[str, Any]:
+    return {
+        "baseline": c.baseline,
+        "configs": c.configs,
+        "labels": c.labels,
+        "min_effect": c.min_effect,
+        "alpha": c.alpha,
+        "forced": c.forced,
+        "cells": [
+            {
+                "config": cell.config,
+                "label": cell.label,
+                "trials": cell.trials,
+                "values": {k: (None if math.isnan(v) else v) for k, v in cell.values.items()},
+                "verdicts": {m: v.to_json() for m, v in cell.verdicts.items()},
+                "warnings": [w.to_json() for w in cell.warnings],
+                "not_comparable": [d.field for d in cell.forced],
+            }
+            for cell in c.cells.values()
+        ],
+        "saturation": {cfg: s.sentence for cfg, s in c.saturation.items()},
+        "differences": {
+            cfg: [{"field": d.field, "a": d.a, "b": d.b} for d in ds]
+            for cfg, ds in c.differences.items()
+        },
+    }
+
+
+def render_csv(c: Comparison) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(
+        [
+            "config",
+            "load",
+            "trials",
+            "metric",
+            "value",
+            "ratio",
+            "ratio_low",
+            "ratio_high",
+            "p_value",
+            "claim",
+            "not_comparable",
+        ]
+    )
+    for cell in c.cells.values():
+        for m in c.metrics:
+            v = cell.verdicts.get(m)
+            w.writerow(
+                [
+                    cell.config,
+                    cell.label,
+                    cell.trials,
+                    m,
+                    cell.values.get(m),
+                    v.ratio.estimate if v else "",
+                    v.ratio.low if v else "",
+                    v.ratio.high if v else "",
+                    v.p_value if v else "",
+                    v.claim if v else "",
+                    ";".join(d.field for d in cell.forced),
+                ]
+            )
+    return buf.getvalue()

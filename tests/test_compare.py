@@ -1,0 +1,118 @@
+"""``inferlab compare`` on a real store filled by real sweeps against the reference engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.bench import bench_with_record
+from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.errors import ConfigError, NotComparable
+from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.store import Store
+from simproc import start_sim
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Campaign 'ab': base (ITL 6 ms), same (ITL 6 ms again), fast (ITL 4 ms), C=1,4, two
+    trials; campaign 'other': a different output length."""
+    tmp = tmp_path_factory.mktemp("cmp")
+    tok = WordTokenizer().save_hf(tmp / "tok")
+    path = tmp / "cmp.db"
+
+    def sweep(itl: str, name: str, campaign: str = "ab", out_tokens: int = 16) -> None:
+        with start_sim("--ttft-ms", "8", "--itl-ms", itl) as sim:
+            cfg = BenchConfig(
+                url=sim.url,
+                engine="sim",
+                concurrency=[1, 4],
+                requests=24,
+                trials=2,
+                tokenizer=tok,
+                workload=WorkloadSpec(input_tokens=8, output_tokens=out_tokens),
+            )
+            bench_with_record(cfg, db=path, campaign=campaign, config=name)
+
+    sweep("6", "base")
+    sweep("6", "same")
+    sweep("4", "fast")
+    sweep("6", "longer", campaign="other", out_tokens=24)
+    return path
+
+
+def test_verdicts_direction_and_noise(db: Path) -> None:
+    with Store(db) as store:
+        c = build_comparison(store, campaign="ab", baseline="base")
+    assert c.configs == ["base", "same", "fast"] and c.labels == ["C=1", "C=4"]
+    for lb in c.labels:
+        fast = c.cells[("fast", lb)]
+        assert fast.trials == 2
+        assert fast.verdicts["tpot_ms"].claim == "better"
+        # 15 gaps of 4 vs 6 ms: TPOT ratio 4/6
+        assert fast.verdicts["tpot_ms"].ratio.estimate == pytest.approx(4 / 6, rel=0.05)
+        assert fast.verdicts["output_tok_s"].claim == "better"
+        assert fast.verdicts["output_tok_s"].ratio.estimate > 1.2
+        same = c.cells[("same", lb)]
+        assert same.verdicts["tpot_ms"].claim == "~"
+        assert same.verdicts["ttft_ms"].claim == "~"
+        assert "base" not in [k for k, v in c.cells[("base", lb)].verdicts.items()]
+    assert set(c.saturation) == {"base", "same", "fast"}
+    md = "\n".join(render_md(c))
+    assert "~ within noise" in md and "better" in md and "### Why each verdict" in md
+    doc = to_json(c)
+    assert doc["baseline"] == "base" and len(doc["cells"]) == 6
+    assert render_csv(c).splitlines()[0].startswith("config,load,trials,metric")
+
+
+def test_not_comparable_is_refused_unless_forced(db: Path) -> None:
+    with Store(db) as store:
+        with pytest.raises(NotComparable, match=r"longer vs base: workload_hash"):
+            build_comparison(store, selectors=["base", "longer"], baseline="base")
+        c = build_comparison(store, selectors=["base", "longer"], baseline="base", force=True)
+    assert c.forced
+    assert all(c.cells[("longer", lb)].forced for lb in c.labels)
+    assert "Not comparable (forced; cells marked !)" in "\n".join(render_md(c))
+
+
+def test_bad_selections(db: Path) -> None:
+    with Store(db) as store:
+        with pytest.raises(ConfigError, match="no config 'nope'.*known: base"):
+            build_comparison(store, campaign="ab", selectors=["nope"])
+        with pytest.raises(ConfigError, match="--baseline"):
+            build_comparison(store, campaign="ab", baseline="zzz")
+        with pytest.raises(ConfigError, match="--metric"):
+            build_comparison(store, campaign="ab", metrics=["latency"])
+        with pytest.raises(ConfigError, match="no run 99999"):
+            build_comparison(store, selectors=["99999"])
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_cli_formats_and_errors(db: Path, tmp_path: Path) -> None:
+    p = _cli("compare", "--db", str(db), "--campaign", "ab", "--baseline", "base")
+    assert p.returncode == 0, p.stderr
+    assert "median TPOT" in p.stdout and "better" in p.stdout
+    j = _cli("compare", "--db", str(db), "--campaign", "ab", "--format", "json")
+    assert json.loads(j.stdout)["baseline"] == "base"
+    refused = _cli("compare", "--db", str(db), "base", "longer")
+    assert refused.returncode == 2 and "workload_hash" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    missing = _cli("compare", "--db", str(tmp_path / "none.db"), "--campaign", "x")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    listed = _cli("runs", "--db", str(db), "--campaign", "ab")
+    assert listed.returncode == 0 and listed.stdout.count("inferlab bench") == 12
