@@ -787,16 +787,17 @@ def quality_warnings(
                     "--duration)",
                 )
             )
-    if trials_per_side is not None and trials_per_side >= 1:
+    if trials_per_side is not None and trials_per_side >= 2:
         floor = min_attainable_p(trials_per_side, trials_per_side)
         if floor >= alpha:
             need_t = _trials_needed(alpha)
             out.append(
                 QualityWarning(
                     "too-few-trials",
-                    f"with {trials_per_side} trial(s) per side a throughput test cannot reach "
-                    f"p < {alpha:g} (smallest possible p = {floor:.2g})",
-                    f"run --trials {need_t} or more",
+                    f"with {trials_per_side} trials per side no permutation test can reach "
+                    f"p < {alpha:g} (smallest possible p = {floor:.2g}): throughput verdicts "
+                    "rest on Welch's t, which assumes normal trial throughputs",
+                    f"run --trials {need_t} or more for a distribution-free test",
                 )
             )
     vals = [v for v in trial_tok_s if math.isfinite(v)]
