@@ -26,13 +26,14 @@ def _register() -> None:
     from inferlab.cli.bench import bench
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
-    from inferlab.cli.store import export, runs
+    from inferlab.cli.store import export, import_, runs
 
     app.command("bench")(bench)
     app.command("demo")(demo)
     app.command("runs")(runs)
     app.command("compare")(compare)
     app.command("export")(export)
+    app.command("import")(import_)
     app.add_typer(sim_cli.sim_app, name="sim")
 
 

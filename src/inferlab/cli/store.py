@@ -96,3 +96,29 @@ def export(
         rows = store.runs(campaign=campaign, run_ids=run or None)
         n = export_lib(store, rows, what, f, out)  # type: ignore[arg-type]
     Console(stderr=True).print(f"{n} {what} rows written to {escape(str(out))}")
+
+
+def import_(
+    files: Annotated[list[Path], typer.Argument(help="Result files of other tools")],
+    db: DbOpt = None,
+    campaign: Annotated[str, typer.Option(help="Campaign to store them under")] = "imported",
+    config: Annotated[
+        str | None, typer.Option("--config", help="Config name (default TOOL:MODEL)")
+    ] = None,
+) -> None:
+    """Import sglang.bench_serving JSONL, vllm bench serve JSON, GuideLLM and AIPerf exports."""
+    from inferlab.store.ingest import import_files
+
+    for f in files:
+        if not f.is_file():
+            raise ConfigError(f"{f}: no such file")
+    with Store(db_path(db)) as store:
+        done = import_files(store, files, campaign=campaign, config=config)
+    err = Console(stderr=True)
+    for d in done:
+        ids = ", ".join(str(i) for i in d.run_ids)
+        err.print(
+            f"{escape(str(d.path))}: {d.tool}, {len(d.run_ids)} run(s) [{ids}], "
+            f"{d.with_requests} with per-request data",
+            highlight=False,
+        )
