@@ -8,6 +8,8 @@
     ├── ServerRejected            the server refused the first requests (4xx): its own message
     ├── TokenizerError            no tokenizer, or one that cannot make the requested lengths
     ├── StoreError                the database is locked, corrupt, foreign or too new
+    ├── LaunchError               a server config failed to start: classified, with remedy and log
+    ├── VerifyError               a server answered, but not correctly
     ├── NotComparable             a comparison refused: the differing fields are named
     └── SimError                  the reference engine could not start or serve
 
@@ -21,11 +23,13 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "InferlabError",
+    "LaunchError",
     "NotComparable",
     "ServerRejected",
     "SimError",
     "StoreError",
     "TokenizerError",
+    "VerifyError",
 ]
 
 
@@ -59,3 +63,27 @@ class StoreError(InferlabError):
 
 class NotComparable(InferlabError):
     """Runs differ in a field that makes a delta meaningless (model, GPU, workload, ...)."""
+
+
+class LaunchError(InferlabError):
+    """A server failed to become ready. ``kind`` classifies it (e.g. ``cuda-oom-graph-capture``,
+    ``address-in-use``, ``exited``, ``ready-timeout``); ``remedy`` says what to change."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        remedy: str | None = None,
+        log_path: object = None,
+        tail: list[str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.remedy = remedy
+        self.log_path = log_path
+        self.tail = tail or []
+
+
+class VerifyError(InferlabError):
+    """Verification failed: a probe did not match, outputs diverged, a stream was malformed."""

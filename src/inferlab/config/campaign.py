@@ -1,0 +1,239 @@
+"""The campaign file (TOML; YAML accepted): engine defaults, configs, verify, load, SLOs.
+
+Validation errors name the file, the line and the field. Config inheritance (``extends``),
+``set`` and ``unset`` are resolved by ``inferlab.config.resolve``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from inferlab.config.bench import SLO, WorkloadSpec
+from inferlab.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "CampaignFile",
+    "CampaignSection",
+    "ConfigSpec",
+    "EngineSection",
+    "LoadSection",
+    "Probe",
+    "VerifySection",
+    "load_campaign",
+]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CampaignSection(_Closed):
+    name: str = Field(min_length=1)
+    description: str | None = None
+    output: Path | None = None  # where logs and reports go (default ./inferlab-out/NAME)
+
+
+class EngineSection(_Closed):
+    """Shared by every config: which engine, which model, base args and env, where."""
+
+    kind: str
+    model: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    host: str = "local"  # or an ssh target: user@host
+    port: int | None = Field(default=None, ge=0, le=65535)  # None / 0: a free port
+    url: str | None = None  # kind "openai": the endpoint that is already running
+    python: str | None = None  # interpreter for module launchers (default: this one)
+    launcher: str | None = None  # engine-specific launcher variant (e.g. vLLM "module")
+    ready_timeout_s: float = Field(default=900.0, gt=0)
+    stop_grace_s: float = Field(default=20.0, gt=0)
+
+
+class ConfigSpec(_Closed):
+    """One configuration to try. ``args`` are appended; ``set``/``unset`` edit flags."""
+
+    name: str = Field(min_length=1)
+    extends: str | None = None
+    args: list[str] = Field(default_factory=list)
+    set: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    unset: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", v):
+            raise ValueError("use letters, digits and _ . + - (it names files)")
+        return v
+
+
+class Probe(_Closed):
+    """A smoke request at temperature 0 whose output must match ``expect`` (a regex)."""
+
+    prompt: str
+    expect: str
+    max_tokens: int = Field(default=16, ge=1)
+    chat: bool = True
+
+    @field_validator("expect")
+    @classmethod
+    def _regex(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        return v
+
+
+DEFAULT_PROBES = (Probe(prompt="Capital of France in one word?", expect="(?i)paris"),)
+
+
+class VerifySection(_Closed):
+    enabled: bool = True
+    probes: list[Probe] = Field(default_factory=lambda: list(DEFAULT_PROBES))
+    equivalent_to: str | None = None  # greedy outputs must match this config's, token for token
+    equivalence_prompts: int = Field(default=8, ge=1)
+    equivalence_tokens: int = Field(default=32, ge=1)
+    length_tokens: int = Field(default=16, ge=2)
+
+
+class LoadSection(_Closed):
+    workload: WorkloadSpec = WorkloadSpec()
+    endpoint: Literal["completions", "chat"] = "completions"
+    concurrency: list[int] = Field(default_factory=list)
+    rate: list[float] = Field(default_factory=list)
+    arrival: Literal["poisson", "gamma"] = "poisson"
+    burstiness: float = Field(default=1.0, gt=0)
+    max_concurrency: int | None = Field(default=None, ge=1)
+    trials: int = Field(default=1, ge=1)
+    warmup: int = Field(default=0, ge=0)
+    requests: int | None = Field(default=None, ge=1)
+    duration_s: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0)
+    tokenizer: Path | None = None
+
+
+class CampaignFile(_Closed):
+    campaign: CampaignSection
+    engine: EngineSection
+    config: list[ConfigSpec] = Field(min_length=1)
+    verify: VerifySection = VerifySection()
+    load: LoadSection = LoadSection()
+    slo: SLO = SLO()
+
+
+# -- loading with positions ------------------------------------------------------------------
+
+
+def _parse(path: Path, text: str) -> dict[str, Any]:
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+            raise ConfigError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    else:
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            m = re.search(r"line (\d+)", str(exc))
+            where = f"{path}:{m.group(1)}" if m else str(path)
+            raise ConfigError(f"{where}: invalid TOML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a table at the top level")
+    return data
+
+
+def locate(text: str, loc: tuple[int | str, ...]) -> int | None:
+    """Best line number (1-based) for a field path such as ``("config", 1, "set")`` in TOML or
+    YAML text: the table or list item first, then the key inside it."""
+    lines = text.splitlines()
+    if not lines:
+        return None
+    lo, hi = 0, len(lines)
+
+    def first(pattern: str, a: int, b: int) -> int | None:
+        rx = re.compile(pattern)
+        return next((j for j in range(a, b) if rx.match(lines[j])), None)
+
+    def next_header(a: int, b: int) -> int:
+        return first(r"^\s*\[", a, b) or b
+
+    i = 0
+    while i < len(loc):
+        part = loc[i]
+        nxt = loc[i + 1] if i + 1 < len(loc) else None
+        idx = nxt if isinstance(nxt, int) else None
+        if not isinstance(part, str):
+            i += 1
+            continue
+        name = re.escape(part)
+        heads = [j for j in range(lo, hi) if re.match(rf"^\s*\[\[\s*{name}\s*\]\]", lines[j])]
+        if heads:  # TOML array of tables
+            k = heads[min(idx or 0, len(heads) - 1)]
+            lo, hi = k, next_header(k + 1, hi)
+            i += 2 if idx is not None else 1
+            continue
+        tbl = first(rf"^\s*\[\s*{name}\s*\]", lo, hi)
+        if tbl is not None:  # TOML table
+            lo, hi = tbl, next_header(tbl + 1, hi)
+            i += 1
+            continue
+        key = first(rf"^\s*(-\s*)?[\"']?{name}[\"']?\s*[=:]", lo, hi)
+        if key is None:
+            return lo + 1
+        lo = key
+        if idx is not None:  # a YAML list under the key
+            items = [j for j in range(key + 1, hi) if re.match(r"^\s*-\s", lines[j])]
+            if items:
+                j = items[min(idx, len(items) - 1)]
+                after = [x for x in items if x > j]
+                lo, hi = j, (after[0] if after else hi)
+            i += 2
+            continue
+        i += 1
+    return lo + 1
+
+
+def load_campaign(path: str | Path) -> CampaignFile:
+    """Read and validate a campaign file; every error names file:line and the field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read campaign file: {exc.strerror or exc}") from None
+    data = _parse(p, text)
+    try:
+        camp = CampaignFile.model_validate(data)
+    except ValidationError as exc:
+        msgs = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            line = locate(text, loc)
+            field = ".".join(str(x) for x in loc) or "(top level)"
+            where = f"{p}:{line}" if line else str(p)
+            msg = err["msg"]
+            if err["type"] == "extra_forbidden":
+                msg = "unknown field (not allowed here)"
+            msgs.append(f"{where}: {field}: {msg}")
+        raise ConfigError("; ".join(msgs)) from None
+    names = [c.name for c in camp.config]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        line = locate(text, ("config", names.index(dup[0]) + 1 if len(names) > 1 else 0, "name"))
+        raise ConfigError(f"{p}:{line}: config.name: {dup[0]!r} is defined twice")
+    return camp

@@ -1,0 +1,25 @@
+"""Server lifecycle: launch a config as a process group, wait until ready, watch, stop, drain."""
+
+from inferlab.server.lifecycle import (
+    LaunchSpec,
+    ServerProcess,
+    StopReport,
+    clean_env,
+    free_port,
+    launch,
+    log_tail,
+    stop,
+    wait_ready,
+)
+
+__all__ = [
+    "LaunchSpec",
+    "ServerProcess",
+    "StopReport",
+    "clean_env",
+    "free_port",
+    "launch",
+    "log_tail",
+    "stop",
+    "wait_ready",
+]

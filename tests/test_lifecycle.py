@@ -1,0 +1,145 @@
+"""Server lifecycle with real subprocesses: launch, readiness, classified failures, stop."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from inferlab.errors import LaunchError
+from inferlab.server import LaunchSpec, free_port, launch, log_tail, stop, wait_ready
+
+HEALTH_SERVER = textwrap.dedent(
+    """
+    import http.server, signal, sys, time
+    if "--ignore-term" in sys.argv:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    delay = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0
+    time.sleep(delay)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+        def log_message(self, *a): pass
+    print("starting on", sys.argv[1], flush=True)
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+    """
+)
+
+
+def spec(tmp: Path, argv: Sequence[str], port: int, **kw: object) -> LaunchSpec:
+    return LaunchSpec(
+        name="t",
+        argv=list(argv),
+        env={"MY_FLAG": "1"},
+        port=port,
+        log_path=tmp / "server.log",
+        health_url=f"http://127.0.0.1:{port}/health",
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+def script(tmp: Path) -> str:
+    p = tmp / "srv.py"
+    p.write_text(HEALTH_SERVER)
+    return str(p)
+
+
+def test_launch_ready_stop(tmp_path: Path) -> None:
+    port = free_port()
+    s = launch(
+        spec(
+            tmp_path,
+            [sys.executable, script(tmp_path), str(port), "--delay", "0.5"],
+            port,
+            stop_grace_s=5,
+        )
+    )
+    took = wait_ready(s)
+    assert 0.4 < took < 20
+    assert os.getpgid(s.pid) == s.pid  # its own process group
+    rep = stop(s)
+    assert rep.signal == "SIGTERM" and rep.port_free
+    assert rep.gpu_check.startswith("skipped")
+    log = (tmp_path / "server.log").read_text()
+    assert "# inferlab launch t:" in log and f"starting on {port}" in log
+
+
+def test_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
+    port = free_port()
+    s = launch(
+        spec(
+            tmp_path,
+            [sys.executable, script(tmp_path), str(port), "--ignore-term"],
+            port,
+            stop_grace_s=1,
+        )
+    )
+    wait_ready(s)
+    rep = stop(s)
+    assert rep.signal == "SIGKILL" and rep.port_free
+    assert any("ignored SIGTERM" in n for n in rep.notes)
+
+
+def test_exit_before_ready_is_classified_with_log_tail(tmp_path: Path) -> None:
+    port = free_port()
+    code = "print('OSError: [Errno 98] Address already in use', flush=True); raise SystemExit(1)"
+
+    def fatal(lines: Sequence[str]) -> tuple[str, str, str] | None:
+        for line in lines:
+            if "Address already in use" in line:
+                return ("address-in-use", line, "pick another --port or stop the other server")
+        return None
+
+    s = launch(spec(tmp_path, [sys.executable, "-c", code], port))
+    with pytest.raises(LaunchError) as ei:
+        wait_ready(s, fatal=fatal)
+    e = ei.value
+    assert e.kind == "address-in-use" and "another --port" in (e.remedy or "")
+    assert any("Address already in use" in t for t in e.tail)
+
+
+def test_never_ready_times_out(tmp_path: Path) -> None:
+    port = free_port()
+    s = launch(
+        spec(
+            tmp_path,
+            [sys.executable, "-c", "import time; print('loading'); time.sleep(60)"],
+            port,
+            ready_timeout_s=1.5,
+        )
+    )
+    t0 = time.monotonic()
+    with pytest.raises(LaunchError, match="not ready after 1.5 s") as ei:
+        wait_ready(s)
+    assert time.monotonic() - t0 < 10
+    assert ei.value.kind == "ready-timeout" and "loading" in "\n".join(ei.value.tail)
+    assert s.proc.wait(5) is not None  # nothing left running
+
+
+def test_missing_executable(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError, match="cannot start"):
+        launch(spec(tmp_path, ["/nonexistent/llama-server"], free_port()))
+
+
+def test_ssh_host_that_refuses(tmp_path: Path) -> None:
+    port = free_port()
+    s = launch(
+        spec(
+            tmp_path,
+            ["vllm", "serve", "m; rm -rf /"],
+            port,
+            host=f"ssh://nobody@127.0.0.1:{free_port()}",
+            ready_timeout_s=30,
+        )
+    )
+    with pytest.raises(LaunchError) as ei:
+        wait_ready(s)
+    assert ei.value.kind == "ssh", ei.value
+    assert s.proc.poll() is not None  # ssh exited: nothing left running
+    text = "\n".join(log_tail(tmp_path / "server.log"))
+    assert "'m; rm -rf /'" in text  # the config value travelled quoted, never as shell code
