@@ -27,6 +27,7 @@ def _register() -> None:
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
     from inferlab.cli.store import export, import_, runs
+    from inferlab.cli.verify import verify
 
     app.command("bench")(bench)
     app.command("demo")(demo)
@@ -34,6 +35,7 @@ def _register() -> None:
     app.command("compare")(compare)
     app.command("export")(export)
     app.command("import")(import_)
+    app.command("verify")(verify)
     app.add_typer(sim_cli.sim_app, name="sim")
 
 

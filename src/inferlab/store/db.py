@@ -312,6 +312,32 @@ class Store:
             ((run_id, t, n, _dumps(lb), v) for t, n, lb, v in samples),
         )
 
+    def add_verification(
+        self,
+        config_id: int,
+        kind: str,
+        passed: bool,
+        detail: Mapping[str, Any],
+        run_id: int | None = None,
+    ) -> int:
+        """One verification result (a check, or a config's reference greedy outputs)."""
+        cur = self.db.execute(
+            "INSERT INTO verifications(config_id, run_id, kind, passed, detail_json, created_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (config_id, run_id, kind, int(passed), _dumps(dict(detail)), _now()),
+        )
+        return int(cur.lastrowid or 0)
+
+    def latest_verification(self, campaign: str, config: str, kind: str) -> dict[str, Any] | None:
+        """The newest stored verification ``kind`` of a config (by name) in a campaign."""
+        row = self.db.execute(
+            "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
+            "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind=? "
+            "ORDER BY v.id DESC LIMIT 1",
+            (campaign, config, kind),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
     # -- reading -------------------------------------------------------------------------------
     def runs(
         self,

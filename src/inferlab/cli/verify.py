@@ -1,0 +1,81 @@
+"""``inferlab verify``: prove a running endpoint answers correctly before measuring it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.markup import escape
+
+from inferlab.config.bench import validation_message
+from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
+from inferlab.engines import get_engine
+from inferlab.errors import ConfigError
+from inferlab.store import Store, db_path
+from inferlab.verify import GreedyOutputs, verify_endpoint
+
+from .render import stdout_console
+
+
+def _probe(text: str) -> Probe:
+    prompt, sep, regex = text.partition("::")
+    if not sep:
+        raise ConfigError(f"--probe: expected 'PROMPT::REGEX', got {text!r}")
+    try:
+        return Probe(prompt=prompt, expect=regex)
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, "--probe")) from None
+
+
+def verify(
+    url: Annotated[str, typer.Option("--url", help="Base URL of the running server")],
+    model: Annotated[str, typer.Option(help="Model name as served")],
+    engine: Annotated[str, typer.Option(help="Engine kind (fixed-length fields)")] = "vllm",
+    probe: Annotated[
+        list[str] | None, typer.Option("--probe", help="'PROMPT::REGEX' (repeatable)")
+    ] = None,
+    no_default_probes: Annotated[
+        bool, typer.Option("--no-default-probes", help="Skip the built-in probes")
+    ] = False,
+    against: Annotated[
+        str | None, typer.Option(help="Config whose stored greedy outputs must be matched")
+    ] = None,
+    save_as: Annotated[
+        str | None, typer.Option(help="Store this server's greedy outputs as CONFIG's")
+    ] = None,
+    campaign: Annotated[str, typer.Option(help="Campaign of --against/--save-as")] = "bench",
+    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
+) -> None:
+    """Smoke probes, output length, stream form and (with --against) greedy equivalence.
+    Exit code 1 when a check fails."""
+    probes = [] if no_default_probes else list(DEFAULT_PROBES)
+    probes += [_probe(p) for p in probe or []]
+    section = VerifySection(probes=probes, equivalent_to=against or save_as)
+    spec = get_engine(engine)
+    reference: GreedyOutputs | None = None
+    if against is not None:
+        with Store(db_path(db)) as store:
+            ref = store.latest_verification(campaign, against, "greedy-outputs")
+        if ref is None:
+            raise ConfigError(
+                f"--against: no stored greedy outputs for config {against!r} in campaign "
+                f"{campaign!r}; run inferlab verify --save-as {against} on that server first"
+            )
+        reference = GreedyOutputs.from_json(ref)
+    report = verify_endpoint(url, model=model, engine=spec, section=section, reference=reference)
+    con = stdout_console()
+    for c in report.checks:
+        mark = "[green]ok[/green]" if c.passed else "[red]FAILED[/red]"
+        con.print(f"{mark} {c.kind}: {escape(c.message)}", highlight=False)
+    if save_as is not None and report.outputs is not None:
+        with Store(db_path(db)) as store, store.transaction():
+            cid = store.campaign_id(campaign)
+            gid = store.config_id(cid, save_as, engine=engine, model=model, extra={"url": url})
+            store.add_verification(gid, "greedy-outputs", report.passed, report.outputs.to_json())
+            for c in report.checks:
+                store.add_verification(gid, c.kind, c.passed, c.to_json())
+        con.print(f"greedy outputs stored as {escape(save_as)}'s reference", highlight=False)
+    if not report.passed:
+        raise typer.Exit(1)

@@ -1,0 +1,290 @@
+"""The checks a server must pass before it is measured.
+
+(a) smoke probes at temperature 0 with an expected regex; (b) greedy equivalence: fixed prompts
+at T=0 compared with a reference config's stored outputs, with the match rate and the first
+divergence per prompt (a lossless lever must match 100%); (c) the requested output length is
+honoured; (d) every stream is well formed (usage present when asked, ``[DONE]`` or a clean end,
+at least one token per event).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from inferlab.config.campaign import Probe, VerifySection
+from inferlab.engines import EngineSpec
+from inferlab.errors import ConnectError
+from inferlab.load.http import Endpoint, HttpClient, run_loop
+from inferlab.load.sse import ParsedStream, error_message_of, parse_stream
+
+__all__ = ["EQUIVALENCE_PROMPTS", "CheckResult", "GreedyOutputs", "VerifyReport", "verify_endpoint"]
+
+#: fixed prompts for greedy equivalence (plain text any tokenizer can take)
+EQUIVALENCE_PROMPTS = (
+    "The quick brown fox jumps over the lazy dog. Then",
+    "Once upon a time, in a small village by the sea,",
+    "List three prime numbers:",
+    "def fibonacci(n):",
+    "The capital of Japan is",
+    "Translate to French: good morning.",
+    "Water boils at",
+    "In 1969, the first humans",
+    "A haiku about autumn:",
+    "The main components of a computer are",
+    "Explain photosynthesis in one sentence.",
+    "SELECT name FROM users WHERE",
+)
+
+
+@dataclass
+class CheckResult:
+    kind: str  # probe | equivalence | length | stream
+    passed: bool
+    message: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GreedyOutputs:
+    """Outputs at T=0 for the equivalence prompts: the reference a lossless lever must match."""
+
+    prompts: list[str]
+    outputs: list[str]
+    max_tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GreedyOutputs:
+        return cls(list(d["prompts"]), list(d["outputs"]), int(d["max_tokens"]))
+
+
+@dataclass
+class VerifyReport:
+    checks: list[CheckResult]
+    outputs: GreedyOutputs | None
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def diverged(self) -> bool:
+        return any(c.kind == "equivalence" and not c.passed for c in self.checks)
+
+    def failures(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed]
+
+
+@dataclass
+class _Answer:
+    status: int
+    parsed: ParsedStream
+    error: str | None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parsed.texts)
+
+
+async def _ask(
+    client: HttpClient,
+    *,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    chat: bool,
+    extra: dict[str, Any],
+) -> _Answer:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **extra,
+    }
+    if chat:
+        body["messages"] = [{"role": "user", "content": prompt}]
+        path = "/v1/chat/completions"
+    else:
+        body["prompt"] = prompt
+        path = "/v1/completions"
+    ex = await client.request(client.build("POST", path, json.dumps(body).encode()))
+    parsed = parse_stream(ex.pieces, ex.end_ns)
+    err = ex.error_message if ex.error_kind is not None else None
+    if err is None and ex.status != 200:
+        try:
+            obj = json.loads(ex.body())
+        except ValueError:
+            obj = None
+        err = f"HTTP {ex.status}: " + error_message_of(obj, ex.body()[:200].decode("replace"))
+    if err is None and parsed.error_kind is not None:
+        err = parsed.error_message
+    if err is None and ex.error_kind is None and ex.status == 0:
+        raise ConnectError(f"cannot reach {client.endpoint.base}")
+    return _Answer(ex.status, parsed, err)
+
+
+def _stream_problems(a: _Answer) -> list[str]:
+    p = a.parsed
+    out = []
+    if a.error:
+        out.append(a.error)
+        return out
+    if p.usage_completion_tokens is None:
+        out.append("no usage although stream_options.include_usage was asked")
+    if not p.saw_done and p.finish_reason is None:
+        out.append("stream ended without [DONE] or finish_reason")
+    if p.usage_completion_tokens is not None and len(p.event_ns) > p.usage_completion_tokens:
+        out.append(f"{len(p.event_ns)} token events for {p.usage_completion_tokens} tokens")
+    if not p.event_ns:
+        out.append("no token in the stream")
+    return out
+
+
+def _first_divergence(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n if len(a) != len(b) else -1)
+
+
+def verify_endpoint(
+    url: str,
+    *,
+    model: str,
+    engine: EngineSpec,
+    section: VerifySection,
+    reference: GreedyOutputs | None = None,
+    headers: dict[str, str] | None = None,
+) -> VerifyReport:
+    """Run every check of ``section`` against a running endpoint. Never raises for a wrong
+    answer (that is a failed check); raises ``ConnectError`` when nothing answers."""
+
+    async def go() -> VerifyReport:
+        client = HttpClient(
+            Endpoint.parse(url), timeout_s=120, stall_timeout_s=60, headers=headers or {}
+        )
+        checks: list[CheckResult] = []
+        stream_issues: list[str] = []
+        try:
+            for probe in section.probes:
+                checks.append(await _probe(client, model, probe, stream_issues))
+            n = section.length_tokens
+            a = await _ask(
+                client,
+                model=model,
+                prompt=EQUIVALENCE_PROMPTS[0],
+                max_tokens=n,
+                chat=False,
+                extra=engine.fixed_length_fields(n),
+            )
+            stream_issues += _stream_problems(a)
+            got = a.parsed.usage_completion_tokens
+            checks.append(
+                CheckResult(
+                    "length",
+                    a.error is None and got == n,
+                    f"asked {n} tokens, got {got}" + (f" ({a.error})" if a.error else ""),
+                    {"requested": n, "usage": got, "events": len(a.parsed.event_ns)},
+                )
+            )
+            outputs: GreedyOutputs | None = None
+            if section.equivalent_to is not None or reference is not None:
+                prompts = list(EQUIVALENCE_PROMPTS[: section.equivalence_prompts])
+                if reference is not None:
+                    prompts = reference.prompts
+                m = reference.max_tokens if reference else section.equivalence_tokens
+                texts = []
+                for pr in prompts:
+                    ans = await _ask(
+                        client,
+                        model=model,
+                        prompt=pr,
+                        max_tokens=m,
+                        chat=False,
+                        extra=engine.fixed_length_fields(m),
+                    )
+                    stream_issues += _stream_problems(ans)
+                    texts.append(ans.text)
+                outputs = GreedyOutputs(prompts, texts, m)
+                if reference is not None:
+                    checks.append(_equivalence(reference, outputs))
+            checks.append(
+                CheckResult(
+                    "stream",
+                    not stream_issues,
+                    "well formed" if not stream_issues else "; ".join(sorted(set(stream_issues))),
+                    {"problems": stream_issues},
+                )
+            )
+        finally:
+            client.close()
+        return VerifyReport(checks, outputs)
+
+    return run_loop(go())
+
+
+async def _probe(client: HttpClient, model: str, probe: Probe, issues: list[str]) -> CheckResult:
+    a = await _ask(
+        client,
+        model=model,
+        prompt=probe.prompt,
+        max_tokens=probe.max_tokens,
+        chat=probe.chat,
+        extra={},
+    )
+    issues += _stream_problems(a)
+    ok = a.error is None and re.search(probe.expect, a.text) is not None
+    msg = (
+        f"{probe.prompt!r} → {a.text.strip()[:80]!r}"
+        + ("" if ok else f" does not match {probe.expect!r}")
+        + (f" ({a.error})" if a.error else "")
+    )
+    return CheckResult(
+        "probe",
+        ok,
+        msg,
+        {"prompt": probe.prompt, "expect": probe.expect, "output": a.text, "error": a.error},
+    )
+
+
+def _equivalence(ref: GreedyOutputs, got: GreedyOutputs) -> CheckResult:
+    per: list[dict[str, Any]] = []
+    first: tuple[str, int, str, str] | None = None
+    for pr, a, b in zip(ref.prompts, ref.outputs, got.outputs):
+        pos = _first_divergence(a, b)
+        per.append(
+            {
+                "prompt": pr,
+                "match": pos < 0,
+                "first_divergence_char": None if pos < 0 else pos,
+                "reference": a,
+                "output": b,
+            }
+        )
+        if pos >= 0 and first is None:
+            first = (pr, pos, a, b)
+    matched = sum(1 for p in per if p["match"])
+    rate = matched / len(per) if per else 0.0
+    msg = f"greedy outputs match {matched}/{len(per)} ({rate:.0%})"
+    if first is not None:
+        pr, pos, a, b = first
+        msg += (
+            f"; first divergence in {pr!r} at char {pos}: "
+            f"{a[pos : pos + 20]!r} vs {b[pos : pos + 20]!r}"
+        )
+    return CheckResult(
+        "equivalence", matched == len(per), msg, {"match_rate": rate, "prompts": per}
+    )
+
+
+def summarize_checks(checks: Sequence[CheckResult]) -> str:
+    return ", ".join(f"{c.kind} {'ok' if c.passed else 'FAILED'}" for c in checks)
