@@ -1,38 +1,208 @@
-"""The engine registry: adding an engine is adding one module that calls ``register``."""
+"""The engine registry: adding an engine is adding one module that calls ``register``.
+
+An ``EngineSpec`` is data about one serving engine — how to launch it, its HTTP paths, how to
+ask for a fixed output length, its flag spelling, its Prometheus metric names and its log
+signatures — and pure functions over that data. Nothing here starts processes or does I/O.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from inferlab.engines import flags as _flags
+from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
+from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
+from inferlab.engines.prometheus import MetricDef
 from inferlab.errors import ConfigError
 
-__all__ = ["EngineSpec", "get_engine", "register", "registered"]
+__all__ = [
+    "EngineSpec",
+    "Launcher",
+    "NativeApi",
+    "classify_log",
+    "get_engine",
+    "register",
+    "registered",
+]
+
+PYTHON = "{python}"
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """One way to start an engine: ``prefix`` (``{python}`` stands for the interpreter), then
+    the model (after ``model_flag``; ``""``: as a positional), host, port, then the user's args."""
+
+    name: str
+    prefix: tuple[str, ...]
+    model_flag: str | None
+    model_required: bool = True
+    host_flag: str = "--host"
+    port_flag: str = "--port"
+    #: more flags the user's args must not give (e.g. ``--model`` beside a positional model)
+    also_reserved: tuple[str, ...] = ()
+    note: str = ""
+
+    def reserved_flags(self) -> tuple[str, ...]:
+        """Flags this launcher sets itself; the user's args must not repeat them."""
+        out = [self.host_flag, self.port_flag, *self.also_reserved]
+        if self.model_flag:
+            out.append(self.model_flag)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class NativeApi:
+    """An engine's own (non-OpenAI) generate endpoint and its length-control fields, which
+    sit inside ``params_key`` (e.g. SGLang ``/generate`` → ``sampling_params``)."""
+
+    path: str
+    params_key: str | None
+    max_tokens_field: str
+    min_tokens_field: str | None
+    ignore_eos_field: str | None
 
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """What inferlab knows about one serving engine's OpenAI-compatible front end."""
+    """What inferlab knows about one serving engine (see the module docstring)."""
 
     name: str
     description: str
-    health_path: str = "/health"
+    health_path: str | None = "/health"
     models_path: str = "/v1/models"
     tokenize_path: str | None = "/tokenize"
+    #: JSON field of the tokenize request carrying the text
+    tokenize_field: str = "prompt"
     #: GET path answering JSON with a "version" field (None: the engine has none)
     version_path: str | None = "/version"
-    #: request-body fields that make the server emit exactly ``max_tokens`` tokens
+    #: Prometheus text exposition (None: the engine has none)
+    metrics_path: str | None = "/metrics"
+    #: launch flag without which ``metrics_path`` answers 404 (None: always on)
+    metrics_enable_flag: str | None = None
+    #: OpenAI-API request-body fields that make the server emit exactly ``max_tokens`` tokens
     ignore_eos_field: str | None = "ignore_eos"
     min_tokens_field: str | None = "min_tokens"
+    native_api: NativeApi | None = None
+    #: launch variants, the first is the default (empty: nothing to launch)
+    launchers: tuple[Launcher, ...] = ()
+    #: why ``launchers`` is empty
+    not_launchable: str = ""
+    flag_syntax: FlagSyntax = field(default_factory=FlagSyntax)
+    metrics: tuple[MetricDef, ...] = ()
+    log_signatures: tuple[LogSignature, ...] = ()
+
+    # -- requests ---------------------------------------------------------------------------
 
     def fixed_length_fields(self, n: int) -> dict[str, Any]:
-        """Extra body fields asking for exactly ``n`` output tokens (with ``max_tokens``)."""
+        """Extra OpenAI-API body fields asking for exactly ``n`` output tokens (with
+        ``max_tokens``)."""
         out: dict[str, Any] = {}
         if self.ignore_eos_field:
             out[self.ignore_eos_field] = True
         if self.min_tokens_field:
             out[self.min_tokens_field] = n
         return out
+
+    def native_fixed_length_fields(self, n: int) -> dict[str, Any]:
+        """Body fields for the native API asking for exactly ``n`` output tokens, nested under
+        its ``params_key``; ``{}`` when the engine has no native API."""
+        api = self.native_api
+        if api is None:
+            return {}
+        params: dict[str, Any] = {api.max_tokens_field: n}
+        if api.min_tokens_field:
+            params[api.min_tokens_field] = n
+        if api.ignore_eos_field:
+            params[api.ignore_eos_field] = True
+        return {api.params_key: params} if api.params_key else params
+
+    # -- launching --------------------------------------------------------------------------
+
+    def launcher(self, name: str | None = None) -> Launcher:
+        """The launcher called ``name`` (default: the first); ``ConfigError`` if none."""
+        if not self.launchers:
+            raise ConfigError(f"engine {self.name!r}: {self.not_launchable or 'nothing to launch'}")
+        if name is None:
+            return self.launchers[0]
+        for launcher in self.launchers:
+            if launcher.name == name:
+                return launcher
+        known = ", ".join(x.name for x in self.launchers)
+        raise ConfigError(
+            f"engine {self.name!r}: unknown launcher {name!r}; expected one of {known}"
+        )
+
+    def launch_argv(
+        self,
+        model: str | None,
+        *,
+        host: str,
+        port: int,
+        python: str,
+        args: Sequence[str] = (),
+        launcher: str | None = None,
+    ) -> list[str]:
+        """The command line that starts this engine serving ``model`` on ``host:port``.
+
+        ``python`` is the interpreter for module launchers. ``args`` are appended as given; a
+        flag the launcher sets itself (host, port, model) in ``args`` is a ``ConfigError``.
+        """
+        ln = self.launcher(launcher)
+        reserved = {self.flag_syntax.canonical(f): f for f in ln.reserved_flags()}
+        for flag in _flags.parse(args, self.flag_syntax).flags:
+            if flag in reserved:
+                raise ConfigError(
+                    f"engine {self.name!r}: {flag} is set by inferlab (engine host/port/model); "
+                    "remove it from args"
+                )
+        argv = [python if tok == PYTHON else tok for tok in ln.prefix]
+        if ln.model_flag is not None:
+            if model:
+                argv += [ln.model_flag, model] if ln.model_flag else [model]
+            elif ln.model_required:
+                raise ConfigError(f"engine {self.name!r}: a model is required to launch it")
+        argv += [ln.host_flag, host, ln.port_flag, str(port)]
+        return argv + list(args)
+
+    # -- flags ------------------------------------------------------------------------------
+
+    def parse_args(self, argv: Sequence[str]) -> ParsedArgs:
+        """``argv`` as canonical flag → values (see ``inferlab.engines.flags``)."""
+        return _flags.parse(argv, self.flag_syntax)
+
+    def canonical_flag(self, flag: str) -> str:
+        return self.flag_syntax.canonical(flag)
+
+    def apply(
+        self,
+        argv: Sequence[str],
+        *,
+        set: Mapping[str, FlagValue] | None = None,
+        unset: Iterable[str] = (),
+        missing_ok: bool = False,
+    ) -> list[str]:
+        """``argv`` with ``unset`` removed and ``set`` replaced or added (canonical spelling)."""
+        return _flags.apply(argv, self.flag_syntax, set=set, unset=unset, missing_ok=missing_ok)
+
+    def diff(self, a: Sequence[str], b: Sequence[str]) -> list[Change]:
+        """Flag changes from argv ``a`` to argv ``b``, aliases folded, in a stable order."""
+        return _flags.diff(a, b, self.flag_syntax)
+
+    # -- metrics and logs -------------------------------------------------------------------
+
+    def metric(self, key: str) -> MetricDef | None:
+        """The metric inferlab calls ``key`` (e.g. "kv_cache_usage"), or None."""
+        for m in self.metrics:
+            if m.key == key:
+                return m
+        return None
+
+    def classify_log(self, lines: str | Iterable[str]) -> list[LogMatch]:
+        """Known lines of a server log, in order (see ``inferlab.engines.logs``)."""
+        return match_signatures(lines, self.log_signatures)
 
 
 _REGISTRY: dict[str, EngineSpec] = {}
@@ -54,3 +224,9 @@ def get_engine(name: str) -> EngineSpec:
         raise ConfigError(
             f"engine: unknown kind {name!r}; expected one of {', '.join(registered())}"
         ) from None
+
+
+def classify_log(lines: str | Iterable[str], engine: str | EngineSpec) -> list[LogMatch]:
+    """Known lines of ``engine``'s log ``lines``: kind, severity, fatal, line, remedy."""
+    spec = engine if isinstance(engine, EngineSpec) else get_engine(engine)
+    return spec.classify_log(lines)

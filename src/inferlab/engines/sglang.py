@@ -1,11 +1,297 @@
-"""SGLang's server (``python -m sglang.launch_server``); its OpenAI API takes ``min_tokens``."""
+"""SGLang's server (``python -m sglang.launch_server --model-path MODEL``).
 
-from inferlab.engines.base import EngineSpec, register
+Fixed output length: the OpenAI API takes ``ignore_eos`` + ``min_tokens``; the native
+``/generate`` API takes ``sampling_params: {max_new_tokens, min_new_tokens, ignore_eos}``.
+``/metrics`` needs ``--enable-metrics``. The server is ready only after its warm-up request
+("The server is fired up and ready to roll!"), not when uvicorn starts.
+"""
+
+from inferlab.engines import common
+from inferlab.engines.base import PYTHON, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.flags import FlagSyntax
+from inferlab.engines.logs import sig
+from inferlab.engines.prometheus import MetricDef
+
+_SRC = "sglang/srt/metrics/collector.py"
+_FIX = "tests/fixtures/engine_logs/prometheus/"
+_DOCS = _FIX + "sglang-docs-production_metrics_llama31-8b-full-dump.log"
+
+METRICS = (
+    MetricDef(
+        "running",
+        "gauge",
+        ("sglang:num_running_reqs",),
+        "requests",
+        "requests in the running batch",
+        _DOCS,
+    ),
+    MetricDef(
+        "waiting",
+        "gauge",
+        ("sglang:num_queue_reqs",),
+        "requests",
+        "requests in the waiting queue (per dp_rank/tp_rank with DP attention)",
+        _DOCS + ", " + _FIX + "aibrix-1614_sglang-dp-attention-deepseek-r1.log",
+    ),
+    MetricDef(
+        "kv_cache_usage",
+        "gauge",
+        ("sglang:token_usage",),
+        "fraction 0-1",
+        "KV-cache token slots in use",
+        _DOCS,
+    ),
+    MetricDef(
+        "used_tokens",
+        "gauge",
+        ("sglang:num_used_tokens",),
+        "tokens",
+        "KV-cache token slots in use",
+        _DOCS,
+    ),
+    MetricDef(
+        "max_total_tokens",
+        "gauge",
+        ("sglang:max_total_num_tokens",),
+        "tokens",
+        "KV-cache capacity (early versions label it name=<model path>)",
+        _FIX + "sglang-pr1853_early-sglang-metrics-name-label.log",
+    ),
+    MetricDef(
+        "gen_throughput",
+        "gauge",
+        ("sglang:gen_throughput",),
+        "tokens/s",
+        "decode throughput of the last logging interval (per dp_rank with DP attention)",
+        _DOCS + ", " + _FIX + "aibrix-1614_sglang-dp-attention-deepseek-r1.log",
+    ),
+    MetricDef(
+        "cache_hit_rate",
+        "gauge",
+        ("sglang:cache_hit_rate",),
+        "fraction 0-1",
+        "prefix (radix) cache hit rate",
+        _DOCS,
+    ),
+    MetricDef(
+        "spec_accept_length",
+        "gauge",
+        ("sglang:spec_accept_length",),
+        "tokens per verify step",
+        "mean accepted length of speculative decoding (includes the verifier's own token)",
+        _SRC,
+    ),
+    MetricDef(
+        "spec_accept_rate",
+        "gauge",
+        ("sglang:spec_accept_rate",),
+        "fraction 0-1",
+        "speculative acceptance rate (newer versions)",
+        _SRC + " (recent versions)",
+    ),
+    MetricDef(
+        "prompt_tokens",
+        "counter",
+        ("sglang:prompt_tokens",),
+        "tokens",
+        "prefill tokens processed",
+        _DOCS,
+    ),
+    MetricDef(
+        "generation_tokens",
+        "counter",
+        ("sglang:generation_tokens",),
+        "tokens",
+        "output tokens generated",
+        _DOCS,
+    ),
+    MetricDef(
+        "cached_tokens",
+        "counter",
+        ("sglang:cached_tokens",),
+        "tokens",
+        "prompt tokens served from the prefix cache",
+        _SRC,
+    ),
+    MetricDef(
+        "requests",
+        "counter",
+        ("sglang:num_requests",),
+        "requests",
+        "finished requests",
+        _SRC,
+    ),
+    MetricDef(
+        "ttft",
+        "histogram",
+        ("sglang:time_to_first_token_seconds",),
+        "seconds",
+        "server-side time to first token",
+        _DOCS,
+    ),
+    MetricDef(
+        "itl",
+        "histogram",
+        ("sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"),
+        "seconds",
+        "gap between output tokens (older versions: time_per_output_token_seconds)",
+        _SRC + "; older name: " + _DOCS,
+    ),
+    MetricDef(
+        "e2e",
+        "histogram",
+        ("sglang:e2e_request_latency_seconds",),
+        "seconds",
+        "server-side request latency",
+        _DOCS,
+    ),
+)
+
+_GRAPH_FLAGS = (
+    "--mem-fraction-static",
+    "--cuda-graph-max-bs",
+    "--enable-torch-compile",
+    "--disable-cuda-graph",
+)
+_GRAPH_REMEDY = (
+    "CUDA-graph capture failed; SGLang's own list: 1. lower --mem-fraction-static "
+    "(e.g. 0.70 → 0.60); 2. lower --cuda-graph-max-bs (e.g. 16); 3. drop "
+    "--enable-torch-compile; 4. --disable-cuda-graph (large decode slowdown)"
+)
+_CAPTURE_SRC = (
+    "oom_graph_capture/sglang-issue5285_deepep-h20-capture-oom-traceback.log, "
+    "oom_graph_capture/sglang-issue11218_dsv32-docker-compose-capture-failed-remedies.log"
+)
+
+SIGNATURES = (
+    sig(
+        "ready",
+        r"The server is fired up and ready to roll",
+        "info",
+        ready=True,
+        source="sglang/srt/entrypoints/http_server.py message (no fixture log)",
+    ),
+    # "Capture cuda graph failed: {e}" is also source text in tracebacks: not a match
+    sig(
+        "oom_cuda_graph_capture",
+        r"Capture cuda graph failed(?!: \{).*(?:out of memory|OutOfMemory)",
+        "error",
+        fatal=True,
+        remedy=_GRAPH_REMEDY,
+        flags=_GRAPH_FLAGS,
+        source=_CAPTURE_SRC,
+    ),
+    sig(
+        "cuda_graph_capture_failed",
+        r"Capture cuda graph failed(?!: \{)",
+        "error",
+        fatal=True,
+        remedy=_GRAPH_REMEDY,
+        flags=_GRAPH_FLAGS,
+        source=_CAPTURE_SRC,
+    ),
+    sig(
+        "not_enough_memory",
+        r"Not enough memory\. Please try to increase --mem-fraction-static",
+        "error",
+        fatal=True,
+        remedy="no room left for the KV cache after the weights: raise --mem-fraction-static, "
+        "add GPUs (--tp-size), or use a smaller/quantized model",
+        flags=("--mem-fraction-static", "--tp-size"),
+        source="sglang/srt/model_executor/model_runner.py message (no fixture log)",
+    ),
+    common.cuda_oom(
+        "lower --mem-fraction-static (activations need the rest), --cuda-graph-max-bs, "
+        "--max-running-requests or --chunked-prefill-size; or add GPUs (--tp-size)",
+        ("--mem-fraction-static", "--cuda-graph-max-bs", "--max-running-requests"),
+    ),
+    sig(
+        "max_model_len_too_large",
+        r"Error\W+(?:Warning: )?User-specified context_length \(\d+\) is greater than the "
+        r"derived context_length",
+        "error",
+        fatal=True,
+        remedy="--context-length exceeds the model's context: lower it; only with RoPE "
+        "scaling configured set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+        flags=("--context-length",),
+        source="sglang/srt/configs/model_config.py message (no fixture log)",
+    ),
+    sig(
+        "context_length_override",
+        r"context_length \(\d+\) is greater than the derived context_length",
+        "warning",
+        remedy="the context length is above what the model was trained for: outputs past it "
+        "may be wrong unless RoPE scaling is configured",
+        flags=("--context-length",),
+        source="sglang/srt/configs/model_config.py message (no fixture log)",
+    ),
+    common.nccl_watchdog_timeout(),
+    common.nccl_error(),
+    common.nccl_warning(),
+    common.address_in_use(
+        "another process holds the port: stop it or choose another [engine] port; for the "
+        "NCCL/torch.distributed port (EADDRINUSE) set --nccl-port or --dist-init-addr",
+        ("--port", "--nccl-port", "--dist-init-addr"),
+    ),
+    common.hf_model_not_found(
+        "--model-path does not resolve: check the path (it must contain config.json), the "
+        "repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE"
+    ),
+    sig(
+        "scheduler_exception",
+        r"Scheduler hit an exception",
+        "error",
+        fatal=True,
+        generic=True,
+        remedy="see the exception that follows it",
+        source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
+    ),
+    sig(
+        "child_failed",
+        r"Received sigquit from a child process|Subprocess \S+ \(pid=\d+\) crashed",
+        "error",
+        fatal=True,
+        generic=True,
+        remedy="a scheduler/detokenizer process died: see its error above",
+        source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
+    ),
+    common.fp8_gemm_default_config(),
+    common.moe_default_config(),
+    common.moe_config_fallback(),
+)
+
+SYNTAX = FlagSyntax(
+    aliases={
+        "--tp": "--tp-size",
+        "--tensor-parallel-size": "--tp-size",
+        "--dp": "--dp-size",
+        "--data-parallel-size": "--dp-size",
+        "--pp": "--pp-size",
+        "--pipeline-parallel-size": "--pp-size",
+        "--ep": "--ep-size",
+        "--expert-parallel-size": "--ep-size",
+        "--model": "--model-path",
+    },
+)
 
 SPEC = register(
     EngineSpec(
         name="sglang",
         description="SGLang server (OpenAI API)",
         version_path="/get_server_info",
+        metrics_enable_flag="--enable-metrics",
+        native_api=NativeApi(
+            path="/generate",
+            params_key="sampling_params",
+            max_tokens_field="max_new_tokens",
+            min_tokens_field="min_new_tokens",
+            ignore_eos_field="ignore_eos",
+        ),
+        launchers=(
+            Launcher("module", (PYTHON, "-m", "sglang.launch_server"), model_flag="--model-path"),
+        ),
+        flag_syntax=SYNTAX,
+        metrics=METRICS,
+        log_signatures=SIGNATURES,
     )
 )

