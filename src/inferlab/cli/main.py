@@ -26,7 +26,9 @@ def _register() -> None:
     from inferlab.cli.bench import bench
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
+    from inferlab.cli.model import model_app
     from inferlab.cli.store import export, import_, runs
+    from inferlab.cli.up import down, up
     from inferlab.cli.verify import verify
 
     app.command("bench")(bench)
@@ -36,7 +38,10 @@ def _register() -> None:
     app.command("export")(export)
     app.command("import")(import_)
     app.command("verify")(verify)
+    app.command("up")(up)
+    app.command("down")(down)
     app.add_typer(sim_cli.sim_app, name="sim")
+    app.add_typer(model_app, name="model")
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ from inferlab.server.lifecycle import (
     launch,
     log_tail,
     stop,
+    stop_group,
     wait_ready,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "launch",
     "log_tail",
     "stop",
+    "stop_group",
     "wait_ready",
 ]

@@ -35,6 +35,7 @@ __all__ = [
     "launch",
     "log_tail",
     "stop",
+    "stop_group",
     "wait_ready",
 ]
 
@@ -258,8 +259,12 @@ def _ssh_failure(spec: LaunchSpec, lines: Sequence[str], code: int) -> str | Non
 
 
 def _kill_group(server: ServerProcess, sig: int) -> None:
+    _signal_group(server.proc.pid, sig)
+
+
+def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(server.proc.pid, sig)
+        os.killpg(pgid, sig)
 
 
 def _port_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -302,38 +307,84 @@ def _group_pids(pgid: int) -> set[int]:
     return pids
 
 
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (works for processes we did not start)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
 def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
     """SIGTERM the group, SIGKILL after the grace period; wait for the port and GPU memory."""
-    spec = server.spec
+    rep = stop_group(
+        server.proc.pid,
+        server.spec.port,
+        host=server.spec.host,
+        grace_s=server.spec.stop_grace_s,
+        drain_timeout_s=drain_timeout_s,
+        reap=server.proc.poll,
+    )
+    rep.exit_code = server.proc.returncode
+    return rep
+
+
+def stop_group(
+    pgid: int,
+    port: int,
+    *,
+    host: str = "local",
+    grace_s: float = 20.0,
+    drain_timeout_s: float = 60.0,
+    reap: Callable[[], int | None] | None = None,
+) -> StopReport:
+    """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
+    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port and GPU checks."""
     t0 = time.monotonic()
     notes: list[str] = []
-    pids = _group_pids(server.proc.pid) | {server.proc.pid}
-    if server.proc.poll() is not None:
+
+    def alive() -> bool:
+        if reap is not None:
+            return reap() is None
+        return _alive(pgid)
+
+    pids = _group_pids(pgid) | {pgid}
+    if not alive():
         sent = "already exited"
     else:
         sent = "SIGTERM"
-        _kill_group(server, signal.SIGTERM)
-        try:
-            server.proc.wait(spec.stop_grace_s)
-        except subprocess.TimeoutExpired:
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive():
             sent = "SIGKILL"
-            notes.append(f"ignored SIGTERM for {spec.stop_grace_s:g} s: killed")
-            _kill_group(server, signal.SIGKILL)
-            server.proc.wait(10)
+            notes.append(f"ignored SIGTERM for {grace_s:g} s: killed")
+            _signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
     # stragglers of the group (workers that outlive the parent)
     deadline = time.monotonic() + 10
-    while _group_pids(server.proc.pid) and time.monotonic() < deadline:
-        _kill_group(server, signal.SIGKILL)
+    while _group_pids(pgid) and time.monotonic() < deadline:
+        _signal_group(pgid, signal.SIGKILL)
         time.sleep(0.1)
     port_free = False
     deadline = time.monotonic() + drain_timeout_s
     while time.monotonic() < deadline:
-        if spec.host not in ("local", "localhost", "") or _port_free(spec.port):
+        if host not in ("local", "localhost", "") or _port_free(port):
             port_free = True
             break
         time.sleep(0.2)
     if not port_free:
-        notes.append(f"port {spec.port} still in use after {drain_timeout_s:g} s")
+        notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
     if _gpu_pids_memory() is None:
         gpu = "skipped: no GPU visible through NVML"
     else:
@@ -347,4 +398,4 @@ def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
                 notes.append(gpu)
                 break
             time.sleep(0.5)
-    return StopReport(sent, server.proc.returncode, time.monotonic() - t0, port_free, gpu, notes)
+    return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)

@@ -1,0 +1,68 @@
+"""``inferlab up`` / ``inferlab down``: one config's server, launched and verified, or stopped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from inferlab.campaign.up import down as down_lib
+from inferlab.campaign.up import up as up_lib
+from inferlab.errors import LaunchError
+from inferlab.store import Store, db_path
+
+from .render import stdout_console
+
+
+def up(
+    campaign_file: Annotated[Path, typer.Argument(help="Campaign file (TOML or YAML)")],
+    config: Annotated[str, typer.Argument(help="Config to launch")],
+    db: Annotated[Path | None, typer.Option("--db", help="Database for verification")] = None,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verification")] = False,
+) -> None:
+    """Launch CONFIG, wait until ready, verify it, and leave it running."""
+    err = Console(stderr=True)
+    err.print(f"launching {escape(config)} ...", highlight=False)
+    try:
+        with Store(db_path(db)) as store:
+            r = up_lib(campaign_file, config, store=store, no_verify=no_verify)
+    except LaunchError as exc:
+        err.print(
+            f"[red]launch failed[/red] ({escape(exc.kind)}): {escape(str(exc))}", highlight=False
+        )
+        if exc.remedy:
+            err.print(f"  [dim]remedy:[/dim] {escape(exc.remedy)}", highlight=False)
+        if exc.log_path:
+            err.print(f"  [dim]log:[/dim] {escape(str(exc.log_path))}", highlight=False)
+        for line in exc.tail[-15:]:
+            err.print(f"  [dim]|[/dim] {escape(line)}", highlight=False)
+        raise typer.Exit(3) from None
+    con = stdout_console()
+    if r.verify is not None:
+        for c in r.verify.checks:
+            mark = "[green]ok[/green]" if c.passed else "[red]FAILED[/red]"
+            con.print(f"{mark} {c.kind}: {escape(c.message)}", highlight=False)
+    ready = f" ready in {r.ready_s:.1f} s," if r.ready_s is not None else ""
+    con.print(f"{escape(r.config)}:{ready} {r.url} (model {escape(r.model)})", highlight=False)
+    if r.pid:
+        con.print(f"log: {escape(str(r.log_path))}  pid: {r.pid}", highlight=False)
+
+
+def down(
+    campaign_file: Annotated[Path, typer.Argument(help="Campaign file")],
+    config: Annotated[str | None, typer.Argument(help="Config (default: all)")] = None,
+) -> None:
+    """Stop servers left running by `inferlab up` (SIGTERM, then SIGKILL) and check the
+    port and GPU memory are released."""
+    con = stdout_console()
+    for name, rep in down_lib(campaign_file, config):
+        con.print(
+            f"{escape(name)}: stopped by {rep.signal} in {rep.seconds:.1f} s; port "
+            f"{'free' if rep.port_free else 'STILL IN USE'}; GPU memory: {escape(rep.gpu_check)}",
+            highlight=False,
+        )
+        for n in rep.notes:
+            con.print(f"  note: {escape(n)}", highlight=False)

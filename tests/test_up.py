@@ -1,0 +1,180 @@
+"""``inferlab up`` / ``down`` on a campaign of reference-engine configs (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.up import down, up
+from inferlab.config.campaign import load_campaign
+from inferlab.config.resolve import resolve_configs
+from inferlab.errors import ConfigError, LaunchError, VerifyError
+from inferlab.store import Store
+
+CAMPAIGN = """
+[campaign]
+name = "simtest"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "5", "--itl-ms", "2"]
+ready_timeout_s = 30
+stop_grace_s = 5
+{port}
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "chunky"
+extends = "baseline"
+set = {{ "--tokens-per-chunk" = "4", "--itl-ms" = "1" }}
+
+[[config]]
+name = "reseeded"
+extends = "baseline"
+args = ["--seed", "9"]
+
+[[config]]
+name = "broken"
+set = {{ "--ttft-ms" = "-5" }}
+
+[verify]
+probes = [{{ prompt = "hello", expect = '^ \\w+' }}]
+equivalent_to = "baseline"
+equivalence_prompts = 3
+"""
+
+
+def camp(tmp: Path, port: int | None = None) -> Path:
+    p = tmp / "camp.toml"
+    p.write_text(CAMPAIGN.format(out=tmp / "out", port=f"port = {port}" if port else ""))
+    return p
+
+
+def test_up_verify_equivalence_down(tmp_path: Path) -> None:
+    path = camp(tmp_path)
+    with Store(tmp_path / "db") as store:
+        base = up(path, "baseline", store=store)
+        assert base.verify is not None and base.verify.passed
+        chunky = up(path, "chunky", store=store)  # timing differs, tokens must not
+        assert chunky.verify is not None and chunky.verify.passed
+        eq = next(c for c in chunky.verify.checks if c.kind == "equivalence")
+        assert eq.detail["match_rate"] == 1.0
+        with pytest.raises(VerifyError, match="reseeded diverged from the reference"):
+            up(path, "reseeded", store=store)
+        with pytest.raises(ConfigError, match="already runs"):
+            up(path, "baseline", store=store)
+        kinds = store.db.execute("SELECT kind, passed FROM verifications").fetchall()
+    assert ("equivalence", 0) in kinds and ("greedy-outputs", 1) in kinds
+    log = base.log_path.read_text()
+    assert "--ttft-ms 5" in log and "SIMULATED" in log
+    stopped = dict(down(path))
+    assert set(stopped) == {"baseline", "chunky"}  # the diverged one was stopped at once
+    assert all(r.signal == "SIGTERM" and r.port_free for r in stopped.values())
+    with pytest.raises(ConfigError, match="no running server"):
+        down(path, "baseline")
+
+
+def test_failed_launch_is_classified(tmp_path: Path) -> None:
+    with pytest.raises(LaunchError) as ei:
+        up(camp(tmp_path), "broken")
+    assert ei.value.kind == "exited"
+    assert any("--ttft-ms" in line for line in ei.value.tail)
+
+
+def test_address_in_use_is_classified(tmp_path: Path) -> None:
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    try:
+        with pytest.raises(LaunchError) as ei:
+            up(camp(tmp_path, holder.getsockname()[1]), "baseline", no_verify=True)
+    finally:
+        holder.close()
+    assert ei.value.kind == "address_in_use", (ei.value.kind, ei.value.tail)
+    assert ei.value.remedy
+
+
+def test_resolution_errors_name_file_and_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "sglang"\nmodel = "m"\n'
+        '[[config]]\nname = "a"\nextends = "a"\n'
+    )
+    c = load_campaign(p)
+    with pytest.raises(ConfigError, match=r"c.toml:8: config.extends: config 'a' extends itself"):
+        resolve_configs(c, p, p.read_text())
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "sglang"\nmodel = "m"\n'
+        '[[config]]\nname = "a"\nextends = "b"\n[[config]]\nname = "b"\nextends = "a"\n'
+    )
+    with pytest.raises(ConfigError, match=r"a cycle: a → b → a"):
+        resolve_configs(load_campaign(p), p, p.read_text())
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "sglang"\nmodel = "m"\n'
+        '[[config]]\nname = "a"\nextends = "zz"\n'
+    )
+    with pytest.raises(ConfigError, match=r"extends unknown config 'zz' \(known: a\)"):
+        resolve_configs(load_campaign(p), p, p.read_text())
+    p.write_text('[campaign]\nname = "x"\n[engine]\nkind = "tgi"\n[[config]]\nname = "a"\n')
+    with pytest.raises(ConfigError, match="unknown kind 'tgi'; expected one of"):
+        resolve_configs(load_campaign(p), p, p.read_text())
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "vllm"\n\n[[config]]\nname = "a"\nsett = {}\n'
+    )
+    with pytest.raises(ConfigError, match=r"c.toml:8: config.0.sett: unknown field"):
+        load_campaign(p)
+
+
+def test_design_campaign_resolves_to_the_story(tmp_path: Path) -> None:
+    p = tmp_path / "dsv4.toml"
+    p.write_text(
+        '[campaign]\nname = "dsv4-mtp"\n[engine]\nkind = "sglang"\n'
+        'model = "/models/DeepSeek-V4-Flash"\nargs = ["--tp", "4", "--mem-fraction-static", '
+        '"0.70"]\nenv = { NCCL_PROTO = "LL" }\n[[config]]\nname = "baseline"\n[[config]]\n'
+        'name = "mtp"\nextends = "baseline"\nargs = ["--speculative-algorithm", "EAGLE"]\n'
+        'set = { "--mem-fraction-static" = "0.60", "--cuda-graph-max-bs" = "16" }\n'
+    )
+    base, mtp = resolve_configs(load_campaign(p), p, p.read_text())
+    assert mtp.env == {"NCCL_PROTO": "LL"} and mtp.chain == ["baseline", "mtp"]
+    assert "0.60" in mtp.args and "0.70" not in mtp.args and "0.70" in base.args
+
+
+def test_cli_up_down(tmp_path: Path) -> None:
+    path = camp(tmp_path)
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
+    r = subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "baseline"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "ok probe" in r.stdout and "log:" in r.stdout
+    state = json.loads((tmp_path / "out" / ".servers" / "baseline.json").read_text())
+    assert state["url"].startswith("http://127.0.0.1:")
+    bad = subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "broken"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert bad.returncode == 3 and "launch failed (exited)" in bad.stderr
+    d = subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", "down", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert d.returncode == 0 and "baseline: stopped by SIGTERM" in d.stdout
