@@ -7,8 +7,18 @@ from typing import Any
 
 from inferlab import METRICS_VERSION
 from inferlab.config.bench import BenchConfig
+from inferlab.engines import get_engine
 from inferlab.environment import snapshot
-from inferlab.load.bench import BenchEvents, BenchResult, PointResult, ResultSink, run_bench
+from inferlab.load.bench import (
+    BenchEvents,
+    BenchResult,
+    LoadPoint,
+    PointResult,
+    ResultSink,
+    run_bench,
+)
+from inferlab.load.http import Endpoint
+from inferlab.server.scrape import Scraper, derive
 from inferlab.store import Store
 
 __all__ = ["StoreSink", "bench_with_record"]
@@ -20,8 +30,13 @@ class StoreSink:
     """Commits each load point (run + every request) in one transaction as soon as it ends:
     killing the process loses at most the point in progress."""
 
-    def __init__(self, db: Path, cfg: BenchConfig, campaign: str, config: str | None) -> None:
+    def __init__(
+        self, db: Path, cfg: BenchConfig, campaign: str, config: str | None, scrape: bool = True
+    ) -> None:
         self.store = Store(db)
+        self.spec = get_engine(cfg.engine)
+        self.scrape = scrape and self.spec.metrics_path is not None
+        self._scraper: Scraper | None = None
         self.cfg = cfg
         self.campaign = campaign
         self.config = config
@@ -46,10 +61,20 @@ class StoreSink:
             )
         self._ids = (cid, gid, eid)
 
+    def begin(self, point: LoadPoint, trial: int) -> None:
+        if self.scrape:
+            base = Endpoint.parse(self.cfg.url).base
+            self._scraper = Scraper(base + str(self.spec.metrics_path), interval_s=2.0).start()
+
     def point(self, res: PointResult) -> None:
         assert self._ids is not None
         cid, gid, eid = self._ids
         p = res.point
+        summary = res.summary.to_json()
+        scrapes = self._scraper.stop() if self._scraper is not None else []
+        self._scraper = None
+        if scrapes:
+            summary["server"] = derive(self.spec, scrapes)
         with self.store.transaction():
             rid = self.store.add_run(
                 campaign_id=cid,
@@ -66,7 +91,7 @@ class StoreSink:
                 model=self._meta.get("model"),
                 workload=self._meta["workload"],
                 records=res.records,
-                summary=res.summary.to_json(),
+                summary=summary,
                 started_at=res.started_at,
                 ended_at=res.ended_at,
                 workers=res.workers,
@@ -75,9 +100,15 @@ class StoreSink:
                 interrupted=res.interrupted,
                 rejected=res.rejected,
             )
+            self.store.add_server_metrics(
+                rid,
+                [(sc.t_ns, x.name, dict(x.labels), x.value) for sc in scrapes for x in sc.samples],
+            )
         self.run_ids.append(rid)
 
     def close(self) -> None:
+        if self._scraper is not None:
+            self._scraper.stop()
         self.store.close()
 
 

@@ -114,6 +114,10 @@ class ResultSink(Protocol):
 
     def start(self, meta: dict[str, Any]) -> None: ...
 
+    def begin(self, point: LoadPoint, trial: int) -> None:
+        """A load point is about to run (e.g. take a /metrics scrape)."""
+        ...
+
     def point(self, res: PointResult) -> None: ...
 
     def close(self) -> None: ...
@@ -442,6 +446,9 @@ class JsonlSink:
         self._write(meta)
         self._flush()
 
+    def begin(self, point: LoadPoint, trial: int) -> None:
+        pass
+
     def point(self, res: PointResult) -> None:
         for rec in res.records:
             self._write(
@@ -542,6 +549,8 @@ def run_bench(
             sink.start(meta)
         for pi, point in enumerate(plan_points(cfg)):
             for trial in range(cfg.trials):
+                for sink in all_sinks:
+                    sink.begin(point, trial)
                 res = _run_point(
                     cfg,
                     pi,

@@ -1,0 +1,115 @@
+"""Scrape a server's Prometheus ``/metrics`` around and during a load point, and derive the
+numbers a campaign needs (speculative accept length, acceptance rate, peak KV-cache usage,
+peak running / waiting requests)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferlab.engines import EngineSpec
+from inferlab.engines.prometheus import PrometheusParseError, Sample, parse_prometheus, select
+
+__all__ = ["Scrape", "Scraper", "derive", "scrape_once"]
+
+
+@dataclass
+class Scrape:
+    """One scrape: when (perf_counter_ns) and every sample it returned."""
+
+    t_ns: int
+    samples: list[Sample]
+    error: str | None = None
+
+
+def scrape_once(url: str, timeout_s: float = 5.0) -> Scrape:
+    """GET ``url`` (a full /metrics URL) and parse it; a failure is recorded, never raised."""
+    t = time.perf_counter_ns()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
+            text = r.read().decode("utf-8", errors="replace")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return Scrape(t, [], f"{type(exc).__name__}: {exc}")
+    try:
+        return Scrape(t, parse_prometheus(text))
+    except PrometheusParseError as exc:
+        return Scrape(t, [], f"unparsable /metrics: {exc}")
+
+
+@dataclass
+class Scraper:
+    """Scrapes every ``interval_s`` in a background thread between ``start`` and ``stop``
+    (and once at each end), so a load point has before / during / after samples."""
+
+    url: str
+    interval_s: float = 2.0
+    scrapes: list[Scrape] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> Scraper:
+        self.scrapes.append(scrape_once(self.url))
+        self._thread = threading.Thread(target=self._run, daemon=True, name="inferlab-scrape")
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.scrapes.append(scrape_once(self.url))
+
+    def stop(self) -> list[Scrape]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.interval_s + 6)
+        self.scrapes.append(scrape_once(self.url))
+        return self.scrapes
+
+
+def _total(spec: EngineSpec, key: str, samples: list[Sample]) -> float | None:
+    m = spec.metric(key)
+    if m is None:
+        return None
+    found = select(samples, m)
+    vals = [s.value for s in found if not s.name.endswith("_count")]
+    return sum(vals) if vals else None
+
+
+def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, Any]:
+    """Values per load point from the first and last good scrape (counter deltas) and the
+    maxima over all scrapes (gauges). Keys are absent when the engine does not expose them."""
+    good = [s for s in scrapes if s.error is None and s.samples]
+    out: dict[str, Any] = {"scrapes": len(scrapes), "failed_scrapes": len(scrapes) - len(good)}
+    if not good:
+        return out
+    first, last = good[0].samples, good[-1].samples
+
+    def delta(key: str) -> float | None:
+        a, b = _total(spec, key, first), _total(spec, key, last)
+        return None if a is None or b is None else b - a
+
+    drafts, draft_tokens, accepted = (
+        delta("spec_drafts"),
+        delta("spec_draft_tokens"),
+        delta("spec_accepted_tokens"),
+    )
+    if drafts and accepted is not None:
+        out["spec_accept_length"] = 1.0 + accepted / drafts  # tokens per verifier step
+    if draft_tokens and accepted is not None:
+        out["spec_acceptance_rate"] = accepted / draft_tokens
+    gen = delta("generation_tokens")
+    if gen is not None:
+        out["generation_tokens"] = gen
+    for key, name in (
+        ("kv_cache_usage", "max_kv_cache_usage"),
+        ("running", "max_running"),
+        ("waiting", "max_waiting"),
+        ("spec_accept_length", "max_spec_accept_length"),
+    ):
+        vals = [v for s in good if (v := _total(spec, key, s.samples)) is not None]
+        if vals:
+            out[name] = max(vals)
+    return out
