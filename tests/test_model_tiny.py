@@ -1,0 +1,253 @@
+"""``inferlab model tiny``: a valid, deterministic Llama model that never emits special tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inferlab.models import TinySpec, write_tiny_model
+from inferlab.models.tiny import CHAT_TEMPLATE
+
+pytest.importorskip("safetensors")
+
+FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "special_tokens_map.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tiny")
+    write_tiny_model(out, seed=0)
+    return out
+
+
+def _load(model_dir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    from safetensors.numpy import load_file
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    return cfg, load_file(str(model_dir / "model.safetensors"))
+
+
+def _load64(model_dir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    cfg, w = _load(model_dir)
+    return cfg, {k: a.astype(np.float64) for k, a in w.items()}
+
+
+def _tokenizer(model_dir: Path) -> Any:
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+
+
+def _digest(d: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir())}
+
+
+def test_files_and_config(model_dir: Path) -> None:
+    assert sorted(p.name for p in model_dir.iterdir()) == sorted(FILES)
+    cfg, _ = _load(model_dir)
+    assert cfg["architectures"] == ["LlamaForCausalLM"]
+    assert cfg["model_type"] == "llama"
+    assert cfg["torch_dtype"] == "float32"
+    assert cfg["max_position_embeddings"] == 2048
+    assert cfg["num_hidden_layers"] == 2
+    assert cfg["num_attention_heads"] == 4 and cfg["num_key_value_heads"] == 2
+    assert 64 <= cfg["hidden_size"] <= 128
+    assert cfg["vocab_size"] == _tokenizer(model_dir).get_vocab_size()
+    gen = json.loads((model_dir / "generation_config.json").read_text())
+    assert gen["eos_token_id"] == cfg["eos_token_id"]
+    stm = json.loads((model_dir / "special_tokens_map.json").read_text())
+    assert stm["eos_token"] == "</s>" and stm["bos_token"] == "<s>"
+
+
+def test_safetensors_names_and_shapes(model_dir: Path) -> None:
+    cfg, w = _load(model_dir)
+    d, inter, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    hd = cfg["head_dim"]
+    nq, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    expected = {
+        "model.embed_tokens.weight": (v, d),
+        "model.norm.weight": (d,),
+        "lm_head.weight": (v, d),
+    }
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        expected |= {
+            p + "self_attn.q_proj.weight": (nq * hd, d),
+            p + "self_attn.k_proj.weight": (nkv * hd, d),
+            p + "self_attn.v_proj.weight": (nkv * hd, d),
+            p + "self_attn.o_proj.weight": (d, nq * hd),
+            p + "mlp.gate_proj.weight": (inter, d),
+            p + "mlp.up_proj.weight": (inter, d),
+            p + "mlp.down_proj.weight": (d, inter),
+            p + "input_layernorm.weight": (d,),
+            p + "post_attention_layernorm.weight": (d,),
+        }
+    assert {k: a.shape for k, a in w.items()} == expected
+    assert all(a.dtype == np.float32 for a in w.values())
+    assert all(np.isfinite(a).all() for a in w.values())
+
+
+def test_tokenizer_round_trip(model_dir: Path) -> None:
+    tok = _tokenizer(model_dir)
+    for text in (
+        "Capital of France in one word?",
+        "Hello, world! 123",
+        "héllo → ü 日本",
+        "  a\n\tb",
+    ):
+        ids = tok.encode(text).ids
+        assert ids[0] == tok.token_to_id("<s>")
+        assert tok.decode(ids, skip_special_tokens=True) == text
+    assert len(tok.encode("The capital of France is Paris.").ids) < 12  # merges were learned
+
+
+def test_tokenizer_config_and_chat_template(model_dir: Path) -> None:
+    sandbox = pytest.importorskip("jinja2.sandbox")
+    tc = json.loads((model_dir / "tokenizer_config.json").read_text())
+    assert (tc["bos_token"], tc["eos_token"], tc["unk_token"]) == ("<s>", "</s>", "<unk>")
+    assert tc["chat_template"] == CHAT_TEMPLATE
+    # rendered as transformers renders chat templates
+    env = sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    text = env.from_string(tc["chat_template"]).render(
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Capital of France?"}]},
+        ],
+        add_generation_prompt=True,
+        bos_token=tc["bos_token"],
+    )
+    assert text == "<s>system: Be brief.\nuser: Capital of France?\nassistant:"
+
+
+def test_deterministic(tmp_path: Path, model_dir: Path) -> None:
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    write_tiny_model(a, seed=0)
+    write_tiny_model(b, seed=0)
+    write_tiny_model(c, seed=1)
+    assert _digest(a) == _digest(b) == _digest(model_dir)
+    assert _digest(a)["model.safetensors"] != _digest(c)["model.safetensors"]
+    assert _digest(a)["tokenizer.json"] == _digest(c)["tokenizer.json"]
+
+
+def test_cli_writes_model(tmp_path: Path, model_dir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from inferlab.cli.model import model_app
+
+    res = CliRunner().invoke(model_app, ["tiny", str(tmp_path / "m"), "--seed", "0"])
+    assert res.exit_code == 0, res.output
+    assert _digest(tmp_path / "m") == _digest(model_dir)
+
+
+def test_bad_spec_is_config_error(tmp_path: Path) -> None:
+    from inferlab.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        write_tiny_model(tmp_path, spec=TinySpec(hidden_size=100, num_attention_heads=3))
+
+
+# --- a pure-numpy Llama forward pass (HF semantics) -------------------------------------------
+
+
+def _rms(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def _rope(x: np.ndarray, pos: np.ndarray, theta: float) -> np.ndarray:
+    """x: (heads, seq, hd); HF ``rotate_half`` (non-interleaved) rotary embedding."""
+    hd = x.shape[-1]
+    inv = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    ang = pos[:, None] * inv[None, :]
+    cos = np.concatenate([np.cos(ang)] * 2, -1)
+    sin = np.concatenate([np.sin(ang)] * 2, -1)
+    half = hd // 2
+    rot = np.concatenate([-x[..., half:], x[..., :half]], -1)
+    return x * cos + rot * sin
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+def _forward(
+    cfg: dict[str, Any], w: dict[str, np.ndarray], ids: list[int], cache: list[list[np.ndarray]]
+) -> np.ndarray:
+    """Run ``ids`` (the tokens after those already in ``cache``); logits of the last one.
+
+    ``cache`` holds each layer's rotated keys and values, (kv_heads, seq, head_dim), and grows.
+    """
+    eps, theta = cfg["rms_norm_eps"], cfg["rope_theta"]
+    nq, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    n = len(ids)
+    past = cache[0][0].shape[1] if cache else 0
+    pos = np.arange(past, past + n, dtype=np.float64)
+    x = w["model.embed_tokens.weight"][ids].astype(np.float64)
+    mask = np.triu(np.full((n, past + n), -np.inf), past + 1)
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        h = _rms(x, w[p + "input_layernorm.weight"], eps)
+        q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, nq, hd).transpose(1, 0, 2)
+        k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, nkv, hd).transpose(1, 0, 2)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, nkv, hd).transpose(1, 0, 2)
+        q, k = _rope(q, pos, theta), _rope(k, pos, theta)
+        if len(cache) <= i:
+            cache.append([k, v])
+        else:
+            cache[i] = [np.concatenate([cache[i][0], k], 1), np.concatenate([cache[i][1], v], 1)]
+        k, v = (np.repeat(t, nq // nkv, axis=0) for t in cache[i])
+        s = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + mask
+        s = np.exp(s - s.max(-1, keepdims=True))
+        a = (s / s.sum(-1, keepdims=True)) @ v
+        x = x + a.transpose(1, 0, 2).reshape(n, nq * hd) @ w[p + "self_attn.o_proj.weight"].T
+        h = _rms(x, w[p + "post_attention_layernorm.weight"], eps)
+        g = _silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
+        x = x + g @ w[p + "mlp.down_proj.weight"].T
+    x = _rms(x, w["model.norm.weight"], eps)
+    return np.asarray(x[-1] @ w["lm_head.weight"].T)
+
+
+def test_kv_cache_matches_full_forward(model_dir: Path) -> None:
+    cfg, w = _load64(model_dir)
+    ids = _tokenizer(model_dir).encode("The capital of France is Paris.").ids
+    cache: list[list[np.ndarray]] = []
+    _forward(cfg, w, ids[:-3], cache)
+    _forward(cfg, w, ids[-3:-1], cache)
+    np.testing.assert_allclose(_forward(cfg, w, ids[-1:], cache), _forward(cfg, w, ids, []))
+
+
+PROMPTS = ("Capital of France in one word?", "Hello", "The", "1 2 3 4 5", "!!!")
+
+
+def test_greedy_never_emits_special_tokens(model_dir: Path) -> None:
+    cfg, w = _load64(model_dir)
+    tok = _tokenizer(model_dir)
+    special = {tok.token_to_id(t) for t in ("<s>", "</s>", "<unk>")}
+    outputs = []
+    for prompt in PROMPTS:
+        ids = tok.encode(prompt).ids
+        out: list[int] = []
+        cache: list[list[np.ndarray]] = []
+        logits = _forward(cfg, w, ids, cache)
+        for _ in range(64):
+            nxt = int(np.argmax(logits))
+            assert nxt not in special, (prompt, out)
+            assert max(logits[sorted(special)]) < -500  # EOS is far below everything
+            out.append(nxt)
+            logits = _forward(cfg, w, [nxt], cache)
+        text = tok.decode(out, skip_special_tokens=False)
+        assert len(out) == 64
+        assert text and text.isprintable() and "\ufffd" not in text, (prompt, text)
+        outputs.append(text)
+    assert len(set(outputs)) > 1  # the prompt matters
