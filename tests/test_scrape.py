@@ -13,8 +13,13 @@ import pytest
 from inferlab.engines import get_engine
 from inferlab.server.scrape import Scraper, derive, scrape_once
 
-SGLANG_DUMP = (Path(__file__).parent / "fixtures" / "engine_logs" / "prometheus"
-               / "sglang-docs-production_metrics_llama31-8b-full-dump.log")
+SGLANG_DUMP = (
+    Path(__file__).parent
+    / "fixtures"
+    / "engine_logs"
+    / "prometheus"
+    / "sglang-docs-production_metrics_llama31-8b-full-dump.log"
+)
 
 
 def vllm_text(drafts: int, draft_tokens: int, accepted: int, running: int, kv: float) -> str:
@@ -61,8 +66,11 @@ def metrics_server(pages: list[str]) -> Iterator[str]:
 
 
 def test_vllm_spec_decode_derivations() -> None:
-    pages = [vllm_text(100, 200, 120, 0, 0.0), vllm_text(150, 300, 180, 7, 0.42),
-             vllm_text(300, 600, 480, 3, 0.20)]
+    pages = [
+        vllm_text(100, 200, 120, 0, 0.0),
+        vllm_text(150, 300, 180, 7, 0.42),
+        vllm_text(300, 600, 480, 3, 0.20),
+    ]
     with metrics_server(pages) as url:
         sc = Scraper(url, interval_s=0.1).start()
         import time
