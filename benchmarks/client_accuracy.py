@@ -168,20 +168,48 @@ def run_tool(tool: str, level: int, n: int, tokdir: Path, work: Path) -> Row:
 
 
 def table(rows: list[Row]) -> list[str]:
+    """Errors against the server's truth, and each tool's own error beyond the floor client's
+    at the same level ("own" = tool error − floor error)."""
+    floor = {r.level: r for r in rows if r.tool == "floor"}
     lines = [
-        "| C | tool | ok | TTFT mean err | TTFT p99 err | ITL mean err | ITL p99 err "
-        "| truth TTFT mean / ITL p99 | server lateness p99 | load1 | note |",
-        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
+        "| C | tool | ok | TTFT mean err | own | TTFT p99 err | ITL mean err | ITL p99 err "
+        "| own | truth TTFT mean / ITL p99 | server lateness p99 | load1 | note |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for r in rows:
         kept = "" if r.lateness_p99 <= 2.0 else " (server behind)"
+        f = floor.get(r.level)
+        own_ttft = r.err("ttft_mean") - f.err("ttft_mean") if f and r is not f else float("nan")
+        own_itl = r.err("itl_p99") - f.err("itl_p99") if f and r is not f else float("nan")
         lines.append(
-            f"| {r.level} | {r.tool} | {r.ok} | {r.err('ttft_mean'):+.2f} | "
+            f"| {r.level} | {r.tool} | {r.ok} | {r.err('ttft_mean'):+.2f} | {own_ttft:+.2f} | "
             f"{r.err('ttft_p99'):+.2f} | {r.err('itl_mean'):+.3f} | {r.err('itl_p99'):+.2f} | "
-            f"{r.truth['ttft_mean']:.2f} / {r.truth['itl_p99']:.2f} | "
+            f"{own_itl:+.2f} | {r.truth['ttft_mean']:.2f} / {r.truth['itl_p99']:.2f} | "
             f"{r.lateness_p99:.2f}{kept} | {r.load1:.2f} | {r.note} |"
         )
     return lines
+
+
+def verdicts(rows: list[Row]) -> list[str]:
+    """The targets of the issue, checked per level where the server kept its schedule."""
+    out = []
+    for level in sorted({r.level for r in rows}):
+        at = {r.tool: r for r in rows if r.level == level}
+        me = at.get("inferlab")
+        if me is None:
+            continue
+        peers = [r for t, r in at.items() if t not in ("inferlab", "floor") and r.ok]
+        best = min((abs(r.err("ttft_mean")) for r in peers), default=float("nan"))
+        kept = me.lateness_p99 <= 2.0
+        limit = 2.0 if level == 1 else 5.0
+        out.append(
+            f"- C={level}: inferlab TTFT mean error {me.err('ttft_mean'):+.2f} ms "
+            f"(target ≤ {limit:g} ms{'' if level <= 64 else ', none set'}), ITL p99 error "
+            f"{me.err('itl_p99'):+.2f} ms (target ≤ 2 ms), best peer TTFT mean error "
+            f"{best:.2f} ms → ratio {abs(me.err('ttft_mean')) / best if best else float('nan'):.2f}"
+            f" (target ≤ 0.25); server {'kept' if kept else 'did NOT keep'} its schedule"
+        )
+    return out
 
 
 def main() -> None:
@@ -219,7 +247,7 @@ def main() -> None:
                 )
             rows.append(row)
             print(table([row])[-1], f"({time.monotonic() - t0:.0f} s)", flush=True)
-    out = table(rows)
+    out = [*table(rows), "", *verdicts(rows)]
     print("\n".join(out))
     if args.record:
         cpu = os.cpu_count()
