@@ -93,7 +93,9 @@ def _stats(ttft: list[float], itl: list[float]) -> dict[str, float]:
     }
 
 
-def run_tool(tool: str, level: int, n: int, tokdir: Path, work: Path) -> Row:
+def run_tool(
+    tool: str, level: int, n: int, tokdir: Path, work: Path, workers: int | None = None
+) -> Row:
     load1 = os.getloadavg()[0]
     with sim_process("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS)) as sim:
         note = ""
@@ -125,6 +127,7 @@ def run_tool(tool: str, level: int, n: int, tokdir: Path, work: Path) -> Row:
                 workload=WorkloadSpec(input_tokens=N_IN, output_tokens=N_OUT),
                 requests=n,
                 tokenizer=tokdir,
+                workers=workers,
             )
             res = run_bench(cfg)
             pr = res.points[0]
@@ -218,6 +221,7 @@ def main() -> None:
     ap.add_argument("--tools", default="floor,inferlab,vllm,sglang,aiperf")
     ap.add_argument("--requests", type=int, default=0, help="per level (default max(32, 2C))")
     ap.add_argument("--record", action="store_true", help="append the table to RESULTS.md")
+    ap.add_argument("--workers", type=int, default=None, help="inferlab's worker processes")
     args = ap.parse_args()
     levels = [int(x) for x in args.levels.split(",")]
     tools = args.tools.split(",")
@@ -229,7 +233,7 @@ def main() -> None:
         for tool in tools:
             t0 = time.monotonic()
             try:
-                row = run_tool(tool, level, n, tokdir, work)
+                row = run_tool(tool, level, n, tokdir, work, args.workers)
             except Exception as exc:  # a peer that breaks must not end the benchmark
                 nan = float("nan")
                 row = Row(

@@ -146,7 +146,7 @@ def bench(
     timeout: Annotated[float, typer.Option(help="Per-request deadline, s")] = 600.0,
     stall_timeout: Annotated[float, typer.Option(help="Longest silence mid-response, s")] = 60.0,
     workers: Annotated[
-        int | None, typer.Option(help="Measuring processes (default: 1 per 128 streams)")
+        int | None, typer.Option(help="Measuring processes (default: 1 per 256 streams)")
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed for prompts and arrivals")] = 0,
     trials: Annotated[int, typer.Option(help="Repetitions of every load point")] = 1,

@@ -66,7 +66,30 @@ def _value(text: str) -> float | None:
 
 
 def parse_prometheus(text: str, *, strict: bool = False) -> list[Sample]:
-    """Samples of exposition ``text``, in order. Unparseable lines are skipped (or raise)."""
+    """Samples of exposition ``text``, in order. The text is parsed with ``prometheus_client``'s
+    parser; when that refuses it (a dump with a damaged line), line by line, where unparseable
+    lines are skipped (or raise with ``strict``)."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:  # pragma: no cover - a dependency
+        return _parse_lines(text, strict=strict)
+    try:
+        return [
+            Sample(
+                s.name,
+                dict(s.labels),
+                float(s.value),
+                int(float(s.timestamp) * 1000) if s.timestamp is not None else None,
+            )
+            for fam in text_string_to_metric_families(text)
+            for s in fam.samples
+        ]
+    except (ValueError, TypeError, IndexError):
+        return _parse_lines(text, strict=strict)
+
+
+def _parse_lines(text: str, *, strict: bool = False) -> list[Sample]:
+    """The lenient line parser (also used when ``prometheus_client`` rejects the text)."""
     out: list[Sample] = []
     for line_no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
