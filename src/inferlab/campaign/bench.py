@@ -31,9 +31,17 @@ class StoreSink:
     killing the process loses at most the point in progress."""
 
     def __init__(
-        self, db: Path, cfg: BenchConfig, campaign: str, config: str | None, scrape: bool = True
+        self,
+        db: Path | Store,
+        cfg: BenchConfig,
+        campaign: str,
+        config: str | None,
+        scrape: bool = True,
+        config_id: int | None = None,
     ) -> None:
-        self.store = Store(db)
+        self._own = not isinstance(db, Store)
+        self.store = Store(db) if not isinstance(db, Store) else db
+        self._config_id = config_id
         self.spec = get_engine(cfg.engine)
         self.scrape = scrape and self.spec.metrics_path is not None
         self._scraper: Scraper | None = None
@@ -49,7 +57,7 @@ class StoreSink:
         self._meta = meta
         with self.store.transaction():
             cid = self.store.campaign_id(self.campaign)
-            gid = self.store.config_id(
+            gid = self._config_id or self.store.config_id(
                 cid,
                 self.config or f"{cfg.engine}:{meta['model']}",
                 engine=cfg.engine,
@@ -109,7 +117,8 @@ class StoreSink:
     def close(self) -> None:
         if self._scraper is not None:
             self._scraper.stop()
-        self.store.close()
+        if self._own:
+            self.store.close()
 
 
 def bench_with_record(

@@ -28,6 +28,7 @@ def _register() -> None:
     from inferlab.cli.demo import demo
     from inferlab.cli.model import model_app
     from inferlab.cli.store import export, import_, runs
+    from inferlab.cli.run import run
     from inferlab.cli.up import down, up
     from inferlab.cli.verify import verify
 
@@ -38,6 +39,7 @@ def _register() -> None:
     app.command("export")(export)
     app.command("import")(import_)
     app.command("verify")(verify)
+    app.command("run")(run)
     app.command("up")(up)
     app.command("down")(down)
     app.add_typer(sim_cli.sim_app, name="sim")

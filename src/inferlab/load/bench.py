@@ -530,10 +530,12 @@ def run_bench(
     events: BenchEvents | None = None,
     out: Path | None = None,
     sinks: Sequence[ResultSink] = (),
+    cells: set[tuple[str, int]] | None = None,
 ) -> BenchResult:
     """Measure every load point × trial of ``cfg``; each finished point goes to every sink at
-    once. Raises ``ConnectError``/``ServerRejected``/``ConfigError`` for what the user must fix
-    (after handing what was measured to the sinks)."""
+    once; with ``cells``, only those (label, trial) cells are measured. Raises ``ConnectError``/
+    ``ServerRejected``/``ConfigError`` for what the user must fix (after handing what was
+    measured to the sinks)."""
     events = events or BenchEvents()
     engine = get_engine(cfg.engine)
     ep = Endpoint.parse(cfg.url)
@@ -557,6 +559,8 @@ def run_bench(
             sink.start(meta)
         for pi, point in enumerate(plan_points(cfg)):
             for trial in range(cfg.trials):
+                if cells is not None and (point.label, trial) not in cells:
+                    continue  # already measured (a resumed campaign)
                 for sink in all_sinks:
                     sink.begin(point, trial)
                 res = _run_point(

@@ -1,0 +1,350 @@
+"""``inferlab run CAMPAIGN.toml``: every config launched, verified, measured, stored, stopped.
+
+Order, per config: launch → verify → (warmup) → every load point × trial → scrape → stop →
+drain. Every finished load point is committed at once. A config that fails to launch or verify
+is stored with its classified failure, log tail and remedy, and the campaign goes on. ``resume``
+skips finished cells of configs whose content hash is unchanged (a changed config is a new
+config: its old results are never mixed in). Only one server of a campaign runs at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import shlex
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.up import _served_model, launch_config, output_dir
+from inferlab.config.bench import BenchConfig
+from inferlab.config.campaign import CampaignFile, load_campaign
+from inferlab.config.resolve import ResolvedConfig, resolve_configs
+from inferlab.engines import get_engine
+from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
+from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
+from inferlab.server import ServerProcess, stop
+from inferlab.store import Store
+from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
+
+__all__ = [
+    "CampaignEvents",
+    "CampaignResult",
+    "ConfigOutcome",
+    "Plan",
+    "make_plan",
+    "render_plan",
+    "run_campaign",
+]
+
+
+@dataclass
+class Plan:
+    path: Path
+    campaign: CampaignFile
+    configs: list[ResolvedConfig]
+    points: list[LoadPoint]
+    trials: int
+    bench: BenchConfig  # the load section as a sweep (url filled in per config)
+
+    @property
+    def cells(self) -> int:
+        return len(self.configs) * len(self.points) * self.trials
+
+
+@dataclass
+class ConfigOutcome:
+    config: str
+    status: str  # measured | skipped | launch-failed | verify-failed | interrupted | failed
+    message: str = ""
+    run_ids: list[int] = field(default_factory=list)
+    remedy: str | None = None
+
+
+@dataclass
+class CampaignResult:
+    campaign: str
+    outcomes: list[ConfigOutcome]
+    interrupted: bool = False
+
+
+class CampaignEvents(BenchEvents):
+    """Progress of a campaign (on top of each sweep's own events)."""
+
+    def config_started(self, cfg: ResolvedConfig, index: int, total: int) -> None:
+        """A config is about to be launched."""
+
+    def config_done(self, outcome: ConfigOutcome) -> None:
+        """A config ended (measured, skipped or failed)."""
+
+
+def _bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+    ld = camp.load
+    return BenchConfig(
+        url=url,
+        model=model,
+        endpoint=ld.endpoint,
+        engine=engine,
+        concurrency=ld.concurrency,
+        rate=ld.rate,
+        arrival=ld.arrival,
+        burstiness=ld.burstiness,
+        max_concurrency=ld.max_concurrency,
+        workload=ld.workload,
+        requests=ld.requests,
+        duration_s=ld.duration_s,
+        warmup=ld.warmup,
+        trials=ld.trials,
+        tokenizer=ld.tokenizer,
+        timeout_s=ld.timeout_s,
+        slo=camp.slo,
+    )
+
+
+def make_plan(path: str | Path) -> Plan:
+    """Load, validate and resolve the campaign; nothing is started."""
+    p = Path(path)
+    camp = load_campaign(p)
+    configs = resolve_configs(camp, p, p.read_text(encoding="utf-8"))
+    if not camp.load.concurrency and not camp.load.rate:
+        raise ConfigError(f"{p}: load: give concurrency and/or rate")
+    if camp.load.requests is None and camp.load.duration_s is None:
+        raise ConfigError(f"{p}: load: give requests or duration_s")
+    bench = _bench_config(
+        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
+    )
+    return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench)
+
+
+def render_plan(plan: Plan) -> list[str]:
+    """The plan as lines: every config's resolved argv and env, its diff against the first
+    (baseline) config, and the load points × trials."""
+    spec = get_engine(plan.campaign.engine.kind)
+    base = plan.configs[0]
+    lines = [
+        f"campaign {plan.campaign.campaign.name}: {len(plan.configs)} configs × "
+        f"{len(plan.points)} load points × {plan.trials} trial(s) = {plan.cells} cells"
+    ]
+    lines.append("load points: " + ", ".join(p.label for p in plan.points))
+    for i, c in enumerate(plan.configs):
+        lines.append(
+            f"[{i + 1}] {c.name}"
+            + (f" (extends {' → '.join(c.chain[:-1])})" if len(c.chain) > 1 else "")
+        )
+        if spec.launchers:
+            argv = spec.launch_argv(
+                c.model,
+                host="127.0.0.1",
+                port=0,
+                python=c.python or sys.executable,
+                args=c.args,
+                launcher=c.launcher,
+            )
+            lines.append("    argv: " + shlex.join(argv).replace(" --port 0", " --port <free>"))
+        else:
+            lines.append(f"    endpoint: {c.url} (already running)")
+        if c.env:
+            lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
+        if c is not base:
+            changes = spec.diff(base.args, c.args)
+            envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
+            diff = [str(ch) for ch in changes] + [f"env {k}={v}" for k, v in envd.items()]
+            lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
+    return lines
+
+
+@contextlib.contextmanager
+def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
+    """One runner per campaign on a host: at most one of its servers runs at a time."""
+    d = output_dir(camp)
+    d.mkdir(parents=True, exist_ok=True)
+    f = (d / ".lock").open("w")
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ConfigError(
+                f"campaign {camp.campaign.name!r} is already running on this host "
+                f"(lock {d / '.lock'})"
+            ) from None
+        yield
+    finally:
+        f.close()
+
+
+def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+    rows = store.db.execute(
+        "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
+        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL",
+        (campaign, config_id),
+    ).fetchall()
+    return {(str(a), int(b)) for a, b in rows}
+
+
+def _record(store: Store, config_id: int, kind: str, passed: bool, detail: dict[str, Any]) -> None:
+    with store.transaction():
+        store.add_verification(config_id, kind, passed, detail)
+
+
+def _verify(
+    camp: CampaignFile, cfg: ResolvedConfig, store: Store, gid: int, url: str, model: str
+) -> VerifyReport:
+    ref: GreedyOutputs | None = None
+    if camp.verify.equivalent_to and camp.verify.equivalent_to != cfg.name:
+        stored = store.latest_verification(
+            camp.campaign.name, camp.verify.equivalent_to, "greedy-outputs"
+        )
+        ref = GreedyOutputs.from_json(stored) if stored else None
+    rep = verify_endpoint(
+        url, model=model, engine=get_engine(cfg.engine), section=camp.verify, reference=ref
+    )
+    with store.transaction():
+        for c in rep.checks:
+            store.add_verification(gid, c.kind, c.passed, c.to_json())
+        if rep.outputs is not None and rep.passed:
+            store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
+    return rep
+
+
+def run_campaign(
+    path: str | Path,
+    *,
+    store: Store,
+    events: CampaignEvents | None = None,
+    resume: bool = False,
+    no_verify: bool = False,
+) -> CampaignResult:
+    """Run every config of the campaign; see the module docstring for the order and rules."""
+    events = events or CampaignEvents()
+    plan = make_plan(path)
+    camp = plan.campaign
+    name = camp.campaign.name
+    existing = store.runs(campaign=name)
+    if existing and not resume:
+        raise ConfigError(
+            f"campaign {name!r} already has {len(existing)} runs in {store.path}: "
+            "use --resume to continue it, or give the campaign another name"
+        )
+    result = CampaignResult(name, [])
+    all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
+    with _campaign_lock(camp):
+        for i, cfg in enumerate(plan.configs):
+            with store.transaction():
+                cid = store.campaign_id(name)
+                gid = store.config_id(
+                    cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
+                )
+            todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
+            if not todo:
+                out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
+                result.outcomes.append(out)
+                events.config_done(out)
+                continue
+            events.config_started(cfg, i, len(plan.configs))
+            out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
+            result.outcomes.append(out)
+            events.config_done(out)
+            if out.status == "interrupted":
+                result.interrupted = True
+                break
+    return result
+
+
+def _run_config(
+    plan: Plan,
+    cfg: ResolvedConfig,
+    gid: int,
+    todo: set[tuple[str, int]],
+    store: Store,
+    events: CampaignEvents,
+    no_verify: bool,
+) -> ConfigOutcome:
+    camp = plan.campaign
+    spec = get_engine(cfg.engine)
+    server: ServerProcess | None = None
+    try:
+        if spec.launchers:
+            events.message(f"{cfg.name}: launching ...")
+            try:
+                server = launch_config(camp, cfg)
+            except LaunchError as exc:
+                _record(
+                    store,
+                    gid,
+                    "launch",
+                    False,
+                    {
+                        "kind": exc.kind,
+                        "message": str(exc),
+                        "remedy": exc.remedy,
+                        "tail": exc.tail[-40:],
+                        "log_path": str(exc.log_path or ""),
+                    },
+                )
+                return ConfigOutcome(cfg.name, "launch-failed", str(exc), remedy=exc.remedy)
+            url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
+            _record(
+                store,
+                gid,
+                "launch",
+                True,
+                {
+                    "ready_s": server.ready_s,
+                    "log_path": str(server.spec.log_path),
+                    "argv": server.spec.argv,
+                },
+            )
+        else:
+            if not cfg.url:
+                raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
+            url = cfg.url.rstrip("/")
+
+        model = _served_model(url, cfg.model or "")
+        if camp.verify.enabled and not no_verify:
+            events.message(f"{cfg.name}: verifying ...")
+            rep = _verify(camp, cfg, store, gid, url, model)
+            if not rep.passed:
+                fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
+                what = "diverged from the reference" if rep.diverged else "failed verification"
+                return ConfigOutcome(
+                    cfg.name,
+                    "verify-failed",
+                    f"{what}: {fails}",
+                    remedy="fix the config, or --no-verify to measure anyway",
+                )
+        bench = _bench_config(camp, url, model, cfg.engine)
+        sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+        try:
+            res = run_bench(bench, events, None, [sink], cells=todo)
+        except ServerRejected as exc:
+            return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+        status = "interrupted" if res.interrupted else "measured"
+        return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+    except KeyboardInterrupt:
+        return ConfigOutcome(
+            cfg.name,
+            "interrupted",
+            "Ctrl-C: the server was stopped; inferlab run --resume continues",
+        )
+    except InferlabError as exc:
+        return ConfigOutcome(cfg.name, "failed", str(exc))
+    finally:
+        if server is not None:
+            events.message(f"{cfg.name}: stopping ...")
+            rep_stop = stop(server)
+            _record(
+                store,
+                gid,
+                "stop",
+                rep_stop.port_free,
+                {
+                    "signal": rep_stop.signal,
+                    "seconds": rep_stop.seconds,
+                    "port_free": rep_stop.port_free,
+                    "gpu": rep_stop.gpu_check,
+                    "notes": rep_stop.notes,
+                },
+            )

@@ -1,0 +1,92 @@
+"""``inferlab run CAMPAIGN.toml``: the main job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from inferlab.campaign.runner import (
+    CampaignEvents,
+    ConfigOutcome,
+    make_plan,
+    render_plan,
+    run_campaign,
+)
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.store import Store, db_path
+
+from .bench import _RichEvents
+from .render import stdout_console
+
+
+class _Events(_RichEvents, CampaignEvents):
+    def config_started(self, cfg: ResolvedConfig, index: int, total: int) -> None:
+        self.console.rule(f"[bold]config {index + 1}/{total}: {escape(cfg.name)}")
+
+    def config_done(self, outcome: ConfigOutcome) -> None:
+        self.progress_done()
+        color = {"measured": "green", "skipped": "dim"}.get(outcome.status, "red")
+        self.console.print(
+            f"[{color}]{escape(outcome.config)}: {outcome.status}[/{color}]"
+            + (f" — {escape(outcome.message)}" if outcome.message else ""),
+            highlight=False,
+        )
+        if outcome.remedy:
+            self.console.print(f"  [dim]remedy:[/dim] {escape(outcome.remedy)}", highlight=False)
+
+
+def run(
+    campaign_file: Annotated[Path, typer.Argument(help="Campaign file (TOML or YAML)")],
+    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
+) -> None:
+    """Launch, verify, measure, store and stop every config of the campaign, then report."""
+    plan = make_plan(campaign_file)
+    err = Console(stderr=True)
+    out = stdout_console()
+    for line in render_plan(plan):
+        (out if dry_run else err).print(escape(line), highlight=False, soft_wrap=True)
+    if dry_run:
+        return
+    events = _Events(err, out)
+    with Store(db_path(db)) as store:
+        try:
+            result = run_campaign(
+                campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
+            )
+        finally:
+            events.progress_done()
+        report_paths = _report(store, plan.campaign.campaign.name)
+    for o in result.outcomes:
+        out.print(
+            f"{escape(o.config)}: {o.status}"
+            + (f" ({len(o.run_ids)} runs stored)" if o.run_ids else ""),
+            highlight=False,
+        )
+    for p in report_paths:
+        out.print(f"report: {escape(str(p))}", highlight=False)
+    if result.interrupted:
+        err.print(
+            "[yellow]interrupted: the server was stopped; "
+            f"inferlab run {escape(str(campaign_file))} --resume continues[/yellow]"
+        )
+        raise typer.Exit(130)
+
+
+def _report(store: Store, campaign: str) -> list[Path]:
+    try:
+        from inferlab.report.render import (  # type: ignore[import-not-found,unused-ignore]
+            write_report,
+        )
+    except ImportError:
+        return []
+    if not store.runs(campaign=campaign):
+        return []
+    md, html = write_report(store, campaign, None)
+    return [Path(md), Path(html)]

@@ -1,0 +1,145 @@
+"""``inferlab run``: a whole campaign on reference-engine configs (real processes, real store)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.runner import make_plan, render_plan, run_campaign
+from inferlab.errors import ConfigError
+from inferlab.report.compare import build_comparison
+from inferlab.store import Store
+
+CAMPAIGN = """
+[campaign]
+name = "simrun"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "10", "--itl-ms", "{itl}"]
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "fast"
+extends = "baseline"
+set = {{ "--itl-ms" = "{fast}" }}
+
+[[config]]
+name = "broken"
+set = {{ "--ttft-ms" = "-1" }}
+
+[[config]]
+name = "reseeded"
+extends = "baseline"
+args = ["--seed", "4"]
+
+[verify]
+probes = [{{ prompt = "hi", expect = '\\w' }}]
+equivalent_to = "baseline"
+equivalence_prompts = 2
+
+[load]
+workload = {{ input_tokens = 16, output_tokens = 16 }}
+concurrency = [1, 4]
+requests = {requests}
+trials = 2
+"""
+
+
+def write(tmp: Path, itl: str = "4", fast: str = "3", requests: int = 8) -> Path:
+    p = tmp / "c.toml"
+    p.write_text(CAMPAIGN.format(out=tmp / "out", itl=itl, fast=fast, requests=requests))
+    return p
+
+
+def test_plan_and_dry_run(tmp_path: Path) -> None:
+    plan = make_plan(write(tmp_path))
+    assert plan.cells == 4 * 2 * 2
+    text = "\n".join(render_plan(plan))
+    assert "vs baseline: ~ --itl-ms: 4 → 3" in text and "+ --seed 4" in text
+
+
+def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store)
+        status = {o.config: o.status for o in res.outcomes}
+        assert status == {
+            "baseline": "measured",
+            "fast": "measured",
+            "broken": "launch-failed",
+            "reseeded": "verify-failed",
+        }
+        assert len(store.runs(campaign="simrun")) == 8
+        launch = store.db.execute(
+            "SELECT detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
+            "WHERE g.name = 'broken' AND v.kind = 'launch'"
+        ).fetchone()[0]
+        assert '"kind": "exited"' in launch.replace('":"', '": "') and "--ttft-ms" in launch
+        c = build_comparison(store, campaign="simrun", baseline="baseline")
+        assert c.cells[("fast", "C=1")].verdicts["tpot_ms"].claim == "better"
+        with pytest.raises(ConfigError, match="use --resume"):
+            run_campaign(path, store=store)
+        again = run_campaign(path, store=store, resume=True)
+        assert {o.config: o.status for o in again.outcomes}["baseline"] == "skipped"
+        assert len(store.runs(campaign="simrun")) == 8  # nothing measured twice
+        # a changed config is a new config: measured again, old results kept apart
+        changed = run_campaign(write(tmp_path, fast="2"), store=store, resume=True)
+        assert {o.config: o.status for o in changed.outcomes}["fast"] == "measured"
+        c = build_comparison(store, campaign="simrun", baseline="baseline")
+        assert sum(1 for k in c.configs if k.startswith("fast@")) == 2
+
+
+def _sims() -> set[str]:
+    out = subprocess.run(
+        ["pgrep", "-f", "inferlab.cli.main sim serve --host 127.0.0.1"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    return set(out.split())
+
+
+def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
+    path = write(tmp_path, itl="30", requests=6)
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
+    before = _sims()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inferlab.cli.main", "run", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (tmp_path / "db").exists():
+        time.sleep(0.2)
+    time.sleep(6)  # launched, verified, measuring
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "--resume continues" in err
+    assert _sims() <= before  # the campaign's server was stopped, not left behind
+    done = subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--resume"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    with Store(tmp_path / "db") as store:
+        runs = [r for r in store.runs(campaign="simrun") if not r.interrupted]
+    assert {(r.config, r.label, r.trial) for r in runs} >= {
+        (c, lb, t) for c in ("baseline", "fast") for lb in ("C=1", "C=4") for t in (0, 1)
+    }
