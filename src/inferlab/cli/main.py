@@ -27,8 +27,8 @@ def _register() -> None:
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
     from inferlab.cli.model import model_app
-    from inferlab.cli.store import export, import_, runs
     from inferlab.cli.run import run
+    from inferlab.cli.store import export, import_, runs
     from inferlab.cli.up import down, up
     from inferlab.cli.verify import verify
 

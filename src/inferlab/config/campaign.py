@@ -6,6 +6,7 @@ Validation errors name the file, the line and the field. Config inheritance (``e
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -209,6 +210,29 @@ def locate(text: str, loc: tuple[int | str, ...]) -> int | None:
     return lo + 1
 
 
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expand(value: Any, missing: list[str]) -> Any:
+    """``${NAME}`` in strings → the environment variable (outside ``[verify]``, whose prompts
+    are text); unset names are collected in ``missing``."""
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            v = os.environ.get(m.group(1))
+            if v is None:
+                missing.append(m.group(1))
+                return m.group(0)
+            return v
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, list):
+        return [_expand(v, missing) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v, missing) for k, v in value.items()}
+    return value
+
+
 def load_campaign(path: str | Path) -> CampaignFile:
     """Read and validate a campaign file; every error names file:line and the field."""
     p = Path(path)
@@ -217,6 +241,13 @@ def load_campaign(path: str | Path) -> CampaignFile:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read campaign file: {exc.strerror or exc}") from None
     data = _parse(p, text)
+    missing: list[str] = []
+    data = {k: (v if k == "verify" else _expand(v, missing)) for k, v in data.items()}
+    if missing:
+        var = missing[0]
+        line = next((i for i, ln in enumerate(text.splitlines(), 1) if f"${{{var}}}" in ln), None)
+        where = f"{p}:{line}" if line else str(p)
+        raise ConfigError(f"{where}: ${{{var}}} is not set in the environment")
     try:
         camp = CampaignFile.model_validate(data)
     except ValidationError as exc:

