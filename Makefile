@@ -24,6 +24,8 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict src/
 
 unit: $(STAMP)
+	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
+		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
 	$(BIN)/pytest
 
 test: lint typecheck unit

@@ -27,6 +27,7 @@ def _register() -> None:
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
     from inferlab.cli.model import model_app
+    from inferlab.cli.report import report
     from inferlab.cli.run import run
     from inferlab.cli.store import export, import_, runs
     from inferlab.cli.up import down, up
@@ -40,6 +41,7 @@ def _register() -> None:
     app.command("import")(import_)
     app.command("verify")(verify)
     app.command("run")(run)
+    app.command("report")(report)
     app.command("up")(up)
     app.command("down")(down)
     app.add_typer(sim_cli.sim_app, name="sim")

@@ -1,0 +1,352 @@
+"""What a campaign report shows, gathered from the store only (nothing is re-measured).
+
+``build_report`` reads runs, raw requests, configs, verifications and environments and returns
+a ``Report``: plain data that the Markdown and HTML renderers format."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferlab.engines import get_engine
+from inferlab.errors import ConfigError, InferlabError
+from inferlab.report.compare import Comparison, build_comparison
+from inferlab.stats.metrics import itl_ms
+from inferlab.stats.summary import percentile
+from inferlab.store import Store
+
+__all__ = [
+    "ConfigInfo",
+    "Curve",
+    "LaunchFailure",
+    "Quantiles",
+    "Report",
+    "RunInfo",
+    "VerificationRow",
+    "build_report",
+]
+
+#: scraped server values shown per run (key in ``summary["server"]`` → title)
+SERVER_KEYS: dict[str, str] = {
+    "spec_accept_length": "spec accept length (tokens/step)",
+    "spec_acceptance_rate": "spec acceptance rate",
+    "max_kv_cache_usage": "max KV-cache usage",
+    "max_running": "max running",
+    "max_waiting": "max waiting",
+    "generation_tokens": "generation tokens",
+}
+
+#: environment fields shown, in order
+ENV_KEYS = (
+    "engine_name",
+    "engine_version",
+    "gpu_name",
+    "gpu_count",
+    "gpu_memory_mib",
+    "driver",
+    "host",
+    "cpu",
+    "inferlab_version",
+)
+
+
+@dataclass(frozen=True)
+class ConfigInfo:
+    """A stored config: resolved argv and env (secrets already removed by the store)."""
+
+    name: str
+    hash: str
+    engine: str | None
+    model: str | None
+    argv: list[str]
+    env: dict[str, str]
+    extra: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VerificationRow:
+    config: str
+    kind: str
+    passed: bool
+    message: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class LaunchFailure:
+    """A config that failed to start: its classification, remedy and the end of its log."""
+
+    config: str
+    kind: str
+    message: str
+    remedy: str
+    tail: list[str]
+    log_path: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    config: str
+    label: str
+    concurrency: int | None
+    trial: int
+    output_tok_s: float | None
+    server: dict[str, Any]
+    warnings: list[dict[str, str]]
+    interrupted: bool
+
+
+@dataclass(frozen=True)
+class Quantiles:
+    """p5/p25/p50/p75/p95/p99 of pooled per-request (TTFT) or per-token (ITL) samples, ms."""
+
+    n: int
+    p5: float
+    p25: float
+    p50: float
+    p75: float
+    p95: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One config across concurrency: (C, mean output tok/s over trials, median TPOT ms)."""
+
+    config: str
+    points: list[tuple[int, float, float]]
+
+
+@dataclass
+class Report:
+    campaign: str
+    simulated: bool
+    baseline: str | None
+    configs: list[ConfigInfo]
+    comparison: Comparison | None
+    no_comparison: str | None  # why there is no verdict table
+    curves: list[Curve]
+    ttft: dict[tuple[str, str], Quantiles]
+    itl: dict[tuple[str, str], Quantiles]
+    runs: list[RunInfo]
+    verifications: list[VerificationRow]
+    launch_failures: list[LaunchFailure]
+    environments: dict[str, list[dict[str, Any]]]  # config → distinct environments
+    argv_diff: dict[str, list[str]]  # config → changes vs the baseline
+    env_diff: dict[str, list[str]]
+    notes: list[str] = field(default_factory=list)
+
+
+def campaigns(store: Store) -> list[str]:
+    return [r[0] for r in store.db.execute("SELECT name FROM campaigns ORDER BY name")]
+
+
+def _configs(store: Store, campaign: str) -> list[ConfigInfo]:
+    rows = store.db.execute(
+        "SELECT g.name, g.hash, g.engine, g.model, g.argv_json, g.env_json, g.extra_json "
+        "FROM configs g JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? ORDER BY g.id",
+        (campaign,),
+    ).fetchall()
+    return [
+        ConfigInfo(r[0], r[1], r[2], r[3], json.loads(r[4]), json.loads(r[5]), json.loads(r[6]))
+        for r in rows
+    ]
+
+
+def _verifications(
+    store: Store, campaign: str
+) -> tuple[list[VerificationRow], list[LaunchFailure]]:
+    rows = store.db.execute(
+        "SELECT g.name, v.kind, v.passed, v.detail_json, v.created_at FROM verifications v "
+        "JOIN configs g ON g.id = v.config_id JOIN campaigns c ON c.id = g.campaign_id "
+        "WHERE c.name=? ORDER BY v.id",
+        (campaign,),
+    ).fetchall()
+    checks: list[VerificationRow] = []
+    launches: list[LaunchFailure] = []
+    for name, kind, passed, detail_s, created in rows:
+        detail: dict[str, Any] = json.loads(detail_s)
+        if kind == "launch":
+            launches.append(
+                LaunchFailure(
+                    config=name,
+                    kind=str(detail.get("kind") or "unknown"),
+                    message=str(detail.get("message") or ""),
+                    remedy=str(detail.get("remedy") or ""),
+                    tail=[str(x) for x in detail.get("tail") or []],
+                    log_path=str(detail.get("log_path") or ""),
+                    created_at=created,
+                )
+            )
+            continue
+        if kind == "greedy-outputs":
+            n = len(detail.get("prompts") or [])
+            msg = f"reference greedy outputs stored ({n} prompts)"
+        else:
+            msg = str(detail.get("message") or "")
+        checks.append(VerificationRow(name, kind, bool(passed), msg, created))
+    return checks, launches
+
+
+def _quantiles(xs: list[float]) -> Quantiles | None:
+    if not xs:
+        return None
+    p = [percentile(xs, q) for q in (5, 25, 50, 75, 95, 99)]
+    return Quantiles(len(xs), *p)
+
+
+def _change_lines(base: ConfigInfo, cfg: ConfigInfo) -> tuple[list[str], list[str]]:
+    argv: list[str] = []
+    if base.engine != cfg.engine:
+        argv.append(f"engine: {base.engine} → {cfg.engine}")
+    if base.model != cfg.model:
+        argv.append(f"model: {base.model} → {cfg.model}")
+    try:
+        argv += [str(c) for c in get_engine(cfg.engine or "openai").diff(base.argv, cfg.argv)]
+    except InferlabError:
+        if base.argv != cfg.argv:
+            argv.append(f"argv: {' '.join(base.argv)} → {' '.join(cfg.argv)}")
+    env: list[str] = []
+    for k in sorted(set(base.env) | set(cfg.env)):
+        a, b = base.env.get(k), cfg.env.get(k)
+        if a == b:
+            continue
+        if a is None:
+            env.append(f"+ {k}={b}")
+        elif b is None:
+            env.append(f"- {k}")
+        else:
+            env.append(f"{k}: {a} → {b}")
+    return argv, env
+
+
+def build_report(store: Store, campaign: str, *, baseline: str | None = None) -> Report:
+    """Everything the report shows for ``campaign``. Raises ``ConfigError`` for an unknown
+    campaign (listing the known ones) or an unknown baseline."""
+    known = campaigns(store)
+    if campaign not in known:
+        raise ConfigError(
+            f"report: no campaign {campaign!r} in {store.path}"
+            + (f" (campaigns: {', '.join(known)})" if known else " (the store has no campaigns)")
+        )
+    configs = _configs(store, campaign)
+    runs = store.runs(campaign=campaign)
+    finished = [r for r in runs if not r.interrupted]
+    names = list(dict.fromkeys(c.name for c in configs))
+    if baseline is not None and baseline not in names:
+        raise ConfigError(
+            f"--baseline: {baseline!r} is not a config of campaign {campaign!r} "
+            f"({', '.join(names) or 'none'})"
+        )
+    comparison: Comparison | None = None
+    no_comparison: str | None = None
+    if finished:
+        run_configs = list(dict.fromkeys(r.config for r in finished))
+        if baseline is not None and baseline not in run_configs:
+            no_comparison = f"the baseline {baseline!r} has no finished runs"
+        else:
+            comparison = build_comparison(store, campaign=campaign, baseline=baseline, force=True)
+    else:
+        no_comparison = "no finished runs in this campaign"
+    base_name = (
+        comparison.baseline if comparison is not None else (baseline or next(iter(names), None))
+    )
+
+    # distributions and per-run facts from the raw samples
+    hashes: dict[str, set[str]] = {}
+    for r in finished:
+        hashes.setdefault(r.config, set()).add(r.config_hash)
+
+    def key_of(name: str, h: str) -> str:
+        return name if len(hashes.get(name, ())) <= 1 else f"{name}@{h[:6]}"
+
+    ttft_s: dict[tuple[str, str], list[float]] = {}
+    itl_s: dict[tuple[str, str], list[float]] = {}
+    run_infos: list[RunInfo] = []
+    for r in runs:
+        meta = store.run_meta(r.id)
+        server = r.summary.get("server")
+        run_infos.append(
+            RunInfo(
+                id=r.id,
+                config=r.config,
+                label=r.label,
+                concurrency=r.concurrency,
+                trial=r.trial,
+                output_tok_s=r.summary.get("output_tok_s"),
+                server=dict(server) if isinstance(server, dict) else {},
+                warnings=[
+                    {k: str(v) for k, v in w.items()}
+                    if isinstance(w, dict)
+                    else {"message": str(w)}
+                    for w in meta.get("warnings") or []
+                ],
+                interrupted=r.interrupted,
+            )
+        )
+        if r.interrupted:
+            continue
+        key = (key_of(r.config, r.config_hash), r.label)
+        for rec in store.requests(r.id):
+            if rec.warmup or not rec.ok or not rec.event_ns:
+                continue
+            if rec.ttft_ns is not None:
+                ttft_s.setdefault(key, []).append(rec.ttft_ns / 1e6)
+            itl_s.setdefault(key, []).extend(itl_ms(rec))
+    ttft = {k: q for k, v in ttft_s.items() if (q := _quantiles(v)) is not None}
+    itl = {k: q for k, v in itl_s.items() if (q := _quantiles(v)) is not None}
+
+    curves: list[Curve] = []
+    if comparison is not None:
+        for cfg in comparison.configs:
+            pts = []
+            for lb in comparison.labels:
+                m = re.match(r"C=(\d+)$", lb)
+                cell = comparison.cells.get((cfg, lb))
+                if m and cell is not None:
+                    v = cell.values
+                    pts.append((int(m.group(1)), v["output_tok_s"], v.get("tpot_ms", float("nan"))))
+            if pts:
+                curves.append(Curve(cfg, pts))
+
+    envs: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        e = {k: r.environment.get(k) for k in ENV_KEYS if r.environment.get(k) is not None}
+        lst = envs.setdefault(r.config, [])
+        if e and e not in lst:
+            lst.append(e)
+
+    argv_diff: dict[str, list[str]] = {}
+    env_diff: dict[str, list[str]] = {}
+    latest = {c.name: c for c in configs}  # the newest content of each name
+    base_cfg = latest.get(base_name or "")
+    if base_cfg is not None:
+        for c in latest.values():
+            if c.name != base_cfg.name:
+                argv_diff[c.name], env_diff[c.name] = _change_lines(base_cfg, c)
+
+    checks, launches = _verifications(store, campaign)
+    simulated = any(c.engine == "sim" for c in configs) or any(
+        r.environment.get("engine_name") == "sim" for r in runs
+    )
+    return Report(
+        campaign=campaign,
+        simulated=simulated,
+        baseline=base_name,
+        configs=configs,
+        comparison=comparison,
+        no_comparison=no_comparison,
+        curves=curves,
+        ttft=ttft,
+        itl=itl,
+        runs=run_infos,
+        verifications=checks,
+        launch_failures=launches,
+        environments=envs,
+        argv_diff=argv_diff,
+        env_diff=env_diff,
+    )

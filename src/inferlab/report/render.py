@@ -1,0 +1,589 @@
+"""``inferlab report``: a campaign's Markdown and self-contained HTML report, from the store.
+
+The HTML opens offline: CSS inline, charts as inline SVG, no script, no external resource.
+Every text that came from a server, a config or a log is escaped (``html.escape``) in both
+formats; numbers carry their definitions (docs/metrics.md)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+
+from inferlab.report.compare import METRICS, Comparison
+from inferlab.report.data import (
+    ENV_KEYS,
+    SERVER_KEYS,
+    Quantiles,
+    Report,
+    build_report,
+)
+from inferlab.report.svg import Box, Series, box_chart, line_chart
+from inferlab.store import Store
+
+__all__ = ["Report", "build_report", "render_html", "render_markdown", "write_report"]
+
+#: metric definitions quoted next to the numbers (docs/metrics.md, version 1)
+DEFINITIONS: dict[str, str] = {
+    "output_tok_s": "output throughput = output tokens of successful measured requests / window "
+    "(first send → last end), tok/s; mean over trials",
+    "tpot_ms": "TPOT = (E2E − TTFT) / (output tokens − 1), ms; median over requests",
+    "ttft_ms": "TTFT = send → first token-bearing SSE event, ms",
+    "itl_ms": "ITL = gap between token-bearing events / k for an event carrying k tokens, "
+    "repeated k times, ms",
+    "ratio": "×ratio = candidate / baseline at the same load point, with its 95% interval "
+    "(bootstrap; batch means for one-trial throughput); a change is claimed only when "
+    "p < α, the interval excludes 1 and |change| ≥ the minimum effect, else “~ within noise” "
+    "(docs/compare.md)",
+    "saturation": "saturated by C: no higher concurrency gains ≥ 5% output throughput while "
+    "TPOT grows (docs/compare.md)",
+    "server": "scraped from the server's /metrics around each load point: accept length = "
+    "1 + accepted / drafts (tokens per verifier step); maxima over scrapes for gauges",
+}
+
+SIM_BANNER = (
+    "SIMULATED: these numbers come from inferlab's reference engine (sim), not a real "
+    "inference server. They show the method, not any hardware's performance."
+)
+
+
+def _md(text: object) -> str:
+    """Text from the store, safe in Markdown tables and against raw HTML."""
+    return escape(str(text)).replace("|", "\\|").replace("\n", " ")
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def _val(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 10 else f"{v:,.1f}"
+    return str(v)
+
+
+def _cell(c: Comparison, cfg: str, label: str, metric: str) -> tuple[str, str, str]:
+    """(value, ratio text, claim) of one cell; claim '' for the baseline."""
+    cell = c.cells.get((cfg, label))
+    if cell is None:
+        return "–", "", ""
+    value = _num(cell.values.get(metric, math.nan), METRICS[metric][2])
+    v = cell.verdicts.get(metric)
+    if v is None:
+        return value, "", ""
+    r = v.ratio
+    if math.isnan(r.estimate):
+        return value, "no ratio", "~"
+    lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
+    hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
+    return value, f"×{r.estimate:.3f} [{lo}, {hi}]", v.claim
+
+
+def _claim_text(claim: str) -> str:
+    return "~ within noise" if claim == "~" else claim
+
+
+def _quality(report: Report) -> list[tuple[str, str, str, str, str]]:
+    """(config, load, kind, message, fix) of every run and compare quality warning."""
+    out: list[tuple[str, str, str, str, str]] = []
+    for r in report.runs:
+        for w in r.warnings:
+            row = (
+                r.config,
+                f"{r.label} trial {r.trial}",
+                w.get("kind", ""),
+                w.get("message", ""),
+                w.get("fix", ""),
+            )
+            if row not in out:
+                out.append(row)
+    if report.comparison is not None:
+        for (cfg, lb), cell in report.comparison.cells.items():
+            for q in cell.warnings:
+                out.append((cfg, lb, q.kind, q.message, q.fix))
+    return out
+
+
+def _server_runs(report: Report) -> list[tuple[str, str, int, dict[str, object]]]:
+    return [
+        (r.config, r.label, r.trial, {k: r.server[k] for k in SERVER_KEYS if k in r.server})
+        for r in report.runs
+        if any(k in r.server for k in SERVER_KEYS)
+    ]
+
+
+# -- Markdown -----------------------------------------------------------------------------------
+
+
+def render_markdown(report: Report) -> str:
+    """The report as Markdown (tables and sentences; the charts are in the HTML)."""
+    out = [f"# Campaign report: {_md(report.campaign)}", ""]
+    if report.simulated:
+        out += [f"> **{SIM_BANNER}**", ""]
+    out += [
+        "Built from the store only (re-run `inferlab report` to rebuild it); charts are in "
+        "report.html. Metric definitions: docs/metrics.md.",
+        "",
+    ]
+    c = report.comparison
+    out += ["## Verdicts", ""]
+    if c is None:
+        out += [f"No verdict table: {_md(report.no_comparison or 'no runs')}.", ""]
+    else:
+        out += [f"Baseline: **{_md(c.baseline)}**. {_md(DEFINITIONS['ratio'])}.", ""]
+        for m in ("output_tok_s", "tpot_ms"):
+            title, unit, _ = METRICS[m]
+            out += [
+                f"### {title} ({unit})",
+                "",
+                f"_{_md(DEFINITIONS[m])}._",
+                "",
+                "| config | " + " | ".join(_md(lb) for lb in c.labels) + " |",
+                "|---|" + "---:|" * len(c.labels),
+            ]
+            for cfg in c.configs:
+                cells = []
+                for lb in c.labels:
+                    value, ratio, claim = _cell(c, cfg, lb, m)
+                    text = value if not ratio else f"{value} {ratio} {_claim_text(claim)}"
+                    cells.append(_md(text))
+                out.append(f"| {_md(cfg)} | " + " | ".join(cells) + " |")
+            out.append("")
+        if c.forced:
+            out += ["Not comparable (compared anyway):", ""]
+            out += [
+                f"- {_md(cfg)}: " + ", ".join(_md(f"{d.field} {d.a!r} vs {d.b!r}") for d in ds)
+                for cfg, ds in c.differences.items()
+                if ds
+            ]
+            out.append("")
+        out += ["### Saturation", "", f"_{_md(DEFINITIONS['saturation'])}._", ""]
+        if c.saturation:
+            out += [f"- **{_md(cfg)}**: {_md(s.sentence)}" for cfg, s in c.saturation.items()]
+        else:
+            out.append("- fewer than two concurrency points: no saturation estimate")
+        out.append("")
+    if report.ttft or report.itl:
+        out += [
+            "## Latency distributions (ms)",
+            "",
+            f"_{_md(DEFINITIONS['ttft_ms'])}; {_md(DEFINITIONS['itl_ms'])}; pooled over trials._",
+            "",
+            "| config | load | metric | n | p5 | p25 | p50 | p75 | p95 | p99 |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, dist in (("TTFT", report.ttft), ("ITL", report.itl)):
+            for (cfg, lb), q in dist.items():
+                out.append(
+                    f"| {_md(cfg)} | {_md(lb)} | {name} | {q.n} | "
+                    + " | ".join(_num(x, 2) for x in (q.p5, q.p25, q.p50, q.p75, q.p95, q.p99))
+                    + " |"
+                )
+        out.append("")
+    out += _md_checks(report)
+    out += _md_server(report)
+    out += _md_configs(report)
+    quality = _quality(report)
+    out += ["## Measurement-quality warnings", ""]
+    if quality:
+        out += [
+            f"- {_md(cfg)} {_md(lb)} ({_md(kind)}): {_md(msg)}"
+            + (f" — fix: {_md(fix)}" if fix else "")
+            for cfg, lb, kind, msg, fix in quality
+        ]
+    else:
+        out.append("None.")
+    out.append("")
+    return "\n".join(out)
+
+
+def _md_checks(report: Report) -> list[str]:
+    out = ["## Verification", ""]
+    if report.verifications:
+        out += ["| config | check | result | detail |", "|---|---|---|---|"]
+        out += [
+            f"| {_md(v.config)} | {_md(v.kind)} | {'pass' if v.passed else '**FAIL**'} | "
+            f"{_md(v.message)} |"
+            for v in report.verifications
+        ]
+    else:
+        out.append("No verification results stored for this campaign.")
+    out.append("")
+    if report.launch_failures:
+        out += ["## Launch failures", ""]
+        for f in report.launch_failures:
+            out += [
+                f"### {_md(f.config)}: {_md(f.kind)}",
+                "",
+                f"- message: {_md(f.message)}",
+                f"- remedy: {_md(f.remedy) or '–'}",
+                f"- log: `{_md(f.log_path)}`" if f.log_path else "- log: –",
+                "",
+                "```",
+                *(escape(line) for line in f.tail),
+                "```",
+                "",
+            ]
+    return out
+
+
+def _md_server(report: Report) -> list[str]:
+    rows = _server_runs(report)
+    if not rows:
+        return [
+            "## Server metrics",
+            "",
+            "No server metrics were scraped (the engine exposes no /metrics, or scraping was off).",
+            "",
+        ]
+    keys = [k for k in SERVER_KEYS if any(k in r[3] for r in rows)]
+    out = [
+        "## Server metrics",
+        "",
+        f"_{_md(DEFINITIONS['server'])}._",
+        "",
+        "| config | load | trial | " + " | ".join(SERVER_KEYS[k] for k in keys) + " |",
+        "|---|---|---:|" + "---:|" * len(keys),
+    ]
+    for cfg, lb, trial, vals in rows:
+        cells = [_md(_val(vals[k])) if k in vals else "–" for k in keys]
+        out.append(f"| {_md(cfg)} | {_md(lb)} | {trial} | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
+def _md_configs(report: Report) -> list[str]:
+    out = ["## Configs and environment", ""]
+    for cfg in report.configs:
+        base = " (baseline)" if cfg.name == report.baseline else ""
+        out += [
+            f"### {_md(cfg.name)}{base}",
+            "",
+            f"- engine: {_md(cfg.engine or '–')}, model: {_md(cfg.model or '–')}, "
+            f"hash {_md(cfg.hash)}",
+            f"- argv: `{_md(' '.join(cfg.argv)) or '(none)'}`",
+        ]
+        if cfg.env:
+            out.append("- env: " + ", ".join(f"`{_md(k)}={_md(v)}`" for k, v in cfg.env.items()))
+        if cfg.name in report.argv_diff or cfg.name in report.env_diff:
+            changes = report.argv_diff.get(cfg.name, []) + report.env_diff.get(cfg.name, [])
+            out.append(
+                "- vs baseline: " + (", ".join(f"`{_md(x)}`" for x in changes) or "no change")
+            )
+        for e in report.environments.get(cfg.name, []):
+            out.append(
+                "- environment: " + ", ".join(f"{k} {_md(e[k])}" for k in ENV_KEYS if k in e)
+            )
+        out.append("")
+    return out
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;
+color:#1d2330;margin:0;background:#f6f7f9}
+main{max-width:1200px;margin:0 auto;padding:20px 28px 60px;background:#fff}
+h1{font-size:24px;margin:8px 0 4px}h2{font-size:19px;margin:28px 0 8px;
+border-bottom:1px solid #dde1e7;padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
+.sim{background:#fff3cd;border:2px solid #d4a017;color:#5c4400;padding:10px 14px;
+font-weight:600;border-radius:6px;margin:10px 0}
+.muted,.def{color:#5a6472}.def{font-size:12.5px;margin:4px 0 8px}
+table{border-collapse:collapse;margin:6px 0 10px;font-size:13px}
+th,td{border:1px solid #dde1e7;padding:4px 8px;vertical-align:top}
+th{background:#f0f2f5;text-align:left}td.n{text-align:right;white-space:nowrap;
+font-variant-numeric:tabular-nums}
+.better{color:#0a7a32;font-weight:600}.worse{color:#b42318;font-weight:600}
+.noise{color:#6b7280}.ratio{color:#374151;font-size:12px;display:block}
+.pass{color:#0a7a32;font-weight:600}.fail{color:#b42318;font-weight:600}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+svg.chart{background:#fff;border:1px solid #e5e7eb;border-radius:4px;max-width:100%;height:auto}
+svg .ct{font-size:13px;font-weight:600}svg .al{font-size:12px;fill:#374151}
+svg .tk{font-size:11px;fill:#4b5563}svg .lg{font-size:12px}
+svg .grid{stroke:#eceef1}svg .axis{stroke:#6b7280}
+pre{background:#111827;color:#e5e7eb;padding:10px 12px;overflow-x:auto;font-size:12px;
+border-radius:4px}code{font-size:12.5px;background:#f0f2f5;padding:1px 4px;border-radius:3px}
+.fail-box{border-left:4px solid #b42318;padding:2px 12px;margin:10px 0;background:#fdf3f2}
+ul{margin:4px 0 10px;padding-left:22px}dl.defs dt{font-weight:600;margin-top:6px}
+dl.defs dd{margin-left:16px;color:#374151}
+"""
+
+
+def _h(text: object) -> str:
+    return escape(str(text))
+
+
+def _claim_class(claim: str) -> str:
+    return {"better": "better", "worse": "worse"}.get(claim, "noise")
+
+
+def render_html(report: Report) -> str:
+    """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched."""
+    title = f"inferlab report: {report.campaign}" + (" (SIMULATED)" if report.simulated else "")
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; img-src data:\">",
+        f"<title>{_h(title)}</title><style>{_CSS}</style></head><body><main>",
+        f"<h1>Campaign report: {_h(report.campaign)}</h1>",
+    ]
+    if report.simulated:
+        out.append(f'<div class="sim" role="alert">{_h(SIM_BANNER)}</div>')
+    out.append(
+        '<p class="muted">Built from the store only: re-run <code>inferlab report</code> to '
+        'rebuild it without measuring. Every number links to its <a href="#definitions">'
+        "definition</a> (docs/metrics.md, docs/compare.md).</p>"
+    )
+    out += _html_verdicts(report)
+    out += _html_charts(report)
+    out += _html_checks(report)
+    out += _html_server(report)
+    out += _html_configs(report)
+    out += _html_quality(report)
+    out += ['<h2 id="definitions">Definitions</h2><dl class="defs">']
+    for key, text in DEFINITIONS.items():
+        out.append(f'<dt id="def-{key}">{_h(key)}</dt><dd>{_h(text)}</dd>')
+    out += ["</dl></main></body></html>", ""]
+    return "\n".join(out)
+
+
+def _def(key: str) -> str:
+    return f'<p class="def">{_h(DEFINITIONS[key])} <a href="#def-{key}">[def]</a></p>'
+
+
+def _html_verdicts(report: Report) -> list[str]:
+    out = ['<h2 id="verdicts">Verdicts</h2>']
+    c = report.comparison
+    if c is None:
+        return [*out, f"<p>No verdict table: {_h(report.no_comparison or 'no runs')}.</p>"]
+    out.append(f"<p>Baseline: <b>{_h(c.baseline)}</b>.</p>")
+    out.append(_def("ratio"))
+    for m in ("output_tok_s", "tpot_ms"):
+        title, unit, _ = METRICS[m]
+        out += [f"<h3>{_h(title)} ({_h(unit)})</h3>", _def(m), "<table><tr><th>config</th>"]
+        out += [f"<th>{_h(lb)}</th>" for lb in c.labels]
+        out.append("</tr>")
+        for cfg in c.configs:
+            mark = " (baseline)" if cfg == c.baseline else ""
+            row = [f"<tr><th>{_h(cfg)}{mark}</th>"]
+            for lb in c.labels:
+                value, ratio, claim = _cell(c, cfg, lb, m)
+                inner = _h(value)
+                if ratio:
+                    inner += (
+                        f'<span class="ratio">{_h(ratio)} '
+                        f'<span class="{_claim_class(claim)}">{_h(_claim_text(claim))}</span>'
+                        "</span>"
+                    )
+                row.append(f'<td class="n">{inner}</td>')
+            out.append("".join(row) + "</tr>")
+        out.append("</table>")
+    if c.forced:
+        out.append("<p><b>Not comparable (compared anyway):</b></p><ul>")
+        out += [
+            f"<li>{_h(cfg)}: "
+            + ", ".join(_h(f"{d.field} {d.a!r} vs {d.b!r}") for d in ds)
+            + "</li>"
+            for cfg, ds in c.differences.items()
+            if ds
+        ]
+        out.append("</ul>")
+    out += ["<h3>Saturation</h3>", _def("saturation"), "<ul>"]
+    if c.saturation:
+        out += [f"<li><b>{_h(cfg)}</b>: {_h(s.sentence)}</li>" for cfg, s in c.saturation.items()]
+    else:
+        out.append("<li>fewer than two concurrency points: no saturation estimate</li>")
+    out.append("</ul>")
+    return out
+
+
+def _boxes(dist: dict[tuple[str, str], Quantiles], order: Sequence[str]) -> list[Box]:
+    def label_key(lb: str) -> tuple[int, float, str]:
+        m = re.match(r"C=(\d+)", lb)
+        return (0, float(m.group(1)), lb) if m else (1, 0.0, lb)
+
+    keys = sorted(
+        dist,
+        key=lambda k: (
+            label_key(k[1]),
+            order.index(k[0]) if k[0] in order else len(order),
+        ),
+    )
+    return [
+        Box(lb, cfg, q.p5, q.p25, q.p50, q.p75, q.p95, q.p99, q.n)
+        for cfg, lb in keys
+        for q in [dist[(cfg, lb)]]
+    ]
+
+
+def _html_charts(report: Report) -> list[str]:
+    out = ['<h2 id="charts">Throughput, latency and concurrency</h2>']
+    if report.curves:
+        tput = [Series(cv.config, [(c, t) for c, t, _ in cv.points]) for cv in report.curves]
+        tpot = [Series(cv.config, [(c, p) for c, _, p in cv.points]) for cv in report.curves]
+        out += [
+            '<div class="charts">',
+            line_chart(
+                tput,
+                title="Output throughput vs concurrency",
+                x_label="concurrency (requests in flight)",
+                y_label="output throughput (tok/s)",
+            ),
+            line_chart(
+                tpot,
+                title="Median TPOT vs concurrency",
+                x_label="concurrency (requests in flight)",
+                y_label="median TPOT (ms)",
+            ),
+            "</div>",
+            _def("output_tok_s"),
+            _def("tpot_ms"),
+        ]
+    else:
+        out.append("<p>No concurrency sweep: no throughput or TPOT curves.</p>")
+    order = report.comparison.configs if report.comparison is not None else []
+    if report.ttft or report.itl:
+        out += [
+            '<div class="charts">',
+            box_chart(
+                _boxes(report.ttft, order),
+                title="TTFT distribution per load point",
+                x_label="load point",
+                y_label="TTFT (ms)",
+            ),
+            box_chart(
+                _boxes(report.itl, order),
+                title="ITL distribution per load point",
+                x_label="load point",
+                y_label="ITL (ms)",
+            ),
+            "</div>",
+            '<p class="def">Boxes: p25–p75 with the median as a bar; whiskers p5–p95; '
+            "dot p99; requests (TTFT) or token gaps (ITL) pooled over trials.</p>",
+            _def("ttft_ms"),
+            _def("itl_ms"),
+        ]
+    return out
+
+
+def _html_checks(report: Report) -> list[str]:
+    out = ['<h2 id="verification">Verification</h2>']
+    if report.verifications:
+        out.append("<table><tr><th>config</th><th>check</th><th>result</th><th>detail</th></tr>")
+        for v in report.verifications:
+            res = '<span class="pass">pass</span>' if v.passed else '<span class="fail">FAIL</span>'
+            out.append(
+                f"<tr><td>{_h(v.config)}</td><td>{_h(v.kind)}</td><td>{res}</td>"
+                f"<td>{_h(v.message)}</td></tr>"
+            )
+        out.append("</table>")
+    else:
+        out.append("<p>No verification results stored for this campaign.</p>")
+    if report.launch_failures:
+        out.append('<h2 id="launch-failures">Launch failures</h2>')
+        for f in report.launch_failures:
+            out += [
+                '<div class="fail-box">',
+                f'<h3>{_h(f.config)}: <span class="fail">{_h(f.kind)}</span></h3>',
+                f"<p>{_h(f.message)}</p>",
+                f"<p><b>Remedy:</b> {_h(f.remedy or '–')}</p>",
+                f'<p class="muted">log: <code>{_h(f.log_path or "–")}</code></p>',
+                "<pre>" + "\n".join(_h(line) for line in f.tail) + "</pre>",
+                "</div>",
+            ]
+    return out
+
+
+def _html_server(report: Report) -> list[str]:
+    out = ['<h2 id="server">Server metrics</h2>']
+    rows = _server_runs(report)
+    if not rows:
+        return [
+            *out,
+            "<p>No server metrics were scraped (the engine exposes no /metrics, or scraping "
+            "was off).</p>",
+        ]
+    keys = [k for k in SERVER_KEYS if any(k in r[3] for r in rows)]
+    out += [_def("server"), "<table><tr><th>config</th><th>load</th><th>trial</th>"]
+    out += [f"<th>{_h(SERVER_KEYS[k])}</th>" for k in keys]
+    out.append("</tr>")
+    for cfg, lb, trial, vals in rows:
+        cells = "".join(
+            f'<td class="n">{_h(_val(vals[k])) if k in vals else "–"}</td>' for k in keys
+        )
+        out.append(f'<tr><td>{_h(cfg)}</td><td>{_h(lb)}</td><td class="n">{trial}</td>{cells}</tr>')
+    out.append("</table>")
+    return out
+
+
+def _html_configs(report: Report) -> list[str]:
+    out = [
+        '<h2 id="configs">Configs and environment</h2>',
+        "<table><tr><th>config</th><th>engine / model</th><th>argv</th><th>env</th>"
+        "<th>vs baseline</th><th>environment</th></tr>",
+    ]
+    for cfg in report.configs:
+        base = " (baseline)" if cfg.name == report.baseline else ""
+        if cfg.name == report.baseline:
+            changes = "–"
+        else:
+            lines = report.argv_diff.get(cfg.name, []) + report.env_diff.get(cfg.name, [])
+            changes = "<br>".join(f"<code>{_h(x)}</code>" for x in lines) or "no change"
+        envs = "<br>".join(
+            ", ".join(f"{_h(k)}: {_h(e[k])}" for k in ENV_KEYS if k in e)
+            for e in report.environments.get(cfg.name, [])
+        )
+        env = "<br>".join(f"<code>{_h(k)}={_h(v)}</code>" for k, v in cfg.env.items())
+        out.append(
+            f'<tr><td><b>{_h(cfg.name)}</b>{base}<br><span class="muted">{_h(cfg.hash)}'
+            f"</span></td><td>{_h(cfg.engine or '–')}<br>{_h(cfg.model or '–')}</td>"
+            f"<td><code>{_h(' '.join(cfg.argv)) or '(none)'}</code></td><td>{env or '–'}</td>"
+            f"<td>{changes}</td><td>{envs or '–'}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _html_quality(report: Report) -> list[str]:
+    out = ['<h2 id="quality">Measurement-quality warnings</h2>']
+    rows = _quality(report)
+    if not rows:
+        return [*out, "<p>None.</p>"]
+    out.append(
+        "<table><tr><th>config</th><th>load</th><th>kind</th><th>warning</th><th>fix</th></tr>"
+    )
+    out += [
+        f"<tr><td>{_h(cfg)}</td><td>{_h(lb)}</td><td>{_h(kind)}</td><td>{_h(msg)}</td>"
+        f"<td>{_h(fix)}</td></tr>"
+        for cfg, lb, kind, msg, fix in rows
+    ]
+    out.append("</table>")
+    return out
+
+
+def _safe_dir_name(campaign: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", campaign).strip("._")
+    return name or "campaign"
+
+
+def default_out_dir(campaign: str) -> Path:
+    """``inferlab-out/CAMPAIGN/`` (unsafe path characters replaced by ``_``)."""
+    return Path("inferlab-out") / _safe_dir_name(campaign)
+
+
+def write_report(
+    store: Store, campaign: str, out_dir: Path | None = None, *, baseline: str | None = None
+) -> tuple[Path, Path]:
+    """Build the report and write ``report.md`` and ``report.html``; returns their paths."""
+    report = build_report(store, campaign, baseline=baseline)
+    d = out_dir if out_dir is not None else default_out_dir(campaign)
+    d.mkdir(parents=True, exist_ok=True)
+    md, html = d / "report.md", d / "report.html"
+    md.write_text(render_markdown(report), encoding="utf-8")
+    html.write_text(render_html(report), encoding="utf-8")
+    return md, html

@@ -1,0 +1,229 @@
+"""``inferlab report`` on a real store filled by real sweeps against the reference engine, and
+the HTML opened by a real headless browser."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.bench import bench_with_record
+from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.errors import ConfigError
+from inferlab.report.render import build_report, render_html, render_markdown, write_report
+from inferlab.report.svg import nice_ticks
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.store import Store
+from simproc import start_sim
+
+EVIL = "<script>alert(1)</script>"
+FAST = f"fast{EVIL}"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Campaign 'rep': base (ITL 6 ms) and FAST (ITL 3 ms) at C=1,2,4; a third config that
+    failed to launch, with a log tail carrying a script tag; a passed probe."""
+    tmp = tmp_path_factory.mktemp("rep")
+    tok = WordTokenizer().save_hf(tmp / "tok")
+    path = tmp / "rep.db"
+    for itl, name in (("6", "base"), ("3", FAST)):
+        with start_sim("--ttft-ms", "5", "--itl-ms", itl) as sim:
+            cfg = BenchConfig(
+                url=sim.url,
+                engine="sim",
+                concurrency=[1, 2, 4],
+                requests=16,
+                tokenizer=tok,
+                workload=WorkloadSpec(input_tokens=8, output_tokens=12),
+            )
+            bench_with_record(cfg, db=path, campaign="rep", config=name)
+    with Store(path) as store, store.transaction():
+        cid = store.campaign_id("rep")
+        bad = store.config_id(
+            cid,
+            "mtp",
+            engine="sglang",
+            model=f"model{EVIL}",
+            argv=["--speculative-algorithm", "EAGLE", "--mem-fraction-static", "0.70"],
+            env={"NCCL_PROTO": "LL"},
+        )
+        store.add_verification(
+            bad,
+            "launch",
+            False,
+            {
+                "kind": "cuda-oom",
+                "message": "CUDA out of memory during CUDA graph capture",
+                "remedy": "lower --mem-fraction-static (0.70 → 0.60) and --cuda-graph-max-bs",
+                "tail": ["Capturing cuda graph bs=16", f"torch.OutOfMemoryError {EVIL}"],
+                "log_path": "/tmp/logs/mtp.log",
+            },
+        )
+        (base,) = store.db.execute("SELECT id FROM configs WHERE name='base'").fetchone()
+        store.add_verification(
+            base, "probe", True, {"kind": "probe", "passed": True, "message": "answered Paris"}
+        )
+    return path
+
+
+def test_markdown_has_verdicts_saturation_and_sections(db: Path) -> None:
+    with Store(db) as store:
+        rep = build_report(store, "rep")
+    assert rep.simulated and rep.baseline == "base"
+    assert rep.comparison is not None and rep.comparison.labels == ["C=1", "C=2", "C=4"]
+    assert [c.config for c in rep.curves] == ["base", FAST]
+    assert ("base", "C=4") in rep.ttft and (FAST, "C=1") in rep.itl
+    assert rep.itl[(FAST, "C=1")].p50 == pytest.approx(3.0, rel=0.3)
+    md = render_markdown(rep)
+    assert "SIMULATED" in md
+    assert "### output throughput (tok/s)" in md and "### median TPOT (ms)" in md
+    assert "| config | C=1 | C=2 | C=4 |" in md
+    row = next(line for line in md.splitlines() if line.startswith("| fast&lt;script"))
+    assert "better" in row and "×" in row
+    assert "### Saturation" in md and "- **base**: " in md and ("saturated" in md)
+    assert "TPOT = (E2E − TTFT) / (output tokens − 1)" in md
+    assert "cuda-oom" in md and "lower --mem-fraction-static" in md
+    assert "answered Paris" in md and md.count("### base (baseline)") == 1
+    assert "+ --speculative-algorithm EAGLE" in md and "+ NCCL_PROTO=LL" in md
+    assert "## Measurement-quality warnings" in md and "few-samples" in md
+    assert EVIL not in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md
+
+
+def test_html_is_self_contained_and_escaped(db: Path) -> None:
+    with Store(db) as store:
+        html = render_html(build_report(store, "rep"))
+    assert html.count("<svg") == 4 and "<polyline" in html
+    assert "<script" not in html.lower()
+    assert html.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 5
+    for attr in re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', html):
+        assert attr.startswith("#"), attr
+    assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in html and "@import" not in html and "url(" not in html
+    assert "SIMULATED" in html and 'id="def-tpot_ms"' in html
+
+
+def test_server_metrics_are_shown(db: Path) -> None:
+    with Store(db) as store:
+        rep = build_report(store, "rep")
+    rep.runs[0].server.update({"spec_accept_length": 1.73, "max_kv_cache_usage": 0.42})
+    md, html = render_markdown(rep), render_html(rep)
+    assert "spec accept length (tokens/step)" in md and "1.73" in md
+    assert "max KV-cache usage" in html and "0.42" in html
+
+
+def test_unknown_campaign_and_baseline(db: Path) -> None:
+    with Store(db) as store:
+        with pytest.raises(ConfigError, match=r"no campaign 'nope'.*campaigns: rep"):
+            build_report(store, "nope")
+        with pytest.raises(ConfigError, match="--baseline"):
+            build_report(store, "rep", baseline="zzz")
+        rep = build_report(store, "rep", baseline=FAST)
+        assert rep.comparison is not None and rep.comparison.baseline == FAST
+        only_failed = build_report(store, "rep", baseline="mtp")
+        assert only_failed.comparison is None and "no finished runs" in str(
+            only_failed.no_comparison
+        )
+        assert "No verdict table" in render_markdown(only_failed)
+
+
+def test_nice_ticks() -> None:
+    assert nice_ticks(0, 97) == [0, 20, 40, 60, 80, 100]
+    assert nice_ticks(0, 0.9)[-1] >= 0.9
+
+
+_CLI = """
+import sys
+from inferlab.cli import main as m
+from inferlab.cli.report import report
+
+def register(orig=m._register):
+    orig()
+    if not any(c.name == "report" for c in m.app.registered_commands):
+        m.app.command("report")(report)
+
+m._register = register
+sys.argv = ["inferlab", *sys.argv[1:]]
+m.main()
+"""
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real entry point and its error boundary, with ``report`` registered if the lead
+    has not yet."""
+    return subprocess.run(
+        [sys.executable, "-c", _CLI, *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cli_writes_both_files(db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    p = _cli("report", "rep", "--db", str(db), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(out / "report.md"), str(out / "report.html")]
+    assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
+    bad = _cli("report", "zzz", "--db", str(db))
+    assert bad.returncode == 2 and "campaigns: rep" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def test_real_browser_renders_without_errors(db: Path, tmp_path: Path) -> None:
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("chromium not installed (apt-get install -y chromium)")
+    with Store(db) as store:
+        _, html = write_report(store, "rep", tmp_path / "out")
+    png = tmp_path / "shot.png"
+    base = [
+        exe,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1280,2000",
+    ]
+    env = {**os.environ, "HOME": str(tmp_path)}
+    shot = subprocess.run(
+        [*base, f"--user-data-dir={tmp_path / 'p1'}", f"--screenshot={png}", html.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env,
+    )
+    assert png.exists() and png.stat().st_size > 20_000, shot.stderr[-2000:]
+    console = [
+        line
+        for line in shot.stderr.splitlines()
+        if "CONSOLE" in line or "Uncaught" in line or "Refused to" in line
+    ]
+    assert not console, console
+    dom = subprocess.run(
+        [*base, f"--user-data-dir={tmp_path / 'p2'}", "--dump-dom", html.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=env,
+    )
+    assert "Campaign report: rep" in dom.stdout, dom.stderr[-2000:]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout
+    assert "<script" not in dom.stdout.lower()
+    assert not [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
