@@ -62,6 +62,7 @@ class ConfigOutcome:
     message: str = ""
     run_ids: list[int] = field(default_factory=list)
     remedy: str | None = None
+    log_tail: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -284,7 +285,9 @@ def _run_config(
                         "log_path": str(exc.log_path or ""),
                     },
                 )
-                return ConfigOutcome(cfg.name, "launch-failed", str(exc), remedy=exc.remedy)
+                return ConfigOutcome(
+                    cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
+                )
             url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
             _record(
                 store,

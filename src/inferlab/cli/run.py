@@ -37,6 +37,8 @@ class _Events(_RichEvents, CampaignEvents):
         )
         if outcome.remedy:
             self.console.print(f"  [dim]remedy:[/dim] {escape(outcome.remedy)}", highlight=False)
+        for line in outcome.log_tail:
+            self.console.print(f"  [dim]|[/dim] {escape(line)}", highlight=False)
 
 
 def run(
