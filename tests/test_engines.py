@@ -90,7 +90,8 @@ def test_every_spec_is_consistent(name: str) -> None:
     assert len(keys) == len(set(keys))
     for m in spec.metrics:
         assert m.names and m.unit and m.source
-        assert all(n.startswith(name + ":") or name == "llamacpp" for n in m.names)
+        prefix = "sglang" if name == "sim" else name  # the sim speaks SGLang's metrics
+        assert all(n.startswith(prefix + ":") or name == "llamacpp" for n in m.names)
     for s in spec.log_signatures:
         assert s.source, s.kind
         assert s.remedy or s.ready or s.kind in {"listening_loading"}, s.kind
@@ -135,7 +136,7 @@ def test_paths() -> None:
     assert lc.metrics_enable_flag == "--metrics" and lc.version_path is None
     assert (lc.tokenize_field, vllm.tokenize_field) == ("content", "prompt")
     assert get_engine("openai").metrics_path is None
-    assert get_engine("sim").metrics_path is None
+    assert get_engine("sim").metrics_path == "/metrics"  # SGLang names, SIMULATED
 
 
 # ---------------------------------------------------------------- launch argv

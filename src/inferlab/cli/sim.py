@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,13 +17,25 @@ sim_app = typer.Typer(
 )
 
 #: SimConfig field → the option that sets it, so errors name what the user typed.
-_OPTION = {"truth_path": "--truth"}
+_OPTION = {"truth_path": "--truth", "levers.nccl_proto": "NCCL_PROTO"}
+_LEVERS = (
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "mem_fraction_static",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "tuned_fp8",
+)
 
 
 def _config(**fields: Any) -> Any:
     from inferlab.sim.config import sim_config
 
     labels = {f: _OPTION.get(f, "--" + f.replace("_", "-")) for f in fields}
+    labels.update({"levers." + f: "--" + f.replace("_", "-") for f in _LEVERS})
+    labels["levers.nccl_proto"] = "NCCL_PROTO"
     return sim_config(labels=labels, **fields)
 
 
@@ -30,8 +44,12 @@ def serve_cmd(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port; 0 picks a free one.")] = 8000,
     model: Annotated[str, typer.Option("--model", help="Model id served.")] = "inferlab-sim",
-    ttft_ms: Annotated[float, typer.Option("--ttft-ms", help="Time to first token (ms).")] = 50.0,
-    itl_ms: Annotated[float, typer.Option("--itl-ms", help="Gap per output token (ms).")] = 10.0,
+    ttft_ms: Annotated[
+        float | None, typer.Option("--ttft-ms", help="Time to first token (ms); default 50.")
+    ] = None,
+    itl_ms: Annotated[
+        float | None, typer.Option("--itl-ms", help="Gap per output token (ms); default 10.")
+    ] = None,
     jitter_ms: Annotated[
         float,
         typer.Option("--jitter-ms", help="Std of normal noise on TTFT and each token gap (ms)."),
@@ -58,14 +76,71 @@ def serve_cmd(
         int, typer.Option("--fault-after", help="Token chunks before the fault.")
     ] = 0,
     fault_every: Annotated[int, typer.Option("--fault-every", help="Fault every Nth request.")] = 1,
+    preset: Annotated[
+        str | None,
+        typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
+    ] = None,
+    model_mode: Annotated[
+        str,
+        typer.Option("--model-mode", help="fixed (--ttft-ms/--itl-ms) or batching."),
+    ] = "fixed",
+    time_scale: Annotated[
+        float, typer.Option("--time-scale", help="Multiply every batching-model time by X.")
+    ] = 1.0,
+    decode_log_interval: Annotated[
+        int, typer.Option("--decode-log-interval", help="Decode steps per Decode batch line.")
+    ] = 40,
+    speculative_algorithm: Annotated[
+        str | None, typer.Option("--speculative-algorithm", help="SGLang: EAGLE (MTP).")
+    ] = None,
+    speculative_num_steps: Annotated[
+        int | None, typer.Option("--speculative-num-steps", help="SGLang: draft steps.")
+    ] = None,
+    speculative_eagle_topk: Annotated[
+        int | None, typer.Option("--speculative-eagle-topk", help="SGLang: draft top-k (1).")
+    ] = None,
+    speculative_num_draft_tokens: Annotated[
+        int | None,
+        typer.Option("--speculative-num-draft-tokens", help="SGLang: verify width (steps+1)."),
+    ] = None,
+    mem_fraction_static: Annotated[
+        float | None, typer.Option("--mem-fraction-static", help="SGLang: static memory pool.")
+    ] = None,
+    cuda_graph_max_bs: Annotated[
+        int | None, typer.Option("--cuda-graph-max-bs", help="SGLang: largest CUDA graph.")
+    ] = None,
+    max_running_requests: Annotated[
+        int | None, typer.Option("--max-running-requests", help="SGLang: batch cap.")
+    ] = None,
+    tuned_fp8: Annotated[
+        bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
+    ] = False,
 ) -> None:
-    """Serve the SIMULATED engine until SIGINT/SIGTERM."""
+    """Serve the SIMULATED engine until SIGINT/SIGTERM.
+
+    With --preset or --model-mode batching, a continuous-batching model paces the answers and
+    SGLang's levers apply (NCCL_PROTO is read from the environment).
+    """
+    batching = preset is not None or model_mode == "batching"
+    if batching and (ttft_ms is not None or itl_ms is not None):
+        raise ConfigError("--ttft-ms/--itl-ms: fixed-timing options; not with --preset/batching")
+    levers = {
+        "speculative_algorithm": speculative_algorithm,
+        "speculative_num_steps": speculative_num_steps,
+        "speculative_eagle_topk": speculative_eagle_topk,
+        "speculative_num_draft_tokens": speculative_num_draft_tokens,
+        "mem_fraction_static": mem_fraction_static,
+        "cuda_graph_max_bs": cuda_graph_max_bs,
+        "max_running_requests": max_running_requests,
+        "tuned_fp8": tuned_fp8,
+        "nccl_proto": os.environ.get("NCCL_PROTO") if batching else None,
+    }
     config = _config(
         host=host,
         port=port,
         model=model,
-        ttft_ms=ttft_ms,
-        itl_ms=itl_ms,
+        ttft_ms=50.0 if ttft_ms is None else ttft_ms,
+        itl_ms=10.0 if itl_ms is None else itl_ms,
         jitter_ms=jitter_ms,
         tokens_per_chunk=tokens_per_chunk,
         seed=seed,
@@ -75,13 +150,35 @@ def serve_cmd(
         fault=fault,
         fault_after=fault_after,
         fault_every=fault_every,
+        model_mode=model_mode,
+        preset=preset,
+        time_scale=time_scale,
+        decode_log_interval=decode_log_interval,
+        levers={k: v for k, v in levers.items() if v is not None},
     )
+    from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
 
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     def ready(url: str) -> None:
+        if batching:
+            log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
         print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
 
-    serve(config, on_ready=ready)
+    if batching:
+        log(
+            f"[SIMULATED] inferlab sim: continuous-batching model, preset "
+            f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
+            "imitates SGLang's log"
+        )
+    try:
+        serve(config, on_ready=ready, log=log if batching else None)
+    except StartupFailure as exc:
+        for line in exc.lines:
+            log(f"[SIMULATED] {line}")
+        raise typer.Exit(code=1) from None
 
 
 @sim_app.command("tokenizer")

@@ -1,11 +1,16 @@
 """inferlab's reference engine (``inferlab sim serve``): SIMULATED, with known timing.
 
-It speaks vLLM's request fields (``ignore_eos`` + ``min_tokens``) and tokenize body; it has no
-``/metrics``. It prints one line when it listens, which is also its ready line.
+It speaks vLLM's request fields (``ignore_eos`` + ``min_tokens``) and tokenize body. With a
+preset (``--preset``, batching mode) it behaves like SGLang: SGLang's ``/metrics`` names, its
+``Decode batch`` log lines and its startup failures (each tagged SIMULATED), so the SGLang metric
+definitions and log signatures apply to it too. It prints one line when it listens, which is
+also its ready line.
 """
 
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.logs import sig
+from inferlab.engines.sglang import METRICS as SGLANG_METRICS
+from inferlab.engines.sglang import SIGNATURES as SGLANG_SIGNATURES
 
 SIGNATURES = (
     sig(
@@ -31,7 +36,7 @@ SPEC = register(
     EngineSpec(
         name="sim",
         description="inferlab reference engine (simulated)",
-        metrics_path=None,
+        metrics_path="/metrics",
         launchers=(
             Launcher(
                 "module",
@@ -40,6 +45,7 @@ SPEC = register(
                 model_required=False,
             ),
         ),
-        log_signatures=SIGNATURES,
+        metrics=SGLANG_METRICS,
+        log_signatures=SIGNATURES + tuple(x for x in SGLANG_SIGNATURES if not x.ready),
     )
 )

@@ -9,10 +9,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from inferlab.errors import ConfigError
+from inferlab.sim.presets import PRESETS, Levers
 
-__all__ = ["FaultKind", "SimConfig", "sim_config"]
+__all__ = ["FaultKind", "ModelMode", "SimConfig", "sim_config"]
 
 FaultKind = Literal["stall", "close", "malformed", "http500"]
+ModelMode = Literal["fixed", "batching"]
 
 
 class SimConfig(BaseModel):
@@ -20,6 +22,10 @@ class SimConfig(BaseModel):
 
     Times are in milliseconds. ``jitter_ms`` is the standard deviation of a normal added to
     the TTFT and to each per-token gap (each clipped at ≥ 0).
+
+    ``model_mode="batching"`` (implied by ``preset``) replaces the fixed TTFT/ITL schedule with
+    the continuous-batching model of :mod:`inferlab.sim.model`; ``levers`` are the SGLang flags
+    it interprets, ``time_scale`` multiplies every model time.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,11 +44,33 @@ class SimConfig(BaseModel):
     fault: FaultKind | None = None
     fault_after: int = Field(default=0, ge=0)
     fault_every: int = Field(default=1, ge=1)
+    model_mode: ModelMode = "fixed"
+    preset: str | None = None
+    time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
+    decode_log_interval: int = Field(default=40, ge=1)
+    levers: Levers = Levers()
+
+    @property
+    def batching(self) -> bool:
+        """Whether the continuous-batching model paces the answers."""
+        return self.model_mode == "batching" or self.preset is not None
 
     @model_validator(mode="after")
     def _check_host(self) -> SimConfig:
         if not self.host.strip():
             raise ValueError("host must not be empty")
+        if self.preset is not None and self.preset not in PRESETS:
+            raise ValueError(
+                f"unknown preset {self.preset!r}; expected one of {', '.join(sorted(PRESETS))}"
+            )
+        if not self.batching:
+            if self.levers != Levers():
+                raise ValueError("SGLang levers need --preset or --model-mode batching")
+        elif self.fault is not None or self.jitter_ms > 0.0 or self.tokens_per_chunk != 1:
+            raise ValueError(
+                "--fault, --jitter-ms and --tokens-per-chunk belong to the fixed-timing mode, "
+                "not to --preset / --model-mode batching"
+            )
         return self
 
 

@@ -4,6 +4,11 @@ Hand-written HTTP on ``asyncio.Protocol`` (run under uvloop). A request's receip
 taken when its first byte arrives; its token chunks are due at fixed offsets from that time
 (TTFT, then ``ntokens × ITL`` per chunk) and are written by one :class:`TimerWheel`. Every
 finished request leaves its ground truth: when each chunk was due and when it was written.
+
+With ``--preset`` / ``--model-mode batching`` one decode loop (:class:`_Engine`, a single item
+on the same wheel) replaces the fixed schedule: each step's duration comes from the
+continuous-batching model (:mod:`inferlab.sim.model`) and every running sequence's chunk is
+due at the step's end.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from inferlab import __version__
 from inferlab.errors import SimError
 from inferlab.sim import api
 from inferlab.sim.config import SimConfig
+from inferlab.sim.model import StepModel, accept_draw, step_ms
+from inferlab.sim.presets import get_preset, resolve
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.sim.wheel import TimerWheel, slot_of
 
@@ -204,7 +211,7 @@ class _Conn(asyncio.Protocol):
         self.buf = bytearray()
         self.first_ns = 0
         self.pending: deque[_Request] = deque()
-        self.job: _Job | None = None
+        self.job: _Job | _Seq | None = None
         self.current: _Request | None = None
         self.continued = False
         self.closed = False
@@ -316,7 +323,7 @@ class _Conn(asyncio.Protocol):
         self.transport.write(self.srv._head(status, len(body), req.keep_alive, ctype) + body)
         self._next()
 
-    def job_done(self, job: _Job) -> None:
+    def job_done(self, job: _Job | _Seq) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
@@ -348,8 +355,14 @@ class _Conn(asyncio.Protocol):
 class SimServer:
     """The reference engine. ``await start()`` binds and serves; ``await stop()`` ends it."""
 
-    def __init__(self, config: SimConfig) -> None:
+    def __init__(self, config: SimConfig, log: Callable[[str], None] | None = None) -> None:
         self.config = config
+        self._log = log
+        self._engine: _Engine | None = None
+        self.step_model: StepModel | None = None
+        if config.batching:
+            preset = get_preset(config.preset or "generic")
+            self.step_model = resolve(preset, config.levers)  # may raise StartupFailure
         self.tokenizer = WordTokenizer(config.vocab_size)
         self._words = [b" " + w.encode() for w in self.tokenizer.vocab]
         self._model_json = json.dumps(config.model)
@@ -378,6 +391,7 @@ class SimServer:
             "/v1/chat/completions": {"POST": self._chat},
             "/truth": {"GET": self._truth_get, "DELETE": self._truth_delete},
             "/truth/summary": {"GET": self._truth_summary},
+            "/metrics": {"GET": self._metrics},
         }
 
     @property
@@ -393,6 +407,8 @@ class SimServer:
             raise SimError("the simulated engine is already started")
         loop = asyncio.get_running_loop()
         self._wheel = TimerWheel(loop)
+        if self.step_model is not None:
+            self._engine = _Engine(self, self.step_model, self._wheel)
         try:
             self._server = await loop.create_server(
                 lambda: _Conn(self),
@@ -566,6 +582,18 @@ class SimServer:
         self.clear_truth()
         conn.respond(200, b"{}")
 
+    def _metrics(self, conn: _Conn, req: _Request) -> None:
+        if self._engine is not None:
+            body = self._engine.metrics_text()
+        else:
+            body = (
+                "# inferlab sim (SIMULATED engine), fixed-timing mode: no batching model\n"
+                "# HELP sglang:num_requests_total Finished requests (SIMULATED).\n"
+                "# TYPE sglang:num_requests_total counter\n"
+                f"sglang:num_requests_total {self._ngen}\n"
+            )
+        conn.respond(200, body.encode(), b"text/plain; version=0.0.4; charset=utf-8")
+
     def _completions(self, conn: _Conn, req: _Request) -> None:
         self._generate(conn, req, "completions")
 
@@ -597,6 +625,9 @@ class SimServer:
             return
 
         ids = api.output_ids(cfg.seed, gen.prompt_text, gen.max_tokens, self.tokenizer)
+        if self._engine is not None:
+            self._engine.submit(conn, req, rec, gen, ids)
+            return
         if gen.stream:
             head = self._head(200, None, req.keep_alive, b"text/event-stream; charset=utf-8")
         else:
@@ -664,6 +695,329 @@ class SimServer:
         self._finish(rec)
 
 
+class _Seq:
+    """One request in the batching model: queued, then running until its last token."""
+
+    __slots__ = (
+        "conn",
+        "dead",
+        "gen",
+        "ids",
+        "joined",
+        "mid",
+        "pos",
+        "post",
+        "pre",
+        "rec",
+        "reserved",
+        "tail",
+        "words",
+        "write",
+    )
+
+    def __init__(
+        self,
+        conn: _Conn,
+        rec: _Record,
+        gen: api.GenRequest,
+        ids: list[int],
+        words: list[bytes],
+        pre: bytes,
+        mid: bytes,
+        tail: bytes,
+    ) -> None:
+        assert conn.transport is not None
+        self.conn = conn
+        self.write = conn.transport.write
+        self.rec = rec
+        self.gen = gen
+        self.ids = ids
+        self.words = words
+        self.pre = pre
+        self.mid = mid
+        self.post = mid + b"null}]}\n\n"
+        self.tail = tail  # usage event + [DONE] + end of the chunked body
+        self.pos = 0
+        self.joined = False
+        self.dead = False
+        self.reserved = gen.prompt_tokens + gen.max_tokens
+
+    def emit(self, n: int, due: int) -> bool:
+        """Write the next ``n`` tokens (streaming) now; True when the answer is complete."""
+        a = self.pos
+        b = min(a + n, len(self.ids))
+        self.pos = b
+        last = b == len(self.ids)
+        rec = self.rec
+        if rec.stream:
+            text = b"".join([self.words[i] for i in self.ids[a:b]])
+            if last:
+                event = b'%s%s%s"length"}]}\n\n' % (self.pre, text, self.mid)
+                frame = b"%x\r\n%s\r\n%s" % (len(event), event, self.tail)
+            else:
+                event = b"%s%s%s" % (self.pre, text, self.post)
+                frame = b"%x\r\n%s\r\n" % (len(event), event)
+            rec.dues.append(due)
+            rec.ntokens.append(b - a)
+            rec.writes.append(perf_counter_ns())
+            self.write(frame)
+        elif last:
+            rec.dues.append(due)
+            rec.ntokens.append(b)
+            rec.writes.append(perf_counter_ns())
+            self.write(self.tail)
+        return last
+
+
+class _Engine:
+    """The continuous-batching decode loop: one :class:`TimerWheel` item, fired at step ends."""
+
+    def __init__(self, srv: SimServer, model: StepModel, wheel: TimerWheel) -> None:
+        cfg = srv.config
+        self.srv = srv
+        self.model = model
+        self.wheel = wheel
+        self.scale_ns = cfg.time_scale * 1e6
+        self.interval = cfg.decode_log_interval
+        self.log = srv._log
+        self.rng = random.Random(cfg.seed)
+        self.queue: deque[_Seq] = deque()
+        self.running: list[_Seq] = []
+        self.busy = False
+        self.step_end = 0
+        self.kv_reserved = 0
+        self.spec = model.spec
+        # counters (Prometheus) and the current log interval
+        self.gen_total = 0
+        self.prompt_total = 0
+        self.requests_total = 0
+        self.decode_steps = 0
+        self.iv_tokens = 0
+        self.iv_seq_steps = 0
+        self.iv_accepted = 0
+        self.iv_start = 0
+        self.gen_throughput = 0.0
+        self.accept_length = 1.0 if self.spec is not None else 0.0
+        self.cuda_graph = True
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def submit(
+        self, conn: _Conn, req: _Request, rec: _Record, gen: api.GenRequest, ids: list[int]
+    ) -> None:
+        srv = self.srv
+        if gen.prompt_tokens + gen.max_tokens > self.model.kv_tokens:
+            body = api.error_body(
+                400,
+                f"prompt + max_tokens ({gen.prompt_tokens + gen.max_tokens}) exceed the "
+                f"SIMULATED KV cache ({self.model.kv_tokens} tokens)",
+                "BadRequestError",
+            )
+            srv._fail(conn, rec, 400, body)
+            return
+        created = int(time.time())
+        rid_json = json.dumps(rec.id)
+        usage = (
+            f'{{"prompt_tokens":{gen.prompt_tokens},"total_tokens":'
+            f'{gen.prompt_tokens + gen.max_tokens},"completion_tokens":{gen.max_tokens}}}'
+        )
+        rec.completion_tokens = gen.max_tokens
+        rec.dues = array("q")
+        rec.ntokens = array("q")
+        assert conn.transport is not None
+        if gen.stream:
+            head = srv._head(200, None, req.keep_alive, b"text/event-stream; charset=utf-8")
+            obj = "chat.completion.chunk" if gen.endpoint == "chat" else "text_completion"
+            common = (
+                f'data: {{"id":{rid_json},"object":"{obj}","created":{created},'
+                f'"model":{srv._model_json},'
+            )
+            if gen.endpoint == "chat":
+                pre = (common + '"choices":[{"index":0,"delta":{"content":"').encode()
+                mid = b'"},"logprobs":null,"finish_reason":'
+                role = (
+                    common + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+                    '"logprobs":null,"finish_reason":null}]}\n\n'
+                ).encode()
+                head += b"%x\r\n%s\r\n" % (len(role), role)
+            else:
+                pre = (common + '"choices":[{"index":0,"text":"').encode()
+                mid = b'","logprobs":null,"finish_reason":'
+            tail = b""
+            if gen.include_usage:
+                ev = (common + f'"choices":[],"usage":{usage}}}\n\n').encode()
+                tail += b"%x\r\n%s\r\n" % (len(ev), ev)
+            done = b"data: [DONE]\n\n"
+            tail += b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done)
+            conn.transport.write(head)
+        else:
+            whole = srv._head(200, 0, req.keep_alive).replace(
+                b"content-length: 0\r\n", b"content-length: %d\r\n"
+            )
+            out = api.render(gen, rec.id, created, srv._model_json, srv._words, ids, 1, whole)
+            pre = mid = b""
+            tail = out.frames[0]
+        seq = _Seq(conn, rec, gen, ids, srv._words, pre, mid, tail)
+        conn.job = seq
+        self.queue.append(seq)
+        if not self.busy:
+            slot = self._step(perf_counter_ns())
+            if slot >= 0:
+                self.wheel.add(self, slot)
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _admit(self) -> int:
+        """Move queued requests into the batch (FIFO); returns the prompt tokens that join."""
+        m = self.model
+        joining = 0
+        queue = self.queue
+        while queue:
+            seq = queue[0]
+            if seq.dead:
+                queue.popleft()
+                continue
+            if len(self.running) >= m.max_running:
+                break
+            if self.kv_reserved + seq.reserved > m.kv_tokens:
+                break
+            queue.popleft()
+            seq.joined = True
+            self.kv_reserved += seq.reserved
+            self.running.append(seq)
+            joining += seq.gen.prompt_tokens
+            self.prompt_total += seq.gen.prompt_tokens
+        if joining and self.log is not None:
+            new = sum(1 for s in self.running if s.joined)
+            self.log(
+                f"{_log_prefix()} Prefill batch. #new-seq: {new}, #new-token: {joining}, "
+                f"#cached-token: 0, token usage: {self._usage():.2f}, "
+                f"#running-req: {len(self.running) - new}, #queue-req: {len(queue)}, "
+            )
+        return joining
+
+    def _step(self, start: int) -> int:
+        """Begin a step at ``start`` (ns); returns the wheel slot of its end, or -1 if idle."""
+        joining = self._admit()
+        if not self.running:
+            self.busy = False
+            return -1
+        self.busy = True
+        dur = step_ms(self.model, len(self.running), joining)
+        self.cuda_graph = len(self.running) <= self.model.cuda_graph_max_bs
+        self.step_end = start + round(dur * self.scale_ns)
+        return slot_of(self.step_end)
+
+    def fire(self) -> int:
+        due = self.step_end
+        spec = self.spec
+        keep: list[_Seq] = []
+        decoding = 0
+        accepted = 0
+        emitted = 0
+        for seq in self.running:
+            if seq.dead:
+                self.kv_reserved -= seq.reserved
+                continue
+            if seq.joined:  # its prefill's token
+                seq.joined = False
+                n = 1
+            elif spec is not None:
+                acc = accept_draw(self.rng, spec.draft_tokens, spec.accept_prob)
+                accepted += acc
+                decoding += 1
+                n = 1 + acc
+            else:
+                decoding += 1
+                n = 1
+            before = seq.pos
+            done = seq.emit(n, due)
+            emitted += seq.pos - before
+            if done:
+                self.kv_reserved -= seq.reserved
+                self.requests_total += 1
+                seq.conn.job_done(seq)
+            else:
+                keep.append(seq)
+        self.running = keep
+        self.gen_total += emitted
+        if decoding:
+            self.decode_steps += 1
+            self.iv_tokens += emitted
+            self.iv_seq_steps += decoding
+            self.iv_accepted += accepted
+            if self.decode_steps % self.interval == 0:
+                self._log_decode(due, keep)
+        slot = self._step(due)
+        if slot < 0:
+            self.iv_start = 0
+        return slot
+
+    def _usage(self) -> float:
+        used = sum(s.gen.prompt_tokens + s.pos for s in self.running)
+        return used / self.model.kv_tokens
+
+    def _log_decode(self, now: int, running: list[_Seq]) -> None:
+        start = self.iv_start
+        if start and now > start:
+            self.gen_throughput = self.iv_tokens / ((now - start) / 1e9)
+        spec = self.spec
+        if spec is not None and self.iv_seq_steps:
+            self.accept_length = 1.0 + self.iv_accepted / self.iv_seq_steps
+        if self.log is not None:
+            used = sum(s.gen.prompt_tokens + s.pos for s in running)
+            parts = [
+                f"{_log_prefix()} Decode batch. #running-req: {len(running)}",
+                f"#token: {used}",
+                f"token usage: {used / self.model.kv_tokens:.2f}",
+            ]
+            if spec is not None:
+                rate = (self.accept_length - 1.0) / spec.draft_tokens
+                parts += [f"accept len: {self.accept_length:.2f}", f"accept rate: {rate:.2f}"]
+            parts += [
+                f"cuda graph: {self.cuda_graph}",
+                f"gen throughput (token/s): {self.gen_throughput:.2f}",
+                f"#queue-req: {len(self.queue)}, ",
+            ]
+            self.log(", ".join(parts))
+        self.iv_start = now
+        self.iv_tokens = self.iv_seq_steps = self.iv_accepted = 0
+
+    def metrics_text(self) -> str:
+        """Prometheus text with SGLang's metric names; every HELP says SIMULATED."""
+        label = "{model_name=" + json.dumps(self.srv.config.model) + "}"
+        used = sum(s.gen.prompt_tokens + s.pos for s in self.running)
+        rows: list[tuple[str, str, str, float]] = [
+            ("sglang:num_running_reqs", "gauge", "Running requests", len(self.running)),
+            ("sglang:num_queue_reqs", "gauge", "Queued requests", len(self.queue)),
+            ("sglang:num_used_tokens", "gauge", "KV-cache tokens in use", used),
+            ("sglang:max_total_num_tokens", "gauge", "KV-cache capacity", self.model.kv_tokens),
+            ("sglang:token_usage", "gauge", "KV-cache usage", used / self.model.kv_tokens),
+            ("sglang:gen_throughput", "gauge", "Generation throughput", self.gen_throughput),
+        ]
+        if self.spec is not None:
+            rows.append(("sglang:spec_accept_length", "gauge", "Accept length", self.accept_length))
+            rate = (self.accept_length - 1.0) / self.spec.draft_tokens
+            rows.append(("sglang:spec_accept_rate", "gauge", "Accept rate", rate))
+        rows += [
+            ("sglang:prompt_tokens_total", "counter", "Prefill tokens", self.prompt_total),
+            ("sglang:generation_tokens_total", "counter", "Generated tokens", self.gen_total),
+            ("sglang:num_requests_total", "counter", "Finished requests", self.requests_total),
+        ]
+        out = [f"# inferlab sim (SIMULATED engine), preset {self.srv.config.preset or 'generic'}"]
+        for name, kind, help_, value in rows:
+            base = name[: -len("_total")] if kind == "counter" else name
+            out.append(f"# HELP {base} {help_} (SIMULATED by inferlab sim).")
+            out.append(f"# TYPE {base} {kind}")
+            out.append(f"{name}{label} {float(value)!r}")
+        return "\n".join(out) + "\n"
+
+
+def _log_prefix() -> str:
+    """``[SIMULATED] [YYYY-mm-dd HH:MM:SS TP0]``: SGLang's prefix, marked as simulated."""
+    return "[SIMULATED] [" + time.strftime("%Y-%m-%d %H:%M:%S") + " TP0]"
+
+
 def _run(coro: Coroutine[Any, Any, None]) -> None:
     try:
         import uvloop
@@ -673,14 +1027,19 @@ def _run(coro: Coroutine[Any, Any, None]) -> None:
     uvloop.run(coro)
 
 
-def serve(config: SimConfig, on_ready: Callable[[str], None] | None = None) -> None:
+def serve(
+    config: SimConfig,
+    on_ready: Callable[[str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> None:
     """Run the reference engine under uvloop until SIGINT/SIGTERM; flush ground truth on exit.
 
-    ``on_ready`` receives the base URL once the server listens.
+    ``on_ready`` receives the base URL once the server listens; ``log`` receives the batching
+    model's SGLang-format log lines (each starting with ``[SIMULATED]``).
     """
+    server = SimServer(config, log=log)
 
     async def main() -> None:
-        server = SimServer(config)
         await server.start()
         # A full collection over everything imported took 50-100 ms in the middle of a 256-stream
         # run (every chunk due then was written that late): freeze what exists at start. Per

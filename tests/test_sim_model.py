@@ -1,0 +1,236 @@
+"""The SIMULATED engine's continuous-batching model: step math, presets, the seed story."""
+
+from __future__ import annotations
+
+import random
+import re
+import subprocess
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+from inferlab.engines.base import classify_log
+from inferlab.engines.prometheus import parse_prometheus
+from inferlab.sim.model import SpecModel, StepModel, accept_draw, mean_accept_length, step_ms
+from inferlab.sim.presets import PRESETS, Levers, StartupFailure, resolve
+from simproc import SimProc, post_stream, start_sim
+
+pytestmark = pytest.mark.timeout(60)
+
+DSV4 = "dsv4-flash-8gpu"
+SCALE = 0.1
+A = ["--tuned-fp8"]
+A_ENV = {"NCCL_PROTO": "LL"}
+SPEC = [
+    "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
+    "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2",
+]  # fmt: skip
+B = [*A, *SPEC, "--mem-fraction-static", "0.60", "--cuda-graph-max-bs", "16"]
+
+
+def _m(**kw: Any) -> StepModel:
+    base: dict[str, Any] = {
+        "fixed_ms": 10.0,
+        "per_seq_ms": 2.0,
+        "saturation": 4.0,
+        "per_seq_over_ms": 5.0,
+        "prefill_per_token_ms": 0.5,
+        "max_running": 8,
+        "kv_tokens": 1000,
+        "cuda_graph_max_bs": 6,
+        "eager_penalty": 2.0,
+    }
+    return StepModel(**{**base, **kw})
+
+
+def test_step_math_by_hand() -> None:
+    m = _m()
+    assert step_ms(m, 0) == 0.0
+    assert step_ms(m, 1) == pytest.approx(12.0)  # 10 + 2
+    assert step_ms(m, 4) == pytest.approx(18.0)  # 10 + 2·4
+    assert step_ms(m, 6) == pytest.approx(28.0)  # 10 + 8 + 5·2
+    assert step_ms(m, 2, prefill_tokens=10) == pytest.approx(19.0)  # 14 + 0.5·10
+    assert step_ms(m, 7) == pytest.approx(2.0 * 33.0)  # past the largest CUDA graph: eager
+    spec = SpecModel(
+        draft_tokens=2,
+        accept_prob=0.5,
+        draft_fixed_ms=1.0,
+        draft_per_seq_ms=0.5,
+        verify_per_token_ms=1.0,
+        verify_sat_tokens=6.0,
+        verify_per_token_over_ms=3.0,
+    )
+    ms = _m(spec=spec)
+    assert step_ms(ms, 1) == pytest.approx(1.0 + 0.5 + 10.0 + 3.0)  # T = 3 verify tokens
+    assert step_ms(ms, 4) == pytest.approx(1.0 + 2.0 + 10.0 + 6.0 + 3.0 * 6.0)  # T = 12
+    assert mean_accept_length(2, 0.5) == pytest.approx(1.75)
+    rng = random.Random(0)
+    draws = [accept_draw(rng, 1, 0.6) for _ in range(20_000)]
+    assert set(draws) <= {0, 1}
+    assert 1 + sum(draws) / len(draws) == pytest.approx(1.6, abs=0.02)
+
+
+def test_preset_numbers_match_the_story() -> None:
+    p = PRESETS[DSV4]
+    base = resolve(p, Levers())
+    a = resolve(p, Levers(tuned_fp8=True, nccl_proto="LL"))
+    b = resolve(p, Levers(**_levers(B), nccl_proto="LL"))
+    assert step_ms(base, 1) == pytest.approx(94.0)
+    assert 8000 / step_ms(base, 8) == pytest.approx(24.0)
+    assert 16000 / step_ms(base, 16) == pytest.approx(23.2)
+    assert step_ms(a, 1) == pytest.approx(88.0)
+    assert b.spec is not None and b.spec.draft_tokens == 1
+    alen = mean_accept_length(1, b.spec.accept_prob)
+    assert alen == pytest.approx(1.6)
+    assert 1000 * alen / step_ms(b, 1) == pytest.approx(15.7)
+    for c in (8, 16):
+        assert c * alen / step_ms(b, c) == pytest.approx(c / step_ms(a, c))
+    with pytest.raises(StartupFailure):
+        resolve(p, Levers(**_levers(SPEC), mem_fraction_static=0.70))
+
+
+def _levers(args: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        key = args[i][2:].replace("-", "_")
+        if key == "tuned_fp8":
+            out[key] = True
+            i += 1
+        else:
+            out[key] = args[i + 1]
+            i += 2
+    return out
+
+
+def _load(sim: SimProc, c: int, max_tokens: int) -> list[dict[str, Any]]:
+    """C concurrent streaming requests; returns their ground truth."""
+    sim.clear_truth()
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            body = {"model": "inferlab-sim", "prompt": f"hello number {i}", "stream": True}
+            status, _, _ = post_stream(sim, "/v1/completions", {**body, "max_tokens": max_tokens})
+            assert status == 200
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(c)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    truth = sim.truth()
+    assert len(truth) == c
+    return truth
+
+
+def _tpot_ms(rec: dict[str, Any]) -> float:
+    """(last due − first due) / (tokens − 1), in model ms (time scale undone)."""
+    chunks = rec["chunks"]
+    return (chunks[-1][0] - chunks[0][0]) / 1e6 / (rec["completion_tokens"] - 1) / SCALE
+
+
+def _total_tps(truth: list[dict[str, Any]]) -> float:
+    """Total model tok/s while every request is in the batch (time scale undone)."""
+    lo = max(r["chunks"][0][0] for r in truth)
+    hi = min(r["chunks"][-1][0] for r in truth)
+    assert hi > lo
+    tokens = sum(n for r in truth for due, _, n in r["chunks"] if lo < due <= hi)
+    return tokens / ((hi - lo) / 1e9) * SCALE
+
+
+def test_c1_tpot_baseline_a_and_b() -> None:
+    args = ["--preset", DSV4, "--time-scale", str(SCALE)]
+    with start_sim(*args) as sim:
+        base = _tpot_ms(_load(sim, 1, 40)[0])
+    with start_sim(*args, *A, env=A_ENV) as sim:
+        a = _tpot_ms(_load(sim, 1, 40)[0])
+    with start_sim(*args, *B, env=A_ENV) as sim:
+        truth = _load(sim, 1, 60)
+        b = _tpot_ms(truth[0])
+        sizes = [n for _, _, n in truth[0]["chunks"]]
+    assert base == pytest.approx(94.0, rel=0.03)
+    assert a == pytest.approx(88.0, rel=0.03)
+    assert (1000 / b) / (1000 / base) == pytest.approx(1.47, rel=0.10)
+    assert set(sizes) <= {1, 2} and 2 in sizes  # multi-token chunks, never more than k + 1
+
+
+def test_saturation_and_no_spec_gain_at_c8() -> None:
+    scale = ["--preset", DSV4, "--time-scale", str(SCALE)]
+    with start_sim(*scale) as sim:
+        t8 = _total_tps(_load(sim, 8, 24))
+        t16 = _total_tps(_load(sim, 16, 24))
+    assert t8 == pytest.approx(24.0, rel=0.05)
+    assert t16 == pytest.approx(t8, rel=0.05)
+    with start_sim(*scale, *A, env=A_ENV) as sim:
+        a8 = _total_tps(_load(sim, 8, 24))
+    with start_sim(*scale, *B, env=A_ENV) as sim:
+        b8 = _total_tps(_load(sim, 8, 40))
+    assert b8 == pytest.approx(a8, rel=0.05)
+
+
+def test_spec_oom_at_070_is_sglang_graph_capture_failure() -> None:
+    cmd = [sys.executable, "-m", "inferlab.cli.main", "sim", "serve", "--port", "0"]
+    done = subprocess.run(
+        [*cmd, "--preset", DSV4, *SPEC, "--mem-fraction-static", "0.70"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode != 0
+    assert "listening" not in done.stdout
+    lines = done.stderr.splitlines()
+    assert all(line.startswith("[SIMULATED]") for line in lines)
+    kinds = [m.kind for m in classify_log(lines, "sglang")]
+    assert kinds and kinds[0] == "oom_cuda_graph_capture"
+    assert "--cuda-graph-max-bs to a smaller value" in done.stderr
+
+
+_DECODE = re.compile(
+    r"^\[SIMULATED\] \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d TP0\] Decode batch\. "
+    r"#running-req: \d+, #token: \d+, token usage: \d\.\d\d, "
+    r"accept len: (\d+\.\d\d), accept rate: \d\.\d\d, cuda graph: True, "
+    r"gen throughput \(token/s\): \d+\.\d\d, #queue-req: \d+, $"
+)
+
+
+def test_metrics_and_decode_log_under_spec() -> None:
+    args = ["--preset", DSV4, "--time-scale", "0.02", "--decode-log-interval", "10", *B]
+    with start_sim(*args, env=A_ENV) as sim:
+        _load(sim, 4, 200)
+        status, body = sim.request("GET", "/metrics")
+        stderr = sim.stderr()
+    assert status == 200
+    text = body.decode()
+    assert "SIMULATED" in text
+    samples = {s.name: s.value for s in parse_prometheus(text, strict=True)}
+    assert samples["sglang:spec_accept_length"] == pytest.approx(1.6, abs=0.15)
+    assert samples["sglang:generation_tokens_total"] == 800
+    assert samples["sglang:num_running_reqs"] == 0
+    assert "sglang:token_usage" in samples and "sglang:gen_throughput" in samples
+    decode = [line for line in stderr.splitlines() if "Decode batch" in line]
+    assert decode, stderr
+    for line in decode:
+        assert _DECODE.match(line), line
+    assert all(line.startswith("[SIMULATED]") for line in stderr.splitlines() if line)
+
+
+def test_queue_shows_as_ttft() -> None:
+    args = ["--preset", DSV4, "--time-scale", str(SCALE), "--max-running-requests", "2"]
+    with start_sim(*args) as sim:
+        truth = _load(sim, 4, 8)
+        status, body = sim.request("GET", "/metrics")
+    ttfts = sorted((r["chunks"][0][0] - r["recv_ns"]) / 1e6 / SCALE for r in truth)
+    # two wait for the first two to finish (8 tokens at ~128 ms per step)
+    assert ttfts[2] > ttfts[1] + 7 * 100
+
+
+def test_levers_need_batching_mode() -> None:
+    cmd = [sys.executable, "-m", "inferlab.cli.main", "sim", "serve", "--port", "0"]
+    done = subprocess.run([*cmd, "--tuned-fp8"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
