@@ -5,42 +5,29 @@ environment, writes the tiny model, runs ``examples/vllm-cpu.toml`` (baseline, n
 speculative decoding, the same with Intel OpenMP preloaded, ``--max-num-seqs 4``; C=1, 4, 8)
 into its own database and writes the report.
 
-``run_sim_demo``: a quick sweep of the reference engine (SIMULATED), no campaign.
+``run_sim_campaign_demo``: the seed campaign on the reference engine's timing model (SIMULATED).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import inferlab
 from inferlab.campaign.runner import CampaignEvents, CampaignResult, run_campaign
-from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.envs.vllm_cpu import ensure_vllm_cpu
-from inferlab.load.bench import BenchEvents, BenchResult, run_bench
 from inferlab.models import write_tiny_model
-from inferlab.sim.process import sim_process
-from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 
-__all__ = ["DEMO_SIM_ARGS", "EXAMPLES", "VLLM_DEMO_OUT", "run_sim_demo", "run_vllm_demo"]
+__all__ = [
+    "EXAMPLES",
+    "VLLM_DEMO_OUT",
+    "run_sim_campaign_demo",
+    "run_vllm_demo",
+]
 
 EXAMPLES = Path(inferlab.__file__).parent / "examples"
 VLLM_DEMO_OUT = Path("inferlab-out") / "vllm-cpu"
-
-#: The simulated engine of the quick demo: 40 ms TTFT, 8 ms per token, 2 tokens per SSE event
-#: after the first (as speculative decoding produces), a little jitter.
-DEMO_SIM_ARGS = (
-    "--ttft-ms",
-    "40",
-    "--itl-ms",
-    "8",
-    "--jitter-ms",
-    "0.5",
-    "--tokens-per-chunk",
-    "2",
-)
 
 
 def run_vllm_demo(
@@ -68,24 +55,15 @@ def run_vllm_demo(
     return result, path
 
 
-def run_sim_demo(
-    events: BenchEvents | None = None,
-    *,
-    concurrency: tuple[int, ...] = (1, 8, 32),
-    requests: int = 32,
-    out: Path | None = None,
-) -> BenchResult:
-    """Start the reference engine, sweep it at ``concurrency``, stop it; return the result."""
-    with tempfile.TemporaryDirectory(prefix="inferlab-demo-") as tmp:
-        tok = WordTokenizer().save_hf(Path(tmp) / "tokenizer")
-        with sim_process(*DEMO_SIM_ARGS) as sim:
-            cfg = BenchConfig(
-                url=sim.url,
-                engine="sim",
-                concurrency=list(concurrency),
-                workload=WorkloadSpec(input_tokens=128, output_tokens=64),
-                requests=requests,
-                warmup=4,
-                tokenizer=tok,
-            )
-            return run_bench(cfg, events, out)
+def run_sim_campaign_demo(
+    events: CampaignEvents | None = None, *, db: Path | None = None
+) -> tuple[CampaignResult, Path]:
+    """``examples/sim-dsv4.toml`` on the reference engine's dsv4-flash-8gpu preset (SIMULATED),
+    into a fresh database of its own (about a minute)."""
+    path = db or Path("inferlab-out") / "sim-dsv4" / "demo.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    with Store(path) as store:
+        result = run_campaign(EXAMPLES / "sim-dsv4.toml", store=store, events=events)
+    return result, path

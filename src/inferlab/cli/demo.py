@@ -9,63 +9,63 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from inferlab.campaign.demo import run_sim_demo, run_vllm_demo
+from inferlab.campaign.demo import run_sim_campaign_demo, run_vllm_demo
+from inferlab.campaign.runner import CampaignResult
+from inferlab.report.compare import build_comparison, render_md
 from inferlab.store import Store
 
-from .bench import _RichEvents
-from .render import bench_table, stdout_console
+from .render import stdout_console
 from .run import _Events, _report
 
 
 def demo(
     sim: Annotated[
-        bool, typer.Option("--sim", help="The reference engine instead (seconds)")
+        bool, typer.Option("--sim", help="The seed campaign on the reference engine (~1 min)")
     ] = False,
-    out: Annotated[Path | None, typer.Option(help="--sim: write raw records (JSONL)")] = None,
 ) -> None:
     """The main job on the embedded default: a real vLLM (CPU) campaign — baseline, n-gram
     speculative decoding, the same with Intel OpenMP preloaded, --max-num-seqs 4 — launched,
     verified, measured at C=1,4,8, stored and reported. Takes several minutes (the first run
-    also builds the vLLM CPU environment, ~4 min)."""
+    also builds the vLLM CPU environment, ~4 min). --sim: the seed campaign of docs/design.md on
+    the reference engine's timing model (SIMULATED)."""
     err = Console(stderr=True)
+    events = _Events(err, stdout_console())
     if sim:
         err.print(
-            "[bold]inferlab demo --sim[/bold]: the reference engine (SIMULATED: 40 ms "
-            "TTFT, 8 ms/token, 2 tokens per event after the first)"
+            "[bold]inferlab demo --sim[/bold]: the seed campaign on the reference engine "
+            "(SIMULATED: dsv4-flash-8gpu timing model), about a minute"
         )
-        events = _RichEvents(err, stdout_console())
         try:
-            result = run_sim_demo(events, out=out)
+            result, db = run_sim_campaign_demo(events)
         finally:
             events.progress_done()
-        stdout_console().print(bench_table(result))
-        if result.interrupted:
-            raise typer.Exit(130)
+        _finish(result, db, "sim-dsv4")
         return
     err.print(
         "[bold]inferlab demo[/bold]: vLLM (CPU build) serving a tiny random-weight model; "
         "4 configs × C=1,4,8. This takes several minutes."
     )
-    cevents = _Events(err, stdout_console())
     try:
-        result_c, db = run_vllm_demo(cevents)
+        result, db = run_vllm_demo(events)
     finally:
-        cevents.progress_done()
+        events.progress_done()
+    _finish(result, db, "vllm-cpu")
+
+
+def _finish(result: CampaignResult, db: Path, campaign: str) -> None:
     con = stdout_console()
-    for o in result_c.outcomes:
+    for o in result.outcomes:
         con.print(
             f"{escape(o.config)}: {o.status}" + (f" — {escape(o.message)}" if o.message else ""),
             highlight=False,
         )
     with Store(db) as store:
-        paths = _report(store, "vllm-cpu")
-        from inferlab.report.compare import build_comparison, render_md
-
-        if store.runs(campaign="vllm-cpu"):
-            c = build_comparison(store, campaign="vllm-cpu", baseline="baseline", force=True)
-            con.print("\n".join(render_md(c)), highlight=False, markup=False)
+        paths = _report(store, campaign)
+        if store.runs(campaign=campaign):
+            c = build_comparison(store, campaign=campaign, baseline="baseline", force=True)
+            con.print("\n".join(render_md(c)[:40]), highlight=False, markup=False)
     for p in paths:
         con.print(f"report: {escape(str(p))}", highlight=False)
     con.print(f"database: {escape(str(db))}", highlight=False)
-    if result_c.interrupted:
+    if result.interrupted:
         raise typer.Exit(130)

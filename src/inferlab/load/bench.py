@@ -376,14 +376,16 @@ def _warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWar
     out: list[BenchWarning] = []
     s = res.summary
     lag = res.loop_lag_ms
-    if lag.count and lag.p99 > LAG_WARN_MS:
+    if lag.count and (lag.p99 > LAG_WARN_MS or lag.max > 20 * LAG_WARN_MS):
         out.append(
             BenchWarning(
                 "client-lag",
-                f"the client's event loop ran late: p99 {lag.p99:.2f} ms, max {lag.max:.2f} ms "
-                f"with {workers} worker process(es); timestamps can be late by that much",
-                f"run with --workers {workers + 1} (if CPUs are free), lower the concurrency, "
-                "or run the client on another host",
+                f"the client ran late: p99 {lag.p99:.2f} ms, max {lag.max:.2f} ms with {workers} "
+                "worker process(es); timestamps can be late by that much (a large max means "
+                "the client was starved of CPU and read several events at once)",
+                "give the client a CPU of its own (on one host: reserve a core from the "
+                f"server), run with --workers {workers + 1} if CPUs are free, lower the "
+                "concurrency, or run the client on another host",
             )
         )
     if res.point.rate is not None and s.queue_delay_ms.count:

@@ -24,6 +24,7 @@ __all__ = ["Item", "WorkerJob", "WorkerResult", "worker_process"]
 
 _perf_ns = time.perf_counter_ns
 _LAG_PERIOD_S = 0.005
+_TIMER_GRANULARITY_NS = 1_100_000  # libuv/epoll timers: 1 ms resolution, plus slack
 
 
 @dataclass(slots=True, frozen=True)
@@ -119,24 +120,27 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
     lag: list[int] = []
     state = _State()
 
-    def probe(t1: int) -> None:
-        # time from a callback being ready to it running: what a byte arriving now waits
-        lag.append(_perf_ns() - t1)
+    def probe(t1: int, timer_late: int) -> None:
+        # the larger of: a ready callback's wait to run (what a byte arriving now waits), and
+        # how late the 5 ms timer fired beyond the loop's 1 ms timer granularity (a process
+        # starved of CPU fires it late and reads everything that arrived meanwhile at once)
+        lag.append(max(_perf_ns() - t1, timer_late - _TIMER_GRANULARITY_NS))
 
-    def monitor() -> None:
+    def monitor(expected: int) -> None:
+        now = _perf_ns()
         if ctl.stopping() and not state.stopped:
             state.stopped = True
             client.abort_all(ErrorKind.CANCELLED, "interrupted")
-        loop.call_soon(probe, _perf_ns())
+        loop.call_soon(probe, _perf_ns(), max(0, now - expected))
         if not done_evt.is_set():
-            loop.call_later(_LAG_PERIOD_S, monitor)
+            loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
 
     done_evt = asyncio.Event()
     wait = t0 - _perf_ns()
     if wait > 0:
         await asyncio.sleep(wait / 1e9)
     start_ns = _perf_ns()
-    loop.call_soon(monitor)
+    loop.call_soon(monitor, _perf_ns())
 
     async def one(item: Item, scheduled: int | None) -> None:
         ex = await client.request(item.data)
