@@ -14,14 +14,14 @@ from inferlab.report.compare import build_comparison
 from inferlab.store import Store
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_demo_sim_reproduces_the_seed_campaign(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, "-m", "inferlab.cli.main", "demo", "--sim"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=580,
+        timeout=880,
         env={**os.environ, "COLUMNS": "200"},
     )
     assert r.returncode == 0, r.stderr[-3000:]

@@ -59,7 +59,7 @@ def run_sim_campaign_demo(
     events: CampaignEvents | None = None, *, db: Path | None = None
 ) -> tuple[CampaignResult, Path]:
     """``examples/sim-dsv4.toml`` on the reference engine's dsv4-flash-8gpu preset (SIMULATED),
-    into a fresh database of its own (about a minute)."""
+    into a fresh database of its own (about two minutes)."""
     path = db or Path("inferlab-out") / "sim-dsv4" / "demo.db"
     path.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):

@@ -20,7 +20,7 @@ from .run import _Events, _report
 
 def demo(
     sim: Annotated[
-        bool, typer.Option("--sim", help="The seed campaign on the reference engine (~1 min)")
+        bool, typer.Option("--sim", help="The seed campaign on the reference engine (~2 min)")
     ] = False,
 ) -> None:
     """The main job on the embedded default: a real vLLM (CPU) campaign — baseline, n-gram
@@ -33,7 +33,7 @@ def demo(
     if sim:
         err.print(
             "[bold]inferlab demo --sim[/bold]: the seed campaign on the reference engine "
-            "(SIMULATED: dsv4-flash-8gpu timing model), about a minute"
+            "(SIMULATED: dsv4-flash-8gpu timing model), about two minutes"
         )
         try:
             result, db = run_sim_campaign_demo(events)

@@ -337,6 +337,7 @@ def _length_warnings(rec: RequestRecord) -> None:
     if req is not None and rep is not None and rep != req:
         rec.warnings.append(f"length: requested {req} output tokens, server reported {rep}")
     if rep is not None and cnt is not None and rep != cnt:
-        rec.warnings.append(f"length: server reported {rep} output tokens, tokenizer counted {cnt}")
+        # informational: a detokenized text need not re-encode to the same count (BPE)
+        rec.warnings.append(f"count: server reported {rep} output tokens, tokenizer counted {cnt}")
     if req is not None and rep is None and cnt is not None and cnt != req:
         rec.warnings.append(f"length: requested {req} output tokens, tokenizer counted {cnt}")
