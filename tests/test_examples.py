@@ -55,3 +55,21 @@ def test_unset_variable_is_named_with_its_line(
     )
     with pytest.raises(ConfigError, match=r"c.toml:5: \$\{SURELY_UNSET_X\} is not set"):
         load_campaign(p)
+
+
+def test_yaml_campaign_with_line_numbers(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text(
+        "campaign:\n  name: y\nengine:\n  kind: sim\nconfig:\n  - name: base\n"
+        "  - name: fast\n    extends: base\n    set: {--itl-ms: '2'}\n"
+        "load:\n  concurrency: [1]\n  requests: 2\n"
+    )
+    plan = make_plan(p)
+    assert [c.name for c in plan.configs] == ["base", "fast"]
+    assert plan.configs[1].args == ["--itl-ms", "2"]
+    p.write_text(
+        "campaign:\n  name: y\nengine:\n  kind: sim\nconfig:\n  - name: base\n"
+        "  - name: fast\n    extendz: base\n"
+    )
+    with pytest.raises(ConfigError, match=r"c.yaml:8: config.1.extendz: unknown field"):
+        load_campaign(p)
