@@ -6,6 +6,7 @@
     ├── ConfigError               bad input: a file, a field, an option (names where and what)
     ├── ConnectError              the server under test cannot be reached
     ├── ServerRejected            the server refused the first requests (4xx): its own message
+    ├── MeasurementError          the measuring client failed (a worker died): the point is lost
     ├── TokenizerError            no tokenizer, or one that cannot make the requested lengths
     ├── StoreError                the database is locked, corrupt, foreign or too new
     ├── LaunchError               a server config failed to start: classified, with remedy and log
@@ -24,6 +25,7 @@ __all__ = [
     "ConnectError",
     "InferlabError",
     "LaunchError",
+    "MeasurementError",
     "NotComparable",
     "ServerRejected",
     "SimError",
@@ -87,3 +89,7 @@ class LaunchError(InferlabError):
 
 class VerifyError(InferlabError):
     """Verification failed: a probe did not match, outputs diverged, a stream was malformed."""
+
+
+class MeasurementError(InferlabError):
+    """The measuring client failed (a worker process died or broke): the point was not measured."""

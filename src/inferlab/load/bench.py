@@ -27,7 +27,13 @@ from typing import IO, Any, Protocol
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
 from inferlab.engines import EngineSpec, get_engine
-from inferlab.errors import ConfigError, ConnectError, ServerRejected, TokenizerError
+from inferlab.errors import (
+    ConfigError,
+    ConnectError,
+    MeasurementError,
+    ServerRejected,
+    TokenizerError,
+)
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
@@ -315,9 +321,15 @@ def _run_phase(jobs: list[WorkerJob], events: BenchEvents) -> tuple[list[WorkerR
                     p.kill()
     failures = [r.failure for r in results.values() if r.failure]
     if failures:
-        raise RuntimeError("measuring worker failed:\n" + failures[0])
+        raise MeasurementError("a measuring worker failed (a bug in inferlab):\n" + failures[0])
     if len(results) < len(jobs):
-        raise RuntimeError("a measuring worker exited without reporting")
+        codes = ", ".join(
+            f"worker {j.worker}: exit code {p.exitcode}"
+            + (f" ({signal.Signals(-p.exitcode).name})" if p.exitcode and p.exitcode < 0 else "")
+            for j, p in zip(jobs, procs)
+            if j.worker not in results
+        )
+        raise MeasurementError(f"a measuring worker exited without reporting ({codes})")
     return [results[j.worker] for j in jobs], hit[0]
 
 
