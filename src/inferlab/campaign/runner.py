@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.up import _served_model, launch_config, output_dir
+from inferlab.campaign.up import _served_model, launch_config, output_dir, verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
@@ -28,7 +28,6 @@ from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejec
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.server import ServerProcess, stop
 from inferlab.store import Store
-from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
 __all__ = [
     "CampaignEvents",
@@ -190,26 +189,6 @@ def _record(store: Store, config_id: int, kind: str, passed: bool, detail: dict[
         store.add_verification(config_id, kind, passed, detail)
 
 
-def _verify(
-    camp: CampaignFile, cfg: ResolvedConfig, store: Store, gid: int, url: str, model: str
-) -> VerifyReport:
-    ref: GreedyOutputs | None = None
-    if camp.verify.equivalent_to and camp.verify.equivalent_to != cfg.name:
-        stored = store.latest_verification(
-            camp.campaign.name, camp.verify.equivalent_to, "greedy-outputs"
-        )
-        ref = GreedyOutputs.from_json(stored) if stored else None
-    rep = verify_endpoint(
-        url, model=model, engine=get_engine(cfg.engine), section=camp.verify, reference=ref
-    )
-    with store.transaction():
-        for c in rep.checks:
-            store.add_verification(gid, c.kind, c.passed, c.to_json())
-        if rep.outputs is not None and rep.passed:
-            store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
-    return rep
-
-
 def run_campaign(
     path: str | Path,
     *,
@@ -308,7 +287,7 @@ def _run_config(
         model = _served_model(url, cfg.model or "")
         if camp.verify.enabled and not no_verify:
             events.message(f"{cfg.name}: verifying ...")
-            rep = _verify(camp, cfg, store, gid, url, model)
+            rep = verify_config(camp, cfg, url, model, store)
             if not rep.passed:
                 fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
                 what = "diverged from the reference" if rep.diverged else "failed verification"

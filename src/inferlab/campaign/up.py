@@ -35,7 +35,16 @@ from inferlab.server import (
 from inferlab.store import Store
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
-__all__ = ["UpResult", "down", "fatal_check", "find_config", "launch_config", "output_dir", "up"]
+__all__ = [
+    "UpResult",
+    "down",
+    "fatal_check",
+    "find_config",
+    "launch_config",
+    "output_dir",
+    "up",
+    "verify_config",
+]
 
 
 @dataclass
@@ -117,7 +126,7 @@ def launch_config(
     return server
 
 
-def _verify(
+def verify_config(
     camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str, store: Store | None
 ) -> VerifyReport:
     spec = get_engine(cfg.engine)
@@ -169,7 +178,7 @@ def up(
             )
         url = cfg.url.rstrip("/")
         model = _served_model(url, cfg.model or "")
-        rep = None if no_verify else _verify(camp, cfg, url, model, store)
+        rep = None if no_verify else verify_config(camp, cfg, url, model, store)
         if rep is not None and not rep.passed and camp.verify.enabled is not False:
             raise VerifyError(_failure_text(cfg.name, rep))
         return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [])
@@ -179,7 +188,7 @@ def up(
     rep = None
     if not no_verify and camp.verify.enabled:
         try:
-            rep = _verify(camp, cfg, url, model, store)
+            rep = verify_config(camp, cfg, url, model, store)
         except Exception:
             stop(server)
             raise
