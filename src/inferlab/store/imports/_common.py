@@ -292,6 +292,43 @@ def load_label(concurrency: int | None, rate: float | None) -> str:
     return ",".join(parts) if parts else "rate=inf"
 
 
+@dataclass
+class Details:
+    """The per-request arrays that sglang.bench_serving (``--output-details``) and vLLM
+    (``--save-detailed``) share: TTFTs (s), chunk gaps (s), lengths, error texts."""
+
+    ttfts: list[float]
+    itls: list[list[float]]
+    out_lens: list[int]
+    in_lens: list[int] | None
+    errors: list[str] | None
+
+    @property
+    def n(self) -> int:
+        return len(self.ttfts)
+
+
+def read_details(s: Source) -> Details:
+    """Read and cross-check the per-request arrays (same length; output lengths summing to
+    ``total_output_tokens``, else the details belong to another run)."""
+    ttfts = s.num_list("ttfts") or []
+    n = len(ttfts)
+    d = Details(
+        ttfts=ttfts,
+        itls=s.nested_num_list("itls", n) or [],
+        out_lens=s.int_list("output_lens", n) or [],
+        in_lens=s.int_list("input_lens", n) if "input_lens" in s.obj else None,
+        errors=s.str_list("errors", n) if "errors" in s.obj else None,
+    )
+    total_out = s.req_int("total_output_tokens")
+    if sum(d.out_lens) != total_out:
+        raise s.fail(
+            f"sum(output_lens) = {sum(d.out_lens)} but total_output_tokens = {total_out}: "
+            "the per-request details do not belong to this run"
+        )
+    return d
+
+
 def spread_tokens(n_events: int, n_tokens: int) -> list[int]:
     """Tokens per event summing to ``n_tokens``, at least 1 each: the first event carries 1
     (the prefill's token), the other n − 1 are spread evenly over the later events

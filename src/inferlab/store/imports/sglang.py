@@ -31,6 +31,7 @@ from inferlab.store.imports._common import (
     events_from_gaps,
     load_label,
     mmm,
+    read_details,
     sample_std,
     spread_tokens,
     stat_key,
@@ -178,18 +179,15 @@ def _run(s: Source) -> ImportedRun:
 def _records(
     s: Source, per_token: bool, notes: list[str], workload: dict[str, Any]
 ) -> tuple[list[RequestRecord], dict[str, int]]:
-    ttfts = s.num_list("ttfts") or []
-    n = len(ttfts)
-    itls = s.nested_num_list("itls", n) or []
-    out_lens = s.int_list("output_lens", n) or []
-    in_lens = s.int_list("input_lens", n) if "input_lens" in s.obj else None
-    errors = s.str_list("errors", n) if "errors" in s.obj else None
-    total_out = s.req_int("total_output_tokens")
-    if sum(out_lens) != total_out:
-        raise s.fail(
-            f"sum(output_lens) = {sum(out_lens)} but total_output_tokens = {total_out}: "
-            "the per-request details do not belong to this run"
-        )
+    d = read_details(s)
+    ttfts, itls, out_lens, in_lens, errors, n = (
+        d.ttfts,
+        d.itls,
+        d.out_lens,
+        d.in_lens,
+        d.errors,
+        d.n,
+    )
     records: list[RequestRecord] = []
     regrouped = 0
     n_itl = n_tpot = 0
