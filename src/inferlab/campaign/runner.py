@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.up import _served_model, launch_config, output_dir, verify_config
+from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
@@ -284,7 +284,7 @@ def _run_config(
                 raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
             url = cfg.url.rstrip("/")
 
-        model = _served_model(url, cfg.model or "")
+        model = served_model(url, cfg.model or "")
         if camp.verify.enabled and not no_verify:
             events.message(f"{cfg.name}: verifying ...")
             rep = verify_config(camp, cfg, url, model, store)

@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "find_config",
     "launch_config",
     "output_dir",
+    "served_model",
     "up",
     "verify_config",
 ]
@@ -85,7 +86,7 @@ def fatal_check(spec: EngineSpec) -> Any:
     return check
 
 
-def _served_model(url: str, fallback: str) -> str:
+def served_model(url: str, fallback: str) -> str:
     try:
         with urllib.request.urlopen(url + "/v1/models", timeout=10) as r:
             return str(json.loads(r.read())["data"][0]["id"])
@@ -177,14 +178,14 @@ def up(
                 f"{path}: engine.url: kind {cfg.engine!r} needs the URL of the running endpoint"
             )
         url = cfg.url.rstrip("/")
-        model = _served_model(url, cfg.model or "")
+        model = served_model(url, cfg.model or "")
         rep = None if no_verify else verify_config(camp, cfg, url, model, store)
         if rep is not None and not rep.passed and camp.verify.enabled is not False:
             raise VerifyError(_failure_text(cfg.name, rep))
         return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [])
     server = launch_config(camp, cfg)
     url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
-    model = _served_model(url, cfg.model or "")
+    model = served_model(url, cfg.model or "")
     rep = None
     if not no_verify and camp.verify.enabled:
         try:
@@ -252,10 +253,3 @@ def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str
         st.unlink()
         out.append((str(d["config"]), rep))
     return out
-
-
-def up_json(r: UpResult) -> dict[str, Any]:
-    d = asdict(r)
-    d["log_path"] = str(r.log_path)
-    d["verify"] = [c.to_json() for c in r.verify.checks] if r.verify else None
-    return d

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -284,7 +283,3 @@ def _equivalence(ref: GreedyOutputs, got: GreedyOutputs) -> CheckResult:
     return CheckResult(
         "equivalence", matched == len(per), msg, {"match_rate": rate, "prompts": per}
     )
-
-
-def summarize_checks(checks: Sequence[CheckResult]) -> str:
-    return ", ".join(f"{c.kind} {'ok' if c.passed else 'FAILED'}" for c in checks)
