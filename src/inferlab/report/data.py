@@ -13,6 +13,7 @@ from typing import Any
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.report.compare import Comparison, build_comparison
+from inferlab.report.sections import Section, build_sections
 from inferlab.stats.metrics import itl_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import Store
@@ -139,6 +140,7 @@ class Report:
     argv_diff: dict[str, list[str]]  # config → changes vs the baseline
     env_diff: dict[str, list[str]]
     notes: list[str] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)  # findings, recon, profiles, tuning
 
 
 def campaigns(store: Store) -> list[str]:
@@ -349,4 +351,5 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
         environments=envs,
         argv_diff=argv_diff,
         env_diff=env_diff,
+        sections=build_sections(store, campaign),
     )

@@ -187,6 +187,8 @@ def render_markdown(report: Report) -> str:
     out += _md_checks(report)
     out += _md_server(report)
     out += _md_configs(report)
+    for sec in report.sections:
+        out += [f"## {_md(sec.title)}", "", sec.markdown.rstrip(), ""]
     quality = _quality(report)
     out += ["## Measurement-quality warnings", ""]
     if quality:
@@ -344,6 +346,8 @@ def render_html(report: Report) -> str:
     out += _html_checks(report)
     out += _html_server(report)
     out += _html_configs(report)
+    for sec in report.sections:
+        out += [f'<h2 id="{_h(sec.key)}">{_h(sec.title)}</h2>', sec.html]
     out += _html_quality(report)
     out += ['<h2 id="definitions">Definitions</h2><dl class="defs">']
     for key, text in DEFINITIONS.items():

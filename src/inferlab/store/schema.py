@@ -3,6 +3,8 @@
 Format history (``meta.schema_version``):
   1 (inferlab 0.1.0) campaigns, configs, environments, runs, requests (token arrival times as
     packed int64 ns offsets from send), server_metrics, verifications, findings.
+  2 (inferlab 0.2.0) ``findings.source`` (the file a finding was mined from) and ``analyses``:
+    one row per stored analysis (``kind`` = 'profile', 'recon', 'tune', ...) with its JSON.
 
 A database is upgraded on open by applying ``upgrade_to_N`` for every N above its version, in
 one transaction. A database newer than ``SCHEMA_VERSION`` is refused ("upgrade inferlab").
@@ -14,7 +16,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -138,4 +140,22 @@ def upgrade_to_1() -> str:
         """
 
 
-MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1}
+def upgrade_to_2() -> str:
+    """SQL of version 2: where findings came from, and stored analyses."""
+    return """
+        ALTER TABLE findings ADD COLUMN source TEXT;
+        CREATE INDEX findings_by_campaign ON findings(campaign_id, config_id);
+        CREATE TABLE analyses (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER REFERENCES campaigns(id),
+            config_id INTEGER REFERENCES configs(id),
+            kind TEXT NOT NULL,               -- 'profile', 'recon', 'tune', ...
+            name TEXT NOT NULL,               -- what was analyzed: a trace, a host, a shape
+            data_json TEXT NOT NULL,          -- the analysis as its module's to_json() writes it
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX analyses_by_campaign ON analyses(campaign_id, kind);
+        """
+
+
+MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1, 2: upgrade_to_2}
