@@ -1,0 +1,1 @@
+"""W8A8 block-FP8 GEMM tuning (``inferlab tune fp8-gemm``)."""

@@ -1,0 +1,75 @@
+"""One W8A8 block-FP8 GEMM kernel configuration, in the engines' vocabulary.
+
+The fields are the meta-parameters SGLang's and vLLM's ``_w8a8_block_fp8_matmul`` JSON files set
+(``BLOCK_SIZE_M/N/K``, ``GROUP_SIZE_M``, ``num_warps``, ``num_stages``), so a config found here
+means the same thing in the engine. ``split_k`` > 1 is inferlab's own extension: the engines'
+kernel cannot run it, so such configs are reported, never written into an engine's file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_SGLANG", "DEFAULT_VLLM", "ENGINE_KEYS", "KernelConfig"]
+
+#: the keys of one entry of an engine's config file, in the order the engines write them
+ENGINE_KEYS = (
+    "BLOCK_SIZE_M",
+    "BLOCK_SIZE_N",
+    "BLOCK_SIZE_K",
+    "GROUP_SIZE_M",
+    "num_warps",
+    "num_stages",
+)
+
+
+@dataclass(frozen=True, order=True)
+class KernelConfig:
+    """Tile sizes (elements), L2 grouping (tiles), warps per CTA, pipeline stages, K splits."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    group_m: int
+    num_warps: int
+    num_stages: int
+    split_k: int = 1
+
+    @property
+    def engine_usable(self) -> bool:
+        """Whether the engines' kernel can run this config (it has no split-K)."""
+        return self.split_k == 1
+
+    @property
+    def key(self) -> str:
+        """Short name, e.g. ``BM64_BN128_G32_w4_s3`` (``_k4`` appended for split-K 4)."""
+        s = (
+            f"BM{self.block_m}_BN{self.block_n}_G{self.group_m}"
+            f"_w{self.num_warps}_s{self.num_stages}"
+        )
+        return s + (f"_k{self.split_k}" if self.split_k > 1 else "")
+
+    def to_engine(self) -> dict[str, int]:
+        """The engines' JSON entry (``split_k`` is not representable there)."""
+        return {
+            "BLOCK_SIZE_M": self.block_m,
+            "BLOCK_SIZE_N": self.block_n,
+            "BLOCK_SIZE_K": self.block_k,
+            "GROUP_SIZE_M": self.group_m,
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+        }
+
+    @classmethod
+    def from_engine(cls, entry: Mapping[str, object]) -> KernelConfig:
+        """Parse one engine JSON entry; raises ``KeyError``/``ValueError`` on a bad one."""
+        vals = [entry[k] for k in ENGINE_KEYS]
+        ints = [int(v) for v in vals if isinstance(v, (int, str)) and not isinstance(v, bool)]
+        if len(ints) != len(ENGINE_KEYS):
+            raise ValueError(f"config entry needs integer {', '.join(ENGINE_KEYS)}: {dict(entry)}")
+        return cls(*ints)
+
+
+#: what SGLang (num_stages 3) and vLLM (num_stages 2) run when no tuned file exists
+DEFAULT_SGLANG = KernelConfig(64, 128, 128, 32, 4, 3)
+DEFAULT_VLLM = KernelConfig(64, 128, 128, 32, 4, 2)
