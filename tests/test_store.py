@@ -102,6 +102,40 @@ def test_wal_mode_and_version(tmp_path: Path) -> None:
     assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 
+def test_v1_database_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
+    """A file written by schema 1 opens under schema 2: runs kept, findings/analyses usable."""
+    from inferlab.store.schema import APPLICATION_ID, upgrade_to_1
+
+    path = tmp_path / "v1.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "BEGIN;" + upgrade_to_1() + f";PRAGMA application_id = {APPLICATION_ID};"
+        "INSERT INTO meta VALUES ('schema_version', '1');"
+        "INSERT INTO campaigns(name, created_at) VALUES ('old', 'then');"
+        "INSERT INTO findings(campaign_id, kind, severity, message, created_at) "
+        "VALUES (1, 'k', 'info', 'kept', 'then');COMMIT;"
+    )
+    db.close()
+    with Store(path) as store:
+        assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[
+            0
+        ] == str(SCHEMA_VERSION)
+        old = store.findings("old")
+        assert [(f["message"], f["source"]) for f in old] == [("kept", None)]
+        store.add_findings(
+            [{"kind": "oom", "severity": "error", "message": "m", "evidence": {"lines": [3]}}],
+            campaign="old",
+            source="server.log",
+        )
+        aid = store.add_analysis("profile", "t.json.gz", {"steps": 16}, campaign="old")
+        store.add_analysis("profile", "other", {"steps": 1})  # no campaign
+        got = store.findings("old")
+        assert got[-1]["evidence"] == {"lines": [3]} and got[-1]["source"] == "server.log"
+        a = store.analyses("profile", campaign="old")
+        assert [(x["id"], x["name"], x["data"]) for x in a] == [(aid, "t.json.gz", {"steps": 16})]
+        assert len(store.analyses("profile")) == 2 and store.analyses("tune") == []
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     Store(tmp_path / "x.db").close()
     db = sqlite3.connect(tmp_path / "x.db")
