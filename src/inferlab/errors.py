@@ -12,7 +12,10 @@
     ├── LaunchError               a server config failed to start: classified, with remedy and log
     ├── VerifyError               a server answered, but not correctly
     ├── NotComparable             a comparison refused: the differing fields are named
-    └── SimError                  the reference engine could not start or serve
+    ├── SimError                  the reference engine could not start or serve
+    ├── LogError                  a log cannot be mined: binary, foreign compression, unreadable
+    ├── TraceError                a profiler trace is truncated, invalid or has no GPU activity
+    └── TuneError                 kernel tuning cannot run (no GPU stack) or lost/failed a cell
 
 Faults of a server *during* a measurement are not exceptions: they are recorded on the
 request (``RequestRecord.error_kind``) and counted, never raised.
@@ -25,12 +28,15 @@ __all__ = [
     "ConnectError",
     "InferlabError",
     "LaunchError",
+    "LogError",
     "MeasurementError",
     "NotComparable",
     "ServerRejected",
     "SimError",
     "StoreError",
     "TokenizerError",
+    "TraceError",
+    "TuneError",
     "VerifyError",
 ]
 
@@ -93,3 +99,17 @@ class VerifyError(InferlabError):
 
 class MeasurementError(InferlabError):
     """The measuring client failed (a worker process died or broke): the point was not measured."""
+
+
+class LogError(InferlabError):
+    """A log cannot be mined: missing, binary, or compressed other than gzip (names the file)."""
+
+
+class TraceError(InferlabError):
+    """A profiler trace cannot be analyzed: truncated, invalid JSON (file and byte offset named),
+    not a trace, or without GPU activity."""
+
+
+class TuneError(InferlabError):
+    """Kernel tuning cannot run (no torch/triton/CUDA GPU) or produced no usable result for a
+    cell (every config failed its reference check, a device process lost its cells)."""

@@ -26,6 +26,7 @@ from inferlab.config.resolve import ResolvedConfig, resolve_configs
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
+from inferlab.logs import store_log_findings
 from inferlab.server import ServerProcess, stop
 from inferlab.store import Store
 
@@ -251,6 +252,10 @@ def _run_config(
             try:
                 server = launch_config(camp, cfg)
             except LaunchError as exc:
+                if exc.log_path:
+                    store_log_findings(
+                        store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid
+                    )
                 _record(
                     store,
                     gid,
@@ -317,6 +322,9 @@ def _run_config(
         if server is not None:
             events.message(f"{cfg.name}: stopping ...")
             rep_stop = stop(server)
+            store_log_findings(
+                store, server.spec.log_path, campaign=camp.campaign.name, config_id=gid
+            )
             _record(
                 store,
                 gid,

@@ -26,10 +26,14 @@ def _register() -> None:
     from inferlab.cli.bench import bench
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
+    from inferlab.cli.logs import logs_app
     from inferlab.cli.model import model_app
+    from inferlab.cli.profile import profile
+    from inferlab.cli.recon import recon
     from inferlab.cli.report import report
     from inferlab.cli.run import run
     from inferlab.cli.store import export, import_, runs
+    from inferlab.cli.tune import tune_app
     from inferlab.cli.up import down, up
     from inferlab.cli.verify import verify
 
@@ -42,10 +46,14 @@ def _register() -> None:
     app.command("verify")(verify)
     app.command("run")(run)
     app.command("report")(report)
+    app.command("profile")(profile)
     app.command("up")(up)
     app.command("down")(down)
+    app.command("recon")(recon)
     app.add_typer(sim_cli.sim_app, name="sim")
     app.add_typer(model_app, name="model")
+    app.add_typer(logs_app, name="logs")
+    app.add_typer(tune_app, name="tune")
 
 
 def main() -> None:

@@ -29,7 +29,12 @@ class Section:
 SectionBuilder = Callable[[Store, str], "Section | None"]
 
 #: modules that register sections, imported (in this order) when a report is built
-SECTION_MODULES: tuple[str, ...] = ()
+SECTION_MODULES: tuple[str, ...] = (
+    "inferlab.tune.report",
+    "inferlab.recon.report",
+    "inferlab.profile.report",
+    "inferlab.logs.report",
+)
 
 _BUILDERS: dict[str, SectionBuilder] = {}
 

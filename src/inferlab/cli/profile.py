@@ -1,0 +1,142 @@
+"""``inferlab profile``: where the GPU time of a step goes, from a Kineto or Nsight trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from inferlab.errors import ConfigError
+from inferlab.profile import Categorizer, analyze, diff_profiles, load_rules, read_trace
+from inferlab.profile.render import (
+    amdahl_sentences,
+    category_rows,
+    headline,
+    kernel_rows,
+    ms,
+    occupancy_rows,
+    occupancy_sentence,
+)
+from inferlab.store import Store, db_path
+
+from .render import stdout_console
+
+
+def _table(title: str, cols: list[str], rows: list[list[str]], caption: str = "") -> Table:
+    t = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    for i, c in enumerate(cols):
+        t.add_column(c, justify="left" if i == 0 else "right", overflow="fold")
+    for r in rows:
+        t.add_row(*(escape(x) for x in r))
+    return t
+
+
+def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
+    con = stdout_console()
+    for line in headline(p):
+        con.print(escape(line), highlight=False)
+    con.print(
+        _table(
+            "categories",
+            ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"],
+            category_rows(p),
+            "share: of the segment's kernel time; ≤: Amdahl bound on the whole step's speed-up",
+        )
+    )
+    con.print(
+        _table(
+            f"top {top} kernels",
+            ["kernel", "category", "ms", "share", "count", "mean µs", "≤ if free"],
+            kernel_rows(p, top),
+        )
+    )
+    con.print(escape(occupancy_sentence(p)), highlight=False)
+    if p["occupancy"]:
+        con.print(
+            _table(
+                "under-occupied kernels",
+                ["kernel", "blocks", "≤ SMs busy", "share", "count"],
+                occupancy_rows(p, top),
+            )
+        )
+    for s in amdahl_sentences(p):
+        con.print(escape(s), highlight=False)
+    if p["unknown"]:
+        con.print(
+            escape(f"{len(p['unknown'])} kernel name(s) in no category (listed as other): ")
+            + escape("; ".join(n[:80] for n in p["unknown"][:10])),
+            highlight=False,
+        )
+    if diff is not None:
+        for key, title in (("categories", "categories"), ("kernels", "kernels")):
+            rows = [
+                [
+                    r["short"],
+                    ms(r["a_us"]),
+                    ms(r["b_us"]),
+                    f"{'+' if r['delta_us'] >= 0 else ''}{ms(r['delta_us'])}",
+                    "–" if r["ratio"] is None else f"×{r['ratio']:.2f}",
+                ]
+                for r in diff[key][:top]
+            ]
+            con.print(
+                _table(
+                    f"{title}: {diff['b']} vs {diff['a']} (ms {diff['unit']})",
+                    [title[:-1] if title.endswith("s") else title, "A", "B", "B − A", "B / A"],
+                    rows,
+                    f"step span A {ms(diff['span_a_us'])} ms, B {ms(diff['span_b_us'])} ms",
+                )
+            )
+    err = Console(stderr=True)
+    for w in p["warnings"]:
+        err.print(f"[yellow]warning[/yellow] {escape(w)}", highlight=False)
+
+
+def profile(
+    trace: Annotated[Path, typer.Argument(help="Kineto .json/.json.gz or nsys .sqlite export")],
+    segment: Annotated[str, typer.Option(help="decode | prefill | all")] = "decode",
+    steps: Annotated[
+        str | None,
+        typer.Option("--steps", help="Regex naming the step ranges (default by segment)"),
+    ] = None,
+    sms: Annotated[
+        int | None, typer.Option("--sms", help="SM count (default: from the trace)")
+    ] = None,
+    vs: Annotated[Path | None, typer.Option("--vs", help="A second trace to diff against")] = None,
+    top: Annotated[int, typer.Option(help="Kernels shown")] = 20,
+    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout")] = False,
+    campaign: Annotated[
+        str | None, typer.Option(help="Store the profile under this campaign")
+    ] = None,
+    db: Annotated[Path | None, typer.Option("--db", help="Database (with --campaign)")] = None,
+    categories: Annotated[
+        Path | None, typer.Option("--categories", help="TOML/JSON file of extra [[rule]]s")
+    ] = None,
+) -> None:
+    """Where the GPU time of a decode (or prefill) step goes: steps and busy time, categories
+    and kernels with their shares, under-occupied kernels and Amdahl bounds."""
+    if top < 1:
+        raise ConfigError(f"--top: expected a positive count, got {top}")
+    if sms is not None and sms < 1:
+        raise ConfigError(f"--sms: expected a positive SM count, got {sms}")
+    cat = Categorizer(load_rules(categories) if categories else None)
+    p = analyze(read_trace(trace), segment=segment, steps_pattern=steps, sms=sms, categorizer=cat)
+    data = p.to_dict()
+    diff = None
+    if vs is not None:
+        q = analyze(read_trace(vs), segment=segment, steps_pattern=steps, sms=sms, categorizer=cat)
+        diff = diff_profiles(p, q, top=top).to_dict()
+        data["vs"] = {"profile": q.to_dict(), "diff": diff}
+    if campaign:
+        with Store(db_path(db)) as store:
+            store.add_analysis("profile", trace.name, data, campaign=campaign)
+    if json_:
+        sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
+    else:
+        _print(data, top, diff)

@@ -1,0 +1,106 @@
+"""``inferlab recon``: look at the GPUs, the engine and its environment before acting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from inferlab.errors import ConfigError
+from inferlab.recon import ReconOptions, run_recon
+from inferlab.recon.tables import ReconTable, recon_tables
+from inferlab.store import Store, db_path
+
+from .render import stdout_console
+
+__all__ = ["recon"]
+
+
+def _rich(t: ReconTable) -> Table | str:
+    if not t.rows:
+        return f"[bold]{escape(t.title)}[/bold]: [yellow]{escape(t.note or 'nothing')}[/yellow]"
+    table = Table(
+        title=t.title,
+        caption=t.caption,
+        caption_justify="left",
+        title_justify="left",
+    )
+    for c in t.columns:
+        table.add_column(c, overflow="fold")
+    for row in t.rows:
+        table.add_row(*(escape(x) for x in row))
+    return table
+
+
+def recon(
+    engine: Annotated[
+        str | None, typer.Option(help="sglang | vllm (default: detected in --python)")
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option("--python", help="The engine's Python interpreter (default python3)"),
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option(help="The engine's git checkout (commit, commits behind)")
+    ] = None,
+    url: Annotated[str | None, typer.Option(help="A running server to probe")] = None,
+    log: Annotated[
+        Path | None, typer.Option(help="Server log: which untuned kernel shapes it needed")
+    ] = None,
+    fetch: Annotated[
+        bool, typer.Option("--fetch", help="git fetch the upstream before counting")
+    ] = False,
+    device: Annotated[
+        list[str] | None,
+        typer.Option("--device", help="Also check tuned configs for this GPU (repeatable)"),
+    ] = None,
+    campaign: Annotated[
+        str | None, typer.Option(help="Store the snapshot under this campaign")
+    ] = None,
+    db: Annotated[
+        Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout")] = False,
+) -> None:
+    """GPUs, CUDA/torch/triton in the engine's Python, engine version and checkout, the
+    speculative / FP8 / CUDA-graph flags it offers, its tuned kernel configs versus a log's
+    needs, NCCL variables, and a running server. Nothing is changed; nothing is fetched
+    without --fetch."""
+    if log is not None and not log.is_file():
+        raise ConfigError(f"--log: {log} is not a file")
+    if db is not None and campaign is None:
+        raise ConfigError("--db: only used with --campaign (where to store the snapshot)")
+    opts = ReconOptions(
+        engine=engine,
+        python=python,
+        repo=repo,
+        url=url,
+        log=log,
+        fetch=fetch,
+        devices=tuple(device or ()),
+    )
+    err = Console(stderr=True)
+    with err.status("recon: probing the engine's Python and its --help", spinner="dots"):
+        result = run_recon(opts)
+    data = result.to_dict()
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+    else:
+        con = stdout_console()
+        for t in recon_tables(data):
+            con.print(_rich(t), highlight=False)
+            con.print()
+    if campaign is not None:
+        path = db_path(db)
+        with Store(path) as store:
+            aid = store.add_analysis("recon", result.host, data, campaign=campaign)
+        err.print(
+            f"[dim]stored as analysis {aid} (recon) in {escape(str(path))}, "
+            f"campaign {escape(campaign)}[/dim]",
+            highlight=False,
+        )

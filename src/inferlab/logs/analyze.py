@@ -1,0 +1,202 @@
+"""``analyze_log``: stream one log through the parsers, then run the detectors."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from inferlab.engines.logs import clean_line
+from inferlab.errors import ConfigError, InferlabError
+from inferlab.logs.detectors import detect
+from inferlab.logs.model import ENGINES, LogAnalysis, UntunedGemm, UntunedMoe
+from inferlab.logs.parsers import (
+    ANCHORS,
+    FAST_PARSERS,
+    PARSERS,
+    LogState,
+    markers,
+    milestone_list,
+    ooms,
+    untuned_gemms,
+    untuned_moes,
+)
+from inferlab.logs.reader import Lookahead, open_log, scan
+from inferlab.store import Store
+
+__all__ = ["analyze_log", "store_log_findings", "untuned_fp8_gemms", "untuned_moe"]
+
+ENGINE_CHOICES = ("auto", *ENGINES)
+
+
+def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
+    if engine not in ENGINE_CHOICES:
+        raise ConfigError(f"--engine: {engine!r}; expected one of {', '.join(ENGINE_CHOICES)}")
+    forced = None if engine == "auto" else engine
+    st = LogState(path=str(path), engine=forced)
+    parsers = [p for p in PARSERS if forced is None or p.engine in (None, forced)]
+
+    fast = [p for p in parsers if p.name in FAST_PARSERS]
+    rest = parsers  # (a line the fast ones did not take may still be theirs, e.g. cut)
+
+    def visit(ln: int, raw: str, la: Lookahead) -> int:
+        # parsers search (never anchor) their text, so transport prefixes can stay; only
+        # colour codes cut through the words they look for
+        text = clean_line(raw) if "\x1b" in raw else raw.rstrip()
+        if not text:
+            return 0
+        if not st.simulated and "[SIMULATED]" in text:
+            st.simulated = True
+        for p in fast:  # the periodic stats lines: most of a busy log, one format each
+            if p.keywords[0] in text or p.keywords[1] in text:
+                r = p.parse(st, ln, text, la)
+                if r is not None:
+                    st.hit(p.engine)
+                    return r
+        markers(st, text)
+        used = 0
+        for p in rest:
+            for k in p.keywords:
+                if k in text:
+                    break
+            else:
+                continue
+            r = p.parse(st, ln, text, la)
+            if r is not None:
+                st.hit(p.engine)
+                used = max(used, r)
+        return used
+
+    t0 = time.perf_counter()
+    stats = scan(path, ANCHORS, visit)
+    hits = {k: v for k, v in st.engine_hits.items() if k in ENGINES}
+    if forced is not None:
+        found = forced if hits.get(forced) or st.markers.get(forced) else None
+    elif hits:
+        found = max(hits, key=lambda k: hits[k])
+    elif st.markers and (st.ooms or st.nccl_errors or st.nccl_timeouts or st.gemms or st.moes):
+        # only engine-neutral lines (an OOM, NCCL, kernel configs): the engine named near them
+        found = max(st.markers, key=lambda k: st.markers[k])
+    else:
+        found = None
+    st.detected = found
+    an = LogAnalysis(
+        path=str(path),
+        engine=found,
+        lines=stats.lines,
+        bytes=stats.bytes,
+        visited=stats.visited,
+        engine_hits=hits,
+        compressed=stats.compressed,
+        truncated=stats.truncated,
+        simulated=st.simulated,
+        forced_engine=forced is not None,
+        requested=forced,
+        looked_for=[
+            "SGLang 'Prefill/Decode batch' lines and startup steps",
+            "vLLM engine stats ('Avg prompt throughput ... Running ...'), 'SpecDecoding "
+            "metrics' and startup steps",
+            "llama.cpp server/slot lines",
+            "kernel-config, CUDA OOM and NCCL messages",
+        ],
+    )
+    an.seconds = time.perf_counter() - t0
+    return st, an
+
+
+def analyze_log(path: str | Path, engine: str = "auto") -> LogAnalysis:
+    """Mine ``path`` (plain or .gz): findings, time series, timeline, untuned shapes.
+
+    ``engine``: ``auto`` (detected from the lines recognised) or one of ``sglang``, ``vllm``,
+    ``llamacpp`` (only that engine's parsers run, besides the engine-neutral ones).
+    Raises ``LogError`` for a missing, binary or foreign-compressed file; a text file of no
+    known engine gives an analysis with ``engine`` None (see ``unknown_reason``)."""
+    t0 = time.perf_counter()
+    st, an = _state(path, engine)
+    an.findings = detect(st)
+    an.series = list(st.series)
+    an.series_total = st.series_total
+    an.series_stride = st.series_stride
+    an.timeline = milestone_list(st)
+    an.flags = dict(st.flags)
+    an.untuned_gemms = untuned_gemms(st)
+    an.untuned_moe = untuned_moes(st)
+    an.tuned = list(st.tuned_gemms.values()) + list(st.tuned_moes.values())
+    an.ooms = ooms(st)
+    if not an.recognized:
+        an.found = _sniff(path, an.visited)
+    an.seconds = time.perf_counter() - t0
+    return an
+
+
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("# TYPE ", "a Prometheus /metrics dump"),
+    ("_bucket{", "a Prometheus /metrics dump"),
+    ("Serving Benchmark Result", "a benchmark client's result"),
+    ("Successful requests:", "a benchmark client's result"),
+    ('"request_rate"', "a benchmark result file"),
+)
+
+
+def _sniff(path: str | Path, visited: int) -> str:
+    """What an unrecognised file seems to be (from its first 64 KiB)."""
+    fh, _ = open_log(path)
+    with fh:
+        head = fh.read(1 << 16).decode("utf-8", "replace")
+    what = next((w for needle, w in _KINDS if needle in head), None)
+    out = f"{visited:,} candidate line{'s' if visited != 1 else ''}, none in a known format"
+    return out + (f"; it looks like {what}" if what else "")
+
+
+def untuned_fp8_gemms(path: str | Path) -> list[UntunedGemm]:
+    """Block-FP8 GEMM shapes that ran on the default config, deduplicated by
+    (n, k, device, dtype, block_shape) in first-seen order, minus any shape a
+    ``Using configuration from`` line proves tuned."""
+    st, _ = _state(path, "auto")
+    return untuned_gemms(st)
+
+
+def untuned_moe(path: str | Path) -> list[UntunedMoe]:
+    """Fused-MoE shapes without a tuned config (default, missing ``_down``, or another Triton
+    version's), deduplicated, first-seen order, minus shapes proven tuned."""
+    st, _ = _state(path, "auto")
+    return untuned_moes(st)
+
+
+def store_log_findings(
+    store: Store, path: str | Path, *, campaign: str, config_id: int | None
+) -> LogAnalysis | None:
+    """Analyze a launch log and store its findings with the config (in one transaction).
+
+    Returns the analysis, or None when the log is missing or unreadable. A campaign is never
+    stopped by its log miner: an unexpected error is stored as a ``log-analysis-failed``
+    finding."""
+    try:
+        an = analyze_log(path)
+    except InferlabError:
+        return None
+    except Exception as exc:  # a miner bug must not lose the campaign: record it instead
+        with store.transaction():
+            store.add_findings(
+                [
+                    {
+                        "kind": "log-analysis-failed",
+                        "severity": "warning",
+                        "message": f"the launch log could not be analyzed: {exc!r}",
+                        "evidence": {"lines": []},
+                        "action": f"inferlab logs analyze {path} (and report the error)",
+                    }
+                ],
+                campaign=campaign,
+                config_id=config_id,
+                source=str(path),
+            )
+        return None
+    if an.findings:
+        with store.transaction():
+            store.add_findings(
+                [f.to_dict() for f in an.findings],
+                campaign=campaign,
+                config_id=config_id,
+                source=str(path),
+            )
+    return an

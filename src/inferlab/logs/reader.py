@@ -1,0 +1,224 @@
+"""Stream a server log in bounded memory and hand the lines that may matter to a visitor.
+
+The file is read in blocks of ``BLOCK`` bytes. Each block is searched for a short list of
+*anchors* (literal byte strings, one ``bytes.find`` pass each); only the lines that hold an
+anchor are decoded and visited, and the rest are counted. A visitor sees:
+
+- the 1-based number of the line in the original file (``\\n`` ends a line; ``\\r``, as tqdm
+  bars use it, does not: a line holding ``\\r`` is visited once per ``\\r``-separated segment
+  that has text, all with the same number);
+- the segment's text, decoded as UTF-8 with ``errors="replace"``;
+- a ``Lookahead`` on the following lines (at least ``LOOKAHEAD`` of them, unless the file ends),
+  so a parser can join a terminal hard wrap or read a list that follows a header line.
+
+``.gz`` files are decompressed on the fly; other compressed or binary files are refused with a
+``LogError`` naming the file. A last line without a newline is read like any other.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from inferlab.engines.logs import clean_line
+from inferlab.errors import LogError
+
+__all__ = ["BLOCK", "LOOKAHEAD", "Lookahead", "ScanStats", "open_log", "scan"]
+
+#: bytes read per block
+BLOCK = 1 << 22
+#: lines after a visited line that are always in memory
+LOOKAHEAD = 16
+#: a line longer than this (no newline in sight) is visited in pieces of this size
+MAX_LINE = 1 << 24
+#: bytes sniffed at the start for NUL (binary files)
+SNIFF = 1 << 16
+
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"\x04\x22\x4d\x18", "lz4"),
+)
+
+
+@dataclass
+class ScanStats:
+    """What a scan read: ``lines`` in the file, ``bytes`` of text (decompressed), lines visited."""
+
+    lines: int = 0
+    bytes: int = 0
+    visited: int = 0
+    compressed: str | None = None
+    truncated: bool = False
+
+
+class Lookahead:
+    """The lines after a visited line, decoded and cleaned (see ``clean_line``) on demand."""
+
+    __slots__ = ("_buf", "_cache", "_pos")
+
+    def __init__(self, buf: bytes, pos: int) -> None:
+        self._buf = buf
+        self._pos = pos  # index of the newline ending the visited line (or len(buf))
+        self._cache: list[str] | None = None
+
+    def lines(self, n: int = LOOKAHEAD) -> list[str]:
+        """Up to ``n`` following lines (fewer at the end of the file), cleaned."""
+        if self._cache is None or len(self._cache) < n:
+            out: list[str] = []
+            pos = self._pos
+            buf = self._buf
+            while len(out) < n and pos < len(buf):
+                start = pos + 1
+                end = buf.find(b"\n", start)
+                if end < 0:
+                    end = len(buf)
+                if start > len(buf):
+                    break
+                raw = buf[start:end]
+                out.append(clean_line(raw.decode("utf-8", "replace")))
+                pos = end
+            self._cache = out
+        return self._cache[:n]
+
+
+def _refuse(path: Path, what: str) -> LogError:
+    return LogError(f"{path}: {what}; inferlab reads text logs, plain or gzip (.gz)")
+
+
+def open_log(path: str | Path) -> tuple[BinaryIO, str | None]:
+    """Open ``path`` for reading as bytes (gunzipped when it is gzip); ``LogError`` when it is
+    missing, a directory, or compressed in another format. Returns the stream and the
+    compression it had (``"gzip"`` or None)."""
+    p = Path(path)
+    if not p.exists():
+        raise LogError(f"{p}: no such file")
+    if p.is_dir():
+        raise LogError(f"{p}: is a directory, not a log file")
+    try:
+        fh: BinaryIO = p.open("rb")
+        head = fh.read(8)
+        fh.seek(0)
+    except OSError as exc:
+        raise LogError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    if head.startswith(b"\x1f\x8b"):
+        return gzip.GzipFile(fileobj=fh, mode="rb"), "gzip"  # type: ignore[return-value]
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            fh.close()
+            raise _refuse(p, f"a {name}-compressed file (decompress it first)")
+    return fh, None
+
+
+def _read(fh: BinaryIO, path: Path, stats: ScanStats) -> bytes:
+    try:
+        return fh.read(BLOCK)
+    except EOFError:  # a .gz still being written: read what is there
+        stats.truncated = True
+        return b""
+    except (OSError, zlib.error) as exc:
+        raise LogError(f"{path}: corrupt {stats.compressed or 'file'}: {exc}") from None
+
+
+Visitor = Callable[[int, str, Lookahead], int]
+
+
+def scan(
+    path: str | Path, anchors: Sequence[bytes], visit: Visitor, *, first: int = 1
+) -> ScanStats:
+    """Stream ``path``; call ``visit(line_no, text, lookahead)`` for every line (segment) that
+    holds one of ``anchors``, and for the first ``first`` lines whatever they hold. ``visit``
+    returns how many following lines it consumed (joined into its own), which are then skipped.
+    """
+    p = Path(path)
+    fh, comp = open_log(p)
+    stats = ScanStats(compressed=comp)
+    carry = b""
+    line_no = 1  # number of the line starting at buf[0]
+    skip_until = 0
+    sniffed = False
+    try:
+        while True:
+            chunk = _read(fh, p, stats)
+            eof = not chunk
+            stats.bytes += len(chunk)
+            buf = carry + chunk if carry else chunk
+            if not sniffed and (len(buf) >= SNIFF or eof):
+                sniffed = True
+                nul = buf.find(b"\x00", 0, SNIFF)
+                if nul >= 0:
+                    what = "gzip of a binary file" if comp else "a binary file"
+                    raise _refuse(p, f"{what} (NUL byte at offset {nul})")
+            if not buf:
+                break
+            if eof:
+                end = len(buf)
+            else:
+                end = _cut(buf)
+                if end < 0:
+                    if len(buf) < MAX_LINE:
+                        carry = buf
+                        continue
+                    end = len(buf)  # a monster line: visit this piece, same line number
+            hits: set[int] = set()
+            for a in anchors:
+                j = buf.find(a, 0, end)
+                while j >= 0:
+                    hits.add(buf.rfind(b"\n", 0, j) + 1)
+                    nl = buf.find(b"\n", j, end)
+                    if nl < 0:
+                        break
+                    j = buf.find(a, nl + 1, end)
+            if line_no <= first:
+                pos, n = 0, line_no
+                while n <= first and pos < end:
+                    hits.add(pos)
+                    nl = buf.find(b"\n", pos, end)
+                    if nl < 0:
+                        break
+                    pos, n = nl + 1, n + 1
+            pos = 0
+            for s in sorted(hits):
+                line_no += buf.count(b"\n", pos, s)
+                pos = s
+                if line_no < skip_until:
+                    continue
+                e = buf.find(b"\n", s, end)
+                if e < 0:
+                    e = end
+                la = Lookahead(buf, e)
+                used = 0
+                for seg in buf[s:e].split(b"\r"):
+                    if seg.strip():
+                        stats.visited += 1
+                        used = max(used, visit(line_no, seg.decode("utf-8", "replace"), la))
+                if used:
+                    skip_until = line_no + used + 1
+            line_no += buf.count(b"\n", pos, end)  # a piece of a monster line does not advance
+            carry = buf[end:]
+            if eof:
+                if buf[-1:] != b"\n":
+                    line_no += 1  # a partial last line is a line
+                break
+    finally:
+        fh.close()
+    stats.lines = line_no - 1
+    return stats
+
+
+def _cut(buf: bytes) -> int:
+    """Index just after the newline that leaves ``LOOKAHEAD`` whole lines behind it; -1 when
+    the buffer does not hold that many lines yet."""
+    e = buf.rfind(b"\n")
+    for _ in range(LOOKAHEAD):
+        if e < 0:
+            return -1
+        e = buf.rfind(b"\n", 0, e)
+    return -1 if e < 0 else e + 1

@@ -1,0 +1,65 @@
+"""The report section "findings": the stored findings of a campaign, per config (those the
+runner mined from each launch log, and any other part of inferlab stored)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from inferlab.report.sections import Section, register_section
+from inferlab.store import Store
+
+__all__ = ["findings_section"]
+
+_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def _md(text: object) -> str:
+    return escape(str(text)).replace("|", "\\|").replace("\n", "<br>")
+
+
+def _where(f: dict[str, Any]) -> str:
+    ev = f.get("evidence") or {}
+    lines = ev.get("lines") if isinstance(ev, dict) else None
+    src = Path(str(f["source"])).name if f.get("source") else ""
+    if lines:
+        shown = ", ".join(str(x) for x in lines[:8]) + (" …" if len(lines) > 8 else "")
+        return f"{src} lines {shown}".strip()
+    return src
+
+
+@register_section("findings")
+def findings_section(store: Store, campaign: str) -> Section | None:
+    """Findings of ``campaign`` grouped by config, errors first; None when it has none."""
+    rows = store.findings(campaign)
+    if not rows:
+        return None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(str(r["config"] or "(campaign)"), []).append(r)
+    md = [
+        "What the servers' own logs show (`inferlab logs analyze` on each launch log; "
+        "evidence lines are 1-based in the stored log).",
+        "",
+    ]
+    html = [
+        '<p class="muted">What the servers\' own logs show (<code>inferlab logs analyze</code> '
+        "on each launch log; evidence lines are 1-based in the stored log).</p>"
+    ]
+    for cfg, fs in groups.items():
+        fs = sorted(fs, key=lambda f: (_ORDER.get(str(f["severity"]), 3), int(f["id"])))
+        md += [f"### {_md(cfg)}", "", "| severity | kind | finding | evidence | action |"]
+        md.append("|---|---|---|---|---|")
+        html.append(f"<h3>{escape(cfg)}</h3>")
+        html.append(
+            "<table><tr><th>severity</th><th>kind</th><th>finding</th><th>evidence</th>"
+            "<th>action</th></tr>"
+        )
+        for f in fs:
+            cells = (f["severity"], f["kind"], f["message"], _where(f), f.get("action") or "")
+            md.append("| " + " | ".join(_md(c) for c in cells) + " |")
+            html.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
+        md.append("")
+        html.append("</table>")
+    return Section("findings", "Log findings", "\n".join(md), "\n".join(html))

@@ -1,0 +1,125 @@
+"""Formatting of a stored profile (the dict of ``Profile.to_dict``) as lines of text.
+
+Builders return lists of rows and sentences, so the CLI (rich tables), the report (Markdown and
+HTML) and tests share them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["amdahl_sentences", "category_rows", "headline", "kernel_rows", "occupancy_rows"]
+
+
+def ms(us: float) -> str:
+    """µs → ms with 2 decimals below 10 ms, else 1."""
+    v = us / 1000
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}"
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _bound(x: float | None) -> str:
+    return "∞" if x is None or x > 1e6 else f"{x:.3f}×"
+
+
+def headline(p: dict[str, Any]) -> list[str]:
+    """Segment summary sentences: steps, busy/idle, kernels, verdict, graphs, warnings."""
+    out = [f"{p['trace']} ({p['format']}), segment {p['segment']}: steps from {p['step_source']}"]
+    m = p.get("mean_step")
+    if m and p["segment"] != "all":
+        out.append(
+            f"{len(p['steps'])} steps: GPU span {ms(m['span_us'])} ms mean "
+            f"({ms(m['min_span_us'])}–{ms(m['max_span_us'])}), kernels busy {ms(m['busy_us'])} ms, "
+            f"idle {ms(m['idle_us'])} ms, {m['kernels']:.0f} kernels per step"
+        )
+    out.append(
+        f"kernel time {ms(p['kernel_us'])} ms in {p['kernels']:,} kernels ({p['kernel_names']} "
+        f"names); memcpy/memset {ms(p['copy_us'])} ms in {p['copies']:,} ops (not in shares)"
+    )
+    out.append(p["verdict"])
+    if p.get("graph_launches"):
+        out.append(
+            f"CUDA graphs: {p['graph_kernels']:,} kernels from {p['graph_launches']} graph "
+            f"launches ({p['graph_kernels'] / p['graph_launches']:.0f} per launch): they share "
+            "their launch's correlation, so kernels are attributed by name"
+        )
+    return out
+
+
+def category_rows(p: dict[str, Any]) -> list[list[str]]:
+    """category, time ms, share of kernel time, count, mean µs, per step ms, ≤ if 2× / if free."""
+    return [
+        [
+            r["name"],
+            ms(r["time_us"]),
+            pct(r["share"]),
+            f"{r['count']:,}",
+            f"{r['mean_us']:.1f}",
+            "–" if r["per_step_us"] is None else ms(r["per_step_us"]),
+            _bound(r["amdahl_2x"]),
+            _bound(r["amdahl_free"]),
+        ]
+        for r in p["categories"]
+    ]
+
+
+def kernel_rows(p: dict[str, Any], top: int) -> list[list[str]]:
+    return [
+        [
+            r["short"],
+            r["category"],
+            ms(r["time_us"]),
+            pct(r["share"]),
+            f"{r['count']:,}",
+            f"{r['mean_us']:.1f}",
+            _bound(r["amdahl_free"]),
+        ]
+        for r in p["kernel_rows"][:top]
+    ]
+
+
+def occupancy_rows(p: dict[str, Any], top: int) -> list[list[str]]:
+    sm = p.get("sm_count")
+    return [
+        [
+            o["short"],
+            f"{o['blocks']} on {sm}",
+            f"{100 * o['sm_fraction']:.0f}%",
+            pct(o["share"]),
+            f"{o['count']:,}",
+        ]
+        for o in p["occupancy"][:top]
+    ]
+
+
+def occupancy_sentence(p: dict[str, Any]) -> str:
+    if p.get("occupancy_share") is None:
+        return "occupancy: SM count unknown (pass --sms N)"
+    sm = p["sm_count"]
+    s = f"under-occupied kernels (grid < {sm} SMs): {pct(p['occupancy_share'])} of kernel time"
+    if p["occupancy"]:
+        o = p["occupancy"][0]
+        s += (
+            f"; largest: {o['short']} with {o['blocks']} blocks on {sm} SMs: at most "
+            f"{100 * o['sm_fraction']:.0f}% of SMs busy, {pct(o['share'])} of {p['segment']} "
+            "kernel time"
+        )
+    return s
+
+
+def amdahl_sentences(p: dict[str, Any], n: int = 3) -> list[str]:
+    """The largest categories and kernels as Amdahl bounds on the whole step."""
+    span = p["span_us"]
+    out = []
+    for r in [*p["categories"][:n], *p["kernel_rows"][:n]]:
+        if r["share"] is None or span <= 0:
+            continue
+        f = r["time_us"] / span
+        label = r.get("short") or r["name"]
+        out.append(
+            f"{label} is {100 * f:.1f}% of {p['segment']} time: at most "
+            f"{_bound(r['amdahl_2x'])} if 2× faster, {_bound(r['amdahl_free'])} even if free"
+        )
+    return out

@@ -1,0 +1,155 @@
+"""What the readers keep of a trace: GPU operations as columns, ranges, launches (times in µs).
+
+Readers fill a :class:`TraceBuilder` event by event, so memory grows with the GPU operations
+kept (about 50 bytes each), never with the size of the file."""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["KIND_KERNEL", "KIND_MEMCPY", "KIND_MEMSET", "MAX_DUR_US", "GpuRange", "Trace"]
+
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+
+#: longer than an hour, or negative: a corrupt timestamp (CUPTI overflow), never a real duration
+MAX_DUR_US = 3.6e9
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class GpuRange:
+    """A named range in µs: a user annotation or NVTX range, on the GPU row (``gpu``) or the
+    host (``cpu``)."""
+
+    name: str
+    start: float
+    end: float
+    where: str
+
+
+@dataclass
+class Trace:
+    """One trace, reduced to what the analyses need. Op columns are parallel arrays, in µs."""
+
+    path: str
+    format: str
+    names: list[str]
+    start: F64
+    dur: F64
+    name_id: I64
+    kind: I64
+    blocks: I64  # grid size in blocks (x·y·z); -1 when unknown (memcpy/memset)
+    stream: I64
+    corr: I64
+    ranges: list[GpuRange]
+    launch_names: list[str]
+    launch_name_id: I64
+    launch_start: F64
+    launch_dur: F64
+    launch_corr: I64
+    sm_count: int | None = None
+    device: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_ops(self) -> int:
+        return int(self.start.size)
+
+
+class TraceBuilder:
+    """Accumulates GPU ops, launches and ranges; rejects absurd durations with one warning."""
+
+    def __init__(self, path: str, fmt: str) -> None:
+        self.path, self.format = path, fmt
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+        self.start, self.dur = array("d"), array("d")
+        self.name_id, self.kind, self.blocks = array("q"), array("q"), array("q")
+        self.stream, self.corr = array("q"), array("q")
+        self.launch_names: list[str] = []
+        self._lids: dict[str, int] = {}
+        self.launch_name_id = array("q")
+        self.launch_start, self.launch_dur, self.launch_corr = array("d"), array("d"), array("q")
+        self.ranges: list[GpuRange] = []
+        self.sm_count: int | None = None
+        self.device: str | None = None
+        self.warnings: list[str] = []
+        self.bad_dur: list[tuple[str, float]] = []
+        self.devices: dict[int, tuple[int, str]] = {}  # device id → (SM count, name)
+        self.kernel_devices: dict[int, int] = {}  # device id → kernels seen
+
+    def name(self, s: str) -> int:
+        i = self._ids.get(s)
+        if i is None:
+            i = self._ids[s] = len(self.names)
+            self.names.append(s)
+        return i
+
+    def op(
+        self, kind: int, name: str, start: float, dur: float, blocks: int, stream: int, corr: int
+    ) -> None:
+        if not 0 <= dur <= MAX_DUR_US or start != start:
+            self.bad_dur.append((name, dur))
+            return
+        self.start.append(start)
+        self.dur.append(dur)
+        self.name_id.append(self.name(name))
+        self.kind.append(kind)
+        self.blocks.append(blocks)
+        self.stream.append(stream)
+        self.corr.append(corr)
+
+    def launch(self, name: str, start: float, dur: float, corr: int) -> None:
+        i = self._lids.get(name)
+        if i is None:
+            i = self._lids[name] = len(self.launch_names)
+            self.launch_names.append(name)
+        self.launch_name_id.append(i)
+        self.launch_start.append(start)
+        self.launch_dur.append(dur)
+        self.launch_corr.append(corr)
+
+    def build(self) -> Trace:
+        w = list(self.warnings)
+        if self.sm_count is None and self.devices:
+            used = [d for d in self.kernel_devices if d in self.devices] or list(self.devices)
+            dev = max(used, key=lambda d: self.kernel_devices.get(d, 0))
+            self.sm_count, self.device = self.devices[dev]
+            if len({self.devices[d][0] for d in used}) > 1:
+                w.append(
+                    "kernels ran on GPUs with different SM counts; occupancy uses "
+                    f"{self.sm_count} SMs (device {dev})"
+                )
+        if self.bad_dur:
+            ex = ", ".join(f"{n[:40]} ({d:g} µs)" for n, d in self.bad_dur[:3])
+            w.append(
+                f"{len(self.bad_dur)} GPU op(s) with a negative or absurd duration (> 1 h: a "
+                f"CUPTI timestamp overflow) were excluded, e.g. {ex}; results cover the rest"
+            )
+        return Trace(
+            path=self.path,
+            format=self.format,
+            names=self.names,
+            start=np.frombuffer(self.start, dtype=np.float64).copy(),
+            dur=np.frombuffer(self.dur, dtype=np.float64).copy(),
+            name_id=np.frombuffer(self.name_id, dtype=np.int64).copy(),
+            kind=np.frombuffer(self.kind, dtype=np.int64).copy(),
+            blocks=np.frombuffer(self.blocks, dtype=np.int64).copy(),
+            stream=np.frombuffer(self.stream, dtype=np.int64).copy(),
+            corr=np.frombuffer(self.corr, dtype=np.int64).copy(),
+            ranges=self.ranges,
+            launch_names=self.launch_names,
+            launch_name_id=np.frombuffer(self.launch_name_id, dtype=np.int64).copy(),
+            launch_start=np.frombuffer(self.launch_start, dtype=np.float64).copy(),
+            launch_dur=np.frombuffer(self.launch_dur, dtype=np.float64).copy(),
+            launch_corr=np.frombuffer(self.launch_corr, dtype=np.int64).copy(),
+            sm_count=self.sm_count,
+            device=self.device,
+            warnings=w,
+        )

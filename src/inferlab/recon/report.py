@@ -1,0 +1,68 @@
+"""The report section "recon": the latest stored recon of each host of a campaign, as the same
+tables ``inferlab recon`` prints."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from inferlab.recon.tables import ReconTable, recon_tables
+from inferlab.report.sections import Section, register_section
+from inferlab.store import Store
+
+__all__ = ["recon_section"]
+
+
+def _md(text: object) -> str:
+    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", "<br>")
+
+
+def _md_table(t: ReconTable) -> list[str]:
+    out = [f"#### {_md(t.title)}", ""]
+    if not t.rows:
+        return [*out, f"_{_md(t.note or 'nothing')}_", ""]
+    out.append("| " + " | ".join(_md(c) for c in t.columns) + " |")
+    out.append("|" + "---|" * len(t.columns))
+    out += ["| " + " | ".join(_md(x) for x in row) + " |" for row in t.rows]
+    if t.caption:
+        out += ["", f"_{_md(t.caption)}_"]
+    return [*out, ""]
+
+
+def _html_table(t: ReconTable) -> list[str]:
+    out = [f"<h4>{escape(t.title)}</h4>"]
+    if not t.rows:
+        return [*out, f'<p class="muted">{escape(t.note or "nothing")}</p>']
+    out.append("<table><tr>" + "".join(f"<th>{escape(c)}</th>" for c in t.columns) + "</tr>")
+    for row in t.rows:
+        cells = "".join(f"<td>{escape(x).replace(chr(10), '<br>')}</td>" for x in row)
+        out.append(f"<tr>{cells}</tr>")
+    out.append("</table>")
+    if t.caption:
+        out.append(f'<p class="muted">{escape(t.caption)}</p>')
+    return out
+
+
+def _latest_per_host(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    latest: dict[str, dict[str, Any]] = {}
+    for r in rows:  # oldest first: later ones replace earlier ones
+        latest[str(r["name"])] = r
+    return list(latest.values())
+
+
+@register_section("recon")
+def recon_section(store: Store, campaign: str) -> Section | None:
+    """The latest recon per host of ``campaign``; ``None`` when it has none."""
+    rows = _latest_per_host(store.analyses("recon", campaign=campaign))
+    if not rows:
+        return None
+    md: list[str] = []
+    html: list[str] = []
+    for r in rows:
+        head = f"{r['name']}, {r['data'].get('created_at') or r['created_at']}"
+        md += [f"### Recon of {_md(head)}", ""]
+        html.append(f"<h3>Recon of {escape(head)}</h3>")
+        for t in recon_tables(r["data"]):
+            md += _md_table(t)
+            html += _html_table(t)
+    return Section("recon", "Environment recon", "\n".join(md), "\n".join(html))

@@ -1,0 +1,273 @@
+"""Would the engine run the Triton block-FP8 kernel for this shape at all? A registry of rules.
+
+Tuning a kernel that never runs is the mistake to prevent. Both engines pick their W8A8
+block-FP8 GEMM backend from the GPU, their flags and environment, and the shape:
+
+- SGLang (``fp8_utils.dispatch_w8a8_block_fp8_linear``), ``--fp8-gemm-backend auto``: DeepGEMM
+  when JIT DeepGEMM is on (default on sm_90/sm_100 when ``deep_gemm`` is installed; off with
+  ``SGLANG_ENABLE_JIT_DEEPGEMM=0``), then FlashInfer on Blackwell, then CUTLASS on sm_90+, else
+  Triton. DeepGEMM falls back to Triton when N % 64 or K % 128 ≠ 0, CUTLASS when N % 128 or
+  K % 128 ≠ 0, FlashInfer when K < 256. ``--fp8-gemm-backend triton`` forces Triton.
+- vLLM (``W8A8BlockFp8LinearOp``): DeepGEMM when ``VLLM_USE_DEEP_GEMM`` is on and N % 64 = K % 128
+  = 0 on sm_90/sm_100, else CUTLASS block-FP8 on sm_90+ when N and K are multiples of 128, else
+  Triton.
+
+These rules follow the engines' source; versions differ, so a verdict says what it assumed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from inferlab.errors import ConfigError
+
+__all__ = [
+    "BACKEND_RULES",
+    "BackendContext",
+    "BackendVerdict",
+    "capability_from_name",
+    "flag_value",
+    "summarize",
+    "triton_verdict",
+]
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What decides the backend: the GPU's compute capability (None: unknown), the server's
+    flags and environment, and the weight shape (N, K)."""
+
+    n: int
+    k: int
+    capability: tuple[int, int] | None
+    argv: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BackendVerdict:
+    """``backend`` the engine would run; ``uses_triton`` whether a tuned file is read."""
+
+    engine: str
+    n: int
+    k: int
+    backend: str
+    uses_triton: bool | None
+    reason: str
+    fix: str | None = None
+
+    @property
+    def warning(self) -> str | None:
+        """The warning to print, or None when the Triton kernel (and so the file) is used."""
+        if self.uses_triton:
+            return None
+        head = (
+            f"{self.engine} would run {self.backend} for N={self.n},K={self.k}, not the Triton "
+            "kernel tuned here: the file would never be read"
+            if self.uses_triton is False
+            else f"{self.engine}: cannot tell whether N={self.n},K={self.k} runs the Triton kernel"
+        )
+        return f"{head} ({self.reason})" + (f"; {self.fix}" if self.fix else "")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "engine": self.engine,
+            "n": self.n,
+            "k": self.k,
+            "backend": self.backend,
+            "uses_triton": self.uses_triton,
+            "reason": self.reason,
+            "fix": self.fix,
+        }
+
+
+# (pattern on the device name, capability): datasheet compute capabilities
+_NAME_CAPS: tuple[tuple[str, tuple[int, int]], ...] = (
+    (r"\bGB?300\b|\bB300\b", (10, 3)),
+    (r"\bGB?200\b|\bB200\b|\bB100\b", (10, 0)),
+    (r"RTX PRO 6000 Blackwell|RTX 50\d0|\bGB10\b", (12, 0)),
+    (r"\bGH200\b|\bH100\b|\bH200\b|\bH800\b|\bH20\b", (9, 0)),
+    (r"\bL40S?\b|\bL20Y?\b|\bL4\b|RTX 40\d0|RTX 6000 Ada", (8, 9)),
+    (r"\bA100\b|\bA800\b|\bA30\b", (8, 0)),
+    (r"\bA10G?\b|\bA40\b|RTX 30\d0|RTX A6000", (8, 6)),
+)
+
+
+def capability_from_name(device_name: str) -> tuple[int, int] | None:
+    """Compute capability from a device name (``NVIDIA H200``, ``NVIDIA_H100_80GB_HBM3``), or
+    None when the name is not recognized."""
+    name = device_name.replace("_", " ")
+    for pattern, cap in _NAME_CAPS:
+        if re.search(pattern, name):
+            return cap
+    return None
+
+
+def flag_value(argv: Sequence[str], flag: str) -> str | None:
+    """The value of ``--flag V`` or ``--flag=V`` in ``argv`` (last one wins), else None."""
+    value: str | None = None
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith(flag + "="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def _env_off(env: Mapping[str, str], key: str) -> bool:
+    return env.get(key, "").strip().lower() in ("0", "false", "no", "off")
+
+
+def _env_on(env: Mapping[str, str], key: str) -> bool:
+    return env.get(key, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _sglang(ctx: BackendContext) -> BackendVerdict:
+    env = ctx.env
+    n, k, cap = ctx.n, ctx.k, ctx.capability
+    backend = (flag_value(ctx.argv, "--fp8-gemm-backend") or "auto").lower()
+    fix_triton = "start SGLang with --fp8-gemm-backend triton to run the tuned kernel"
+
+    def v(name: str, triton: bool | None, reason: str, fix: str | None = None) -> BackendVerdict:
+        return BackendVerdict("sglang", n, k, name, triton, reason, fix)
+
+    if backend == "triton":
+        return v("Triton", True, "--fp8-gemm-backend triton")
+    if backend == "auto":
+        if _env_on(env, "SGLANG_ENABLE_FLASHINFER_FP8_GEMM"):
+            backend = "flashinfer_trtllm"
+        elif _env_on(env, "SGLANG_SUPPORT_CUTLASS_BLOCK_FP8"):
+            backend = "cutlass"
+    dg_shape = n % 64 == 0 and k % 128 == 0
+    cutlass_shape = n % 128 == 0 and k % 128 == 0
+    if backend == "deep_gemm":
+        if dg_shape:
+            return v("DeepGEMM", False, "--fp8-gemm-backend deep_gemm", fix_triton)
+        return v("Triton", True, "DeepGEMM falls back to Triton: N % 64 or K % 128 ≠ 0")
+    if backend == "cutlass":
+        if cutlass_shape:
+            return v("CUTLASS", False, "CUTLASS block-FP8 selected", fix_triton)
+        return v("Triton", True, "CUTLASS falls back to Triton: N or K not a multiple of 128")
+    if backend == "flashinfer_trtllm":
+        if k >= 256:
+            return v("FlashInfer TRT-LLM", False, "FlashInfer FP8 GEMM selected", fix_triton)
+        return v("Triton", True, "FlashInfer falls back to Triton for K < 256")
+    if backend not in ("auto",):
+        return v(backend, False, f"--fp8-gemm-backend {backend}", fix_triton)
+    if cap is None:
+        return v(
+            "unknown",
+            None,
+            "GPU compute capability unknown; on sm_90+ the default (auto) prefers DeepGEMM or "
+            "CUTLASS",
+            fix_triton,
+        )
+    if cap < (9, 0):
+        return v("Triton", True, f"sm_{cap[0]}{cap[1]}: auto falls through to Triton")
+    if cap[0] in (9, 10) and not _env_off(env, "SGLANG_ENABLE_JIT_DEEPGEMM"):
+        if dg_shape:
+            return v(
+                "DeepGEMM",
+                False,
+                f"sm_{cap[0]}{cap[1]}, --fp8-gemm-backend auto, JIT DeepGEMM on (default when "
+                "deep_gemm is installed)",
+                fix_triton + " (or set SGLANG_ENABLE_JIT_DEEPGEMM=0 where CUTLASS cannot run it)",
+            )
+        return v("Triton", True, "DeepGEMM falls back to Triton: N % 64 or K % 128 ≠ 0")
+    if cap[0] >= 10:
+        if k >= 256:
+            return v(
+                "FlashInfer TRT-LLM",
+                False,
+                f"sm_{cap[0]}{cap[1]}: auto prefers FlashInfer when installed",
+                fix_triton,
+            )
+        return v("Triton", True, "FlashInfer falls back to Triton for K < 256")
+    if cutlass_shape:
+        return v(
+            "CUTLASS",
+            False,
+            f"sm_{cap[0]}{cap[1]}, JIT DeepGEMM off: auto picks CUTLASS block-FP8",
+            fix_triton,
+        )
+    return v("Triton", True, "CUTLASS falls back to Triton: N or K not a multiple of 128")
+
+
+def _vllm(ctx: BackendContext) -> BackendVerdict:
+    env = ctx.env
+    n, k, cap = ctx.n, ctx.k, ctx.capability
+
+    def v(name: str, triton: bool | None, reason: str, fix: str | None = None) -> BackendVerdict:
+        return BackendVerdict("vllm", n, k, name, triton, reason, fix)
+
+    if cap is None:
+        return v(
+            "unknown",
+            None,
+            "GPU compute capability unknown; on sm_90+ vLLM prefers DeepGEMM or CUTLASS",
+        )
+    if cap < (9, 0):
+        return v("Triton", True, f"sm_{cap[0]}{cap[1]}: no CUTLASS/DeepGEMM block-FP8 path")
+    if (
+        cap[0] in (9, 10)
+        and not _env_off(env, "VLLM_USE_DEEP_GEMM")
+        and n % 64 == 0
+        and k % 128 == 0
+    ):
+        return v(
+            "DeepGEMM",
+            False,
+            f"sm_{cap[0]}{cap[1]}, VLLM_USE_DEEP_GEMM on (the default in recent vLLM when "
+            "deep_gemm is installed)",
+            "set VLLM_USE_DEEP_GEMM=0; vLLM then uses CUTLASS where N and K are multiples of 128",
+        )
+    if n % 128 == 0 and k % 128 == 0:
+        return v(
+            "CUTLASS",
+            False,
+            f"sm_{cap[0]}{cap[1]}: CUTLASS block-FP8 runs every shape with N, K multiples of 128",
+            "vLLM has no switch to prefer Triton here; tune only shapes it sends to Triton",
+        )
+    return v("Triton", True, "N or K not a multiple of 128: CUTLASS cannot run it")
+
+
+#: engine → rule; a rule never raises for a known engine
+BACKEND_RULES: dict[str, Callable[[BackendContext], BackendVerdict]] = {
+    "sglang": _sglang,
+    "vllm": _vllm,
+}
+
+
+def triton_verdict(engine: str, ctx: BackendContext) -> BackendVerdict:
+    """Which backend ``engine`` would run for ``ctx``; raises ``ConfigError`` for an unknown
+    engine (naming the known ones)."""
+    try:
+        rule = BACKEND_RULES[engine]
+    except KeyError:
+        raise ConfigError(
+            f"--engine: unknown engine {engine!r} (known: {', '.join(BACKEND_RULES)})"
+        ) from None
+    return rule(ctx)
+
+
+def summarize(verdicts: Sequence[BackendVerdict]) -> list[str]:
+    """One warning per distinct (backend, reason), naming every shape it applies to."""
+    groups: dict[tuple[object, ...], list[BackendVerdict]] = {}
+    for v in verdicts:
+        if v.warning is not None:
+            groups.setdefault((v.engine, v.backend, v.uses_triton, v.reason, v.fix), []).append(v)
+    out: list[str] = []
+    for vs in groups.values():
+        first = vs[0]
+        shapes = ", ".join(f"N={v.n},K={v.k}" for v in vs)
+        if first.uses_triton is False:
+            head = (
+                f"{first.engine} would run {first.backend}, not the Triton kernel tuned here, "
+                f"for {shapes}: those files would never be read"
+            )
+        else:
+            head = f"{first.engine}: cannot tell whether {shapes} run the Triton kernel"
+        out.append(f"{head} ({first.reason})" + (f"; {first.fix}" if first.fix else ""))
+    return out

@@ -1,0 +1,745 @@
+"""The search: compile once in parallel, screen cheaply, re-time the top, reuse across M.
+
+For every shape (N, K) and batch size M (a *cell*):
+
+1. candidates from :func:`inferlab.tune.space.candidates` (the engines' grid pruned by shared
+   memory, BLOCK_SIZE_M vs M and GROUP_SIZE_M equivalence, plus split-K for small M);
+2. every distinct binary is compiled once, before any timing, in a pool of processes
+   (M, GROUP_SIZE_M and split factor are runtime arguments, so a binary serves every cell);
+3. *screen*: each candidate is timed by a short CUDA-graph replay (``SCREEN_LAUNCHES`` launches
+   over rotating inputs, best of 2 replays);
+4. *re-time*: the ``RETIME_ENGINE`` fastest engine-usable and ``RETIME_SPLIT`` fastest split-K
+   candidates, plus the default config, are timed by the full method (≥ 20 launches over inputs
+   > 3× L2, 10 interleaved replays, median) — :mod:`inferlab.tune.timing`;
+5. the winner (and the best engine-usable config) must pass the reference check
+   (:func:`inferlab.tune.kernel.reference_check`, relative error ≤ ``MAX_REL_ERR``); a config
+   that fails it is dropped and the next one taken;
+6. *neighbour reuse*: batch sizes alternate between anchors (fully screened) and neighbours,
+   which screen only the config families (BM, BN, warps, stages, split) among the top of the
+   anchors on either side (:func:`plan_batch_sizes`, :func:`neighbour_candidates`).
+
+With several GPUs the (shape, run of M) work units are spread over one process per GPU
+(:func:`split_units`) and the results merged per shape (:func:`merge_results`), which refuses a
+merge that lost or duplicated any batch size.
+
+torch and triton are imported lazily: everything but :func:`tune_shapes` runs on a CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from inferlab.errors import TuneError
+from inferlab.tune.config import DEFAULT_SGLANG, KernelConfig
+from inferlab.tune.roofline import Ceilings, gemm_bytes, gemm_flops, roof_pct
+from inferlab.tune.timing import L2_BYTES_H200, copies_needed, median
+
+__all__ = [
+    "MAX_REL_ERR",
+    "CellResult",
+    "MPlan",
+    "TuneRun",
+    "WorkUnit",
+    "engine_device_name",
+    "family",
+    "leaders",
+    "merge_results",
+    "neighbour_candidates",
+    "plan_batch_sizes",
+    "require_gpu_stack",
+    "select_retime",
+    "split_units",
+    "tune_shapes",
+    "unit_cost",
+    "work_units",
+]
+
+#: a winner's relative error vs the float32 dequantized reference must not exceed this
+MAX_REL_ERR = 5e-3
+#: launches per graph when screening (capped by the rotating copies a cell needs, at least 2)
+SCREEN_LAUNCHES = 8
+#: launches per graph and timed replays when re-timing
+RETIME_LAUNCHES = 20
+RETIME_REPLAYS = 10
+#: how many of the screen's fastest are re-timed, engine-usable and split-K
+RETIME_ENGINE = 8
+RETIME_SPLIT = 3
+#: how many of an anchor's screen leaders its neighbours inherit, engine-usable and split-K
+TOP_ENGINE = 16
+TOP_SPLIT = 8
+#: configs per batch of captured graphs while screening
+SCREEN_BATCH = 16
+RESULT_VERSION = 1
+
+
+class CandidateFn(Protocol):
+    def __call__(self, m: int, n: int, k: int, *, split_k: bool = ...) -> list[KernelConfig]: ...
+
+
+@dataclass
+class CellResult:
+    """The outcome for one (N, K, M) cell. Times are medians of per-launch µs samples (CUDA-graph
+    replay, see :mod:`inferlab.tune.timing`). ``best`` may be split-K; ``best_engine`` is the
+    fastest config the engines' kernel can run (what goes into their files). ``samples_us``,
+    ``tflops``, ``gbps`` and ``roof_pct`` describe ``best_engine``; ``rel_err`` is the larger
+    reference-check error of ``best`` and ``best_engine``; ``candidates`` the pruned space for
+    the cell, ``screened`` how many of them were timed (fewer at neighbour batch sizes)."""
+
+    n: int
+    k: int
+    m: int
+    default: KernelConfig
+    default_us: float
+    best: KernelConfig
+    best_us: float
+    best_engine: KernelConfig
+    best_engine_us: float
+    samples_us: list[float]
+    tflops: float
+    gbps: float
+    roof_pct: float
+    rel_err: float
+    candidates: int
+    screened: int
+    best_samples_us: list[float] = field(default_factory=list)
+    default_samples_us: list[float] = field(default_factory=list)
+    best_roof_pct: float = math.nan
+    source: str = "screen"
+    failed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def speedup(self) -> float:
+        """Default time / tuned (engine-usable) time."""
+        return self.default_us / self.best_engine_us
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key in ("default", "best", "best_engine"):
+            cfg: KernelConfig = getattr(self, key)
+            d[key] = {**cfg.to_engine(), "split_k": cfg.split_k, "key": cfg.key}
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CellResult:
+        kw = dict(d)
+        for key in ("default", "best", "best_engine"):
+            e = kw[key]
+            kw[key] = KernelConfig(
+                block_m=int(e["BLOCK_SIZE_M"]),
+                block_n=int(e["BLOCK_SIZE_N"]),
+                block_k=int(e["BLOCK_SIZE_K"]),
+                group_m=int(e["GROUP_SIZE_M"]),
+                num_warps=int(e["num_warps"]),
+                num_stages=int(e["num_stages"]),
+                split_k=int(e.get("split_k", 1)),
+            )
+        return cls(**kw)
+
+
+@dataclass
+class TuneRun:
+    """One tuning run: device (engine spelling), GPUs used, ceilings measured at the start
+    (``copy_gbps``, ``fp8_tflops``), per-cell results, wall and compile seconds."""
+
+    device_name: str
+    devices: int
+    ceilings: dict[str, float]
+    results: list[CellResult]
+    wall_s: float
+    compile_s: float
+    binaries: int = 0
+    compile_failed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": RESULT_VERSION,
+            "device_name": self.device_name,
+            "devices": self.devices,
+            "ceilings": dict(self.ceilings),
+            "wall_s": self.wall_s,
+            "compile_s": self.compile_s,
+            "binaries": self.binaries,
+            "compile_failed": list(self.compile_failed),
+            "results": [r.to_json() for r in self.results],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TuneRun:
+        if d.get("version") != RESULT_VERSION:
+            raise TuneError(f"tuning result version {d.get('version')!r} is not {RESULT_VERSION}")
+        return cls(
+            device_name=d["device_name"],
+            devices=int(d["devices"]),
+            ceilings={k: float(v) for k, v in d["ceilings"].items()},
+            results=[CellResult.from_json(r) for r in d["results"]],
+            wall_s=float(d["wall_s"]),
+            compile_s=float(d["compile_s"]),
+            binaries=int(d.get("binaries", 0)),
+            compile_failed=list(d.get("compile_failed", [])),
+        )
+
+
+# ------------------------------------------------------------------ pure planning (CPU-tested)
+
+
+def engine_device_name(raw: str) -> str:
+    """The device name as the engines spell it in file names: spaces replaced by ``_``."""
+    return raw.replace(" ", "_")
+
+
+class MPlan(NamedTuple):
+    """One batch size of a shape's plan: ``sources`` empty = screen fully (an anchor), else the
+    anchors whose screen leaders this neighbour inherits."""
+
+    m: int
+    sources: tuple[int, ...] = ()
+
+
+def plan_batch_sizes(batch_sizes: Sequence[int], *, max_ratio: float = 2.0) -> list[MPlan]:
+    """Sorted distinct batch sizes, alternating anchor / neighbour: even positions and the last
+    are anchors; each neighbour inherits from the anchors just below and above it, but only
+    when those are within ``max_ratio`` of each other (else it is screened fully too: between
+    M=512 and 1536 the best family changed and the M=1024 neighbour missed its optimum by 4.5 %
+    on N=2112, K=7168, H200)."""
+    ms = sorted(set(batch_sizes))
+    if any(m < 1 for m in ms):
+        raise TuneError(f"batch sizes must be ≥ 1, got {ms}")
+    anchors = {m for i, m in enumerate(ms) if i % 2 == 0 or i == len(ms) - 1}
+    plan = []
+    for i, m in enumerate(ms):
+        if m in anchors or ms[i + 1] > max_ratio * ms[i - 1]:
+            plan.append(MPlan(m))
+        else:
+            plan.append(MPlan(m, (ms[i - 1], ms[i + 1])))
+    return plan
+
+
+def _chunk(plan: Sequence[MPlan], parts: int) -> list[list[MPlan]]:
+    """Cut a plan into ``parts`` contiguous runs; a neighbour keeps only sources in its run and
+    becomes an anchor if none is left."""
+    parts = max(1, min(parts, len(plan)))
+    size = math.ceil(len(plan) / parts)
+    runs = [list(plan[i : i + size]) for i in range(0, len(plan), size)]
+    out = []
+    for run in runs:
+        inside = {p.m for p in run if not p.sources}
+        fixed = []
+        for p in run:
+            srcs = tuple(s for s in p.sources if s in inside)
+            fixed.append(MPlan(p.m, srcs) if (srcs or not p.sources) else MPlan(p.m))
+        out.append(fixed)
+    return out
+
+
+class WorkUnit(NamedTuple):
+    """Cells one device process tunes together: a shape and a run of its batch sizes."""
+
+    n: int
+    k: int
+    plan: tuple[MPlan, ...]
+
+
+def work_units(
+    shapes: Sequence[tuple[int, int]], batch_sizes: Sequence[int], devices: int
+) -> list[WorkUnit]:
+    """One unit per shape, or, with more devices than shapes, each shape's batch sizes cut into
+    ⌈devices / shapes⌉ contiguous runs so every device gets work."""
+    if not shapes:
+        raise TuneError("no shapes to tune")
+    plan = plan_batch_sizes(batch_sizes)
+    parts = max(1, math.ceil(devices / len(shapes))) if devices > len(shapes) else 1
+    units = []
+    for n, k in dict.fromkeys(shapes):
+        for run in _chunk(plan, parts):
+            units.append(WorkUnit(n, k, tuple(run)))
+    return units
+
+
+def unit_cost(unit: WorkUnit) -> float:
+    """Relative cost estimate of a unit: per cell a fixed part plus one growing with M·N·K;
+    neighbours (fewer candidates) count a quarter."""
+    cost = 0.0
+    for p in unit.plan:
+        cell = 1.0 + p.m * unit.n * unit.k / 2**31
+        cost += cell * (0.25 if p.sources else 1.0)
+    return cost
+
+
+def split_units(units: Sequence[WorkUnit], devices: int) -> list[list[WorkUnit]]:
+    """Longest-processing-time-first assignment of units to ``devices`` lists (every unit in
+    exactly one list; lists may be empty when units are fewer than devices)."""
+    if devices < 1:
+        raise TuneError(f"need at least one device, got {devices}")
+    bins: list[list[WorkUnit]] = [[] for _ in range(devices)]
+    loads = [0.0] * devices
+    for u in sorted(units, key=unit_cost, reverse=True):
+        i = loads.index(min(loads))
+        bins[i].append(u)
+        loads[i] += unit_cost(u)
+    return bins
+
+
+def family(cfg: KernelConfig) -> tuple[int, ...]:
+    """A config without its GROUP_SIZE_M (whose effect depends on M)."""
+    return (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps, cfg.num_stages, cfg.split_k)
+
+
+def neighbour_candidates(
+    cands: Sequence[KernelConfig], tops: Sequence[Sequence[KernelConfig]]
+) -> list[KernelConfig]:
+    """The candidates of a neighbour batch size whose family is among the anchors' leaders
+    (every GROUP_SIZE_M of such a family is kept: its effect changes with M)."""
+    fams = {family(c) for top in tops for c in top}
+    return [c for c in cands if family(c) in fams]
+
+
+def select_retime(
+    screened: Sequence[tuple[KernelConfig, float]],
+    default: KernelConfig,
+    *,
+    n_engine: int = RETIME_ENGINE,
+    n_split: int = RETIME_SPLIT,
+) -> list[KernelConfig]:
+    """The configs to re-time: the ``n_engine`` fastest engine-usable and ``n_split`` fastest
+    split-K of the screen (finite times only), then the default."""
+    out = leaders(screened, n_engine=n_engine, n_split=n_split)
+    if default not in out:
+        out.append(default)
+    return out
+
+
+def leaders(
+    screened: Sequence[tuple[KernelConfig, float]],
+    *,
+    n_engine: int = TOP_ENGINE,
+    n_split: int = TOP_SPLIT,
+) -> list[KernelConfig]:
+    """An anchor's screen leaders handed to its neighbours: the ``n_engine`` fastest
+    engine-usable and ``n_split`` fastest split-K configs (finite times only)."""
+    ranked = sorted((t, c) for c, t in screened if math.isfinite(t))
+    eng = [c for _, c in ranked if c.split_k == 1][:n_engine]
+    return eng + [c for _, c in ranked if c.split_k > 1][:n_split]
+
+
+def merge_results(
+    parts: Sequence[Sequence[CellResult]],
+    shapes: Sequence[tuple[int, int]],
+    batch_sizes: Sequence[int],
+) -> list[CellResult]:
+    """Merge per-device results into one list ordered by shape then M; raises
+    :class:`TuneError` naming every (N, K, M) that is missing or came back twice."""
+    seen: dict[tuple[int, int, int], CellResult] = {}
+    dups = []
+    for part in parts:
+        for r in part:
+            key = (r.n, r.k, r.m)
+            if key in seen:
+                dups.append(key)
+            seen[key] = r
+    want = [(n, k, m) for n, k in dict.fromkeys(shapes) for m in sorted(set(batch_sizes))]
+    missing = [key for key in want if key not in seen]
+    extra = [key for key in seen if key not in set(want)]
+    problems = []
+    if missing:
+        problems.append("missing " + ", ".join(f"N={n},K={k},M={m}" for n, k, m in missing))
+    if dups:
+        problems.append("duplicated " + ", ".join(f"N={n},K={k},M={m}" for n, k, m in dups))
+    if extra:
+        problems.append("unrequested " + ", ".join(f"N={n},K={k},M={m}" for n, k, m in extra))
+    if problems:
+        raise TuneError("tuning results do not cover the requested cells: " + "; ".join(problems))
+    return [seen[key] for key in want]
+
+
+# ------------------------------------------------------------------ GPU side
+
+
+def require_gpu_stack() -> Any:
+    """Import torch and check for a CUDA device; raises :class:`TuneError` saying what is
+    missing. Returns the torch module."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise TuneError(
+            "tuning needs PyTorch with CUDA and Triton on a machine with an NVIDIA GPU "
+            f"(import torch failed: {exc}); install torch (it brings triton) where the GPU is"
+        ) from exc
+    try:
+        import triton  # noqa: F401
+    except ImportError as exc:
+        raise TuneError(f"tuning needs Triton (import triton failed: {exc})") from exc
+    if not torch.cuda.is_available():
+        raise TuneError("tuning needs a CUDA GPU: torch.cuda.is_available() is False")
+    return torch
+
+
+def _binary_rep(cfg: KernelConfig) -> KernelConfig:
+    """The representative config of ``cfg``'s compiled binary (runtime arguments normalized)."""
+    return KernelConfig(
+        cfg.block_m,
+        cfg.block_n,
+        cfg.block_k,
+        1,
+        cfg.num_warps,
+        cfg.num_stages,
+        2 if cfg.split_k > 1 else 1,
+    )
+
+
+def _compile_one(cfg: KernelConfig, n: int, k: int) -> tuple[KernelConfig, int, int, float, str]:
+    t0 = time.perf_counter()
+    try:
+        from inferlab.tune import kernel
+
+        kernel.warm(cfg, n, k)
+        err = ""
+    except Exception as exc:  # a config that cannot compile is excluded, not fatal
+        err = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return cfg, n, k, time.perf_counter() - t0, err
+
+
+def compile_binaries(
+    specs: Sequence[tuple[KernelConfig, int, int]],
+    *,
+    workers: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[float, dict[tuple[KernelConfig, int, int], str]]:
+    """Compile every (binary representative, N, K) into Triton's on-disk cache in a pool of
+    spawned processes; returns (wall seconds, {spec: error} for those that failed)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    t0 = time.perf_counter()
+    if not specs:
+        return 0.0, {}
+    nproc = workers or max(1, min(len(specs), (os.cpu_count() or 2) - 1))
+    order = sorted(specs, key=lambda s: -(s[0].block_m * s[0].block_n * s[0].num_stages))
+    failed: dict[tuple[KernelConfig, int, int], str] = {}
+    done = 0
+    with cf.ProcessPoolExecutor(max_workers=nproc, mp_context=mp.get_context("spawn")) as pool:
+        futs = [pool.submit(_compile_one, c, n, k) for c, n, k in order]
+        for fut in cf.as_completed(futs):
+            cfg, n, k, _sec, err = fut.result()
+            done += 1
+            if err:
+                failed[(cfg, n, k)] = err
+            if progress and (done % 50 == 0 or done == len(futs)):
+                progress(f"compiled {done}/{len(futs)} binaries ({time.perf_counter() - t0:.1f} s)")
+    return time.perf_counter() - t0, failed
+
+
+@dataclass
+class _ShapeCtx:
+    torch: Any
+    kernel: Any
+    n: int
+    k: int
+    sets: list[Any]
+    ceilings: Ceilings
+    seed: int = 0
+    tops: dict[int, list[KernelConfig]] = field(default_factory=dict)
+
+
+def _alloc_shape(torch: Any, kernel: Any, n: int, k: int, ms: Sequence[int]) -> list[Any]:
+    """Rotating operand sets for a shape, sized for its largest M, as many as its smallest M
+    needs to exceed 3× L2."""
+    dev = torch.device("cuda", torch.cuda.current_device())
+    l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0)) or L2_BYTES_H200
+    copies = copies_needed(gemm_bytes(min(ms), n, k), l2)
+    max_m = max(ms)
+    return [kernel.make_operands(max_m, n, k, device=dev) for _ in range(copies)]
+
+
+def _tune_cell(
+    ctx: _ShapeCtx,
+    m: int,
+    cands: list[KernelConfig],
+    n_cands: int,
+    default: KernelConfig,
+    source: str,
+) -> CellResult:
+    torch, kernel, n, k = ctx.torch, ctx.kernel, ctx.n, ctx.k
+    t0 = time.perf_counter()
+    dev = torch.device("cuda", torch.cuda.current_device())
+    l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0)) or L2_BYTES_H200
+    ncopy = min(len(ctx.sets), copies_needed(gemm_bytes(m, n, k), l2))
+    views = [s.rows(m) for s in ctx.sets[:ncopy]]
+    splits = [c for c in [*cands, default] if c.split_k > 1]
+    ws = None
+    if splits:
+        need = [kernel.workspace_elems(c, m, n) for c in splits]
+        ws = kernel.make_workspace(max(p for p, _ in need), max(t for _, t in need), dev)
+
+    def launcher(cfg: KernelConfig) -> Callable[[int], None]:
+        return lambda i: kernel.launch(cfg, views[i % ncopy], m, workspace=ws)
+
+    runnable: list[KernelConfig] = []
+    failed = 0
+    for cfg in dict.fromkeys([*cands, default]):
+        try:
+            launcher(cfg)(0)
+            runnable.append(cfg)
+        except Exception:
+            failed += 1
+    torch.cuda.synchronize()
+    screen_list = [c for c in runnable if c in set(cands)]
+    screened: list[tuple[KernelConfig, float]] = []
+    n_launch = max(2, min(SCREEN_LAUNCHES, ncopy))
+    for i in range(0, len(screen_list), SCREEN_BATCH):
+        batch = screen_list[i : i + SCREEN_BATCH]
+        samples = kernel_samples(torch, [launcher(c) for c in batch], n_launch, 2)
+        screened += [(c, min(s)) for c, s in zip(batch, samples)]
+    if not screened and default not in runnable:
+        raise TuneError(f"N={n},K={k},M={m}: no config ran (default {default.key} failed too)")
+    ctx.tops[m] = leaders(screened) if screened else []
+    retime = [c for c in select_retime(screened, default) if c in runnable]
+    samples = kernel_samples(
+        torch, [launcher(c) for c in retime], max(RETIME_LAUNCHES, ncopy), RETIME_REPLAYS
+    )
+    timed = {c: s for c, s in zip(retime, samples)}
+    ranked = sorted(timed, key=lambda c: median(timed[c]))
+    checked: dict[KernelConfig, float] = {}
+
+    def first_correct(pool: list[KernelConfig]) -> KernelConfig:
+        for c in pool:
+            if c not in checked:
+                ctx.seed += 1
+                checked[c] = kernel.reference_check(c, m, n, k, seed=ctx.seed)
+            if checked[c] <= MAX_REL_ERR:
+                return c
+        bad = ", ".join(f"{c.key}: {checked[c]:.2e}" for c in pool)
+        raise TuneError(f"N={n},K={k},M={m}: no config passed the reference check ({bad})")
+
+    best_engine = first_correct([c for c in ranked if c.split_k == 1])
+    best = first_correct(ranked)
+    be_us = median(timed[best_engine])
+    b_us = median(timed[best])
+    dflt_samples = timed.get(default, [])
+    return CellResult(
+        n=n,
+        k=k,
+        m=m,
+        default=default,
+        default_us=median(dflt_samples),
+        best=best,
+        best_us=b_us,
+        best_engine=best_engine,
+        best_engine_us=be_us,
+        samples_us=list(timed[best_engine]),
+        tflops=gemm_flops(m, n, k) / (be_us * 1e6),
+        gbps=gemm_bytes(m, n, k) / (be_us * 1e3),
+        roof_pct=roof_pct(m, n, k, be_us, ctx.ceilings),
+        rel_err=max(checked[best], checked[best_engine]),
+        candidates=n_cands,
+        screened=len(screened),
+        best_samples_us=list(timed[best]),
+        default_samples_us=list(dflt_samples),
+        best_roof_pct=roof_pct(m, n, k, b_us, ctx.ceilings),
+        source=source,
+        failed=failed,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def kernel_samples(
+    torch: Any, launchers: Sequence[Callable[[int], None]], launches: int, replays: int
+) -> list[list[float]]:
+    """Graph-replay samples (µs per launch) for each launcher; see :mod:`inferlab.tune.timing`."""
+    from inferlab.tune.timing import graph_samples
+
+    if not launchers:
+        return []
+    return graph_samples(torch, launchers, launches=launches, replays=replays, warmup=1)
+
+
+def _default_candidates() -> CandidateFn:
+    from inferlab.tune.space import candidates
+
+    return candidates
+
+
+def _tune_units(
+    units: Sequence[WorkUnit],
+    *,
+    default: KernelConfig,
+    split_k: bool,
+    candidates_fn: CandidateFn,
+    exclude: set[tuple[KernelConfig, tuple[bool, ...]]],
+    progress: Callable[[str], None] | None,
+) -> tuple[str, Ceilings, list[CellResult]]:
+    """Tune ``units`` on the current CUDA device; returns (engine device name, ceilings, cells)."""
+    torch = require_gpu_stack()
+    from inferlab.tune import kernel
+    from inferlab.tune.roofline import measure_ceilings
+
+    ceilings = measure_ceilings(torch)
+    if progress:
+        progress(
+            f"ceilings: copy {ceilings.copy_gbps:.0f} GB/s, fp8 {ceilings.fp8_tflops:.0f} TFLOP/s"
+        )
+    name = engine_device_name(torch.cuda.get_device_name())
+    out: list[CellResult] = []
+    for unit in units:
+        ms = [p.m for p in unit.plan]
+        cls = kernel.spec_class(unit.n, unit.k)
+        ctx = _ShapeCtx(torch, kernel, unit.n, unit.k, [], ceilings, seed=unit.n * 7 + unit.k)
+        ctx.sets = _alloc_shape(torch, kernel, unit.n, unit.k, ms)
+        order = [p for p in unit.plan if not p.sources] + [p for p in unit.plan if p.sources]
+        for p in order:
+            cands = [
+                c
+                for c in candidates_fn(p.m, unit.n, unit.k, split_k=split_k)
+                if (_binary_rep(c), cls) not in exclude
+            ]
+            use, source = cands, "screen"
+            if p.sources:
+                tops = [ctx.tops.get(s, []) for s in p.sources]
+                near = neighbour_candidates(cands, tops)
+                if sum(1 for c in near if c.split_k == 1) >= 2:
+                    use, source = near, "neighbour:" + ",".join(map(str, p.sources))
+            r = _tune_cell(ctx, p.m, use, len(cands), default, source)
+            out.append(r)
+            if progress:
+                progress(
+                    f"N={r.n} K={r.k} M={r.m}: default {r.default_us:.1f} µs → "
+                    f"{r.best_engine.key} {r.best_engine_us:.1f} µs ({r.speedup:.2f}×)"
+                    + (f", split-K {r.best.key} {r.best_us:.1f} µs" if r.best.split_k > 1 else "")
+                    + f", {r.roof_pct:.0f}% roof; {r.screened}/{r.candidates} screened"
+                    + f" ({source}), {r.seconds:.1f} s"
+                )
+        del ctx
+        torch.cuda.empty_cache()
+    return name, ceilings, out
+
+
+def _device_main(
+    device: int,
+    units: list[WorkUnit],
+    kwargs: dict[str, Any],
+    q: Any,
+) -> None:
+    """Entry of one per-GPU process: tune ``units`` on ``device`` and put the outcome on ``q``."""
+    try:
+        import torch
+
+        torch.cuda.set_device(device)
+        res = _tune_units(units, progress=lambda s: q.put(("progress", device, s)), **kwargs)
+        q.put(("result", device, res))
+    except BaseException as exc:  # reported to the parent, which raises TuneError
+        q.put(("error", device, f"{type(exc).__name__}: {exc}"))
+
+
+def tune_shapes(
+    shapes: Sequence[tuple[int, int]],
+    batch_sizes: Sequence[int],
+    *,
+    split_k: bool = True,
+    devices: Sequence[int] | None = None,
+    default: KernelConfig = DEFAULT_SGLANG,
+    progress: Callable[[str], None] | None = None,
+    candidates_fn: CandidateFn | None = None,
+    compile_workers: int | None = None,
+) -> TuneRun:
+    """Tune every (N, K) in ``shapes`` at every M in ``batch_sizes`` on the given CUDA devices
+    (default: all visible). Raises :class:`TuneError` without torch/triton/GPU, when a cell has
+    no correct config, or when a device process fails (naming its cells)."""
+    t_start = time.perf_counter()
+    torch = require_gpu_stack()
+    from inferlab.tune import kernel
+
+    shapes = list(dict.fromkeys((int(n), int(k)) for n, k in shapes))
+    devs = list(devices) if devices is not None else list(range(torch.cuda.device_count()))
+    if not devs:
+        raise TuneError("no CUDA device to tune on")
+    cand_fn = candidates_fn or _default_candidates()
+    units = work_units(shapes, batch_sizes, len(devs))
+
+    specs: dict[tuple[KernelConfig, tuple[bool, ...]], tuple[KernelConfig, int, int]] = {}
+    for n, k in shapes:
+        cls = kernel.spec_class(n, k)
+        for m in sorted(set(batch_sizes)):
+            for c in [*cand_fn(m, n, k, split_k=split_k), default]:
+                rep = _binary_rep(c)
+                specs.setdefault((rep, cls), (rep, n, k))
+    if progress:
+        progress(f"compiling {len(specs)} distinct binaries")
+    compile_s, failed = compile_binaries(
+        list(specs.values()), workers=compile_workers, progress=progress
+    )
+    exclude = {(c, kernel.spec_class(n, k)) for c, n, k in failed}
+    kwargs: dict[str, Any] = {
+        "default": default,
+        "split_k": split_k,
+        "candidates_fn": cand_fn,
+        "exclude": exclude,
+    }
+    if len(devs) == 1:
+        torch.cuda.set_device(devs[0])
+        name, ceilings, results = _tune_units(units, progress=progress, **kwargs)
+        parts = [results]
+    else:
+        name, ceilings, parts = _run_devices(devs, units, kwargs, progress)
+    merged = merge_results(parts, shapes, batch_sizes)
+    return TuneRun(
+        device_name=name,
+        devices=len(devs),
+        ceilings=ceilings.to_json(),
+        results=merged,
+        wall_s=time.perf_counter() - t_start,
+        compile_s=compile_s,
+        binaries=len(specs),
+        compile_failed=sorted(f"{c.key} N={n} K={k}: {e}" for (c, n, k), e in failed.items()),
+    )
+
+
+def _run_devices(
+    devs: list[int],
+    units: list[WorkUnit],
+    kwargs: dict[str, Any],
+    progress: Callable[[str], None] | None,
+) -> tuple[str, Ceilings, list[list[CellResult]]]:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    assign = split_units(units, len(devs))
+    procs = {}
+    for dev, mine in zip(devs, assign):
+        if mine:
+            p = ctx.Process(target=_device_main, args=(dev, mine, kwargs, q), daemon=True)
+            p.start()
+            procs[dev] = p
+    results: dict[int, tuple[str, Ceilings, list[CellResult]]] = {}
+    errors: dict[int, str] = {}
+    while len(results) + len(errors) < len(procs):
+        try:
+            kind, dev, payload = q.get(timeout=5.0)
+        except queue.Empty:
+            for dev, p in procs.items():
+                if dev not in results and dev not in errors and not p.is_alive():
+                    errors[dev] = f"process exited with code {p.exitcode} and no result"
+            continue
+        if kind == "progress":
+            if progress:
+                progress(f"[cuda:{dev}] {payload}")
+        elif kind == "result":
+            results[dev] = payload
+        else:
+            errors[dev] = payload
+    for p in procs.values():
+        p.join(timeout=30)
+    if errors:
+        lost = []
+        for dev, msg in sorted(errors.items()):
+            cells = [f"N={u.n},K={u.k},M={p.m}" for u in assign[devs.index(dev)] for p in u.plan]
+            lost.append(f"cuda:{dev} failed ({msg}); its cells: {', '.join(cells)}")
+        raise TuneError("; ".join(lost))
+    first = results[min(results)]
+    return first[0], first[1], [r[2] for r in results.values()]
