@@ -15,8 +15,9 @@ For every shape (N, K) and batch size M (a *cell*):
    (:func:`inferlab.tune.kernel.reference_check`, relative error ≤ ``MAX_REL_ERR``); a config
    that fails it is dropped and the next one taken;
 6. *neighbour reuse*: batch sizes alternate between anchors (fully screened) and neighbours,
-   which screen only the config families (BM, BN, warps, stages, split) among the top of the
-   anchors on either side (:func:`plan_batch_sizes`, :func:`neighbour_candidates`).
+   which screen only the config families (BM, BN, warps, stages, split) among the leaders of
+   the anchors on either side, when those are within 2× of each other
+   (:func:`plan_batch_sizes`, :func:`neighbour_candidates`).
 
 With several GPUs the (shape, run of M) work units are spread over one process per GPU
 (:func:`split_units`) and the results merged per shape (:func:`merge_results`), which refuses a
