@@ -27,7 +27,7 @@ from inferlab.tune.backends import (
 )
 from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM
 from inferlab.tune.files import FileWrite, config_file_name, write_config_file
-from inferlab.tune.report import TuneData, parse_run, read_run, store_run, table_rows
+from inferlab.tune.report import COLUMNS, TuneData, parse_run, read_run, store_run, table_rows
 from inferlab.tune.shapes import Shape, collect_shapes, parse_batch_sizes
 from inferlab.tune.space import PlanSummary, plan_summary
 
@@ -330,20 +330,7 @@ def _result_table(o: TuneOutcome) -> Table:
         ),
         caption_justify="left",
     )
-    for col in (
-        "N,K",
-        "M",
-        "default µs",
-        "tuned µs",
-        "speedup",
-        "TFLOP/s",
-        "GB/s",
-        "% roof",
-        "tuned config",
-        "split-K µs",
-        "split-K % roof",
-        "split-K config",
-    ):
+    for col in ("N,K", *COLUMNS):
         t.add_column(col, justify="left" if "config" in col or col == "N,K" else "right")
     for n, k in o.run.shapes():
         cells = [c.to_json(o.run.ceilings) for c in o.run.cells if (c.n, c.k) == (n, k)]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from inferlab.recon.engines import ReconEngine
-from inferlab.recon.probe import subprocess_env
+from inferlab.recon.probe import run_python
 
 __all__ = ["FLAG_FAMILIES", "FlagFamily", "FlagInfo", "HelpResult", "classify", "parse_help"]
 
@@ -124,15 +124,7 @@ def engine_help(engine: ReconEngine, python: str, timeout_s: float = 120.0) -> H
     for tail in engine.help_argvs:
         argv = [python, *tail]
         try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                env=subprocess_env(),
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
+            proc = run_python(argv, timeout_s)
         except subprocess.TimeoutExpired:
             errors.append(f"{' '.join(tail)}: no answer within {timeout_s:.0f} s")
             continue

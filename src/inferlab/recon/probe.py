@@ -16,7 +16,7 @@ from typing import Any
 
 from inferlab.errors import ConfigError
 
-__all__ = ["PythonInfo", "TorchInfo", "probe_python", "probe_torch", "subprocess_env"]
+__all__ = ["PythonInfo", "TorchInfo", "probe_python", "probe_torch", "run_python", "subprocess_env"]
 
 MARKER = "INFERLAB-PROBE "
 
@@ -123,6 +123,20 @@ def subprocess_env() -> dict[str, str]:
     return env
 
 
+def run_python(argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` (an engine's Python and its arguments) with the clean probe environment,
+    no stdin, output captured as text. Raises ``subprocess.TimeoutExpired`` / ``OSError``."""
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=subprocess_env(),
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
 @dataclass
 class PythonInfo:
     """An interpreter: its path, version, installed versions of ``DISTRIBUTIONS`` and where the
@@ -198,15 +212,7 @@ def probe_python(
     argv = [python, "-c", _PY_SCRIPT, ",".join(packages), ",".join(DISTRIBUTIONS)]
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=subprocess_env(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        proc = run_python(argv, timeout_s)
     except subprocess.TimeoutExpired:
         raise ConfigError(
             f"--python: {python} did not answer within {timeout_s:.0f} s "
@@ -239,15 +245,7 @@ def probe_torch(python: str, timeout_s: float = 120.0) -> TorchInfo:
     error) is recorded in ``errors``."""
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(
-            [python, "-c", _TORCH_SCRIPT],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=subprocess_env(),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        proc = run_python([python, "-c", _TORCH_SCRIPT], timeout_s)
     except subprocess.TimeoutExpired:
         return TorchInfo(
             errors=[f"importing torch/triton took over {timeout_s:.0f} s"],

@@ -34,6 +34,7 @@ from inferlab.tune.roofline import Ceilings, gemm_bytes, gemm_flops, roof_pct
 RESULT_VERSION = 1
 
 __all__ = [
+    "COLUMNS",
     "Cell",
     "TuneData",
     "analysis_records",
@@ -324,7 +325,7 @@ def _f(x: Any, digits: int = 1) -> str:
     return "–" if x is None else f"{float(x):,.{digits}f}"
 
 
-_COLUMNS = (
+COLUMNS = (
     "M",
     "default µs",
     "tuned µs",
@@ -392,10 +393,10 @@ def tuning_section(store: Store, campaign: str) -> Section | None:
             f"stored {r['created_at']}"
         )
         md += [f"### {_md(head)}", ""]
-        md.append("| " + " | ".join(_COLUMNS) + " |")
-        md.append("|" + "---|" * len(_COLUMNS))
+        md.append("| " + " | ".join(COLUMNS) + " |")
+        md.append("|" + "---|" * len(COLUMNS))
         html.append(f"<h3>{escape(head)}</h3>")
-        html.append("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in _COLUMNS))
+        html.append("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS))
         html.append("</tr></thead><tbody>")
         for row in table_rows(d.get("cells") or []):
             md.append("| " + " | ".join(_md(x) for x in row) + " |")
