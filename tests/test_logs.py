@@ -595,3 +595,40 @@ def test_cli_table_json_and_exit_codes(tmp_path: Path) -> None:
     r = _cli(str(bad))
     assert r.returncode == 2 and "x.bz2: a bzip2-compressed file" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+# -- launch failures: the log's end classified by the engine's own signatures -----------------
+
+
+def test_vllm_startup_failures_are_findings_with_the_engines_remedy() -> None:
+    """Real vLLM-CPU logs of launches that died: not "unknown file", but the cause and remedy."""
+    a = analyze_log(CPU / "startup_fail_max_model_len.log")
+    assert a.engine == "vllm" and a.recognized
+    (f,) = [f for f in a.findings if f.kind == "launch-failure"]
+    assert f.severity == "error" and f.evidence["lines"] == [57]
+    assert f.evidence["signature"] == "max_model_len_too_large"
+    assert "User-specified max_model_len (100000)" in f.message
+    assert f.action is not None and "--max-model-len" in f.action
+    b = analyze_log(CPU / "startup_fail_missing_model.log")
+    (g,) = [f for f in b.findings if f.kind == "launch-failure"]
+    assert g.evidence["signature"] == "model_not_found" and g.evidence["lines"] == [55]
+
+
+def test_an_oom_is_reported_once_not_again_as_a_launch_failure() -> None:
+    a = analyze_log(OOM / "sglang-issue5285_deepep-h20-capture-oom-traceback.log")
+    assert [f.kind for f in a.findings if f.severity == "error"] == ["oom-graph-capture"]
+
+
+def test_launch_failure_line_number_after_a_long_log(tmp_path: Path) -> None:
+    """The tail is the last 64 KiB of a multi-block log: its line numbers stay exact."""
+    real = (CPU / "startup_fail_max_model_len.log").read_text().splitlines()
+    filler = "(APIServer pid=1) INFO 11-30 05:43:08 [loggers.py:1] waiting for nothing\n"
+    p = tmp_path / "long.log"
+    with p.open("w") as fh:
+        fh.write("\n".join(real[:50]) + "\n")
+        fh.write(filler * 200_000)  # ~14 MB: several 4 MiB blocks
+        fh.write("\n".join(real[50:]) + "\n")
+    a = analyze_log(p)
+    (f,) = [f for f in a.findings if f.kind == "launch-failure"]
+    assert f.evidence["lines"] == [57 + 200_000]
+    assert a.lines == len(real) + 200_000

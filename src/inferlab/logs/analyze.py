@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from inferlab.engines.logs import clean_line
+from inferlab.engines.base import classify_log
+from inferlab.engines.logs import clean_line, primary_failure
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.logs.detectors import detect
 from inferlab.logs.model import ENGINES, LogAnalysis, UntunedGemm, UntunedMoe
@@ -68,6 +69,11 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
 
     t0 = time.perf_counter()
     stats = scan(path, ANCHORS, visit)
+    tail = stats.tail.decode("utf-8", "replace").split("\n")
+    if tail and not tail[-1]:
+        tail.pop()
+    for text in tail:  # the end of a log names its engine even when it died at startup
+        markers(st, text)
     hits = {k: v for k, v in st.engine_hits.items() if k in ENGINES}
     if forced is not None:
         found = forced if hits.get(forced) or st.markers.get(forced) else None
@@ -78,6 +84,11 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
         found = max(st.markers, key=lambda k: st.markers[k])
     else:
         found = None
+    st.launch_failure = _launch_failure(
+        tail, stats.tail_first_line, [found] if found else sorted(st.markers, key=st.markers.get)
+    )
+    if found is None and st.launch_failure is not None and st.markers:
+        found = st.launch_failure[0]  # named in the log, and its death matches that engine's
     st.detected = found
     an = LogAnalysis(
         path=str(path),
@@ -101,6 +112,20 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
     )
     an.seconds = time.perf_counter() - t0
     return st, an
+
+
+def _launch_failure(
+    tail: list[str], first_line: int, engines: list[str]
+) -> tuple[str, str, int, str, str] | None:
+    """The root cause among the fatal lines of the log's end, by the first of ``engines`` whose
+    signatures (``inferlab.engines``) find one: (engine, kind, line, text, remedy)."""
+    for name in reversed(engines):  # most evidence last in ``engines``' order
+        if name not in ENGINES:
+            continue
+        hit = primary_failure(classify_log(tail, name))
+        if hit is not None:
+            return name, hit.kind, first_line + hit.line_no - 1, hit.text, hit.remedy
+    return None
 
 
 def analyze_log(path: str | Path, engine: str = "auto") -> LogAnalysis:

@@ -549,3 +549,31 @@ def _context_overflow(st: LogState) -> list[Finding]:
             "raise --ctx-size (each slot gets ctx-size / --parallel tokens) or lower --parallel",
         )
     ]
+
+
+#: signature kinds (``inferlab.engines``) whose failure another detector already reports
+_COVERED = ("oom", "cuda_oom", "nccl", "capture")
+
+
+@detector("launch-failure")
+def _launch_failure(st: LogState) -> list[Finding]:
+    """The fatal line at the log's end, classified by the engine's own signatures (the same
+    ones ``inferlab up`` uses), unless an OOM/NCCL/capture finding already explains it."""
+    lf = st.launch_failure
+    if lf is None:
+        return []
+    engine, kind, line, text, remedy = lf
+    explained = st.ooms or st.nccl_errors or st.nccl_timeouts or st.capture_failures
+    if explained and any(c in kind for c in _COVERED):
+        return []
+    short = text if len(text) <= 160 else text[:157] + "..."
+    return [
+        Finding(
+            "launch-failure",
+            "error",
+            f"{ENGINES.get(engine, engine)} failed: {kind.replace('_', ' ')} "
+            f"(line {line}: {short})",
+            {"lines": [line], "signature": kind, "engine": engine, "text": text},
+            remedy or None,
+        )
+    ]

@@ -149,6 +149,9 @@ class LogState:
     engine_hits: dict[str, int] = field(default_factory=dict)
     markers: dict[str, int] = field(default_factory=dict)
     simulated: bool = False
+    #: the primary fatal line of the log's end, classified by the engine's signatures
+    #: (``inferlab.engines``): (engine, kind, line, text, remedy)
+    launch_failure: tuple[str, str, int, str, str] | None = None
     phase: str | None = None
     series: list[SeriesPoint] = field(default_factory=list)
     series_total: int = 0

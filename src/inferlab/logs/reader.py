@@ -37,6 +37,8 @@ LOOKAHEAD = 16
 MAX_LINE = 1 << 24
 #: bytes sniffed at the start for NUL (binary files)
 SNIFF = 1 << 16
+#: bytes of the log's end kept for the launch-failure classification (a traceback's worth)
+TAIL = 1 << 16
 
 _MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
@@ -57,6 +59,9 @@ class ScanStats:
     visited: int = 0
     compressed: str | None = None
     truncated: bool = False
+    #: the last ``TAIL`` bytes of the log, cut at a line start, and the number of its first line
+    tail: bytes = b""
+    tail_first_line: int = 1
 
 
 class Lookahead:
@@ -144,6 +149,7 @@ def scan(
     line_no = 1  # number of the line starting at buf[0]
     skip_until = 0
     sniffed = False
+    tail = b""
     try:
         while True:
             chunk = _read(fh, p, stats)
@@ -202,6 +208,7 @@ def scan(
                 if used:
                     skip_until = line_no + used + 1
             line_no += buf.count(b"\n", pos, end)  # a piece of a monster line does not advance
+            tail = (tail + buf[max(0, end - TAIL) : end])[-TAIL:]
             carry = buf[end:]
             if eof:
                 if buf[-1:] != b"\n":
@@ -210,6 +217,10 @@ def scan(
     finally:
         fh.close()
     stats.lines = line_no - 1
+    if len(tail) == TAIL and b"\n" in tail:
+        tail = tail[tail.index(b"\n") + 1 :]  # drop the partial first line
+    n_tail = tail.count(b"\n") + (1 if tail and tail[-1:] != b"\n" else 0)
+    stats.tail, stats.tail_first_line = tail, stats.lines - n_tail + 1
     return stats
 
 
