@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Version of the metric definitions (docs/metrics.md). Bump when a definition changes:
 #: results measured under different definitions are not comparable.
