@@ -456,7 +456,7 @@ def test_cli_tables_diff_and_errors(tmp_path: Path) -> None:
     assert "kernels busy 4.67 of 20.3 ms per decode step (23%): launch-bound" in out
     assert "vectorized_gather_kernel<long>" in out and "45.2%" in out
     assert "64 on 132" in out  # an under-occupied grid
-    assert "categories: " in out and "(ms per step)" in out
+    assert "categories: B vs A (ms per step)" in out and "A = " in out
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel" "name": "k"}]}')
     r = _cli("profile", str(bad), cwd=tmp_path)
@@ -465,3 +465,28 @@ def test_cli_tables_diff_and_errors(tmp_path: Path) -> None:
     assert re.search(r"error: .*bad\.json: invalid JSON at byte 45 \(line 1, column 46\)", r.stderr)
     r = _cli("profile", str(MOE), "--segment", "verify", cwd=tmp_path)
     assert r.returncode == 2 and "--segment: expected decode, prefill or all" in r.stderr
+
+
+def test_fp8_gemm_share_bounds_and_predicts_what_tuning_bought() -> None:
+    """Two real H200 decode traces that differ only in the FP8 block-GEMM configs (inferlab's
+    tuned vs SGLang's default; benchmarks/record_fp8_decode_trace.py): the FP8 GEMM share and its
+    Amdahl bound, and the diff's prediction of the step speed-up that was measured unprofiled
+    (1.2783 → 1.0847 ms per step, ×0.849; benchmarks/fp8_decode_traces_h200.json)."""
+    a = analyze(read_trace(TRACES / "fp8_decode_default.json.gz"))
+    b = analyze(read_trace(TRACES / "fp8_decode_tuned.json.gz"))
+    assert a.n_steps == b.n_steps == 16 and a.graph_launches == 16
+    fa = next(c for c in a.to_dict()["categories"] if c["name"] == "fp8_gemm")
+    fb = next(c for c in b.to_dict()["categories"] if c["name"] == "fp8_gemm")
+    assert fa["count"] == fb["count"] == 512  # 4 GEMMs × 8 layers × 16 steps
+    assert fa["share"] == pytest.approx(0.4408, abs=5e-4)
+    assert fa["amdahl_free"] == pytest.approx(1.642, abs=2e-3)
+    assert fb["per_step_us"] / fa["per_step_us"] == pytest.approx(0.615, abs=5e-3)
+    d = diff_profiles(a, b).to_dict()
+    sa, sb = d["span_a_us"], d["span_b_us"]
+    predicted = (sa + sum(r["delta_us"] for r in d["categories"])) / sa
+    assert sa == pytest.approx(1325.8, abs=0.5) and sb == pytest.approx(1131.7, abs=0.5)
+    assert predicted == pytest.approx(0.851, abs=2e-3)
+    # the prediction from kernel time alone is within 1% of the unprofiled measurement
+    assert predicted == pytest.approx(1.0847 / 1.2783, rel=0.01)
+    # and the tuned step stays inside the bound the default trace set for FP8 GEMM
+    assert sa / sb < fa["amdahl_free"]

@@ -74,7 +74,16 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
             highlight=False,
         )
     if diff is not None:
-        for key, title in (("categories", "categories"), ("kernels", "kernels")):
+        con.print(escape(f"A = {diff['a']}, B = {diff['b']}"), highlight=False)
+        sa, sb = diff["span_a_us"], diff["span_b_us"]
+        dk = sum(r["delta_us"] for r in diff["categories"])
+        span = f"step span A {ms(sa)} ms, B {ms(sb)} ms"
+        if sa > 0:
+            span += (
+                f" (B / A ×{sb / sa:.3f}); the kernel-time change alone ({'+' if dk >= 0 else ''}"
+                f"{ms(dk)} ms) predicts ×{(sa + dk) / sa:.3f} when kernels are the critical path"
+            )
+        for key, head in (("categories", "category"), ("kernels", "kernel")):
             rows = [
                 [
                     r["short"],
@@ -87,10 +96,10 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
             ]
             con.print(
                 _table(
-                    f"{title}: {diff['b']} vs {diff['a']} (ms {diff['unit']})",
-                    [title[:-1] if title.endswith("s") else title, "A", "B", "B − A", "B / A"],
+                    f"{key}: B vs A (ms {diff['unit']})",
+                    [head, "A", "B", "B − A", "B / A"],
                     rows,
-                    f"step span A {ms(diff['span_a_us'])} ms, B {ms(diff['span_b_us'])} ms",
+                    span,
                 )
             )
     err = Console(stderr=True)
