@@ -180,12 +180,11 @@ def _chromium() -> str | None:
     return None
 
 
-def test_real_browser_renders_without_errors(db: Path, tmp_path: Path) -> None:
+def _browser_dom(html: Path, tmp_path: Path) -> str:
+    """Open ``html`` in headless Chromium: a screenshot with no console error, then the DOM."""
     exe = _chromium()
     if exe is None:
         pytest.skip("chromium not installed (apt-get install -y chromium)")
-    with Store(db) as store:
-        _, html = write_report(store, "rep", tmp_path / "out")
     png = tmp_path / "shot.png"
     base = [
         exe,
@@ -223,7 +222,71 @@ def test_real_browser_renders_without_errors(db: Path, tmp_path: Path) -> None:
         timeout=90,
         env=env,
     )
-    assert "Campaign report: rep" in dom.stdout, dom.stderr[-2000:]
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom.stdout
-    assert "<script" not in dom.stdout.lower()
     assert not [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    return dom.stdout
+
+
+def test_real_browser_renders_without_errors(db: Path, tmp_path: Path) -> None:
+    with Store(db) as store:
+        _, html = write_report(store, "rep", tmp_path / "out")
+    dom = _browser_dom(html, tmp_path)
+    assert "Campaign report: rep" in dom
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    assert "<script" not in dom.lower()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_section_in_one_report_renders_safely(db: Path, tmp_path: Path) -> None:
+    """Log findings, recon, a profile and a tuning run stored with the campaign (each through
+    its own command, on real inputs: a real OOM log carrying a script tag, the real H200 traces,
+    the saved two-GPU tuning run) all appear, escaped, in one page a real browser opens."""
+    path = tmp_path / "all.db"
+    shutil.copy(db, path)
+    log = tmp_path / "server.log"
+    oom = ROOT / "tests/fixtures/engine_logs/oom_graph_capture"
+    log.write_text(
+        (oom / "sglang-issue5285_deepep-h20-capture-oom-traceback.log").read_text()
+        + f"[2025-01-01 00:00:00 TP0] NCCL error: {EVIL}\n"
+    )
+    from inferlab.logs import store_log_findings
+
+    with Store(path) as store:
+        cid = store.db.execute("SELECT id FROM configs WHERE name='base'").fetchone()[0]
+        assert store_log_findings(store, log, campaign="rep", config_id=cid) is not None
+    trace = ROOT / "tests/fixtures/traces/fp8_decode_default.json.gz"
+    tuned = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"
+    for args in (
+        ["profile", str(trace), "--campaign", "rep", "--db", str(path)],
+        ["recon", "--campaign", "rep", "--db", str(path), "--device", "NVIDIA H200"],
+        [
+            "tune",
+            "fp8-gemm",
+            "--from-results",
+            str(tuned),
+            "--out",
+            str(tmp_path / "t"),
+            "--campaign",
+            "rep",
+            "--db",
+            str(path),
+        ],
+    ):
+        r = _cli(*args)
+        assert r.returncode == 0, (args, r.stderr[-2000:])
+    with Store(path) as store:
+        md, html = write_report(store, "rep", tmp_path / "out")
+    text = md.read_text()
+    for title in (
+        "Log findings",
+        "Environment recon",
+        "Where the GPU time goes",
+        "FP8 GEMM tuning",
+    ):
+        assert f"## {title}" in text, title
+    assert "OOM during CUDA-graph capture" in text and "_w8a8_block_fp8_matmul" in text
+    dom = _browser_dom(html, tmp_path)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and "<script" not in dom.lower()
+    for key in ("findings", "recon", "profile", "tuning"):
+        assert f'id="{key}"' in dom, key
