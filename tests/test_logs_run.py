@@ -1,6 +1,6 @@
 """The campaign runner mines every launch log (real reference-engine processes, real store):
 the failed launch's CUDA-graph OOM and the measured config's plateau reach the store and the
-report."""
+report; a recon snapshot is stored when the campaign starts."""
 
 from __future__ import annotations
 
@@ -70,8 +70,12 @@ def test_runner_stores_log_findings_and_report_shows_them(tmp_path: Path) -> Non
         assert plateau["message"].endswith(
             f"from {ev['from_running']} running requests: more concurrency will not help"
         )
+        # recon before acting: one snapshot of this machine stored with the campaign
+        (rec,) = store.analyses("recon", campaign="logmine")
+        assert rec["data"]["env"] is not None and rec["data"]["inferlab_version"]
         rep = build_report(store, "logmine")
         md, html = render_markdown(rep), render_html(rep)
+    assert "## Environment recon" in md and 'id="recon"' in html
     assert "## Log findings" in md and "### mtp" in md
     assert "OOM during CUDA-graph capture at --mem-fraction-static 0.70" in md
     assert 'id="findings"' in html and "decode throughput plateaus" in html

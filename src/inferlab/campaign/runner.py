@@ -27,6 +27,8 @@ from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.logs import store_log_findings
+from inferlab.recon import ENGINES as RECON_ENGINES
+from inferlab.recon import ReconOptions, run_recon
 from inferlab.server import ServerProcess, stop
 from inferlab.store import Store
 
@@ -190,6 +192,31 @@ def _record(store: Store, config_id: int, kind: str, passed: bool, detail: dict[
         store.add_verification(config_id, kind, passed, detail)
 
 
+def _store_recon(
+    store: Store, campaign: str, configs: list[ResolvedConfig], events: CampaignEvents
+) -> None:
+    """Recon before acting: GPUs, NCCL/engine variables and, when the first local config runs
+    a known engine from a given Python, that engine's versions and tuned config files — stored
+    with the campaign (``--help`` flags are left to ``inferlab recon``: they take tens of
+    seconds). A failed look is a warning, never the end of the campaign."""
+    local = [c for c in configs if c.host in ("local", "localhost")]
+    first = local[0] if local else None
+    known = first is not None and first.engine in RECON_ENGINES and first.python is not None
+    opts = ReconOptions(
+        engine=first.engine if known and first else None,
+        python=first.python if known and first else None,
+        help=False,
+        probe_timeout_s=60.0,
+    )
+    try:
+        rec = run_recon(opts)
+    except InferlabError as exc:
+        events.message(f"recon skipped: {exc}")
+        return
+    with store.transaction():
+        store.add_analysis("recon", rec.host, rec.to_dict(), campaign=campaign)
+
+
 def run_campaign(
     path: str | Path,
     *,
@@ -212,6 +239,8 @@ def run_campaign(
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
     with _campaign_lock(camp):
+        if not (resume and store.analyses("recon", campaign=name)):
+            _store_recon(store, name, plan.configs, events)
         for i, cfg in enumerate(plan.configs):
             with store.transaction():
                 cid = store.campaign_id(name)

@@ -85,7 +85,9 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
     else:
         found = None
     st.launch_failure = _launch_failure(
-        tail, stats.tail_first_line, [found] if found else sorted(st.markers, key=st.markers.get)
+        tail,
+        stats.tail_first_line,
+        [found] if found else sorted(st.markers, key=lambda e: st.markers[e]),
     )
     if found is None and st.launch_failure is not None and st.markers:
         found = st.launch_failure[0]  # named in the log, and its death matches that engine's

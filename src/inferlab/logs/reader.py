@@ -17,6 +17,7 @@ anchor are decoded and visited, and the rest are counted. A visitor sees:
 
 from __future__ import annotations
 
+import builtins
 import gzip
 import zlib
 from collections.abc import Callable, Sequence
@@ -60,7 +61,7 @@ class ScanStats:
     compressed: str | None = None
     truncated: bool = False
     #: the last ``TAIL`` bytes of the log, cut at a line start, and the number of its first line
-    tail: bytes = b""
+    tail: builtins.bytes = b""
     tail_first_line: int = 1
 
 
