@@ -66,6 +66,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             },
         )
         (base,) = store.db.execute("SELECT id FROM configs WHERE name='base'").fetchone()
+        store.add_verification(base, "launch", True, {"log_path": "/tmp/b.log", "ready_s": 49.2})
         store.add_verification(
             base, "probe", True, {"kind": "probe", "passed": True, "message": "answered Paris"}
         )
@@ -89,6 +90,9 @@ def test_markdown_has_verdicts_saturation_and_sections(db: Path) -> None:
     assert "### Saturation" in md and "- **base**: " in md and ("saturated" in md)
     assert "TPOT = (E2E − TTFT) / (output tokens − 1)" in md
     assert "cuda-oom" in md and "lower --mem-fraction-static" in md
+    # a launch that came up is a passed check, not a launch failure
+    assert [f.config for f in rep.launch_failures] == ["mtp"]
+    assert "| base | launch | pass | ready in 49.2 s |" in md
     assert "answered Paris" in md and md.count("### base (baseline)") == 1
     assert "+ --speculative-algorithm EAGLE" in md and "+ NCCL_PROTO=LL" in md
     assert "## Measurement-quality warnings" in md and "few-samples" in md

@@ -8,15 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.report.sections import Section, register_section
+from inferlab.report.sections import md_text as _md
 from inferlab.store import Store
 
 __all__ = ["findings_section"]
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-def _md(text: object) -> str:
-    return escape(str(text)).replace("|", "\\|").replace("\n", "<br>")
 
 
 def _where(f: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ from html import escape
 from typing import Any
 
 from inferlab.report.sections import Section, register_section
+from inferlab.report.sections import md_text as _md
 from inferlab.store import Store
 
 from .render import (
@@ -22,10 +23,6 @@ __all__ = ["profile_section"]
 _CAT_COLS = ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"]
 _K_COLS = ["kernel", "category", "ms", "share", "count", "mean µs", "≤ if free"]
 TOP = 10
-
-
-def _md(text: object) -> str:
-    return escape(str(text)).replace("|", "\\|").replace("\n", "<br>")
 
 
 def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:

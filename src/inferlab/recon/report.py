@@ -8,13 +8,10 @@ from typing import Any
 
 from inferlab.recon.tables import ReconTable, recon_tables
 from inferlab.report.sections import Section, register_section
+from inferlab.report.sections import md_text as _md
 from inferlab.store import Store
 
 __all__ = ["recon_section"]
-
-
-def _md(text: object) -> str:
-    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", "<br>")
 
 
 def _md_table(t: ReconTable) -> list[str]:

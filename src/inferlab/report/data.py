@@ -172,6 +172,11 @@ def _verifications(
     launches: list[LaunchFailure] = []
     for name, kind, passed, detail_s, created in rows:
         detail: dict[str, Any] = json.loads(detail_s)
+        if kind == "launch" and passed:  # a launch that came up: a passed check, not a failure
+            ready = detail.get("ready_s")
+            msg = f"ready in {float(ready):.1f} s" if isinstance(ready, (int, float)) else "ready"
+            checks.append(VerificationRow(name, kind, True, msg, created))
+            continue
         if kind == "launch":
             launches.append(
                 LaunchFailure(

@@ -10,10 +10,18 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from html import escape
 
 from inferlab.store import Store
 
-__all__ = ["SECTION_MODULES", "Section", "SectionBuilder", "build_sections", "register_section"]
+__all__ = [
+    "SECTION_MODULES",
+    "Section",
+    "SectionBuilder",
+    "build_sections",
+    "md_text",
+    "register_section",
+]
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,12 @@ SECTION_MODULES: tuple[str, ...] = (
 )
 
 _BUILDERS: dict[str, SectionBuilder] = {}
+
+
+def md_text(text: object) -> str:
+    """Text from the store or a server, safe in a Markdown table cell and against raw HTML:
+    ``<``, ``>`` and ``&`` as entities, ``|`` escaped, newlines as ``<br>``."""
+    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", "<br>")
 
 
 def register_section(key: str) -> Callable[[SectionBuilder], SectionBuilder]:

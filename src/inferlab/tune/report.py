@@ -26,6 +26,7 @@ from typing import Any
 
 from inferlab.errors import ConfigError
 from inferlab.report.sections import Section, register_section
+from inferlab.report.sections import md_text as _md
 from inferlab.store import Store
 from inferlab.tune.config import ENGINE_KEYS, KernelConfig
 from inferlab.tune.roofline import Ceilings, gemm_bytes, gemm_flops, roof_pct
@@ -367,10 +368,6 @@ _DEFINITION = (
     "measured at the start of the run. Split-K configs run only in the inferlab kernel and are "
     "never written to engine files."
 )
-
-
-def _md(text: str) -> str:
-    return escape(text, quote=False).replace("|", "\\|")
 
 
 @register_section("tuning")
