@@ -178,3 +178,45 @@ def test_cli_up_down(tmp_path: Path) -> None:
         timeout=120,
     )
     assert d.returncode == 0 and "baseline: stopped by SIGTERM" in d.stdout
+
+
+SEED = """
+[campaign]
+name = "uptest"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--preset", "dsv4-flash-8gpu", "--mem-fraction-static", "0.70", "--time-scale", "0.02"]
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "mtp"
+args = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
+        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]
+
+[verify]
+enabled = false
+"""
+
+
+def test_cli_up_mines_the_launch_log(tmp_path: Path) -> None:
+    """A launch that dies prints, after the classification and the log tail, what the log
+    miner finds in it: the OOM in CUDA-graph capture with the memory fraction to try."""
+    path = tmp_path / "seed.toml"
+    path.write_text(SEED.format(out=tmp_path / "out"))
+    env = {**os.environ, "COLUMNS": "300", "INFERLAB_DB": str(tmp_path / "db")}
+    r = subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "mtp"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 3, r.stderr
+    assert "launch failed (oom_cuda_graph_capture)" in r.stderr
+    assert "oom-graph-capture: OOM during CUDA-graph capture at --mem-fraction-static 0.70" in (
+        r.stderr
+    )
+    assert "lower it (e.g. 0.60) or cap --cuda-graph-max-bs" in r.stderr

@@ -11,10 +11,26 @@ from rich.markup import escape
 
 from inferlab.campaign.up import down as down_lib
 from inferlab.campaign.up import up as up_lib
-from inferlab.errors import LaunchError
+from inferlab.errors import InferlabError, LaunchError
+from inferlab.logs import analyze_log
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
+
+
+def _findings(log: Path | str | None, con: Console) -> None:
+    """What the launch log already shows (untuned kernels, engine advice, the cause of death)."""
+    if not log:
+        return
+    try:
+        found = analyze_log(log).findings
+    except InferlabError:
+        return
+    for f in found:
+        colour = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
+        con.print(f"  [{colour}]{f.kind}[/{colour}]: {escape(f.message)}", highlight=False)
+        if f.action:
+            con.print(f"    [dim]→ {escape(f.action)}[/dim]", highlight=False)
 
 
 def up(
@@ -39,6 +55,7 @@ def up(
             err.print(f"  [dim]log:[/dim] {escape(str(exc.log_path))}", highlight=False)
         for line in exc.tail[-15:]:
             err.print(f"  [dim]|[/dim] {escape(line)}", highlight=False)
+        _findings(str(exc.log_path) if exc.log_path else None, err)
         raise typer.Exit(3) from None
     con = stdout_console()
     if r.verify is not None:
@@ -49,6 +66,7 @@ def up(
     con.print(f"{escape(r.config)}:{ready} {r.url} (model {escape(r.model)})", highlight=False)
     if r.pid:
         con.print(f"log: {escape(str(r.log_path))}  pid: {r.pid}", highlight=False)
+        _findings(r.log_path, con)
 
 
 def down(
