@@ -632,3 +632,179 @@ def test_launch_failure_line_number_after_a_long_log(tmp_path: Path) -> None:
     (f,) = [f for f in a.findings if f.kind == "launch-failure"]
     assert f.evidence["lines"] == [57 + 200_000]
     assert a.lines == len(real) + 200_000
+
+
+# -- the fast paths and the two scan paths give what the general ones give --------------------
+
+
+def _state_of(path: Path) -> dict[str, object]:
+    from inferlab.logs.analyze import _state
+
+    st, an = _state(path, "auto")
+    return {
+        "series": st.series,
+        "levels": {r: (lv.n, lv.samples, lv.first_line) for r, lv in st.levels.items()},
+        "load": st.load,
+        "spec": st.spec,
+        "phase": st.phase,
+        "hits": st.engine_hits,
+        "ranks": st.primary_rank,
+        "findings": analyze_log(path).to_json()["findings"],
+    }
+
+
+def test_fast_paths_equal_the_general_parser_on_every_fixture_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each real SGLang batch / vLLM stats fixture line, alone and in its file, gives the same
+    state with the fixed-form fast paths as with the general field parser."""
+    import inferlab.logs.parsers as parsers
+
+    files = sorted([*SGL.glob("*.log"), *VLLM.glob("*.log")])
+    singles = []
+    for f in files:
+        for i, line in enumerate(f.read_text().splitlines()):
+            one = tmp_path / f"{f.stem}-{i}.log"
+            one.write_text(line + "\n")
+            singles.append(one)
+    taken = {"sglang": 0, "vllm": 0}
+    fast_sg, fast_vl = parsers._sglang_fast, parsers._vllm_fast
+
+    def count_sg(*a: object) -> bool:
+        ok = fast_sg(*a)  # type: ignore[arg-type]
+        taken["sglang"] += ok
+        return ok
+
+    def count_vl(*a: object) -> bool:
+        ok = fast_vl(*a)  # type: ignore[arg-type]
+        taken["vllm"] += ok
+        return ok
+
+    monkeypatch.setattr(parsers, "_sglang_fast", count_sg)
+    monkeypatch.setattr(parsers, "_vllm_fast", count_vl)
+    fast = [_state_of(p) for p in [*files, *singles]]
+    assert taken["sglang"] >= 60 and taken["vllm"] >= 10, taken  # the fast paths did run
+    monkeypatch.setattr(parsers, "_sglang_fast", lambda *a: False)
+    monkeypatch.setattr(parsers, "_vllm_fast", lambda *a: False)
+    general = [_state_of(p) for p in [*files, *singles]]
+    for p, a, b in zip([*files, *singles], fast, general, strict=True):
+        assert a == b, p.name
+
+
+def test_inline_reservoir_draws_as_randrange() -> None:
+    """``add_point`` draws the reservoir slot as ``random.randrange`` would (same samples)."""
+    import random
+
+    from inferlab.logs.parsers import LEVEL_CAP, LogState, _Level
+
+    st = LogState(path="x")
+    ref, rng = _Level(first_line=1), random.Random(0)
+    for i in range(5 * LEVEL_CAP):
+        st.add_point(i + 1, "decode", "", None, 7, None, float(i))
+        ref.add(float(i), rng)
+    assert st.levels[7].samples == ref.samples and st.levels[7].n == ref.n
+
+
+def _mixed_log(path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    try:
+        import log_throughput
+    finally:
+        sys.path.pop(0)
+    log_throughput.build(path, 600_000, seed=3)
+    noisy = (
+        b"\xff\xfe broken utf-8 \xe2\x82 Decode batch, #running-req: 3, #token: 9, token usage:"
+        b" 0.10, cuda graph: True, gen throughput (token/s): 12.50, #queue-req: 1\r\n"
+        b"   \r\t\n"
+        b"\x1b[31m[2026-04-05 20:02:51] Prefill batch, #new-seq: 1\x1b[0m\n"
+        b"[2026-04-05 20:02:52] Decode batch, #running-req: 4, #token: 11179, token usage: 0.08"
+    )
+    with path.open("ab") as fh:
+        fh.write(noisy)  # ends in a cut line, no newline
+
+
+def test_dense_and_sparse_scans_and_block_sizes_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generated mixed log (batch and stats lines, tqdm bars, ANSI, compose prefixes, an OOM
+    traceback, broken UTF-8, CRLF, a cut last line): the same analysis whichever scan path
+    and block size reads it."""
+    p = tmp_path / "mixed.log"
+    _mixed_log(p)
+
+    def run() -> dict[str, object]:
+        d = analyze_log(p).to_json()
+        d.pop("seconds")
+        return d
+
+    base = run()
+    assert base["lines"] == p.read_bytes().count(b"\n") + 1
+    assert base["series"]["total"] > 2000  # type: ignore[index]
+    assert {f["kind"] for f in base["findings"]} >= {"oom-graph-capture", "untuned-fp8-gemm"}  # type: ignore[attr-defined]
+    for block, dense in ((97, None), (4096, 0.0), (4096, 2.0), (1 << 16, 0.0), (1 << 20, 2.0)):
+        monkeypatch.setattr(reader, "BLOCK", block)
+        if dense is not None:
+            monkeypatch.setattr(reader, "DENSE", dense)  # 0: always dense, 2: never
+        assert run() == base, (block, dense)
+
+
+# -- a traceback during CUDA-graph capture ------------------------------------------------------
+
+
+def test_traceback_after_capture_begin_is_a_capture_failure() -> None:
+    a = analyze_log(OOM / "sglang-issue1751_phi35-capture-cuda-graph-begin-traceback-2024-10.log")
+    (f,) = a.findings
+    assert f.kind == "graph-capture-failed" and f.severity == "error"
+    assert f.message == (
+        "an exception during CUDA-graph capture; the log ends before its cause (traceback at "
+        'line 3; last frame flashinfer_backend.py:452, call_begin_forward: "wrapper.begin_forward(")'
+    )
+    ev = f.evidence
+    assert ev["lines"] == [2, 3, 14] and ev["exception"] is None
+    assert (
+        ev["last_frame"]["lineno"] == 452 and ev["last_frame"]["function"] == "call_begin_forward"
+    )
+    # the other capture fixtures keep exactly their findings
+    assert [
+        (g.kind, g.evidence["lines"])
+        for g in analyze_log(OOM / "sglang-issue5285_deepep-h20-capture-oom-traceback.log").findings
+    ] == [("oom-graph-capture", [18])]
+    assert [
+        (g.kind, g.message)
+        for g in analyze_log(
+            OOM / "sglang-issue11218_dsv32-docker-compose-capture-failed-remedies.log"
+        ).findings
+    ] == [("graph-capture-failed", "CUDA-graph capture failed (the cause is not in the log)")]
+    assert [
+        g.kind
+        for g in analyze_log(
+            OOM / "vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log"
+        ).findings
+    ] == ["oom"]
+
+
+def test_capture_traceback_needs_an_unfinished_capture(tmp_path: Path) -> None:
+    """Constructed: a vLLM capture that finished, then a traceback, is no capture failure; one
+    that did not finish, with the exception line in the log, quotes it."""
+    head = (
+        "(EngineCore_DP0 pid=7) INFO 11-30 05:44:47 [gpu_model_runner.py:2] Capturing CUDA "
+        "graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 67/67\n"
+    )
+    done = "(EngineCore_DP0 pid=7) INFO 11-30 05:44:50 [gpu_model_runner.py:3] Graph capturing finished in 3 secs, took 0.50 GiB\n"
+    tb = (
+        "(EngineCore_DP0 pid=7) ERROR 11-30 05:44:51 [core.py:9] Traceback (most recent call last):\n"
+        '(EngineCore_DP0 pid=7) ERROR 11-30 05:44:51 [core.py:9]   File "/x/vllm/v1/worker/gpu_model_runner.py", line 77, in capture_model\n'
+        "(EngineCore_DP0 pid=7) ERROR 11-30 05:44:51 [core.py:9]     self._dummy_run(n)\n"
+        "(EngineCore_DP0 pid=7) ERROR 11-30 05:44:51 [core.py:9] AssertionError: bad shape\n"
+    )
+    ok = tmp_path / "ok.log"
+    ok.write_text(head + done + tb)
+    assert "graph-capture-failed" not in kinds(ok)
+    bad = tmp_path / "bad.log"
+    bad.write_text(head + tb)
+    (f,) = kinds(bad)["graph-capture-failed"]
+    assert f["message"] == (
+        "an exception during CUDA-graph capture: AssertionError: bad shape (traceback at line 2; "
+        'last frame gpu_model_runner.py:77, capture_model: "self._dummy_run(n)")'
+    )
+    assert f["evidence"]["lines"] == [1, 2, 3, 5]  # type: ignore[index]

@@ -15,6 +15,7 @@ from inferlab.logs.parsers import (
     FAST_PARSERS,
     PARSERS,
     LogState,
+    capture_traceback,
     markers,
     milestone_list,
     ooms,
@@ -36,7 +37,10 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
     st = LogState(path=str(path), engine=forced)
     parsers = [p for p in PARSERS if forced is None or p.engine in (None, forced)]
 
-    fast = [p for p in parsers if p.name in FAST_PARSERS]
+    fast = [
+        (p.keywords[0], p.keywords[1], p.parse, p.engine) for p in parsers if p.name in FAST_PARSERS
+    ]
+    counts = st.engine_hits
     rest = parsers  # (a line the fast ones did not take may still be theirs, e.g. cut)
 
     def visit(ln: int, raw: str, la: Lookahead) -> int:
@@ -47,11 +51,12 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
             return 0
         if not st.simulated and "[SIMULATED]" in text:
             st.simulated = True
-        for p in fast:  # the periodic stats lines: most of a busy log, one format each
-            if p.keywords[0] in text or p.keywords[1] in text:
-                r = p.parse(st, ln, text, la)
+        for k0, k1, parse, eng in fast:  # the periodic stats lines: most of a busy log
+            if k0 in text or k1 in text:
+                r = parse(st, ln, text, la)
                 if r is not None:
-                    st.hit(p.engine)
+                    if eng is not None:  # st.hit, inline
+                        counts[eng] = counts.get(eng, 0) + 1
                     return r
         markers(st, text)
         used = 0
@@ -74,6 +79,7 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
         tail.pop()
     for text in tail:  # the end of a log names its engine even when it died at startup
         markers(st, text)
+    capture_traceback(st, tail, stats.tail_first_line)
     hits = {k: v for k, v in st.engine_hits.items() if k in ENGINES}
     if forced is not None:
         found = forced if hits.get(forced) or st.markers.get(forced) else None

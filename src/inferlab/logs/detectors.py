@@ -373,7 +373,9 @@ def _oom_other(st: LogState) -> list[Finding]:
 
 @detector("graph-capture-failed")
 def _capture_failed(st: LogState) -> list[Finding]:
-    if not st.capture_failures or any(o.where == "graph-capture" for o in st.ooms):
+    if not st.capture_failures:
+        return _capture_traceback(st)
+    if any(o.where == "graph-capture" for o in st.ooms):
         return []
     reason = next((r for _, r in st.capture_failures if r), "")
     ev: dict[str, Any] = {
@@ -394,6 +396,42 @@ def _capture_failed(st: LogState) -> list[Finding]:
             if st.remedies
             else "lower --mem-fraction-static or --cuda-graph-max-bs; --disable-cuda-graph "
             "to confirm the cause",
+        )
+    ]
+
+
+def _capture_traceback(st: LogState) -> list[Finding]:
+    """A traceback after a capture began and never ended, that nothing more specific (an OOM,
+    NCCL, the engine's own failure signatures) explains."""
+    tb = st.capture_traceback
+    if tb is None or st.ooms or st.nccl_errors or st.nccl_timeouts or st.launch_failure:
+        return []
+    fr, exc = tb["last_frame"], tb["exception"]
+    where = ""
+    if fr is not None:
+        where = f"; last frame {fr['file'].rsplit('/', 1)[-1]}:{fr['lineno']}, {fr['function']}"
+        where += f': "{fr["code"]}"' if fr["code"] else ""
+    cause = f": {exc['text']}" if exc else "; the log ends before its cause"
+    lines = [tb["capture_line"], tb["traceback_line"]]
+    lines += [x["line"] for x in (fr, exc) if x is not None]
+    return [
+        Finding(
+            "graph-capture-failed",
+            "error",
+            f"an exception during CUDA-graph capture{cause} (traceback at line "
+            f"{tb['traceback_line']}{where})",
+            {
+                "lines": lines,
+                "capture_line": tb["capture_line"],
+                "traceback_line": tb["traceback_line"],
+                "last_frame": fr,
+                "exception": exc,
+                "reason": exc["text"] if exc else None,
+            },
+            "keep the whole launch log (the exception that stopped the capture is "
+            + ("in it" if exc else "cut off")
+            + "); --disable-cuda-graph (SGLang) / --enforce-eager (vLLM) tells whether the "
+            "capture is what fails; lower --cuda-graph-max-bs / the capture sizes if it is",
         )
     ]
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from inferlab.engines.logs import clean_line
 from inferlab.logs.model import (
     Milestone,
     OomEvent,
@@ -65,6 +66,8 @@ FAST_PARSERS = ("sglang-batch", "vllm-stats")
 SERIES_CAP = 2048
 #: gen-throughput samples kept per running-request level (reservoir)
 LEVEL_CAP = 256
+#: batch-line heads whose rank is cached (the cache is emptied when full)
+RANK_CACHE = 256
 #: evidence lines kept per item
 LINES_CAP = 20
 #: OOM lines this close together are one event
@@ -85,7 +88,7 @@ def _lines_add(lst: list[int], line: int) -> None:
         lst.append(line)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Level:
     """Gen-throughput samples at one running-request count (a bounded reservoir)."""
 
@@ -159,6 +162,7 @@ class LogState:
     primary_rank: dict[str, str | None] = field(default_factory=dict)
     levels: dict[int, _Level] = field(default_factory=dict)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    getrandbits: Callable[[int], int] = field(init=False, repr=False, compare=False)
     load: dict[str, Any] = field(default_factory=dict)  # queue / KV counters
     spec: SpecStats = field(default_factory=SpecStats)
     flags: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -170,6 +174,11 @@ class LogState:
     remedies: list[str] = field(default_factory=list)
     remedies_line: int | None = None
     capture_failures: list[tuple[int, str]] = field(default_factory=list)
+    #: the first CUDA-graph capture start line since the last capture end line, and that end
+    capture_begin: int | None = None
+    capture_end: int | None = None
+    #: a traceback in the log's end that begins after an unfinished capture (``traceback``)
+    capture_traceback: dict[str, Any] | None = None
     nccl_errors: dict[str, list[int]] = field(default_factory=dict)
     nccl_warns: dict[str, list[int]] = field(default_factory=dict)
     nccl_timeouts: list[dict[str, Any]] = field(default_factory=list)
@@ -177,6 +186,13 @@ class LogState:
     advice_values: dict[str, dict[str, Any]] = field(default_factory=dict)
     milestones: dict[str, Milestone] = field(default_factory=dict)
     slots: list[dict[str, Any]] = field(default_factory=list)
+    #: batch-line heads seen last and the rank in each (see ``_rank``)
+    rank_cache: dict[str, str | None] = field(default_factory=dict, repr=False)
+    #: the index in ``_DECODE_FORMS`` of the form that matched last
+    decode_form: int = 0
+
+    def __post_init__(self) -> None:
+        self.getrandbits = self.rng.getrandbits
 
     # -- helpers used by parsers ------------------------------------------------------------
     def hit(self, engine: str | None) -> None:
@@ -205,11 +221,26 @@ class LogState:
                 lv = self.levels.get(running)
                 if lv is None:
                     lv = self.levels[running] = _Level(first_line=line)
-                lv.add(gen_tps, self.rng)
+                lv.n += 1  # _Level.add, inline (the hot path)
+                if len(lv.samples) < LEVEL_CAP:
+                    lv.samples.append(gen_tps)
+                else:  # rng.randrange(seen), as CPython computes it (tested the same)
+                    seen = lv.n
+                    k = seen.bit_length()
+                    j = self.getrandbits(k)
+                    while j >= seen:
+                        j = self.getrandbits(k)
+                    if j < LEVEL_CAP:
+                        lv.samples[j] = gen_tps
             if queued is not None:
-                self._load(line, running, queued, kv_usage)
-        self.series_total += 1
-        if (self.series_total - 1) % self.series_stride:
+                ld = self.load  # _load's first lines, inline
+                ld["samples"] = ld.get("samples", 0) + 1
+                if kv_usage is not None and kv_usage > ld.get("max_kv", 0.0):
+                    ld["max_kv"] = kv_usage
+                if queued > 0:
+                    self._queued(line, running, queued, kv_usage)
+        n = self.series_total = self.series_total + 1
+        if (n - 1) % self.series_stride:
             return
         tm = _TIME.search(head)
         self.series.append(
@@ -230,13 +261,9 @@ class LogState:
             self.series = self.series[::2]
             self.series_stride *= 2
 
-    def _load(self, line: int, running: int | None, queued: int, kv: float | None) -> None:
+    def _queued(self, line: int, running: int | None, queued: int, kv: float | None) -> None:
+        """A stats line with requests waiting (``queued`` > 0)."""
         ld = self.load
-        ld["samples"] = ld.get("samples", 0) + 1
-        if kv is not None and kv > ld.get("max_kv", 0.0):
-            ld["max_kv"] = kv
-        if queued <= 0:
-            return
         ld["queued"] = ld.get("queued", 0) + 1
         ld["max_queue"] = max(ld.get("max_queue", 0), queued)
         _lines_add(ld.setdefault("queued_lines", []), line)
@@ -342,13 +369,128 @@ def _i(v: str | None) -> int | None:
 # -- SGLang Prefill / Decode batch ------------------------------------------------------------
 
 
+#: the Decode batch forms SGLang has printed, one fixed field order (after "Decode batch" and
+#: its "." or ","): a line that matches all of it is read from the groups, the others by the
+#: general field parser (the same values: every key and value of the line is pinned here)
+_DECODE_FAST = re.compile(
+    r" #running-req: ([0-9]+), #token: [0-9]+, (?:full )?token usage: ([0-9]+\.[0-9]+), "
+    r"(?:accept len: ([0-9]+\.[0-9]+), accept rate: ([0-9]+\.[0-9]+), )?"
+    r"(?:pre-allocated usage: [0-9]+\.[0-9]+, #prealloc-req: [0-9]+, #transfer-req: [0-9]+, "
+    r"#retracted-req: ([0-9]+), )?"
+    r"(?:(?:cuda|npu) graph: (?:True|False), )?"
+    r"gen throughput \(token/s\): ([0-9]+\.[0-9]+), (?:largest-len: [0-9]+, )?"
+    r"#queue-req: ([0-9]+),?"
+)
+#: the two commonest Decode forms alone (faster to match), with ``_DECODE_FAST``'s groups
+#: (those the form lacks are empty); tried first, the form that matched last first of all
+_DECODE_FORMS: tuple[re.Pattern[str], ...] = (
+    re.compile(
+        r" #running-req: ([0-9]+), #token: [0-9]+, token usage: ([0-9]+\.[0-9]+), ()()()"
+        r"gen throughput \(token/s\): ([0-9]+\.[0-9]+), largest-len: [0-9]+, "
+        r"#queue-req: ([0-9]+),?"
+    ),
+    re.compile(
+        r" #running-req: ([0-9]+), #token: [0-9]+, token usage: ([0-9]+\.[0-9]+), ()()()"
+        r"(?:cuda|npu) graph: (?:True|False), gen throughput \(token/s\): ([0-9]+\.[0-9]+), "
+        r"#queue-req: ([0-9]+),?"
+    ),
+    _DECODE_FAST,
+)
+#: the same for Prefill batch lines
+_PREFILL_FAST = re.compile(
+    r" #new-seq: [0-9]+, #new-token: [0-9]+, #cached-token: [0-9]+, "
+    r"(?:full )?token usage: ([0-9]+\.[0-9]+), (?:mamba usage: [0-9]+\.[0-9]+, )?"
+    r"#running-req: ([0-9]+), #queue-req: ([0-9]+)(?:, #pending-token: [0-9]+)?"
+    r"(?:, (?:cuda|npu) graph: (?:True|False))?"
+    r"(?:, input throughput \(token/s\): ([0-9]+\.[0-9]+))?,?"
+)
+
+
+def _rank(st: LogState, head: str) -> str | None:
+    """The TP/DP/EP rank in a batch line's ``head`` (cached: the lines of one second, rank
+    and kind share their head)."""
+    cache = st.rank_cache
+    try:
+        return cache[head]
+    except KeyError:
+        pass
+    rk = _RANK.search(head)
+    rank = rk.group(1).strip() if rk else None
+    if len(cache) >= RANK_CACHE:
+        cache.clear()
+    cache[head] = rank
+    return rank
+
+
+def _sglang_fast(st: LogState, ln: int, text: str, i: int, decode: bool) -> bool:
+    """A batch line in one of the fixed forms, read from ``_DECODE_FAST``/``_PREFILL_FAST``;
+    False (nothing done) for any other line."""
+    if decode:
+        m = _DECODE_FORMS[st.decode_form].fullmatch(text, i + 13)
+        if m is None:
+            for k, rx in enumerate(_DECODE_FORMS):
+                m = rx.fullmatch(text, i + 13)
+                if m is not None:
+                    st.decode_form = k
+                    break
+            else:
+                return False
+        running, kv, acc_s, rate_s, retracted_s, gen, queued = m.groups()
+        head = text[:i]
+        acc = float(acc_s) if acc_s else None
+        st.add_point(
+            ln,
+            "decode",
+            head,
+            _rank(st, head),
+            int(running),
+            int(queued),
+            float(gen),
+            float(kv),
+            acc,
+            None,
+        )
+        if acc is not None:
+            _spec_add(st, ln, acc, float(rate_s) if rate_s else None)
+        if retracted_s:
+            retracted = int(retracted_s)
+            if retracted:
+                st.load["retracted"] = st.load.get("retracted", 0) + retracted
+                _lines_add(st.load.setdefault("retracted_lines", []), ln)
+    else:
+        m = _PREFILL_FAST.fullmatch(text, i + 14)
+        if m is None:
+            return False
+        kv, running, queued, prompt = m.groups()
+        head = text[:i]
+        st.add_point(
+            ln,
+            "prefill",
+            head,
+            _rank(st, head),
+            int(running),
+            int(queued),
+            None,
+            float(kv),
+            None,
+            None if prompt is None else float(prompt),
+        )
+    if st.phase != "serving":
+        st.phase = "serving"
+    return True
+
+
 @line_parser("sglang-batch", "sglang", ("Decode batch", "Prefill batch"))
 def _sglang_batch(st: LogState, ln: int, text: str, la: Lookahead) -> int | None:
     kind, i = "decode", text.find("Decode batch")
+    if i >= 0 and _sglang_fast(st, ln, text, i, True):
+        return 0
     if i < 0:
         kind, i = "prefill", text.find("Prefill batch")
         if i < 0:
             return None
+        if _sglang_fast(st, ln, text, i, False):
+            return 0
     used = 0
     if kind == "decode" and "#queue-req" not in text and "gen throughput" not in text[i:]:
         text, used = _joined(text, la, lambda t: "#queue-req" in t)
@@ -361,14 +503,13 @@ def _sglang_batch(st: LogState, ln: int, text: str, la: Lookahead) -> int | None
     if "#running-req" not in fields and "#new-seq" not in fields:
         return None
     head = text[:i]
-    rk = _RANK.search(head)
     g = fields.get
     kv = g("token usage") or g("full token usage")
     st.add_point(
         ln,
         kind,
         head,
-        rk.group(1).strip() if rk else None,
+        _rank(st, head),
         _i(g("#running-req")),
         _i(g("#queue-req")),
         _f(g("gen throughput (token/s)")),
@@ -418,10 +559,54 @@ def _pct(v: tuple[str, str | None] | None) -> float | None:
     return None if x is None else x / 100.0 if v[1] == "%" else x
 
 
+#: vLLM's stats line in its V0 and V1 forms, from "Avg prompt throughput" to the end (as
+#: ``_DECODE_FAST``: a line that matches all of it is read from the groups, the same values as
+#: ``_stat_fields`` gives)
+_VLLM_FAST = re.compile(
+    r"Avg prompt throughput: ([0-9]+\.[0-9]+) tokens/s, "
+    r"Avg generation throughput: ([0-9]+\.[0-9]+) tokens/s, Running: ([0-9]+) reqs, "
+    r"(Swapped: [0-9]+ reqs, )?(?:Waiting|Pending): ([0-9]+) reqs, "
+    r"(?:(?:GPU )?KV cache usage: ([0-9]+\.[0-9]+)%(?:, CPU KV cache usage: [0-9]+\.[0-9]+%)?"
+    r"|CPU KV cache usage: ([0-9]+\.[0-9]+)%)"
+    r"(?:, Prefix cache hit rate: [0-9]+\.[0-9]+%)?\.?"
+)
+
+
+def _vllm_fast(st: LogState, ln: int, text: str) -> bool:
+    """A stats line in one of ``_VLLM_FAST``'s forms; False (nothing done) for others."""
+    j = text.find("Avg prompt throughput")
+    if j < 0:
+        return False
+    m = _VLLM_FAST.fullmatch(text, j)
+    if m is None:
+        return False
+    prompt, gen, running, swapped, queued, kv, cpu_kv = m.groups()
+    if kv is None and swapped is None:
+        kv = cpu_kv
+    e = _ENGINE_IDX.search(text, 0, j)  # the rest holds no "Engine N:"
+    st.add_point(
+        ln,
+        "stats",
+        text,
+        f"Engine {e.group(1)}" if e else None,
+        int(running),
+        int(queued),
+        float(gen),
+        None if kv is None else float(kv) / 100.0,
+        None,
+        float(prompt),
+    )
+    if st.phase != "serving":
+        st.phase = "serving"
+    return True
+
+
 @line_parser(
     "vllm-stats", "vllm", ("Avg prompt throughput", "Avg generation throughput", "Running: ")
 )
 def _vllm_stats(st: LogState, ln: int, text: str, la: Lookahead) -> int | None:
+    if _vllm_fast(st, ln, text):
+        return 0
     if "Running: " not in text and "Avg generation throughput" not in text:
         return None
     text, used = _joined(text, la, lambda t: bool(_STATS_END.search(t)))
@@ -652,6 +837,7 @@ def _capture(st: LogState, ln: int, text: str, la: Lookahead) -> int | None:
         st.hit("sglang")
         return 0
     if "Capture cuda graph begin" in text:
+        _capture_begins(st, ln)
         st.phase = "graph-capture"
         st.milestone("graph-capture-begin", ln, text, {}, "sglang")
         st.hit("sglang")
@@ -660,6 +846,7 @@ def _capture(st: LogState, ln: int, text: str, la: Lookahead) -> int | None:
         r"Capture cuda graph end\. Time elapsed: ([\d.]+) s(?:\. mem usage=([\d.]+) GB)?", text
     )
     if m:
+        st.capture_end = ln
         st.phase = "warm-up"
         vals: dict[str, Any] = {"seconds": float(m.group(1))}
         if m.group(2):
@@ -669,6 +856,7 @@ def _capture(st: LogState, ln: int, text: str, la: Lookahead) -> int | None:
         return 0
     m = re.search(r"Graph capturing finished in (\d+) secs?, took ([\d.]+) GiB", text)
     if m:
+        st.capture_end = ln
         st.phase = "warm-up"
         st.milestone(
             "graph-captured",
@@ -679,12 +867,75 @@ def _capture(st: LogState, ln: int, text: str, la: Lookahead) -> int | None:
         )
         st.hit("vllm")
         return 0
+    if "Capturing CUDA graph" in text or "Capturing cudagraphs" in text:
+        _capture_begins(st, ln)
     if st.phase != "serving" and (
         "Capturing batches" in text or "Capturing CUDA graph" in text or "capture_model" in text
     ):
         st.phase = "graph-capture"
         return 0
     return None
+
+
+def _capture_begins(st: LogState, ln: int) -> None:
+    if st.capture_begin is None or (st.capture_end or 0) > st.capture_begin:
+        st.capture_begin = ln
+
+
+_TB_START = "Traceback (most recent call last):"
+_TB_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_TB_EXC = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b")
+_TB_CHAIN = ("During handling of the above exception", "The above exception was the direct")
+_DIGITS = str.maketrans("0123456789", "0000000000")
+
+
+def capture_traceback(st: LogState, tail: list[str], first_line: int) -> None:
+    """Set ``st.capture_traceback`` from the log's end (``tail``, whose first line is line
+    ``first_line``): the first traceback that begins after a CUDA-graph capture started and
+    never ended, with its last frame and its exception line (None when the log ends first).
+    A prefix that the ``Traceback`` line carries (a timestamp, a process tag) is cut from the
+    lines after it that carry one of the same shape (digits aside)."""
+    begin = st.capture_begin
+    if begin is None or (st.capture_end is not None and st.capture_end > begin):
+        return
+    lo = max(0, begin - first_line + 1)  # tail index of the first line after the begin
+    start = next((i for i in range(lo, len(tail)) if _TB_START in tail[i]), None)
+    if start is None:
+        return
+    head = clean_line(tail[start])
+    prefix = head[: head.find(_TB_START)].translate(_DIGITS)
+    body: list[str] = []
+    for raw in tail[start + 1 :]:
+        t = clean_line(raw)
+        if prefix and t[: len(prefix)].translate(_DIGITS) == prefix:
+            t = t[len(prefix) :]
+        body.append(t)
+    frame: dict[str, Any] | None = None
+    exc: dict[str, Any] | None = None
+    for i, t in enumerate(body):
+        m = _TB_FRAME.match(t)
+        if m:
+            nxt = body[i + 1] if i + 1 < len(body) else ""
+            code = "" if _TB_FRAME.match(nxt) or not nxt[:1].isspace() else nxt.strip()
+            frame = {
+                "line": first_line + start + 1 + i,
+                "file": m.group(1),
+                "lineno": int(m.group(2)),
+                "function": m.group(3),
+                "code": code,
+            }
+        elif not t.strip() or t[:1].isspace() or t.startswith(_TB_CHAIN) or _TB_START in t:
+            continue  # a frame's code line, a caret line, a chained traceback
+        elif _TB_EXC.match(t):
+            exc = {"line": first_line + start + 1 + i, "text": t[:300]}
+        else:
+            break  # a line of another record: the traceback ended
+    st.capture_traceback = {
+        "capture_line": begin,
+        "traceback_line": first_line + start,
+        "last_frame": frame,
+        "exception": exc,
+    }
 
 
 # -- NCCL --------------------------------------------------------------------------------------

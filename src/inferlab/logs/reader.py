@@ -31,7 +31,7 @@ from inferlab.errors import LogError
 __all__ = ["BLOCK", "LOOKAHEAD", "Lookahead", "ScanStats", "open_log", "scan"]
 
 #: bytes read per block
-BLOCK = 1 << 22
+BLOCK = 1 << 20
 #: lines after a visited line that are always in memory
 LOOKAHEAD = 16
 #: a line longer than this (no newline in sight) is visited in pieces of this size
@@ -95,6 +95,24 @@ class Lookahead:
         return self._cache[:n]
 
 
+class _SplitLookahead(Lookahead):
+    """A ``Lookahead`` over a block already decoded and split at ``\\n`` (the dense path):
+    the same lines as ``Lookahead`` on the block's bytes."""
+
+    __slots__ = ("_idx", "_split")
+
+    def __init__(self, split: list[str], idx: int) -> None:
+        self._split = split
+        self._idx = idx  # index of the visited line in ``split``
+        self._cache = None
+
+    def lines(self, n: int = LOOKAHEAD) -> list[str]:
+        if self._cache is None or len(self._cache) < n:
+            i = self._idx + 1
+            self._cache = [clean_line(t) for t in self._split[i : i + n]]
+        return self._cache[:n]
+
+
 def _refuse(path: Path, what: str) -> LogError:
     return LogError(f"{path}: {what}; inferlab reads text logs, plain or gzip (.gz)")
 
@@ -133,7 +151,17 @@ def _read(fh: BinaryIO, path: Path, stats: ScanStats) -> bytes:
         raise LogError(f"{path}: corrupt {stats.compressed or 'file'}: {exc}") from None
 
 
+#: ``visit(line_no, text, lookahead)``; the lookahead is valid during the call only (the dense
+#: path moves one per block from line to line)
 Visitor = Callable[[int, str, Lookahead], int]
+
+#: a block where at least this share of the lines hold an anchor is split into lines and each
+#: line tested (one pass over the block); below it, each anchor is searched in the bytes (one
+#: ``bytes.find`` pass per anchor, only the hit lines decoded). The next block takes the path
+#: that the share of the one before calls for.
+DENSE = 0.15
+#: what ``bytes.strip()`` strips (the dense path tests decoded text with the same set)
+_WS = " \t\n\r\x0b\x0c"
 
 
 def scan(
@@ -151,6 +179,11 @@ def scan(
     skip_until = 0
     sniffed = False
     tail = b""
+    # the dense path tests decoded text: only for ASCII anchors (a byte match is a text match)
+    text_anchors = (
+        tuple(a.decode("ascii") for a in anchors) if all(a.isascii() for a in anchors) else None
+    )
+    dense: bool | None = None  # None: the first block, probed
     try:
         while True:
             chunk = _read(fh, p, stats)
@@ -174,41 +207,21 @@ def scan(
                         carry = buf
                         continue
                     end = len(buf)  # a monster line: visit this piece, same line number
-            hits: set[int] = set()
-            for a in anchors:
-                j = buf.find(a, 0, end)
-                while j >= 0:
-                    hits.add(buf.rfind(b"\n", 0, j) + 1)
-                    nl = buf.find(b"\n", j, end)
-                    if nl < 0:
-                        break
-                    j = buf.find(a, nl + 1, end)
-            if line_no <= first:
-                pos, n = 0, line_no
-                while n <= first and pos < end:
-                    hits.add(pos)
-                    nl = buf.find(b"\n", pos, end)
-                    if nl < 0:
-                        break
-                    pos, n = nl + 1, n + 1
-            pos = 0
-            for s in sorted(hits):
-                line_no += buf.count(b"\n", pos, s)
-                pos = s
-                if line_no < skip_until:
-                    continue
-                e = buf.find(b"\n", s, end)
-                if e < 0:
-                    e = end
-                la = Lookahead(buf, e)
-                used = 0
-                for seg in buf[s:e].split(b"\r"):
-                    if seg.strip():
-                        stats.visited += 1
-                        used = max(used, visit(line_no, seg.decode("utf-8", "replace"), la))
-                if used:
-                    skip_until = line_no + used + 1
-            line_no += buf.count(b"\n", pos, end)  # a piece of a monster line does not advance
+            n_nl = buf.count(b"\n", 0, end)
+            if dense is None:  # the share of hit lines in the first 64 KiB
+                probe = buf.rfind(b"\n", 0, min(end, SNIFF)) + 1
+                n_probe = buf.count(b"\n", 0, probe)
+                dense = len(_hits(buf, probe, anchors)) >= DENSE * max(1, n_probe)
+            if dense and text_anchors is not None:
+                skip_until, n_hits = _dense(
+                    buf, end, n_nl, line_no, first, skip_until, text_anchors, visit, stats
+                )
+            else:
+                skip_until, n_hits = _sparse(
+                    buf, end, line_no, first, skip_until, anchors, visit, stats
+                )
+            dense = n_hits >= DENSE * max(1, n_nl)
+            line_no += n_nl  # a piece of a monster line does not advance
             tail = (tail + buf[max(0, end - TAIL) : end])[-TAIL:]
             carry = buf[end:]
             if eof:
@@ -223,6 +236,112 @@ def scan(
     n_tail = tail.count(b"\n") + (1 if tail and tail[-1:] != b"\n" else 0)
     stats.tail, stats.tail_first_line = tail, stats.lines - n_tail + 1
     return stats
+
+
+def _sparse(
+    buf: bytes,
+    end: int,
+    line_no: int,
+    first: int,
+    skip_until: int,
+    anchors: Sequence[bytes],
+    visit: Visitor,
+    stats: ScanStats,
+) -> tuple[int, int]:
+    """Visit the hit lines of ``buf[:end]`` (line ``line_no`` starts at 0) found by one
+    ``bytes.find`` pass per anchor; returns ``skip_until`` and the number of hit lines."""
+    hits = _hits(buf, end, anchors)
+    if line_no <= first:
+        pos, n = 0, line_no
+        while n <= first and pos < end:
+            hits.add(pos)
+            nl = buf.find(b"\n", pos, end)
+            if nl < 0:
+                break
+            pos, n = nl + 1, n + 1
+    pos = 0
+    for s in sorted(hits):
+        line_no += buf.count(b"\n", pos, s)
+        pos = s
+        if line_no < skip_until:
+            continue
+        e = buf.find(b"\n", s, end)
+        if e < 0:
+            e = end
+        la = Lookahead(buf, e)
+        used = 0
+        for seg in buf[s:e].split(b"\r"):
+            if seg.strip():
+                stats.visited += 1
+                used = max(used, visit(line_no, seg.decode("utf-8", "replace"), la))
+        if used:
+            skip_until = line_no + used + 1
+    return skip_until, len(hits)
+
+
+def _hits(buf: bytes, end: int, anchors: Sequence[bytes]) -> set[int]:
+    """The start offsets of the lines of ``buf[:end]`` that hold an anchor."""
+    hits: set[int] = set()
+    for a in anchors:
+        j = buf.find(a, 0, end)
+        while j >= 0:
+            hits.add(buf.rfind(b"\n", 0, j) + 1)
+            nl = buf.find(b"\n", j, end)
+            if nl < 0:
+                break
+            j = buf.find(a, nl + 1, end)
+    return hits
+
+
+def _dense(
+    buf: bytes,
+    end: int,
+    n_nl: int,
+    line_no: int,
+    first: int,
+    skip_until: int,
+    anchors: tuple[str, ...],
+    visit: Visitor,
+    stats: ScanStats,
+) -> tuple[int, int]:
+    """``_sparse`` for a block where most lines hit: the block (with its lookahead lines) is
+    decoded once and split at ``\\n``; each line of ``buf[:end]`` is tested for the anchors.
+    Decoding the whole block gives the same text as decoding each line: ``\\n`` and ``\\r``
+    end any malformed UTF-8 sequence."""
+    split = buf.decode("utf-8", "replace").split("\n")
+    # the lines that start before ``end``: a piece or partial line at ``end`` is one more
+    n_body = n_nl + (1 if end and buf[end - 1] != 10 else 0)
+    n_hits = 0
+    visited = stats.visited
+    la = _SplitLookahead(split, 0)  # one per block, moved to each visited line
+    always = first - line_no  # lines up to this index are visited whatever they hold
+    for idx, line in enumerate(split[:n_body] if n_body < len(split) else split):
+        if idx > always:
+            for a in anchors:
+                if a in line:
+                    break
+            else:
+                continue
+        n_hits += 1
+        ln = line_no + idx
+        if ln < skip_until:
+            continue
+        la._idx, la._cache = idx, None
+        if "\r" in line:
+            used = 0
+            for seg in line.split("\r"):
+                if seg.strip(_WS):
+                    visited += 1
+                    used = max(used, visit(ln, seg, la))
+        elif idx > always or line.strip(_WS):  # a hit holds an anchor: never blank
+            visited += 1
+            used = visit(ln, line, la)
+        else:
+            used = 0
+        if used:
+            skip_until = ln + used + 1
+    stats.visited = visited
+    return skip_until, n_hits
 
 
 def _cut(buf: bytes) -> int:
