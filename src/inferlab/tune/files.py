@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.config.jsonfile import read_json
 from inferlab.errors import ConfigError
 from inferlab.tune.config import ENGINE_KEYS, KernelConfig
 
@@ -63,17 +64,7 @@ def config_file_name(engine: str, n: int, k: int, device_name: str) -> str:
 def read_config_file(path: Path) -> dict[int, dict[str, Any]]:
     """An existing engine config file as ``{M: entry}`` (entries kept verbatim). Raises
     ``ConfigError`` naming the file and what is wrong when it cannot be used."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read existing config file ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: existing config file is not valid JSON (line {exc.lineno}, column "
-            f"{exc.colno}: {exc.msg}); fix or move it — nothing was written"
-        ) from None
+    data = read_json(path, "existing config file", after="; fix or move it — nothing was written")
     if not isinstance(data, dict):
         raise ConfigError(
             f"{path}: existing config file must be a JSON object of M → config, "

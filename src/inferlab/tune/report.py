@@ -15,7 +15,6 @@ Definitions (every number in the table):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,6 +23,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from inferlab.config.jsonfile import read_json
 from inferlab.errors import ConfigError
 from inferlab.report.sections import Section, register_section
 from inferlab.report.sections import md_text as _md
@@ -261,17 +261,7 @@ def parse_run(data: Any, source: str = "results") -> TuneData:
 
 def read_run(path: Path) -> TuneData:
     """``--from-results FILE.json``: a run saved by ``inferlab tune fp8-gemm``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"--from-results: cannot read {path} ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--from-results: {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-            f"{exc.msg})"
-        ) from None
+    data = read_json(path, "--from-results")
     return parse_run(data, str(path))
 
 

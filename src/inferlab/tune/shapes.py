@@ -6,12 +6,12 @@ N output features (rows of B), K input features; M is the number of tokens in th
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.config.jsonfile import read_json
 from inferlab.errors import ConfigError
 from inferlab.tune.space import DEFAULT_BATCH_SIZES, SCALE_BLOCK
 
@@ -187,15 +187,7 @@ def shapes_from_model_config(path: Path, tp: int) -> list[Shape]:
     attention the attention projections run unsplit: tune those with ``--tp 1`` as well."""
     if tp < 1:
         raise ConfigError(f"--tp {tp}: must be ≥ 1")
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"--model-config: cannot read {path} ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"--model-config: {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-            f"{exc.msg})"
-        ) from None
+    cfg = read_json(path, "--model-config")
     if not isinstance(cfg, dict):
         raise ConfigError(f"--model-config: {path} must hold a JSON object")
     cfg = cfg.get("text_config", cfg) if isinstance(cfg.get("text_config"), dict) else cfg
