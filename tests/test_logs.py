@@ -691,18 +691,23 @@ def test_fast_paths_equal_the_general_parser_on_every_fixture_line(
         assert a == b, p.name
 
 
-def test_inline_reservoir_draws_as_randrange() -> None:
-    """``add_point`` draws the reservoir slot as ``random.randrange`` would (same samples)."""
+def test_reservoir_is_the_textbook_one() -> None:
+    """Each level keeps a uniform reservoir: the same samples as Algorithm R written with
+    ``random.randrange`` on an identically seeded generator."""
     import random
 
-    from inferlab.logs.parsers import LEVEL_CAP, LogState, _Level
+    from inferlab.logs.parsers import LEVEL_CAP, LogState
 
     st = LogState(path="x")
-    ref, rng = _Level(first_line=1), random.Random(0)
+    rng = random.Random(0)
+    ref: list[float] = []
     for i in range(5 * LEVEL_CAP):
         st.add_point(i + 1, "decode", "", None, 7, None, float(i))
-        ref.add(float(i), rng)
-    assert st.levels[7].samples == ref.samples and st.levels[7].n == ref.n
+        if len(ref) < LEVEL_CAP:
+            ref.append(float(i))
+        elif (j := rng.randrange(i + 1)) < LEVEL_CAP:
+            ref[j] = float(i)
+    assert st.levels[7].samples == ref and st.levels[7].n == 5 * LEVEL_CAP
 
 
 def _mixed_log(path: Path) -> None:

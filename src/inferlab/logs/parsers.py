@@ -96,14 +96,20 @@ class _Level:
     samples: list[float] = field(default_factory=list)
     first_line: int = 0
 
-    def add(self, v: float, rng: random.Random) -> None:
+    def add(self, v: float, getrandbits: Callable[[int], int]) -> None:
+        """Keep ``v`` with probability LEVEL_CAP / n (reservoir sampling). The slot is drawn
+        uniformly from [0, n) by rejection on ``getrandbits``, as ``random.randrange`` does."""
         self.n += 1
         if len(self.samples) < LEVEL_CAP:
             self.samples.append(v)
-        else:
-            j = rng.randrange(self.n)
-            if j < LEVEL_CAP:
-                self.samples[j] = v
+            return
+        n = self.n
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        if j < LEVEL_CAP:
+            self.samples[j] = v
 
 
 @dataclass
@@ -221,17 +227,7 @@ class LogState:
                 lv = self.levels.get(running)
                 if lv is None:
                     lv = self.levels[running] = _Level(first_line=line)
-                lv.n += 1  # _Level.add, inline (the hot path)
-                if len(lv.samples) < LEVEL_CAP:
-                    lv.samples.append(gen_tps)
-                else:  # rng.randrange(seen), as CPython computes it (tested the same)
-                    seen = lv.n
-                    k = seen.bit_length()
-                    j = self.getrandbits(k)
-                    while j >= seen:
-                        j = self.getrandbits(k)
-                    if j < LEVEL_CAP:
-                        lv.samples[j] = gen_tps
+                lv.add(gen_tps, self.getrandbits)
             if queued is not None:
                 ld = self.load  # _load's first lines, inline
                 ld["samples"] = ld.get("samples", 0) + 1
