@@ -143,6 +143,21 @@ def test_errors_are_one_red_line(args: tuple[str, ...], needle: str) -> None:
     assert p.stderr.strip().startswith("error:")
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--shape", "7168"), "--shape '7168': expected N,K"),
+        (("--shape", "1,128", "--batch-sizes", "0"), "--batch-sizes '0'"),
+    ],
+)
+def test_bad_values_are_named_before_the_gpu_is_looked_for(
+    args: tuple[str, ...], needle: str
+) -> None:
+    """Without --dry-run (and without a GPU here) a mistyped value is still the error shown."""
+    p = _cli("tune", "fp8-gemm", *args)
+    assert p.returncode == 2 and needle in p.stderr and "needs an NVIDIA GPU" not in p.stderr
+
+
 def test_without_gpu_says_what_is_missing() -> None:
     try:
         import torch  # noqa: F401

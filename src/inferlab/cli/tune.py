@@ -28,7 +28,7 @@ from inferlab.tune.backends import (
 from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM
 from inferlab.tune.files import FileWrite, config_file_name, write_config_file
 from inferlab.tune.report import COLUMNS, TuneData, parse_run, read_run, store_run, table_rows
-from inferlab.tune.shapes import Shape, collect_shapes, parse_batch_sizes
+from inferlab.tune.shapes import Shape, collect_shapes, parse_batch_sizes, parse_shape
 from inferlab.tune.space import PlanSummary, plan_summary
 
 from .render import stdout_console
@@ -169,6 +169,10 @@ def tune_fp8_gemm(
     except ValueError as exc:
         raise ConfigError(f"--server-args: {exc}") from None
 
+    for text in shape_args:  # the user's own values are checked before looking for a GPU
+        parse_shape(text)
+    ms = parse_batch_sizes(batch_sizes)
+
     run: TuneData | None = None
     gpu_ok, found, gpu_name, gpu_cap = False, "", None, None
     if from_results is not None:
@@ -192,7 +196,6 @@ def tune_fp8_gemm(
             + ("saved run" if run else "GPU here")
             + f" is {local_device}; files are named for the GPU that was tuned (drop the option)"
         )
-    ms = parse_batch_sizes(batch_sizes)
     if run is not None and not shape_args and log is None and model_config is None:
         shapes = [Shape(n, k, str(from_results)) for n, k in run.shapes()]
         log_devices: list[str] = []
