@@ -365,7 +365,8 @@ def test_server_probe_against_the_reference_engine() -> None:
     assert by["/v1/models"].status == 200 and by["/v1/models"].summary["models"]
     assert by["/version"].status == 200
     assert by["/metrics"].status == 200 and by["/metrics"].summary["series"] > 0
-    assert by["/get_server_info"].status == 404 and "HTTP 404" in str(by["/get_server_info"].error)
+    info = by["/get_server_info"]  # the reference engine answers it, as SGLang does
+    assert info.status == 200 and info.summary["fields"] > 20, info
     assert all(e.ms is not None and e.ms >= 0 for e in probe.endpoints)
     dead = probe_server(sim.url, timeout_s=2)  # the server is gone now
     assert dead.endpoints[0].status is None and "refused" in str(dead.endpoints[0].error).lower()

@@ -42,7 +42,8 @@ class StoreSink:
         self._own = not isinstance(db, Store)
         self.store = Store(db) if not isinstance(db, Store) else db
         self._config_id = config_id
-        self.spec = get_engine(cfg.engine)
+        self.spec = get_engine(cfg.engine or "openai")  # the detected one once started
+        self._want_scrape = scrape
         self.scrape = scrape and self.spec.metrics_path is not None
         self._scraper: Scraper | None = None
         self.cfg = cfg
@@ -55,17 +56,20 @@ class StoreSink:
     def start(self, meta: dict[str, Any]) -> None:
         cfg = self.cfg
         self._meta = meta
+        engine = str(meta.get("engine") or cfg.engine or "openai")
+        self.spec = get_engine(engine)
+        self.scrape = self._want_scrape and self.spec.metrics_path is not None
         with self.store.transaction():
             cid = self.store.campaign_id(self.campaign)
             gid = self._config_id or self.store.config_id(
                 cid,
-                self.config or f"{cfg.engine}:{meta['model']}",
-                engine=cfg.engine,
+                self.config or f"{engine}:{meta['model']}",
+                engine=engine,
                 model=meta["model"],
                 extra={"url": cfg.url, "endpoint": cfg.endpoint},
             )
             eid = self.store.environment_id(
-                snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))
+                snapshot(engine_name=engine, engine_version=meta.get("engine_version"))
             )
         self._ids = (cid, gid, eid)
 

@@ -10,26 +10,28 @@ config: its old results are never mixed in). Only one server of a campaign runs 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import shlex
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
+from inferlab.campaign.files import check_files
+from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
+from inferlab.campaign.notes import plan_notes
+from inferlab.campaign.orphans import campaign_lock, recover_campaign
+from inferlab.campaign.steps import StepFailed, check_applied, config_files, server_running
+from inferlab.campaign.up import verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
-from inferlab.engines import get_engine
-from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
+from inferlab.config.secrets import scrub_argv, scrub_env
+from inferlab.engines import EngineSpec, get_engine
+from inferlab.errors import ConfigError, InferlabError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
-from inferlab.logs import store_log_findings
 from inferlab.recon import ENGINES as RECON_ENGINES
 from inferlab.recon import ReconOptions, run_recon
-from inferlab.server import ServerProcess, stop
 from inferlab.store import Store
 
 __all__ = [
@@ -108,10 +110,20 @@ def _bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> Benc
 
 
 def make_plan(path: str | Path) -> Plan:
-    """Load, validate and resolve the campaign; nothing is started."""
+    """Load, validate and resolve the campaign; nothing is started. Every ``files`` directory
+    is read and checked (names, JSON) and every saved tune run must exist."""
     p = Path(path)
     camp = load_campaign(p)
-    configs = resolve_configs(camp, p, p.read_text(encoding="utf-8"))
+    text = p.read_text(encoding="utf-8")
+    configs = resolve_configs(camp, p, text)
+    for c in configs:
+        check_files(c, str(p))
+        for kind, how in c.tune.items():
+            if how != "from-log" and not Path(how).is_file():
+                raise ConfigError(
+                    f"{p}: config {c.name!r}: tune.{kind}: {how} does not exist (expected "
+                    "'from-log' or a saved tune-run-*.json)"
+                )
     if not camp.load.concurrency and not camp.load.rate:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
@@ -145,37 +157,42 @@ def render_plan(plan: Plan) -> list[str]:
                 python=c.python or sys.executable,
                 args=c.args,
                 launcher=c.launcher,
+                template=c.command,
             )
-            lines.append("    argv: " + shlex.join(argv).replace(" --port 0", " --port <free>"))
+            shown = shlex.join(scrub_argv(argv)).replace(" --port 0", " --port <free>")
+            lines.append("    argv: " + shown)
         else:
             lines.append(f"    endpoint: {c.url} (already running)")
-        if c.env:
-            lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
+        env = scrub_env(c.env)
+        if env:
+            lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
+        for kind, d in sorted(c.files.items()):
+            lines.append(f"    files {kind}: {d} (installed for this config only)")
+        for kind, how in sorted(c.tune.items()):
+            lines.append(f"    tune {kind}: {how} (made before it launches)")
         if c is not base:
-            changes = spec.diff(base.args, c.args)
-            envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
-            diff = [str(ch) for ch in changes] + [f"env {k}={v}" for k, v in envd.items()]
-            lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
+            lines.append(
+                "    vs "
+                + base.name
+                + ": "
+                + ("; ".join(_diff(spec, base, c, env)) or "no difference")
+            )
     return lines
 
 
-@contextlib.contextmanager
-def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
-    """One runner per campaign on a host: at most one of its servers runs at a time."""
-    d = output_dir(camp)
-    d.mkdir(parents=True, exist_ok=True)
-    f = (d / ".lock").open("w")
-    try:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise ConfigError(
-                f"campaign {camp.campaign.name!r} is already running on this host "
-                f"(lock {d / '.lock'})"
-            ) from None
-        yield
-    finally:
-        f.close()
+def _diff(
+    spec: EngineSpec, base: ResolvedConfig, c: ResolvedConfig, env: dict[str, str]
+) -> list[str]:
+    changes = [str(ch) for ch in spec.diff(scrub_argv(base.args), scrub_argv(c.args))]
+    changes += [f"env {k}={env[k]}" for k in env if base.env.get(k) != c.env.get(k)]
+    changes += [f"- env {k}" for k in base.env if k not in c.env]
+    kinds = sorted({*c.files, *c.tune, *base.files, *base.tune})
+    changes += [
+        f"files {k}"
+        for k in kinds
+        if (c.files.get(k), c.tune.get(k)) != (base.files.get(k), base.tune.get(k))
+    ]
+    return changes
 
 
 def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
@@ -185,11 +202,6 @@ def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, i
         (campaign, config_id),
     ).fetchall()
     return {(str(a), int(b)) for a, b in rows}
-
-
-def _record(store: Store, config_id: int, kind: str, passed: bool, detail: dict[str, Any]) -> None:
-    with store.transaction():
-        store.add_verification(config_id, kind, passed, detail)
 
 
 def _store_recon(
@@ -238,15 +250,14 @@ def run_campaign(
         )
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
-    with _campaign_lock(camp):
+    with campaign_lock(output_dir(camp), name):
+        for line in recover_campaign(output_dir(camp), store) + plan_notes(plan, store):
+            events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
             _store_recon(store, name, plan.configs, events)
         for i, cfg in enumerate(plan.configs):
             with store.transaction():
-                cid = store.campaign_id(name)
-                gid = store.config_id(
-                    cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
-                )
+                gid = config_row(store, camp, cfg)
             todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
             if not todo:
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
@@ -263,6 +274,41 @@ def run_campaign(
     return result
 
 
+@contextlib.contextmanager
+def _endpoint(
+    plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents
+) -> Iterator[tuple[str, Path | None]]:
+    """(base URL, launch log) of the config's server: launched and stopped here, or (kind
+    ``openai``) already running."""
+    if get_engine(cfg.engine).launchers:
+        with server_running(
+            plan.campaign, cfg, store=store, config_id=gid, say=events.message
+        ) as server:
+            yield server_url(server, cfg), server.spec.log_path
+        return
+    if not cfg.url:
+        raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
+    yield cfg.url.rstrip("/"), None
+
+
+def _verified(
+    plan: Plan, cfg: ResolvedConfig, url: str, model: str, store: Store, events: CampaignEvents
+) -> ConfigOutcome | None:
+    """None when the config passed (or is not verified), else its verify-failed outcome."""
+    events.message(f"{cfg.name}: verifying ...")
+    rep = verify_config(plan.campaign, cfg, url, model, store)
+    if rep.passed:
+        return None
+    fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
+    what = "diverged from the reference" if rep.diverged else "failed verification"
+    return ConfigOutcome(
+        cfg.name,
+        "verify-failed",
+        f"{what}: {fails}",
+        remedy="fix the config, or --no-verify to measure anyway",
+    )
+
+
 def _run_config(
     plan: Plan,
     cfg: ResolvedConfig,
@@ -273,72 +319,39 @@ def _run_config(
     no_verify: bool,
 ) -> ConfigOutcome:
     camp = plan.campaign
-    spec = get_engine(cfg.engine)
-    server: ServerProcess | None = None
+    base = plan.configs[0]
+    say = events.message
+    sink: StoreSink | None = None
     try:
-        if spec.launchers:
-            events.message(f"{cfg.name}: launching ...")
-            try:
-                server = launch_config(camp, cfg)
-            except LaunchError as exc:
-                if exc.log_path:
-                    store_log_findings(
-                        store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid
-                    )
-                _record(
-                    store,
-                    gid,
-                    "launch",
-                    False,
-                    {
-                        "kind": exc.kind,
-                        "message": str(exc),
-                        "remedy": exc.remedy,
-                        "tail": exc.tail[-40:],
-                        "log_path": str(exc.log_path or ""),
-                    },
-                )
-                return ConfigOutcome(
-                    cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
-                )
-            url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
-            _record(
-                store,
-                gid,
-                "launch",
-                True,
-                {
-                    "ready_s": server.ready_s,
-                    "log_path": str(server.spec.log_path),
-                    "argv": server.spec.argv,
-                },
+        with (
+            config_files(camp, base, cfg, store=store, config_id=gid, say=say) as (cfg, inst),
+            _endpoint(plan, cfg, gid, store, events) as (url, log),
+        ):
+            model = served_model(url, cfg.model or "")
+            if camp.verify.enabled and not no_verify:
+                failed = _verified(plan, cfg, url, model, store, events)
+                if failed is not None:
+                    return failed
+            check_applied(
+                base,
+                cfg,
+                url=url,
+                log_path=log,
+                installed=inst,
+                store=store,
+                config_id=gid,
+                say=say,
             )
-        else:
-            if not cfg.url:
-                raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
-            url = cfg.url.rstrip("/")
-
-        model = served_model(url, cfg.model or "")
-        if camp.verify.enabled and not no_verify:
-            events.message(f"{cfg.name}: verifying ...")
-            rep = verify_config(camp, cfg, url, model, store)
-            if not rep.passed:
-                fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-                what = "diverged from the reference" if rep.diverged else "failed verification"
-                return ConfigOutcome(
-                    cfg.name,
-                    "verify-failed",
-                    f"{what}: {fails}",
-                    remedy="fix the config, or --no-verify to measure anyway",
-                )
-        bench = _bench_config(camp, url, model, cfg.engine)
-        sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
-        try:
+            bench = _bench_config(camp, url, model, cfg.api or cfg.engine)
+            sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
             res = run_bench(bench, events, None, [sink], cells=todo)
-        except ServerRejected as exc:
-            return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
-        status = "interrupted" if res.interrupted else "measured"
-        return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+            return ConfigOutcome(
+                cfg.name, "interrupted" if res.interrupted else "measured", "", sink.run_ids
+            )
+    except StepFailed as f:
+        return ConfigOutcome(cfg.name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
+    except ServerRejected as exc:
+        return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids if sink else [])
     except KeyboardInterrupt:
         return ConfigOutcome(
             cfg.name,
@@ -347,23 +360,3 @@ def _run_config(
         )
     except InferlabError as exc:
         return ConfigOutcome(cfg.name, "failed", str(exc))
-    finally:
-        if server is not None:
-            events.message(f"{cfg.name}: stopping ...")
-            rep_stop = stop(server)
-            store_log_findings(
-                store, server.spec.log_path, campaign=camp.campaign.name, config_id=gid
-            )
-            _record(
-                store,
-                gid,
-                "stop",
-                rep_stop.port_free,
-                {
-                    "signal": rep_stop.signal,
-                    "seconds": rep_stop.seconds,
-                    "port_free": rep_stop.port_free,
-                    "gpu": rep_stop.gpu_check,
-                    "notes": rep_stop.notes,
-                },
-            )

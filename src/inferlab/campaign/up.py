@@ -1,37 +1,38 @@
 """``inferlab up`` / ``down``: launch one config with its checks, leave it running; stop it.
 
-Launch → wait ready (failing fast on fatal log signatures, classified with a remedy) → verify
-(probes, length, stream, greedy equivalence against the campaign's reference config) → store the
-verification → leave the server running and record it in a state file that ``down`` reads.
+Under the campaign's lock: orphans of a dead runner stopped and pending files restored →
+tuned/installed files → launch → wait ready (failing fast on fatal log signatures, classified
+with a remedy) → verify (probes, length, stream, greedy equivalence against the campaign's
+reference config) → lever evidence against the baseline → store it all → leave the server
+running, recorded in a state file that ``down`` reads (``down`` also restores the files).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import time
-import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from inferlab.campaign import files as lever_files
+from inferlab.campaign import orphans
+from inferlab.campaign.applied import LeverItem
+from inferlab.campaign.launch import (
+    config_row,
+    fatal_check,
+    launch_config,
+    output_dir,
+    served_model,
+    server_url,
+)
+from inferlab.campaign.orphans import campaign_lock, recover_campaign
+from inferlab.campaign.steps import check_applied, config_files
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
-from inferlab.engines import EngineSpec, get_engine
-from inferlab.engines.base import classify_log
-from inferlab.engines.logs import primary_failure
+from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, VerifyError
-from inferlab.server import (
-    LaunchSpec,
-    ServerProcess,
-    StopReport,
-    free_port,
-    launch,
-    stop,
-    stop_group,
-    wait_ready,
-)
+from inferlab.server import ServerProcess, StopReport, stop, stop_group
 from inferlab.store import Store
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
@@ -59,10 +60,8 @@ class UpResult:
     ready_s: float | None
     verify: VerifyReport | None
     argv: list[str]
-
-
-def output_dir(camp: CampaignFile) -> Path:
-    return camp.campaign.output or Path("inferlab-out") / camp.campaign.name
+    notes: list[str] = field(default_factory=list)  # recovery, tuned and installed files
+    levers: list[LeverItem] = field(default_factory=list)  # evidence against the baseline
 
 
 def _state_path(camp: CampaignFile, config: str) -> Path:
@@ -76,61 +75,10 @@ def find_config(configs: Sequence[ResolvedConfig], name: str, path: Path) -> Res
     raise ConfigError(f"{path}: no config {name!r} (configs: {', '.join(c.name for c in configs)})")
 
 
-def fatal_check(spec: EngineSpec) -> Any:
-    """A ``wait_ready`` fatal check from the engine's log signatures."""
-
-    def check(lines: Sequence[str]) -> tuple[str, str, str] | None:
-        hit = primary_failure(m for m in classify_log(lines, spec) if m.fatal)
-        return (hit.kind, hit.text, hit.remedy) if hit is not None else None
-
-    return check
-
-
-def served_model(url: str, fallback: str) -> str:
-    try:
-        with urllib.request.urlopen(url + "/v1/models", timeout=10) as r:
-            return str(json.loads(r.read())["data"][0]["id"])
-    except (OSError, ValueError, KeyError, IndexError):
-        return fallback
-
-
-def launch_config(
-    camp: CampaignFile, cfg: ResolvedConfig, *, python: str | None = None
-) -> ServerProcess:
-    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not)."""
-    spec = get_engine(cfg.engine)
-    port = cfg.port or free_port()
-    addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
-    argv = spec.launch_argv(
-        cfg.model,
-        host="127.0.0.1" if addr == "127.0.0.1" else "0.0.0.0",
-        port=port,
-        python=cfg.python or python or sys.executable,
-        args=cfg.args,
-        launcher=cfg.launcher,
-    )
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    log = output_dir(camp) / "logs" / f"{cfg.name}-{stamp}.log"
-    ls = LaunchSpec(
-        name=cfg.name,
-        argv=argv,
-        env=cfg.env,
-        port=port,
-        log_path=log,
-        health_url=f"http://{addr}:{port}{spec.health_path}",
-        host=cfg.host,
-        ready_timeout_s=cfg.ready_timeout_s,
-        stop_grace_s=cfg.stop_grace_s,
-    )
-    server = launch(ls)
-    wait_ready(server, fatal=fatal_check(spec))
-    return server
-
-
 def verify_config(
     camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str, store: Store | None
 ) -> VerifyReport:
-    spec = get_engine(cfg.engine)
+    spec = get_engine(cfg.api or cfg.engine)
     section = camp.verify
     ref: GreedyOutputs | None = None
     ref_name = section.equivalent_to
@@ -141,15 +89,54 @@ def verify_config(
     rep = verify_endpoint(url, model=model, engine=spec, section=section, reference=ref)
     if store is not None:
         with store.transaction():
-            cid = store.campaign_id(camp.campaign.name)
-            gid = store.config_id(
-                cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
-            )
+            gid = config_row(store, camp, cfg)
             for c in rep.checks:
                 store.add_verification(gid, c.kind, c.passed, c.to_json())
             if rep.outputs is not None and rep.passed:
                 store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
     return rep
+
+
+def _refuse_if_up(state: Path, cfg: ResolvedConfig, path: Path) -> None:
+    if state.exists():
+        old = json.loads(state.read_text())
+        if Path(f"/proc/{old['pid']}").exists():
+            raise ConfigError(
+                f"{cfg.name} already runs (pid {old['pid']}, {old['url']}); "
+                f"inferlab down {path} {cfg.name}"
+            )
+
+
+def _verify_up(
+    camp: CampaignFile,
+    cfg: ResolvedConfig,
+    url: str,
+    model: str,
+    store: Store | None,
+    no_verify: bool,
+) -> VerifyReport | None:
+    if no_verify or not camp.verify.enabled:
+        return None
+    rep = verify_config(camp, cfg, url, model, store)
+    if not rep.passed:
+        raise VerifyError(_failure_text(cfg.name, rep))
+    return rep
+
+
+def _write_state(state: Path, cfg: ResolvedConfig, server: ServerProcess, url: str) -> None:
+    state.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "config": cfg.name,
+        "pid": server.pid,
+        "port": server.spec.port,
+        "url": url,
+        "host": cfg.host,
+        "log": str(server.spec.log_path),
+        "grace_s": cfg.stop_grace_s,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": server.spec.argv,
+    }
+    state.write_text(json.dumps(doc, indent=2))
 
 
 def up(
@@ -159,60 +146,61 @@ def up(
     store: Store | None = None,
     no_verify: bool = False,
 ) -> UpResult:
-    """Launch + verify ``config`` and leave it running (``down`` stops it)."""
+    """Launch + verify ``config`` (its files installed, its levers checked against the
+    baseline) and leave it running (``down`` stops it and restores the files)."""
     path = Path(campaign_file)
     camp = load_campaign(path)
-    cfg = find_config(resolve_configs(camp, path, path.read_text(encoding="utf-8")), config, path)
-    spec = get_engine(cfg.engine)
+    configs = resolve_configs(camp, path, path.read_text(encoding="utf-8"))
+    cfg = find_config(configs, config, path)
     state = _state_path(camp, cfg.name)
-    if state.exists():
-        old = json.loads(state.read_text())
-        if Path(f"/proc/{old['pid']}").exists():
-            raise ConfigError(
-                f"{cfg.name} already runs (pid {old['pid']}, {old['url']}); "
-                f"inferlab down {path} {cfg.name}"
-            )
-    if not spec.launchers:
-        if not cfg.url:
-            raise ConfigError(
-                f"{path}: engine.url: kind {cfg.engine!r} needs the URL of the running endpoint"
-            )
-        url = cfg.url.rstrip("/")
-        model = served_model(url, cfg.model or "")
-        rep = None if no_verify else verify_config(camp, cfg, url, model, store)
-        if rep is not None and not rep.passed and camp.verify.enabled is not False:
-            raise VerifyError(_failure_text(cfg.name, rep))
-        return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [])
-    server = launch_config(camp, cfg)
-    url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
-    model = served_model(url, cfg.model or "")
-    rep = None
-    if not no_verify and camp.verify.enabled:
-        try:
-            rep = verify_config(camp, cfg, url, model, store)
-        except Exception:
-            stop(server)
-            raise
-        if not rep.passed:
-            stop(server)
-            raise VerifyError(_failure_text(cfg.name, rep))
-    state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(
-        json.dumps(
-            {
-                "config": cfg.name,
-                "pid": server.pid,
-                "port": server.spec.port,
-                "url": url,
-                "host": cfg.host,
-                "log": str(server.spec.log_path),
-                "grace_s": cfg.stop_grace_s,
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "argv": server.spec.argv,
-            },
-            indent=2,
-        )
-    )
+    _refuse_if_up(state, cfg, path)
+    notes: list[str] = []
+    with campaign_lock(output_dir(camp), camp.campaign.name):
+        notes += recover_campaign(output_dir(camp), store)
+        gid = None
+        if store is not None:
+            with store.transaction():
+                gid = config_row(store, camp, cfg)
+        if not get_engine(cfg.engine).launchers:
+            if not cfg.url:
+                raise ConfigError(
+                    f"{path}: engine.url: kind {cfg.engine!r} needs the URL of the running endpoint"
+                )
+            url = cfg.url.rstrip("/")
+            model = served_model(url, cfg.model or "")
+            rep = _verify_up(camp, cfg, url, model, store, no_verify)
+            return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [], notes)
+        with config_files(
+            camp,
+            configs[0],
+            cfg,
+            store=store,
+            config_id=gid,
+            say=notes.append,
+            owner="up",
+            keep=True,
+        ) as (cfg, installed):
+            server = launch_config(camp, cfg)
+            try:
+                url = server_url(server, cfg)
+                model = served_model(url, cfg.model or "")
+                rep = _verify_up(camp, cfg, url, model, store, no_verify)
+                items = check_applied(
+                    configs[0],
+                    cfg,
+                    url=url,
+                    log_path=server.spec.log_path,
+                    installed=installed,
+                    store=store,
+                    config_id=gid,
+                    say=notes.append,
+                )
+            except BaseException:
+                stop(server)
+                orphans.forget(output_dir(camp), cfg.name)
+                raise
+            _write_state(state, cfg, server, url)
+            orphans.forget(output_dir(camp), cfg.name)  # the state file owns it now
     return UpResult(
         cfg.name,
         url,
@@ -223,6 +211,8 @@ def up(
         server.ready_s,
         rep,
         server.spec.argv,
+        notes,
+        items,
     )
 
 
@@ -242,6 +232,7 @@ def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str
         if not states:
             raise ConfigError(f"no running server recorded for config {config!r} of {path}")
     out = []
+    pending = {p.config: p for p in lever_files.pending_manifests(output_dir(camp))}
     for st in states:
         d = json.loads(st.read_text())
         rep = stop_group(
@@ -251,5 +242,8 @@ def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str
             grace_s=float(d.get("grace_s", 20.0)),
         )
         st.unlink()
+        inst = pending.get(str(d["config"]))
+        if inst is not None:  # the files ``up`` installed for it
+            rep.notes.append(lever_files.restore(inst).line())
         out.append((str(d["config"]), rep))
     return out

@@ -158,21 +158,20 @@ def serve_cmd(
     )
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
+    from inferlab.sim.startup import prepare
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+
+    config, startup = prepare(config, os.environ)
+    for line in startup:
+        log(f"[SIMULATED] {line}")
 
     def ready(url: str) -> None:
         if batching:
             log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
         print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
 
-    if batching:
-        log(
-            f"[SIMULATED] inferlab sim: continuous-batching model, preset "
-            f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
-            "imitates SGLang's log"
-        )
     try:
         serve(config, on_ready=ready, log=log if batching else None)
     except StartupFailure as exc:

@@ -13,6 +13,7 @@ from inferlab.config.bench import validation_message
 from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
+from inferlab.load.detect import detect_engine
 from inferlab.store import Store, db_path
 from inferlab.verify import GreedyOutputs, verify_endpoint
 
@@ -32,7 +33,10 @@ def _probe(text: str) -> Probe:
 def verify(
     url: Annotated[str, typer.Option("--url", help="Base URL of the running server")],
     model: Annotated[str, typer.Option(help="Model name as served")],
-    engine: Annotated[str, typer.Option(help="Engine kind (fixed-length fields)")] = "vllm",
+    engine: Annotated[
+        str | None,
+        typer.Option(help="Engine kind (fixed-length fields); default: detected from the server"),
+    ] = None,
     probe: Annotated[
         list[str] | None, typer.Option("--probe", help="'PROMPT::REGEX' (repeatable)")
     ] = None,
@@ -53,6 +57,11 @@ def verify(
     probes = [] if no_default_probes else list(DEFAULT_PROBES)
     probes += [_probe(p) for p in probe or []]
     section = VerifySection(probes=probes, equivalent_to=against or save_as)
+    con = stdout_console()
+    if engine is None:
+        found = detect_engine(url)
+        con.print(escape(found.sentence()), highlight=False)
+        engine = found.engine
     spec = get_engine(engine)
     reference: GreedyOutputs | None = None
     if against is not None:
@@ -65,7 +74,6 @@ def verify(
             )
         reference = GreedyOutputs.from_json(ref)
     report = verify_endpoint(url, model=model, engine=spec, section=section, reference=reference)
-    con = stdout_console()
     for c in report.checks:
         mark = "[green]ok[/green]" if c.passed else "[red]FAILED[/red]"
         con.print(f"{mark} {c.kind}: {escape(c.message)}", highlight=False)

@@ -71,7 +71,7 @@ class BenchConfig(_Closed):
     url: str
     model: str | None = None
     endpoint: Literal["completions", "chat"] = "completions"
-    engine: str = "vllm"
+    engine: str | None = None  # None: detected from what the server says (load.detect)
     concurrency: list[int] = Field(default_factory=list)
     rate: list[float] = Field(default_factory=list)
     arrival: Literal["poisson", "gamma"] = "poisson"

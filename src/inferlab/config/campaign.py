@@ -27,6 +27,7 @@ __all__ = [
     "CampaignSection",
     "ConfigSpec",
     "EngineSection",
+    "FileKind",
     "LoadSection",
     "Probe",
     "VerifySection",
@@ -44,8 +45,16 @@ class CampaignSection(_Closed):
     output: Path | None = None  # where logs and reports go (default ./inferlab-out/NAME)
 
 
+#: kernel-config kinds a config can carry as files (``files = { fp8_gemm = "tuned/" }``)
+FileKind = Literal["fp8_gemm", "moe"]
+
+
 class EngineSection(_Closed):
-    """Shared by every config: which engine, which model, base args and env, where."""
+    """Shared by every config: which engine, which model, base args and env, where.
+
+    Kind ``command`` starts ``argv`` (placeholders ``{port}``, ``{host}``, ``{model}``) and
+    polls ``health``; ``metrics`` is its Prometheus path and ``api`` the request fields it
+    accepts (``openai``: plain OpenAI; or an engine kind such as ``vllm``)."""
 
     kind: str
     model: str | None = None
@@ -58,10 +67,19 @@ class EngineSection(_Closed):
     launcher: str | None = None  # engine-specific launcher variant (e.g. vLLM "module")
     ready_timeout_s: float = Field(default=900.0, gt=0)
     stop_grace_s: float = Field(default=20.0, gt=0)
+    argv: list[str] = Field(default_factory=list)  # kind "command": the command line
+    health: str | None = None  # health path (default: the engine's)
+    metrics: str | None = None  # Prometheus path (default: the engine's)
+    api: str | None = None  # kind "command": openai | an engine kind whose fields it accepts
 
 
 class ConfigSpec(_Closed):
-    """One configuration to try. ``args`` are appended; ``set``/``unset`` edit flags."""
+    """One configuration to try. ``args`` are appended; ``set``/``unset`` edit flags.
+
+    ``files`` installs kernel-config files into the engine's package for this config only
+    (kind → directory, relative to the campaign file); ``tune`` makes them first:
+    ``{ fp8_gemm = "from-log" }`` tunes the shapes the baseline's launch log ran untuned (on
+    this host's GPUs), a path to a saved ``tune-run-*.json`` writes that run's configs."""
 
     name: str = Field(min_length=1)
     extends: str | None = None
@@ -69,6 +87,8 @@ class ConfigSpec(_Closed):
     set: dict[str, str | int | float | bool] = Field(default_factory=dict)
     unset: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    files: dict[FileKind, str] = Field(default_factory=dict)
+    tune: dict[Literal["fp8_gemm"], str] = Field(default_factory=dict)
     description: str | None = None
 
     @field_validator("name")

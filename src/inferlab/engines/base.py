@@ -7,21 +7,28 @@ signatures — and pure functions over that data. Nothing here starts processes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.engines import flags as _flags
+from inferlab.engines.evidence import Evidence
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
 from inferlab.errors import ConfigError
 
 __all__ = [
+    "MOE_NAMES",
+    "ConfigDir",
+    "DetectHint",
     "EngineSpec",
     "Launcher",
     "NativeApi",
     "classify_log",
+    "fill_template",
+    "fp8_gemm_names",
     "get_engine",
     "register",
     "registered",
@@ -66,6 +73,53 @@ class NativeApi:
 
 
 @dataclass(frozen=True)
+class ConfigDir:
+    """Where an engine reads one kind of tuned kernel config: ``path`` inside the installed
+    ``package`` (found in the engine's Python). ``kind`` is ``fp8_gemm`` (W8A8 block-FP8 GEMM)
+    or ``moe`` (fused MoE); ``names`` is the regex every file name there must match;
+    ``triton_subdirs``: the engine reads ``path/triton_X_Y_Z/`` for its Triton version first
+    (SGLang's MoE configs); ``tuner_engine``: the ``--engine`` of ``inferlab tune fp8-gemm``
+    that writes these names (None: inferlab's tuner does not make them)."""
+
+    kind: str
+    package: str
+    path: str
+    names: str
+    triton_subdirs: bool = False
+    tuner_engine: str | None = None
+
+
+def fp8_gemm_names(block_sep: str) -> str:
+    """The regex of W8A8 block-FP8 GEMM config file names (``tune.files``): the engines differ
+    only in the block-shape separator (SGLang ``", "``, vLLM ``","``)."""
+    return (
+        r"N=\d+,K=\d+,device_name=[^,/]+,dtype=\w+,block_shape=\[\d+"
+        + re.escape(block_sep)
+        + r"\d+\]\.json"
+    )
+
+
+#: fused-MoE config file names (``recon.tuned``), both engines
+MOE_NAMES = (
+    r"E=\d+,N=\d+,device_name=[^,/]+(?:,dtype=\w+)?(?:,block_shape=\[\d+, ?\d+\])?"
+    r"(?:,per_channel_quant=\w+)?(?:_down)?\.json"
+)
+
+
+@dataclass(frozen=True)
+class DetectHint:
+    """One sign that a running server is this engine, worth ``weight``: ``where`` is
+    ``owned_by`` (``/v1/models`` owned_by equals ``value``), ``metrics`` (a ``/metrics`` name
+    starts with ``value``), ``server`` (the ``Server`` header matches the regex ``value``) or
+    ``path`` (GET ``value`` answers 200 with a JSON object holding ``key``)."""
+
+    where: str
+    value: str
+    key: str | None = None
+    weight: int = 1
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """What inferlab knows about one serving engine (see the module docstring)."""
 
@@ -93,6 +147,14 @@ class EngineSpec:
     flag_syntax: FlagSyntax = field(default_factory=FlagSyntax)
     metrics: tuple[MetricDef, ...] = ()
     log_signatures: tuple[LogSignature, ...] = ()
+    #: tuned kernel-config directories in the installed package (``files = {...}`` levers)
+    config_dirs: tuple[ConfigDir, ...] = ()
+    #: what proves a lever took effect (``inferlab.engines.evidence``)
+    evidence: Evidence = field(default_factory=Evidence)
+    #: how ``inferlab bench`` / ``verify`` recognise a running server of this engine
+    detect: tuple[DetectHint, ...] = ()
+    #: the launch argv is the campaign's ``[engine] argv`` (kind ``command``), not a launcher
+    argv_from_config: bool = False
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -144,12 +206,17 @@ class EngineSpec:
         python: str,
         args: Sequence[str] = (),
         launcher: str | None = None,
+        template: Sequence[str] = (),
     ) -> list[str]:
         """The command line that starts this engine serving ``model`` on ``host:port``.
 
         ``python`` is the interpreter for module launchers. ``args`` are appended as given; a
         flag the launcher sets itself (host, port, model) in ``args`` is a ``ConfigError``.
+        For a ``command`` engine, ``template`` (``[engine] argv``) with ``{port}``, ``{host}``
+        and ``{model}`` filled in comes first instead of a launcher.
         """
+        if self.argv_from_config:
+            return fill_template(template, model=model, host=host, port=port) + list(args)
         ln = self.launcher(launcher)
         reserved = {self.flag_syntax.canonical(f): f for f in ln.reserved_flags()}
         for flag in _flags.parse(args, self.flag_syntax).flags:
@@ -203,6 +270,24 @@ class EngineSpec:
     def classify_log(self, lines: str | Iterable[str]) -> list[LogMatch]:
         """Known lines of a server log, in order (see ``inferlab.engines.logs``)."""
         return match_signatures(lines, self.log_signatures)
+
+
+PLACEHOLDERS = ("{port}", "{host}", "{model}")
+
+
+def fill_template(template: Sequence[str], *, model: str | None, host: str, port: int) -> list[str]:
+    """``[engine] argv`` with ``{port}``, ``{host}`` and ``{model}`` replaced (other braces, e.g.
+    JSON values, are kept as written); a ``{model}`` without a model is a ``ConfigError``."""
+    if not template:
+        raise ConfigError("engine.argv: kind 'command' needs the command line to start")
+    out = []
+    for tok in template:
+        if "{model}" in tok and not model:
+            raise ConfigError("engine.argv: uses {model} but engine.model is not given")
+        out.append(
+            tok.replace("{port}", str(port)).replace("{host}", host).replace("{model}", model or "")
+        )
+    return out
 
 
 _REGISTRY: dict[str, EngineSpec] = {}

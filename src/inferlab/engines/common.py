@@ -7,18 +7,24 @@ library message the pattern was checked against.
 
 from __future__ import annotations
 
+from inferlab.engines.base import MOE_NAMES, ConfigDir, DetectHint, fp8_gemm_names
+from inferlab.engines.evidence import NCCL_ENV, ArgsDump, EffectEvidence, EnvEvidence, Evidence
 from inferlab.engines.logs import LogSignature, sig
 
 __all__ = [
     "address_in_use",
+    "config_dirs",
     "cuda_oom",
+    "detect_hints",
     "fp8_gemm_default_config",
+    "gpu_engine_evidence",
     "hf_model_not_found",
     "moe_config_fallback",
     "moe_default_config",
     "nccl_error",
     "nccl_warning",
     "nccl_watchdog_timeout",
+    "serving_failures",
 ]
 
 
@@ -142,4 +148,58 @@ def moe_config_fallback() -> LogSignature:
         "warning",
         remedy="the fused-MoE config was tuned for another Triton version; retune for this one",
         source="sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
+    )
+
+
+def serving_failures(
+    address_remedy: str,
+    address_flags: tuple[str, ...],
+    model_remedy: str,
+    model_extra: str = "",
+) -> tuple[LogSignature, ...]:
+    """The failures every PyTorch serving engine shares (NCCL, a taken port, a model that does
+    not resolve), with the engine's own remedies."""
+    return (
+        nccl_watchdog_timeout(),
+        nccl_error(),
+        nccl_warning(),
+        address_in_use(address_remedy, address_flags),
+        hf_model_not_found(model_remedy, extra=model_extra),
+    )
+
+
+def config_dirs(
+    package: str, fp8_gemm: str, moe: str, *, block_sep: str, moe_triton_subdirs: bool = False
+) -> tuple[ConfigDir, ...]:
+    """An engine's tuned kernel-config directories, relative to its package directory."""
+    return (
+        ConfigDir("fp8_gemm", package, fp8_gemm, fp8_gemm_names(block_sep), tuner_engine=package),
+        ConfigDir("moe", package, moe, MOE_NAMES, triton_subdirs=moe_triton_subdirs),
+    )
+
+
+def gpu_engine_evidence(
+    dump: ArgsDump,
+    effects: tuple[EffectEvidence, ...],
+    *,
+    server_info: str | None = None,
+    env: tuple[EnvEvidence, ...] = (),
+) -> Evidence:
+    """Lever evidence of an engine that dumps its args, logs its kernel-config files and runs
+    NCCL (SGLang, vLLM)."""
+    return Evidence(
+        args_dumps=(dump,),
+        server_info_path=server_info,
+        effects=effects,
+        env=(NCCL_ENV, *env),
+        files_in_log=("fp8_gemm", "moe"),
+    )
+
+
+def detect_hints(name: str, metrics_prefix: str) -> tuple[DetectHint, ...]:
+    """How an engine that names itself in ``/v1/models`` owned_by and prefixes its metrics is
+    recognised."""
+    return (
+        DetectHint("owned_by", name, weight=3),
+        DetectHint("metrics", metrics_prefix, weight=2),
     )

@@ -9,7 +9,8 @@ Readiness: "main: HTTP server is listening, hostname: …" (builds around b6000)
 starting the main loop" and (newer) "llama_server: listening on http://…" come after it.
 """
 
-from inferlab.engines.base import EngineSpec, Launcher, NativeApi, register
+from inferlab.engines import common
+from inferlab.engines.base import DetectHint, EngineSpec, Launcher, NativeApi, register
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 from inferlab.engines.prometheus import MetricDef
@@ -188,5 +189,9 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        detect=(
+            *common.detect_hints("llamacpp", "llamacpp:"),
+            DetectHint("path", "/props", key="default_generation_settings", weight=2),
+        ),
     )
 )

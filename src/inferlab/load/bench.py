@@ -34,6 +34,7 @@ from inferlab.errors import (
     ServerRejected,
     TokenizerError,
 )
+from inferlab.load.detect import detect_engine, unknown_field_hint
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
@@ -113,6 +114,7 @@ class BenchResult:
     points: list[PointResult]
     interrupted: bool = False
     engine_version: str | None = None
+    engine: str = "openai"  # the engine whose request fields were sent (given or detected)
 
 
 class ResultSink(Protocol):
@@ -225,6 +227,17 @@ def _preflight(
             f"--model not given and {ep.base}{engine.models_path} did not list a model "
             f"(HTTP {status}); pass --model"
         ) from None
+
+
+def _engine(
+    cfg: BenchConfig, ep: Endpoint, headers: dict[str, str], events: BenchEvents
+) -> EngineSpec:
+    """The given engine, or the one the server's answers point to (``load.detect``)."""
+    if cfg.engine is not None:
+        return get_engine(cfg.engine)
+    found = detect_engine(ep.base, headers=headers, timeout_s=5.0)
+    events.message(found.sentence())
+    return get_engine(found.engine)
 
 
 def _tokenizer(
@@ -384,7 +397,9 @@ def _split_jobs(
 # warnings
 
 
-def _warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWarning]:
+def _warnings(
+    cfg: BenchConfig, res: PointResult, workers: int, engine: EngineSpec
+) -> list[BenchWarning]:
     out: list[BenchWarning] = []
     s = res.summary
     lag = res.loop_lag_ms
@@ -422,13 +437,18 @@ def _warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWar
             )
         )
     if s.length_warnings:
+        enforced = bool(engine.fixed_length_fields(1))
         out.append(
             BenchWarning(
                 "length-mismatch",
                 f"{s.length_warnings} requests returned a different number of output tokens "
-                "than requested, reported or counted",
-                f"check --engine ({cfg.engine}) sends the server's ignore_eos/min_tokens fields, "
-                "and --tokenizer matches the served model",
+                "than requested, reported or counted"
+                + ("" if enforced else f" (engine {engine.name}: only max_tokens was sent)"),
+                f"check --engine ({engine.name}) sends the server's ignore_eos/min_tokens "
+                "fields, and --tokenizer matches the served model"
+                if enforced
+                else "pass --engine vllm|sglang|... if the server accepts their exact-length "
+                "fields; otherwise outputs end at EOS and lengths vary",
             )
         )
     if 0 < s.ok < 100:
@@ -498,7 +518,9 @@ def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
     return d
 
 
-def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
+def _meta(
+    cfg: BenchConfig, run_id: str, model: str, version: str | None, engine: str
+) -> dict[str, Any]:
     return {
         "type": "meta",
         "format": FORMAT,
@@ -506,7 +528,7 @@ def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dic
         "inferlab_version": __version__,
         "metrics_version": METRICS_VERSION,
         "model": model,
-        "engine": cfg.engine,
+        "engine": engine,
         "engine_version": version,
         "workload": workload_descriptor(cfg),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -551,9 +573,9 @@ def run_bench(
     ``ServerRejected``/``ConfigError`` for what the user must fix (after handing what was
     measured to the sinks)."""
     events = events or BenchEvents()
-    engine = get_engine(cfg.engine)
     ep = Endpoint.parse(cfg.url)
     headers = _headers(cfg)
+    engine = _engine(cfg, ep, headers, events)
     path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
     events.message(f"checking {ep.base} ...")
     model, version = _preflight(cfg, ep, engine, headers)
@@ -565,8 +587,15 @@ def run_bench(
         )
     run_id = uuid.uuid4().hex[:12]
     all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
-    meta = _meta(cfg, run_id, model, version)
-    result = BenchResult(run_id=run_id, model=model, url=ep.base, points=[], engine_version=version)
+    meta = _meta(cfg, run_id, model, version, engine.name)
+    result = BenchResult(
+        run_id=run_id,
+        model=model,
+        url=ep.base,
+        points=[],
+        engine_version=version,
+        engine=engine.name,
+    )
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
     try:
         for sink in all_sinks:
@@ -597,9 +626,10 @@ def run_bench(
                     sink.point(res)
                 events.point_finished(res)
                 if res.rejected:
+                    hint = unknown_field_hint(res.rejected, engine)
                     raise ServerRejected(
                         f"{ep.base}{path} rejected the first requests of {point.label}: "
-                        f"{res.rejected}"
+                        f"{res.rejected}" + (f" — {hint}" if hint else "")
                     )
                 if res.interrupted:
                     result.interrupted = True
@@ -744,5 +774,5 @@ def _run_point(
         started_at=started_at,
         ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
-    res.warnings = _warnings(cfg, res, nworkers)
+    res.warnings = _warnings(cfg, res, nworkers, engine)
     return res

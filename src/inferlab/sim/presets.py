@@ -70,6 +70,10 @@ class Preset(BaseModel):
     nccl_ll_saving_ms: float = Field(ge=0.0, description="per step, from NCCL_PROTO=LL")
     memory: MemoryModel
     spec: SpecCosts
+    #: block-FP8 GEMM shapes (N, K per rank) whose tuned files the engine looks up at start
+    #: (``inferlab.sim.startup``); their found share scales ``tuned_fp8_saving_ms``
+    fp8_shapes: tuple[tuple[int, int], ...] = ()
+    device: str = "NVIDIA_H100_80GB_HBM3"  # as the engines spell it in file names
 
 
 class Levers(BaseModel):
@@ -85,6 +89,8 @@ class Levers(BaseModel):
     cuda_graph_max_bs: int | None = Field(default=None, ge=1, le=4096)
     max_running_requests: int | None = Field(default=None, ge=1)
     tuned_fp8: bool = False
+    #: share of the preset's GEMM shapes with a tuned file installed (``sim/configs/``)
+    tuned_fp8_share: float = Field(default=0.0, ge=0.0, le=1.0)
     nccl_proto: str | None = None
 
 
@@ -153,6 +159,18 @@ def _dsv4() -> Preset:
             verify_sat_tokens=v_sat,
             verify_per_token_over_ms=v_over,
         ),
+        # DeepSeek-V3-style MLA + dense/shared-expert projections at TP 8 (docs/tune.md)
+        fp8_shapes=(
+            (2112, 7168),
+            (3072, 1536),
+            (4096, 512),
+            (7168, 2048),
+            (4608, 7168),
+            (7168, 2304),
+            (512, 7168),
+            (7168, 256),
+        ),
+        device="NVIDIA_B200",
     )
 
 
@@ -187,6 +205,7 @@ def _generic() -> Preset:
             verify_sat_tokens=96.0,
             verify_per_token_over_ms=0.45,
         ),
+        fp8_shapes=((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)),
     )
 
 
@@ -289,8 +308,7 @@ def resolve(preset: Preset, lv: Levers) -> StepModel:
     if need > free:
         raise StartupFailure(_oom_lines(need * mem.gpu_gib, free * mem.gpu_gib, mem.gpu_gib))
     fixed = preset.fixed_ms
-    if lv.tuned_fp8:
-        fixed -= preset.tuned_fp8_saving_ms
+    fixed -= preset.tuned_fp8_saving_ms * (1.0 if lv.tuned_fp8 else lv.tuned_fp8_share)
     if (lv.nccl_proto or "").upper() == "LL":
         fixed -= preset.nccl_ll_saving_ms
     return StepModel(

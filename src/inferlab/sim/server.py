@@ -38,6 +38,7 @@ from inferlab.sim import api
 from inferlab.sim.config import SimConfig
 from inferlab.sim.model import StepModel, accept_draw, step_ms
 from inferlab.sim.presets import get_preset, resolve
+from inferlab.sim.startup import server_args
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.sim.wheel import TimerWheel, slot_of
 
@@ -385,6 +386,7 @@ class SimServer:
         self._routes: dict[str, dict[str, Callable[[_Conn, _Request], None]]] = {
             "/health": {"GET": self._health},
             "/version": {"GET": self._version},
+            "/get_server_info": {"GET": self._server_info},
             "/v1/models": {"GET": self._models},
             "/tokenize": {"POST": self._tokenize},
             "/v1/completions": {"POST": self._completions},
@@ -540,6 +542,10 @@ class SimServer:
 
     def _version(self, conn: _Conn, req: _Request) -> None:
         body = {"version": __version__, "engine": "inferlab-sim", "simulated": True}
+        conn.respond(200, json.dumps(body).encode())
+
+    def _server_info(self, conn: _Conn, req: _Request) -> None:
+        body = {**server_args(self.config), "version": __version__, "simulated": True}
         conn.respond(200, json.dumps(body).encode())
 
     def _models(self, conn: _Conn, req: _Request) -> None:

@@ -186,15 +186,7 @@ def verify_endpoint(
                 extra=engine.fixed_length_fields(n),
             )
             stream_issues += _stream_problems(a)
-            got = a.parsed.usage_completion_tokens
-            checks.append(
-                CheckResult(
-                    "length",
-                    a.error is None and got == n,
-                    f"asked {n} tokens, got {got}" + (f" ({a.error})" if a.error else ""),
-                    {"requested": n, "usage": got, "events": len(a.parsed.event_ns)},
-                )
-            )
+            checks.append(_length(a, n, enforced=bool(engine.fixed_length_fields(n))))
             outputs: GreedyOutputs | None = None
             if section.equivalent_to is not None or reference is not None:
                 prompts = list(EQUIVALENCE_PROMPTS[: section.equivalence_prompts])
@@ -229,6 +221,18 @@ def verify_endpoint(
         return VerifyReport(checks, outputs)
 
     return run_loop(go())
+
+
+def _length(a: _Answer, n: int, *, enforced: bool) -> CheckResult:
+    """The output length asked for: exactly ``n`` tokens where the engine can be told to, at
+    most ``n`` (and at least one) where only ``max_tokens`` applies."""
+    got = a.parsed.usage_completion_tokens
+    ok = a.error is None and (got == n if enforced else got is not None and 0 < got <= n)
+    msg = f"asked {n} tokens, got {got}" + (f" ({a.error})" if a.error else "")
+    if not enforced:
+        msg += " (max_tokens only: this engine is not told to ignore EOS)"
+    detail = {"requested": n, "usage": got, "events": len(a.parsed.event_ns), "enforced": enforced}
+    return CheckResult("length", ok, msg, detail)
 
 
 async def _probe(client: HttpClient, model: str, probe: Probe, issues: list[str]) -> CheckResult:

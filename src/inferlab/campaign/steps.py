@@ -1,0 +1,168 @@
+"""One config's way through ``run`` and ``up``, step by step, each undone in reverse order.
+
+``config_files``: tuned files made (``tunestep``), every ``files`` kind installed, restored on
+the way out (also after a failure or Ctrl-C). ``server_running``: the launch, stored as a
+``launch`` verification (a failed one with its classified cause, log tail and findings), the
+stop with its drain checks and findings, the orphan record dropped. ``check_applied``: the
+lever evidence of the config's diff against the baseline, stored and told.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inferlab.campaign import files as lever_files
+from inferlab.campaign import orphans
+from inferlab.campaign.applied import LeverItem, check_levers, gather, item_lines, record_levers
+from inferlab.campaign.launch import launch_config, output_dir
+from inferlab.campaign.tunestep import baseline_log, tuned_config
+from inferlab.config.campaign import CampaignFile
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.config.secrets import scrub_text
+from inferlab.engines import get_engine
+from inferlab.errors import LaunchError
+from inferlab.logs import store_log_findings
+from inferlab.server import ServerProcess, stop
+from inferlab.store import Store
+
+__all__ = ["StepFailed", "check_applied", "config_files", "record", "server_running"]
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class StepFailed(Exception):
+    """A step ended the config: its outcome ``status`` and what to tell."""
+
+    status: str
+    message: str
+    remedy: str | None = None
+    tail: tuple[str, ...] = ()
+
+
+def record(store: Store, config_id: int, kind: str, passed: bool, detail: dict[str, Any]) -> None:
+    with store.transaction():
+        store.add_verification(config_id, kind, passed, detail)
+
+
+@contextlib.contextmanager
+def config_files(
+    camp: CampaignFile,
+    base: ResolvedConfig,
+    cfg: ResolvedConfig,
+    *,
+    store: Store | None,
+    config_id: int | None,
+    say: Say,
+    owner: str = "run",
+    keep: bool = False,
+) -> Iterator[tuple[ResolvedConfig, lever_files.Installed | None]]:
+    """``cfg`` with its tuned files, installed; restored on exit unless ``keep`` (``up``)."""
+    out = output_dir(camp)
+    log = baseline_log(store, camp.campaign.name, base.name) if store and cfg.tune else None
+    cfg, lines = tuned_config(cfg, out, log)
+    for line in lines:
+        say(line)
+    inst = lever_files.install(
+        out, camp.campaign.name, cfg, owner=owner, store=store, config_id=config_id
+    )
+    if inst is not None:
+        for d in inst.data["dirs"]:
+            new = sum(1 for e in d["entries"] if e["action"] == "new")
+            say(
+                f"{cfg.name}: files {d['kind']}: {len(d['entries'])} file(s) into {d['dir']} "
+                f"({new} new, {len(d['entries']) - new} replaced; originals in "
+                f"{inst.data['backup']})"
+            )
+    try:
+        yield cfg, inst
+    except BaseException:
+        keep = False
+        raise
+    finally:
+        if inst is not None and not keep:
+            say(lever_files.restore(inst, store=store, config_id=config_id).line())
+
+
+@contextlib.contextmanager
+def server_running(
+    camp: CampaignFile, cfg: ResolvedConfig, *, store: Store, config_id: int, say: Say
+) -> Iterator[ServerProcess]:
+    """Launch ``cfg`` (``StepFailed`` "launch-failed" when it does not come up), stop it on
+    exit; both stored with the config."""
+    name = camp.campaign.name
+    say(f"{cfg.name}: launching ...")
+    try:
+        server = launch_config(camp, cfg)
+    except LaunchError as exc:
+        if exc.log_path:
+            store_log_findings(store, str(exc.log_path), campaign=name, config_id=config_id)
+        tail = [scrub_text(t) for t in exc.tail[-40:]]
+        detail = {
+            "kind": exc.kind,
+            "message": scrub_text(str(exc)),
+            "remedy": exc.remedy,
+            "tail": tail,
+            "log_path": str(exc.log_path or ""),
+        }
+        record(store, config_id, "launch", False, detail)
+        raise StepFailed(
+            "launch-failed", scrub_text(str(exc)), exc.remedy, tuple(tail[-12:])
+        ) from None
+    try:
+        record(
+            store,
+            config_id,
+            "launch",
+            True,
+            {
+                "ready_s": server.ready_s,
+                "log_path": str(server.spec.log_path),
+                "argv": server.spec.argv,
+            },
+        )
+        yield server
+    finally:
+        say(f"{cfg.name}: stopping ...")
+        rep = stop(server)
+        orphans.forget(output_dir(camp), cfg.name)
+        store_log_findings(store, server.spec.log_path, campaign=name, config_id=config_id)
+        record(
+            store,
+            config_id,
+            "stop",
+            rep.port_free,
+            {
+                "signal": rep.signal,
+                "seconds": rep.seconds,
+                "port_free": rep.port_free,
+                "gpu": rep.gpu_check,
+                "notes": rep.notes,
+            },
+        )
+
+
+def check_applied(
+    base: ResolvedConfig,
+    cfg: ResolvedConfig,
+    *,
+    url: str | None,
+    log_path: Path | None,
+    installed: lever_files.Installed | None,
+    store: Store | None,
+    config_id: int | None,
+    say: Say,
+) -> list[LeverItem]:
+    """The lever evidence of ``cfg`` against the baseline, stored (when there is a diff) and
+    told one line per item."""
+    src = gather(get_engine(cfg.engine), cfg, log_path=log_path, url=url)
+    items = check_levers(base, cfg, src, installed)
+    if items and store is not None and config_id is not None:
+        record_levers(store, config_id, items)
+    for line in item_lines(items):
+        say(f"{cfg.name}: lever {line}")
+    return items
