@@ -26,7 +26,7 @@ from inferlab.campaign.up import verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
-from inferlab.config.secrets import scrub_argv, scrub_env
+from inferlab.config.secrets import REDACTED, scrub_argv, scrub_env
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import ConfigError, InferlabError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
@@ -159,7 +159,9 @@ def render_plan(plan: Plan) -> list[str]:
                 launcher=c.launcher,
                 template=c.command,
             )
-            shown = shlex.join(scrub_argv(argv)).replace(" --port 0", " --port <free>")
+            shown = " ".join(
+                a if a == REDACTED else shlex.quote(a) for a in scrub_argv(argv)
+            ).replace(" --port 0", " --port <free>")
             lines.append("    argv: " + shown)
         else:
             lines.append(f"    endpoint: {c.url} (already running)")

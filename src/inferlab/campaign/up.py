@@ -30,6 +30,7 @@ from inferlab.campaign.orphans import campaign_lock, recover_campaign
 from inferlab.campaign.steps import check_applied, config_files
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
+from inferlab.config.secrets import scrub_argv
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, VerifyError
 from inferlab.server import ServerProcess, StopReport, stop, stop_group
@@ -134,7 +135,7 @@ def _write_state(state: Path, cfg: ResolvedConfig, server: ServerProcess, url: s
         "log": str(server.spec.log_path),
         "grace_s": cfg.stop_grace_s,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "argv": server.spec.argv,
+        "argv": scrub_argv(server.spec.argv),
     }
     state.write_text(json.dumps(doc, indent=2))
 

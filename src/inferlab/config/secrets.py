@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "REDACTED",
@@ -31,6 +32,7 @@ __all__ = [
     "looks_secret",
     "scrub_argv",
     "scrub_env",
+    "scrub_obj",
     "scrub_text",
 ]
 
@@ -126,28 +128,44 @@ def scrub_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-# name=value, name: value, 'name': 'value', "name": "value", --name value / --name=value
+# --name value / --name=value (flags), and name=value / name: value / 'name': 'value' (fields,
+# variables, JSON keys); a value never starts with "-" (that is the next flag)
+_VALUE = r"""(?P<value>'[^']*'|"[^"]*"|[^\s,)}\]'"-][^\s,)}\]'"]*)"""
+_FLAG_ARG = re.compile(r"(?P<name>--[A-Za-z][\w-]*)(?P<sep>=|\s+)" + _VALUE)
 _ASSIGN = re.compile(
-    r"""(?P<q>['"]?)(?P<name>--?[A-Za-z][\w-]*|[A-Za-z_][\w-]*)(?P=q)"""
-    r"""(?P<sep>\s*[=:]\s*|\s+)"""
-    r"""(?P<value>'[^']*'|"[^"]*"|[^\s,)}\]]+)"""
+    r"""(?<![\w-])(?P<q>['"]?)(?P<name>[A-Za-z_][\w]*)(?P=q)(?P<sep>\s*[=:]\s*)""" + _VALUE
 )
+
+
+def _sub(m: re.Match[str]) -> str:
+    name, value = m.group("name"), m.group("value")
+    bare = value.strip("'\"")
+    if bare in ("None", "null", "", "True", "False"):
+        return m.group(0)
+    if not (is_secret_name(name) or looks_secret(bare, name)):
+        return m.group(0)
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return m.group(0)[: m.start("value") - m.start()] + quote + REDACTED + quote
 
 
 def scrub_text(text: str) -> str:
     """Free text (a log line, an error message, an args dump) with secret values replaced:
     ``api_key='…'``, ``"HF_TOKEN": "…"``, ``--api-key …``, and key-looking values anywhere."""
+    return _hide_tokens(_ASSIGN.sub(_sub, _FLAG_ARG.sub(_sub, text)))
 
-    def sub(m: re.Match[str]) -> str:
-        name, sep, value = m.group("name"), m.group("sep"), m.group("value")
-        bare = value.strip("'\"")
-        if sep.strip() == "" and not name.startswith("-"):
-            return m.group(0)  # "word word": not an assignment
-        if bare in ("None", "null", "", "True", "False") or bare.startswith("-"):
-            return m.group(0)
-        if is_secret_name(name) or looks_secret(bare, name):
-            quote = value[0] if value[:1] in ("'", '"') else ""
-            return m.group(0)[: m.start("value") - m.start()] + quote + REDACTED + quote
-        return m.group(0)
 
-    return _hide_tokens(_ASSIGN.sub(sub, text))
+def scrub_obj(obj: Any, name: str = "") -> Any:
+    """A JSON-like value with every secret removed: values under a secret key (``api_key``,
+    ``HF_TOKEN``) replaced, strings scrubbed as text, argv-like lists as argv."""
+    if isinstance(obj, Mapping):
+        return {
+            k: (REDACTED if is_secret_name(str(k)) and v not in (None, "") else scrub_obj(v, k))
+            for k, v in obj.items()
+        }
+    if isinstance(obj, (list, tuple)):
+        if obj and all(isinstance(x, str) for x in obj) and any(x.startswith("--") for x in obj):
+            return scrub_argv(list(obj))
+        return [scrub_obj(x, name) for x in obj]
+    if isinstance(obj, str):
+        return REDACTED if looks_secret(obj, name) else scrub_text(obj)
+    return obj

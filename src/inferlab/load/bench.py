@@ -26,7 +26,7 @@ from typing import IO, Any, Protocol
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
-from inferlab.engines import EngineSpec, get_engine
+from inferlab.engines import EngineSpec
 from inferlab.errors import (
     ConfigError,
     ConnectError,
@@ -34,7 +34,7 @@ from inferlab.errors import (
     ServerRejected,
     TokenizerError,
 )
-from inferlab.load.detect import detect_engine, unknown_field_hint
+from inferlab.load.detect import engine_for, unknown_field_hint
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
@@ -227,17 +227,6 @@ def _preflight(
             f"--model not given and {ep.base}{engine.models_path} did not list a model "
             f"(HTTP {status}); pass --model"
         ) from None
-
-
-def _engine(
-    cfg: BenchConfig, ep: Endpoint, headers: dict[str, str], events: BenchEvents
-) -> EngineSpec:
-    """The given engine, or the one the server's answers point to (``load.detect``)."""
-    if cfg.engine is not None:
-        return get_engine(cfg.engine)
-    found = detect_engine(ep.base, headers=headers, timeout_s=5.0)
-    events.message(found.sentence())
-    return get_engine(found.engine)
 
 
 def _tokenizer(
@@ -437,18 +426,15 @@ def _warnings(
             )
         )
     if s.length_warnings:
-        enforced = bool(engine.fixed_length_fields(1))
+        told = bool(engine.fixed_length_fields(1))  # else only max_tokens was sent
         out.append(
             BenchWarning(
                 "length-mismatch",
                 f"{s.length_warnings} requests returned a different number of output tokens "
                 "than requested, reported or counted"
-                + ("" if enforced else f" (engine {engine.name}: only max_tokens was sent)"),
-                f"check --engine ({engine.name}) sends the server's ignore_eos/min_tokens "
-                "fields, and --tokenizer matches the served model"
-                if enforced
-                else "pass --engine vllm|sglang|... if the server accepts their exact-length "
-                "fields; otherwise outputs end at EOS and lengths vary",
+                + ("" if told else f" (engine {engine.name}: max_tokens only)"),
+                f"check --engine ({engine.name}) sends the server's ignore_eos/min_tokens fields, "
+                "and --tokenizer matches the served model",
             )
         )
     if 0 < s.ok < 100:
@@ -575,7 +561,7 @@ def run_bench(
     events = events or BenchEvents()
     ep = Endpoint.parse(cfg.url)
     headers = _headers(cfg)
-    engine = _engine(cfg, ep, headers, events)
+    engine = engine_for(cfg.engine, ep.base, headers, events.message)
     path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
     events.message(f"checking {ep.base} ...")
     model, version = _preflight(cfg, ep, engine, headers)

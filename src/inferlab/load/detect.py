@@ -19,13 +19,14 @@ import json
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.engines import EngineSpec, get_engine, registered
 from inferlab.engines.base import DetectHint
 
-__all__ = ["Detection", "detect_engine", "unknown_field_hint"]
+__all__ = ["Detection", "detect_engine", "engine_for", "unknown_field_hint"]
 
 FALLBACK = "openai"
 
@@ -133,6 +134,17 @@ def detect_engine(
         if score > best.score:
             best = Detection(name, [s for _, s in hits if s], score)
     return best
+
+
+def engine_for(
+    name: str | None, url: str, headers: dict[str, str], say: Callable[[str], None]
+) -> EngineSpec:
+    """The engine ``name``, or (None) the one the server at ``url`` is detected to be."""
+    if name is not None:
+        return get_engine(name)
+    found = detect_engine(url, headers=headers)
+    say(found.sentence())
+    return get_engine(found.engine)
 
 
 def unknown_field_hint(message: str, engine: EngineSpec, max_tokens: int = 16) -> str | None:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab.config.secrets import scrub_text
 from inferlab.errors import LaunchError
 
 __all__ = [
@@ -132,7 +133,7 @@ def launch(spec: LaunchSpec) -> ServerProcess:
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     argv, env = _command(spec)
     with spec.log_path.open("ab") as log:
-        log.write(f"# inferlab launch {spec.name}: {shlex.join(argv)}\n".encode())
+        log.write(f"# inferlab launch {spec.name}: {scrub_text(shlex.join(argv))}\n".encode())
         log.flush()
         try:
             proc = subprocess.Popen(

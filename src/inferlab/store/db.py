@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferlab.config.secrets import scrub_argv, scrub_env
+from inferlab.config.secrets import scrub_argv, scrub_env, scrub_obj, scrub_text
 from inferlab.errors import StoreError
 from inferlab.records import ErrorKind, RequestRecord
 from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -320,11 +320,12 @@ class Store:
         detail: Mapping[str, Any],
         run_id: int | None = None,
     ) -> int:
-        """One verification result (a check, or a config's reference greedy outputs)."""
+        """One verification result (a check, or a config's reference greedy outputs); secrets
+        in ``detail`` (argv, log lines) are removed first (``_scrubbed``)."""
         cur = self.db.execute(
             "INSERT INTO verifications(config_id, run_id, kind, passed, detail_json, created_at) "
             "VALUES (?,?,?,?,?,?)",
-            (config_id, run_id, kind, int(passed), _dumps(dict(detail)), _now()),
+            (config_id, run_id, kind, int(passed), _dumps(_scrubbed(kind, detail)), _now()),
         )
         return int(cur.lastrowid or 0)
 
@@ -359,8 +360,8 @@ class Store:
                     config_id,
                     str(f["kind"]),
                     str(f["severity"]),
-                    str(f["message"]),
-                    _dumps(f.get("evidence", {})),
+                    scrub_text(str(f["message"])),
+                    _dumps(scrub_obj(f.get("evidence", {}))),
                     f.get("action"),
                     source,
                     _now(),
@@ -538,6 +539,12 @@ class Store:
             if k.endswith("_json") and out[k] is not None:
                 out[k[: -len("_json")]] = json.loads(out.pop(k))
         return out
+
+
+def _scrubbed(kind: str, detail: Mapping[str, Any]) -> Any:
+    """A verification's detail without secrets; a reference's greedy outputs are the model's
+    text and are kept exactly (later outputs are compared with them character by character)."""
+    return dict(detail) if kind == "greedy-outputs" else scrub_obj(dict(detail))
 
 
 def _request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
