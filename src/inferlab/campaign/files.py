@@ -49,6 +49,7 @@ __all__ = [
     "pending_manifests",
     "recover",
     "restore",
+    "target_dir",
 ]
 
 FORMAT = "inferlab.files/1"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.files import check_files
+from inferlab.campaign.files import check_files, target_dir
 from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import campaign_lock, recover_campaign
@@ -118,6 +118,9 @@ def make_plan(path: str | Path) -> Plan:
     configs = resolve_configs(camp, p, text)
     for c in configs:
         check_files(c, str(p))
+        if c.host in ("local", "localhost") and (c.files or c.tune):
+            for kind in sorted({*c.files, *c.tune}):
+                target_dir(c, kind)  # the engine's package must be where files go
         for kind, how in c.tune.items():
             if how != "from-log" and not Path(how).is_file():
                 raise ConfigError(

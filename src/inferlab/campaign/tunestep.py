@@ -2,8 +2,9 @@
 
 ``from-log`` runs ``inferlab tune fp8-gemm --from-log <the baseline's launch log>`` on this
 host's GPUs (a subprocess, so the GPU is free again when it ends); a path instead names a saved
-tune run (``tune-run-*.json``) whose configs are written (``--from-results``, no GPU needed),
-checked against the baseline's log when there is one. The files land in
+tune run (``tune-run-*.json``) whose configs are all written (``--from-results``, no GPU
+needed; the lever evidence then says whether they cover the shapes the engine runs). The files
+land in
 ``<output>/tuned/<config>-<kind>/files/`` (the config that asked; configs extending it reuse
 them) and become that config's ``files``. Without a GPU, ``from-log`` fails with the tuner's
 own message and the way out: a saved run.
@@ -104,16 +105,14 @@ def tuned_config(
             )
         argv = [sys.executable, "-m", "inferlab.cli.main", "tune", "fp8-gemm"]
         argv += ["--engine", _tuner_engine(cfg, kind), "--out", str(work), "--json"]
-        if log is not None:
-            argv += ["--from-log", str(log)]
-        if how != "from-log":
-            argv += ["--from-results", how]
+        # a saved run is written whole; the lever evidence tells whether it covers what runs
+        argv += ["--from-log", str(log)] if how == "from-log" else ["--from-results", how]
         got = _run_tuner(argv, cfg, kind, how)
         shutil.rmtree(done, ignore_errors=True)
         done.mkdir(parents=True)
         for f in got.get("files", []):
             shutil.copy2(f["path"], done / Path(f["path"]).name)
-        stamp.write_text(json.dumps({"how": how, "log": str(log) if log else None}))
+        stamp.write_text(json.dumps({"how": how, "log": str(log) if how == "from-log" else None}))
         files[kind] = str(done)
         src = "the baseline's log" if how == "from-log" else how
         lines.append(f"{cfg.name}: tune.{kind}: {len(got.get('files', []))} file(s) from {src}")
