@@ -19,6 +19,8 @@ from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.config.campaign import load_campaign
 from inferlab.config.resolve import resolve_configs
 from inferlab.errors import ConfigError
+from inferlab.report.compare import build_comparison, cell_text
+from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
 from inferlab.tune.config import DEFAULT_SGLANG
@@ -83,7 +85,7 @@ length_tokens = 4
 [load]
 workload = {{ input_tokens = 16, output_tokens = 8 }}
 concurrency = [1]
-requests = 4
+requests = 8
 """
 
 
@@ -215,12 +217,16 @@ def test_campaign_installs_checks_and_restores(
     extra = (
         '\n[[config]]\nname = "T"\nextends = "baseline"\ntune = { fp8_gemm = "from-log" }\n'
         f'\n[[config]]\nname = "S"\nextends = "baseline"\ntune = {{ fp8_gemm = "{SAVED_RUN}" }}\n'
+        'set = { "--time-scale" = "0.05" }\n'  # faster for another reason than its files
     )
     with Store(tmp_path / "db") as store:
         res = run_campaign(campaign(tmp_path, engine_python, extra), store=store)
         status = {o.config: (o.status, o.message) for o in res.outcomes}
         levers = {c: store.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}
         base_log = Path(store.latest_verification("files", "baseline", "launch")["log_path"])
+        plain = build_comparison(store, campaign="files", metrics=["tpot_ms"])
+        forced = build_comparison(store, campaign="files", metrics=["tpot_ms"], force=True)
+        md = render_markdown(build_report(store, "files"))
     assert status["baseline"][0] == "measured" and status["A"][0] == "measured", status
     assert levers["baseline"] is None  # no diff: nothing to prove
     items = {i["item"]: i for i in levers["A"]["items"]}
@@ -243,3 +249,12 @@ def test_campaign_installs_checks_and_restores(
     assert len(made) == 4 and all("device_name=NVIDIA_H200" in n for n in made)
     summary = json.loads((tmp_path / "out/tuned/S-fp8_gemm/done.json").read_text())
     assert summary["how"] == str(SAVED_RUN)
+    # S measured faster, but its lever did not take effect: no claim without --force
+    cell, fcell = plain.cells[("S", "C=1")], forced.cells[("S", "C=1")]
+    assert cell.levers == ["files fp8_gemm"] and cell.verdicts["tpot_ms"].claim == "~"
+    assert "lever not applied" in cell.verdicts["tpot_ms"].reason
+    assert fcell.verdicts["tpot_ms"].claim == "better"
+    assert "(lever not applied)" in cell_text(plain, "S", "C=1", "tpot_ms")
+    assert plain.cells[("A", "C=1")].levers == []
+    assert "## Levers applied" in md and "| S | files fp8_gemm | ✗ |" in md
+    assert "| A | env NCCL_PROTO | ✓ |" in md

@@ -13,6 +13,7 @@ from typing import Any
 
 from inferlab.errors import ConfigError, NotComparable
 from inferlab.records import RequestRecord
+from inferlab.report.applied import LEVER_NOT_APPLIED, not_applied, unclaimed
 from inferlab.stats.compare import (
     Difference,
     QualityWarning,
@@ -58,6 +59,7 @@ class Cell:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     warnings: list[QualityWarning] = field(default_factory=list)
     forced: list[Difference] = field(default_factory=list)
+    levers: list[str] = field(default_factory=list)  # diff items not applied (report.applied)
 
 
 @dataclass
@@ -243,6 +245,7 @@ def build_comparison(
             if cand is None or (base, label) not in cells:
                 continue
             cand.forced = bad.get(cfg, [])
+            cand.levers = not_applied(store, first[cfg])
             bg, cg = groups[(base, label)], groups[(cfg, label)]
             for m in metrics:
                 if m == "output_tok_s":
@@ -257,8 +260,27 @@ def build_comparison(
                         alpha=alpha,
                         min_effect=min_effect,
                     )
-                cand.verdicts[m] = v
-    saturation = {}
+                cand.verdicts[m] = v if force or not cand.levers else unclaimed(v, cand.levers)
+    saturation = _saturation(cells, configs, labels)
+    return Comparison(
+        base,
+        configs,
+        labels,
+        list(metrics),
+        cells,
+        saturation,
+        differences,
+        min_effect,
+        alpha,
+        bool(bad),
+    )
+
+
+def _saturation(
+    cells: dict[tuple[str, str], Cell], configs: list[str], labels: list[str]
+) -> dict[str, Saturation]:
+    """Where each config's throughput stops growing with concurrency (C=N points only)."""
+    out = {}
     for cfg in configs:
         pts = [
             (
@@ -272,19 +294,8 @@ def build_comparison(
             if m
         ]
         if len(pts) >= 2:
-            saturation[cfg] = find_saturation(pts)
-    return Comparison(
-        base,
-        configs,
-        labels,
-        list(metrics),
-        cells,
-        saturation,
-        differences,
-        min_effect,
-        alpha,
-        bool(bad),
-    )
+            out[cfg] = find_saturation(pts)
+    return out
 
 
 # -- formatting -------------------------------------------------------------------------------
@@ -313,6 +324,8 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
             text += f" ×{r.estimate:.3f} [{lo}, {hi}] {mark}"
     if cell.forced:
         text += " !"
+    if cell.levers and v is not None:
+        text += f" ({LEVER_NOT_APPLIED}{'!' if c.forced else ''})"
     return text
 
 
@@ -374,6 +387,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
                 "verdicts": {m: v.to_json() for m, v in cell.verdicts.items()},
                 "warnings": [w.to_json() for w in cell.warnings],
                 "not_comparable": [d.field for d in cell.forced],
+                "lever_not_applied": cell.levers,
             }
             for cell in c.cells.values()
         ],
@@ -385,40 +399,24 @@ def to_json(c: Comparison) -> dict[str, Any]:
     }
 
 
+_CSV_COLUMNS = (  # noqa: SIM905 (a column list reads best on one line)
+    "config load trials metric value ratio ratio_low ratio_high p_value claim not_comparable "
+    "lever_not_applied"
+).split()
+
+
 def render_csv(c: Comparison) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(
-        [
-            "config",
-            "load",
-            "trials",
-            "metric",
-            "value",
-            "ratio",
-            "ratio_low",
-            "ratio_high",
-            "p_value",
-            "claim",
-            "not_comparable",
-        ]
-    )
+    w.writerow(_CSV_COLUMNS)
     for cell in c.cells.values():
         for m in c.metrics:
             v = cell.verdicts.get(m)
-            w.writerow(
-                [
-                    cell.config,
-                    cell.label,
-                    cell.trials,
-                    m,
-                    cell.values.get(m),
-                    v.ratio.estimate if v else "",
-                    v.ratio.low if v else "",
-                    v.ratio.high if v else "",
-                    v.p_value if v else "",
-                    v.claim if v else "",
-                    ";".join(d.field for d in cell.forced),
-                ]
+            r = (
+                (v.ratio.estimate, v.ratio.low, v.ratio.high, v.p_value, v.claim)
+                if v
+                else ("",) * 5
             )
+            row = [cell.config, cell.label, cell.trials, m, cell.values.get(m), *r]
+            w.writerow([*row, ";".join(d.field for d in cell.forced), ";".join(cell.levers)])
     return buf.getvalue()
