@@ -16,20 +16,43 @@ ENV = {
     "INFERLAB_TINY_MODEL": "/m/tiny",
     "INFERLAB_CPU_PRELOAD": "/venv/lib/libiomp5.so",
     "MODEL_DIR": "/models/dsv4",
-    "FP8_CONFIG_DIR": "/cfg",
     "MODEL": "llama",
+    "TOKENIZER_DIR": "/tok",
     "EAGLE": "/eagle",
 }
 
 
-@pytest.mark.parametrize("name", ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml"])
+@pytest.mark.parametrize(
+    "name",
+    ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml", "transformers-serve.toml"],
+)
 def test_examples_plan(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)
     plan = make_plan(EXAMPLES / name)
     text = "\n".join(render_plan(plan))
-    assert plan.cells >= 9 and "vs baseline" in text
+    assert plan.cells >= 6 and "vs baseline" in text
     assert "${" not in text
+
+
+def test_seed_campaign_tunes_its_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "sglang-dsv4-mtp.toml")
+    by = {c.name: c for c in plan.configs}
+    assert by["A"].tune == {"fp8_gemm": "from-log"} and by["B"].tune_owner == {"fp8_gemm": "A"}
+    assert "SGLANG_FP8_CONFIG_DIR" not in by["A"].env and by["A"].env["NCCL_PROTO"] == "LL"
+    text = "\n".join(render_plan(plan))
+    assert "tune fp8_gemm: from-log" in text and "env NCCL_PROTO=LL; files fp8_gemm" in text
+
+
+def test_transformers_serve_is_a_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "transformers-serve.toml")
+    text = "\n".join(render_plan(plan))
+    assert "argv: transformers serve --host 127.0.0.1 --port <free> --force-model llama" in text
+    assert plan.configs[1].api == "openai" and plan.bench.endpoint == "chat"
 
 
 def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:

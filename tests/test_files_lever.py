@@ -139,10 +139,14 @@ def test_an_engine_not_installed_in_its_python(tmp_path: Path) -> None:
         f'name = "A"\nfiles = {{ fp8_gemm = "{tuned}" }}\n[load]\nconcurrency = [1]\n'
         "requests = 1\n"
     )
-    with pytest.raises(
-        ConfigError, match=rf"engine.python: sglang is not installed in {sys.executable}"
+    make_plan(p)  # the plan (and --dry-run) shows; running it names the missing package
+    with (
+        Store(tmp_path / "db") as store,
+        pytest.raises(
+            ConfigError, match=rf"engine.python: sglang is not installed in {sys.executable}"
+        ),
     ):
-        make_plan(p)
+        run_campaign(p, store=store)
     p.write_text(p.read_text().replace('kind = "sglang"', 'kind = "openai"\nurl = "http://x"'))
     with pytest.raises(ConfigError, match=r"engine 'openai' reads no fp8_gemm config files"):
         make_plan(p)

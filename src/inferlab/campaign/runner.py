@@ -118,9 +118,6 @@ def make_plan(path: str | Path) -> Plan:
     configs = resolve_configs(camp, p, text)
     for c in configs:
         check_files(c, str(p))
-        if c.host in ("local", "localhost") and (c.files or c.tune):
-            for kind in sorted({*c.files, *c.tune}):
-                target_dir(c, kind)  # the engine's package must be where files go
         for kind, how in c.tune.items():
             if how != "from-log" and not Path(how).is_file():
                 raise ConfigError(
@@ -253,6 +250,9 @@ def run_campaign(
             f"campaign {name!r} already has {len(existing)} runs in {store.path}: "
             "use --resume to continue it, or give the campaign another name"
         )
+    for c in plan.configs:  # before anything runs: the package the files go into
+        for kind in sorted({*c.files, *c.tune}):
+            target_dir(c, kind)
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
     with campaign_lock(output_dir(camp), name):
