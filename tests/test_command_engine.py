@@ -6,6 +6,8 @@ one of them."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -196,3 +198,27 @@ def test_a_refused_field_gets_a_hint(replay: tuple[str, type[_Replay]], tmp_path
     assert "HTTP 422" in msg and "Unexpected keys in the request" in msg
     assert "refuses 'ignore_eos', 'min_tokens'" in msg and "--engine openai" in msg
     assert unknown_field_hint("HTTP 400: bad temperature", get_engine("vllm")) is None
+
+
+def test_verify_checks_a_running_configs_levers(tmp_path: Path) -> None:
+    camp = tmp_path / "c.toml"
+    camp.write_text(
+        f'[campaign]\nname = "v"\noutput = "{tmp_path}/out"\n[engine]\nkind = "sim"\n'
+        '[[config]]\nname = "base"\n[[config]]\nname = "fast"\nargs = ["--itl-ms", "3"]\n'
+        '[[config]]\nname = "slow"\nargs = ["--itl-ms", "9"]\n'
+    )
+    with start_sim("--itl-ms", "3") as sim:
+
+        def verify(config: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "inferlab.cli.main", "verify", "--url", sim.url,
+                 "--model", "inferlab-sim", "--levers", f"{camp}:{config}",
+                 "--log", sim._stderr_path, "--no-default-probes"],
+                capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"}, check=False,
+            )  # fmt: skip
+
+        ok, bad = verify("fast"), verify("slow")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "engine sim (/v1/models owned_by 'inferlab-sim'" in ok.stdout
+    assert "fast: lever ✓ --itl-ms: applied — itl_ms=3.0 in /get_server_info" in ok.stdout
+    assert bad.returncode == 1 and "slow: lever ✗ --itl-ms: not-applied" in bad.stdout

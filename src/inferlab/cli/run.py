@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.runner import (
     CampaignEvents,
     ConfigOutcome,
@@ -55,6 +56,10 @@ def run(
     for line in render_plan(plan):
         (out if dry_run else err).print(escape(line), highlight=False, soft_wrap=True)
     if dry_run:
+        if db_path(db).exists():  # what the store knows: drifted engine dirs, lever evidence
+            with Store(db_path(db)) as store:
+                for line in plan_notes(plan, store):
+                    out.print(escape(line), highlight=False, soft_wrap=True)
         return
     events = _Events(err, out)
     with Store(db_path(db)) as store:

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from inferlab.campaign.applied import item_lines
 from inferlab.campaign.up import down as down_lib
 from inferlab.campaign.up import up as up_lib
 from inferlab.errors import InferlabError, LaunchError
@@ -58,10 +59,15 @@ def up(
         _findings(str(exc.log_path) if exc.log_path else None, err)
         raise typer.Exit(3) from None
     con = stdout_console()
+    for note in r.notes:
+        err.print(f"[dim]{escape(note)}[/dim]", highlight=False)
     if r.verify is not None:
         for c in r.verify.checks:
             mark = "[green]ok[/green]" if c.passed else "[red]FAILED[/red]"
             con.print(f"{mark} {c.kind}: {escape(c.message)}", highlight=False)
+    for line in item_lines(r.levers):
+        colour = {"✓": "green", "✗": "red"}.get(line[:1], "yellow")
+        con.print(f"[{colour}]{escape(line[:1])}[/{colour}] lever {escape(line[2:])}")
     ready = f" ready in {r.ready_s:.1f} s," if r.ready_s is not None else ""
     con.print(f"{escape(r.config)}:{ready} {r.url} (model {escape(r.model)})", highlight=False)
     if r.pid:

@@ -7,10 +7,16 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
+from rich.console import Console
 from rich.markup import escape
 
+from inferlab.campaign.files import pending_manifests
+from inferlab.campaign.launch import output_dir
+from inferlab.campaign.steps import check_applied
+from inferlab.campaign.up import find_config
 from inferlab.config.bench import validation_message
-from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
+from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection, load_campaign
+from inferlab.config.resolve import resolve_configs
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 from inferlab.load.detect import detect_engine
@@ -28,6 +34,41 @@ def _probe(text: str) -> Probe:
         return Probe(prompt=prompt, expect=regex)
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, "--probe")) from None
+
+
+def _reference(against: str | None, campaign: str, db: Path | None) -> GreedyOutputs | None:
+    if against is None:
+        return None
+    with Store(db_path(db)) as store:
+        ref = store.latest_verification(campaign, against, "greedy-outputs")
+    if ref is None:
+        raise ConfigError(
+            f"--against: no stored greedy outputs for config {against!r} in campaign "
+            f"{campaign!r}; run inferlab verify --save-as {against} on that server first"
+        )
+    return GreedyOutputs.from_json(ref)
+
+
+def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:
+    """``--levers FILE:CONFIG``: did CONFIG's diff against the campaign's baseline take effect
+    on this server (its launch log, /get_server_info, /metrics)? True when none is ✗."""
+    path, sep, name = which.rpartition(":")
+    if not sep or not path:
+        raise ConfigError(f"--levers: expected CAMPAIGN_FILE:CONFIG, got {which!r}")
+    configs = resolve_configs(load_campaign(path), Path(path), Path(path).read_text("utf-8"))
+    cfg = find_config(configs, name, Path(path))
+    pending = {p.config: p for p in pending_manifests(output_dir(load_campaign(path)))}
+    items = check_applied(
+        configs[0],
+        cfg,
+        url=url.rstrip("/"),
+        log_path=log,
+        installed=pending.get(cfg.name),
+        store=None,
+        config_id=None,
+        say=lambda line: con.print(escape(line), highlight=False),
+    )
+    return all(i.status != "not-applied" for i in items)
 
 
 def verify(
@@ -51,9 +92,16 @@ def verify(
     ] = None,
     campaign: Annotated[str, typer.Option(help="Campaign of --against/--save-as")] = "bench",
     db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
+    levers: Annotated[
+        str | None,
+        typer.Option(
+            help="CAMPAIGN_FILE:CONFIG: check its levers against the baseline took effect"
+        ),
+    ] = None,
+    log: Annotated[Path | None, typer.Option(help="The server's launch log (for --levers)")] = None,
 ) -> None:
-    """Smoke probes, output length, stream form and (with --against) greedy equivalence.
-    Exit code 1 when a check fails."""
+    """Smoke probes, output length, stream form, (with --against) greedy equivalence and
+    (with --levers) lever-applied evidence. Exit code 1 when a check fails."""
     probes = [] if no_default_probes else list(DEFAULT_PROBES)
     probes += [_probe(p) for p in probe or []]
     section = VerifySection(probes=probes, equivalent_to=against or save_as)
@@ -62,18 +110,10 @@ def verify(
         found = detect_engine(url)
         con.print(escape(found.sentence()), highlight=False)
         engine = found.engine
-    spec = get_engine(engine)
-    reference: GreedyOutputs | None = None
-    if against is not None:
-        with Store(db_path(db)) as store:
-            ref = store.latest_verification(campaign, against, "greedy-outputs")
-        if ref is None:
-            raise ConfigError(
-                f"--against: no stored greedy outputs for config {against!r} in campaign "
-                f"{campaign!r}; run inferlab verify --save-as {against} on that server first"
-            )
-        reference = GreedyOutputs.from_json(ref)
-    report = verify_endpoint(url, model=model, engine=spec, section=section, reference=reference)
+    reference = _reference(against, campaign, db)
+    report = verify_endpoint(
+        url, model=model, engine=get_engine(engine), section=section, reference=reference
+    )
     for c in report.checks:
         mark = "[green]ok[/green]" if c.passed else "[red]FAILED[/red]"
         con.print(f"{mark} {c.kind}: {escape(c.message)}", highlight=False)
@@ -85,5 +125,6 @@ def verify(
             for c in report.checks:
                 store.add_verification(gid, c.kind, c.passed, c.to_json())
         con.print(f"greedy outputs stored as {escape(save_as)}'s reference", highlight=False)
-    if not report.passed:
+    applied = _levers(url, levers, log, con) if levers else True
+    if not report.passed or not applied:
         raise typer.Exit(1)
