@@ -266,3 +266,24 @@ def test_dry_run_prints_levers_never_secrets(tmp_path: Path) -> None:
 )
 def test_more_spellings_are_secret(name: str) -> None:
     assert is_secret_name(name)
+
+
+def test_a_campaign_leaves_no_planted_secret_behind(tmp_path: Path) -> None:
+    from inferlab.campaign.runner import run_campaign
+
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN.format(out=tmp_path / "out"))
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store)  # the sim has no --api-key: every launch fails
+        tables = [
+            r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        dump = "\n".join(
+            repr(row) for t in tables for row in store.db.execute(f"SELECT * FROM {t}")
+        )
+    assert {o.status for o in res.outcomes} == {"launch-failed"}
+    assert "No such option: --api-key" in dump  # the real failure is kept ...
+    assert "sk-planted" not in dump and "hf_planted" not in dump  # ... the secrets are not
+    logs = "\n".join(p.read_text() for p in (tmp_path / "out" / "logs").glob("*.log"))
+    assert "# inferlab launch baseline:" in logs and "sk-planted" not in logs
+    assert all("sk-planted" not in o.message + " ".join(o.log_tail) for o in res.outcomes)

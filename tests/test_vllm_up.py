@@ -60,6 +60,11 @@ name = "again"
 extends = "baseline"
 
 [[config]]
+name = "seqs4"
+extends = "baseline"
+set = {{ "--max-num-seqs" = "4" }}
+
+[[config]]
 name = "bf16"
 extends = "baseline"
 set = {{ "--dtype" = "bfloat16" }}
@@ -95,7 +100,7 @@ def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
         cfg = BenchConfig(
             url=base.url,
             model="tiny",
-            engine="vllm",
+            engine=None,  # detected: vLLM, so its exact-length fields are sent
             concurrency=[1, 2],
             requests=6,
             tokenizer=model,
@@ -105,6 +110,7 @@ def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
     finally:
         stopped = dict(down(path, "baseline"))
     assert stopped["baseline"].port_free
+    assert res.engine == "vllm"
     for p in res.points:
         assert p.summary.ok == 6 and p.summary.errors == {}
         assert all(r.usage_completion_tokens == 24 for r in p.records)  # exact lengths
@@ -124,6 +130,13 @@ def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
     assert again.verify is not None
     eq = next(c for c in again.verify.checks if c.kind == "equivalence")
     assert eq.passed and eq.detail["match_rate"] == 1.0
+
+    with Store(db) as store:  # the lever is proven by vLLM's own args dump
+        seqs = up(path, "seqs4", store=store)
+    down(path, "seqs4")
+    items = {i.item: i for i in seqs.levers}
+    assert items["--max-num-seqs"].status == "applied", items
+    assert "max_num_seqs=4 in vLLM non-default args" in items["--max-num-seqs"].evidence
 
     with Store(db) as store, pytest.raises(VerifyError, match="bf16 diverged"):
         up(path, "bf16", store=store)  # random weights in bf16: argmax flips within 32 tokens

@@ -75,7 +75,8 @@ class NotComparable(InferlabError):
 
 class LaunchError(InferlabError):
     """A server failed to become ready. ``kind`` classifies it (e.g. ``cuda-oom-graph-capture``,
-    ``address-in-use``, ``exited``, ``ready-timeout``); ``remedy`` says what to change."""
+    ``address-in-use``, ``exited``, ``ready-timeout``); ``remedy`` says what to change. The
+    message and the log tail come from the server's log: secrets in them are redacted here."""
 
     def __init__(
         self,
@@ -86,11 +87,13 @@ class LaunchError(InferlabError):
         log_path: object = None,
         tail: list[str] | None = None,
     ) -> None:
-        super().__init__(message)
+        from inferlab.config.secrets import scrub_text
+
+        super().__init__(scrub_text(message))
         self.kind = kind
         self.remedy = remedy
         self.log_path = log_path
-        self.tail = tail or []
+        self.tail = [scrub_text(line) for line in tail or []]
 
 
 class VerifyError(InferlabError):

@@ -1,10 +1,15 @@
 """``inferlab run CAMPAIGN.toml``: every config launched, verified, measured, stored, stopped.
 
-Order, per config: launch → verify → (warmup) → every load point × trial → scrape → stop →
-drain. Every finished load point is committed at once. A config that fails to launch or verify
-is stored with its classified failure, log tail and remedy, and the campaign goes on. ``resume``
-skips finished cells of configs whose content hash is unchanged (a changed config is a new
-config: its old results are never mixed in). Only one server of a campaign runs at a time.
+First, holding the campaign's lock: orphan servers of a runner that died are stopped and its
+pending kernel-config files restored (``campaign.orphans``), and what the store knows is told
+(``campaign.notes``). Then, per config: tuned files made and ``files`` installed
+(``campaign.files``) → launch → verify → lever evidence against the baseline
+(``campaign.applied``) → (warmup) → every load point × trial → scrape → stop → drain → files
+restored (``campaign.steps``). Every finished load point is committed at once. A config that
+fails to launch or verify is stored with its classified failure, log tail and remedy, and the
+campaign goes on. ``resume`` skips finished cells of configs whose content hash is unchanged
+(a changed config is a new config: its old results are never mixed in). Only one server of a
+campaign runs at a time.
 """
 
 from __future__ import annotations

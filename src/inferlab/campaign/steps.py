@@ -22,7 +22,6 @@ from inferlab.campaign.launch import launch_config, output_dir
 from inferlab.campaign.tunestep import baseline_log, tuned_config
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.config.secrets import scrub_text
 from inferlab.engines import get_engine
 from inferlab.errors import LaunchError
 from inferlab.logs import store_log_findings
@@ -101,18 +100,16 @@ def server_running(
     except LaunchError as exc:
         if exc.log_path:
             store_log_findings(store, str(exc.log_path), campaign=name, config_id=config_id)
-        tail = [scrub_text(t) for t in exc.tail[-40:]]
+        tail = exc.tail[-40:]  # secrets already redacted (LaunchError)
         detail = {
             "kind": exc.kind,
-            "message": scrub_text(str(exc)),
+            "message": str(exc),
             "remedy": exc.remedy,
             "tail": tail,
             "log_path": str(exc.log_path or ""),
         }
         record(store, config_id, "launch", False, detail)
-        raise StepFailed(
-            "launch-failed", scrub_text(str(exc)), exc.remedy, tuple(tail[-12:])
-        ) from None
+        raise StepFailed("launch-failed", str(exc), exc.remedy, tuple(tail[-12:])) from None
     try:
         record(
             store,
@@ -122,7 +119,7 @@ def server_running(
             {
                 "ready_s": server.ready_s,
                 "log_path": str(server.spec.log_path),
-                "argv": server.spec.argv,
+                "argv": server.spec.argv,  # scrubbed by the store
             },
         )
         yield server

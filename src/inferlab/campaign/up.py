@@ -140,6 +140,53 @@ def _write_state(state: Path, cfg: ResolvedConfig, server: ServerProcess, url: s
     state.write_text(json.dumps(doc, indent=2))
 
 
+def _up_running(
+    camp: CampaignFile, cfg: ResolvedConfig, path: Path, store: Store | None, no_verify: bool,
+    notes: list[str],
+) -> UpResult:  # fmt: skip
+    """An endpoint already running (kind ``openai``): verified, nothing launched."""
+    if not cfg.url:
+        raise ConfigError(
+            f"{path}: engine.url: kind {cfg.engine!r} needs the URL of the running endpoint"
+        )
+    url = cfg.url.rstrip("/")
+    model = served_model(url, cfg.model or "")
+    rep = _verify_up(camp, cfg, url, model, store, no_verify)
+    return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [], notes)
+
+
+def _up_launched(
+    camp: CampaignFile, base: ResolvedConfig, cfg: ResolvedConfig, state: Path,
+    store: Store | None, gid: int | None, no_verify: bool, notes: list[str],
+) -> UpResult:  # fmt: skip
+    """Files installed (kept), launched, verified, levers checked; left running."""
+    out = output_dir(camp)
+    say = notes.append
+    with config_files(
+        camp, base, cfg, store=store, config_id=gid, say=say, owner="up", keep=True
+    ) as (cfg, installed):
+        server = launch_config(camp, cfg)
+        try:
+            url = server_url(server, cfg)
+            model = served_model(url, cfg.model or "")
+            rep = _verify_up(camp, cfg, url, model, store, no_verify)
+            items = check_applied(
+                base, cfg, url=url, log_path=server.spec.log_path, installed=installed,
+                store=store, config_id=gid, say=say,
+            )  # fmt: skip
+        except BaseException:
+            stop(server)
+            orphans.forget(out, cfg.name)
+            raise
+        _write_state(state, cfg, server, url)
+        orphans.forget(out, cfg.name)  # the state file owns it now
+    sp = server.spec
+    return UpResult(
+        cfg.name, url, model, sp.log_path, server.pid, sp.port, server.ready_s, rep, sp.argv,
+        notes, items,
+    )  # fmt: skip
+
+
 def up(
     campaign_file: str | Path,
     config: str,
@@ -163,58 +210,8 @@ def up(
             with store.transaction():
                 gid = config_row(store, camp, cfg)
         if not get_engine(cfg.engine).launchers:
-            if not cfg.url:
-                raise ConfigError(
-                    f"{path}: engine.url: kind {cfg.engine!r} needs the URL of the running endpoint"
-                )
-            url = cfg.url.rstrip("/")
-            model = served_model(url, cfg.model or "")
-            rep = _verify_up(camp, cfg, url, model, store, no_verify)
-            return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [], notes)
-        with config_files(
-            camp,
-            configs[0],
-            cfg,
-            store=store,
-            config_id=gid,
-            say=notes.append,
-            owner="up",
-            keep=True,
-        ) as (cfg, installed):
-            server = launch_config(camp, cfg)
-            try:
-                url = server_url(server, cfg)
-                model = served_model(url, cfg.model or "")
-                rep = _verify_up(camp, cfg, url, model, store, no_verify)
-                items = check_applied(
-                    configs[0],
-                    cfg,
-                    url=url,
-                    log_path=server.spec.log_path,
-                    installed=installed,
-                    store=store,
-                    config_id=gid,
-                    say=notes.append,
-                )
-            except BaseException:
-                stop(server)
-                orphans.forget(output_dir(camp), cfg.name)
-                raise
-            _write_state(state, cfg, server, url)
-            orphans.forget(output_dir(camp), cfg.name)  # the state file owns it now
-    return UpResult(
-        cfg.name,
-        url,
-        model,
-        server.spec.log_path,
-        server.pid,
-        server.spec.port,
-        server.ready_s,
-        rep,
-        server.spec.argv,
-        notes,
-        items,
-    )
+            return _up_running(camp, cfg, path, store, no_verify, notes)
+        return _up_launched(camp, configs[0], cfg, state, store, gid, no_verify, notes)
 
 
 def _failure_text(name: str, rep: VerifyReport) -> str:

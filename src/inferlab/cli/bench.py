@@ -119,11 +119,7 @@ def bench(
     model: Annotated[str | None, typer.Option(help="Model name (default: first listed)")] = None,
     endpoint: Annotated[str, typer.Option(help="completions | chat")] = "completions",
     engine: Annotated[
-        str | None,
-        typer.Option(
-            help="Engine kind (decides the fixed-length request fields); default: detected "
-            "from the server, plain OpenAI fields when not recognised"
-        ),
+        str | None, typer.Option(help="Engine kind (exact-length fields); default: detected")
     ] = None,
     input_tokens: Annotated[int, typer.Option(help="Prompt length, tokens (random)")] = 256,
     output_tokens: Annotated[int, typer.Option(help="Output length, tokens")] = 256,

@@ -574,14 +574,7 @@ def run_bench(
     run_id = uuid.uuid4().hex[:12]
     all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
     meta = _meta(cfg, run_id, model, version, engine.name)
-    result = BenchResult(
-        run_id=run_id,
-        model=model,
-        url=ep.base,
-        points=[],
-        engine_version=version,
-        engine=engine.name,
-    )
+    result = BenchResult(run_id, model, ep.base, [], engine_version=version, engine=engine.name)
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
     try:
         for sink in all_sinks:
@@ -612,11 +605,7 @@ def run_bench(
                     sink.point(res)
                 events.point_finished(res)
                 if res.rejected:
-                    hint = unknown_field_hint(res.rejected, engine)
-                    raise ServerRejected(
-                        f"{ep.base}{path} rejected the first requests of {point.label}: "
-                        f"{res.rejected}" + (f" — {hint}" if hint else "")
-                    )
+                    raise ServerRejected(_rejected(ep.base + path, point, res.rejected, engine))
                 if res.interrupted:
                     result.interrupted = True
                     return result
@@ -624,6 +613,13 @@ def run_bench(
         for sink in all_sinks:
             sink.close()
     return result
+
+
+def _rejected(url: str, point: LoadPoint, message: str, engine: EngineSpec) -> str:
+    hint = unknown_field_hint(message, engine)
+    return f"{url} rejected the first requests of {point.label}: {message}" + (
+        f" — {hint}" if hint else ""
+    )
 
 
 def _run_point(

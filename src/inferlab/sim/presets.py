@@ -105,6 +105,14 @@ class StartupFailure(Exception):
 _SPEC_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "MTP")
 
 
+#: block-FP8 GEMM shapes (N, K per rank) of DeepSeek-V3-style MLA and dense/shared-expert
+#: projections at TP 8 (docs/tune.md)
+_TP8_SHAPES: tuple[tuple[int, int], ...] = (
+    *((2112, 7168), (3072, 1536), (4096, 512), (7168, 2048)),
+    *((4608, 7168), (7168, 2304), (512, 7168), (7168, 256)),
+)
+
+
 def _dsv4() -> Preset:
     """Solve the step model from the seed campaign's numbers (see the module docstring)."""
     tpot1, tput8, tput16 = 94.0, 24.0, 23.2  # baseline: ms at C=1; total tok/s at C=8, C=16
@@ -159,17 +167,7 @@ def _dsv4() -> Preset:
             verify_sat_tokens=v_sat,
             verify_per_token_over_ms=v_over,
         ),
-        # DeepSeek-V3-style MLA + dense/shared-expert projections at TP 8 (docs/tune.md)
-        fp8_shapes=(
-            (2112, 7168),
-            (3072, 1536),
-            (4096, 512),
-            (7168, 2048),
-            (4608, 7168),
-            (7168, 2304),
-            (512, 7168),
-            (7168, 256),
-        ),
+        fp8_shapes=_TP8_SHAPES,
         device="NVIDIA_B200",
     )
 
