@@ -102,8 +102,14 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
 
 
 def _sims() -> set[str]:
+    """Reference engines started from this environment's Python (the machine is shared: other
+    checkouts run theirs)."""
     out = subprocess.run(
-        ["pgrep", "-f", "inferlab.cli.main sim serve --host 127.0.0.1"],
+        [
+            "pgrep",
+            "-f",
+            f"^{Path(sys.executable).parent}/python[0-9.]* -m inferlab.cli.main sim serve",
+        ],
         capture_output=True,
         text=True,
     ).stdout
