@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign import files as lever_files
+from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.config.campaign import load_campaign
 from inferlab.config.resolve import resolve_configs
@@ -231,6 +232,14 @@ def test_campaign_installs_checks_and_restores(
         plain = build_comparison(store, campaign="files", metrics=["tpot_ms"])
         forced = build_comparison(store, campaign="files", metrics=["tpot_ms"], force=True)
         md = render_markdown(build_report(store, "files"))
+        path = tmp_path / "c.toml"
+        notes = plan_notes(make_plan(path), store)  # what a resumed run's plan shows
+        configs_dir.mkdir()  # as `tune fp8-gemm --install-into` would leave it, for good
+        (
+            configs_dir / "N=1,K=1,device_name=X,dtype=fp8_w8a8,block_shape=[128, 128].json"
+        ).write_text("{}")
+        drift = plan_notes(make_plan(path), store)
+        shutil.rmtree(configs_dir)
     assert status["baseline"][0] == "measured" and status["A"][0] == "measured", status
     assert levers["baseline"] is None  # no diff: nothing to prove
     items = {i["item"]: i for i in levers["A"]["items"]}
@@ -262,3 +271,6 @@ def test_campaign_installs_checks_and_restores(
     assert plain.cells[("A", "C=1")].levers == []
     assert "## Levers applied" in md and "| S | files fp8_gemm | ✗ |" in md
     assert "| A | env NCCL_PROTO | ✓ |" in md
+    assert "A: lever (stored) ✓ files fp8_gemm: applied" in "\n".join(notes)
+    assert not any("differs from the original" in n for n in notes)
+    assert any("differs from the original" in n and "1 added" in n for n in drift), drift
