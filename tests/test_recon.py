@@ -104,7 +104,7 @@ def test_python_without_engine_is_recorded_not_raised() -> None:
     data = json.loads(p.stdout)
     assert data["python"]["executable"] == sys.executable
     assert data["engine"] is None
-    assert any("neither vllm nor sglang is installed" in e for e in data["errors"])
+    assert any("none of vllm, sglang, transformers is installed" in e for e in data["errors"])
     p = _cli("recon", "--engine", "sglang", "--python", sys.executable, "--json")
     data = json.loads(p.stdout)
     assert any(f"sglang is not installed in {sys.executable}" in e for e in data["errors"])

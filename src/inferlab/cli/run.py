@@ -47,6 +47,10 @@ def run(
     resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", help="Run only this config (repeatable; default: all)"),
+    ] = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report."""
     plan = make_plan(campaign_file)
@@ -60,7 +64,12 @@ def run(
     with Store(db_path(db)) as store:
         try:
             result = run_campaign(
-                campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
+                campaign_file,
+                store=store,
+                events=events,
+                resume=resume,
+                no_verify=no_verify,
+                only=config or (),
             )
         finally:
             events.progress_done()
