@@ -90,7 +90,7 @@ def runtime_failure(spec: EngineSpec, log_path: str | Path) -> RuntimeFailure | 
     if hit is None:
         return None
     lines = text.splitlines()
-    tail = lines[max(0, hit.line_no - 6) : hit.line_no + 6] or log_tail(Path(log_path), 12)
+    tail = lines[max(0, hit.line_no - 2) : hit.line_no + 10] or log_tail(Path(log_path), 12)
     return RuntimeFailure(
         hit.kind, hit.line_no, hit.text, hit.remedy, str(log_path), hit.flags, tail
     )

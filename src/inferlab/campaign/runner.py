@@ -41,6 +41,7 @@ __all__ = [
     "make_plan",
     "render_plan",
     "run_campaign",
+    "select_configs",
 ]
 
 
@@ -160,7 +161,8 @@ def render_plan(plan: Plan) -> list[str]:
     return lines
 
 
-def _only(plan: Plan, names: Sequence[str]) -> Plan:
+def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
+    """``plan`` with only the configs named (file order kept); none named: all of them."""
     if not names:
         return plan
     known = [c.name for c in plan.configs]
@@ -218,7 +220,7 @@ def run_campaign(
     """Run every config of the campaign (or those named in ``only``, in file order); see the
     module docstring for the order and rules."""
     events = events or CampaignEvents()
-    plan = _only(make_plan(path), only)
+    plan = select_configs(make_plan(path), only)
     camp = plan.campaign
     name = camp.campaign.name
     existing = store.runs(campaign=name)
@@ -298,7 +300,8 @@ def _run_config(
             )
             events.message(f"{cfg.name}: {line}")
     if failure is not None:  # the server came up, then died of something known
-        out.message = "; ".join(x for x in (out.message, failure.message) if x)
+        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
+        out.message = failure.message + (f" — {seen}" if seen else "")
         out.remedy = failure.remedy
         out.log_tail = failure.tail
         if out.status == "measured":

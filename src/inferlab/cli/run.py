@@ -15,6 +15,7 @@ from inferlab.campaign.runner import (
     make_plan,
     render_plan,
     run_campaign,
+    select_configs,
 )
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
@@ -53,7 +54,7 @@ def run(
     ] = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report."""
-    plan = make_plan(campaign_file)
+    plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()
     for line in render_plan(plan):
