@@ -83,13 +83,13 @@ class RuntimeFailure:
 def runtime_failure(spec: EngineSpec, log_path: str | Path) -> RuntimeFailure | None:
     """The primary fatal signature in the log (None: none, or the log cannot be read)."""
     try:
-        text = Path(log_path).read_text(encoding="utf-8", errors="replace")
+        text = Path(log_path).read_bytes().decode("utf-8", errors="replace")
     except OSError:
         return None
-    hit = primary_failure(classify_log(text, spec))
+    lines = text.split("\n")  # line numbers as editors and grep count them (\r is no break)
+    hit = primary_failure(classify_log(lines, spec))
     if hit is None:
         return None
-    lines = text.splitlines()
     tail = lines[max(0, hit.line_no - 2) : hit.line_no + 10] or log_tail(Path(log_path), 12)
     return RuntimeFailure(
         hit.kind, hit.line_no, hit.text, hit.remedy, str(log_path), hit.flags, tail
