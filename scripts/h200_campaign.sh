@@ -2,10 +2,11 @@
 # The main job on the lent H200: install the carried wheels, generate the 1.1 B random model,
 # recon, run examples/transformers-gpu.toml, write the report, and put at most 8 files in $OUT.
 #
-#   bash scripts/h200_campaign.sh smoke   # baseline + cb at C=1,8, 16 requests (~3 min)
-#   bash scripts/h200_campaign.sh part1   # baseline, eager, cb                  (~6 min)
-#   bash scripts/h200_campaign.sh part2   # the rest, resumed from .gpu-run/h200.db (~5 min)
-#   bash scripts/h200_campaign.sh all     # every config in one call             (~9 min)
+#   bash scripts/h200_campaign.sh smoke   # baseline + cb at C=1,8, 16 requests   (~3 min)
+#   bash scripts/h200_campaign.sh part1   # baseline, eager, cb                    (~7 min)
+#   bash scripts/h200_campaign.sh part2   # the other 3, resumed from .gpu-run/h200.db (~5 min)
+#   bash scripts/h200_campaign.sh all     # every config in one call: ~11 min estimated, so
+#                                         # only if the smoke showed TPOT well under 10 ms
 #
 # Run from the repository root on the device, with `.whl` carried (scripts/h200_wheels.sh
 # fills it) and, for part2, `.gpu-run` holding part1's h200.db. Every step prints the seconds
