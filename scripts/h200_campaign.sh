@@ -14,16 +14,16 @@
 # (Ctrl-C: the server is stopped, everything measured is kept) when it runs out, so the
 # report and the files still come back inside the 600 s limit of one call.
 #
-# H200_LOCAL_TEST=1 runs the same steps on a CPU machine to check the script itself: no wheel
-# install (the current Python must have the serving packages), the "test" preset, --device cpu
-# and a small continuous-batching cache. Its numbers mean nothing.
+# H200_LOCAL_TEST=1 runs the same steps on a CPU machine to check the script itself: the "test"
+# preset, --device cpu and a small continuous-batching cache; no wheel install unless
+# H200_WHEELS=DIR names wheels for the local Python. Its numbers mean nothing.
 set -uo pipefail
 export COLUMNS=${COLUMNS:-160}  # rich wraps at 80 columns without a terminal
 MODE=${1:-smoke}
 BUDGET_S=${H200_BUDGET_S:-540}
 T0=$(date +%s)
 OUTDIR=${OUT:-/tmp/h200-out}
-WORK=/tmp/h200
+WORK=${H200_WORK:-/tmp/h200}
 mkdir -p "$OUTDIR" "$WORK"
 LOG="$OUTDIR/run.log"
 say() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$LOG"; }
@@ -32,18 +32,23 @@ left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 case "$MODE" in smoke | part1 | part2 | all) ;; *) echo "usage: $0 smoke|part1|part2|all" >&2; exit 2 ;; esac
 
 LOCAL=${H200_LOCAL_TEST:-0}
+WHEELS=${H200_WHEELS:-.whl}
+SITE=${H200_SITE:-/tmp/site}
 PRESET=1b
 if [ "$LOCAL" = 1 ]; then
   PRESET=test
-  say "local test: no wheels, preset test, --device cpu"
-else
-  say "wheels → /tmp/site"
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 1; }
+  say "local test: preset test, --device cpu"
 fi
-export PYTHONPATH="/tmp/site:$PWD/src" PYTHONUNBUFFERED=1
+if [ "$LOCAL" = 1 ] && [ -z "${H200_WHEELS:-}" ]; then
+  say "local test: no wheels installed (H200_WHEELS=DIR installs those)"
+else
+  say "wheels → $SITE"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target "$SITE" "$WHEELS"/*.whl || { say "wheel install failed"; exit 1; }
+fi
+export PYTHONPATH="$SITE:$PWD/src" PYTHONUNBUFFERED=1
 export HF_HUB_OFFLINE=1 HF_HUB_DISABLE_UPDATE_CHECK=1 TOKENIZERS_PARALLELISM=false
-export INFERLAB_SERVE_PYTHONPATH=/tmp/site
+export INFERLAB_SERVE_PYTHONPATH="$SITE"
 INFERLAB_TRANSFORMERS_PYTHON="$(command -v python3)"
 export INFERLAB_TRANSFORMERS_PYTHON INFERLAB_GPU_MODEL="$WORK/m1b"
 DB="$WORK/h200.db"
@@ -95,9 +100,10 @@ if [ "$MODE" != part2 ]; then
   grep -iE "gpu|driver|torch|transformers|cuda" "$OUTDIR/recon.txt" | head -20 | tee -a "$LOG"
 fi
 
-say "run $MODE: ${RUN_ARGS[*]:-every config} (budget $(left) s)"
-timeout -s INT -k 30 "$(($(left) - 40))" "${IL[@]}" run "$CAMPAIGN" --db "$DB" "${RUN_ARGS[@]}" \
-  >> "$LOG" 2>&1
+RUN_S=$(($(left) - 40))  # leave 40 s for the report and the copies
+[ "$RUN_S" -gt 30 ] || RUN_S=30
+say "run $MODE: ${RUN_ARGS[*]:-every config} (interrupted after $RUN_S s if still running)"
+timeout -s INT -k 30 "$RUN_S" "${IL[@]}" run "$CAMPAIGN" --db "$DB" "${RUN_ARGS[@]}" >> "$LOG" 2>&1
 say "run exited with $?"
 
 say "report (from the store)"

@@ -183,6 +183,20 @@ def bf16_bytes(a: F32) -> bytes:
     return bytes(rounded.astype("<u2").tobytes())
 
 
+def _checked(out: Path, preset: str, dtype: str, spec: RandomSpec | None) -> RandomSpec:
+    """The spec to write (``ConfigError`` naming the option for bad input)."""
+    if spec is None:
+        if preset not in PRESETS:
+            raise ConfigError(f"--preset: unknown {preset!r}; expected one of {', '.join(PRESETS)}")
+        spec = PRESETS[preset]
+    if dtype not in DTYPES:
+        raise ConfigError(f"--dtype: unknown {dtype!r}; expected one of {', '.join(DTYPES)}")
+    spec.validate()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} exists and is not a directory")
+    return spec
+
+
 def write_random_model(
     out: Path,
     preset: str = "1b",
@@ -196,16 +210,8 @@ def write_random_model(
     import time
 
     t0 = time.monotonic()
-    if spec is None:
-        if preset not in PRESETS:
-            raise ConfigError(f"--preset: unknown {preset!r}; expected one of {', '.join(PRESETS)}")
-        spec = PRESETS[preset]
-    if dtype not in DTYPES:
-        raise ConfigError(f"--dtype: unknown {dtype!r}; expected one of {', '.join(DTYPES)}")
-    spec.validate()
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} exists and is not a directory")
+    spec = _checked(out, preset, dtype, spec)
     out.mkdir(parents=True, exist_ok=True)
     tt = train_tokenizer(spec.tokenizer_vocab)
     forbidden = np.array(sorted({*tt.forbidden, *range(tt.vocab_size, spec.vocab_size)}))

@@ -205,23 +205,7 @@ def verify_endpoint(
             )
             outputs: GreedyOutputs | None = None
             if section.equivalent_to is not None or reference is not None:
-                prompts = list(EQUIVALENCE_PROMPTS[: section.equivalence_prompts])
-                if reference is not None:
-                    prompts = reference.prompts
-                m = reference.max_tokens if reference else section.equivalence_tokens
-                texts = []
-                for pr in prompts:
-                    ans = await _ask(
-                        client,
-                        model=model,
-                        prompt=pr,
-                        max_tokens=m,
-                        chat=False,
-                        extra=engine.fixed_length_fields(m),
-                    )
-                    stream_issues += _stream_problems(ans)
-                    texts.append(ans.text)
-                outputs = GreedyOutputs(prompts, texts, m)
+                outputs = await _greedy(client, model, engine, section, reference, stream_issues)
                 if reference is not None:
                     checks.append(_equivalence(reference, outputs, gating=lossless))
             checks.append(
@@ -237,6 +221,34 @@ def verify_endpoint(
         return VerifyReport(checks, outputs)
 
     return run_loop(go())
+
+
+async def _greedy(
+    client: HttpClient,
+    model: str,
+    engine: EngineSpec,
+    section: VerifySection,
+    reference: GreedyOutputs | None,
+    issues: list[str],
+) -> GreedyOutputs:
+    """Outputs at T=0 for the reference's prompts (or the section's first N)."""
+    prompts = list(EQUIVALENCE_PROMPTS[: section.equivalence_prompts])
+    if reference is not None:
+        prompts = reference.prompts
+    m = reference.max_tokens if reference else section.equivalence_tokens
+    texts = []
+    for pr in prompts:
+        ans = await _ask(
+            client,
+            model=model,
+            prompt=pr,
+            max_tokens=m,
+            chat=False,
+            extra=engine.fixed_length_fields(m),
+        )
+        issues += _stream_problems(ans)
+        texts.append(ans.text)
+    return GreedyOutputs(prompts, texts, m)
 
 
 async def _probe(client: HttpClient, model: str, probe: Probe, issues: list[str]) -> CheckResult:
