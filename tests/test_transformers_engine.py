@@ -109,6 +109,8 @@ def test_example_campaign(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert by["baseline"].env["PYTHONPATH"] == "/tmp/site"
     assert by["baseline"].python == "/opt/py/bin/python3"
+    full = "\n".join(render_plan(plan))
+    assert full.count("lossless = false: greedy equivalence is recorded, not gating") == 1
     part = select_configs(plan, ["cb", "baseline"])
     assert [c.name for c in part.configs] == ["baseline", "cb"]  # file order
     text = "\n".join(render_plan(part))

@@ -153,6 +153,8 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append(f"    endpoint: {c.url} (already running)")
         if c.env:
             lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
+        if not c.lossless:
+            lines.append("    lossless = false: greedy equivalence is recorded, not gating")
         if c is not base:
             changes = spec.diff(base.args, c.args)
             envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
