@@ -111,7 +111,7 @@ def test_python_without_engine_is_recorded_not_raised() -> None:
 
 
 def test_bad_engine_repo_url_log_are_named(tmp_path: Path) -> None:
-    _one_red_line(_cli("recon", "--engine", "tgi"), "--engine", "known: sglang, vllm")
+    _one_red_line(_cli("recon", "--engine", "tgi"), "--engine", "known: sglang, transformers, vllm")
     _one_red_line(_cli("recon", "--repo", str(tmp_path)), "--repo", "is not a git checkout")
     _one_red_line(_cli("recon", "--repo", str(tmp_path / "x")), "--repo", "is not a directory")
     _one_red_line(_cli("recon", "--url", "localhost:8000"), "--url", "http(s)://HOST")
