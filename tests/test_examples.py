@@ -19,12 +19,21 @@ ENV = {
     "MODEL": "llama",
     "TOKENIZER_DIR": "/tok",
     "EAGLE": "/eagle",
+    "INFERLAB_GPU_MODEL": "/m/1b",
+    "INFERLAB_TRANSFORMERS_PYTHON": "/opt/py/bin/python3",
+    "INFERLAB_SERVE_PYTHONPATH": "/tmp/site",
 }
 
 
 @pytest.mark.parametrize(
     "name",
-    ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml", "transformers-serve.toml"],
+    [
+        "vllm-cpu.toml",
+        "sglang-dsv4-mtp.toml",
+        "vllm-spec-decode.toml",
+        "transformers-serve.toml",
+        "transformers-gpu.toml",
+    ],
 )
 def test_examples_plan(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in ENV.items():
@@ -51,7 +60,7 @@ def test_transformers_serve_is_a_command(monkeypatch: pytest.MonkeyPatch) -> Non
         monkeypatch.setenv(k, v)
     plan = make_plan(EXAMPLES / "transformers-serve.toml")
     text = "\n".join(render_plan(plan))
-    assert "argv: transformers serve --host 127.0.0.1 --port <free> --force-model llama" in text
+    assert "argv: transformers serve llama --host 127.0.0.1 --port <free>" in text
     assert plan.configs[1].api == "openai" and plan.bench.endpoint == "chat"
 
 

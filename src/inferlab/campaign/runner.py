@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +26,8 @@ from inferlab.campaign.files import check_files, target_dir
 from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import campaign_lock, recover_campaign
-from inferlab.campaign.steps import StepFailed, check_applied, config_files, server_running
+from inferlab.campaign.recon import store_recon
+from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
 from inferlab.campaign.up import verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -35,8 +36,6 @@ from inferlab.config.secrets import REDACTED, scrub_argv, scrub_env
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import ConfigError, InferlabError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
-from inferlab.recon import ENGINES as RECON_ENGINES
-from inferlab.recon import ReconOptions, run_recon
 from inferlab.store import Store
 
 __all__ = [
@@ -47,6 +46,7 @@ __all__ = [
     "make_plan",
     "render_plan",
     "run_campaign",
+    "select_configs",
 ]
 
 
@@ -58,6 +58,9 @@ class Plan:
     points: list[LoadPoint]
     trials: int
     bench: BenchConfig  # the load section as a sweep (url filled in per config)
+    #: the campaign's first config: every config's diff (and lever evidence) is against it,
+    #: also when only some configs run (``select_configs``)
+    baseline: ResolvedConfig | None = None
 
     @property
     def cells(self) -> int:
@@ -136,14 +139,14 @@ def make_plan(path: str | Path) -> Plan:
     bench = _bench_config(
         camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
     )
-    return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench)
+    return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench, configs[0])
 
 
 def render_plan(plan: Plan) -> list[str]:
     """The plan as lines: every config's resolved argv and env, its diff against the first
     (baseline) config, and the load points × trials."""
     spec = get_engine(plan.campaign.engine.kind)
-    base = plan.configs[0]
+    base = plan.baseline or plan.configs[0]
     lines = [
         f"campaign {plan.campaign.campaign.name}: {len(plan.configs)} configs × "
         f"{len(plan.points)} load points × {plan.trials} trial(s) = {plan.cells} cells"
@@ -177,6 +180,8 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append(f"    files {kind}: {d} (installed for this config only)")
         for kind, how in sorted(c.tune.items()):
             lines.append(f"    tune {kind}: {how} (made before it launches)")
+        if not c.lossless:
+            lines.append("    lossless = false: greedy equivalence is recorded, not gating")
         if c is not base:
             lines.append(
                 "    vs "
@@ -202,6 +207,20 @@ def _diff(
     return changes
 
 
+def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
+    """``plan`` with only the configs named (file order kept); none named: all of them."""
+    if not names:
+        return plan
+    known = [c.name for c in plan.configs]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(
+            f"{plan.path}: --config {unknown[0]!r}: no such config (configs: {', '.join(known)})"
+        )
+    plan.configs = [c for c in plan.configs if c.name in names]
+    return plan
+
+
 def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
@@ -211,31 +230,6 @@ def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, i
     return {(str(a), int(b)) for a, b in rows}
 
 
-def _store_recon(
-    store: Store, campaign: str, configs: list[ResolvedConfig], events: CampaignEvents
-) -> None:
-    """Recon before acting: GPUs, NCCL/engine variables and, when the first local config runs
-    a known engine from a given Python, that engine's versions and tuned config files — stored
-    with the campaign (``--help`` flags are left to ``inferlab recon``: they take tens of
-    seconds). A failed look is a warning, never the end of the campaign."""
-    local = [c for c in configs if c.host in ("local", "localhost")]
-    first = local[0] if local else None
-    known = first is not None and first.engine in RECON_ENGINES and first.python is not None
-    opts = ReconOptions(
-        engine=first.engine if known and first else None,
-        python=first.python if known and first else None,
-        help=False,
-        probe_timeout_s=60.0,
-    )
-    try:
-        rec = run_recon(opts)
-    except InferlabError as exc:
-        events.message(f"recon skipped: {exc}")
-        return
-    with store.transaction():
-        store.add_analysis("recon", rec.host, rec.to_dict(), campaign=campaign)
-
-
 def run_campaign(
     path: str | Path,
     *,
@@ -243,10 +237,12 @@ def run_campaign(
     events: CampaignEvents | None = None,
     resume: bool = False,
     no_verify: bool = False,
+    only: Sequence[str] = (),
 ) -> CampaignResult:
-    """Run every config of the campaign; see the module docstring for the order and rules."""
+    """Run every config of the campaign (or those named in ``only``, in file order); see the
+    module docstring for the order and rules."""
     events = events or CampaignEvents()
-    plan = make_plan(path)
+    plan = select_configs(make_plan(path), only)
     camp = plan.campaign
     name = camp.campaign.name
     existing = store.runs(campaign=name)
@@ -264,7 +260,7 @@ def run_campaign(
         for line in recover_campaign(output_dir(camp), store) + plan_notes(plan, store):
             events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
-            _store_recon(store, name, plan.configs, events)
+            store_recon(store, name, plan.configs, events.message)
         for i, cfg in enumerate(plan.configs):
             with store.transaction():
                 gid = config_row(store, camp, cfg)
@@ -286,13 +282,13 @@ def run_campaign(
 
 @contextlib.contextmanager
 def _endpoint(
-    plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents
+    plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents, held: Held
 ) -> Iterator[tuple[str, Path | None]]:
     """(base URL, launch log) of the config's server: launched and stopped here, or (kind
     ``openai``) already running."""
     if get_engine(cfg.engine).launchers:
         with server_running(
-            plan.campaign, cfg, store=store, config_id=gid, say=events.message
+            plan.campaign, cfg, store=store, config_id=gid, say=events.message, held=held
         ) as server:
             yield server_url(server, cfg), server.spec.log_path
         return
@@ -328,45 +324,62 @@ def _run_config(
     events: CampaignEvents,
     no_verify: bool,
 ) -> ConfigOutcome:
-    camp = plan.campaign
-    base = plan.configs[0]
-    say = events.message
-    sink: StoreSink | None = None
+    held = Held()
     try:
-        with (
-            config_files(camp, base, cfg, store=store, config_id=gid, say=say) as (cfg, inst),
-            _endpoint(plan, cfg, gid, store, events) as (url, log),
-        ):
-            model = served_model(url, cfg.model or "")
-            if camp.verify.enabled and not no_verify:
-                failed = _verified(plan, cfg, url, model, store, events)
-                if failed is not None:
-                    return failed
-            check_applied(
-                base,
-                cfg,
-                url=url,
-                log_path=log,
-                installed=inst,
-                store=store,
-                config_id=gid,
-                say=say,
-            )
-            bench = _bench_config(camp, url, model, cfg.api or cfg.engine)
-            sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
-            res = run_bench(bench, events, None, [sink], cells=todo)
-            return ConfigOutcome(
-                cfg.name, "interrupted" if res.interrupted else "measured", "", sink.run_ids
-            )
+        out = _measure(plan, cfg, gid, todo, store, events, no_verify, held)
     except StepFailed as f:
-        return ConfigOutcome(cfg.name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
-    except ServerRejected as exc:
-        return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids if sink else [])
+        out = ConfigOutcome(cfg.name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
     except KeyboardInterrupt:
-        return ConfigOutcome(
+        out = ConfigOutcome(
             cfg.name,
             "interrupted",
             "Ctrl-C: the server was stopped; inferlab run --resume continues",
         )
     except InferlabError as exc:
-        return ConfigOutcome(cfg.name, "failed", str(exc))
+        out = ConfigOutcome(cfg.name, "failed", str(exc))
+    failure = held.failure
+    if failure is not None:  # the server came up, then died of something known
+        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
+        out.message = failure.message + (f" — {seen}" if seen else "")
+        out.remedy = failure.remedy
+        out.log_tail = failure.tail
+        if out.status == "measured":
+            out.status = "failed"
+    return out
+
+
+def _measure(
+    plan: Plan,
+    cfg: ResolvedConfig,
+    gid: int,
+    todo: set[tuple[str, int]],
+    store: Store,
+    events: CampaignEvents,
+    no_verify: bool,
+    held: Held,
+) -> ConfigOutcome:
+    """Files, server, verification, lever evidence, every load point; each undone on exit."""
+    camp = plan.campaign
+    base = plan.baseline or plan.configs[0]
+    say = events.message
+    sink: StoreSink | None = None
+    with (
+        config_files(camp, base, cfg, store=store, config_id=gid, say=say) as (cfg, inst),
+        _endpoint(plan, cfg, gid, store, events, held) as (url, log),
+    ):
+        model = served_model(url, cfg.model or "")
+        if camp.verify.enabled and not no_verify:
+            failed = _verified(plan, cfg, url, model, store, events)
+            if failed is not None:
+                return failed
+        check_applied(
+            base, cfg, url=url, log_path=log, installed=inst, store=store, config_id=gid, say=say
+        )
+        bench = _bench_config(camp, url, model, cfg.api or cfg.engine)
+        sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+        try:
+            res = run_bench(bench, events, None, [sink], cells=todo)
+        except ServerRejected as exc:
+            return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+        status = "interrupted" if res.interrupted else "measured"
+        return ConfigOutcome(cfg.name, status, "", sink.run_ids)

@@ -3,7 +3,8 @@
 ``config_files``: tuned files made (``tunestep``), every ``files`` kind installed, restored on
 the way out (also after a failure or Ctrl-C). ``server_running``: the launch, stored as a
 ``launch`` verification (a failed one with its classified cause, log tail and findings), the
-stop with its drain checks and findings, the orphan record dropped. ``check_applied``: the
+stop with its port, GPU-drain and runtime-failure checks (``aftermath``), the orphan record
+dropped. ``check_applied``: the
 lever evidence of the config's diff against the baseline, stored and told.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from inferlab.campaign import files as lever_files
 from inferlab.campaign import orphans
+from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.applied import LeverItem, check_levers, gather, item_lines, record_levers
 from inferlab.campaign.launch import launch_config, output_dir
 from inferlab.campaign.tunestep import baseline_log, tuned_config
@@ -25,10 +27,11 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import LaunchError
 from inferlab.logs import store_log_findings
-from inferlab.server import ServerProcess, stop
+from inferlab.server import ServerProcess
+from inferlab.server.gpumem import used_mib
 from inferlab.store import Store
 
-__all__ = ["StepFailed", "check_applied", "config_files", "record", "server_running"]
+__all__ = ["Held", "StepFailed", "check_applied", "config_files", "record", "server_running"]
 
 Say = Callable[[str], None]
 
@@ -87,60 +90,62 @@ def config_files(
             say(lever_files.restore(inst, store=store, config_id=config_id).line())
 
 
+@dataclass
+class Held:
+    """The config's server while it runs, NVML's used MiB per GPU before its launch and once
+    it was ready, and what killed it while it served (``campaign.aftermath``)."""
+
+    server: ServerProcess | None = None
+    gpu_before: list[int] | None = None
+    gpu_ready: list[int] | None = None
+    failure: RuntimeFailure | None = None
+
+
 @contextlib.contextmanager
 def server_running(
-    camp: CampaignFile, cfg: ResolvedConfig, *, store: Store, config_id: int, say: Say
+    camp: CampaignFile,
+    cfg: ResolvedConfig,
+    *,
+    store: Store,
+    config_id: int,
+    say: Say,
+    held: Held | None = None,
 ) -> Iterator[ServerProcess]:
     """Launch ``cfg`` (``StepFailed`` "launch-failed" when it does not come up), stop it on
-    exit; both stored with the config."""
+    exit with the stop, GPU-drain and runtime-failure checks; all stored with the config."""
+    held = held or Held()
     name = camp.campaign.name
+    held.gpu_before = used_mib()
     say(f"{cfg.name}: launching ...")
     try:
-        server = launch_config(camp, cfg)
+        held.server = server = launch_config(camp, cfg)
     except LaunchError as exc:
         if exc.log_path:
             store_log_findings(store, str(exc.log_path), campaign=name, config_id=config_id)
         tail = exc.tail[-40:]  # secrets already redacted (LaunchError)
-        detail = {
-            "kind": exc.kind,
-            "message": str(exc),
-            "remedy": exc.remedy,
-            "tail": tail,
-            "log_path": str(exc.log_path or ""),
-        }
+        detail = {"kind": exc.kind, "message": str(exc), "remedy": exc.remedy, "tail": tail,
+                  "log_path": str(exc.log_path or "")}  # fmt: skip
         record(store, config_id, "launch", False, detail)
         raise StepFailed("launch-failed", str(exc), exc.remedy, tuple(tail[-12:])) from None
+    held.gpu_ready = used_mib()
     try:
-        record(
-            store,
-            config_id,
-            "launch",
-            True,
-            {
-                "ready_s": server.ready_s,
-                "log_path": str(server.spec.log_path),
-                "argv": server.spec.argv,  # scrubbed by the store
-            },
-        )
+        ready = {"ready_s": server.ready_s, "log_path": str(server.spec.log_path),
+                 "argv": server.spec.argv, "gpu_used_mib": held.gpu_ready}  # fmt: skip
+        record(store, config_id, "launch", True, ready)  # argv scrubbed by the store
         yield server
     finally:
         say(f"{cfg.name}: stopping ...")
-        rep = stop(server)
-        orphans.forget(output_dir(camp), cfg.name)
-        store_log_findings(store, server.spec.log_path, campaign=name, config_id=config_id)
-        record(
-            store,
+        held.failure, line = stop_and_check(
+            server,
+            get_engine(cfg.engine),
             config_id,
-            "stop",
-            rep.port_free,
-            {
-                "signal": rep.signal,
-                "seconds": rep.seconds,
-                "port_free": rep.port_free,
-                "gpu": rep.gpu_check,
-                "notes": rep.notes,
-            },
+            store,
+            name,
+            gpu_before=held.gpu_before,
+            gpu_ready=held.gpu_ready,
         )
+        orphans.forget(output_dir(camp), cfg.name)
+        say(f"{cfg.name}: {line}")
 
 
 def check_applied(

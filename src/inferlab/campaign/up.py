@@ -87,7 +87,9 @@ def verify_config(
         stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
         if stored is not None:
             ref = GreedyOutputs.from_json(stored)
-    rep = verify_endpoint(url, model=model, engine=spec, section=section, reference=ref)
+    rep = verify_endpoint(
+        url, model=model, engine=spec, section=section, reference=ref, lossless=cfg.lossless
+    )
     if store is not None:
         with store.transaction():
             gid = config_row(store, camp, cfg)

@@ -48,6 +48,8 @@ class ResolvedConfig:
     health_path: str | None = None  # None: the engine's
     metrics_path: str | None = None  # None: the engine's
     api: str | None = None  # the engine kind whose request fields the server accepts
+    #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
+    lossless: bool = True
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[int | str, ...]) -> str:
@@ -182,6 +184,9 @@ def resolve_configs(
                 health_path=eng.health,
                 metrics_path=eng.metrics,
                 api=eng.api or ("openai" if spec.argv_from_config else None),
+                lossless=next(
+                    (c.lossless for c in reversed(chain) if c.lossless is not None), True
+                ),
             )
         )
     return out
