@@ -305,3 +305,17 @@ def test_item_lines_and_the_baseline_has_none() -> None:
         ]
     )
     assert lines == ["✓ --x: applied — x=1 in dump [launch log]", "✗ env Y: not-applied — no"]
+
+
+def test_transformers_continuous_batching_from_its_request_lines() -> None:
+    tf = FIX / "transformers"
+    base = cfg("transformers", "baseline", [])
+    cb = cfg("transformers", "cb", ["--continuous-batching"])
+    on = check_levers(
+        base, cb, sources(tf / "transformers-5.17.0_tiny-cpu_cb-small-cache.log"), None
+    )[0]
+    assert on.status == "applied" and "CB: True" in on.evidence, on
+    off = check_levers(
+        base, cb, sources(tf / "transformers-5.17.0_tiny-cpu_serve-verify-422.log"), None
+    )[0]
+    assert off.status == "not-applied" and "CB: False" in off.evidence, off

@@ -184,10 +184,11 @@ def _effects(spec: EngineSpec, ch: Change, src: Sources) -> list[tuple[str, str,
                     (st, f"{eff.what}? {key} = {v:g} after the verification requests", "metrics")
                 )
         if eff.log and not any(s == "applied" for s, _, _ in out):
-            rx = re.compile(eff.log)
-            hit = next((i for i, ln in enumerate(src.lines, 1) if rx.search(ln)), None)
+            hit = _first(src, eff.log)
             if hit is not None:
                 out = [("applied", f"{eff.what}: {src.line(hit)}", "launch log")]
+            elif eff.log_against and (miss := _first(src, eff.log_against)) is not None:
+                out.append(("not-applied", f"not {eff.what}: {src.line(miss)}", "launch log"))
     return out
 
 

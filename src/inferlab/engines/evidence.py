@@ -128,12 +128,14 @@ SGLANG_SERVER_ARGS = ArgsDump(
 class EffectEvidence:
     """Proof that a flag did something once requests ran: for the canonical ``flag``, any of
     ``metrics`` (inferlab metric keys, e.g. ``spec_drafts``) above 0, or a launch-log line
-    matching ``log``. ``what`` names the effect in the evidence text."""
+    matching ``log``; a line matching ``log_against`` (and none matching ``log``) proves it did
+    not. ``what`` names the effect in the evidence text."""
 
     flag: str
     what: str
     metrics: tuple[str, ...] = ()
     log: str | None = None
+    log_against: str | None = None
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ What its source (5.17.0) and real logs say, and what inferlab does about it:
 
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.evidence import EffectEvidence, Evidence
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 
@@ -178,5 +179,16 @@ SPEC = register(
         ),
         flag_syntax=FlagSyntax(),
         log_signatures=SIGNATURES,
+        # it logs no args; each request says whether continuous batching served it
+        evidence=Evidence(
+            effects=(
+                EffectEvidence(
+                    "--continuous-batching",
+                    "continuous batching served the requests",
+                    log=r"\[Request received\] .*CB: True",
+                    log_against=r"\[Request received\] .*CB: False",
+                ),
+            )
+        ),
     )
 )
