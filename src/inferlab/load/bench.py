@@ -26,7 +26,7 @@ from typing import IO, Any, Protocol
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
-from inferlab.engines import EngineSpec
+from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import (
     ConfigError,
     ConnectError,
@@ -34,7 +34,7 @@ from inferlab.errors import (
     ServerRejected,
     TokenizerError,
 )
-from inferlab.load.detect import engine_for, unknown_field_hint
+from inferlab.load.detect import engine_for, rejection
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
@@ -386,9 +386,7 @@ def _split_jobs(
 # warnings
 
 
-def _warnings(
-    cfg: BenchConfig, res: PointResult, workers: int, engine: EngineSpec
-) -> list[BenchWarning]:
+def _warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWarning]:
     out: list[BenchWarning] = []
     s = res.summary
     lag = res.loop_lag_ms
@@ -426,14 +424,13 @@ def _warnings(
             )
         )
     if s.length_warnings:
-        told = bool(engine.fixed_length_fields(1))  # else only max_tokens was sent
+        told = bool(get_engine(cfg.engine or "openai").fixed_length_fields(1))
         out.append(
             BenchWarning(
                 "length-mismatch",
                 f"{s.length_warnings} requests returned a different number of output tokens "
-                "than requested, reported or counted"
-                + ("" if told else f" (engine {engine.name}: max_tokens only)"),
-                f"check --engine ({engine.name}) sends the server's ignore_eos/min_tokens fields, "
+                "than requested, reported or counted" + ("" if told else " (max_tokens only)"),
+                f"check --engine ({cfg.engine}) sends the server's ignore_eos/min_tokens fields, "
                 "and --tokenizer matches the served model",
             )
         )
@@ -504,9 +501,7 @@ def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
     return d
 
 
-def _meta(
-    cfg: BenchConfig, run_id: str, model: str, version: str | None, engine: str
-) -> dict[str, Any]:
+def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
     return {
         "type": "meta",
         "format": FORMAT,
@@ -514,7 +509,7 @@ def _meta(
         "inferlab_version": __version__,
         "metrics_version": METRICS_VERSION,
         "model": model,
-        "engine": engine,
+        "engine": cfg.engine,
         "engine_version": version,
         "workload": workload_descriptor(cfg),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -562,6 +557,7 @@ def run_bench(
     ep = Endpoint.parse(cfg.url)
     headers = _headers(cfg)
     engine = engine_for(cfg.engine, ep.base, headers, events.message)
+    cfg = cfg.model_copy(update={"engine": engine.name})  # given or detected, from here on
     path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
     events.message(f"checking {ep.base} ...")
     model, version = _preflight(cfg, ep, engine, headers)
@@ -573,7 +569,7 @@ def run_bench(
         )
     run_id = uuid.uuid4().hex[:12]
     all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
-    meta = _meta(cfg, run_id, model, version, engine.name)
+    meta = _meta(cfg, run_id, model, version)
     result = BenchResult(run_id, model, ep.base, [], engine_version=version, engine=engine.name)
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
     try:
@@ -605,7 +601,9 @@ def run_bench(
                     sink.point(res)
                 events.point_finished(res)
                 if res.rejected:
-                    raise ServerRejected(_rejected(ep.base + path, point, res.rejected, engine))
+                    raise ServerRejected(
+                        rejection(f"{ep.base}{path}", point.label, res.rejected, engine)
+                    )
                 if res.interrupted:
                     result.interrupted = True
                     return result
@@ -613,13 +611,6 @@ def run_bench(
         for sink in all_sinks:
             sink.close()
     return result
-
-
-def _rejected(url: str, point: LoadPoint, message: str, engine: EngineSpec) -> str:
-    hint = unknown_field_hint(message, engine)
-    return f"{url} rejected the first requests of {point.label}: {message}" + (
-        f" — {hint}" if hint else ""
-    )
 
 
 def _run_point(
@@ -756,5 +747,5 @@ def _run_point(
         started_at=started_at,
         ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )
-    res.warnings = _warnings(cfg, res, nworkers, engine)
+    res.warnings = _warnings(cfg, res, nworkers)
     return res

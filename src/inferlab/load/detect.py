@@ -26,7 +26,7 @@ from typing import Any
 from inferlab.engines import EngineSpec, get_engine, registered
 from inferlab.engines.base import DetectHint
 
-__all__ = ["Detection", "detect_engine", "engine_for", "unknown_field_hint"]
+__all__ = ["Detection", "detect_engine", "engine_for", "rejection", "unknown_field_hint"]
 
 FALLBACK = "openai"
 
@@ -158,4 +158,12 @@ def unknown_field_hint(message: str, engine: EngineSpec, max_tokens: int = 16) -
         f"the server refuses {', '.join(repr(f) for f in named)}, sent to ask {engine.name}'s "
         f"exact output length; --engine {FALLBACK} sends only OpenAI fields (the output length "
         "is then capped by max_tokens, and checked)"
+    )
+
+
+def rejection(url: str, label: str, message: str, engine: EngineSpec) -> str:
+    """What to say when ``url`` refused the first requests of load point ``label``."""
+    hint = unknown_field_hint(message, engine)
+    return f"{url} rejected the first requests of {label}: {message}" + (
+        f" — {hint}" if hint else ""
     )

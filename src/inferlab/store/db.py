@@ -212,19 +212,7 @@ class Store:
             "INSERT INTO environments(inferlab_version, host, cpu, gpu_name, gpu_count, "
             "gpu_memory_mib, driver, engine_name, engine_version, snapshot_json, created_at) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                snap.get("inferlab_version"),
-                snap.get("host"),
-                snap.get("cpu"),
-                snap.get("gpu_name"),
-                snap.get("gpu_count"),
-                snap.get("gpu_memory_mib"),
-                snap.get("driver"),
-                snap.get("engine_name"),
-                snap.get("engine_version"),
-                _dumps(dict(snap)),
-                _now(),
-            ),
+            (*(snap.get(k) for k in _ENV_COLUMNS.split()), _dumps(dict(snap)), _now()),
         )
         return int(cur.lastrowid or 0)
 
@@ -542,9 +530,13 @@ class Store:
 
 
 def _scrubbed(kind: str, detail: Mapping[str, Any]) -> Any:
-    """A verification's detail without secrets; a reference's greedy outputs are the model's
-    text and are kept exactly (later outputs are compared with them character by character)."""
+    """A verification's detail without secrets (greedy outputs, compared char by char, kept)."""
     return dict(detail) if kind == "greedy-outputs" else scrub_obj(dict(detail))
+
+
+#: the environments columns read from a snapshot, in the table's order
+_ENV_COLUMNS = "inferlab_version host cpu gpu_name gpu_count gpu_memory_mib driver engine_name"
+_ENV_COLUMNS += " engine_version"
 
 
 def _request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
