@@ -20,11 +20,18 @@ from typing import Any
 
 from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
+from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
 from inferlab.engines import get_engine
-from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
+from inferlab.errors import (
+    ConfigError,
+    ConnectError,
+    InferlabError,
+    LaunchError,
+    ServerRejected,
+)
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.logs import store_log_findings
 from inferlab.recon import ENGINES as RECON_ENGINES
@@ -333,10 +340,13 @@ def _run_config(
                 )
         bench = _bench_config(camp, url, model, cfg.engine)
         sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+        watch = [ServerWatch(server, cfg.name)] if server is not None else []
         try:
-            res = run_bench(bench, events, None, [sink], cells=todo)
-        except ServerRejected as exc:
+            res = run_bench(bench, events, None, [*watch, sink], cells=todo)
+        except (ServerRejected, ConnectError) as exc:
             return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+        if watch and watch[0].exited:
+            return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
         status = "interrupted" if res.interrupted else "measured"
         return ConfigOutcome(cfg.name, status, "", sink.run_ids)
     except KeyboardInterrupt:
@@ -350,20 +360,23 @@ def _run_config(
     finally:
         if server is not None:
             events.message(f"{cfg.name}: stopping ...")
-            rep_stop = stop(server)
-            store_log_findings(
-                store, server.spec.log_path, campaign=camp.campaign.name, config_id=gid
-            )
-            _record(
-                store,
-                gid,
-                "stop",
-                rep_stop.port_free,
-                {
-                    "signal": rep_stop.signal,
-                    "seconds": rep_stop.seconds,
-                    "port_free": rep_stop.port_free,
-                    "gpu": rep_stop.gpu_check,
-                    "notes": rep_stop.notes,
-                },
-            )
+            _stop_server(store, camp.campaign.name, server, gid)
+
+
+def _stop_server(store: Store, campaign: str, server: ServerProcess, gid: int) -> None:
+    """Stop the config's server, mine its log, record how it stopped."""
+    rep_stop = stop(server)
+    store_log_findings(store, server.spec.log_path, campaign=campaign, config_id=gid)
+    _record(
+        store,
+        gid,
+        "stop",
+        rep_stop.port_free,
+        {
+            "signal": rep_stop.signal,
+            "seconds": rep_stop.seconds,
+            "port_free": rep_stop.port_free,
+            "gpu": rep_stop.gpu_check,
+            "notes": rep_stop.notes,
+        },
+    )

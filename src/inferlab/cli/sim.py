@@ -70,12 +70,22 @@ def serve_cmd(
     ] = None,
     fault: Annotated[
         str | None,
-        typer.Option("--fault", help="Misbehave on purpose: stall, close, malformed or http500."),
+        typer.Option("--fault", help="Misbehave on purpose (docs/reliability.md lists kinds)."),
     ] = None,
     fault_after: Annotated[
         int, typer.Option("--fault-after", help="Token chunks before the fault.")
     ] = 0,
     fault_every: Annotated[int, typer.Option("--fault-every", help="Fault every Nth request.")] = 1,
+    fault_at_s: Annotated[
+        float | None,
+        typer.Option("--fault-at-s", help="Faults from T s after the first request (exit: at T)."),
+    ] = None,
+    fault_for_s: Annotated[
+        float | None, typer.Option("--fault-for-s", help="Faults only for D s from --fault-at-s.")
+    ] = None,
+    drip_ms: Annotated[
+        float, typer.Option("--drip-ms", help="Gap between bytes of the drip fault (ms).")
+    ] = 1.0,
     preset: Annotated[
         str | None,
         typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
@@ -150,6 +160,9 @@ def serve_cmd(
         fault=fault,
         fault_after=fault_after,
         fault_every=fault_every,
+        fault_at_s=fault_at_s,
+        fault_for_s=fault_for_s,
+        drip_ms=drip_ms,
         model_mode=model_mode,
         preset=preset,
         time_scale=time_scale,
@@ -174,11 +187,14 @@ def serve_cmd(
             "imitates SGLang's log"
         )
     try:
-        serve(config, on_ready=ready, log=log if batching else None)
+        crashed = serve(config, on_ready=ready, log=log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
             log(f"[SIMULATED] {line}")
         raise typer.Exit(code=1) from None
+    if crashed:
+        log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
+        raise typer.Exit(code=1)
 
 
 @sim_app.command("tokenizer")

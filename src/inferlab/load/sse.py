@@ -19,6 +19,7 @@ from inferlab.records import ErrorKind
 __all__ = ["ParsedStream", "error_message_of", "parse_stream"]
 
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
+_FIELDS = (b"event", b"id", b"retry")  # the other SSE fields (WHATWG HTML, server-sent events)
 
 
 @dataclass(slots=True)
@@ -102,15 +103,14 @@ def parse_stream(pieces: list[tuple[int, bytes]], end_ns: int) -> ParsedStream:
         spans.append((start, len(body), len(body) - 1))
     for s, e, last in spans:
         t = pieces[min(bisect_right(ends, last), len(pieces) - 1)][0]
-        data_lines = []
-        for raw in body[s:e].split(b"\n"):
-            line = raw.rstrip(b"\r")
-            if line.startswith(b"data:"):
-                v = line[5:]
-                data_lines.append(v[1:] if v.startswith(b" ") else v)
-        if not data_lines:
+        data = _event_data(body[s:e])
+        if data is None:
             continue
-        data = b"\n".join(data_lines)
+        if isinstance(data, str):
+            if out.error_kind is None:
+                out.error_kind = ErrorKind.MALFORMED
+                out.error_message = data
+            continue
         if data.strip() == b"[DONE]":
             out.saw_done = True
             continue
@@ -121,6 +121,20 @@ def parse_stream(pieces: list[tuple[int, bytes]], end_ns: int) -> ParsedStream:
                 out.error_kind = ErrorKind.MALFORMED
                 out.error_message = f"malformed event {data[:80]!r}: {exc}"
     return out
+
+
+def _event_data(block: bytes) -> bytes | str | None:
+    """The joined ``data:`` values of one event; None without any; a message (str) when a line
+    is no SSE field at all (a server writing raw JSON or garbage into the stream)."""
+    data_lines = []
+    for raw in block.split(b"\n"):
+        line = raw.rstrip(b"\r")
+        if line.startswith(b"data:"):
+            v = line[5:]
+            data_lines.append(v[1:] if v.startswith(b" ") else v)
+        elif line and not line.startswith(b":") and line.partition(b":")[0] not in _FIELDS:
+            return f"not an SSE field line: {line[:80]!r}"
+    return b"\n".join(data_lines) if data_lines else None
 
 
 def error_message_of(obj: Any, fallback: str = "") -> str:
