@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -86,6 +87,9 @@ def serve_cmd(
     drip_ms: Annotated[
         float, typer.Option("--drip-ms", help="Gap between bytes of the drip fault (ms).")
     ] = 1.0,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="Require this Bearer key on /v1/ (as vLLM).")
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
@@ -163,6 +167,7 @@ def serve_cmd(
         fault_at_s=fault_at_s,
         fault_for_s=fault_for_s,
         drip_ms=drip_ms,
+        api_key=api_key,
         model_mode=model_mode,
         preset=preset,
         time_scale=time_scale,
@@ -174,6 +179,10 @@ def serve_cmd(
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+
+    # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
+    # secrets included: what inferlab stores from this log must not carry them
+    log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
 
     def ready(url: str) -> None:
         if batching:

@@ -1,16 +1,22 @@
-"""Where requests go (:class:`Endpoint`), and the event loop every client runs on."""
+"""Where requests go (:class:`Endpoint`), and the event loop every client runs on.
+
+Credentials in a URL (``http://user:password@host``) are sent as HTTP Basic authorization and
+never kept in what is stored or shown: :func:`redact_url` (``inferlab.config.urls``) replaces
+the password."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
+from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
-__all__ = ["Endpoint", "run_loop"]
+__all__ = ["Endpoint", "redact_url", "run_loop"]
 
 T = TypeVar("T")
 
@@ -33,6 +39,7 @@ class Endpoint:
     host: str
     port: int
     prefix: str
+    auth: str | None = field(default=None, repr=False)  # an Authorization header value
 
     @classmethod
     def parse(cls, url: str) -> Endpoint:
@@ -46,7 +53,11 @@ class Endpoint:
         prefix = parts.path.rstrip("/")
         if prefix.endswith("/v1"):
             prefix = prefix[: -len("/v1")]
-        return cls(parts.scheme, parts.hostname, port, prefix)
+        auth = None
+        if parts.username is not None or parts.password is not None:
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+            auth = "Basic " + base64.b64encode(pair.encode()).decode()
+        return cls(parts.scheme, parts.hostname, port, prefix, auth)
 
     @property
     def base(self) -> str:

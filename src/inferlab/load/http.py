@@ -326,7 +326,10 @@ class HttpClient:
         self._active: set[_Conn] = set()
         self._sweeper: asyncio.TimerHandle | None = None
         self._closed = False
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        hdrs = dict(headers or {})
+        if endpoint.auth and not any(k.lower() == "authorization" for k in hdrs):
+            hdrs["Authorization"] = endpoint.auth
+        extra = "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
         self._head_common = (
             f"Host: {endpoint.host_header}\r\nUser-Agent: inferlab\r\n"
             f"Accept: text/event-stream, application/json\r\n{extra}"

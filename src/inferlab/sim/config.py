@@ -54,6 +54,7 @@ class SimConfig(BaseModel):
     fault_at_s: float | None = Field(default=None, ge=0.0)
     fault_for_s: float | None = Field(default=None, gt=0.0)
     drip_ms: float = Field(default=1.0, gt=0.0, le=60_000.0)
+    api_key: str | None = Field(default=None, min_length=1)  # like vLLM's --api-key
     model_mode: ModelMode = "fixed"
     preset: str | None = None
     time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)

@@ -49,6 +49,7 @@ _REASONS = {
     100: "Continue",
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     413: "Payload Too Large",
@@ -406,6 +407,16 @@ class SimServer:
         return b"".join(parts)
 
     def _route(self, conn: _Conn, req: _Request) -> None:
+        key = self.config.api_key
+        if (
+            key
+            and req.path.startswith("/v1/")
+            and req.headers.get("authorization") != f"Bearer {key}"
+        ):
+            conn.respond(
+                401, api.error_body(401, "Invalid API key (SIMULATED)", "AuthenticationError")
+            )
+            return
         methods = self._routes.get(req.path)
         if methods is None:
             conn.respond(404, b'{"detail":"Not Found"}')
