@@ -1,6 +1,6 @@
 """Random kills: SIGKILL ``inferlab run`` at chosen moments, resume after each, check the store.
 
-A campaign of three SIMULATED configs × two load points runs once cleanly (the reference
+A campaign of SIMULATED configs × load points (6 × 3 by default) runs once cleanly (the reference
 cells). Then the same campaign runs into a fresh store and the runner is SIGKILLed (by pid)
 ``--kills`` times, each at a moment drawn over the phases — launch, verify, measuring, scraping
 (a point's end, while the server's /metrics scrape is stopped and the point committed), stop,
@@ -43,8 +43,9 @@ PHASES: dict[str, str] = {
     "measure": r"C=\d+: preparing \d+ prompts",
     "scrape": r"C=\d+: counting tokens",
     "stop": r": stopping \.\.\.",
-    "report": r"^slow: (?:measured|skipped)",  # the last config's outcome: the report is next
+    "report": r"^{last}: (?:measured|skipped)",  # the last config's outcome: the report is next
 }
+WORK = ("launch", "verify", "measure", "scrape", "stop")
 
 CAMPAIGN = """
 [campaign]
@@ -54,31 +55,22 @@ output = "{out}"
 [engine]
 kind = "sim"
 model = "{marker}"
-args = ["--ttft-ms", "2", "--itl-ms", "{itl}"]
+args = ["--ttft-ms", "2", "--itl-ms", "2"]
 ready_timeout_s = 30
 stop_grace_s = 5
-
-[[config]]
-name = "base"
-
-[[config]]
-name = "fast"
-extends = "base"
-set = {{ "--itl-ms" = "1" }}
-
-[[config]]
-name = "slow"
-extends = "base"
-set = {{ "--itl-ms" = "4" }}
-
+{configs}
 [verify]
 probes = [{{ prompt = "hi", expect = '\\w' }}]
 
 [load]
 workload = {{ input_tokens = 8, output_tokens = 16 }}
-concurrency = [1, 2]
+concurrency = [{points}]
 requests = {requests}
 """
+
+
+def config_names(n: int) -> list[str]:
+    return [f"c{i}" for i in range(n)]
 
 
 @dataclass
@@ -92,10 +84,26 @@ class Kill:
     orphans: int = 0  # servers of the campaign found running after the kill
 
 
-def write_campaign(d: Path, requests: int = 6, itl: int = 2) -> tuple[Path, str]:
+def write_campaign(
+    d: Path, configs: int, points: tuple[int, ...], requests: int
+) -> tuple[Path, str]:
+    """``configs`` configs (ITL 1, 2, 3 ... ms) × ``points`` concurrencies; returns the file and
+    the marker its servers carry (``--model``)."""
     marker = f"killres-{uuid.uuid4().hex[:10]}"
+    blocks = "".join(
+        f'\n[[config]]\nname = "{n}"\nset = {{ "--itl-ms" = "{i + 1}" }}\n'
+        for i, n in enumerate(config_names(configs))
+    )
     path = d / "c.toml"
-    path.write_text(CAMPAIGN.format(out=d / "out", marker=marker, itl=itl, requests=requests))
+    path.write_text(
+        CAMPAIGN.format(
+            out=d / "out",
+            marker=marker,
+            configs=blocks,
+            points=", ".join(map(str, points)),
+            requests=requests,
+        )
+    )
     return path, marker
 
 
@@ -111,15 +119,15 @@ def run_to_end(campaign: Path, db: Path, cwd: Path) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
-def run_killed(campaign: Path, db: Path, cwd: Path, kill: Kill, nth: int) -> Kill:
+def run_killed(campaign: Path, db: Path, cwd: Path, kill: Kill, nth: int, last: str) -> Kill:
     """Run the campaign; SIGKILL the runner ``kill.delay_s`` after the ``nth`` line opening
-    ``kill.phase`` (or let it finish when that never comes)."""
+    ``kill.phase`` (or let it finish when that never comes); ``last``: the last config."""
     proc = subprocess.Popen(
         _cmd(campaign, db), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         text=True, env={**os.environ, "COLUMNS": "200"},
     )  # fmt: skip
     assert proc.stderr is not None
-    rx = re.compile(PHASES[kill.phase])
+    rx = re.compile(PHASES[kill.phase].replace("{last}", re.escape(last)))
     sel = selectors.DefaultSelector()
     sel.register(proc.stderr, selectors.EVENT_READ)
     config, seen = "", 0
@@ -195,34 +203,48 @@ def reap(pids: list[int]) -> None:
 def plan_kills(
     n: int, rng: random.Random, phases: list[str] | None = None
 ) -> list[tuple[Kill, int]]:
-    """``n`` kills spread over ``phases`` (default: all) in turn, each after a random
-    occurrence (1-3) of its line and a random delay (0-0.3 s)."""
-    names = phases or list(PHASES)
+    """``n`` kills over ``phases`` in turn (default: the work phases, then a fifth of them in
+    the report), each after a random delay (0-0.3 s) past the first occurrence of its line in
+    that run (the second, at random, for measure and scrape: one point gets done). A kill
+    before a config's stop loses its unfinished point; the campaign advances on the kills
+    after a stop, so most kills land on work still to do."""
+    if phases is None:
+        report = max(1, n // 5)
+        names = [WORK[i % len(WORK)] for i in range(n - report)] + ["report"] * report
+    else:
+        names = [phases[i % len(phases)] for i in range(n)]
     out = []
-    for i in range(n):
-        phase = names[i % len(names)]
-        nth = 1 if phase == "report" else rng.randint(1, 3)
+    for phase in names:
+        nth = rng.randint(1, 2) if phase in ("measure", "scrape") else 1
         out.append((Kill(phase, round(rng.uniform(0.0, 0.3), 3)), nth))
     return out
 
 
 def campaign_under_kills(
-    work: Path, kills: int, seed: int, requests: int = 6, phases: list[str] | None = None
+    work: Path,
+    kills: int,
+    seed: int,
+    *,
+    configs: int = 3,
+    points: tuple[int, ...] = (1, 2),
+    requests: int = 6,
+    phases: list[str] | None = None,
 ) -> tuple[dict[tuple[str, str, int], tuple[int, int]], dict[str, object], list[Kill]]:
     """The clean cells, then the killed-and-resumed store's facts, and each kill."""
     rng = random.Random(seed)
     clean_dir, kill_dir = work / "clean", work / "killed"
     clean_dir.mkdir()
     kill_dir.mkdir()
-    path, marker = write_campaign(clean_dir, requests)
+    path, marker = write_campaign(clean_dir, configs, points, requests)
     done = run_to_end(path, clean_dir / "db", clean_dir)
     assert done.returncode == 0, done.stderr[-3000:]
     reference = cells(clean_dir / "db")
-    path, marker = write_campaign(kill_dir, requests)
+    path, marker = write_campaign(kill_dir, configs, points, requests)
+    last = config_names(configs)[-1]
     db = kill_dir / "db"
     out: list[Kill] = []
     for kill, nth in plan_kills(kills, rng, phases):
-        run_killed(path, db, kill_dir, kill, nth)
+        run_killed(path, db, kill_dir, kill, nth, last)
         left = servers_of(marker)
         kill.orphans = len(left)
         reap(left)  # the harness leaves nothing behind, whatever the runner does
@@ -247,12 +269,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--configs", type=int, default=6)
+    ap.add_argument("--points", default="1,2,4")
     ap.add_argument("--record", action="store_true", help="append the figures to RESULTS.md")
     args = ap.parse_args()
     t0 = time.monotonic()
     load0 = os.getloadavg()[0]
     work = Path(tempfile.mkdtemp(prefix="inferlab-kill-"))
-    reference, facts, kills = campaign_under_kills(work, args.kills, args.seed)
+    points = tuple(int(x) for x in args.points.split(","))
+    reference, facts, kills = campaign_under_kills(
+        work, args.kills, args.seed, configs=args.configs, points=points
+    )
     final = facts["cells"]
     lines = [
         "| # | phase | after line | delay s | killed | points reported finished | of them lost "
