@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from inferlab.load.endpoint import Endpoint, run_loop
+from inferlab.load.sse import event_end as _event_end
 from inferlab.records import ErrorKind
 
 __all__ = ["MAX_EVENT_BYTES", "Endpoint", "Exchange", "HttpClient", "run_loop"]
@@ -286,18 +287,6 @@ class _Conn(asyncio.Protocol):
         else:
             self._state = _UNTIL_CLOSE
             ex.keep_alive = False
-
-
-def _event_end(tail: bytes, chunk: bytes) -> int:
-    """Index in ``chunk`` just past its last event terminator (a blank line), else 0."""
-    i, j = chunk.rfind(b"\n\n"), chunk.rfind(b"\n\r\n")
-    if i >= 0 or j >= 0:
-        return max(i + 2, j + 3)
-    both = tail + chunk[:3]
-    i, j = both.rfind(b"\n\n"), both.rfind(b"\n\r\n")
-    if i >= 0 or j >= 0:
-        return max(0, max(i + 2, j + 3) - len(tail))
-    return 0
 
 
 class HttpClient:

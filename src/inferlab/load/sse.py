@@ -2,7 +2,8 @@
 
 An event is stamped with the arrival time of the read that completed it (the read holding its
 terminating blank line). TTFT counts only events whose delta carries output text (content or
-reasoning); role-only and empty chunks do not count.
+reasoning); role-only and empty chunks do not count. :func:`event_end` (where the last event
+of a read ends) is the one piece the HTTP reader uses on the timing path, to cap an event's size.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from inferlab.records import ErrorKind
 
-__all__ = ["ParsedStream", "error_message_of", "parse_stream"]
+__all__ = ["ParsedStream", "error_message_of", "event_end", "parse_stream"]
 
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
 _FIELDS = (b"event", b"id", b"retry")  # the other SSE fields (WHATWG HTML, server-sent events)
@@ -75,6 +76,18 @@ def _apply(obj: Any, t: int, out: ParsedStream) -> None:
         fr = choice.get("finish_reason")
         if isinstance(fr, str):
             out.finish_reason = fr
+
+
+def event_end(tail: bytes, chunk: bytes) -> int:
+    """Index in ``chunk`` just past its last event terminator (a blank line), else 0."""
+    i, j = chunk.rfind(b"\n\n"), chunk.rfind(b"\n\r\n")
+    if i >= 0 or j >= 0:
+        return max(i + 2, j + 3)
+    both = tail + chunk[:3]
+    i, j = both.rfind(b"\n\n"), both.rfind(b"\n\r\n")
+    if i >= 0 or j >= 0:
+        return max(0, max(i + 2, j + 3) - len(tail))
+    return 0
 
 
 def parse_stream(pieces: list[tuple[int, bytes]], end_ns: int) -> ParsedStream:
