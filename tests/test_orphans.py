@@ -57,6 +57,15 @@ def _wait_for(*paths: Path, timeout: float = 120.0) -> None:
         time.sleep(0.1)
 
 
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while process_identity(pid) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_kill_9_mid_config_then_resume(tmp_path: Path) -> None:
     python = isolated_inferlab(tmp_path / "engine")
     (tmp_path / "tuned").mkdir()
@@ -65,21 +74,34 @@ def test_kill_9_mid_config_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "out"
     path.write_text(CAMPAIGN.format(out=out, python=python))
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
+
+    # 1. `inferlab up` killed while its server starts: the server outlives it (up leaves its
+    #    servers running by design) and its record says so
+    up = subprocess.Popen(
+        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "baseline"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    _wait_for(out / ".running" / "baseline.json")
+    os.kill(up.pid, signal.SIGKILL)
+    up.wait(timeout=10)
+    orphan = int(json.loads((out / ".running" / "baseline.json").read_text())["pid"])
+    assert process_identity(orphan) is not None, "the orphan should still run"
+
+    # 2. `inferlab run` killed mid-config: its server gets SIGTERM from the kernel as the runner
+    #    dies (it is recorded too), its installed files stay until the next runner
     runner = subprocess.Popen(
         [sys.executable, "-m", "inferlab.cli.main", "run", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-    )
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
     record = out / ".running" / "A.json"
-    _wait_for(record, out / ".files" / "A.json")
-    server = json.loads(record.read_text())
+    _wait_for(record, out / ".files" / "A.json", timeout=180)
+    pid = int(json.loads(record.read_text())["pid"])
     time.sleep(1.0)  # A is measuring
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait(timeout=10)
-    pid = int(server["pid"])
-    assert process_identity(pid) is not None, "the orphan should still run"
-    assert (sim_configs(python) / FILE).is_file()  # and its files are still installed
+    assert _gone(pid), "a killed runner's server goes down with it"
+    assert (sim_configs(python) / FILE).is_file()  # its files are still installed
+    assert record.is_file()  # and its record is left behind
 
     done = subprocess.run(
         [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--resume"],
@@ -90,16 +112,44 @@ def test_kill_9_mid_config_then_resume(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     err = done.stderr.replace("\n", " ")
-    assert f"server of config A (pid {pid}" in err and "left by a runner that died" in err, err
-    assert "stopped by SIGTERM" in err or "stopped by SIGKILL" in err
+    assert f"server of config A (pid {pid}" in err and "already gone" in err, err
     assert "pending files of a runner that died" in err
-    assert process_identity(pid) is None  # no server of the campaign survives
     assert not sim_configs(python).exists() and not list((out / ".running").glob("*.json"))
     with Store(tmp_path / "db") as store:
         runs = [r for r in store.runs(campaign="orph") if not r.interrupted]
     assert {(r.config, r.label) for r in runs} == {
         (c, lb) for c in ("baseline", "A") for lb in ("C=1", "C=2")
     }
+    # the first run found the orphan of `up`: stopped, the usual way, before anything else
+    assert process_identity(orphan) is None
+
+
+def test_the_orphan_of_a_killed_up_is_stopped_by_the_next_run(tmp_path: Path) -> None:
+    """The same as above, read in the first run's own words (a separate campaign)."""
+    path = tmp_path / "c.toml"
+    out = tmp_path / "out"
+    path.write_text(CAMPAIGN.format(out=out, python=sys.executable).replace(
+        'files = { fp8_gemm = "tuned" }\n', ""
+    ))  # fmt: skip
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
+    up = subprocess.Popen(
+        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "A"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    _wait_for(out / ".running" / "A.json")
+    os.kill(up.pid, signal.SIGKILL)
+    up.wait(timeout=10)
+    pid = int(json.loads((out / ".running" / "A.json").read_text())["pid"])
+    assert process_identity(pid) is not None
+    done = subprocess.run(
+        [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--config", "baseline"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    err = done.stderr.replace("\n", " ")
+    assert f"server of config A (pid {pid}" in err and "left by a runner that died" in err, err
+    assert "stopped by SIGTERM" in err and "port free" in err
+    assert process_identity(pid) is None
 
 
 def test_a_reused_pid_is_left_alone(tmp_path: Path) -> None:

@@ -74,11 +74,16 @@ def server_url(server: ServerProcess, cfg: ResolvedConfig) -> str:
 
 
 def launch_config(
-    camp: CampaignFile, cfg: ResolvedConfig, *, python: str | None = None
+    camp: CampaignFile,
+    cfg: ResolvedConfig,
+    *,
+    python: str | None = None,
+    die_with_runner: bool = False,
 ) -> ServerProcess:
     """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). The server
     is recorded against orphans (``campaign.orphans``) from the moment it exists; a launch that
-    fails, or is interrupted, is stopped and its record dropped."""
+    fails, or is interrupted, is stopped and its record dropped. ``die_with_runner``: the server
+    gets SIGTERM when this process dies (``inferlab run``; not ``up``, which leaves it running)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
     addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
@@ -103,6 +108,7 @@ def launch_config(
         host=cfg.host,
         ready_timeout_s=cfg.ready_timeout_s,
         stop_grace_s=cfg.stop_grace_s,
+        die_with_parent=die_with_runner,
     )
     server = launch(ls)
     orphans.remember(output_dir(camp), cfg.name, server)

@@ -29,12 +29,13 @@ from inferlab.campaign.orphans import campaign_lock, recover_campaign
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
 from inferlab.campaign.up import verify_config
+from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
 from inferlab.config.secrets import REDACTED, scrub_argv, scrub_env
 from inferlab.engines import EngineSpec, get_engine
-from inferlab.errors import ConfigError, InferlabError, ServerRejected
+from inferlab.errors import ConfigError, ConnectError, InferlabError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.store import Store
 
@@ -377,9 +378,12 @@ def _measure(
         )
         bench = _bench_config(camp, url, model, cfg.api or cfg.engine)
         sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+        watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
         try:
-            res = run_bench(bench, events, None, [sink], cells=todo)
-        except ServerRejected as exc:
+            res = run_bench(bench, events, None, [*watch, sink], cells=todo)
+        except (ServerRejected, ConnectError) as exc:
             return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+        if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
+            return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
         status = "interrupted" if res.interrupted else "measured"
         return ConfigOutcome(cfg.name, status, "", sink.run_ids)

@@ -26,6 +26,7 @@ from pathlib import Path
 from inferlab.config.secrets import scrub_text
 from inferlab.errors import LaunchError
 from inferlab.server.gpumem import pids_mib
+from inferlab.server.pdeath import parent_death_hook
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -89,6 +90,7 @@ class LaunchSpec:
     host: str = "local"  # or an ssh target
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
+    die_with_parent: bool = False  # SIGTERM when the launching process dies (server/pdeath.py)
 
 
 @dataclass
@@ -144,6 +146,7 @@ def launch(spec: LaunchSpec) -> ServerProcess:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
+                preexec_fn=parent_death_hook() if spec.die_with_parent else None,
             )
         except OSError as exc:
             raise LaunchError(
