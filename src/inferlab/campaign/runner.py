@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -257,6 +258,8 @@ def run_campaign(
             out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
             result.outcomes.append(out)
             events.config_done(out)
+            if out.status == "measured":
+                predict_now(store, name, events)
             if out.status == "interrupted":
                 result.interrupted = True
                 break
