@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -173,6 +174,11 @@ def serve_cmd(
             f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
             "imitates SGLang's log"
         )
+        from inferlab.sim.presets import get_preset, untuned_fp8_lines
+
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        for line in untuned_fp8_lines(get_preset(preset or "generic"), config.levers):
+            log(f"[SIMULATED] [{stamp} TP0] {line}")
     try:
         serve(config, on_ready=ready, log=log if batching else None)
     except StartupFailure as exc:

@@ -46,6 +46,11 @@ def profile_basis(profiles: Sequence[StoredProfile]) -> str:
     return "; ".join(out)
 
 
+def _cmd(action: str) -> str:
+    """A command in backticks; advice as it is."""
+    return f"`{action}`" if action.startswith(("inferlab ", "env ")) else action
+
+
 def _lines(findings: Sequence[Mapping[str, Any]], cap: int = 6) -> str:
     lines = sorted({int(x) for f in findings for x in (f["evidence"].get("lines") or [])})
     more = "…" if len(lines) > cap else ""
@@ -89,7 +94,7 @@ def _config_lever(
             cfg.name or None,
             "amdahl",
             pts,
-            f"{head}{tail} → `{action}`",
+            f"{head}{tail} → {_cmd(action)}",
             ev,
             action,
             conf,
@@ -151,13 +156,13 @@ def _comm(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
             "all-reduce, or fewer GPUs per replica"
         )
     else:
-        action = "env NCCL_PROTO=LL (low-latency protocol for decode's small all-reduces)"
+        action = "env NCCL_PROTO=LL"  # the low-latency protocol, for decode's small all-reduces
     errors = cfg.found("nccl-error") + cfg.found("nccl-timeout")
     ev_ = [share_clause("communication", pts) + " (GPU time / decode span)"]
     ev_ += [f"log: {f['message']}" for f in errors]
     summary = (
         f"communication / NCCL: {share_clause('communication', pts)} → {ceiling_clause(pts)} "
-        f"→ `{action}`"
+        f"→ {_cmd(action)}"
     )
     conf = f"{profile_basis(cfg.profiles)}; collectives that overlap compute count in full"
     return [

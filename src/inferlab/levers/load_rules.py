@@ -61,15 +61,17 @@ class SpecInputs:
     flags: str  # the candidate's speculative flags, as an action
 
 
-def _layers(cfg: ConfigEvidence) -> int | None:
-    """Target layers, as the launches per step of the most-launched attention kernel."""
-    for p in cfg.profiles:
-        steps = len(p.data.get("steps") or [])
-        rows = [r for r in p.data.get("kernel_rows") or [] if r.get("category") == "attention"]
-        if steps and rows:
-            n = round(max(int(r["count"]) for r in rows) / steps)
-            if n >= 2:
-                return n
+def _layers(cfgs: list[ConfigEvidence]) -> tuple[int, str] | None:
+    """Target layers, as the launches per step of the most-launched attention kernel in the
+    first of ``cfgs`` with a profile that has attention (and the config's name)."""
+    for cfg in cfgs:
+        for p in cfg.profiles:
+            steps = len(p.data.get("steps") or [])
+            rows = [r for r in p.data.get("kernel_rows") or [] if r.get("category") == "attention"]
+            if steps and rows:
+                n = round(max(int(r["count"]) for r in rows) / steps)
+                if n >= 2:
+                    return n, cfg.name
     return None
 
 
@@ -91,15 +93,18 @@ def _measured_tau(src: ConfigEvidence) -> tuple[float | None, str]:
     return None, ""
 
 
-def _delta(method: str, cfg: ConfigEvidence, opts: LeverOptions) -> tuple[float, str]:
+def _delta(method: str, ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> tuple[float, str]:
+    """δ: given; else the method's (0 for n-gram); else one layer of the target, from the
+    config's profile or another of the campaign (same model); else assumed."""
     if opts.draft_cost is not None:
         return opts.draft_cost, "given (--draft-cost)"
     d = METHOD_DRAFT_COST.get(method)
     if d is not None:
         return d, f"{method}: no draft model on the GPU"
-    layers = _layers(cfg)
-    if layers:
-        return 1.0 / layers, f"one layer of {layers} (attention launches per profiled step)"
+    found = _layers([cfg, *(c for c in ev.configs.values() if c is not cfg)])
+    if found:
+        n, where = found
+        return 1.0 / n, f"one layer of {n}: attention launches per step in {where}'s profile"
     return DEFAULT_DRAFT_COST, f"assumed {DEFAULT_DRAFT_COST:g} (no profile; give --draft-cost)"
 
 
@@ -123,7 +128,7 @@ def spec_inputs(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> SpecIn
     else:
         k, k_from = max(1, math.ceil(tau - 1)), "the fewest draft tokens that allow τ"
     method = sf.method if sf is not None else "unknown"
-    delta, delta_from = _delta(method, cfg, opts)
+    delta, delta_from = _delta(method, ev, cfg, opts)
     flags = ""
     if src is not None:
         on = [[n, *v] for n, v in flags_of(src).items() if n.startswith(("--spec", "--num-spec"))]
@@ -189,7 +194,7 @@ def _spec(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
         f"{cfg.name} TPOT (median): " + ", ".join(f"C={c}: {t:.1f} ms" for c, t in cfg.series()),
         f"τ = {si.tau:.2f} tokens per verify step, {si.tau_from}",
         f"k = {si.k} ({si.k_from}); δ = {si.delta:.3f} ({si.delta_from})",
-        "verify ≤ baseline step at (k+1)·C tokens: " + ", ".join(p.note for p in pts),
+        f"verify ≤ {cfg.name}'s step at (k+1)·C tokens: " + ", ".join(p.note for p in pts),
     ]
     beyond = ", extrapolated beyond it" if any(p.extrapolated for p in band) else ""
     conf = (
