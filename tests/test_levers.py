@@ -27,6 +27,10 @@ MOE_LOG = (
     "triton_h100.log"
 )
 
+FP8_LOG = (
+    HERE / "fixtures/engine_logs/sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log"
+)
+
 HEAD = """
 [campaign]
 name = "decide"
@@ -116,6 +120,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "B-first-try": "launch-failed",
         "B": "measured",
     }
+    with Store(path) as store:  # a real SGLang log naming an untuned shape, for A (no profile)
+        gid = store.db.execute("SELECT max(id) FROM configs WHERE name='A'").fetchone()[0]
+        store_log_findings(store, FP8_LOG, campaign="decide", config_id=gid)
     return path
 
 
@@ -188,6 +195,16 @@ def test_speculative_decoding_band_from_the_baseline(decision: Decision) -> None
     assert not [lv for lv in decision.levers["B"] if lv.kind == "spec-decode"]  # B runs it
 
 
+def test_untuned_shapes_without_a_profile_say_what_is_missing(decision: Decision) -> None:
+    (fp8,) = [lv for lv in decision.levers["A"] if lv.kind == "fp8-gemm"]
+    assert fp8.ceiling is None and fp8.model == "none"
+    assert [lv.kind for lv in decision.levers["A"]] == ["spec-decode", "fp8-gemm", "concurrency"]
+    assert fp8.summary.startswith(
+        "tune FP8 GEMM: 1 shape untuned (log lines 1); no profile to bound it: capture one"
+    )
+    assert "N=2112,K=7168" in fp8.evidence[0]
+
+
 def test_predictions_against_measurements(decision: Decision) -> None:
     rows = {(r.config, r.label): r for r in decision.predictions}
     a1 = rows[("A", "C=1")]
@@ -252,9 +269,8 @@ def test_cli_json_options_and_refusals(db: Path, tmp_path: Path) -> None:
     assert bad.returncode == 2 and "--point: expected a closed-loop load point such as C=16" in (
         bad.stderr
     )
-    with Store(db) as store:
-        with pytest.raises(Exception, match="--draft-cost"):
-            decide(store, "decide", LeverOptions(draft_cost=1.5))
+    with Store(db) as store, pytest.raises(Exception, match="--draft-cost"):
+        decide(store, "decide", LeverOptions(draft_cost=1.5))
 
 
 def test_report_has_what_to_try_next_and_predictions(db: Path) -> None:

@@ -57,6 +57,30 @@ def _lines(findings: Sequence[Mapping[str, Any]], cap: int = 6) -> str:
     return ", ".join(str(x) for x in lines[:cap]) + more
 
 
+def _unbounded(
+    kind: str, title: str, cfg: ConfigEvidence, untuned: list[dict[str, Any]], default: str
+) -> Lever:
+    """Untuned shapes in the log but no profile: the lever, with nothing to bound it by."""
+    shapes = sum(len(f["evidence"].get("shapes") or []) for f in untuned)
+    action = str(untuned[0].get("action") or default)
+    summary = (
+        f"{title}: {shapes} shape{'s' if shapes != 1 else ''} untuned (log lines "
+        f"{_lines(untuned)}); no profile to bound it: capture one (`[profile]`, or "
+        f"`inferlab profile --campaign --config {cfg.name} --point C=N`) → {_cmd(action)}"
+    )
+    return Lever(
+        kind,
+        title,
+        cfg.name or None,
+        "none",
+        [],
+        summary,
+        [f"log: {f['message']}" for f in untuned],
+        action,
+        "the server log only: how much of the step these shapes take is unknown",
+    )
+
+
 def _config_lever(
     kind: str,
     title: str,
@@ -66,11 +90,13 @@ def _config_lever(
     default_action: str,
 ) -> list[Lever]:
     """FP8 GEMM / fused MoE: a category's ceiling, offered only when the log names untuned
-    shapes (or when no log was mined, saying so)."""
+    shapes (or when no log was mined, saying so); without a profile, the shapes alone."""
+    untuned = cfg.found(finding_kind)
+    if not cfg.profiles and untuned:
+        return [_unbounded(kind, title, cfg, untuned, default_action)]
     pts = share_points(cfg.profiles, lambda p: category_share(p, what))
     if not any((p.share or 0) > 0 for p in pts):
         return []
-    untuned = cfg.found(finding_kind)
     if not untuned and cfg.log_mined:
         return []  # the log names no untuned shape: nothing to tune
     shapes = sum(len(f["evidence"].get("shapes") or []) for f in untuned)

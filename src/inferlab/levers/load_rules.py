@@ -26,6 +26,9 @@ from .specdec import (
     spec_flags,
 )
 
+#: at most this fraction of C running (and the rest waiting) is a running-request cap
+CAPPED = 0.75
+
 __all__ = ["SpecInputs", "flags_of", "saturation_of", "spec_inputs", "spec_of"]
 
 
@@ -245,7 +248,8 @@ def _memory(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
     capped = []
     for c, p in sorted(cfg.sweep.items()):
         run, wait = float(p.server.get("max_running", 0)), float(p.server.get("max_waiting", 0))
-        if wait > 0 and 0 < run < c:
+        # a cap, not a request caught between steps: a quarter of C or more kept waiting
+        if 0 < run <= CAPPED * c and wait >= (1 - CAPPED) * c:
             capped.append((c, int(run)))
             ev_.append(f"C={c}: at most {int(run)} requests ran, up to {int(wait)} queued")
     if not ev_:
