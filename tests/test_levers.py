@@ -98,14 +98,37 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Store(path) as store:
         run_campaign(first, store=store)
     db_ = ["--campaign", "decide", "--db", str(path)]
-    cli("profile", str(TRACES / "cudagraph_decode_trace.json.gz"), *db_, "--config", "baseline",
-        "--point", "C=1")  # fmt: skip
-    cli("profile", str(TRACES / "fp8_decode_default.json.gz"), *db_, "--config", "baseline",
-        "--point", "C=16")  # fmt: skip
+    cli(
+        "profile",
+        str(TRACES / "cudagraph_decode_trace.json.gz"),
+        *db_,
+        "--config",
+        "baseline",
+        "--point",
+        "C=1",
+    )
+    cli(
+        "profile",
+        str(TRACES / "fp8_decode_default.json.gz"),
+        *db_,
+        "--config",
+        "baseline",
+        "--point",
+        "C=16",
+    )
     rules = tmp / "moe.toml"
     rules.write_text('[[rule]]\ncategory = "moe"\npattern = "vectorized_gather_kernel"\n')
-    cli("profile", str(TRACES / "moe_decode_trace.json.gz"), *db_, "--config", "qwen-moe",
-        "--point", "C=8", "--categories", str(rules))  # fmt: skip
+    cli(
+        "profile",
+        str(TRACES / "moe_decode_trace.json.gz"),
+        *db_,
+        "--config",
+        "qwen-moe",
+        "--point",
+        "C=8",
+        "--categories",
+        str(rules),
+    )
     cli("profile", str(TRACES / "fp8_decode_tuned.json.gz"), *db_)  # no config, no point
     with Store(path) as store:
         gid = store.db.execute("SELECT id FROM configs WHERE name='qwen-moe'").fetchone()[0]
@@ -147,8 +170,11 @@ def test_levers_are_ranked_by_ceiling_with_evidence(db: Path, decision: Decision
     assert ceilings == sorted(ceilings, reverse=True)
     fp8 = base[0]
     # computed as the profile command does: the fp8_gemm row's own Amdahl bound, at C=16
-    row = next(r for r in _profile(db, "fp8_decode_default.json.gz")["categories"]
-               if r["name"] == "fp8_gemm")  # fmt: skip
+    row = next(
+        r
+        for r in _profile(db, "fp8_decode_default.json.gz")["categories"]
+        if r["name"] == "fp8_gemm"
+    )
     (c16,) = [p for p in fp8.points if p.label == "C=16"]
     assert c16.high == pytest.approx(row["amdahl_free"]) and c16.at_2x == pytest.approx(
         row["amdahl_2x"]
@@ -242,8 +268,9 @@ def test_predictions_are_stored_once_with_their_time(db: Path) -> None:
 
 
 def test_cli_json_options_and_refusals(db: Path, tmp_path: Path) -> None:
-    r = cli("levers", "decide", "--db", str(db), "--json", "--config", "A",
-            "--accept-length", "1.3")  # fmt: skip
+    r = cli(
+        "levers", "decide", "--db", str(db), "--json", "--config", "A", "--accept-length", "1.3"
+    )
     out = json.loads(r.stdout)
     assert out["simulated"] is True and list(out["levers"]) == ["A"]
     (spec,) = [lv for lv in out["levers"]["A"] if lv["kind"] == "spec-decode"]
@@ -262,10 +289,21 @@ def test_cli_json_options_and_refusals(db: Path, tmp_path: Path) -> None:
         store.config_id(store.campaign_id("bare"), "baseline", engine="sim", model=None)
     bad = cli("levers", "bare", "--db", str(empty), check=False)
     assert bad.returncode == 2
-    assert "nothing to rank: capture a profile (`[profile]`) or store one with `inferlab " \
-        "profile --campaign`" in " ".join(bad.stderr.split())  # fmt: skip
-    bad = cli("profile", str(TRACES / "fp8_decode_tuned.json.gz"), "--campaign", "x", "--db",
-              str(empty), "--point", "16", check=False)  # fmt: skip
+    assert (
+        "nothing to rank: capture a profile (`[profile]`) or store one with `inferlab "
+        "profile --campaign`" in " ".join(bad.stderr.split())
+    )
+    bad = cli(
+        "profile",
+        str(TRACES / "fp8_decode_tuned.json.gz"),
+        "--campaign",
+        "x",
+        "--db",
+        str(empty),
+        "--point",
+        "16",
+        check=False,
+    )
     assert bad.returncode == 2 and "--point: expected a closed-loop load point such as C=16" in (
         bad.stderr
     )

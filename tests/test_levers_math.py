@@ -91,6 +91,10 @@ def test_spec_band_against_hand_computed_values() -> None:
     assert flat[1].low == pytest.approx(2.0 * 10.2 / 10.8)  # t(16)
     assert flat[2].low == pytest.approx(2.0 * 10.8 / (10.8 + 48 * 0.6 / 12))  # t(64), extrap.
     assert first_without_help(flat) is None
+    # a sweep whose TPOT falls with C (noise on a real CPU engine: 5.4 → 4.8 ms): verifying
+    # never costs less than a step at C, so the band never inverts
+    noisy = spec_band([(1, 5.4), (4, 4.8)], k=3, tau=2.27, delta=0.0)
+    assert [p.low for p in noisy] == [pytest.approx(2.27), pytest.approx(2.27)]
     assert spec_sentence(flat, None) == (
         "helps at every measured point: C=1 (×1.96–×2.00), C=4 (×1.89–×2.00), "
         "C=16 (×1.64–×2.00 extrapolated)"

@@ -6,7 +6,9 @@ closed loop, so with the baseline TPOT ``t(C)`` (ms, the sweep's median):
 
 * optimistic ``S_hi(C) = τ``: verifying costs one baseline step (memory-bound decode);
 * pessimistic ``S_lo(C) = τ·t(C) / (t((k+1)·C) + k·δ·t(C))``: the verify step costs at most the
-  baseline's step over ``(k+1)·C`` tokens, and each of the ``k`` draft steps ``δ·t(C)``.
+  baseline's step over ``(k+1)·C`` tokens (and at least its step at C: a sweep whose TPOT falls
+  with C, from noise, does not make verifying cheaper than decoding), and each of the ``k``
+  draft steps ``δ·t(C)``.
 
 ``t`` between measured concurrencies is interpolated linearly in C (exact for a step that is
 affine in the batch, and an over-estimate — so a conservative ``S_lo`` — where the step grows
@@ -170,6 +172,7 @@ def spec_band(
         if not (math.isfinite(t) and t > 0):
             continue
         tv, extrap = tpot_at(sweep, (k + 1) * c)
+        tv = max(tv, t)  # verifying (k+1)·C tokens costs at least a step at C (noisy sweeps)
         draft = k * delta * t
         out.append(SpecPoint(c, t, tv, draft, tau * t / (tv + draft), tau, extrap))
     return out
