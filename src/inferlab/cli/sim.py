@@ -6,11 +6,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from inferlab.sim.config import SimConfig
 
 sim_app = typer.Typer(
     help="The reference engine: a SIMULATED OpenAI-compatible server with known timing.",
@@ -38,6 +41,25 @@ def _config(**fields: Any) -> Any:
     labels.update({"levers." + f: "--" + f.replace("_", "-") for f in _LEVERS})
     labels["levers.nccl_proto"] = "NCCL_PROTO"
     return sim_config(labels=labels, **fields)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _startup_lines(config: SimConfig) -> None:
+    """What the batching model logs before serving: its banner, then SGLang's warning for each
+    block-FP8 GEMM shape without a tuned config (none with --tuned-fp8)."""
+    from inferlab.sim.presets import get_preset, untuned_fp8_lines
+
+    _log(
+        f"[SIMULATED] inferlab sim: continuous-batching model, preset "
+        f"{config.preset or 'generic'}, time scale {config.time_scale:g}; every line marked "
+        "[SIMULATED] imitates SGLang's log"
+    )
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    for line in untuned_fp8_lines(get_preset(config.preset or "generic"), config.levers):
+        _log(f"[SIMULATED] [{stamp} TP0] {line}")
 
 
 @sim_app.command("serve")
@@ -160,30 +182,18 @@ def serve_cmd(
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     def ready(url: str) -> None:
         if batching:
-            log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
+            _log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
         print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
 
     if batching:
-        log(
-            f"[SIMULATED] inferlab sim: continuous-batching model, preset "
-            f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
-            "imitates SGLang's log"
-        )
-        from inferlab.sim.presets import get_preset, untuned_fp8_lines
-
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        for line in untuned_fp8_lines(get_preset(preset or "generic"), config.levers):
-            log(f"[SIMULATED] [{stamp} TP0] {line}")
+        _startup_lines(config)
     try:
-        serve(config, on_ready=ready, log=log if batching else None)
+        serve(config, on_ready=ready, log=_log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
-            log(f"[SIMULATED] {line}")
+            _log(f"[SIMULATED] {line}")
         raise typer.Exit(code=1) from None
 
 
