@@ -32,6 +32,8 @@ def _print(d: Decision, stored: int) -> None:
         "decode step, or a speculative-decoding band (docs/levers.md).",
         highlight=False,
     )
+    if not d.levers:
+        con.print("no lever to rank: no stored profile or sweep of this config", highlight=False)
     for name, levers in d.levers.items():
         con.print(f"\n[bold]{escape(config_title(d, name))}[/bold]", highlight=False)
         for i, lv in enumerate(levers, 1):

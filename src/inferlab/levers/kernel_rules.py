@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .amdahl import (
@@ -57,74 +58,102 @@ def _lines(findings: Sequence[Mapping[str, Any]], cap: int = 6) -> str:
     return ", ".join(str(x) for x in lines[:cap]) + more
 
 
+@dataclass(frozen=True)
+class _Tuning:
+    """A kernel-config lever: its profile category, the finding that names untuned shapes,
+    recon's kind of tuned files, and the action when the finding has none."""
+
+    kind: str
+    title: str
+    category: str
+    finding: str
+    recon_kind: str
+    action: str
+
+
+FP8 = _Tuning(
+    "fp8-gemm",
+    "tune FP8 GEMM",
+    "fp8_gemm",
+    "untuned-fp8-gemm",
+    "fp8_gemm",
+    "inferlab tune fp8-gemm --from-log SERVER_LOG",
+)
+MOE = _Tuning(
+    "moe",
+    "tune fused MoE",
+    "moe",
+    "untuned-moe",
+    "fused_moe",
+    "tune the fused-MoE kernel for the logged shapes (docs/levers.md)",
+)
+
+
+def _recon_lines(ev: Evidence, t: _Tuning, untuned: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What recon saw of the engine's tuned files for the devices the log names."""
+    devices = sorted({str(f["evidence"]["device"]) for f in untuned if f["evidence"].get("device")})
+    out = []
+    for r in ev.recon:
+        dirs = [d for d in r.get("tuned_dirs") or [] if d.get("kind") == t.recon_kind]
+        if not dirs:
+            out.append(
+                f"recon: the engine's tuned {t.recon_kind} directory was not scanned "
+                "(`inferlab recon --python ENGINE_PYTHON`)"
+            )
+            continue
+        where = ", ".join(str(d.get("path")) for d in dirs)
+        for dev in devices:
+            have = (r.get("tuned_for_devices") or {}).get(dev, {}).get(t.recon_kind) or []
+            out.append(f"recon: {len(have)} tuned {t.recon_kind} file(s) for {dev} in {where}")
+    return out
+
+
 def _unbounded(
-    kind: str, title: str, cfg: ConfigEvidence, untuned: list[dict[str, Any]], default: str
+    t: _Tuning, ev: Evidence, cfg: ConfigEvidence, untuned: list[dict[str, Any]]
 ) -> Lever:
     """Untuned shapes in the log but no profile: the lever, with nothing to bound it by."""
     shapes = sum(len(f["evidence"].get("shapes") or []) for f in untuned)
-    action = str(untuned[0].get("action") or default)
+    action = str(untuned[0].get("action") or t.action)
     summary = (
-        f"{title}: {shapes} shape{'s' if shapes != 1 else ''} untuned (log lines "
+        f"{t.title}: {shapes} shape{'s' if shapes != 1 else ''} untuned (log lines "
         f"{_lines(untuned)}); no profile to bound it: capture one (`[profile]`, or "
         f"`inferlab profile --campaign --config {cfg.name} --point C=N`) → {_cmd(action)}"
     )
-    return Lever(
-        kind,
-        title,
-        cfg.name or None,
-        "none",
-        [],
-        summary,
-        [f"log: {f['message']}" for f in untuned],
-        action,
-        "the server log only: how much of the step these shapes take is unknown",
-    )
+    evidence = [f"log: {f['message']}" for f in untuned] + _recon_lines(ev, t, untuned)
+    conf = "the server log only: how much of the step these shapes take is unknown"
+    return Lever(t.kind, t.title, cfg.name or None, "none", [], summary, evidence, action, conf)
 
 
-def _config_lever(
-    kind: str,
-    title: str,
-    what: str,
-    cfg: ConfigEvidence,
-    finding_kind: str,
-    default_action: str,
-) -> list[Lever]:
+def _config_lever(t: _Tuning, ev: Evidence, cfg: ConfigEvidence) -> list[Lever]:
     """FP8 GEMM / fused MoE: a category's ceiling, offered only when the log names untuned
     shapes (or when no log was mined, saying so); without a profile, the shapes alone."""
-    untuned = cfg.found(finding_kind)
+    untuned = cfg.found(t.finding)
     if not cfg.profiles and untuned:
-        return [_unbounded(kind, title, cfg, untuned, default_action)]
+        return [_unbounded(t, ev, cfg, untuned)]
+    what = t.category
     pts = share_points(cfg.profiles, lambda p: category_share(p, what))
     if not any((p.share or 0) > 0 for p in pts):
         return []
     if not untuned and cfg.log_mined:
         return []  # the log names no untuned shape: nothing to tune
     shapes = sum(len(f["evidence"].get("shapes") or []) for f in untuned)
-    head = f"{title}: {share_clause(what, pts)} → {ceiling_clause(pts)}"
+    head = f"{t.title}: {share_clause(what, pts)} → {ceiling_clause(pts)}"
     if untuned:
-        action = str(untuned[0].get("action") or default_action)
+        action = str(untuned[0].get("action") or t.action)
         tail = f"; {shapes} shape{'s' if shapes != 1 else ''} untuned (log lines {_lines(untuned)})"
         conf = (
             f"{profile_basis(cfg.profiles)}; a bound on the whole {what} category (the profile "
             "does not split it by shape), so tuning only the named shapes can buy less"
         )
     else:
-        action, tail = default_action, "; no server log was mined, so untuned shapes are unknown"
+        action, tail = t.action, "; no server log was mined, so untuned shapes are unknown"
         conf = f"{profile_basis(cfg.profiles)}; no log evidence that any shape is untuned"
-    ev = [share_clause(what, pts) + " (GPU time / decode span)", *_grid_lines(cfg.profiles, what)]
-    ev += [f"log: {f['message']}" for f in untuned]
+    evidence = [share_clause(what, pts) + " (GPU time / decode span)"]
+    evidence += _grid_lines(cfg.profiles, what)
+    evidence += [f"log: {f['message']}" for f in untuned] + _recon_lines(ev, t, untuned)
+    summary = f"{head}{tail} → {_cmd(action)}"
     return [
-        Lever(
-            kind,
-            title,
-            cfg.name or None,
-            "amdahl",
-            pts,
-            f"{head}{tail} → {_cmd(action)}",
-            ev,
-            action,
-            conf,
-        )
+        Lever(t.kind, t.title, cfg.name or None, "amdahl", pts, summary, evidence, action, conf)
     ]
 
 
@@ -136,14 +165,7 @@ def _config_lever(
     share=lambda p: category_share(p, "fp8_gemm"),
 )
 def _fp8(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
-    return _config_lever(
-        "fp8-gemm",
-        "tune FP8 GEMM",
-        "fp8_gemm",
-        cfg,
-        "untuned-fp8-gemm",
-        "inferlab tune fp8-gemm --from-log SERVER_LOG",
-    )
+    return _config_lever(FP8, ev, cfg)
 
 
 @rule(
@@ -154,14 +176,7 @@ def _fp8(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
     share=lambda p: category_share(p, "moe"),
 )
 def _moe(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
-    return _config_lever(
-        "moe",
-        "tune fused MoE",
-        "moe",
-        cfg,
-        "untuned-moe",
-        "tune the fused-MoE kernel for the logged shapes (docs/levers.md)",
-    )
+    return _config_lever(MOE, ev, cfg)
 
 
 @rule(
