@@ -319,7 +319,7 @@ def test_report_has_what_to_try_next_and_predictions(db: Path) -> None:
     md, html = render_markdown(rep), render_html(rep)
     assert "## What to try next" in md and "## Predictions" in md
     body = md.split("## What to try next", 1)[1]
-    assert body.index("### baseline (baseline)") < body.index("1. tune FP8 GEMM")
+    assert body.index("### Levers for baseline (baseline)") < body.index("1. tune FP8 GEMM")
     assert "SIMULATED" in body.split("## Predictions", 1)[0]
     assert "| FP8 GEMM + NCCL | A vs baseline | C=1 | ≤ ×1.000 |" in md
     assert "ABOVE THE BOUND" in md and "before the measurement" in md

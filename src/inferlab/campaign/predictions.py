@@ -13,15 +13,20 @@ from inferlab.store import Store
 __all__ = ["predict_now"]
 
 
-def predict_now(store: Store, campaign: str, events: BenchEvents) -> int:
-    """Store the campaign's new predictions; returns how many. A failure is a message, never
-    the end of the campaign."""
+def predict_now(store: Store, campaign: str, events: BenchEvents) -> bool:
+    """Store the campaign's new predictions. A failure is a message, never the end of the
+    campaign; returns False when Ctrl-C interrupted it (nothing stored: one transaction)."""
     try:
         new = record_predictions(store, campaign)
     except InferlabError as exc:
         events.message(f"predictions skipped: {exc}")
-        return 0
+        return True
+    except KeyboardInterrupt:
+        events.message(
+            "Ctrl-C while storing predictions: none stored; inferlab run --resume continues"
+        )
+        return False
     if new:
         keys = ", ".join(str(d["key"]) for d in new)
         events.message(f"stored {len(new)} prediction(s) (inferlab levers {campaign}): {keys}")
-    return len(new)
+    return True

@@ -258,8 +258,9 @@ def run_campaign(
             out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
             result.outcomes.append(out)
             events.config_done(out)
-            if out.status == "measured":
-                predict_now(store, name, events)
+            if out.status == "measured" and not predict_now(store, name, events):
+                result.interrupted = True
+                break
             if out.status == "interrupted":
                 result.interrupted = True
                 break

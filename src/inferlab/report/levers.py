@@ -55,8 +55,9 @@ def levers_section(store: Store, campaign: str) -> Section | None:
         return None
     md, html = _intro(d, INTRO)
     for name, levers in d.levers.items():
-        md += [f"### {md_text(config_title(d, name))}", ""]
-        html += [f"<h3>{escape(config_title(d, name))}</h3>", "<ol>"]
+        title = f"Levers for {config_title(d, name)}"
+        md += [f"### {md_text(title)}", ""]
+        html += [f"<h3>{escape(title)}</h3>", "<ol>"]
         for i, lv in enumerate(levers, 1):
             md.append(f"{i}. {md_text(lv.summary)}")
             md += [f"    - {md_text(x)}" for x in lever_details(lv)]
