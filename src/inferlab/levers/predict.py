@@ -212,6 +212,15 @@ def _measured(ref: ConfigEvidence, cand: ConfigEvidence, c: int) -> Measured | N
     return Measured(1 / r.estimate, 1 / r.high, 1 / r.low)
 
 
+def _not_applied(cand: ConfigEvidence) -> list[str]:
+    """The lever-applied evidence's items that are not ``applied`` (i13's records)."""
+    return [
+        f"lever {i.get('item')}: {i.get('status')} ({i.get('evidence')})"
+        for i in cand.lever_items or []
+        if i.get("status") != "applied"
+    ]
+
+
 def _suspects(row: PredictionRow, ref: ConfigEvidence, cand: ConfigEvidence) -> list[str]:
     c = row.concurrency
     n_ref = sum(len(t) for t in ref.sweep[c].trials)
@@ -224,9 +233,7 @@ def _suspects(row: PredictionRow, ref: ConfigEvidence, cand: ConfigEvidence) -> 
         out.append("a second change in the diff: " + ", ".join(row.also_changed))
     if cand.lever_items is None:
         out.append(f"no lever-applied evidence stored for {cand.name}")
-    else:
-        bad = [i for i in cand.lever_items if i.get("status") != "applied"]
-        out += [f"lever {i.get('item')}: {i.get('status')} ({i.get('evidence')})" for i in bad]
+    out += _not_applied(cand)
     if row.extrapolated:
         out.append("the prediction is extrapolated beyond the reference's sweep")
     if any(RULES[k].model == "amdahl" for k in row.kinds):
@@ -307,4 +314,6 @@ def _rows_at(
     )
     if verdict == "above":
         row.suspects = _suspects(row, ref, cand)
+    elif _not_applied(cand):  # a lever that did not take effect explains "below" too
+        row.detail += "; " + "; ".join(_not_applied(cand))
     return [row]
