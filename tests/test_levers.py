@@ -206,6 +206,9 @@ def test_levers_are_ranked_by_ceiling_with_evidence(db: Path, decision: Decision
     )
     assert "`inferlab tune fp8-gemm --from-log " in fp8.summary
     assert any("16 blocks on 132 SMs" in e for e in fp8.evidence)  # the grid, from the profile
+    floor = next(e for e in fp8.evidence if e.startswith("TPOT at C=16: "))
+    measured, best = (float(x.split(" ms")[0]) for x in floor.split(": ")[1].split("→ at best "))
+    assert best == pytest.approx(measured / c16.high, abs=0.06)
     # the campaign's recon ran without the engine's Python: it says what it could not see
     assert "recon: the engine's tuned fp8_gemm directory was not scanned" in fp8.evidence[-1]
     assert base[-1].kind == "concurrency" and base[-1].summary.startswith(

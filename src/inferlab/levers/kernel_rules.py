@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from inferlab.profile.analysis import PARTLY
+
 from .amdahl import (
     amdahl,
     category_share,
@@ -16,6 +18,7 @@ from .amdahl import (
     share_clause,
     share_points,
     span_share,
+    tpot_floor,
 )
 from .evidence import ConfigEvidence, Evidence, StoredProfile
 from .model import Lever, LeverOptions, PointBound
@@ -26,7 +29,7 @@ __all__ = ["BIG_KERNEL", "EAGER_FLAGS", "profile_basis"]
 #: a single kernel at or above this fraction of the decode span is a lever of its own
 BIG_KERNEL = 0.20
 #: below this busy / span the step is (partly) host-bound (``inferlab profile``'s verdicts)
-HOST_BOUND = 0.85
+HOST_BOUND = PARTLY
 #: categories with a lever rule of their own (a big kernel of theirs is not listed twice)
 OWN_RULE = ("fp8_gemm", "moe", "communication")
 #: flags that turn CUDA graphs off (vLLM, SGLang)
@@ -148,7 +151,7 @@ def _config_lever(t: _Tuning, ev: Evidence, cfg: ConfigEvidence) -> list[Lever]:
     else:
         action, tail = t.action, "; no server log was mined, so untuned shapes are unknown"
         conf = f"{profile_basis(cfg.profiles)}; no log evidence that any shape is untuned"
-    evidence = [share_clause(what, pts) + " (GPU time / decode span)"]
+    evidence = [share_clause(what, pts) + " (GPU time / decode span)", *tpot_floor(cfg, pts)]
     evidence += _grid_lines(cfg.profiles, what)
     evidence += [f"log: {f['message']}" for f in untuned] + _recon_lines(ev, t, untuned)
     summary = f"{head}{tail} → {_cmd(action)}"
@@ -199,7 +202,7 @@ def _comm(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
     else:
         action = "env NCCL_PROTO=LL"  # the low-latency protocol, for decode's small all-reduces
     errors = cfg.found("nccl-error") + cfg.found("nccl-timeout")
-    ev_ = [share_clause("communication", pts) + " (GPU time / decode span)"]
+    ev_ = [share_clause("communication", pts) + " (GPU time / decode span)", *tpot_floor(cfg, pts)]
     ev_ += [f"log: {f['message']}" for f in errors]
     summary = (
         f"communication / NCCL: {share_clause('communication', pts)} → {ceiling_clause(pts)} "
@@ -299,6 +302,7 @@ def _kernels(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Leve
             f"{pts[0].note.split(': ', 1)[1]} → {action}"
         )
         ev_ = [share_clause(short, pts) + f" ({cat}; GPU time / decode span)", f"grid: {occ}"]
+        ev_ += tpot_floor(cfg, pts)
         conf = (
             f"{profile_basis([h[0] for h in hits])}; the full-SM figure assumes the kernel "
             "scales with the SMs it occupies"
@@ -353,7 +357,7 @@ def _graphs(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
         f"CUDA graphs / host overhead: {share_clause('the GPU', pts, verb='idles')} "
         f"→ {ceiling_clause(pts)} → {action}"
     )
-    ev_ = [str(p.data.get("verdict") or "") for p in host]
+    ev_ = [str(p.data.get("verdict") or "") for p in host] + tpot_floor(cfg, pts)
     conf = f"{profile_basis(host)}; idle time of the step's GPU span, all of it removable at best"
     return [
         Lever(
