@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -93,12 +94,25 @@ def serve_cmd(
     ] = None,
     fault: Annotated[
         str | None,
-        typer.Option("--fault", help="Misbehave on purpose: stall, close, malformed or http500."),
+        typer.Option("--fault", help="Misbehave on purpose (docs/reliability.md lists kinds)."),
     ] = None,
     fault_after: Annotated[
         int, typer.Option("--fault-after", help="Token chunks before the fault.")
     ] = 0,
     fault_every: Annotated[int, typer.Option("--fault-every", help="Fault every Nth request.")] = 1,
+    fault_at_s: Annotated[
+        float | None,
+        typer.Option("--fault-at-s", help="Faults from T s after the first request (exit: at T)."),
+    ] = None,
+    fault_for_s: Annotated[
+        float | None, typer.Option("--fault-for-s", help="Faults only for D s from --fault-at-s.")
+    ] = None,
+    drip_ms: Annotated[
+        float, typer.Option("--drip-ms", help="Gap between bytes of the drip fault (ms).")
+    ] = 1.0,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="Require this Bearer key on /v1/ (as vLLM).")
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
@@ -173,6 +187,10 @@ def serve_cmd(
         fault=fault,
         fault_after=fault_after,
         fault_every=fault_every,
+        fault_at_s=fault_at_s,
+        fault_for_s=fault_for_s,
+        drip_ms=drip_ms,
+        api_key=api_key,
         model_mode=model_mode,
         preset=preset,
         time_scale=time_scale,
@@ -182,6 +200,10 @@ def serve_cmd(
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
 
+    # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
+    # secrets included: what inferlab stores from this log must not carry them
+    _log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
+
     def ready(url: str) -> None:
         if batching:
             _log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
@@ -190,11 +212,14 @@ def serve_cmd(
     if batching:
         _startup_lines(config)
     try:
-        serve(config, on_ready=ready, log=_log if batching else None)
+        crashed = serve(config, on_ready=ready, log=_log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
             _log(f"[SIMULATED] {line}")
         raise typer.Exit(code=1) from None
+    if crashed:
+        _log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
+        raise typer.Exit(code=1)
 
 
 @sim_app.command("tokenizer")
