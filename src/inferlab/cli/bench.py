@@ -160,8 +160,20 @@ def bench(
         str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray", metavar="ADDRESS", help="Generate the load from Ray client nodes: HOST:PORT"
+        ),
+    ] = None,
+    clients: Annotated[
+        int | None,
+        typer.Option("--clients", help="With --ray: client nodes sharing the load (default 1)"),
+    ] = None,
 ) -> None:
     """Measure a running endpoint across concurrency levels or request rates."""
+    if clients is not None and ray is None:
+        raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
     try:
         cfg = BenchConfig(
             url=url,
@@ -199,14 +211,28 @@ def bench(
     events = _RichEvents(err, table_console)
     result: BenchResult | None = None
     try:
-        result, run_ids = bench_with_record(
-            cfg,
-            events,
-            out=out,
-            db=None if no_db else db_path(db),
-            campaign=campaign,
-            config=config_name,
-        )
+        if ray is not None:
+            from inferlab.cluster.bench import bench_ray
+
+            result, run_ids = bench_ray(
+                cfg,
+                address=ray,
+                clients=clients or 1,
+                events=events,
+                out=out,
+                db=None if no_db else db_path(db),
+                campaign=campaign,
+                config=config_name,
+            )
+        else:
+            result, run_ids = bench_with_record(
+                cfg,
+                events,
+                out=out,
+                db=None if no_db else db_path(db),
+                campaign=campaign,
+                config=config_name,
+            )
     except ServerRejected:
         events.progress_done()
         raise

@@ -47,21 +47,46 @@ def run(
     resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run the configs side by side on a Ray cluster: HOST:PORT, auto or local",
+        ),
+    ] = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report."""
     plan = make_plan(campaign_file)
     err = Console(stderr=True)
     out = stdout_console()
-    for line in render_plan(plan):
+    lines = render_plan(plan)
+    if ray is not None:
+        from inferlab.cluster.campaign import check_cluster_plan, placement_lines
+
+        lines += placement_lines(check_cluster_plan(campaign_file, ray)[1])
+    for line in lines:
         (out if dry_run else err).print(escape(line), highlight=False, soft_wrap=True)
     if dry_run:
         return
     events = _Events(err, out)
     with Store(db_path(db)) as store:
         try:
-            result = run_campaign(
-                campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
-            )
+            if ray is not None:
+                from inferlab.cluster.campaign import run_campaign_ray
+
+                result = run_campaign_ray(
+                    campaign_file,
+                    store=store,
+                    address=ray,
+                    events=events,
+                    resume=resume,
+                    no_verify=no_verify,
+                )
+            else:
+                result = run_campaign(
+                    campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
+                )
         finally:
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
@@ -74,9 +99,10 @@ def run(
     for p in report_paths:
         out.print(f"report: {escape(str(p))}", highlight=False)
     if result.interrupted:
+        again = f" --ray {ray}" if ray is not None else ""
         err.print(
             "[yellow]interrupted: the server was stopped; "
-            f"inferlab run {escape(str(campaign_file))} --resume continues[/yellow]"
+            f"inferlab run {escape(str(campaign_file))}{escape(again)} --resume continues[/yellow]"
         )
         raise typer.Exit(130)
 

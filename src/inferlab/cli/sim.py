@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -115,6 +116,12 @@ def serve_cmd(
     tuned_fp8: Annotated[
         bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
     ] = False,
+    startup_s: Annotated[
+        float,
+        typer.Option(
+            "--startup-s", help="Seconds before listening (stands in for weight loading)."
+        ),
+    ] = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
@@ -154,6 +161,7 @@ def serve_cmd(
         preset=preset,
         time_scale=time_scale,
         decode_log_interval=decode_log_interval,
+        startup_s=startup_s,
         levers={k: v for k, v in levers.items() if v is not None},
     )
     from inferlab.sim.presets import StartupFailure
@@ -173,6 +181,9 @@ def serve_cmd(
             f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
             "imitates SGLang's log"
         )
+    if config.startup_s:
+        log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
+        time.sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
     try:
         serve(config, on_ready=ready, log=log if batching else None)
     except StartupFailure as exc:

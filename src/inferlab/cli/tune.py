@@ -150,8 +150,10 @@ def tune_fp8_gemm(
     server_env: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
     planned_device: str | None = None,
+    ray: str | None = None,
 ) -> TuneOutcome:
-    """The command as a plain function: plan, tune (or load a saved run), write, store."""
+    """The command as a plain function: plan, tune (or load a saved run; on a Ray cluster
+    with ``ray``), write, store."""
     if engine not in ENGINES:
         raise ConfigError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if install_into is not None:
@@ -162,6 +164,8 @@ def tune_fp8_gemm(
         raise ConfigError("--python only applies with --install-into sglang|vllm")
     if dry_run and from_results is not None:
         raise ConfigError("--dry-run and --from-results exclude each other")
+    if ray is not None and (devices is not None or from_results is not None):
+        raise ConfigError("--ray: Ray gives each actor one GPU (not with --devices/--from-results)")
     device_list = _parse_devices(devices)
     env = _parse_env(server_env)
     try:
@@ -177,7 +181,7 @@ def tune_fp8_gemm(
     gpu_ok, found, gpu_name, gpu_cap = False, "", None, None
     if from_results is not None:
         run = read_run(from_results)
-    elif not dry_run:
+    elif not dry_run and ray is None:  # under --ray the GPUs are the cluster's
         gpu_ok, found, gpu_name, gpu_cap = _gpu_status()
         if not gpu_ok:
             raise TuneError(
@@ -260,25 +264,10 @@ def tune_fp8_gemm(
         return outcome
 
     if run is None:
-        from inferlab.tune.runner import tune_shapes
-
-        default = DEFAULT_SGLANG if engine == "sglang" else DEFAULT_VLLM
-        raw = tune_shapes(
-            [(s.n, s.k) for s in shapes],
-            ms,
-            split_k=split_k,
-            devices=device_list,
-            default=default,
-            progress=progress,
+        run, outcome.run_path = _search(
+            shapes, ms, engine, split_k, device_list, out, progress, ray
         )
-        doc = raw.to_json()
-        run_dir = out or DEFAULT_OUT
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_path = run_dir / f"tune-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
-        run_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        run = parse_run(doc, str(run_path))
-        outcome.run, outcome.run_path = run, run_path
-        outcome.device_name = run.device_name
+        outcome.run, outcome.device_name = run, run.device_name
 
     for (n, k), configs in run.engine_configs().items():
         outcome.files.append(
@@ -297,6 +286,39 @@ def tune_fp8_gemm(
                 warnings=warnings,
             )
     return outcome
+
+
+def _search(
+    shapes: list[Shape],
+    ms: list[int],
+    engine: str,
+    split_k: bool,
+    devices: list[int] | None,
+    out: Path | None,
+    progress: Callable[[str], None] | None,
+    ray: str | None,
+) -> tuple[TuneData, Path]:
+    """Tune here (or on the Ray cluster at ``ray``) and save the run; returns it and its file."""
+    default = DEFAULT_SGLANG if engine == "sglang" else DEFAULT_VLLM
+    pairs = [(s.n, s.k) for s in shapes]
+    if ray is not None:
+        from inferlab.cluster.tune import tune_shapes_ray
+
+        raw = tune_shapes_ray(
+            pairs, ms, address=ray, split_k=split_k, default=default, progress=progress
+        )
+    else:
+        from inferlab.tune.runner import tune_shapes
+
+        raw = tune_shapes(
+            pairs, ms, split_k=split_k, devices=devices, default=default, progress=progress
+        )
+    doc = raw.to_json()
+    run_dir = out or DEFAULT_OUT
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_path = run_dir / f"tune-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    run_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return parse_run(doc, str(run_path)), run_path
 
 
 def _plan_lines(o: TuneOutcome, split_k: bool) -> list[str]:
@@ -376,6 +398,10 @@ def fp8_gemm(
         bool, typer.Option("--no-split-k", help="Do not time split-K candidates")
     ] = False,
     devices: Annotated[str | None, typer.Option("--devices", help="GPU indices, e.g. 0,1")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", metavar="ADDRESS", help="Tune on every GPU of a Ray cluster"),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; run nothing")] = False,
     from_results: Annotated[
         Path | None,
@@ -418,6 +444,7 @@ def fp8_gemm(
         python=python,
         split_k=not no_split_k,
         devices=devices,
+        ray=ray,
         dry_run=dry_run,
         from_results=from_results,
         campaign=campaign,

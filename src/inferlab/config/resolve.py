@@ -35,6 +35,7 @@ class ResolvedConfig:
     stop_grace_s: float = 20.0
     description: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[int | str, ...]) -> str:
@@ -105,6 +106,7 @@ def resolve_configs(
                 ready_timeout_s=eng.ready_timeout_s,
                 stop_grace_s=eng.stop_grace_s,
                 description=cfg.description,
+                gpus=eng.gpus,
             )
         )
     return out

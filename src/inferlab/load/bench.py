@@ -103,6 +103,7 @@ class PointResult:
     trial: int = 0
     started_at: str | None = None  # wall clock, ISO 8601
     ended_at: str | None = None
+    clients: dict[str, Any] | None = None  # several load hosts: offsets, bounds (cluster/)
 
 
 @dataclass
@@ -265,7 +266,9 @@ def _sigint_sets(stop: Any) -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, old)
 
 
-def _run_phase(jobs: list[WorkerJob], events: BenchEvents) -> tuple[list[WorkerResult], bool]:
+def _run_phase(
+    jobs: list[WorkerJob], events: BenchEvents, start_ns: int | None = None
+) -> tuple[list[WorkerResult], bool]:
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     stop = ctx.Event()
     done = ctx.Array("q", len(jobs), lock=False)
@@ -294,7 +297,7 @@ def _run_phase(jobs: list[WorkerJob], events: BenchEvents) -> tuple[list[WorkerR
                         ready += 1
                 if not any(p.is_alive() for p in procs) and ready < len(conns):
                     raise RuntimeError("a measuring worker died before it was ready")
-            t0 = time.perf_counter_ns() + 20_000_000
+            t0 = max(time.perf_counter_ns() + 20_000_000, start_ns or 0)
             for c, job in zip(conns, jobs):
                 if job.worker not in results:
                     c.send(("start", t0))
@@ -532,6 +535,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "loop_lag_ms": res.loop_lag_ms.to_json(),
         "summary": res.summary.to_json(),
         "warnings": [w.to_json() for w in res.warnings],
+        **({"clients": res.clients} if res.clients else {}),
     }
 
 
@@ -545,9 +549,12 @@ def run_bench(
     out: Path | None = None,
     sinks: Sequence[ResultSink] = (),
     cells: set[tuple[str, int]] | None = None,
+    start_ns: int | None = None,
 ) -> BenchResult:
     """Measure every load point × trial of ``cfg``; each finished point goes to every sink at
-    once; with ``cells``, only those (label, trial) cells are measured. Raises ``ConnectError``/
+    once; with ``cells``, only those (label, trial) cells are measured; with ``start_ns`` (a
+    ``perf_counter_ns`` instant), no measured phase starts before it (hosts that start
+    together). Raises ``ConnectError``/
     ``ServerRejected``/``ConfigError`` for what the user must fix (after handing what was
     measured to the sinks)."""
     events = events or BenchEvents()
@@ -591,6 +598,7 @@ def run_bench(
                     run_id,
                     events,
                     trial,
+                    start_ns,
                 )
                 result.points.append(res)
                 for sink in all_sinks:
@@ -624,6 +632,7 @@ def _run_point(
     run_id: str,
     events: BenchEvents,
     trial: int = 0,
+    start_ns: int | None = None,
 ) -> PointResult:
     workers = cfg.workers or auto_workers(point.streams, local_server=_is_loopback(ep.host))
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -707,7 +716,7 @@ def _run_point(
             cycle=cycle,
         )
         nworkers = len(jobs)
-        wres, interrupted = _run_phase(jobs, events)
+        wres, interrupted = _run_phase(jobs, events, start_ns)
         for r in wres:
             records.extend(r.records)
             texts.extend(r.texts)

@@ -23,7 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab.environment import gpu_process_memory
 from inferlab.errors import LaunchError
+from inferlab.server.guard import guarded
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -87,6 +89,7 @@ class LaunchSpec:
     host: str = "local"  # or an ssh target
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
+    guard: bool = False  # local: killed with its launcher (``inferlab.server.guard``)
 
 
 @dataclass
@@ -119,7 +122,7 @@ class StopReport:
 
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
     if spec.host in ("local", "localhost", ""):
-        return list(spec.argv), clean_env(spec.env)
+        return (guarded(spec.argv) if spec.guard else list(spec.argv)), clean_env(spec.env)
     # remote: ssh with one argv; the remote command is shlex-joined (quoted), never pasted.
     # -tt gives the remote command a terminal, so it gets SIGHUP when ssh goes away.
     remote = shlex.join(["env", *(f"{k}={v}" for k, v in spec.env.items()), *spec.argv])
@@ -273,28 +276,6 @@ def _port_free(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) != 0
 
 
-def _gpu_pids_memory() -> dict[int, int] | None:
-    """MiB held per process on every GPU, or None without NVML/GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        held: dict[int, int] = {}
-        for i in range(int(pynvml.nvmlDeviceGetCount())):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-                mem = int(getattr(p, "usedGpuMemory", 0) or 0) // (1 << 20)
-                held[int(p.pid)] = held.get(int(p.pid), 0) + mem
-        return held
-    finally:
-        pynvml.nvmlShutdown()
-
-
 def _group_pids(pgid: int) -> set[int]:
     pids = set()
     for d in Path("/proc").iterdir():
@@ -331,6 +312,9 @@ def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
         grace_s=server.spec.stop_grace_s,
         drain_timeout_s=drain_timeout_s,
         reap=server.proc.poll,
+        cuda_visible=server.spec.env.get(
+            "CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")
+        ),
     )
     rep.exit_code = server.proc.returncode
     return rep
@@ -344,9 +328,11 @@ def stop_group(
     grace_s: float = 20.0,
     drain_timeout_s: float = 60.0,
     reap: Callable[[], int | None] | None = None,
+    cuda_visible: str | None = None,
 ) -> StopReport:
     """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
-    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port and GPU checks."""
+    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port check, and the GPU
+    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU)."""
     t0 = time.monotonic()
     notes: list[str] = []
 
@@ -385,11 +371,11 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    if _gpu_pids_memory() is None:
+    if gpu_process_memory(cuda_visible) is None:
         gpu = "skipped: no GPU visible through NVML"
     else:
         while True:
-            left = {p: m for p, m in (_gpu_pids_memory() or {}).items() if p in pids}
+            left = {p: m for p, m in (gpu_process_memory(cuda_visible) or {}).items() if p in pids}
             if not left:
                 gpu = "drained"
                 break

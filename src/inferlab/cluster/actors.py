@@ -1,0 +1,330 @@
+"""The work a Ray actor does on its node, with the existing code; no actor touches the store.
+
+``ServerActor`` (a config's GPU bundle) launches the engine with the campaign lifecycle (own
+process group, one log file, readiness with fatal log signatures), verifies it, and stops and
+drains it; the engine inherits the ``CUDA_VISIBLE_DEVICES`` Ray gave the actor. ``ClientActor``
+(the CPU bundle beside it, or a client node) runs the existing load generator, worker
+processes included, one cell per call, and returns the finished point with its raw records and
+``/metrics`` scrapes for the driver to commit. Ray only places and collects: it is never in a
+request's path. These are plain classes; :mod:`inferlab.cluster.campaign` wraps them with
+``ray.remote``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from inferlab.campaign.up import launch_config, served_model
+from inferlab.config.bench import BenchConfig
+from inferlab.config.campaign import CampaignFile
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.engines import get_engine
+from inferlab.environment import snapshot
+from inferlab.errors import InferlabError, LaunchError
+from inferlab.load.bench import LoadPoint, PointResult, run_bench
+from inferlab.load.http import Endpoint
+from inferlab.records import RequestRecord
+from inferlab.server import ServerProcess, stop
+from inferlab.server.scrape import Scrape, Scraper
+from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
+
+__all__ = [
+    "ClientActor",
+    "Launched",
+    "Measured",
+    "Placed",
+    "ServerActor",
+    "Stopped",
+    "mine_log",
+    "own_children",
+    "placed_here",
+]
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where an actor runs: Ray node, host, its pid, and the GPUs Ray assigned it."""
+
+    node_id: str
+    hostname: str
+    ip: str
+    pid: int
+    cuda_visible_devices: str | None
+    gpu_ids: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node_id": self.node_id,
+            "hostname": self.hostname,
+            "ip": self.ip,
+            "actor_pid": self.pid,
+            "cuda_visible_devices": self.cuda_visible_devices,
+            "ray_gpu_ids": list(self.gpu_ids),
+        }
+
+
+def placed_here() -> Placed:
+    """The calling actor's node and GPUs, as Ray sees them."""
+    import ray
+
+    ctx = ray.get_runtime_context()
+    return Placed(
+        node_id=str(ctx.get_node_id()),
+        hostname=socket.gethostname(),
+        ip=str(ray.util.get_node_ip_address()),  # type: ignore[no-untyped-call]
+        pid=os.getpid(),
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
+        gpu_ids=[str(g) for g in ray.get_gpu_ids()],
+    )
+
+
+def own_children() -> None:
+    """Wait for our own children again: with child-process reaping on, a Ray worker ignores
+    SIGCHLD, so every exit status read 0 (a crashed engine looked like a clean exit). The
+    raylet still kills what a dead worker leaves behind."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+
+def mine_log(path: str) -> list[dict[str, Any]]:
+    """Findings of a launch log as stored dicts (as ``store_log_findings`` would store them);
+    a miner bug becomes a ``log-analysis-failed`` finding, never the end of a campaign."""
+    from inferlab.logs.analyze import analyze_log
+
+    try:
+        return [f.to_dict() for f in analyze_log(path).findings]
+    except InferlabError:
+        return []
+    except Exception as exc:
+        return [
+            {
+                "kind": "log-analysis-failed",
+                "severity": "warning",
+                "message": f"the launch log could not be analyzed: {exc!r}",
+                "evidence": {"lines": []},
+                "action": f"inferlab logs analyze {path} (and report the error)",
+            }
+        ]
+
+
+def _proc_env(pid: int, name: str) -> str | None:
+    """``name`` in the environment the server under guard ``pid`` started with (Linux: its
+    first child's, else the guard's own), or None."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            kids = f.read().split()
+        pid = int(kids[0]) if kids else pid
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for item in f.read().split(b"\0"):
+                key, sep, value = item.partition(b"=")
+                if sep and key.decode(errors="replace") == name:
+                    return value.decode(errors="replace")
+    except OSError:
+        pass
+    return None
+
+
+@dataclass
+class Launched:
+    """A launch's outcome on its node: the URL when ready, else the classified failure."""
+
+    placed: Placed
+    url: str | None = None
+    model: str = ""
+    ready_s: float | None = None
+    log_path: str = ""
+    argv: list[str] = field(default_factory=list)
+    server_pid: int | None = None
+    server_cuda_visible_devices: str | None = None
+    environment: dict[str, Any] = field(default_factory=dict)
+    recon: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Stopped:
+    """A stop report (signal, seconds, port and GPU drain) and the findings of the whole log."""
+
+    report: dict[str, Any]
+    log_path: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ServerActor:
+    """One config's server on its node (see the module docstring)."""
+
+    def __init__(self, camp: CampaignFile, cfg: ResolvedConfig) -> None:
+        self.camp = camp
+        self.cfg = cfg
+        self.server: ServerProcess | None = None
+        own_children()
+        atexit.register(self._kill)  # a graceful actor exit takes the server down with it
+
+    def _kill(self) -> None:
+        if self.server is not None and self.server.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.server.proc.pid, signal.SIGKILL)
+
+    def launch(self, recon: bool = False) -> Launched:
+        """Launch and wait until ready; a failure is returned classified, with its findings."""
+        out = Launched(placed_here())
+        if recon:
+            out.recon = _recon()
+        try:
+            server = launch_config(self.camp, self.cfg, guard=True)
+        except LaunchError as exc:
+            log = str(exc.log_path or "")
+            out.error = {
+                "kind": exc.kind,
+                "message": str(exc),
+                "remedy": exc.remedy,
+                "tail": exc.tail[-40:],
+                "log_path": log,
+            }
+            out.findings = mine_log(log) if log else []
+            return out
+        self.server = server
+        spec = get_engine(self.cfg.engine)
+        url = server.spec.health_url.rsplit(str(spec.health_path), 1)[0]
+        out.url, out.ready_s, out.argv = url, server.ready_s, list(server.spec.argv)
+        out.log_path, out.server_pid = str(server.spec.log_path), server.pid
+        out.server_cuda_visible_devices = _proc_env(server.pid, "CUDA_VISIBLE_DEVICES")
+        out.model = served_model(url, self.cfg.model or "")
+        cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+        snap = snapshot(engine_name=self.cfg.engine, cuda_visible=cvd, restrict=True)
+        out.environment = {**snap, **{"ray_" + k: v for k, v in out.placed.to_json().items()}}
+        return out
+
+    def verify(self, url: str, model: str, reference: GreedyOutputs | None) -> VerifyReport:
+        """Every check of the campaign's ``[verify]`` against the running server."""
+        spec = get_engine(self.cfg.engine)
+        return verify_endpoint(
+            url, model=model, engine=spec, section=self.camp.verify, reference=reference
+        )
+
+    def stop(self) -> Stopped | None:
+        """Stop and drain the server (None when it never started)."""
+        if self.server is None:
+            return None
+        server, self.server = self.server, None
+        rep = stop(server)
+        log = str(server.spec.log_path)
+        report = {
+            "signal": rep.signal,
+            "seconds": rep.seconds,
+            "port_free": rep.port_free,
+            "gpu": rep.gpu_check,
+            "notes": rep.notes,
+        }
+        return Stopped(report, log, mine_log(log))
+
+
+def _recon() -> dict[str, Any] | None:
+    """This node's recon snapshot (GPUs, NCCL and engine variables), or None if it failed."""
+    from inferlab.recon import ReconOptions, run_recon
+
+    try:
+        return run_recon(ReconOptions(help=False, probe_timeout_s=60.0)).to_dict()
+    except InferlabError:
+        return None
+
+
+@dataclass
+class Measured:
+    """One cell as a client measured it: the point (records on this host's clock), its
+    scrapes, the sweep's meta, and the error that ended it (kind, message) if any."""
+
+    point: PointResult | None
+    scrapes: list[Scrape]
+    meta: dict[str, Any]
+    placed: Placed
+    error: tuple[str, str] | None = None
+
+
+class _Collect:
+    """A result sink that keeps the points and scrapes ``/metrics`` around each (as the
+    driver's store sink does on one host)."""
+
+    def __init__(self, cfg: BenchConfig, scrape: bool) -> None:
+        spec = get_engine(cfg.engine)
+        self.metrics = (
+            Endpoint.parse(cfg.url).base + str(spec.metrics_path)
+            if scrape and spec.metrics_path
+            else None
+        )
+        self.meta: dict[str, Any] = {}
+        self.points: list[PointResult] = []
+        self.scrapes: list[Scrape] = []
+        self._scraper: Scraper | None = None
+
+    def start(self, meta: dict[str, Any]) -> None:
+        self.meta = meta
+
+    def begin(self, point: LoadPoint, trial: int) -> None:
+        if self.metrics is not None:
+            self._scraper = Scraper(self.metrics, interval_s=2.0).start()
+
+    def point(self, res: PointResult) -> None:
+        if self._scraper is not None:
+            self.scrapes = self._scraper.stop()
+            self._scraper = None
+        self.points.append(res)
+
+    def close(self) -> None:
+        if self._scraper is not None:
+            self._scraper.stop()
+
+
+def _skewed(rec: RequestRecord, skew: int) -> RequestRecord:
+    return replace(
+        rec,
+        send_ns=rec.send_ns + skew,
+        end_ns=rec.end_ns + skew,
+        scheduled_ns=None if rec.scheduled_ns is None else rec.scheduled_ns + skew,
+        event_ns=[t + skew for t in rec.event_ns],
+    )
+
+
+class ClientActor:
+    """The load generator of one host. ``skew_ns`` is a test seam: this host's clock then
+    reads ``skew_ns`` ahead of ``perf_counter_ns`` (in its records and in :meth:`clock`)."""
+
+    def __init__(self, cfg: BenchConfig, *, scrape: bool = True, skew_ns: int = 0) -> None:
+        self.cfg = cfg
+        self.scrape = scrape
+        self.skew_ns = skew_ns
+        own_children()
+
+    def clock(self) -> int:
+        """This host's clock now (ns): what the driver's offset estimate reads."""
+        return time.perf_counter_ns() + self.skew_ns
+
+    def placed(self) -> Placed:
+        return placed_here()
+
+    def measure(self, label: str, trial: int, start_ns: int | None = None) -> Measured:
+        """Measure one (label, trial) cell, its main phase starting no earlier than
+        ``start_ns`` on this host's clock. A user error ends it and is returned with the
+        point it measured (as ``inferlab bench`` would store it, then raise)."""
+        sink = _Collect(self.cfg, self.scrape)
+        start = None if start_ns is None else start_ns - self.skew_ns
+        error: tuple[str, str] | None = None
+        try:
+            run_bench(self.cfg, None, None, [sink], cells={(label, trial)}, start_ns=start)
+        except InferlabError as exc:
+            error = (type(exc).__name__, str(exc))
+        point = sink.points[0] if sink.points else None
+        if point is not None and self.skew_ns:
+            point.records = [_skewed(r, self.skew_ns) for r in point.records]
+        scrapes = [replace(s, t_ns=s.t_ns + self.skew_ns) for s in sink.scrapes]
+        return Measured(point, scrapes, sink.meta, placed_here(), error)
