@@ -8,7 +8,7 @@ import os
 import zlib
 from typing import Any
 
-from inferlab.cluster.tune import CompileItem, FinishItem, ScreenItem
+from inferlab.cluster.tunework import CompileItem, FinishItem, ScreenItem
 from inferlab.tune.config import KernelConfig
 from inferlab.tune.results import CellResult
 

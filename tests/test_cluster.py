@@ -21,6 +21,7 @@ from inferlab.campaign.runner import CampaignEvents, run_campaign  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
 from inferlab.cluster.connect import CLIENT_RESOURCE, REAPER_CONFIG  # noqa: E402
+from inferlab.cluster.report import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
 from inferlab.errors import ConfigError, TuneError  # noqa: E402
@@ -212,8 +213,10 @@ def test_configs_run_side_by_side_and_store_what_one_host_would(
         assert got == want  # complete, and the same content as on one host
         launches, windows = _launches(st), _windows(st, "five")
         recon = {a["name"] for a in st.analyses("recon", campaign="five")}
+        placed = {r[0]: r for r in placement_rows(st, "five")}
         env = {r.config: r.environment for r in st.runs(campaign="five")}
     assert len(got["runs"]) == 3 * 4 and recon
+    assert set(placed) == {o.config for o in res.outcomes} and placed["broken"][5] == "failed"
     for name, d in launches.items():
         # the server inherited the GPUs Ray gave its actor
         assert (
@@ -247,9 +250,7 @@ def test_a_config_no_node_can_hold_is_named_before_anything_starts(
     msg = str(exc.value)
     assert "config 'keeper' needs 4 GPU(s) and 1 CPU(s) on one node" in msg
     assert "has 2 GPU(s) and 2 CPU(s)" in msg and "'victim'" in msg
-    assert ray.util.placement_group_table() == {} or all(
-        v["state"] == "REMOVED" for v in ray.util.placement_group_table().values()
-    )
+    assert all(v["state"] == "REMOVED" for v in ray.util.placement_group_table().values())
 
 
 def test_load_from_two_client_hosts_merges_on_the_driver_clock(
@@ -293,6 +294,11 @@ def test_load_from_two_client_hosts_merges_on_the_driver_clock(
         stored = st.requests(ids[0])
         assert len({r.client for r in stored}) == 2 and None not in {r.client for r in stored}
         assert st.runs(run_ids=[ids[0]])[0].summary["clients"]["window_error_ms"] >= 0
+        rows = client_rows(st, "bench")  # the report splits latency by client host
+        assert len(rows) == 2 * 2 and {r[3] for r in rows} == {r.client for r in stored}
+        assert all(18 < float(r[5]) < 35 for r in rows)
+        sec = cluster_section(st, "bench")
+        assert sec is not None and all(r[3] in sec.markdown for r in rows)
 
 
 def test_tuning_spreads_items_over_every_gpu_and_merges_each_shape(cluster: Any) -> None:

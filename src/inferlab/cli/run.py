@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from inferlab.campaign.runner import (
     CampaignEvents,
+    CampaignResult,
     ConfigOutcome,
     make_plan,
     render_plan,
@@ -72,21 +73,7 @@ def run(
     events = _Events(err, out)
     with Store(db_path(db)) as store:
         try:
-            if ray is not None:
-                from inferlab.cluster.campaign import run_campaign_ray
-
-                result = run_campaign_ray(
-                    campaign_file,
-                    store=store,
-                    address=ray,
-                    events=events,
-                    resume=resume,
-                    no_verify=no_verify,
-                )
-            else:
-                result = run_campaign(
-                    campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
-                )
+            result = _campaign(campaign_file, store, events, resume, no_verify, ray)
         finally:
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
@@ -105,6 +92,19 @@ def run(
             f"inferlab run {escape(str(campaign_file))}{escape(again)} --resume continues[/yellow]"
         )
         raise typer.Exit(130)
+
+
+def _campaign(
+    path: Path, store: Store, events: _Events, resume: bool, no_verify: bool, ray: str | None
+) -> CampaignResult:
+    """The campaign on this host, or side by side on the Ray cluster at ``ray``."""
+    if ray is None:
+        return run_campaign(path, store=store, events=events, resume=resume, no_verify=no_verify)
+    from inferlab.cluster.campaign import run_campaign_ray
+
+    return run_campaign_ray(
+        path, store=store, address=ray, events=events, resume=resume, no_verify=no_verify
+    )
 
 
 def _report(store: Store, campaign: str) -> list[Path]:

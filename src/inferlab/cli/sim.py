@@ -164,6 +164,11 @@ def serve_cmd(
         startup_s=startup_s,
         levers={k: v for k, v in levers.items() if v is not None},
     )
+    _serve(config, batching)
+
+
+def _serve(config: Any, batching: bool) -> None:
+    """Serve ``config`` (a ``SimConfig``), logging to stderr, after its startup delay."""
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
 
@@ -178,7 +183,8 @@ def serve_cmd(
     if batching:
         log(
             f"[SIMULATED] inferlab sim: continuous-batching model, preset "
-            f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
+            f"{config.preset or 'generic'}, time scale {config.time_scale:g}; every line marked "
+            "[SIMULATED] "
             "imitates SGLang's log"
         )
     if config.startup_s:

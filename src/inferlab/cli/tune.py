@@ -454,12 +454,19 @@ def fp8_gemm(
         planned_device=device_name,
         progress=lambda msg: Console(stderr=True).print(escape(msg), style="dim", highlight=False),
     )
+    _show(o, from_results, not no_split_k, campaign, as_json)
+
+
+def _show(
+    o: TuneOutcome, from_results: Path | None, split_k: bool, campaign: str | None, as_json: bool
+) -> None:
+    """Warnings, the plan (or what was read), results, files written, and the JSON summary."""
     err = Console(stderr=True)
     info = err if as_json else stdout_console()
     for w in o.warnings:
         err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
     if from_results is None:
-        for line in _plan_lines(o, not no_split_k):
+        for line in _plan_lines(o, split_k):
             info.print(escape(line), highlight=False, soft_wrap=True)
     elif o.run is not None:
         info.print(

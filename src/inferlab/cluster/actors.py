@@ -318,9 +318,10 @@ class ClientActor:
         point it measured (as ``inferlab bench`` would store it, then raise)."""
         sink = _Collect(self.cfg, self.scrape)
         start = None if start_ns is None else start_ns - self.skew_ns
+        cfg = self.cfg.model_copy(update={"not_before_ns": start})
         error: tuple[str, str] | None = None
         try:
-            run_bench(self.cfg, None, None, [sink], cells={(label, trial)}, start_ns=start)
+            run_bench(cfg, None, None, [sink], cells={(label, trial)})
         except InferlabError as exc:
             error = (type(exc).__name__, str(exc))
         point = sink.points[0] if sink.points else None

@@ -107,25 +107,9 @@ def run_campaign_ray(
         resume_hint=f"inferlab run {plan.path} --ray {address} --resume",
         take_recon=not (resume and store.analyses("recon", campaign=name)),
     )
-    order = [(p.label, t) for p in plan.points for t in range(plan.trials)]
-    outcomes: dict[str, ConfigOutcome] = {}
     result = CampaignResult(name, [])
     with campaign_lock(camp):
-        for i, cfg in enumerate(plan.configs):
-            with store.transaction():
-                cid = store.campaign_id(name)
-                gid = store.config_id(
-                    cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
-                )
-            done = done_cells(store, name, gid) if resume else set()
-            todo = [c for c in order if c not in done]
-            if not todo:
-                outcomes[cfg.name] = ConfigOutcome(
-                    cfg.name, "skipped", "every cell already measured"
-                )
-                events.config_done(outcomes[cfg.name])
-                continue
-            sh.runs[cfg.name] = ConfigRun(sh, cfg, gid, todo, needs[cfg.name], i)
+        outcomes = _queue(sh, plan, needs, resume)
         try:
             _drive(sh, poll_s)
         except KeyboardInterrupt:
@@ -141,6 +125,30 @@ def run_campaign_ray(
         o.status == "interrupted" for o in result.outcomes
     )
     return result
+
+
+def _queue(
+    sh: Shared, plan: Plan, needs: dict[str, Need], resume: bool
+) -> dict[str, ConfigOutcome]:
+    """A ``ConfigRun`` in ``sh.runs`` for every config with cells to measure; the outcomes of
+    those skipped (every cell already measured)."""
+    store, name = sh.store, plan.campaign.campaign.name
+    order = [(p.label, t) for p in plan.points for t in range(plan.trials)]
+    skipped: dict[str, ConfigOutcome] = {}
+    for i, cfg in enumerate(plan.configs):
+        with store.transaction():
+            cid = store.campaign_id(name)
+            gid = store.config_id(
+                cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
+            )
+        done = done_cells(store, name, gid) if resume else set()
+        todo = [c for c in order if c not in done]
+        if todo:
+            sh.runs[cfg.name] = ConfigRun(sh, cfg, gid, todo, needs[cfg.name], i)
+            continue
+        skipped[cfg.name] = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
+        sh.events.config_done(skipped[cfg.name])
+    return skipped
 
 
 def _drive(sh: Shared, poll_s: float) -> None:

@@ -7,18 +7,27 @@ static split. The rounds follow the local search (:mod:`inferlab.tune.runner`): 
 screened first; neighbours then screen the families their anchors led with; each cell is then
 re-timed by the full method and reference-checked on one GPU. The driver merges the cells
 with the local rule (:func:`inferlab.tune.plan.merge_results`: no M is ever lost or doubled).
-The GPU work is a ``TuneWork``; tests give fake ones.
+The GPU work is a ``TuneWork`` (:mod:`inferlab.cluster.tunework`); tests give fake ones.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from inferlab.cluster.connect import alive_nodes, connect
+from inferlab.cluster.tunework import (
+    CompileItem,
+    FinishItem,
+    GpuWork,
+    ScreenItem,
+    Spec,
+    Timed,
+    TuneActor,
+    TuneWork,
+)
 from inferlab.errors import InferlabError, TuneError
 from inferlab.tune.config import DEFAULT_SGLANG, KernelConfig, spec_class
 from inferlab.tune.plan import (
@@ -31,159 +40,12 @@ from inferlab.tune.plan import (
 )
 from inferlab.tune.results import CellResult, TuneRun
 
-__all__ = [
-    "CHUNK",
-    "CompileItem",
-    "FinishItem",
-    "GpuWork",
-    "ScreenItem",
-    "TuneActor",
-    "TuneWork",
-    "tune_shapes_ray",
-]
+__all__ = ["CHUNK", "COMPILE_CHUNK", "tune_shapes_ray"]
 
 #: configs per screen item (a few seconds of screening on an H200)
 CHUNK = 32
 #: binaries per compile item
 COMPILE_CHUNK = 64
-
-Spec = tuple[KernelConfig, int, int]
-Timed = tuple[KernelConfig, float]
-
-
-@dataclass(frozen=True)
-class CompileItem:
-    specs: tuple[Spec, ...]
-    workers: int = 1
-
-
-@dataclass(frozen=True)
-class ScreenItem:
-    """Screen ``configs`` at (N, K, M); ``ms`` are every M of the shape (operand sizing)."""
-
-    n: int
-    k: int
-    m: int
-    ms: tuple[int, ...]
-    configs: tuple[KernelConfig, ...]
-
-
-@dataclass(frozen=True)
-class FinishItem:
-    """Re-time and check the leaders of a cell's merged screen."""
-
-    n: int
-    k: int
-    m: int
-    ms: tuple[int, ...]
-    screened: tuple[Timed, ...]
-    candidates: int
-    source: str
-    default: KernelConfig
-    failed: int
-    count_default: bool
-
-
-class TuneWork(Protocol):
-    """The GPU side of one actor."""
-
-    def identity(self) -> dict[str, Any]:
-        """``gpu_name``, ``triton`` and ``ceilings`` (copy_gbps, fp8_tflops) of this GPU."""
-        ...
-
-    def compile(self, item: CompileItem) -> list[tuple[Spec, str]]:
-        """Compile into this node's Triton cache; the specs that failed, with the error."""
-        ...
-
-    def screen(self, item: ScreenItem) -> tuple[list[Timed], int]:
-        """(config, µs) of each config that ran, and how many did not."""
-        ...
-
-    def finish(self, item: FinishItem) -> CellResult: ...
-
-
-class GpuWork:
-    """The real work on the actor's GPU, with the local tuner's functions."""
-
-    def __init__(self) -> None:
-        from inferlab.tune import kernel
-        from inferlab.tune.roofline import measure_ceilings
-        from inferlab.tune.runner import require_gpu_stack
-
-        self.torch = require_gpu_stack()
-        self.kernel = kernel
-        self.ceilings = measure_ceilings(self.torch)
-        self._ctx: dict[tuple[int, int], Any] = {}
-
-    def identity(self) -> dict[str, Any]:
-        from inferlab.tune.runner import triton_version
-
-        name = str(self.torch.cuda.get_device_name())
-        return {"gpu_name": name, "triton": triton_version(), "ceilings": self.ceilings.to_json()}
-
-    def _shape(self, n: int, k: int, ms: Sequence[int]) -> Any:
-        from inferlab.tune.runner import ShapeContext, alloc_shape
-
-        if (n, k) not in self._ctx:
-            self._ctx.clear()  # one shape's operands at a time on the GPU
-            self.torch.cuda.empty_cache()
-            ctx = ShapeContext(self.torch, self.kernel, n, k, [], self.ceilings, seed=n * 7 + k)
-            ctx.sets = alloc_shape(self.torch, self.kernel, n, k, ms)
-            self._ctx[(n, k)] = ctx
-        return self._ctx[(n, k)]
-
-    def compile(self, item: CompileItem) -> list[tuple[Spec, str]]:
-        from inferlab.tune.runner import compile_binaries
-
-        _, failed = compile_binaries(list(item.specs), workers=item.workers)
-        return list(failed.items())
-
-    def screen(self, item: ScreenItem) -> tuple[list[Timed], int]:
-        from inferlab.tune.runner import screen_cell
-
-        return screen_cell(self._shape(item.n, item.k, item.ms), item.m, item.configs)
-
-    def finish(self, item: FinishItem) -> CellResult:
-        from inferlab.tune.runner import finish_cell
-
-        ctx = self._shape(item.n, item.k, item.ms)
-        return finish_cell(
-            ctx,
-            item.m,
-            item.screened,
-            item.candidates,
-            item.default,
-            item.source,
-            item.failed,
-            None,
-            item.count_default,
-        )
-
-
-class TuneActor:
-    """One GPU's actor: runs items with its ``TuneWork`` (made on the actor, on its GPU)."""
-
-    def __init__(self, index: int, work: Callable[[], TuneWork]) -> None:
-        self.index = index
-        self.work = work()
-
-    def identity(self) -> dict[str, Any]:
-        import ray
-
-        return {
-            **self.work.identity(),
-            "actor": self.index,
-            "node_id": str(ray.get_runtime_context().get_node_id()),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        }
-
-    def run(self, item: CompileItem | ScreenItem | FinishItem) -> tuple[Any, Any, int]:
-        """(item, its result, this actor's index)."""
-        if isinstance(item, CompileItem):
-            return item, self.work.compile(item), self.index
-        if isinstance(item, ScreenItem):
-            return item, self.work.screen(item), self.index
-        return item, self.work.finish(item), self.index
 
 
 def _chunks(seq: Sequence[Any], size: int) -> Iterable[tuple[Any, ...]]:
@@ -368,29 +230,32 @@ def _search(
         return [c for c in cand_fn(m, n, k, split_k=split_k) if (binary_rep(c), cls) not in bad]
 
     anchors = [p for p in plan if not p.sources]
-    search.screen(
-        [
-            ScreenItem(n, k, p.m, ms, ch)
-            for n, k in shapes
-            for p in anchors
-            for ch in _chunks(cands(n, k, p.m), chunk)
-        ],
-        "screen anchors",
-    )
+    items = [
+        ScreenItem(n, k, p.m, ms, ch)
+        for n, k in shapes
+        for p in anchors
+        for ch in _chunks(cands(n, k, p.m), chunk)
+    ]
+    search.screen(items, "screen anchors")
     finish: list[FinishItem] = []
-    neighbours: list[ScreenItem] = []
+    items = []
     for n, k in shapes:
         tops = {p.m: leaders(search.screened.get((n, k, p.m), [])) for p in anchors}
         for p in plan:
             every = cands(n, k, p.m)
             use, source = cell_candidates(every, p, tops)
             if p.sources:
-                neighbours += [ScreenItem(n, k, p.m, ms, ch) for ch in _chunks(use, chunk)]
+                items += [ScreenItem(n, k, p.m, ms, ch) for ch in _chunks(use, chunk)]
             finish.append(
                 FinishItem(n, k, p.m, ms, (), len(every), source, default, 0, default not in use)
             )
-    search.screen(neighbours, "screen neighbours")
-    finish = [
+    search.screen(items, "screen neighbours")
+    return _finish(search, finish), compiled
+
+
+def _finish(search: _Search, finish: list[FinishItem]) -> list[CellResult]:
+    """Every cell re-timed and checked, with its merged screen and failure count."""
+    merged = [
         replace(
             f,
             screened=tuple(search.screened.get((f.n, f.k, f.m), [])),
@@ -398,11 +263,11 @@ def _search(
         )
         for f in finish
     ]
-    results: list[CellResult] = [r for _, r in search.round("re-time and check", finish)]
+    results: list[CellResult] = [r for _, r in search.round("re-time and check", merged)]
     if search.progress:
         for r in sorted(results, key=lambda c: (c.n, c.k, c.m)):
             search.progress(
                 f"N={r.n} K={r.k} M={r.m}: default {r.default_us:.1f} µs → {r.best_engine.key} "
                 f"{r.best_engine_us:.1f} µs ({r.speedup:.2f}×) on {r.gpu_name} ({r.source})"
             )
-    return results, compiled
+    return results

@@ -266,9 +266,7 @@ def _sigint_sets(stop: Any) -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, old)
 
 
-def _run_phase(
-    jobs: list[WorkerJob], events: BenchEvents, start_ns: int | None = None
-) -> tuple[list[WorkerResult], bool]:
+def _run_phase(jobs: list[WorkerJob], events: BenchEvents) -> tuple[list[WorkerResult], bool]:
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     stop = ctx.Event()
     done = ctx.Array("q", len(jobs), lock=False)
@@ -297,7 +295,7 @@ def _run_phase(
                         ready += 1
                 if not any(p.is_alive() for p in procs) and ready < len(conns):
                     raise RuntimeError("a measuring worker died before it was ready")
-            t0 = max(time.perf_counter_ns() + 20_000_000, start_ns or 0)
+            t0 = time.perf_counter_ns() + 20_000_000
             for c, job in zip(conns, jobs):
                 if job.worker not in results:
                     c.send(("start", t0))
@@ -365,6 +363,7 @@ def _split_jobs(
             headers=headers,
             duration_s=None if warmup else cfg.duration_s,
             cycle=cycle,
+            not_before_ns=None if warmup else cfg.not_before_ns,
         )
         if point.concurrency is not None:
             job.concurrency = point.concurrency // workers + (w < point.concurrency % workers)
@@ -549,12 +548,9 @@ def run_bench(
     out: Path | None = None,
     sinks: Sequence[ResultSink] = (),
     cells: set[tuple[str, int]] | None = None,
-    start_ns: int | None = None,
 ) -> BenchResult:
     """Measure every load point × trial of ``cfg``; each finished point goes to every sink at
-    once; with ``cells``, only those (label, trial) cells are measured; with ``start_ns`` (a
-    ``perf_counter_ns`` instant), no measured phase starts before it (hosts that start
-    together). Raises ``ConnectError``/
+    once; with ``cells``, only those (label, trial) cells are measured. Raises ``ConnectError``/
     ``ServerRejected``/``ConfigError`` for what the user must fix (after handing what was
     measured to the sinks)."""
     events = events or BenchEvents()
@@ -598,7 +594,6 @@ def run_bench(
                     run_id,
                     events,
                     trial,
-                    start_ns,
                 )
                 result.points.append(res)
                 for sink in all_sinks:
@@ -632,7 +627,6 @@ def _run_point(
     run_id: str,
     events: BenchEvents,
     trial: int = 0,
-    start_ns: int | None = None,
 ) -> PointResult:
     workers = cfg.workers or auto_workers(point.streams, local_server=_is_loopback(ep.host))
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -716,7 +710,7 @@ def _run_point(
             cycle=cycle,
         )
         nworkers = len(jobs)
-        wres, interrupted = _run_phase(jobs, events, start_ns)
+        wres, interrupted = _run_phase(jobs, events)
         for r in wres:
             records.extend(r.records)
             texts.extend(r.texts)

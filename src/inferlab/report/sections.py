@@ -42,6 +42,7 @@ SECTION_MODULES: tuple[str, ...] = (
     "inferlab.recon.report",
     "inferlab.profile.report",
     "inferlab.logs.report",
+    "inferlab.cluster.report",
 )
 
 _BUILDERS: dict[str, SectionBuilder] = {}

@@ -371,17 +371,20 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    if gpu_process_memory(cuda_visible) is None:
-        gpu = "skipped: no GPU visible through NVML"
-    else:
-        while True:
-            left = {p: m for p, m in (gpu_process_memory(cuda_visible) or {}).items() if p in pids}
-            if not left:
-                gpu = "drained"
-                break
-            if time.monotonic() > deadline:
-                gpu = f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
-                notes.append(gpu)
-                break
-            time.sleep(0.5)
+    gpu = _gpu_drain(pids, cuda_visible, deadline)
+    if gpu.startswith("not drained"):
+        notes.append(gpu)
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
+
+
+def _gpu_drain(pids: set[int], cuda_visible: str | None, deadline: float) -> str:
+    """Wait until ``pids`` hold no memory on the GPUs ``cuda_visible`` names (None: all)."""
+    if gpu_process_memory(cuda_visible) is None:
+        return "skipped: no GPU visible through NVML"
+    while True:
+        left = {p: m for p, m in (gpu_process_memory(cuda_visible) or {}).items() if p in pids}
+        if not left:
+            return "drained"
+        if time.monotonic() > deadline:
+            return f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
+        time.sleep(0.5)

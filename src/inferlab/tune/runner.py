@@ -28,6 +28,7 @@ torch and triton are imported lazily: everything but :func:`tune_shapes` runs on
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import time
@@ -293,6 +294,23 @@ def finish_cell(
 
     best_engine = first_correct([c for c in ranked if c.split_k == 1])
     best = first_correct(ranked)
+    out = _cell(ctx, m, timed, best, best_engine, default)
+    out.rel_err = max(checked[best], checked[best_engine])
+    out.candidates, out.screened, out.source, out.failed = n_cands, len(screened), source, failed
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _cell(
+    ctx: ShapeContext,
+    m: int,
+    timed: dict[KernelConfig, list[float]],
+    best: KernelConfig,
+    best_engine: KernelConfig,
+    default: KernelConfig,
+) -> CellResult:
+    """A cell's result from its re-timed samples (check, counts and seconds set by the caller)."""
+    n, k = ctx.n, ctx.k
     be_us, b_us = median(timed[best_engine]), median(timed[best])
     dflt = timed.get(default, [])
     return CellResult(
@@ -309,15 +327,12 @@ def finish_cell(
         tflops=gemm_flops(m, n, k) / (be_us * 1e6),
         gbps=gemm_bytes(m, n, k) / (be_us * 1e3),
         roof_pct=roof_pct(m, n, k, be_us, ctx.ceilings),
-        rel_err=max(checked[best], checked[best_engine]),
-        candidates=n_cands,
-        screened=len(screened),
+        rel_err=math.nan,
+        candidates=0,
+        screened=0,
         best_samples_us=list(timed[best]),
         default_samples_us=list(dflt),
         best_roof_pct=roof_pct(m, n, k, b_us, ctx.ceilings),
-        source=source,
-        failed=failed,
-        seconds=time.perf_counter() - t0,
         gpu_name=str(ctx.torch.cuda.get_device_name()),
         triton=triton_version(),
     )
