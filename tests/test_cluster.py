@@ -6,6 +6,8 @@ loading; the store is real SQLite; only the tuner's GPU work is faked (at its se
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -63,38 +65,20 @@ requests = {requests}
 trials = {trials}
 """
 
-FIVE = """
-[[config]]
-name = "baseline"
 
-[[config]]
-name = "fast"
-extends = "baseline"
-set = { "--itl-ms" = "3" }
+def configs(*specs: tuple[str, str]) -> str:
+    """``[[config]]`` tables: (name, the rest of its lines)."""
+    return "".join(f'[[config]]\nname = "{name}"\n{rest}\n\n' for name, rest in specs)
 
-[[config]]
-name = "slow"
-extends = "baseline"
-set = { "--itl-ms" = "15" }
 
-[[config]]
-name = "broken"
-set = { "--ttft-ms" = "-1" }
-
-[[config]]
-name = "reseeded"
-extends = "baseline"
-args = ["--seed", "4"]
-"""
-
-TWO = """
-[[config]]
-name = "keeper"
-
-[[config]]
-name = "victim"
-set = { "--itl-ms" = "5" }
-"""
+FIVE = configs(
+    ("baseline", ""),
+    ("fast", 'extends = "baseline"\nset = { "--itl-ms" = "3" }'),
+    ("slow", 'extends = "baseline"\nset = { "--itl-ms" = "15" }'),
+    ("broken", 'set = { "--ttft-ms" = "-1" }'),
+    ("reseeded", 'extends = "baseline"\nargs = ["--seed", "4"]'),
+)
+TWO = configs(("keeper", ""), ("victim", 'set = { "--itl-ms" = "5" }'))
 
 
 def campaign(tmp: Path, name: str, configs: str, **kw: Any) -> Path:
@@ -341,6 +325,24 @@ def _in_group(pgid: int) -> list[int]:
             if stat[0] != "Z" and int(stat[2]) == pgid:
                 out.append(int(d.name))
     return out
+
+
+def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
+    path = campaign(
+        tmp_path, "cli", configs(("solo", "")), equiv="", conc="[1]", requests=4, trials=1
+    )
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "cli.db")}
+    cmd = [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--ray", cluster.address]
+    kw: dict[str, Any] = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path}
+    dry = subprocess.run([*cmd, "--dry-run"], timeout=120, **kw)
+    assert dry.returncode == 0, dry.stderr
+    assert "[ray] solo: STRICT_PACK [{'GPU': 1.0, 'CPU': 0.5}, {'CPU': 0.5}]" in dry.stdout
+    done = subprocess.run(cmd, timeout=300, **kw)
+    assert done.returncode == 0, done.stderr
+    assert "solo: measured (1 runs stored)" in done.stdout
+    report = Path(next(ln for ln in done.stdout.splitlines() if ln.endswith(".md"))[8:])
+    text = (tmp_path / report).read_text()
+    assert "Cluster" in text and "Where each config ran" in text
 
 
 class _LoseNode(CampaignEvents):

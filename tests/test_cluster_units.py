@@ -256,3 +256,31 @@ def test_cli_bad_input_without_a_cluster(tmp_path: Path) -> None:
     assert p.returncode == 2 and "--clients: needs --ray" in p.stderr
     p = _cli("tune", "fp8-gemm", "--shape", "7168,2048", "--ray", "auto", "--devices", "0")
     assert p.returncode == 2 and "--ray: Ray gives each actor one GPU" in p.stderr
+
+
+def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(
+    tmp_path: Path,
+) -> None:
+    from inferlab.errors import NotComparable
+    from inferlab.report.compare import build_comparison
+
+    base = {"host": "vm", "ray_node_id": "a" * 40, "gpu_count": 1, "cuda_visible_devices": "0"}
+    with Store(tmp_path / "g.db") as st:
+        with st.transaction():
+            cid = st.campaign_id("c")
+            for name, gpu, node in (("base", "NVIDIA H200", "a"), ("other", "NVIDIA H100", "b")):
+                gid = st.config_id(cid, name, engine="sim", model="m")
+                eid = st.environment_id({**base, "gpu_name": gpu, "ray_node_id": node * 40})
+                for trial in range(2):
+                    recs = [_rec(i, 10**9 * (i + 1)) for i in range(4)]
+                    st.add_run(
+                        campaign_id=cid, config_id=gid, environment_id=eid,
+                        source="inferlab bench", definitions="inferlab/1", metrics_version=1,
+                        label="C=1", concurrency=1, rate=None, trial=trial, model="m",
+                        workload={"kind": "random"}, records=recs,
+                        summary=summarize(recs).to_json(),
+                    )  # fmt: skip
+        with pytest.raises(NotComparable, match=r"gpu_name \('NVIDIA H200' vs 'NVIDIA H100'\)"):
+            build_comparison(st, campaign="c", baseline="base")
+        forced = build_comparison(st, campaign="c", baseline="base", force=True)
+        assert forced.cells[("other", "C=1")].forced

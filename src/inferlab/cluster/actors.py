@@ -299,11 +299,17 @@ class ClientActor:
     """The load generator of one host. ``skew_ns`` is a test seam: this host's clock then
     reads ``skew_ns`` ahead of ``perf_counter_ns`` (in its records and in :meth:`clock`)."""
 
-    def __init__(self, cfg: BenchConfig, *, scrape: bool = True, skew_ns: int = 0) -> None:
+    def __init__(
+        self, cfg: BenchConfig | None = None, *, scrape: bool = True, skew_ns: int = 0
+    ) -> None:
         self.cfg = cfg
         self.scrape = scrape
         self.skew_ns = skew_ns
         own_children()
+
+    def aim(self, cfg: BenchConfig) -> None:
+        """The sweep to run (a server's URL is known only once it is ready)."""
+        self.cfg = cfg
 
     def clock(self) -> int:
         """This host's clock now (ns): what the driver's offset estimate reads."""
@@ -316,6 +322,7 @@ class ClientActor:
         """Measure one (label, trial) cell, its main phase starting no earlier than
         ``start_ns`` on this host's clock. A user error ends it and is returned with the
         point it measured (as ``inferlab bench`` would store it, then raise)."""
+        assert self.cfg is not None, "aim() first"
         sink = _Collect(self.cfg, self.scrape)
         start = None if start_ns is None else start_ns - self.skew_ns
         cfg = self.cfg.model_copy(update={"not_before_ns": start})

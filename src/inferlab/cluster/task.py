@@ -111,23 +111,31 @@ class ConfigRun:
         self._wait(self.pg.ready(), self._placed, "placing")
 
     def _placed(self, _: Any) -> None:
-        need = self.need
+        """Both actors start now (the client's process starts while the engine loads)."""
+        ray, need = self.sh.ray, self.need
         self.server = (
-            self.sh.ray.remote(ServerActor)
+            ray.remote(ServerActor)
             .options(
                 num_cpus=need.server_cpus, num_gpus=need.gpus, scheduling_strategy=self._bundle(0)
             )
             .remote(self.sh.camp, self.cfg)
         )
+        self.client = (
+            ray.remote(ClientActor)
+            .options(num_cpus=need.client_cpus, scheduling_strategy=self._bundle(1))
+            .remote()
+        )
+        node = ray.util.placement_group_table(self.pg)["bundles_to_node_id"].get(0)
+        recon = self.sh.take_recon and node not in self.sh.recon_nodes
+        self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
         self.sh.events.config_started(self.cfg, self.index, len(self.sh.runs))
-        self._wait(self.server.launch.remote(self.sh.take_recon), self._launched, "launching")
+        self._wait(self.server.launch.remote(recon), self._launched, "launching")
 
     def _launched(self, got: Launched) -> None:
         self.launched = got
         where = got.placed.to_json()
         node = got.placed.node_id
-        if got.recon is not None and node not in self.sh.recon_nodes:
-            self.sh.recon_nodes.add(node)
+        if got.recon is not None:
             with self.sh.store.transaction():
                 host = str(got.recon.get("host") or got.placed.hostname)
                 self.sh.store.add_analysis(
@@ -153,11 +161,7 @@ class ConfigRun:
         camp = self.sh.camp
         assert got.url is not None
         bench = bench_config(camp, got.url, got.model, self.cfg.engine)
-        self.client = (
-            self.sh.ray.remote(ClientActor)
-            .options(num_cpus=self.need.client_cpus, scheduling_strategy=self._bundle(1))
-            .remote(bench)
-        )
+        self.client.aim.remote(bench)  # ordered before this driver's next call to it
         self.sink = StoreSink(
             self.sh.store,
             bench,
