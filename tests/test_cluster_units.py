@@ -284,3 +284,45 @@ def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(
             build_comparison(st, campaign="c", baseline="base")
         forced = build_comparison(st, campaign="c", baseline="base", force=True)
         assert forced.cells[("other", "C=1")].forced
+
+
+def _group(pgid: int) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z" and int(stat[2]) == pgid:
+                out.append(int(d.name))
+    return out
+
+
+def test_the_guard_takes_the_server_down_with_its_launcher() -> None:
+    from inferlab.server.guard import guarded
+
+    ok = subprocess.run(guarded(["sh", "-c", "exit 3"]), timeout=30)
+    assert ok.returncode == 3  # an ordinary exit passes through
+    launcher = (
+        "import subprocess, sys, time; from inferlab.server.guard import guarded; "
+        "p = subprocess.Popen(guarded([sys.executable, '-c', 'import time; time.sleep(120)']), "
+        "start_new_session=True); print(p.pid, flush=True); time.sleep(120)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", launcher], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pgid = int(parent.stdout.readline())
+    try:
+        deadline = time.monotonic() + 20
+        while len(_group(pgid)) < 2 and time.monotonic() < deadline:  # guard + server
+            time.sleep(0.1)
+        assert len(_group(pgid)) == 2
+        parent.kill()  # the launcher dies without a word (an actor killed or crashed)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _group(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _group(pgid) == []
+    finally:
+        if _group(pgid):
+            os.killpg(pgid, 9)

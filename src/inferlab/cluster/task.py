@@ -236,8 +236,9 @@ class ConfigRun:
             self.sink.commit(got.point, got.scrapes)
             self.run_ids[:] = self.sink.run_ids
             self.sh.events.point_finished(got.point)
-        if got.error is not None:
-            self._end("failed", got.error[1])
+        if got.error is not None or got.point is None:
+            cell = "{}#{}".format(*self.todo[0])
+            self._end("failed", got.error[1] if got.error else f"{cell}: nothing was measured")
             self._stop()
         elif got.point is not None and got.point.interrupted:
             self._end("interrupted", f"interrupted; {self.sh.resume_hint} continues")
