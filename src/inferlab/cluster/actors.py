@@ -202,7 +202,10 @@ class ServerActor:
         out.model = served_model(url, self.cfg.model or "")
         cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
         snap = snapshot(engine_name=self.cfg.engine, cuda_visible=cvd, restrict=True)
-        out.environment = {**snap, **{"ray_" + k: v for k, v in out.placed.to_json().items()}}
+        ray_keys = {
+            k if k.startswith("ray_") else "ray_" + k: v for k, v in out.placed.to_json().items()
+        }
+        out.environment = {**snap, **ray_keys}
         return out
 
     def verify(self, url: str, model: str, reference: GreedyOutputs | None) -> VerifyReport:
