@@ -22,7 +22,7 @@ import ray_fakes  # noqa: E402
 from inferlab.campaign.runner import CampaignEvents, run_campaign  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
-from inferlab.cluster.connect import CLIENT_RESOURCE, REAPER_CONFIG  # noqa: E402
+from inferlab.cluster.connect import CLIENT_RESOURCE, REAPER_CONFIG, connect  # noqa: E402
 from inferlab.cluster.report import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
@@ -118,7 +118,7 @@ def cluster() -> Iterator[Any]:
         c.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
     c.add_node(num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ)
     c.wait_for_nodes()
-    ray.init(address=c.address, log_to_driver=False, logging_level="warning")
+    connect(c.address)  # as inferlab connects: this process keeps its children's exit codes
     try:
         yield c
     finally:
@@ -228,6 +228,8 @@ def test_configs_run_side_by_side_and_store_what_one_host_would(
 def test_a_config_no_node_can_hold_is_named_before_anything_starts(
     cluster: Any, tmp_path: Path
 ) -> None:
+    # connected with child reaping on, this process still reads its children's exit codes
+    assert subprocess.run(["sh", "-c", "exit 3"]).returncode == 3
     path = campaign(tmp_path, "huge", TWO, gpus=4)
     with Store(tmp_path / "h.db") as st, pytest.raises(ConfigError) as exc:
         run_campaign_ray(path, store=st, address=cluster.address)

@@ -300,12 +300,12 @@ def _group(pgid: int) -> list[int]:
 
 
 def test_the_guard_takes_the_server_down_with_its_launcher() -> None:
-    from inferlab.server.guard import guarded
+    from inferlab.server.lifecycle import guarded
 
     ok = subprocess.run(guarded(["sh", "-c", "exit 3"]), timeout=30)
     assert ok.returncode == 3  # an ordinary exit passes through
     launcher = (
-        "import subprocess, sys, time; from inferlab.server.guard import guarded; "
+        "import subprocess, sys, time; from inferlab.server.lifecycle import guarded; "
         "p = subprocess.Popen(guarded([sys.executable, '-c', 'import time; time.sleep(120)']), "
         "start_new_session=True); print(p.pid, flush=True); time.sleep(120)"
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inferlab.campaign.up import launch_config, served_model
+from inferlab.cluster.connect import own_children
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
@@ -43,7 +44,6 @@ __all__ = [
     "ServerActor",
     "Stopped",
     "mine_log",
-    "own_children",
     "placed_here",
 ]
 
@@ -83,13 +83,6 @@ def placed_here() -> Placed:
         cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES"),
         gpu_ids=[str(g) for g in ray.get_gpu_ids()],
     )
-
-
-def own_children() -> None:
-    """Wait for our own children again: with child-process reaping on, a Ray worker ignores
-    SIGCHLD, so every exit status read 0 (a crashed engine looked like a clean exit). The
-    raylet still kills what a dead worker leaves behind."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
 
 
 def mine_log(path: str) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ connect first (a Ray client otherwise retries an unreachable GCS for minutes).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -22,6 +23,7 @@ __all__ = [
     "NodeInfo",
     "alive_nodes",
     "connect",
+    "own_children",
     "require_ray",
     "resolve_address",
 ]
@@ -34,6 +36,17 @@ CLIENT_RESOURCE = "inferlab_client"
 #: starts; a cluster started with ``ray start`` needs the variable
 #: ``RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper=true`` (docs/cluster.md).
 REAPER_CONFIG = {"kill_child_processes_on_worker_exit_with_raylet_subreaper": True}
+
+
+def own_children() -> None:
+    """Wait for our own children again. With child-process reaping on, Ray's core worker (in
+    an actor, and in the driver too) ignores SIGCHLD, so every child's exit status reads 0: a
+    crashed engine would look like a clean exit, and the setting is inherited by every process
+    started afterwards. The raylet still kills what a dead worker leaves behind."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except ValueError:  # not the main thread: nothing to restore from here
+        pass
 
 
 def require_ray() -> ModuleType:
@@ -127,11 +140,13 @@ def connect(address: str, *, timeout_s: float = 10.0) -> ModuleType:
     ``timeout_s``. Already connected: nothing changes."""
     ray = require_ray()
     if ray.is_initialized():
+        own_children()
         return ray
     target = resolve_address(address)
     quiet: dict[str, Any] = {"logging_level": "warning", "log_to_driver": False}
     if target is None:
         ray.init(include_dashboard=False, _system_config=REAPER_CONFIG, **quiet)
+        own_children()
         return ray
     host, port = target
     why = _probe(host, port, timeout_s)
@@ -145,4 +160,5 @@ def connect(address: str, *, timeout_s: float = 10.0) -> ModuleType:
         ray.init(address=url, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"--ray {address}: {exc}") from None
+    own_children()
     return ray

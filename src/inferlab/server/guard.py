@@ -1,4 +1,4 @@
-"""A server's guard: ``python -m inferlab.server.guard -- ARGV...``.
+"""A server's guard: ``python -m inferlab.server.guard -- ARGV...`` (``lifecycle.guarded``).
 
 It runs ARGV in its own process group (the one ``launch`` started) and asks Linux to signal
 it when the process that launched it dies (``PR_SET_PDEATHSIG``). On that signal it kills the
@@ -15,14 +15,9 @@ import signal
 import subprocess
 import sys
 
-__all__ = ["guarded", "main"]
+__all__ = ["main"]
 
 _PR_SET_PDEATHSIG = 1
-
-
-def guarded(argv: list[str], python: str = sys.executable) -> list[str]:
-    """``argv`` run under the guard."""
-    return [python, "-m", "inferlab.server.guard", "--", *argv]
 
 
 def _on_parent_death(sig: int) -> bool:
@@ -40,6 +35,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m inferlab.server.guard -- ARGV...", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an ignored SIGCHLD is inherited: undo it
     parent = os.getppid()
     _on_parent_death(signal.SIGTERM)
 

@@ -16,6 +16,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +26,6 @@ from pathlib import Path
 
 from inferlab.environment import gpu_process_memory
 from inferlab.errors import LaunchError
-from inferlab.server.guard import guarded
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -34,6 +34,7 @@ __all__ = [
     "StopReport",
     "clean_env",
     "free_port",
+    "guarded",
     "launch",
     "log_tail",
     "stop",
@@ -67,6 +68,11 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
     env.update(extra or {})
     return env
+
+
+def guarded(argv: Sequence[str], python: str | None = None) -> list[str]:
+    """``argv`` run under ``inferlab.server.guard`` (it dies with the process that starts it)."""
+    return [python or sys.executable, "-m", "inferlab.server.guard", "--", *argv]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
