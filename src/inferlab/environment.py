@@ -12,7 +12,7 @@ from typing import Any
 
 from inferlab import __version__
 
-__all__ = ["gpu_info", "gpu_process_memory", "nvml_gpus", "snapshot", "visible_gpus"]
+__all__ = ["gpu_info", "nvml_gpus", "snapshot", "visible_gpus"]
 
 
 def _cpu_model() -> str:
@@ -153,34 +153,6 @@ def visible_gpus(
             "not be NVML indices (set CUDA_DEVICE_ORDER=PCI_BUS_ID)"
         )
     return out, notes
-
-
-def gpu_process_memory(cuda_visible: str | None = None) -> dict[int, int] | None:
-    """MiB held per process on the GPUs ``CUDA_VISIBLE_DEVICES`` = ``cuda_visible`` names
-    (unset: every GPU), or None without NVML or GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        rows: list[dict[str, Any]] = [{"index": i} for i in range(int(pynvml.nvmlDeviceGetCount()))]
-        if cuda_visible is not None and "GPU-" in cuda_visible:
-            for r in rows:
-                h = pynvml.nvmlDeviceGetHandleByIndex(r["index"])
-                r["uuid"] = _text(_nvml_read(partial(pynvml.nvmlDeviceGetUUID, h)) or "")
-        held: dict[int, int] = {}
-        for row in visible_gpus(rows, cuda_visible)[0]:
-            h = pynvml.nvmlDeviceGetHandleByIndex(row["index"])
-            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-                mem = int(getattr(p, "usedGpuMemory", 0) or 0) // (1 << 20)
-                held[int(p.pid)] = held.get(int(p.pid), 0) + mem
-        return held
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def gpu_info(cuda_visible: str | None = None, *, restrict: bool = False) -> dict[str, Any]:

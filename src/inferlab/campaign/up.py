@@ -127,7 +127,11 @@ def launch_config(
         guard=guard,
     )
     server = launch(ls)
-    wait_ready(server, fatal=fatal_check(spec))
+    try:
+        wait_ready(server, fatal=fatal_check(spec))
+    except KeyboardInterrupt:  # Ctrl-C while it loads: leave no server behind
+        stop(server)
+        raise
     return server
 
 
@@ -147,7 +151,9 @@ def verify_config(
 ) -> VerifyReport:
     spec = get_engine(cfg.engine)
     ref = reference_outputs(camp, cfg, store) if store is not None else None
-    rep = verify_endpoint(url, model=model, engine=spec, section=camp.verify, reference=ref)
+    rep = verify_endpoint(
+        url, model=model, engine=spec, section=camp.verify, reference=ref, lossless=cfg.lossless
+    )
     if store is not None:
         store_verification(store, camp, cfg, rep)
     return rep

@@ -16,6 +16,7 @@ from inferlab.campaign.runner import (
     make_plan,
     render_plan,
     run_campaign,
+    select_configs,
 )
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
@@ -48,6 +49,10 @@ def run(
     resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", help="Run only this config (repeatable; default: all)"),
+    ] = None,
     ray: Annotated[
         str | None,
         typer.Option(
@@ -58,14 +63,14 @@ def run(
     ] = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report."""
-    plan = make_plan(campaign_file)
+    plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()
     lines = render_plan(plan)
     if ray is not None:
         from inferlab.cluster.campaign import check_cluster_plan, placement_lines
 
-        lines += placement_lines(check_cluster_plan(campaign_file, ray)[1])
+        lines += placement_lines(check_cluster_plan(campaign_file, ray, config or ())[1])
     for line in lines:
         (out if dry_run else err).print(escape(line), highlight=False, soft_wrap=True)
     if dry_run:
@@ -73,7 +78,7 @@ def run(
     events = _Events(err, out)
     with Store(db_path(db)) as store:
         try:
-            result = _campaign(campaign_file, store, events, resume, no_verify, ray)
+            result = _campaign(campaign_file, store, events, resume, no_verify, config, ray)
         finally:
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
@@ -95,15 +100,29 @@ def run(
 
 
 def _campaign(
-    path: Path, store: Store, events: _Events, resume: bool, no_verify: bool, ray: str | None
+    path: Path,
+    store: Store,
+    events: _Events,
+    resume: bool,
+    no_verify: bool,
+    only: list[str] | None,
+    ray: str | None,
 ) -> CampaignResult:
     """The campaign on this host, or side by side on the Ray cluster at ``ray``."""
     if ray is None:
-        return run_campaign(path, store=store, events=events, resume=resume, no_verify=no_verify)
+        return run_campaign(
+            path, store=store, events=events, resume=resume, no_verify=no_verify, only=only or ()
+        )
     from inferlab.cluster.campaign import run_campaign_ray
 
     return run_campaign_ray(
-        path, store=store, address=ray, events=events, resume=resume, no_verify=no_verify
+        path,
+        store=store,
+        address=ray,
+        events=events,
+        resume=resume,
+        no_verify=no_verify,
+        only=only or (),
     )
 
 

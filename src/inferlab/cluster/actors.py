@@ -19,8 +19,10 @@ import signal
 import socket
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
+from inferlab.campaign.aftermath import RuntimeFailure, runtime_failure
 from inferlab.campaign.up import launch_config, served_model
 from inferlab.cluster.connect import own_children
 from inferlab.config.bench import BenchConfig
@@ -32,7 +34,8 @@ from inferlab.errors import InferlabError, LaunchError
 from inferlab.load.bench import LoadPoint, PointResult, run_bench
 from inferlab.load.http import Endpoint
 from inferlab.records import RequestRecord
-from inferlab.server import ServerProcess, stop
+from inferlab.server import ServerProcess, StopReport, stop
+from inferlab.server.gpumem import GpuDrain, used_mib, wait_returned
 from inferlab.server.scrape import Scrape, Scraper
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
@@ -138,6 +141,7 @@ class Launched:
     argv: list[str] = field(default_factory=list)
     server_pid: int | None = None
     server_cuda_visible_devices: str | None = None
+    gpu_ready_mib: list[int] | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     recon: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
@@ -146,9 +150,13 @@ class Launched:
 
 @dataclass
 class Stopped:
-    """A stop report (signal, seconds, port and GPU drain) and the findings of the whole log."""
+    """A stop as ``inferlab run`` checks it: the report (signal, seconds, port, per-pid GPU
+    check), the GPU memory drain of the config's GPUs, a runtime failure in the log (a fatal
+    line after it came up), and the findings of the whole log."""
 
-    report: dict[str, Any]
+    report: StopReport
+    drain: GpuDrain | None
+    failure: RuntimeFailure | None
     log_path: str
     findings: list[dict[str, Any]] = field(default_factory=list)
 
@@ -159,7 +167,14 @@ class ServerActor:
     def __init__(self, camp: CampaignFile, cfg: ResolvedConfig) -> None:
         self.camp = camp
         self.cfg = cfg
+        import ray
+
         self.server: ServerProcess | None = None
+        if not ray.get_gpu_ids():  # Ray fences only actors that ask for GPUs: fence this one
+            os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+        self.cvd = os.environ.get("CUDA_VISIBLE_DEVICES")  # what Ray gave this actor
+        self.gpu_before: list[int] | None = None
+        self.gpu_ready: list[int] | None = None
         own_children()
         atexit.register(self._kill)  # a graceful actor exit takes the server down with it
 
@@ -172,7 +187,8 @@ class ServerActor:
         """Launch and wait until ready; a failure is returned classified, with its findings."""
         out = Launched(placed_here())
         if recon:
-            out.recon = _recon()
+            out.recon = _recon(self.cfg)
+        self.gpu_before = used_mib(self.cvd)
         try:
             server = launch_config(self.camp, self.cfg, guard=True)
         except LaunchError as exc:
@@ -187,14 +203,14 @@ class ServerActor:
             out.findings = mine_log(log) if log else []
             return out
         self.server = server
+        self.gpu_ready = out.gpu_ready_mib = used_mib(self.cvd)
         spec = get_engine(self.cfg.engine)
         url = server.spec.health_url.rsplit(str(spec.health_path), 1)[0]
         out.url, out.ready_s, out.argv = url, server.ready_s, list(server.spec.argv)
         out.log_path, out.server_pid = str(server.spec.log_path), server.pid
         out.server_cuda_visible_devices = _proc_env(server.pid, "CUDA_VISIBLE_DEVICES")
         out.model = served_model(url, self.cfg.model or "")
-        cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
-        snap = snapshot(engine_name=self.cfg.engine, cuda_visible=cvd, restrict=True)
+        snap = snapshot(engine_name=self.cfg.engine, cuda_visible=self.cvd, restrict=True)
         ray_keys = {
             k if k.startswith("ray_") else "ray_" + k: v for k, v in out.placed.to_json().items()
         }
@@ -205,32 +221,49 @@ class ServerActor:
         """Every check of the campaign's ``[verify]`` against the running server."""
         spec = get_engine(self.cfg.engine)
         return verify_endpoint(
-            url, model=model, engine=spec, section=self.camp.verify, reference=reference
+            url,
+            model=model,
+            engine=spec,
+            section=self.camp.verify,
+            reference=reference,
+            lossless=self.cfg.lossless,
         )
 
     def stop(self) -> Stopped | None:
-        """Stop and drain the server (None when it never started)."""
+        """Stop and drain the server as ``inferlab run`` does (``campaign.aftermath``), on
+        this config's GPUs only; None when it never started."""
         if self.server is None:
             return None
         server, self.server = self.server, None
+        at_stop = used_mib(self.cvd)
         rep = stop(server)
         log = str(server.spec.log_path)
-        report = {
-            "signal": rep.signal,
-            "seconds": rep.seconds,
-            "port_free": rep.port_free,
-            "gpu": rep.gpu_check,
-            "notes": rep.notes,
-        }
-        return Stopped(report, log, mine_log(log))
+        findings = mine_log(log)
+        drain = wait_returned(
+            self.gpu_before,
+            at_ready=self.gpu_ready,
+            at_stop=at_stop,
+            read=partial(used_mib, self.cvd),
+        )
+        failure = runtime_failure(get_engine(self.cfg.engine), log)
+        return Stopped(rep, drain, failure, log, findings)
 
 
-def _recon() -> dict[str, Any] | None:
-    """This node's recon snapshot (GPUs, NCCL and engine variables), or None if it failed."""
-    from inferlab.recon import ReconOptions, run_recon
+def _recon(cfg: ResolvedConfig) -> dict[str, Any] | None:
+    """This node's recon snapshot, taken as ``inferlab run`` takes it (``campaign.recon``):
+    GPUs, NCCL and engine variables and, for a known engine in a given Python, its versions
+    and tuned config files. None if it failed."""
+    from inferlab.recon import ENGINES, ReconOptions, run_recon
 
+    known = cfg.engine in ENGINES and cfg.python is not None
+    opts = ReconOptions(
+        engine=cfg.engine if known else None,
+        python=cfg.python if known else None,
+        help=False,
+        probe_timeout_s=60.0,
+    )
     try:
-        return run_recon(ReconOptions(help=False, probe_timeout_s=60.0)).to_dict()
+        return run_recon(opts).to_dict()
     except InferlabError:
         return None
 

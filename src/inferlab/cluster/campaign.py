@@ -10,6 +10,7 @@ this driver writes the store. A config no node can hold is refused before anythi
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from inferlab.campaign.runner import (
@@ -20,6 +21,7 @@ from inferlab.campaign.runner import (
     campaign_lock,
     done_cells,
     make_plan,
+    select_configs,
 )
 from inferlab.campaign.up import output_dir
 from inferlab.cluster.connect import alive_nodes, connect
@@ -58,9 +60,12 @@ def _needs(plan: Plan) -> dict[str, Need]:
     return {c.name: config_need(c, plan.campaign.cluster) for c in plan.configs}
 
 
-def check_cluster_plan(path: str | Path, address: str) -> tuple[Plan, dict[str, Need]]:
-    """Load the plan, connect, and refuse configs that no alive node can hold."""
-    plan = make_plan(path)
+def check_cluster_plan(
+    path: str | Path, address: str, only: Sequence[str] = ()
+) -> tuple[Plan, dict[str, Need]]:
+    """Load the plan (the configs in ``only``, or all), connect, and refuse configs that no
+    alive node can hold."""
+    plan = select_configs(make_plan(path), only)
     needs = _needs(plan)
     ray = connect(address)
     check_fit(list(needs.values()), alive_nodes(ray), str(plan.path))
@@ -83,12 +88,13 @@ def run_campaign_ray(
     events: CampaignEvents | None = None,
     resume: bool = False,
     no_verify: bool = False,
+    only: Sequence[str] = (),
     poll_s: float = 0.5,
 ) -> CampaignResult:
-    """Run every config of the campaign on the Ray cluster at ``address`` (see the module
-    docstring); the result lists the configs in file order."""
+    """Run every config of the campaign (or those named in ``only``) on the Ray cluster at
+    ``address`` (see the module docstring); the result lists the configs in file order."""
     events = events or CampaignEvents()
-    plan, needs = check_cluster_plan(path, address)
+    plan, needs = check_cluster_plan(path, address, only)
     name = plan.campaign.campaign.name
     existing = store.runs(campaign=name)
     if existing and not resume:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
 from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.runner import CampaignEvents, ConfigOutcome, bench_config
 from inferlab.campaign.up import reference_outputs, store_verification
@@ -151,6 +152,7 @@ class ConfigRun:
             self._teardown()
             return
         detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}
+        detail["gpu_used_mib"] = got.gpu_ready_mib
         detail["server_pid"] = got.server_pid
         detail["server_cuda_visible_devices"] = got.server_cuda_visible_devices
         self._record("launch", True, detail)
@@ -255,10 +257,28 @@ class ConfigRun:
         self._wait(self.server.stop.remote(), self._stopped, "stopping")
 
     def _stopped(self, got: Stopped | None) -> None:
+        """Stored as ``inferlab run`` stores a stop (``campaign.aftermath``): the log's
+        findings, the stop check with the GPU drain, and a runtime failure, which turns a
+        measured config into a failed one (what was measured is kept)."""
         if got is not None:
             self._findings(got.findings, got.log_path)
-            self._record("stop", bool(got.report["port_free"]), got.report)
+            record_stop(self.sh.store, self.gid, got.report, got.drain)
+            self.sh.events.message(f"{self.name}: {stop_message(got.report, got.drain)}")
+            if got.failure is not None:
+                record_runtime(self.sh.store, self.gid, got.failure)
+                self._with_failure(got.failure)
         self._teardown()
+
+    def _with_failure(self, failure: RuntimeFailure) -> None:
+        out = self.outcome
+        if out is None:
+            self._end("failed", failure.message, remedy=failure.remedy, log_tail=failure.tail)
+            return
+        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
+        out.message = failure.message + (f" — {seen}" if seen else "")
+        out.remedy, out.log_tail = failure.remedy, failure.tail
+        if out.status == "measured":
+            out.status = "failed"
 
     def _teardown(self) -> None:
         from ray.util.placement_group import remove_placement_group

@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab.environment import gpu_process_memory
 from inferlab.errors import LaunchError
+from inferlab.server.gpumem import pids_mib
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -377,18 +377,19 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    gpu = _gpu_drain(pids, cuda_visible, deadline)
+    gpu = _wait_pids_gone(pids, deadline, cuda_visible)
     if gpu.startswith("not drained"):
         notes.append(gpu)
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
 
 
-def _gpu_drain(pids: set[int], cuda_visible: str | None, deadline: float) -> str:
-    """Wait until ``pids`` hold no memory on the GPUs ``cuda_visible`` names (None: all)."""
-    if gpu_process_memory(cuda_visible) is None:
+def _wait_pids_gone(pids: set[int], deadline: float, cuda_visible: str | None = None) -> str:
+    """Wait until NVML lists none of ``pids`` on the GPUs ``cuda_visible`` names (None: any):
+    "drained", "not drained: ..." or "skipped: ..." (no NVML)."""
+    if pids_mib(cuda_visible) is None:
         return "skipped: no GPU visible through NVML"
     while True:
-        left = {p: m for p, m in (gpu_process_memory(cuda_visible) or {}).items() if p in pids}
+        left = {p: m for p, m in (pids_mib(cuda_visible) or {}).items() if p in pids}
         if not left:
             return "drained"
         if time.monotonic() > deadline:
