@@ -105,15 +105,8 @@ def cluster() -> Iterator[Any]:
     from ray.cluster_utils import Cluster
 
     ray.cloudpickle.register_pickle_by_value(ray_fakes)
-    c = Cluster(
-        initialize_head=True,
-        head_node_args={
-            "num_cpus": 1,
-            "include_dashboard": False,
-            "object_store_memory": OBJ,
-            "_system_config": REAPER_CONFIG,
-        },
-    )
+    head = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJ}
+    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": REAPER_CONFIG})
     for _ in range(2):
         c.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
     c.add_node(num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ)
@@ -228,8 +221,7 @@ def test_configs_run_side_by_side_and_store_what_one_host_would(
 def test_a_config_no_node_can_hold_is_named_before_anything_starts(
     cluster: Any, tmp_path: Path
 ) -> None:
-    # connected with child reaping on, this process still reads its children's exit codes
-    assert subprocess.run(["sh", "-c", "exit 3"]).returncode == 3
+    assert subprocess.run(["sh", "-c", "exit 3"]).returncode == 3  # reaping on: still ours
     path = campaign(tmp_path, "huge", TWO, gpus=4)
     with Store(tmp_path / "h.db") as st, pytest.raises(ConfigError) as exc:
         run_campaign_ray(path, store=st, address=cluster.address)

@@ -490,9 +490,8 @@ class Store:
         rows = self.db.execute(
             "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
             "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
-            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-            "event_offsets, event_tokens, warnings_json, client FROM requests WHERE run_id=? "
-            "ORDER BY idx",
+            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, event_offsets, "
+            "event_tokens, warnings_json, client FROM requests WHERE run_id=? ORDER BY idx",
             (run_id,),
         ).fetchall()
         out = []
