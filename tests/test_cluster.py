@@ -29,7 +29,7 @@ from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
 from inferlab.errors import ConfigError, TuneError  # noqa: E402
 from inferlab.store import Store  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
-from simproc import start_sim  # noqa: E402
+from simproc import group_pids, start_sim  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -307,24 +307,10 @@ def test_tuning_spreads_items_over_every_gpu_and_merges_each_shape(cluster: Any)
         tune_shapes_ray(shapes[:1], ms, address=cluster.address, work=ray_fakes.DyingWork, chunk=64)
 
 
-def _in_group(pgid: int) -> list[int]:
-    """Live (non-zombie) processes of process group ``pgid``."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if stat[0] != "Z" and int(stat[2]) == pgid:
-                out.append(int(d.name))
-    return out
-
-
 def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
-    path = campaign(
-        tmp_path, "cli", configs(("solo", "")), equiv="", conc="[1]", requests=4, trials=1
-    )
+    dies = 'args = ["--fault", "exit", "--fault-at-s", "4"]\nset = { "--itl-ms" = "25" }'
+    two = configs(("solo", ""), ("dies", dies))  # "dies" exits 4 s after its first request
+    path = campaign(tmp_path, "cli", two, equiv="", conc="[1]", requests=4, trials=3)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "cli.db")}
     cmd = [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--ray", cluster.address]
     kw: dict[str, Any] = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path}
@@ -333,7 +319,13 @@ def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path
     assert "[ray] solo: STRICT_PACK [{'GPU': 1.0, 'CPU': 0.5}, {'CPU': 0.5}]" in dry.stdout
     done = subprocess.run(cmd, timeout=300, **kw)
     assert done.returncode == 0, done.stderr
-    assert "solo: measured (1 runs stored)" in done.stdout
+    assert "solo: measured (3 runs stored)" in done.stdout and "dies: failed" in done.stdout
+    with Store(tmp_path / "cli.db") as st:  # the server watch under --ray, as on one host
+        runs = st.runs(campaign="cli", config="dies")
+        assert len([r for r in runs if not r.interrupted]) < 3 and "exited with code" in done.stderr
+        for r in runs:  # a point it died in is stored interrupted, with the warning
+            warns = [w["kind"] for w in st.run_meta(r.id)["warnings"]]
+            assert r.interrupted == ("server-exited" in warns)
     report = Path(next(ln for ln in done.stdout.splitlines() if ln.endswith(".md"))[8:])
     text = (tmp_path / report).read_text()
     assert "Cluster" in text and "Where each config ran" in text
@@ -378,9 +370,9 @@ def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
         )
         group = int(_launches(st)["victim"]["server_pid"])  # its process group
         deadline = time.monotonic() + 20
-        while _in_group(group) and time.monotonic() < deadline:
+        while group_pids(group) and time.monotonic() < deadline:
             time.sleep(0.2)
-        leaked = _in_group(group)
+        leaked = group_pids(group)
         if leaked:
             os.killpg(group, 9)
         assert not leaked, "the lost node's server outlived its actor"

@@ -34,7 +34,7 @@ from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
 from inferlab.stats.summary import describe
 from inferlab.store import Store
-from simproc import start_sim
+from simproc import group_pids, start_sim
 
 
 @pytest.mark.parametrize(
@@ -286,19 +286,6 @@ def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(
         assert forced.cells[("other", "C=1")].forced
 
 
-def _group(pgid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if stat[0] != "Z" and int(stat[2]) == pgid:
-                out.append(int(d.name))
-    return out
-
-
 def test_the_guard_takes_the_server_down_with_its_launcher() -> None:
     from inferlab.server.lifecycle import guarded
 
@@ -314,15 +301,15 @@ def test_the_guard_takes_the_server_down_with_its_launcher() -> None:
     pgid = int(parent.stdout.readline())
     try:
         deadline = time.monotonic() + 20
-        while len(_group(pgid)) < 2 and time.monotonic() < deadline:  # guard + server
+        while len(group_pids(pgid)) < 2 and time.monotonic() < deadline:  # guard + server
             time.sleep(0.1)
-        assert len(_group(pgid)) == 2
+        assert len(group_pids(pgid)) == 2
         parent.kill()  # the launcher dies without a word (an actor killed or crashed)
         parent.wait()
         deadline = time.monotonic() + 10
-        while _group(pgid) and time.monotonic() < deadline:
+        while group_pids(pgid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert _group(pgid) == []
+        assert group_pids(pgid) == []
     finally:
-        if _group(pgid):
+        if group_pids(pgid):
             os.killpg(pgid, 9)

@@ -22,11 +22,12 @@ from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
+from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
 from inferlab.engines import get_engine
-from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
+from inferlab.errors import ConfigError, ConnectError, InferlabError, LaunchError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.logs import store_log_findings
 from inferlab.server import ServerProcess
@@ -382,9 +383,12 @@ def _launch_and_measure(
             )
     bench = bench_config(camp, url, model, cfg.engine)
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+    watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
     try:
-        res = run_bench(bench, events, None, [sink], cells=todo)
-    except ServerRejected as exc:
+        res = run_bench(bench, events, None, [*watch, sink], cells=todo)
+    except (ServerRejected, ConnectError) as exc:
         return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+    if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
+        return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
     status = "interrupted" if res.interrupted else "measured"
     return ConfigOutcome(cfg.name, status, "", sink.run_ids)

@@ -24,6 +24,7 @@ from typing import Any
 
 from inferlab.campaign.aftermath import RuntimeFailure, runtime_failure
 from inferlab.campaign.up import launch_config, served_model
+from inferlab.campaign.watch import ServerWatch
 from inferlab.cluster.connect import own_children
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
@@ -228,6 +229,13 @@ class ServerActor:
             reference=reference,
             lossless=self.cfg.lossless,
         )
+
+    def exited(self, refused: bool, when: str) -> str | None:
+        """The campaign's server watch (``campaign.watch``) for a point the client actor
+        measured: None while the server runs, else what happened ``when``."""
+        if self.server is None:
+            return None
+        return ServerWatch(self.server, self.cfg.name).check(refused, when)
 
     def stop(self) -> Stopped | None:
         """Stop and drain the server as ``inferlab run`` does (``campaign.aftermath``), on

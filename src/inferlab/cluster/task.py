@@ -20,11 +20,13 @@ from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_s
 from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.runner import CampaignEvents, ConfigOutcome, bench_config
 from inferlab.campaign.up import reference_outputs, store_verification
+from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
 from inferlab.cluster.placement import Need
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
+from inferlab.records import ErrorKind
 from inferlab.store import Store
 from inferlab.verify import VerifyReport
 
@@ -231,7 +233,23 @@ class ConfigRun:
         self._wait(self.client.measure.remote(label, trial), self._measured, "measuring")
 
     def _measured(self, got: Measured) -> None:
+        """Ask the server's actor whether its server exited during the point (the campaign's
+        server watch), then commit."""
+        label, trial = self.todo[0]
+        if got.point is None:  # nothing measured: the server may have been gone already
+            refused, when = got.error is not None, f"before {label} trial {trial}"
+        else:
+            refused = any(r.error_kind is ErrorKind.CONNECT for r in got.point.records)
+            when = f"during {label} trial {trial}"
+        call = self.server.exited.remote(refused, when)
+        self._wait(call, lambda exited: self._commit(got, exited), "measuring")
+
+    def _commit(self, got: Measured, exited: str | None) -> None:
         assert self.sink is not None
+        if exited is not None:
+            if got.point is not None:
+                mark_exited(got.point, exited)
+            got.error = ("ConnectError", exited)
         if got.point is not None:
             if not self.run_ids:
                 self.sink.start(got.meta)
