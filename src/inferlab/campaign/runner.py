@@ -40,6 +40,9 @@ __all__ = [
     "CampaignResult",
     "ConfigOutcome",
     "Plan",
+    "bench_config",
+    "campaign_lock",
+    "done_cells",
     "make_plan",
     "render_plan",
     "run_campaign",
@@ -88,7 +91,8 @@ class CampaignEvents(BenchEvents):
         """A config ended (measured, skipped or failed)."""
 
 
-def _bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+def bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+    """The campaign's load section as one sweep against ``url``."""
     ld = camp.load
     return BenchConfig(
         url=url,
@@ -120,9 +124,7 @@ def make_plan(path: str | Path) -> Plan:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
-    bench = _bench_config(
-        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
-    )
+    bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench)
 
 
@@ -180,7 +182,7 @@ def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
 
 
 @contextlib.contextmanager
-def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
+def campaign_lock(camp: CampaignFile) -> Iterator[None]:
     """One runner per campaign on a host: at most one of its servers runs at a time."""
     d = output_dir(camp)
     d.mkdir(parents=True, exist_ok=True)
@@ -198,7 +200,8 @@ def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
         f.close()
 
 
-def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+    """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
         "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL",
@@ -235,7 +238,7 @@ def run_campaign(
         )
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
-    with _campaign_lock(camp):
+    with campaign_lock(camp):
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
         for i, cfg in enumerate(plan.configs):
@@ -244,7 +247,7 @@ def run_campaign(
                 gid = store.config_id(
                     cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
                 )
-            todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
+            todo = all_cells - done_cells(store, name, gid) if resume else set(all_cells)
             if not todo:
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
@@ -382,7 +385,7 @@ def _launch_and_measure(
                 f"{what}: {fails}",
                 remedy="fix the config, or --no-verify to measure anyway",
             )
-    bench = _bench_config(camp, url, model, cfg.engine)
+    bench = bench_config(camp, url, model, cfg.engine)
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
     watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
     try:

@@ -293,5 +293,9 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        parallel_flags=("--tp-size", "--pp-size", "--dp-size"),
+        # with DP attention the DP ranks split the TP group's GPUs (sglang server_args.py)
+        parallel_within={"--dp-size": "--enable-dp-attention"},
+        default_gpus=1,
     )
 )

@@ -265,5 +265,11 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        parallel_flags=(
+            "--tensor-parallel-size",
+            "--pipeline-parallel-size",
+            "--data-parallel-size",
+        ),
+        default_gpus=1,
     )
 )
