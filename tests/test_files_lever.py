@@ -159,7 +159,7 @@ def test_an_engine_not_installed_in_its_python(tmp_path: Path) -> None:
 def test_install_and_restore_exactly(
     tmp_path: Path, engine_python: Path, configs_dir: Path
 ) -> None:
-    shapes = GENERIC.fp8_shapes[:2]
+    shapes = GENERIC.fp8_gemm_shapes[:2]
     tuned_dir(tmp_path / "tuned", shapes, "NVIDIA H100 80GB HBM3")
     configs_dir.mkdir()
     shipped = next(iter(sorted((tmp_path / "tuned").iterdir())))
@@ -188,7 +188,7 @@ def test_install_and_restore_exactly(
 def test_a_pending_manifest_is_restored_by_the_next_runner(
     tmp_path: Path, engine_python: Path, configs_dir: Path
 ) -> None:
-    tuned_dir(tmp_path / "tuned", GENERIC.fp8_shapes, "NVIDIA H100 80GB HBM3")
+    tuned_dir(tmp_path / "tuned", GENERIC.fp8_gemm_shapes, "NVIDIA H100 80GB HBM3")
     camp = load_campaign(campaign(tmp_path, engine_python))
     cfg = resolve_configs(camp, tmp_path / "c.toml")[1]
     lever_files.install(tmp_path / "out", "files", cfg)  # ... and the runner dies here
@@ -202,7 +202,7 @@ def test_a_pending_manifest_is_restored_by_the_next_runner(
 def test_a_failed_install_leaves_nothing_behind(
     tmp_path: Path, engine_python: Path, configs_dir: Path
 ) -> None:
-    tuned_dir(tmp_path / "tuned", GENERIC.fp8_shapes[:1], "NVIDIA H100 80GB HBM3")
+    tuned_dir(tmp_path / "tuned", GENERIC.fp8_gemm_shapes[:1], "NVIDIA H100 80GB HBM3")
     configs_dir.write_text("a file where the directory should be")
     camp = load_campaign(campaign(tmp_path, engine_python))
     cfg = resolve_configs(camp, tmp_path / "c.toml")[1]
@@ -218,7 +218,7 @@ def test_a_failed_install_leaves_nothing_behind(
 def test_campaign_installs_checks_and_restores(
     tmp_path: Path, engine_python: Path, configs_dir: Path
 ) -> None:
-    tuned_dir(tmp_path / "tuned", GENERIC.fp8_shapes, "NVIDIA H100 80GB HBM3")
+    tuned_dir(tmp_path / "tuned", GENERIC.fp8_gemm_shapes, "NVIDIA H100 80GB HBM3")
     extra = (
         '\n[[config]]\nname = "T"\nextends = "baseline"\ntune = { fp8_gemm = "from-log" }\n'
         f'\n[[config]]\nname = "S"\nextends = "baseline"\ntune = {{ fp8_gemm = "{SAVED_RUN}" }}\n'

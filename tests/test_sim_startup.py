@@ -40,7 +40,7 @@ def test_kernel_config_lookup_and_its_saving(tmp_path: Path) -> None:
     assert share == 0 and all(
         ln.startswith("Using default W8A8 Block FP8 kernel config") for ln in lines
     )
-    n, k = preset.fp8_shapes[0]
+    n, k = preset.fp8_gemm_shapes[0]
     write_config_file(tmp_path, "sglang", n, k, "NVIDIA H100 80GB HBM3", {1: DEFAULT_SGLANG})
     share, lines = fp8_lookup(preset, tmp_path)
     assert share == 0.25 and lines[0].startswith(f"Using configuration from {tmp_path}/N={n},K={k}")
@@ -63,7 +63,7 @@ def test_a_served_engine_reads_its_package_configs(tmp_path: Path) -> None:
     python = isolated_inferlab(tmp_path)
     configs = sim_configs(python)
     configs.mkdir()
-    for n, k in get_preset("generic").fp8_shapes:
+    for n, k in get_preset("generic").fp8_gemm_shapes:
         write_config_file(configs, "sglang", n, k, "NVIDIA H100 80GB HBM3", {1: DEFAULT_SGLANG})
     err = tmp_path / "err.log"
     with err.open("w") as fh:

@@ -78,12 +78,13 @@ def launch_config(
     cfg: ResolvedConfig,
     *,
     python: str | None = None,
-    die_with_runner: bool = False,
+    guard: bool = False,
 ) -> ServerProcess:
     """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). The server
     is recorded against orphans (``campaign.orphans``) from the moment it exists; a launch that
-    fails, or is interrupted, is stopped and its record dropped. ``die_with_runner``: the server
-    gets SIGTERM when this process dies (``inferlab run``; not ``up``, which leaves it running)."""
+    fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
+    this process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves
+    it running)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
     addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
@@ -108,7 +109,7 @@ def launch_config(
         host=cfg.host,
         ready_timeout_s=cfg.ready_timeout_s,
         stop_grace_s=cfg.stop_grace_s,
-        die_with_parent=die_with_runner,
+        guard=guard,
     )
     server = launch(ls)
     orphans.remember(output_dir(camp), cfg.name, server)

@@ -25,7 +25,9 @@ from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.files import check_files, target_dir
 from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
 from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.orphans import campaign_lock, recover_campaign
+from inferlab.campaign.orphans import campaign_lock as orphans_lock
+from inferlab.campaign.orphans import recover_campaign
+from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
 from inferlab.campaign.up import verify_config
@@ -44,6 +46,9 @@ __all__ = [
     "CampaignResult",
     "ConfigOutcome",
     "Plan",
+    "bench_config",
+    "campaign_lock",
+    "done_cells",
     "make_plan",
     "render_plan",
     "run_campaign",
@@ -95,7 +100,8 @@ class CampaignEvents(BenchEvents):
         """A config ended (measured, skipped or failed)."""
 
 
-def _bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+def bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+    """The campaign's load section as one sweep against ``url``."""
     ld = camp.load
     return BenchConfig(
         url=url,
@@ -137,9 +143,7 @@ def make_plan(path: str | Path) -> Plan:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
-    bench = _bench_config(
-        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
-    )
+    bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench, configs[0])
 
 
@@ -222,7 +226,15 @@ def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
     return plan
 
 
-def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+@contextlib.contextmanager
+def campaign_lock(camp: CampaignFile) -> Iterator[None]:
+    """One runner per campaign on a host (``campaign.orphans.campaign_lock``)."""
+    with orphans_lock(output_dir(camp), camp.campaign.name):
+        yield
+
+
+def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+    """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
         "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL",
@@ -257,7 +269,7 @@ def run_campaign(
             target_dir(c, kind)
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
-    with campaign_lock(output_dir(camp), name):
+    with campaign_lock(camp):
         for line in recover_campaign(output_dir(camp), store) + plan_notes(plan, store):
             events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
@@ -265,7 +277,7 @@ def run_campaign(
         for i, cfg in enumerate(plan.configs):
             with store.transaction():
                 gid = config_row(store, camp, cfg)
-            todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
+            todo = all_cells - done_cells(store, name, gid) if resume else set(all_cells)
             if not todo:
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
@@ -275,6 +287,9 @@ def run_campaign(
             out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
             result.outcomes.append(out)
             events.config_done(out)
+            if out.status == "measured" and not predict_now(store, name, events):
+                result.interrupted = True
+                break
             if out.status == "interrupted":
                 result.interrupted = True
                 break
@@ -376,7 +391,7 @@ def _measure(
         check_applied(
             base, cfg, url=url, log_path=log, installed=inst, store=store, config_id=gid, say=say
         )
-        bench = _bench_config(camp, url, model, cfg.api or cfg.engine)
+        bench = bench_config(camp, url, model, cfg.api or cfg.engine)
         sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
         watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
         try:

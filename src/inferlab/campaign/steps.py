@@ -118,7 +118,7 @@ def server_running(
     held.gpu_before = used_mib()
     say(f"{cfg.name}: launching ...")
     try:
-        held.server = server = launch_config(camp, cfg, die_with_runner=True)
+        held.server = server = launch_config(camp, cfg, guard=True)
     except LaunchError as exc:
         if exc.log_path:
             store_log_findings(store, str(exc.log_path), campaign=name, config_id=config_id)

@@ -44,7 +44,9 @@ __all__ = [
     "find_config",
     "launch_config",
     "output_dir",
+    "reference_outputs",
     "served_model",
+    "store_verification",
     "up",
     "verify_config",
 ]
@@ -76,28 +78,40 @@ def find_config(configs: Sequence[ResolvedConfig], name: str, path: Path) -> Res
     raise ConfigError(f"{path}: no config {name!r} (configs: {', '.join(c.name for c in configs)})")
 
 
+def reference_outputs(
+    camp: CampaignFile, cfg: ResolvedConfig, store: Store
+) -> GreedyOutputs | None:
+    """The stored greedy outputs ``cfg`` must match (``verify.equivalent_to``), or None."""
+    ref_name = camp.verify.equivalent_to
+    if ref_name is None or ref_name == cfg.name:
+        return None
+    stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
+    return GreedyOutputs.from_json(stored) if stored is not None else None
+
+
 def verify_config(
     camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str, store: Store | None
 ) -> VerifyReport:
     spec = get_engine(cfg.api or cfg.engine)
-    section = camp.verify
-    ref: GreedyOutputs | None = None
-    ref_name = section.equivalent_to
-    if store is not None and ref_name is not None and ref_name != cfg.name:
-        stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
-        if stored is not None:
-            ref = GreedyOutputs.from_json(stored)
+    ref = reference_outputs(camp, cfg, store) if store is not None else None
     rep = verify_endpoint(
-        url, model=model, engine=spec, section=section, reference=ref, lossless=cfg.lossless
+        url, model=model, engine=spec, section=camp.verify, reference=ref, lossless=cfg.lossless
     )
     if store is not None:
-        with store.transaction():
-            gid = config_row(store, camp, cfg)
-            for c in rep.checks:
-                store.add_verification(gid, c.kind, c.passed, c.to_json())
-            if rep.outputs is not None and rep.passed:
-                store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
+        store_verification(store, camp, cfg, rep)
     return rep
+
+
+def store_verification(
+    store: Store, camp: CampaignFile, cfg: ResolvedConfig, rep: VerifyReport
+) -> None:
+    """Every check of ``rep`` with ``cfg``, and its greedy outputs when it passed."""
+    with store.transaction():
+        gid = config_row(store, camp, cfg)
+        for c in rep.checks:
+            store.add_verification(gid, c.kind, c.passed, c.to_json())
+        if rep.outputs is not None and rep.passed:
+            store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
 
 
 def _refuse_if_up(state: Path, cfg: ResolvedConfig, path: Path) -> None:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    pass
 
 sim_app = typer.Typer(
     help="The reference engine: a SIMULATED OpenAI-compatible server with known timing.",
@@ -38,6 +42,10 @@ def _config(**fields: Any) -> Any:
     labels.update({"levers." + f: "--" + f.replace("_", "-") for f in _LEVERS})
     labels["levers.nccl_proto"] = "NCCL_PROTO"
     return sim_config(labels=labels, **fields)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @sim_app.command("serve")
@@ -129,6 +137,12 @@ def serve_cmd(
     tuned_fp8: Annotated[
         bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
     ] = False,
+    startup_s: Annotated[
+        float,
+        typer.Option(
+            "--startup-s", help="Seconds before listening (stands in for weight loading)."
+        ),
+    ] = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
@@ -172,35 +186,41 @@ def serve_cmd(
         preset=preset,
         time_scale=time_scale,
         decode_log_interval=decode_log_interval,
+        startup_s=startup_s,
         levers={k: v for k, v in levers.items() if v is not None},
     )
+    _serve(config, batching)
+
+
+def _serve(config: Any, batching: bool) -> None:
+    """Serve ``config`` (a ``SimConfig``), logging to stderr, after its startup delay."""
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
     from inferlab.sim.startup import prepare
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
     # secrets included: what inferlab stores from this log must not carry them
-    log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
-    config, startup = prepare(config, os.environ)
+    _log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
+    config, startup = prepare(config, os.environ)  # SGLang's startup lines (sim.startup)
     for line in startup:
-        log(f"[SIMULATED] {line}")
+        _log(f"[SIMULATED] {line}")
 
     def ready(url: str) -> None:
         if batching:
-            log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
+            _log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
         print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
 
+    if config.startup_s:
+        _log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
+        time.sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
     try:
-        crashed = serve(config, on_ready=ready, log=log if batching else None)
+        crashed = serve(config, on_ready=ready, log=_log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
-            log(f"[SIMULATED] {line}")
+            _log(f"[SIMULATED] {line}")
         raise typer.Exit(code=1) from None
     if crashed:
-        log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
+        _log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
         raise typer.Exit(code=1)
 
 

@@ -25,6 +25,7 @@ else:  # pragma: no cover
 __all__ = [
     "CampaignFile",
     "CampaignSection",
+    "ClusterSection",
     "ConfigSpec",
     "EngineSection",
     "FileKind",
@@ -71,6 +72,14 @@ class EngineSection(_Closed):
     health: str | None = None  # health path (default: the engine's)
     metrics: str | None = None  # Prometheus path (default: the engine's)
     api: str | None = None  # kind "command": openai | an engine kind whose fields it accepts
+    gpus: int | None = Field(default=None, ge=0)  # GPUs per server (default: parallel flags)
+
+
+class ClusterSection(_Closed):
+    """``run --ray``: the Ray CPUs reserved beside each server's GPUs, and for its client."""
+
+    server_cpus: float = Field(default=1.0, gt=0)
+    client_cpus: float = Field(default=1.0, gt=0)
 
 
 class ConfigSpec(_Closed):
@@ -155,6 +164,7 @@ class CampaignFile(_Closed):
     verify: VerifySection = VerifySection()
     load: LoadSection = LoadSection()
     slo: SLO = SLO()
+    cluster: ClusterSection = ClusterSection()
 
 
 # -- loading with positions ------------------------------------------------------------------

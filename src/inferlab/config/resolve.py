@@ -50,6 +50,7 @@ class ResolvedConfig:
     api: str | None = None  # the engine kind whose request fields the server accepts
     #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
     lossless: bool = True
+    gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[int | str, ...]) -> str:
@@ -187,6 +188,7 @@ def resolve_configs(
                 lossless=next(
                     (c.lossless for c in reversed(chain) if c.lossless is not None), True
                 ),
+                gpus=eng.gpus,
             )
         )
     return out

@@ -313,5 +313,9 @@ SPEC = register(
             *common.detect_hints("sglang", "sglang:"),
             DetectHint("path", "/get_server_info", key="tp_size", weight=2),
         ),
+        parallel_flags=("--tp-size", "--pp-size", "--dp-size"),
+        # with DP attention the DP ranks split the TP group's GPUs (sglang server_args.py)
+        parallel_within={"--dp-size": "--enable-dp-attention"},
+        default_gpus=1,
     )
 )

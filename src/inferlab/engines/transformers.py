@@ -190,5 +190,6 @@ SPEC = register(
                 ),
             )
         ),
+        default_gpus=1,  # one device (``--device``); under ``run --ray``: [engine] gpus = N
     )
 )

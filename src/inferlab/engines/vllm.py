@@ -295,5 +295,11 @@ SPEC = register(
         ),
         evidence=EVIDENCE,
         detect=common.detect_hints("vllm", "vllm:"),
+        parallel_flags=(
+            "--tensor-parallel-size",
+            "--pipeline-parallel-size",
+            "--data-parallel-size",
+        ),
+        default_gpus=1,
     )
 )

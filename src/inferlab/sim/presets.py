@@ -70,10 +70,11 @@ class Preset(BaseModel):
     nccl_ll_saving_ms: float = Field(ge=0.0, description="per step, from NCCL_PROTO=LL")
     memory: MemoryModel
     spec: SpecCosts
-    #: block-FP8 GEMM shapes (N, K per rank) whose tuned files the engine looks up at start
-    #: (``inferlab.sim.startup``); their found share scales ``tuned_fp8_saving_ms``
-    fp8_shapes: tuple[tuple[int, int], ...] = ()
-    device: str = "NVIDIA_H100_80GB_HBM3"  # as the engines spell it in file names
+    #: block-FP8 GEMM (N, K per rank) shapes the deployment runs: the engine looks up a tuned file
+    #: for each at start (``inferlab.sim.startup``) and logs SGLang's line; the share found
+    #: scales ``tuned_fp8_saving_ms``
+    fp8_gemm_shapes: tuple[tuple[int, int], ...] = ()
+    device_name: str = "NVIDIA_H100_80GB_HBM3"  # as the engines spell it in file names
 
 
 class Levers(BaseModel):
@@ -103,14 +104,6 @@ class StartupFailure(Exception):
 
 
 _SPEC_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "MTP")
-
-
-#: block-FP8 GEMM shapes (N, K per rank) of DeepSeek-V3-style MLA and dense/shared-expert
-#: projections at TP 8 (docs/tune.md)
-_TP8_SHAPES: tuple[tuple[int, int], ...] = (
-    *((2112, 7168), (3072, 1536), (4096, 512), (7168, 2048)),
-    *((4608, 7168), (7168, 2304), (512, 7168), (7168, 256)),
-)
 
 
 def _dsv4() -> Preset:
@@ -159,6 +152,9 @@ def _dsv4() -> Preset:
             graph_per_bs_fraction=0.00025,
             spec_extra_fraction=0.09,
         ),
+        # DeepSeek-V3-class attention and MLP projections at TP 8 (N, K)
+        fp8_gemm_shapes=((2112, 7168), (3072, 1536), (4096, 512), (7168, 2048), (4608, 7168)),
+        device_name="NVIDIA_B200",
         spec=SpecCosts(
             accept_prob=p,
             draft_fixed_ms=d0,
@@ -167,8 +163,6 @@ def _dsv4() -> Preset:
             verify_sat_tokens=v_sat,
             verify_per_token_over_ms=v_over,
         ),
-        fp8_shapes=_TP8_SHAPES,
-        device="NVIDIA_B200",
     )
 
 
@@ -203,7 +197,7 @@ def _generic() -> Preset:
             verify_sat_tokens=96.0,
             verify_per_token_over_ms=0.45,
         ),
-        fp8_shapes=((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)),
+        fp8_gemm_shapes=((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)),
     )
 
 

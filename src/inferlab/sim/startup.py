@@ -44,8 +44,8 @@ def fp8_lookup(preset: Preset, config_dir: Path = CONFIG_DIR) -> tuple[float, li
     """(share of the preset's GEMM shapes with a tuned file, SGLang's log line per shape)."""
     lines = []
     found = 0
-    for n, k in preset.fp8_shapes:
-        path = config_dir / _file_name(n, k, preset.device)
+    for n, k in preset.fp8_gemm_shapes:
+        path = config_dir / _file_name(n, k, preset.device_name)
         if path.is_file():
             found += 1
             lines.append(f"Using configuration from {path} for W8A8 Block FP8 kernel.")
@@ -54,7 +54,7 @@ def fp8_lookup(preset: Preset, config_dir: Path = CONFIG_DIR) -> tuple[float, li
                 "Using default W8A8 Block FP8 kernel config. Performance might be sub-optimal! "
                 f"Config file not found at {path}"
             )
-    share = found / len(preset.fp8_shapes) if preset.fp8_shapes else 0.0
+    share = found / len(preset.fp8_gemm_shapes) if preset.fp8_gemm_shapes else 0.0
     return share, lines
 
 

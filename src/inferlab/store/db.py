@@ -286,8 +286,8 @@ class Store:
             "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
             "status, error_kind, error_message, input_tokens, requested_output_tokens, "
             "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
-            "worker, event_offsets, event_tokens, warnings_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "worker, event_offsets, event_tokens, warnings_json, client) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (_request_row(run_id, i, r) for i, r in enumerate(records)),
         )
         return run_id
@@ -479,8 +479,8 @@ class Store:
         rows = self.db.execute(
             "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
             "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
-            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-            "event_offsets, event_tokens, warnings_json FROM requests WHERE run_id=? ORDER BY idx",
+            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, event_offsets, "
+            "event_tokens, warnings_json, client FROM requests WHERE run_id=? ORDER BY idx",
             (run_id,),
         ).fetchall()
         out = []
@@ -511,6 +511,7 @@ class Store:
                     finish_reason=r[14],
                     worker=r[15],
                     warnings=json.loads(r[18]),
+                    client=r[19],
                 )
             )
         return out
@@ -562,4 +563,5 @@ def _request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
         array("q", [t - send for t in r.event_ns]).tobytes(),
         array("i", r.event_tokens).tobytes(),
         _dumps(r.warnings),
+        r.client,
     )
