@@ -195,7 +195,7 @@ def servers_of(marker: str) -> list[int]:
 
 def settled(marker: str, grace_s: float = 5.0) -> list[int]:
     """The campaign's servers still running ``grace_s`` after a kill: a killed runner's server
-    gets SIGTERM from the kernel as the runner dies (``server/pdeath.py``) and needs a moment
+    is killed by its guard as the runner dies (``server/guard.py``) and may need a moment
     to shut down (the campaign's ``stop_grace_s`` is 5 s)."""
     deadline = time.monotonic() + grace_s
     left = servers_of(marker)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from inferlab.campaign.launch import config_row
 from inferlab.campaign.runner import (
     CampaignEvents,
     CampaignResult,
@@ -117,6 +118,7 @@ def run_campaign_ray(
         no_verify,
         resume_hint=f"inferlab run {plan.path} --ray {address} --resume",
         take_recon=not (resume and store.analyses("recon", campaign=name)),
+        baseline=plan.baseline,
     )
     result = CampaignResult(name, [])
     with campaign_lock(camp):
@@ -148,10 +150,7 @@ def _queue(
     skipped: dict[str, ConfigOutcome] = {}
     for i, cfg in enumerate(plan.configs):
         with store.transaction():
-            cid = store.campaign_id(name)
-            gid = store.config_id(
-                cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
-            )
+            gid = config_row(store, plan.campaign, cfg)  # as inferlab run names it
         done = done_cells(store, name, gid) if resume else set()
         todo = [c for c in order if c not in done]
         if todo:

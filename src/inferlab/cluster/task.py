@@ -19,6 +19,7 @@ from typing import Any
 from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
 from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.runner import CampaignEvents, ConfigOutcome, bench_config
+from inferlab.campaign.steps import check_applied
 from inferlab.campaign.up import reference_outputs, store_verification
 from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
@@ -49,6 +50,7 @@ class Shared:
     runs: dict[str, ConfigRun] = field(default_factory=dict)
     recon_nodes: set[str] = field(default_factory=set)
     take_recon: bool = True
+    baseline: ResolvedConfig | None = None  # every config's levers are checked against it
 
 
 class ConfigRun:
@@ -178,6 +180,7 @@ class ConfigRun:
         if camp.verify.enabled and not self.sh.no_verify:
             self.state = "verify-wait"
         else:
+            self._levers()
             self._next_cell()
 
     def _bundle(self, i: int) -> Any:
@@ -222,7 +225,20 @@ class ConfigRun:
             )
             self._stop()
             return
+        self._levers()
         self._next_cell()
+
+    def _levers(self) -> None:
+        """The lever evidence of this config against the baseline, as ``inferlab run`` stores
+        it (the launch log when this host can read it; the server's endpoints)."""
+        got, base = self.launched, self.sh.baseline
+        if got is None or got.url is None or base is None:
+            return
+        log = Path(got.log_path) if got.log_path and Path(got.log_path).is_file() else None
+        check_applied(
+            base, self.cfg, url=got.url, log_path=log, installed=None, store=self.sh.store,
+            config_id=self.gid, say=self.sh.events.message,
+        )  # fmt: skip
 
     def _next_cell(self) -> None:
         if not self.todo:

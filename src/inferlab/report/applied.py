@@ -68,7 +68,7 @@ def _configs(store: Store, campaign: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-@register_section("levers")
+@register_section("applied")
 def levers_section(store: Store, campaign: str) -> Section | None:
     """Each config's diff against the baseline, item by item, with the evidence that it took
     effect; None when no config has a stored lever check."""
@@ -97,4 +97,4 @@ def levers_section(store: Store, campaign: str) -> Section | None:
             md.append("| " + " | ".join(_md(c) for c in cells) + " |")
             html.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
     html.append("</table>")
-    return Section("levers", "Levers applied", "\n".join(md), "\n".join(html))
+    return Section("applied", "Levers applied", "\n".join(md), "\n".join(html))

@@ -29,14 +29,18 @@ def _on_parent_death(sig: int) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    """Run ``argv`` (after ``--``) guarded; returns its exit status (128 + signal if killed)."""
+    """Run ``argv`` (after ``--``) guarded; returns its exit status (128 + signal if killed).
+    ``--parent PID`` names the launcher: when it died before the guard could ask to be told
+    (the guard was already handed to a subreaper), the server is not started at all."""
+    parent = os.getppid()
+    if argv[:1] == ["--parent"] and len(argv) > 1 and argv[1].isdigit():
+        parent, argv = int(argv[1]), argv[2:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
     if not argv:
-        print("usage: python -m inferlab.server.guard -- ARGV...", file=sys.stderr)
+        print("usage: python -m inferlab.server.guard [--parent PID] -- ARGV...", file=sys.stderr)
         return 2
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an ignored SIGCHLD is inherited: undo it
-    parent = os.getppid()
     _on_parent_death(signal.SIGTERM)
 
     def orphaned() -> bool:

@@ -73,7 +73,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def guarded(argv: Sequence[str], python: str | None = None) -> list[str]:
     """``argv`` run under ``inferlab.server.guard`` (it dies with the process that starts it)."""
-    return [python or sys.executable, "-m", "inferlab.server.guard", "--", *argv]
+    guard = [python or sys.executable, "-m", "inferlab.server.guard", "--parent", str(os.getpid())]
+    return [*guard, "--", *argv]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
