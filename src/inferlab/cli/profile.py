@@ -22,6 +22,7 @@ from inferlab.profile.render import (
     ms,
     occupancy_rows,
     occupancy_sentence,
+    share_caption,
 )
 from inferlab.store import Store, db_path
 
@@ -46,13 +47,21 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
             "categories",
             ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"],
             category_rows(p),
-            "share: of the segment's kernel time; ≤: Amdahl bound on the whole step's speed-up",
+            share_caption(p),
         )
     )
     con.print(
         _table(
-            f"top {top} kernels",
-            ["kernel", "category", "ms", "share", "count", "mean µs", "≤ if free"],
+            f"top {top} {'CPU ops (self time)' if p.get('mode') == 'cpu' else 'kernels'}",
+            [
+                "op" if p.get("mode") == "cpu" else "kernel",
+                "category",
+                "ms",
+                "share",
+                "count",
+                "mean µs",
+                "≤ if free",
+            ],
             kernel_rows(p, top),
         )
     )
