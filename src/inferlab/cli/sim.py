@@ -115,6 +115,9 @@ def serve_cmd(
     tuned_fp8: Annotated[
         bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
     ] = False,
+    tp_size: Annotated[
+        int, typer.Option("--tp-size", help="SGLang: TP ranks (one trace each per capture).")
+    ] = 1,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
@@ -155,6 +158,7 @@ def serve_cmd(
         time_scale=time_scale,
         decode_log_interval=decode_log_interval,
         levers={k: v for k, v in levers.items() if v is not None},
+        tp_size=tp_size,
     )
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve

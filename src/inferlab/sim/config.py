@@ -49,6 +49,8 @@ class SimConfig(BaseModel):
     time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
     decode_log_interval: int = Field(default=40, ge=1)
     levers: Levers = Levers()
+    #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
+    tp_size: int = Field(default=1, ge=1, le=64)
 
     @property
     def batching(self) -> bool:
