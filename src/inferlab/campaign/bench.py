@@ -38,6 +38,7 @@ class StoreSink:
         config: str | None,
         scrape: bool = True,
         config_id: int | None = None,
+        purpose: str = "measure",
     ) -> None:
         self._own = not isinstance(db, Store)
         self.store = Store(db) if not isinstance(db, Store) else db
@@ -49,6 +50,7 @@ class StoreSink:
         self.campaign = campaign
         self.config = config
         self.run_ids: list[int] = []
+        self.purpose = purpose  # "profiled": a pass replayed while a profile is captured
         self._ids: tuple[int, int, int] | None = None
         self._meta: dict[str, Any] = {}
 
@@ -107,6 +109,7 @@ class StoreSink:
                 warnings=[w.to_json() for w in res.warnings],
                 interrupted=res.interrupted,
                 rejected=res.rejected,
+                purpose=self.purpose,
             )
             self.store.add_server_metrics(
                 rid,

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.capture import check_profile, is_profiled, with_profiling
+from inferlab.campaign.profiled import profile_config, profiles_missing
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -111,7 +113,8 @@ def make_plan(path: str | Path) -> Plan:
     """Load, validate and resolve the campaign; nothing is started."""
     p = Path(path)
     camp = load_campaign(p)
-    configs = resolve_configs(camp, p, p.read_text(encoding="utf-8"))
+    text = p.read_text(encoding="utf-8")
+    configs = resolve_configs(camp, p, text)
     if not camp.load.concurrency and not camp.load.rate:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
@@ -119,7 +122,9 @@ def make_plan(path: str | Path) -> Plan:
     bench = _bench_config(
         camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
     )
-    return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench)
+    points = plan_points(bench)
+    check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
+    return Plan(p, camp, configs, points, camp.load.trials, bench)
 
 
 def render_plan(plan: Plan) -> list[str]:
@@ -151,10 +156,15 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append(f"    endpoint: {c.url} (already running)")
         if c.env:
             lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
+        prof = with_profiling(plan.campaign, c, None)[1] if is_profiled(plan.campaign, c) else ""
+        if prof:
+            at = ", ".join(plan.campaign.profile.at) if plan.campaign.profile else ""
+            lines.append(f"    {prof}; profiled at {at} in a separate pass")
         if c is not base:
             changes = spec.diff(base.args, c.args)
             envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
             diff = [str(ch) for ch in changes] + [f"env {k}={v}" for k, v in envd.items()]
+            diff += ["profiling on"] if prof else []
             lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
     return lines
 
@@ -181,7 +191,8 @@ def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
 def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
-        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL",
+        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
+        "AND r.purpose = 'measure'",
         (campaign, config_id),
     ).fetchall()
     return {(str(a), int(b)) for a, b in rows}
@@ -248,7 +259,7 @@ def run_campaign(
                     cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
                 )
             todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
-            if not todo:
+            if not todo and not profiles_missing(camp, cfg, store, gid):
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
                 events.config_done(out)
@@ -263,6 +274,87 @@ def run_campaign(
     return result
 
 
+class _Early(Exception):
+    """A config's run ends before its load points (launch or verification failed)."""
+
+    def __init__(self, outcome: ConfigOutcome) -> None:
+        super().__init__(outcome.message)
+        self.outcome = outcome
+
+
+def _engine_version(store: Store, campaign: str) -> str | None:
+    """The engine version recon found for this campaign (None when unknown)."""
+    rows = store.analyses("recon", campaign=campaign)
+    engine = rows[-1]["data"].get("engine") if rows else None
+    return engine.get("version") if isinstance(engine, dict) else None
+
+
+def _start(
+    plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents
+) -> tuple[ServerProcess | None, str]:
+    """Launch ``cfg`` (profiling on when ``[profile]`` names it) or take its URL."""
+    camp, spec = plan.campaign, get_engine(cfg.engine)
+    if not spec.launchers:
+        if not cfg.url:
+            raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
+        return None, cfg.url.rstrip("/")
+    events.message(f"{cfg.name}: launching ...")
+    launched, note = cfg, None
+    if is_profiled(camp, cfg):
+        launched, note = with_profiling(camp, cfg, _engine_version(store, camp.campaign.name))
+    try:
+        server = launch_config(camp, launched)
+    except LaunchError as exc:
+        if exc.log_path:
+            store_log_findings(store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid)
+        failed: dict[str, Any] = {"kind": exc.kind, "message": str(exc), "remedy": exc.remedy}
+        failed |= {"tail": exc.tail[-40:], "log_path": str(exc.log_path or "")}
+        _record(store, gid, "launch", False, failed)
+        raise _Early(
+            ConfigOutcome(
+                cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
+            )
+        ) from None
+    detail: dict[str, Any] = {"ready_s": server.ready_s, "log_path": str(server.spec.log_path)}
+    detail |= {"argv": server.spec.argv} | ({"profiling": note} if note else {})
+    _record(store, gid, "launch", True, detail)
+    return server, server.spec.health_url.rsplit(spec.health_path, 1)[0]
+
+
+def _verify(
+    plan: Plan, cfg: ResolvedConfig, url: str, model: str, store: Store, events: CampaignEvents
+) -> None:
+    camp = plan.campaign
+    events.message(f"{cfg.name}: verifying ...")
+    rep = verify_config(camp, cfg, url, model, store)
+    if not rep.passed:
+        fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
+        what = "diverged from the reference" if rep.diverged else "failed verification"
+        raise _Early(
+            ConfigOutcome(
+                cfg.name,
+                "verify-failed",
+                f"{what}: {fails}",
+                remedy="fix the config, or --no-verify to measure anyway",
+            )
+        )
+
+
+def _stop_server(
+    plan: Plan, cfg: ResolvedConfig, gid: int, server: ServerProcess, store: Store,
+    events: CampaignEvents,
+) -> None:  # fmt: skip
+    events.message(f"{cfg.name}: stopping ...")
+    rep = stop(server)
+    store_log_findings(
+        store, server.spec.log_path, campaign=plan.campaign.campaign.name, config_id=gid
+    )
+    detail: dict[str, Any] = {"signal": rep.signal, "seconds": rep.seconds}
+    detail["port_free"] = rep.port_free
+    detail |= {"gpu": rep.gpu_check, "notes": rep.notes}
+    _record(store, gid, "stop", rep.port_free, detail)
+
+
 def _run_config(
     plan: Plan,
     cfg: ResolvedConfig,
@@ -273,72 +365,25 @@ def _run_config(
     no_verify: bool,
 ) -> ConfigOutcome:
     camp = plan.campaign
-    spec = get_engine(cfg.engine)
     server: ServerProcess | None = None
     try:
-        if spec.launchers:
-            events.message(f"{cfg.name}: launching ...")
-            try:
-                server = launch_config(camp, cfg)
-            except LaunchError as exc:
-                if exc.log_path:
-                    store_log_findings(
-                        store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid
-                    )
-                _record(
-                    store,
-                    gid,
-                    "launch",
-                    False,
-                    {
-                        "kind": exc.kind,
-                        "message": str(exc),
-                        "remedy": exc.remedy,
-                        "tail": exc.tail[-40:],
-                        "log_path": str(exc.log_path or ""),
-                    },
-                )
-                return ConfigOutcome(
-                    cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
-                )
-            url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
-            _record(
-                store,
-                gid,
-                "launch",
-                True,
-                {
-                    "ready_s": server.ready_s,
-                    "log_path": str(server.spec.log_path),
-                    "argv": server.spec.argv,
-                },
-            )
-        else:
-            if not cfg.url:
-                raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
-            url = cfg.url.rstrip("/")
-
+        server, url = _start(plan, cfg, gid, store, events)
         model = served_model(url, cfg.model or "")
         if camp.verify.enabled and not no_verify:
-            events.message(f"{cfg.name}: verifying ...")
-            rep = verify_config(camp, cfg, url, model, store)
-            if not rep.passed:
-                fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-                what = "diverged from the reference" if rep.diverged else "failed verification"
-                return ConfigOutcome(
-                    cfg.name,
-                    "verify-failed",
-                    f"{what}: {fails}",
-                    remedy="fix the config, or --no-verify to measure anyway",
-                )
+            _verify(plan, cfg, url, model, store, events)
         bench = _bench_config(camp, url, model, cfg.engine)
         sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
-        try:
-            res = run_bench(bench, events, None, [sink], cells=todo)
-        except ServerRejected as exc:
-            return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
-        status = "interrupted" if res.interrupted else "measured"
-        return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+        if todo:
+            try:
+                res = run_bench(bench, events, None, [sink], cells=todo)
+            except ServerRejected as exc:
+                return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+            if res.interrupted:
+                return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
+        notes = profile_config(camp, cfg, gid, bench, plan.points, store, events, server)
+        return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)
+    except _Early as early:
+        return early.outcome
     except KeyboardInterrupt:
         return ConfigOutcome(
             cfg.name,
@@ -349,21 +394,4 @@ def _run_config(
         return ConfigOutcome(cfg.name, "failed", str(exc))
     finally:
         if server is not None:
-            events.message(f"{cfg.name}: stopping ...")
-            rep_stop = stop(server)
-            store_log_findings(
-                store, server.spec.log_path, campaign=camp.campaign.name, config_id=gid
-            )
-            _record(
-                store,
-                gid,
-                "stop",
-                rep_stop.port_free,
-                {
-                    "signal": rep_stop.signal,
-                    "seconds": rep_stop.seconds,
-                    "port_free": rep_stop.port_free,
-                    "gpu": rep_stop.gpu_check,
-                    "notes": rep_stop.notes,
-                },
-            )
+            _stop_server(plan, cfg, gid, server, store, events)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.engines import flags as _flags
+from inferlab.engines.capture import CaptureRecipe
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
@@ -93,6 +94,8 @@ class EngineSpec:
     flag_syntax: FlagSyntax = field(default_factory=FlagSyntax)
     metrics: tuple[MetricDef, ...] = ()
     log_signatures: tuple[LogSignature, ...] = ()
+    #: how to record a profiler trace while it serves (None: the campaign cannot profile it)
+    capture: CaptureRecipe | None = None
 
     # -- requests ---------------------------------------------------------------------------
 
