@@ -444,7 +444,7 @@ def test_cli_json_store_and_report_section(tmp_path: Path) -> None:
         assert row["name"] == GRAPH.name and row["data"]["segment"] == "decode"
         rep = build_report(store, "prof")
     md, html = render_markdown(rep), render_html(rep)
-    assert "Where the GPU time goes" in md and "GPU-bound" in md
+    assert "Where the time goes" in md and "GPU-bound" in md
     assert "| elementwise/copy |" in md and "<script" not in html
     assert "direct_copy_kernel_cuda" in html
 

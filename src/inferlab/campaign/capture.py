@@ -49,7 +49,6 @@ __all__ = [
 ]
 
 STEADY_AFTER_S = 0.3  # closed loop: every stream has sent its first request by then
-STOP_GRACE_S = 10.0  # self-stopping engines: wait this long after the load before a stop
 
 
 @dataclass
@@ -221,9 +220,7 @@ class Controller:
         """No more files will come: the capture was stopped (at the end of the point)."""
         if self.stopped:
             return True
-        if self.load_done.is_set():
-            if self.recipe.self_stopping and time.monotonic() < self.load_end + STOP_GRACE_S:
-                return False
+        if self.load_done.is_set():  # no more steps will run: stop (400: it stopped itself)
             self._stop()
         return self.stopped
 

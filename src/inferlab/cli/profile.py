@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from inferlab.campaign.profiled import store_profile
 from inferlab.errors import ConfigError
 from inferlab.profile import Categorizer, analyze, diff_profiles, load_rules, read_trace
 from inferlab.profile.render import (
@@ -78,7 +79,10 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
         con.print(escape(s), highlight=False)
     if p["unknown"]:
         con.print(
-            escape(f"{len(p['unknown'])} kernel name(s) in no category (listed as other): ")
+            escape(
+                f"{len(p['unknown'])} {'op' if p.get('mode') == 'cpu' else 'kernel'} name(s) "
+                "in no category (listed as other): "
+            )
             + escape("; ".join(n[:80] for n in p["unknown"][:10])),
             highlight=False,
         )
@@ -136,9 +140,16 @@ def profile(
     categories: Annotated[
         Path | None, typer.Option("--categories", help="TOML/JSON file of extra [[rule]]s")
     ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="The campaign's config it profiles")
+    ] = None,
+    point: Annotated[
+        str | None, typer.Option("--point", help="The load point it was recorded at (C=16)")
+    ] = None,
 ) -> None:
     """Where the GPU time of a decode (or prefill) step goes: steps and busy time, categories
-    and kernels with their shares, under-occupied kernels and Amdahl bounds."""
+    and kernels with their shares, under-occupied kernels and Amdahl bounds. A trace without GPU
+    activity (a CPU engine's) is analyzed in CPU mode."""
     if top < 1:
         raise ConfigError(f"--top: expected a positive count, got {top}")
     if sms is not None and sms < 1:
@@ -151,9 +162,11 @@ def profile(
         q = analyze(read_trace(vs), segment=segment, steps_pattern=steps, sms=sms, categorizer=cat)
         diff = diff_profiles(p, q, top=top).to_dict()
         data["vs"] = {"profile": q.to_dict(), "diff": diff}
+    if (config or point) and not campaign:
+        raise ConfigError("--config/--point: they say where to store it: give --campaign too")
     if campaign:
         with Store(db_path(db)) as store:
-            store.add_analysis("profile", trace.name, data, campaign=campaign)
+            store_profile(store, trace, data, campaign=campaign, config=config, point=point)
     if json_:
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:

@@ -32,7 +32,7 @@ from .categories import MEMCPY, Categorizer, short_name
 from .diff import DiffRow, ProfileDiff, diff_profiles
 from .occupancy import occupancy
 from .result import Occupancy, Profile, Row, Step
-from .steps import DEFAULT_PATTERNS, find_steps, union_us
+from .steps import DEFAULT_PATTERNS, find_steps, step_batch, union_us
 from .trace import KIND_KERNEL, Trace
 
 __all__ = [
@@ -126,6 +126,7 @@ def _segment(
                 max(span - busy, 0.0),
                 int(k.size),
                 float(ops.dur[k].sum()),
+                step_batch(r.name),
             )
         )
         sel[a:b] = True

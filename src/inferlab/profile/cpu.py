@@ -34,7 +34,7 @@ from .bounds import cpu_verdict, make_row
 from .categories import OTHER, Categorizer
 from .cpurules import CPU_RULES, FRAMEWORK, WAITING
 from .result import Profile, Row, Step
-from .steps import pattern_for
+from .steps import pattern_for, step_batch
 from .trace import CpuOps, GpuRange, Trace
 
 __all__ = ["STEP_FORMS", "analyze_cpu"]
@@ -239,5 +239,6 @@ def _attribute(
         inside = np.clip(np.minimum(start[t] + dur[t], it.range_end) - start[t], 0.0, None)
         framework += max((it.range_end - it.start) - float(inside.sum()), 0.0)
         span = it.end - it.start
-        steps.append(Step(it.name, it.start, span, busy, max(span - busy, 0.0), b - a, busy))
+        idle = max(span - busy, 0.0)
+        steps.append(Step(it.name, it.start, span, busy, idle, b - a, busy, step_batch(it.name)))
     return steps, in_seg, framework

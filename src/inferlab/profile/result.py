@@ -23,6 +23,7 @@ class Step:
     idle_us: float
     kernels: int  # kernels (GPU mode) or CPU ops (CPU mode) starting in the step
     kernel_us: float
+    batch: int | None = None  # sequences in the step, when its name says (step[DECODE bs=16])
 
 
 @dataclass
@@ -92,11 +93,13 @@ class Profile:
         return len(self.steps)
 
     def mean_step(self) -> dict[str, float] | None:
-        """Mean span, busy, idle (µs) and kernels per step; ``None`` without steps."""
+        """Mean span, busy, idle (µs), kernels and (when every step names it) batch per step;
+        ``None`` without steps."""
         if not self.steps:
             return None
         n = len(self.steps)
-        return {
+        batches = [s.batch for s in self.steps if s.batch is not None]
+        out = {
             "span_us": sum(s.span_us for s in self.steps) / n,
             "busy_us": sum(s.busy_us for s in self.steps) / n,
             "idle_us": sum(s.idle_us for s in self.steps) / n,
@@ -104,6 +107,9 @@ class Profile:
             "min_span_us": min(s.span_us for s in self.steps),
             "max_span_us": max(s.span_us for s in self.steps),
         }
+        if len(batches) == n:
+            out["batch"] = sum(batches) / n
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: an infinite bound (a thing that is the whole step) becomes ``None``."""

@@ -16,12 +16,34 @@ from inferlab.errors import ConfigError
 
 from .trace import GpuRange, Trace
 
-__all__ = ["DEFAULT_PATTERNS", "find_steps", "gap_steps", "pattern_for", "union_us"]
+__all__ = [
+    "DEFAULT_PATTERNS",
+    "find_steps",
+    "gap_steps",
+    "pattern_for",
+    "step_batch",
+    "union_us",
+]
 
 #: segment → step-name pattern (``re.search``, case-insensitive). SGLang names its prefill
 #: spans ``step[EXTEND ...]``.
 DEFAULT_PATTERNS = {"decode": r"decode", "prefill": r"prefill|extend"}
 ALL_PATTERN = r"decode|prefill|extend"
+#: the batch a step name states: SGLang ``step[DECODE bs=16]``, vLLM
+#: ``execute_context_<n>(<tokens>)_generation_<m>(<tokens>)`` (n + m requests)
+_BATCH = (
+    re.compile(r"\bbs=(\d+)"),
+    re.compile(r"execute_context_(\d+)\(\d+\)_generation_(\d+)\("),
+)
+
+
+def step_batch(name: str) -> int | None:
+    """Sequences in a step, when its name says (None otherwise)."""
+    for rx in _BATCH:
+        m = rx.search(name)
+        if m is not None:
+            return sum(int(g) for g in m.groups())
+    return None
 
 
 def union_us(start: np.ndarray, end: np.ndarray) -> float:

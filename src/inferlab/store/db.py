@@ -209,6 +209,24 @@ class Store:
         )
         return int(cur.lastrowid or 0)
 
+    def latest_config(self, campaign: str, name: str) -> tuple[int, str | None] | None:
+        """The newest config row named ``name`` in ``campaign``: (id, engine), or None."""
+        row = self.db.execute(
+            "SELECT g.id, g.engine FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? AND g.name=? ORDER BY g.id DESC LIMIT 1",
+            (campaign, name),
+        ).fetchone()
+        return (int(row[0]), row[1]) if row else None
+
+    def config_names(self, campaign: str) -> list[str]:
+        """Config names of a campaign, in the order they were first stored."""
+        rows = self.db.execute(
+            "SELECT g.name FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? GROUP BY g.name ORDER BY min(g.id)",
+            (campaign,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def environment_id(self, snap: Mapping[str, Any]) -> int:
         cur = self.db.execute(
             "INSERT INTO environments(inferlab_version, host, cpu, gpu_name, gpu_count, "
