@@ -116,13 +116,14 @@ def check_profile(
 
 
 def with_profiling(
-    camp: CampaignFile, cfg: ResolvedConfig, engine_version: str | None
+    camp: CampaignFile, cfg: ResolvedConfig, engine_version: str | None, *, create: bool = False
 ) -> tuple[ResolvedConfig, str]:
-    """``cfg`` as launched with profiling on, and the plan's words for it."""
+    """``cfg`` as launched with profiling on, and the plan's words for it; ``create``: make
+    the (local) trace directory now."""
     recipe = get_engine(cfg.engine).capture
     assert recipe is not None
     base = capture_base(camp, cfg)
-    if is_local(cfg):
+    if create and is_local(cfg):
         Path(base).mkdir(parents=True, exist_ok=True)
     add = recipe.launch(base, engine_version)
     launched = replace(cfg, args=[*cfg.args, *add.args], env={**cfg.env, **add.env})

@@ -301,7 +301,8 @@ def _start(
     events.message(f"{cfg.name}: launching ...")
     launched, note = cfg, None
     if is_profiled(camp, cfg):
-        launched, note = with_profiling(camp, cfg, _engine_version(store, camp.campaign.name))
+        version = _engine_version(store, camp.campaign.name)
+        launched, note = with_profiling(camp, cfg, version, create=True)
     try:
         server = launch_config(camp, launched)
     except LaunchError as exc:

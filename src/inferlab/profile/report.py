@@ -128,7 +128,9 @@ def _captured(
     ranks = sorted(ranks, key=lambda p: p["capture"].get("rank") or 0)
     p = ranks[0]
     sim = " (SIMULATED)" if p["capture"].get("simulated") else ""
-    out.head(f"{config} at {p['capture']['point']}{sim}: rank {p['capture'].get('rank', 0)}")
+    rank = p["capture"].get("rank")
+    which = f": rank {rank}" if rank is not None else ""
+    out.head(f"{config} at {p['capture']['point']}{sim}{which}")
     out.bullets([_capture_line(p, len(ranks)), *headline(p), occupancy_sentence(p)])
     spread = _spread(ranks)
     rows = category_rows(p)
