@@ -4,15 +4,14 @@ own events computed here without inferlab, and the MoE trace stripped of its GPU
 from __future__ import annotations
 
 import gzip
-import itertools
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from cputrace import cpu_facts
 from inferlab.errors import ConfigError
 from inferlab.profile import analyze, diff_profiles, read_trace
 
@@ -21,62 +20,31 @@ VLLM_CPU = FIX / "vllm_cpu_decode_c1.pt.trace.json.gz"
 MOE = FIX / "moe_decode_trace.json.gz"
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt") as f:
-        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
-
-
-def _top_level(ops: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ops not inside another op of the same thread (ops sorted by start, longest first)."""
-    out: list[dict[str, Any]] = []
-    end = -1.0
-    for e in ops:
-        if e["ts"] >= end:
-            out.append(e)
-            end = e["ts"] + e["dur"]
-    return out
-
-
 def test_vllm_cpu_trace_is_analyzed_in_cpu_mode() -> None:
     p = analyze(read_trace(VLLM_CPU), segment="decode").to_dict()
-    ev = _events(VLLM_CPU)
-    ann = sorted((e for e in ev if e.get("cat") == "user_annotation"), key=lambda e: e["ts"])
-    ops = sorted(
-        (e for e in ev if e.get("cat") == "cpu_op" and e["tid"] == ann[0]["tid"]),
-        key=lambda e: (e["ts"], -e["dur"]),
-    )
+    facts = cpu_facts(VLLM_CPU)  # from the JSON events, without inferlab
     assert p["mode"] == "cpu" and p["share_of"] == "step time" and p["device"] == "CPU"
     # 21 execute_context_0(0)_generation_1(1) ranges: 20 closed iterations (start → next start)
-    assert len(ann) == 21 and len(p["steps"]) == 20
-    spans = [b["ts"] - a["ts"] for a, b in itertools.pairwise(ann)]
-    assert p["span_us"] == pytest.approx(sum(spans), rel=1e-9)
+    assert facts["steps"] == 20 and len(p["steps"]) == 20
+    assert p["span_us"] == pytest.approx(facts["span_us"], rel=1e-9)
     # categories sum to the step time; ops in no category stay small
     total = sum(r["time_us"] for r in p["categories"])
     assert total == pytest.approx(p["span_us"], rel=0.05)
     other = sum(r["time_us"] for r in p["categories"] if r["name"] == "other")
     assert other < 0.25 * p["span_us"]
-    # the GEMM: oneDNN matmuls, leaf ops; their summed durations, counted here
-    lo, hi = ann[0]["ts"], ann[-1]["ts"]
-    mm = sum(e["dur"] for e in ops if e["name"] == "_C::onednn_mm" and lo <= e["ts"] < hi)
+    # the GEMM: oneDNN matmuls, leaf ops, summed from the events
     gemm = next(r for r in p["categories"] if r["name"] == "dense_gemm")
-    assert gemm["time_us"] == pytest.approx(mm, rel=1e-6)
-    # the largest category: the worker waiting between steps = the iterations minus the step
-    # ranges minus the top-level ops after them, computed from the events
-    top = _top_level([e for e in ops if lo <= e["ts"] < hi])
-    in_range = sum(
-        min(e["ts"] + e["dur"], a["ts"] + a["dur"]) - e["ts"]
-        for a in ann[:-1]
-        for e in top
-        if a["ts"] <= e["ts"] < a["ts"] + a["dur"]
-    )
-    ranges = sum(a["dur"] for a in ann[:-1])
-    waiting = sum(spans) - ranges - (sum(e["dur"] for e in top) - in_range)
+    assert gemm["time_us"] == pytest.approx(facts["onednn_mm_us"], rel=1e-6)
+    # the largest category: the worker waiting between steps, summed from the events
     largest = p["categories"][0]
     assert largest["name"] == "waiting (between steps)"
-    assert largest["time_us"] == pytest.approx(waiting, rel=0.01)
+    assert largest["time_us"] == pytest.approx(facts["waiting_us"], rel=0.01)
+    framework = next(r for r in p["categories"] if r["name"] == "framework (in step, no op)")
+    assert framework["time_us"] == pytest.approx(facts["framework_us"], rel=0.01)
     sampling = next(r for r in p["kernel_rows"] if r["name"] == "_C::fused_gumbel_argmax")
     assert sampling["category"] == "sampling" and sampling["count"] == 20
     assert "framework-bound" in p["verdict"] and p["occupancy"] == []
+    assert p["mean_step"]["batch"] == 1  # execute_context_0(0)_generation_1(1)
 
 
 def test_moe_trace_without_its_gpu_events_is_a_cpu_trace(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import shlex
-import shutil
 import subprocess
 import time
 import zlib
@@ -98,11 +97,8 @@ class LocalFiles:
             return False
 
     def fetch(self, f: RankFile, dest: Path) -> Path:
-        src = Path(f.path)
-        if src.parent.resolve() == dest.resolve():
-            return src
-        dest.mkdir(parents=True, exist_ok=True)
-        return Path(shutil.copy2(src, dest / src.name))
+        """Already here (the trace directory is under the campaign's output): no copy."""
+        return Path(f.path)
 
 
 class SshFiles:
