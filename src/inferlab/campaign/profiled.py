@@ -109,18 +109,17 @@ def _finding(
 
 
 def _analyze(
-    store: Store,
     camp: CampaignFile,
-    gid: int,
     cfg: ResolvedConfig,
     recipe: CaptureRecipe,
     files: list[tuple[RankFile, Path]],
     out: CaptureOutcome,
-) -> list[str]:
-    """Analyze and store every rank's trace; returns one error line per rank that failed."""
+) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """Every rank's analysis with its capture block (file name, data), and one error line per
+    rank that could not be analyzed."""
     prof = camp.profile
     assert prof is not None
-    errors = []
+    done, errors = [], []
     for i, (rf, local) in enumerate(files):
         try:
             p = analyze(read_trace(local), segment=prof.segment).to_dict()
@@ -140,16 +139,22 @@ def _analyze(
             "mode": p["mode"],
             "steps": prof.steps,
             "segment": prof.segment,
-            "seconds": out.seconds,
             "run_id": out.run_id,
         }
-        with store.transaction():
-            out.analysis_ids.append(
-                store.add_analysis(
-                    "profile", rf.name, p, campaign=camp.campaign.name, config_id=gid
-                )
-            )
-    return errors
+        done.append((rf.name, p))
+    return done, errors
+
+
+def _store(
+    store: Store, camp: CampaignFile, gid: int, done: list[tuple[str, dict[str, Any]]],
+    out: CaptureOutcome,
+) -> None:  # fmt: skip
+    """Store the ranks' analyses, each with the pass's cost (s: load, capture, analysis)."""
+    with store.transaction():
+        for name, p in done:
+            p["capture"]["seconds"] = out.seconds
+            aid = store.add_analysis("profile", name, p, campaign=camp.campaign.name, config_id=gid)
+            out.analysis_ids.append(aid)
 
 
 def profiled_pass(
@@ -205,8 +210,9 @@ def profiled_pass(
         _finding(store, camp, gid, out, exc.reason, str(exc))
         return out
     out.files = [str(p) for _, p in fetched]
-    errors = _analyze(store, camp, gid, cfg, recipe, fetched, out)
+    done, errors = _analyze(camp, cfg, recipe, fetched, out)
     out.seconds = time.monotonic() - t0
+    _store(store, camp, gid, done, out)
     if errors:
         _finding(store, camp, gid, out, "analysis-failed", "; ".join(errors))
     out.ok = bool(out.analysis_ids)
