@@ -39,6 +39,37 @@ def _table(title: str, cols: list[str], rows: list[list[str]], caption: str = ""
     return t
 
 
+def _print_diff(con: Console, diff: dict[str, Any], top: int) -> None:
+    con.print(escape(f"A = {diff['a']}, B = {diff['b']}"), highlight=False)
+    sa, sb = diff["span_a_us"], diff["span_b_us"]
+    dk = sum(r["delta_us"] for r in diff["categories"])
+    span = f"step span A {ms(sa)} ms, B {ms(sb)} ms"
+    if sa > 0:
+        span += (
+            f" (B / A ×{sb / sa:.3f}); the kernel-time change alone ({'+' if dk >= 0 else ''}"
+            f"{ms(dk)} ms) predicts ×{(sa + dk) / sa:.3f} when kernels are the critical path"
+        )
+    for key, head in (("categories", "category"), ("kernels", "kernel")):
+        rows = [
+            [
+                r["short"],
+                ms(r["a_us"]),
+                ms(r["b_us"]),
+                f"{'+' if r['delta_us'] >= 0 else ''}{ms(r['delta_us'])}",
+                "–" if r["ratio"] is None else f"×{r['ratio']:.2f}",
+            ]
+            for r in diff[key][:top]
+        ]
+        con.print(
+            _table(
+                f"{key}: B vs A (ms {diff['unit']})",
+                [head, "A", "B", "B − A", "B / A"],
+                rows,
+                span,
+            )
+        )
+
+
 def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
     con = stdout_console()
     for line in headline(p):
@@ -87,34 +118,7 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
             highlight=False,
         )
     if diff is not None:
-        con.print(escape(f"A = {diff['a']}, B = {diff['b']}"), highlight=False)
-        sa, sb = diff["span_a_us"], diff["span_b_us"]
-        dk = sum(r["delta_us"] for r in diff["categories"])
-        span = f"step span A {ms(sa)} ms, B {ms(sb)} ms"
-        if sa > 0:
-            span += (
-                f" (B / A ×{sb / sa:.3f}); the kernel-time change alone ({'+' if dk >= 0 else ''}"
-                f"{ms(dk)} ms) predicts ×{(sa + dk) / sa:.3f} when kernels are the critical path"
-            )
-        for key, head in (("categories", "category"), ("kernels", "kernel")):
-            rows = [
-                [
-                    r["short"],
-                    ms(r["a_us"]),
-                    ms(r["b_us"]),
-                    f"{'+' if r['delta_us'] >= 0 else ''}{ms(r['delta_us'])}",
-                    "–" if r["ratio"] is None else f"×{r['ratio']:.2f}",
-                ]
-                for r in diff[key][:top]
-            ]
-            con.print(
-                _table(
-                    f"{key}: B vs A (ms {diff['unit']})",
-                    [head, "A", "B", "B − A", "B / A"],
-                    rows,
-                    span,
-                )
-            )
+        _print_diff(con, diff, top)
     err = Console(stderr=True)
     for w in p["warnings"]:
         err.print(f"[yellow]warning[/yellow] {escape(w)}", highlight=False)

@@ -50,6 +50,7 @@ __all__ = [
 
 GRAPH_LAUNCH = re.compile(r"cudaGraphLaunch|cuGraphLaunch")
 SEGMENTS = ("decode", "prefill", "all")
+NO_SM = "SM count unknown (no deviceProperties / TARGET_INFO_GPU): occupancy skipped; pass --sms N"
 
 
 @dataclass
@@ -201,16 +202,20 @@ def _analyze_gpu(
     is_c = sel & (ops.kind != KIND_KERNEL)
     cat_rows, kernel_rows, unknown, kernel_us = _breakdown(tr, ops, is_k, cat, span, n_steps)
     sm = sms or tr.sm_count
-    occ: list[Occupancy] = []
-    occ_share: float | None = None
+    occ: tuple[list[Occupancy], float | None] = ([], None)
     if sm:
-        occ, occ_share = occupancy(tr.names, ops.name_id, ops.blocks, ops.dur, is_k, sm, kernel_us)
+        occ = occupancy(tr.names, ops.name_id, ops.blocks, ops.dur, is_k, sm, kernel_us)
     else:
-        warnings.append(
-            "SM count unknown (no deviceProperties / TARGET_INFO_GPU): occupancy skipped; "
-            "pass --sms N"
-        )
+        warnings.append(NO_SM)
     graph_kernels, graph_launches = _graphs(tr, ops, is_k)
+    copies = int(is_c.sum())
+    if copies:
+        copy_us = float(ops.dur[is_c].sum())
+        cat_rows.append(
+            make_row(
+                MEMCPY, MEMCPY, copy_us, copies, span_us=span, share_base_us=None, n_steps=n_steps
+            )
+        )
     p = Profile(
         trace=tr.path,
         format=tr.format,
@@ -225,34 +230,20 @@ def _analyze_gpu(
         kernels=int(is_k.sum()),
         kernel_names=len(kernel_rows),
         copy_us=float(ops.dur[is_c].sum()),
-        copies=int(is_c.sum()),
+        copies=copies,
         categories=cat_rows,
         kernel_rows=kernel_rows,
         unknown=unknown,
-        occupancy=occ,
-        occupancy_share=occ_share,
+        occupancy=occ[0],
+        occupancy_share=occ[1],
         graph_launches=graph_launches,
         graph_kernels=graph_kernels,
         verdict="",
         warnings=[*tr.warnings, *warnings],
         meta=dict(tr.meta),
     )
-    if segment == "all":
-        p.verdict = gpu_verdict(busy, span, graph_launches, "over the whole trace's GPU span")
-    else:
-        m = p.mean_step()
-        assert m is not None
-        p.verdict = gpu_verdict(m["busy_us"], m["span_us"], graph_launches, f"per {segment} step")
-    if p.copies:
-        p.categories.append(
-            make_row(
-                MEMCPY,
-                MEMCPY,
-                p.copy_us,
-                p.copies,
-                span_us=span,
-                share_base_us=None,
-                n_steps=n_steps,
-            )
-        )
+    m = p.mean_step() if segment != "all" else {"busy_us": busy, "span_us": span}
+    assert m is not None
+    per = "over the whole trace's GPU span" if segment == "all" else f"per {segment} step"
+    p.verdict = gpu_verdict(m["busy_us"], m["span_us"], graph_launches, per)
     return p

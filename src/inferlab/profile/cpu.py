@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,24 +174,12 @@ def analyze_cpu(
     def row(name: str, c: str, t: float, k: int, short: str = "") -> Row:
         return make_row(name, c, t, k, span_us=span, share_base_us=span, n_steps=n, short=short)
 
-    cat_t: dict[str, float] = {}
-    cat_n: dict[str, int] = {}
-    op_t: dict[int, float] = {}
-    op_n: dict[int, int] = {}
-    for i in np.flatnonzero(in_seg):
-        c, nid = cats[i], int(cpu.name_id[order[i]])
-        cat_t[c] = cat_t.get(c, 0.0) + float(self_t[i])
-        cat_n[c] = cat_n.get(c, 0) + 1
-        op_t[nid] = op_t.get(nid, 0.0) + float(self_t[i])
-        op_n[nid] = op_n.get(nid, 0) + 1
-    rows = [row(c, c, cat_t[c], cat_n[c]) for c in cat.order() if c in cat_t]
+    rows, op_rows, unknown = _tally(cpu, order, in_seg, self_t, cats, cat, row)
     rows += [
         row(FRAMEWORK, FRAMEWORK, framework, n),
         row(WAITING, WAITING, span - busy - framework, n),
     ]
     rows.sort(key=lambda r: -r.time_us)
-    ranked = sorted(op_t, key=lambda k: -op_t[k])
-    op_rows = [row(cpu.names[k], cat(cpu.names[k]), op_t[k], op_n[k], cpu.names[k]) for k in ranked]
     mean_busy, mean_span = busy / n, span / n
     return Profile(
         trace=tr.path,
@@ -209,7 +198,7 @@ def analyze_cpu(
         copies=0,
         categories=rows,
         kernel_rows=op_rows,
-        unknown=[cpu.names[k] for k in ranked if cat(cpu.names[k]) == OTHER],
+        unknown=unknown,
         occupancy=[],
         occupancy_share=None,
         graph_launches=0,
@@ -220,6 +209,33 @@ def analyze_cpu(
         share_of="step time",
         meta={**tr.meta, "worker_tid": tid},
     )
+
+
+def _tally(
+    cpu: CpuOps,
+    order: np.ndarray,
+    in_seg: np.ndarray,
+    self_t: np.ndarray,
+    cats: list[str],
+    cat: Categorizer,
+    row: Callable[..., Row],
+) -> tuple[list[Row], list[Row], list[str]]:
+    """Category rows, op rows (every name, by self time) and the names no rule matches."""
+    cat_t: dict[str, float] = {}
+    cat_n: dict[str, int] = {}
+    op_t: dict[int, float] = {}
+    op_n: dict[int, int] = {}
+    for i in np.flatnonzero(in_seg):
+        c, nid = cats[i], int(cpu.name_id[order[i]])
+        cat_t[c] = cat_t.get(c, 0.0) + float(self_t[i])
+        cat_n[c] = cat_n.get(c, 0) + 1
+        op_t[nid] = op_t.get(nid, 0.0) + float(self_t[i])
+        op_n[nid] = op_n.get(nid, 0) + 1
+    rows = [row(c, c, cat_t[c], cat_n[c]) for c in cat.order() if c in cat_t]
+    ranked = sorted(op_t, key=lambda k: -op_t[k])
+    names = cpu.names
+    op_rows = [row(names[k], cat(names[k]), op_t[k], op_n[k], names[k]) for k in ranked]
+    return rows, op_rows, [names[k] for k in ranked if cat(names[k]) == OTHER]
 
 
 def _attribute(

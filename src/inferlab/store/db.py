@@ -26,6 +26,14 @@ from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DEFAULT_DB", "RunRow", "Store", "db_path", "workload_hash"]
 
+INSERT_RUN = (
+    "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
+    "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
+    "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
+    "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json, "
+    "purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
 DEFAULT_DB = "inferlab.db"
 
 
@@ -282,11 +290,7 @@ class Store:
         sends = [r.send_ns for r in records if r.send_ns]
         ends = [r.end_ns for r in records if r.end_ns]
         cur = self.db.execute(
-            "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
-            "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
-            "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
-            "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json, "
-            "purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            INSERT_RUN,
             (
                 campaign_id,
                 config_id,
