@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign.capture import Controller
-from inferlab.campaign.collect import CaptureFailed, LocalFiles, wait_complete
+from inferlab.campaign.collect import CaptureFailed, LocalFiles, SshFiles, wait_complete
 from inferlab.campaign.profiled import record_death
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.config.campaign import ProfileSection
@@ -281,3 +282,33 @@ def test_cli_stores_a_manual_profile_for_a_config_and_point(tmp_path: Path) -> N
     assert row["config"] == "baseline" and cap["point"] == "C=1" and cap["mode"] == "cpu"
     assert cap["engine"] == "vllm" and cap["rank"] is None and not cap["simulated"]
     assert "### baseline at C=1\n" in md and "CPU mode" in md
+
+
+def test_rank_files_of_a_remote_server_go_through_ssh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ssh seam: a stand-in for the ssh client that runs the (quoted) remote command on this
+    host, so the listing, the gzip check and the copy-back are the real commands."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    (bin_dir / "ssh").write_text(
+        f'#!/bin/sh\necho "ssh $*" >> {log}\nfor last; do :; done\nexec sh -c "$last"\n'
+    )
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    remote = tmp_path / "remote dir"
+    remote.mkdir()
+    _gz(remote / "p-1-TP-0.trace.json.gz", 2000)
+    (remote / "p-1-TP-1.trace.json.gz").write_bytes(b"\x1f\x8b truncated")
+    (remote / "other.txt").write_text("x")
+    files = SshFiles("user@gpu-host")
+    found = files.list(str(remote), "p-*-TP-*.trace.json.gz", ())
+    assert [f.name for f in found] == ["p-1-TP-0.trace.json.gz", "p-1-TP-1.trace.json.gz"]
+    assert found[0].size == (remote / "p-1-TP-0.trace.json.gz").stat().st_size
+    assert files.complete(found[0]) and not files.complete(found[1])
+    got = files.fetch(found[0], tmp_path / "local")
+    assert got.read_bytes() == (remote / "p-1-TP-0.trace.json.gz").read_bytes()
+    calls = log.read_text()
+    assert "-o BatchMode=yes -o ConnectTimeout=10 user@gpu-host" in calls
+    assert "gzip -t" in calls and "cat -- '" in calls

@@ -1,5 +1,5 @@
 """A capture's rank files where the server wrote them: listed, watched until complete, bounded,
-copied back (remote hosts: through ``ssh``/``scp`` with the launch's options).
+copied back (remote hosts: through ``ssh`` with the launch's options).
 
 A rank file is complete when its size has not changed between two looks and its gzip stream
 is whole (``.gz``: decompressed to the end; a plain ``.json`` must end with ``}``). Sizes are
@@ -103,7 +103,7 @@ class LocalFiles:
 
 class SshFiles:
     """The server runs on ``host`` (an ssh target): list with ``find``, check with ``gzip -t``,
-    copy with ``scp``; every remote argument is quoted."""
+    copy with ``cat``; every remote command is one ``shlex.join``ed string."""
 
     def __init__(self, host: str, timeout_s: float = 120.0) -> None:
         self.host, self.timeout_s = host, timeout_s
@@ -134,18 +134,27 @@ class SshFiles:
         return self._ssh("tail", "-c", "64", f.path).stdout.rstrip().endswith("}")
 
     def fetch(self, f: RankFile, dest: Path) -> Path:
+        """``ssh HOST cat -- PATH`` into ``dest`` (the remote path quoted, so any name is
+        safe), checked against the size listed."""
         dest.mkdir(parents=True, exist_ok=True)
         target = dest / f.name
-        cmd = ["scp", "-q", *SSH_OPTIONS, f"{self.host}:{shlex.quote(f.path)}", str(target)]
+        cmd = ["ssh", *SSH_OPTIONS, self.host, shlex.join(["cat", "--", f.path])]
         try:
-            r = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=self.timeout_s * 10, check=False
-            )
+            with target.open("wb") as out:
+                r = subprocess.run(
+                    cmd,
+                    stdout=out,
+                    stderr=subprocess.PIPE,
+                    timeout=self.timeout_s * 10,
+                    check=False,
+                )
         except subprocess.TimeoutExpired:
-            raise CaptureFailed("copy-failed", f"scp {f.path}: timed out") from None
-        if r.returncode != 0:
+            raise CaptureFailed("copy-failed", f"copying {self.host}:{f.path}: timed out") from None
+        got = target.stat().st_size
+        if r.returncode != 0 or got != f.size:
+            err = r.stderr.decode("utf-8", "replace").strip() or f"exit code {r.returncode}"
             raise CaptureFailed(
-                "copy-failed", f"scp {self.host}:{f.path}: {r.stderr.strip() or r.returncode}"
+                "copy-failed", f"copying {self.host}:{f.path}: {err} ({got} of {f.size} bytes)"
             )
         return target
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -219,17 +220,32 @@ def profiled_pass(
     return out
 
 
+def _answers(url: str, tries: int = 3) -> bool:
+    for i in range(tries):
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                if 200 <= r.status < 300:
+                    return True
+        except (OSError, ValueError):
+            pass
+        if i + 1 < tries:
+            time.sleep(1.0)
+    return False
+
+
 def record_death(
     store: Store, cfg: ResolvedConfig, gid: int, server: ServerProcess, label: str
 ) -> str | None:
-    """If the server died during the profiled pass: a launch failure of that pass, classified
-    from its log, stored beside the config's checks; returns its message (None: alive)."""
+    """If the server died (or stopped answering its health check) during the profiled pass: a
+    launch failure of that pass, classified from its log, stored beside the config's checks;
+    returns its message (None: healthy)."""
     code = server.proc.poll()
-    if code is None:
+    if code is None and _answers(server.spec.health_url):
         return None
     tail = log_tail(server.spec.log_path, 200)
     hit = primary_failure(get_engine(cfg.engine).classify_log(tail))
-    msg = f"{cfg.name}: the server died (exit code {code}) during the profiled pass at {label}"
+    what = f"died (exit code {code})" if code is not None else "stopped answering its health check"
+    msg = f"{cfg.name}: the server {what} during the profiled pass at {label}"
     if hit is not None:
         msg += f": {hit.text}"
     with store.transaction():
@@ -240,7 +256,7 @@ def record_death(
             {
                 "pass": "profiled",
                 "point": label,
-                "kind": hit.kind if hit is not None else "exited",
+                "kind": hit.kind if hit else ("exited" if code is not None else "unhealthy"),
                 "message": msg,
                 "remedy": hit.remedy if hit is not None else "see the server log",
                 "tail": tail[-40:],
