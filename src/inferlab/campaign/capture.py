@@ -35,6 +35,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.engines.capture import CaptureRecipe
 from inferlab.errors import ConfigError
+from inferlab.store import Store
 
 __all__ = [
     "CaptureOutcome",
@@ -44,7 +45,9 @@ __all__ = [
     "file_store",
     "is_local",
     "is_profiled",
+    "launch_form",
     "prefix_for",
+    "profiling_lines",
     "with_profiling",
 ]
 
@@ -128,6 +131,32 @@ def with_profiling(
     add = recipe.launch(base, engine_version)
     launched = replace(cfg, args=[*cfg.args, *add.args], env={**cfg.env, **add.env})
     return launched, add.describe()
+
+
+def _engine_version(store: Store, campaign: str) -> str | None:
+    """The engine version recon found for this campaign (None when unknown)."""
+    rows = store.analyses("recon", campaign=campaign)
+    engine = rows[-1]["data"].get("engine") if rows else None
+    return engine.get("version") if isinstance(engine, dict) else None
+
+
+def launch_form(
+    camp: CampaignFile, cfg: ResolvedConfig, store: Store
+) -> tuple[ResolvedConfig, str | None]:
+    """What to launch for ``cfg``: with profiling on (and its note) when ``[profile]`` names it;
+    the engine version comes from the campaign's recon."""
+    if not is_profiled(camp, cfg):
+        return cfg, None
+    version = _engine_version(store, camp.campaign.name)
+    return with_profiling(camp, cfg, version, create=True)
+
+
+def profiling_lines(camp: CampaignFile, cfg: ResolvedConfig) -> list[str]:
+    """The plan's line for a profiled config (none otherwise)."""
+    if not is_profiled(camp, cfg) or camp.profile is None:
+        return []
+    note = with_profiling(camp, cfg, None)[1]
+    return [f"    {note}; profiled at {', '.join(camp.profile.at)} in a separate pass"]
 
 
 def prefix_for(cfg: ResolvedConfig, label: str) -> str:

@@ -13,14 +13,16 @@ import contextlib
 import fcntl
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.capture import check_profile, is_profiled, with_profiling
+from inferlab.campaign.capture import check_profile, is_profiled, launch_form, profiling_lines
 from inferlab.campaign.profiled import profile_config, profiles_missing
+from inferlab.campaign.recon import store_recon
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -29,9 +31,8 @@ from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.logs import store_log_findings
-from inferlab.recon import ENGINES as RECON_ENGINES
-from inferlab.recon import ReconOptions, run_recon
-from inferlab.server import ServerProcess, stop
+from inferlab.server import ServerProcess
+from inferlab.server.gpumem import used_mib
 from inferlab.store import Store
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "make_plan",
     "render_plan",
     "run_campaign",
+    "select_configs",
 ]
 
 
@@ -156,17 +158,30 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append(f"    endpoint: {c.url} (already running)")
         if c.env:
             lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
-        prof = with_profiling(plan.campaign, c, None)[1] if is_profiled(plan.campaign, c) else ""
-        if prof:
-            at = ", ".join(plan.campaign.profile.at) if plan.campaign.profile else ""
-            lines.append(f"    {prof}; profiled at {at} in a separate pass")
+        if not c.lossless:
+            lines.append("    lossless = false: greedy equivalence is recorded, not gating")
+        lines += profiling_lines(plan.campaign, c)
         if c is not base:
             changes = spec.diff(base.args, c.args)
             envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
             diff = [str(ch) for ch in changes] + [f"env {k}={v}" for k, v in envd.items()]
-            diff += ["profiling on"] if prof else []
+            diff += ["profiling on"] if is_profiled(plan.campaign, c) else []
             lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
     return lines
+
+
+def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
+    """``plan`` with only the configs named (file order kept); none named: all of them."""
+    if not names:
+        return plan
+    known = [c.name for c in plan.configs]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(
+            f"{plan.path}: --config {unknown[0]!r}: no such config (configs: {', '.join(known)})"
+        )
+    plan.configs = [c for c in plan.configs if c.name in names]
+    return plan
 
 
 @contextlib.contextmanager
@@ -203,31 +218,6 @@ def _record(store: Store, config_id: int, kind: str, passed: bool, detail: dict[
         store.add_verification(config_id, kind, passed, detail)
 
 
-def _store_recon(
-    store: Store, campaign: str, configs: list[ResolvedConfig], events: CampaignEvents
-) -> None:
-    """Recon before acting: GPUs, NCCL/engine variables and, when the first local config runs
-    a known engine from a given Python, that engine's versions and tuned config files — stored
-    with the campaign (``--help`` flags are left to ``inferlab recon``: they take tens of
-    seconds). A failed look is a warning, never the end of the campaign."""
-    local = [c for c in configs if c.host in ("local", "localhost")]
-    first = local[0] if local else None
-    known = first is not None and first.engine in RECON_ENGINES and first.python is not None
-    opts = ReconOptions(
-        engine=first.engine if known and first else None,
-        python=first.python if known and first else None,
-        help=False,
-        probe_timeout_s=60.0,
-    )
-    try:
-        rec = run_recon(opts)
-    except InferlabError as exc:
-        events.message(f"recon skipped: {exc}")
-        return
-    with store.transaction():
-        store.add_analysis("recon", rec.host, rec.to_dict(), campaign=campaign)
-
-
 def run_campaign(
     path: str | Path,
     *,
@@ -235,10 +225,12 @@ def run_campaign(
     events: CampaignEvents | None = None,
     resume: bool = False,
     no_verify: bool = False,
+    only: Sequence[str] = (),
 ) -> CampaignResult:
-    """Run every config of the campaign; see the module docstring for the order and rules."""
+    """Run every config of the campaign (or those named in ``only``, in file order); see the
+    module docstring for the order and rules."""
     events = events or CampaignEvents()
-    plan = make_plan(path)
+    plan = select_configs(make_plan(path), only)
     camp = plan.campaign
     name = camp.campaign.name
     existing = store.runs(campaign=name)
@@ -251,7 +243,7 @@ def run_campaign(
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
     with _campaign_lock(camp):
         if not (resume and store.analyses("recon", campaign=name)):
-            _store_recon(store, name, plan.configs, events)
+            store_recon(store, name, plan.configs, events.message)
         for i, cfg in enumerate(plan.configs):
             with store.transaction():
                 cid = store.campaign_id(name)
@@ -274,86 +266,13 @@ def run_campaign(
     return result
 
 
-class _Early(Exception):
-    """A config's run ends before its load points (launch or verification failed)."""
+@dataclass
+class _Held:
+    """The server of the config being run, and NVML's used MiB per GPU around it."""
 
-    def __init__(self, outcome: ConfigOutcome) -> None:
-        super().__init__(outcome.message)
-        self.outcome = outcome
-
-
-def _engine_version(store: Store, campaign: str) -> str | None:
-    """The engine version recon found for this campaign (None when unknown)."""
-    rows = store.analyses("recon", campaign=campaign)
-    engine = rows[-1]["data"].get("engine") if rows else None
-    return engine.get("version") if isinstance(engine, dict) else None
-
-
-def _start(
-    plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents
-) -> tuple[ServerProcess | None, str]:
-    """Launch ``cfg`` (profiling on when ``[profile]`` names it) or take its URL."""
-    camp, spec = plan.campaign, get_engine(cfg.engine)
-    if not spec.launchers:
-        if not cfg.url:
-            raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
-        return None, cfg.url.rstrip("/")
-    events.message(f"{cfg.name}: launching ...")
-    launched, note = cfg, None
-    if is_profiled(camp, cfg):
-        version = _engine_version(store, camp.campaign.name)
-        launched, note = with_profiling(camp, cfg, version, create=True)
-    try:
-        server = launch_config(camp, launched)
-    except LaunchError as exc:
-        if exc.log_path:
-            store_log_findings(store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid)
-        failed: dict[str, Any] = {"kind": exc.kind, "message": str(exc), "remedy": exc.remedy}
-        failed |= {"tail": exc.tail[-40:], "log_path": str(exc.log_path or "")}
-        _record(store, gid, "launch", False, failed)
-        raise _Early(
-            ConfigOutcome(
-                cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
-            )
-        ) from None
-    detail: dict[str, Any] = {"ready_s": server.ready_s, "log_path": str(server.spec.log_path)}
-    detail |= {"argv": server.spec.argv} | ({"profiling": note} if note else {})
-    _record(store, gid, "launch", True, detail)
-    return server, server.spec.health_url.rsplit(spec.health_path, 1)[0]
-
-
-def _verify(
-    plan: Plan, cfg: ResolvedConfig, url: str, model: str, store: Store, events: CampaignEvents
-) -> None:
-    camp = plan.campaign
-    events.message(f"{cfg.name}: verifying ...")
-    rep = verify_config(camp, cfg, url, model, store)
-    if not rep.passed:
-        fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-        what = "diverged from the reference" if rep.diverged else "failed verification"
-        raise _Early(
-            ConfigOutcome(
-                cfg.name,
-                "verify-failed",
-                f"{what}: {fails}",
-                remedy="fix the config, or --no-verify to measure anyway",
-            )
-        )
-
-
-def _stop_server(
-    plan: Plan, cfg: ResolvedConfig, gid: int, server: ServerProcess, store: Store,
-    events: CampaignEvents,
-) -> None:  # fmt: skip
-    events.message(f"{cfg.name}: stopping ...")
-    rep = stop(server)
-    store_log_findings(
-        store, server.spec.log_path, campaign=plan.campaign.campaign.name, config_id=gid
-    )
-    detail: dict[str, Any] = {"signal": rep.signal, "seconds": rep.seconds}
-    detail["port_free"] = rep.port_free
-    detail |= {"gpu": rep.gpu_check, "notes": rep.notes}
-    _record(store, gid, "stop", rep.port_free, detail)
+    server: ServerProcess | None = None
+    gpu_before: list[int] | None = None
+    gpu_ready: list[int] | None = None
 
 
 def _run_config(
@@ -365,34 +284,115 @@ def _run_config(
     events: CampaignEvents,
     no_verify: bool,
 ) -> ConfigOutcome:
-    camp = plan.campaign
-    server: ServerProcess | None = None
+    held = _Held(gpu_before=used_mib() if get_engine(cfg.engine).launchers else None)
+    failure: RuntimeFailure | None = None
     try:
-        server, url = _start(plan, cfg, gid, store, events)
-        model = served_model(url, cfg.model or "")
-        if camp.verify.enabled and not no_verify:
-            _verify(plan, cfg, url, model, store, events)
-        bench = _bench_config(camp, url, model, cfg.engine)
-        sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
-        if todo:
-            try:
-                res = run_bench(bench, events, None, [sink], cells=todo)
-            except ServerRejected as exc:
-                return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
-            if res.interrupted:
-                return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
-        notes = profile_config(camp, cfg, gid, bench, plan.points, store, events, server)
-        return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)
-    except _Early as early:
-        return early.outcome
+        out = _launch_and_measure(plan, cfg, gid, todo, store, events, no_verify, held)
     except KeyboardInterrupt:
-        return ConfigOutcome(
+        out = ConfigOutcome(
             cfg.name,
             "interrupted",
             "Ctrl-C: the server was stopped; inferlab run --resume continues",
         )
     except InferlabError as exc:
-        return ConfigOutcome(cfg.name, "failed", str(exc))
+        out = ConfigOutcome(cfg.name, "failed", str(exc))
     finally:
-        if server is not None:
-            _stop_server(plan, cfg, gid, server, store, events)
+        if held.server is not None:
+            events.message(f"{cfg.name}: stopping ...")
+            failure, line = stop_and_check(
+                held.server,
+                get_engine(cfg.engine),
+                gid,
+                store,
+                plan.campaign.campaign.name,
+                gpu_before=held.gpu_before,
+                gpu_ready=held.gpu_ready,
+            )
+            events.message(f"{cfg.name}: {line}")
+    if failure is not None:  # the server came up, then died of something known
+        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
+        out.message = failure.message + (f" — {seen}" if seen else "")
+        out.remedy = failure.remedy
+        out.log_tail = failure.tail
+        if out.status == "measured":
+            out.status = "failed"
+    return out
+
+
+def _launch(
+    plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents, held: _Held
+) -> ConfigOutcome | str:
+    """Launch ``cfg`` (or take its URL); the server's base URL, or the failed outcome."""
+    spec = get_engine(cfg.engine)
+    if not spec.launchers:
+        if not cfg.url:
+            raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
+        return cfg.url.rstrip("/")
+    events.message(f"{cfg.name}: launching ...")
+    launched, note = launch_form(plan.campaign, cfg, store)
+    try:
+        held.server = server = launch_config(plan.campaign, launched)
+    except LaunchError as exc:
+        if exc.log_path:
+            store_log_findings(
+                store, str(exc.log_path), campaign=plan.campaign.campaign.name, config_id=gid
+            )
+        detail: dict[str, Any] = {
+            "kind": exc.kind,
+            "message": str(exc),
+            "remedy": exc.remedy,
+            "tail": exc.tail[-40:],
+            "log_path": str(exc.log_path or ""),
+        }
+        _record(store, gid, "launch", False, detail)
+        return ConfigOutcome(
+            cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
+        )
+    held.gpu_ready = used_mib()
+    ready: dict[str, Any] = {
+        "ready_s": server.ready_s,
+        "log_path": str(server.spec.log_path),
+        "argv": server.spec.argv,
+        "gpu_used_mib": held.gpu_ready,
+    } | ({"profiling": note} if note else {})
+    _record(store, gid, "launch", True, ready)
+    return server.spec.health_url.rsplit(spec.health_path, 1)[0]
+
+
+def _launch_and_measure(
+    plan: Plan,
+    cfg: ResolvedConfig,
+    gid: int,
+    todo: set[tuple[str, int]],
+    store: Store,
+    events: CampaignEvents,
+    no_verify: bool,
+    held: _Held,
+) -> ConfigOutcome:
+    camp = plan.campaign
+    url = _launch(plan, cfg, gid, store, events, held)
+    if isinstance(url, ConfigOutcome):
+        return url
+    model = served_model(url, cfg.model or "")
+    if camp.verify.enabled and not no_verify:
+        events.message(f"{cfg.name}: verifying ...")
+        rep = verify_config(camp, cfg, url, model, store)
+        if not rep.passed:
+            fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
+            what = "diverged from the reference" if rep.diverged else "failed verification"
+            return ConfigOutcome(
+                cfg.name,
+                "verify-failed",
+                f"{what}: {fails}",
+                remedy="fix the config, or --no-verify to measure anyway",
+            )
+    bench = _bench_config(camp, url, model, cfg.engine)
+    sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+    try:
+        res = run_bench(bench, events, None, [sink], cells=todo) if todo else None
+    except ServerRejected as exc:
+        return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+    if res is not None and res.interrupted:
+        return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
+    notes = profile_config(camp, cfg, gid, bench, plan.points, store, events, held.server)
+    return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)

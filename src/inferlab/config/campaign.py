@@ -71,6 +71,9 @@ class ConfigSpec(_Closed):
     unset: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
+    #: False: the lever may change greedy outputs (e.g. another dtype), so greedy equivalence
+    #: is recorded but does not fail verification; unset: inherited (default True)
+    lossless: bool | None = None
 
     @field_validator("name")
     @classmethod

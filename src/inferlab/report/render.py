@@ -216,7 +216,7 @@ def _md_checks(report: Report) -> list[str]:
         out.append("No verification results stored for this campaign.")
     out.append("")
     if report.launch_failures:
-        out += ["## Launch failures", ""]
+        out += ["## Launch and runtime failures", ""]
         for f in report.launch_failures:
             out += [
                 f"### {_md(f.config)}: {_md(f.kind)}",
@@ -489,7 +489,7 @@ def _html_checks(report: Report) -> list[str]:
     else:
         out.append("<p>No verification results stored for this campaign.</p>")
     if report.launch_failures:
-        out.append('<h2 id="launch-failures">Launch failures</h2>')
+        out.append('<h2 id="launch-failures">Launch and runtime failures</h2>')
         for f in report.launch_failures:
             out += [
                 '<div class="fail-box">',

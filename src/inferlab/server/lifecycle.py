@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.errors import LaunchError
+from inferlab.server.gpumem import pids_mib
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -273,28 +274,6 @@ def _port_free(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) != 0
 
 
-def _gpu_pids_memory() -> dict[int, int] | None:
-    """MiB held per process on every GPU, or None without NVML/GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        held: dict[int, int] = {}
-        for i in range(int(pynvml.nvmlDeviceGetCount())):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-                mem = int(getattr(p, "usedGpuMemory", 0) or 0) // (1 << 20)
-                held[int(p.pid)] = held.get(int(p.pid), 0) + mem
-        return held
-    finally:
-        pynvml.nvmlShutdown()
-
-
 def _group_pids(pgid: int) -> set[int]:
     pids = set()
     for d in Path("/proc").iterdir():
@@ -385,17 +364,21 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    if _gpu_pids_memory() is None:
-        gpu = "skipped: no GPU visible through NVML"
-    else:
-        while True:
-            left = {p: m for p, m in (_gpu_pids_memory() or {}).items() if p in pids}
-            if not left:
-                gpu = "drained"
-                break
-            if time.monotonic() > deadline:
-                gpu = f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
-                notes.append(gpu)
-                break
-            time.sleep(0.5)
+    gpu = _wait_pids_gone(pids, deadline)
+    if gpu.startswith("not drained"):
+        notes.append(gpu)
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
+
+
+def _wait_pids_gone(pids: set[int], deadline: float) -> str:
+    """Wait until NVML lists none of ``pids`` on any GPU: "drained", "not drained: ..." or
+    "skipped: ..." (no NVML)."""
+    if pids_mib() is None:
+        return "skipped: no GPU visible through NVML"
+    while True:
+        left = {p: m for p, m in (pids_mib() or {}).items() if p in pids}
+        if not left:
+            return "drained"
+        if time.monotonic() > deadline:
+            return f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
+        time.sleep(0.5)
