@@ -7,6 +7,7 @@ from typing import Any
 
 from inferlab import METRICS_VERSION
 from inferlab.config.bench import BenchConfig
+from inferlab.config.urls import redact_url
 from inferlab.engines import get_engine
 from inferlab.environment import snapshot
 from inferlab.load.bench import (
@@ -64,7 +65,7 @@ class StoreSink:
                 self.config or f"{cfg.engine}:{meta['model']}",
                 engine=cfg.engine,
                 model=meta["model"],
-                extra={"url": cfg.url, "endpoint": cfg.endpoint},
+                extra={"url": redact_url(cfg.url), "endpoint": cfg.endpoint},
             )
             eid = self.store.environment_id(
                 snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))

@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign import capture, profiled
 from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.capture import check_profile, is_profiled, launch_form, profiling_lines
-from inferlab.campaign.profiled import profile_config, profiles_missing
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
+from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
 from inferlab.engines import get_engine
-from inferlab.errors import ConfigError, InferlabError, LaunchError, ServerRejected
+from inferlab.errors import ConfigError, ConnectError, InferlabError, LaunchError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
 from inferlab.logs import store_log_findings
 from inferlab.server import ServerProcess
@@ -115,8 +115,7 @@ def make_plan(path: str | Path) -> Plan:
     """Load, validate and resolve the campaign; nothing is started."""
     p = Path(path)
     camp = load_campaign(p)
-    text = p.read_text(encoding="utf-8")
-    configs = resolve_configs(camp, p, text)
+    configs = resolve_configs(camp, p, text := p.read_text(encoding="utf-8"))
     if not camp.load.concurrency and not camp.load.rate:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
@@ -125,7 +124,7 @@ def make_plan(path: str | Path) -> Plan:
         camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
     )
     points = plan_points(bench)
-    check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
+    capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
     return Plan(p, camp, configs, points, camp.load.trials, bench)
 
 
@@ -160,12 +159,12 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
         if not c.lossless:
             lines.append("    lossless = false: greedy equivalence is recorded, not gating")
-        lines += profiling_lines(plan.campaign, c)
+        lines += capture.profiling_lines(plan.campaign, c)
         if c is not base:
             changes = spec.diff(base.args, c.args)
             envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
             diff = [str(ch) for ch in changes] + [f"env {k}={v}" for k, v in envd.items()]
-            diff += ["profiling on"] if is_profiled(plan.campaign, c) else []
+            diff += ["profiling on"] if capture.is_profiled(plan.campaign, c) else []
             lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
     return lines
 
@@ -251,7 +250,7 @@ def run_campaign(
                     cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
                 )
             todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
-            if not todo and not profiles_missing(camp, cfg, store, gid):
+            if not todo and not profiled.profiles_missing(camp, cfg, store, gid):
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
                 events.config_done(out)
@@ -329,7 +328,7 @@ def _launch(
             raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
         return cfg.url.rstrip("/")
     events.message(f"{cfg.name}: launching ...")
-    launched, note = launch_form(plan.campaign, cfg, store)
+    launched, note = capture.launch_form(plan.campaign, cfg, store)
     try:
         held.server = server = launch_config(plan.campaign, launched)
     except LaunchError as exc:
@@ -388,11 +387,14 @@ def _launch_and_measure(
             )
     bench = _bench_config(camp, url, model, cfg.engine)
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+    watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
     try:
-        res = run_bench(bench, events, None, [sink], cells=todo) if todo else None
-    except ServerRejected as exc:
+        res = run_bench(bench, events, None, [*watch, sink], cells=todo) if todo else None
+    except (ServerRejected, ConnectError) as exc:
         return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+    if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
+        return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
     if res is not None and res.interrupted:
         return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
-    notes = profile_config(camp, cfg, gid, bench, plan.points, store, events, held.server)
+    notes = profiled.profile_config(camp, cfg, gid, bench, plan.points, store, events, held.server)
     return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)

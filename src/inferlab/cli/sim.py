@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -70,12 +71,25 @@ def serve_cmd(
     ] = None,
     fault: Annotated[
         str | None,
-        typer.Option("--fault", help="Misbehave on purpose: stall, close, malformed or http500."),
+        typer.Option("--fault", help="Misbehave on purpose (docs/reliability.md lists kinds)."),
     ] = None,
     fault_after: Annotated[
         int, typer.Option("--fault-after", help="Token chunks before the fault.")
     ] = 0,
     fault_every: Annotated[int, typer.Option("--fault-every", help="Fault every Nth request.")] = 1,
+    fault_at_s: Annotated[
+        float | None,
+        typer.Option("--fault-at-s", help="Faults from T s after the first request (exit: at T)."),
+    ] = None,
+    fault_for_s: Annotated[
+        float | None, typer.Option("--fault-for-s", help="Faults only for D s from --fault-at-s.")
+    ] = None,
+    drip_ms: Annotated[
+        float, typer.Option("--drip-ms", help="Gap between bytes of the drip fault (ms).")
+    ] = 1.0,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="Require this Bearer key on /v1/ (as vLLM).")
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
@@ -153,6 +167,10 @@ def serve_cmd(
         fault=fault,
         fault_after=fault_after,
         fault_every=fault_every,
+        fault_at_s=fault_at_s,
+        fault_for_s=fault_for_s,
+        drip_ms=drip_ms,
+        api_key=api_key,
         model_mode=model_mode,
         preset=preset,
         time_scale=time_scale,
@@ -166,6 +184,10 @@ def serve_cmd(
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
+    # secrets included: what inferlab stores from this log must not carry them
+    log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
+
     def ready(url: str) -> None:
         if batching:
             log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
@@ -178,11 +200,14 @@ def serve_cmd(
             "imitates SGLang's log"
         )
     try:
-        serve(config, on_ready=ready, log=log if batching else None)
+        crashed = serve(config, on_ready=ready, log=log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
             log(f"[SIMULATED] {line}")
         raise typer.Exit(code=1) from None
+    if crashed:
+        log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
+        raise typer.Exit(code=1)
 
 
 @sim_app.command("tokenizer")

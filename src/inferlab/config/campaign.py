@@ -259,6 +259,9 @@ def load_campaign(path: str | Path) -> CampaignFile:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read campaign file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        at = p.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{at}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     data = _parse(p, text)
     missing: list[str] = []
     data = {k: (v if k == "verify" else _expand(v, missing)) for k, v in data.items()}

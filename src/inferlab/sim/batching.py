@@ -23,7 +23,9 @@ from inferlab.sim.model import StepModel, accept_draw, step_ms
 from inferlab.sim.wheel import TimerWheel, slot_of
 
 if TYPE_CHECKING:
-    from inferlab.sim.server import SimServer, _Conn, _Record, _Request
+    from inferlab.sim.server import SimServer, _Conn
+    from inferlab.sim.truth import Record as _Record
+    from inferlab.sim.truth import Request as _Request
 
 __all__ = ["BatchingEngine", "Seq", "log_prefix"]
 
