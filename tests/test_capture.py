@@ -270,8 +270,8 @@ def test_cli_stores_a_manual_profile_for_a_config_and_point(tmp_path: Path) -> N
         argv = [sys.executable, "-m", "inferlab.cli.main", "profile", str(trace), "--db", str(db)]
         return subprocess.run([*argv, *a], capture_output=True, text=True, check=False)
 
-    r = cli("--campaign", "cap", "--config", "nope", "--point", "C=1")
-    assert r.returncode == 2 and "no config 'nope'" in r.stderr and "baseline" in r.stderr
+    r = cli("--campaign", "cap", "--config", "baseline", "--point", "16")
+    assert r.returncode == 2 and "--point: expected a closed-loop load point" in r.stderr
     assert cli("--config", "baseline").returncode == 2  # where to? needs --campaign
     r = cli("--campaign", "cap", "--config", "baseline", "--point", "C=1", "--json")
     assert r.returncode == 0, r.stderr

@@ -279,7 +279,7 @@ def test_sigkill_mid_sweep_loses_only_the_unfinished_point(tmp_path: Path) -> No
 
 
 def test_v2_runs_become_measurements_and_profiled_passes_stay_apart(tmp_path: Path) -> None:
-    """Schema 3: an existing run is a measurement; a profiled pass is stored but never listed
+    """Schema 4: an existing run is a measurement; a profiled pass is stored but never listed
     by default (so no verdict, resume accounting or sweep table reads it)."""
     from inferlab.store.schema import APPLICATION_ID, upgrade_to_1, upgrade_to_2
 

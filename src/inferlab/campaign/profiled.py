@@ -28,7 +28,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.engines.capture import CaptureRecipe, rank_of
 from inferlab.engines.logs import primary_failure
-from inferlab.errors import ConfigError, InferlabError
+from inferlab.errors import InferlabError
 from inferlab.load.bench import BenchEvents, LoadPoint, PointResult, run_bench
 from inferlab.profile import analyze, read_trace
 from inferlab.server import ServerProcess, log_tail
@@ -41,7 +41,6 @@ __all__ = [
     "profiled_pass",
     "profiles_missing",
     "record_death",
-    "store_profile",
 ]
 
 ACTION = (
@@ -317,44 +316,3 @@ def profile_config(
             notes.append(died)
             break
     return notes
-
-
-def store_profile(
-    store: Store,
-    trace: Path,
-    data: dict[str, Any],
-    *,
-    campaign: str,
-    config: str | None = None,
-    point: str | None = None,
-) -> int:
-    """Store a profile recorded by hand (``inferlab profile --campaign``) in the shape a
-    campaign's capture stores: ``capture`` holds what is known (point and config when given)."""
-    gid, engine = None, None
-    if config is not None:
-        found = store.latest_config(campaign, config)
-        if found is None:
-            names = store.config_names(campaign)
-            raise ConfigError(
-                f"--config: campaign {campaign!r} has no config {config!r} in {store.path} "
-                f"(configs: {', '.join(names) or 'none yet: run the campaign first'})"
-            )
-        gid, engine = found
-    ours = (data.get("meta") or {}).get("inferlab") or {}
-    cap: dict[str, Any] = {
-        "path": str(trace.resolve()),
-        "size_bytes": trace.stat().st_size,
-        "simulated": bool(ours.get("simulated")),
-        "mode": data.get("mode", "gpu"),
-        "steps": len(data.get("steps") or []),
-        "rank": rank_of(trace.name),
-        "source": "inferlab profile",
-    }
-    if point is not None:
-        cap["point"] = point
-    if engine is not None:
-        cap["engine"] = engine
-    with store.transaction():
-        return store.add_analysis(
-            "profile", trace.name, {**data, "capture": cap}, campaign=campaign, config_id=gid
-        )

@@ -9,11 +9,9 @@ config: its old results are never mixed in). Only one server of a campaign runs 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +19,9 @@ from typing import Any
 from inferlab.campaign import capture, profiled
 from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recon import store_recon
-from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
+from inferlab.campaign.up import campaign_lock, launch_config, served_model, verify_config
 from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -40,6 +39,9 @@ __all__ = [
     "CampaignResult",
     "ConfigOutcome",
     "Plan",
+    "bench_config",
+    "campaign_lock",
+    "done_cells",
     "make_plan",
     "render_plan",
     "run_campaign",
@@ -88,7 +90,8 @@ class CampaignEvents(BenchEvents):
         """A config ended (measured, skipped or failed)."""
 
 
-def _bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+def bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
+    """The campaign's load section as one sweep against ``url``."""
     ld = camp.load
     return BenchConfig(
         url=url,
@@ -120,9 +123,7 @@ def make_plan(path: str | Path) -> Plan:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
-    bench = _bench_config(
-        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
-    )
+    bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     points = plan_points(bench)
     capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
     return Plan(p, camp, configs, points, camp.load.trials, bench)
@@ -183,26 +184,8 @@ def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
     return plan
 
 
-@contextlib.contextmanager
-def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
-    """One runner per campaign on a host: at most one of its servers runs at a time."""
-    d = output_dir(camp)
-    d.mkdir(parents=True, exist_ok=True)
-    f = (d / ".lock").open("w")
-    try:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise ConfigError(
-                f"campaign {camp.campaign.name!r} is already running on this host "
-                f"(lock {d / '.lock'})"
-            ) from None
-        yield
-    finally:
-        f.close()
-
-
-def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+    """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
         "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
@@ -240,7 +223,7 @@ def run_campaign(
         )
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
-    with _campaign_lock(camp):
+    with campaign_lock(camp):
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
         for i, cfg in enumerate(plan.configs):
@@ -249,7 +232,7 @@ def run_campaign(
                 gid = store.config_id(
                     cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
                 )
-            todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
+            todo = all_cells - done_cells(store, name, gid) if resume else set(all_cells)
             if not todo and not profiled.profiles_missing(camp, cfg, store, gid):
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
@@ -259,6 +242,9 @@ def run_campaign(
             out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
             result.outcomes.append(out)
             events.config_done(out)
+            if out.status == "measured" and not predict_now(store, name, events):
+                result.interrupted = True
+                break
             if out.status == "interrupted":
                 result.interrupted = True
                 break
@@ -385,7 +371,7 @@ def _launch_and_measure(
                 f"{what}: {fails}",
                 remedy="fix the config, or --no-verify to measure anyway",
             )
-    bench = _bench_config(camp, url, model, cfg.engine)
+    bench = bench_config(camp, url, model, cfg.engine)
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
     watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
     try:

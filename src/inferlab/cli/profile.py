@@ -12,7 +12,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferlab.campaign.profiled import store_profile
 from inferlab.errors import ConfigError
 from inferlab.profile import Categorizer, analyze, diff_profiles, load_rules, read_trace
 from inferlab.profile.render import (
@@ -25,6 +24,7 @@ from inferlab.profile.render import (
     occupancy_sentence,
     share_caption,
 )
+from inferlab.profile.stored import check_point, store_profile
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
@@ -145,10 +145,10 @@ def profile(
         Path | None, typer.Option("--categories", help="TOML/JSON file of extra [[rule]]s")
     ] = None,
     config: Annotated[
-        str | None, typer.Option("--config", help="The campaign's config it profiles")
+        str | None, typer.Option("--config", help="With --campaign: the config it profiles")
     ] = None,
     point: Annotated[
-        str | None, typer.Option("--point", help="The load point it was recorded at (C=16)")
+        str | None, typer.Option("--point", help="With --campaign: its load point, e.g. C=16")
     ] = None,
 ) -> None:
     """Where the GPU time of a decode (or prefill) step goes: steps and busy time, categories
@@ -167,10 +167,12 @@ def profile(
         diff = diff_profiles(p, q, top=top).to_dict()
         data["vs"] = {"profile": q.to_dict(), "diff": diff}
     if (config or point) and not campaign:
-        raise ConfigError("--config/--point: they say where to store it: give --campaign too")
+        raise ConfigError("--config/--point: they say where to store the profile; add --campaign")
+    if point is not None:
+        check_point(point)
     if campaign:
         with Store(db_path(db)) as store:
-            store_profile(store, trace, data, campaign=campaign, config=config, point=point)
+            store_profile(store, campaign, trace, data, config=config, point=point)
     if json_:
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:

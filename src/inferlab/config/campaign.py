@@ -25,6 +25,7 @@ else:  # pragma: no cover
 __all__ = [
     "CampaignFile",
     "CampaignSection",
+    "ClusterSection",
     "ConfigSpec",
     "EngineSection",
     "LoadSection",
@@ -59,6 +60,14 @@ class EngineSection(_Closed):
     launcher: str | None = None  # engine-specific launcher variant (e.g. vLLM "module")
     ready_timeout_s: float = Field(default=900.0, gt=0)
     stop_grace_s: float = Field(default=20.0, gt=0)
+    gpus: int | None = Field(default=None, ge=0)  # GPUs per server (default: parallel flags)
+
+
+class ClusterSection(_Closed):
+    """``run --ray``: the Ray CPUs reserved beside each server's GPUs, and for its client."""
+
+    server_cpus: float = Field(default=1.0, gt=0)
+    client_cpus: float = Field(default=1.0, gt=0)
 
 
 class ConfigSpec(_Closed):
@@ -151,6 +160,7 @@ class CampaignFile(_Closed):
     load: LoadSection = LoadSection()
     slo: SLO = SLO()
     profile: ProfileSection | None = None
+    cluster: ClusterSection = ClusterSection()
 
 
 # -- loading with positions ------------------------------------------------------------------

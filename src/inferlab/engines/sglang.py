@@ -295,5 +295,9 @@ SPEC = register(
         metrics=METRICS,
         log_signatures=SIGNATURES,
         capture=SGLANG_CAPTURE,
+        parallel_flags=("--tp-size", "--pp-size", "--dp-size"),
+        # with DP attention the DP ranks split the TP group's GPUs (sglang server_args.py)
+        parallel_within={"--dp-size": "--enable-dp-attention"},
+        default_gpus=1,
     )
 )

@@ -267,5 +267,11 @@ SPEC = register(
         metrics=METRICS,
         log_signatures=SIGNATURES,
         capture=VLLM_CAPTURE,
+        parallel_flags=(
+            "--tensor-parallel-size",
+            "--pipeline-parallel-size",
+            "--data-parallel-size",
+        ),
+        default_gpus=1,
     )
 )

@@ -53,6 +53,7 @@ class WorkerJob:
     timeout_s: float = 600.0
     stall_timeout_s: float = 60.0
     headers: dict[str, str] = field(default_factory=dict)
+    not_before_ns: int | None = None  # start no earlier (perf_counter_ns): hosts start together
 
 
 @dataclass(slots=True)
@@ -137,7 +138,7 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
             loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
 
     done_evt = asyncio.Event()
-    wait = t0 - _perf_ns()
+    wait = max(t0, job.not_before_ns or 0) - _perf_ns()
     if wait > 0:
         await asyncio.sleep(wait / 1e9)
     start_ns = _perf_ns()

@@ -27,7 +27,7 @@ import numpy as np
 
 from inferlab.errors import ConfigError, TraceError
 
-from .bounds import amdahl, gpu_verdict, make_row
+from .bounds import HOST_BOUND, PARTLY, amdahl, gpu_verdict, make_row
 from .categories import MEMCPY, Categorizer, short_name
 from .diff import DiffRow, ProfileDiff, diff_profiles
 from .occupancy import occupancy
@@ -37,6 +37,8 @@ from .trace import KIND_KERNEL, Trace
 
 __all__ = [
     "DEFAULT_PATTERNS",
+    "HOST_BOUND",
+    "PARTLY",
     "DiffRow",
     "Occupancy",
     "Profile",

@@ -43,6 +43,8 @@ SECTION_MODULES: tuple[str, ...] = (
     "inferlab.recon.report",
     "inferlab.profile.report",
     "inferlab.logs.report",
+    "inferlab.report.levers",
+    "inferlab.cluster.report",
 )
 
 _BUILDERS: dict[str, SectionBuilder] = {}
