@@ -6,7 +6,8 @@ and a ``gpu_user_annotation`` named like SGLang's step spans (``step[DECODE bs=1
 ``cudaLaunchKernel`` per kernel) and the preset's kernels (:mod:`inferlab.sim.kernels`) with their
 grids, layer by layer, with the idle time spread between layers. Times are the model's (µs,
 before ``--time-scale``), so a step lasts exactly ``step_ms`` of the model. Ranks differ a little
-(deterministically): the all-reduce absorbs each rank's skew, so the step span is the same on all.
+(deterministically): a rank computes up to 1% longer or shorter, at most half the all-reduce's
+time, which waits out the difference, so the step span is the same on all.
 
 The top-level ``inferlab`` block says SIMULATED; ``inferlab profile`` keeps it, and everything
 derived from the trace says so too.
@@ -105,11 +106,11 @@ def kernel_times(
     return out, idle
 
 
-def _rank_skew(ctx: TraceContext, rank: int) -> float:
-    """A rank's compute factor (rank 0: 1); the all-reduce waits out the difference."""
+def _rank_draw(ctx: TraceContext, rank: int) -> float:
+    """A rank's compute draw in [−1, 1] (rank 0: 0), the same in every step of a capture."""
     if rank == 0:
-        return 1.0
-    return 1.0 + 0.01 * random.Random(ctx.seed * 1000 + rank).uniform(-1.0, 1.0)
+        return 0.0
+    return random.Random(ctx.seed * 1000 + rank).uniform(-1.0, 1.0)
 
 
 def _step_name(s: StepRecord) -> str:
@@ -125,14 +126,15 @@ def _nccl_name(ctx: TraceContext, name: str) -> str:
 
 
 def _scaled(ctx: TraceContext, times: list[tuple[KernelSpec, float]], rank: int) -> list[float]:
-    """Each kernel's ms on ``rank``: compute skewed, the all-reduce waiting out the skew."""
-    skew = _rank_skew(ctx, rank)
-    comm = [i for i, (k, _) in enumerate(times) if k.lever == "nccl_ll" or "nccl" in k.name]
+    """Each kernel's ms on ``rank``: compute up to 1% longer or shorter — at most half of what
+    the all-reduce can wait out — and the all-reduce waiting out the difference, so the span is
+    the same on every rank (a preset without one: every rank alike)."""
+    comm = {i for i, (k, _) in enumerate(times) if k.lever == "nccl_ll" or "nccl" in k.name}
     rest = sum(t for i, (_, t) in enumerate(times) if i not in comm)
-    out = [t * skew if i not in comm else t for i, (_, t) in enumerate(times)]
-    for i in comm:
-        out[i] = max(times[i][1] + rest * (1.0 - skew) / len(comm), 0.2 * times[i][1])
-    return out
+    wait = sum(times[i][1] for i in comm)
+    more = _rank_draw(ctx, rank) * min(0.01 * rest, 0.5 * wait)  # ms of compute this rank adds
+    factor = 1.0 + more / rest if rest > 0 else 1.0
+    return [t * (1.0 - more / wait) if i in comm else t * factor for i, (_, t) in enumerate(times)]
 
 
 def _order(times: list[tuple[KernelSpec, float]], layers: int) -> list[tuple[int, int]]:
