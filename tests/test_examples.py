@@ -54,10 +54,10 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert text.count("profiling on (--profiler-config") == 2
 
 
-def test_sim_demo_profiles_the_seed_point() -> None:
+def test_sim_demo_profiles_the_seed_points() -> None:
     plan = make_plan(EXAMPLES / "sim-dsv4.toml")
     prof = plan.campaign.profile
-    assert prof is not None and prof.at == ["C=16"] and prof.configs == ["baseline", "A"]
+    assert prof is not None and prof.at == ["C=1", "C=16"] and prof.configs == ["baseline", "A"]
     assert "profiling on (SGLANG_TORCH_PROFILER_DIR=" in "\n".join(render_plan(plan))
 
 
