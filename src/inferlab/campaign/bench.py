@@ -39,6 +39,7 @@ class StoreSink:
         config: str | None,
         scrape: bool = True,
         config_id: int | None = None,
+        purpose: str = "measure",
         environment: dict[str, Any] | None = None,
     ) -> None:
         self._own = not isinstance(db, Store)
@@ -52,6 +53,7 @@ class StoreSink:
         self.campaign = campaign
         self.config = config
         self.run_ids: list[int] = []
+        self.purpose = purpose  # "profiled": a pass replayed while a profile is captured
         self._ids: tuple[int, int, int] | None = None
         self._meta: dict[str, Any] = {}
         self._environment = environment  # a snapshot taken elsewhere (a server's node)
@@ -120,6 +122,7 @@ class StoreSink:
                 warnings=[w.to_json() for w in res.warnings],
                 interrupted=res.interrupted,
                 rejected=res.rejected,
+                purpose=self.purpose,
             )
             self.store.add_server_metrics(
                 rid,

@@ -4,8 +4,9 @@ First, holding the campaign's lock: orphan servers of a runner that died are sto
 pending kernel-config files restored (``campaign.orphans``), and what the store knows is told
 (``campaign.notes``). Then, per config: tuned files made and ``files`` installed
 (``campaign.files``) → launch → verify → lever evidence against the baseline
-(``campaign.applied``) → (warmup) → every load point × trial → scrape → stop → drain → files
-restored (``campaign.steps``). Every finished load point is committed at once. A config that
+(``campaign.applied``) → (warmup) → every load point × trial → the profiled passes of
+``[profile]`` (``campaign.capture``) → scrape → stop → drain → files restored
+(``campaign.steps``). Every finished load point is committed at once. A config that
 fails to launch or verify is stored with its classified failure, log tail and remedy, and the
 campaign goes on. ``resume`` skips finished cells of configs whose content hash is unchanged
 (a changed config is a new config: its old results are never mixed in). Only one server of a
@@ -21,16 +22,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab.campaign import capture, profiled
 from inferlab.campaign.bench import StoreSink
 from inferlab.campaign.files import check_files, target_dir
 from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
 from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.orphans import campaign_lock as orphans_lock
 from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
-from inferlab.campaign.up import verify_config
+from inferlab.campaign.up import campaign_lock, verify_config
 from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -144,7 +145,9 @@ def make_plan(path: str | Path) -> Plan:
     if camp.load.requests is None and camp.load.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
     bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
-    return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench, configs[0])
+    points = plan_points(bench)
+    capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
+    return Plan(p, camp, configs, points, camp.load.trials, bench, configs[0])
 
 
 def render_plan(plan: Plan) -> list[str]:
@@ -187,13 +190,11 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append(f"    tune {kind}: {how} (made before it launches)")
         if not c.lossless:
             lines.append("    lossless = false: greedy equivalence is recorded, not gating")
+        lines += capture.profiling_lines(plan.campaign, c)
         if c is not base:
-            lines.append(
-                "    vs "
-                + base.name
-                + ": "
-                + ("; ".join(_diff(spec, base, c, env)) or "no difference")
-            )
+            diff = _diff(spec, base, c, env)
+            diff += ["profiling on"] if capture.is_profiled(plan.campaign, c) else []
+            lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
     return lines
 
 
@@ -226,18 +227,12 @@ def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
     return plan
 
 
-@contextlib.contextmanager
-def campaign_lock(camp: CampaignFile) -> Iterator[None]:
-    """One runner per campaign on a host (``campaign.orphans.campaign_lock``)."""
-    with orphans_lock(output_dir(camp), camp.campaign.name):
-        yield
-
-
 def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
     """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
-        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL",
+        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
+        "AND r.purpose = 'measure'",
         (campaign, config_id),
     ).fetchall()
     return {(str(a), int(b)) for a, b in rows}
@@ -278,7 +273,7 @@ def run_campaign(
             with store.transaction():
                 gid = config_row(store, camp, cfg)
             todo = all_cells - done_cells(store, name, gid) if resume else set(all_cells)
-            if not todo:
+            if not todo and not profiled.profiles_missing(camp, cfg, store, gid):
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
                 events.config_done(out)
@@ -300,11 +295,18 @@ def run_campaign(
 def _endpoint(
     plan: Plan, cfg: ResolvedConfig, gid: int, store: Store, events: CampaignEvents, held: Held
 ) -> Iterator[tuple[str, Path | None]]:
-    """(base URL, launch log) of the config's server: launched and stopped here, or (kind
-    ``openai``) already running."""
+    """(base URL, launch log) of the config's server: launched (with profiling on when
+    ``[profile]`` names it) and stopped here, or (kind ``openai``) already running."""
     if get_engine(cfg.engine).launchers:
+        launched, note = capture.launch_form(plan.campaign, cfg, store)
         with server_running(
-            plan.campaign, cfg, store=store, config_id=gid, say=events.message, held=held
+            plan.campaign,
+            launched,
+            store=store,
+            config_id=gid,
+            say=events.message,
+            held=held,
+            extra={"profiling": note} if note else None,
         ) as server:
             yield server_url(server, cfg), server.spec.log_path
         return
@@ -374,7 +376,8 @@ def _measure(
     no_verify: bool,
     held: Held,
 ) -> ConfigOutcome:
-    """Files, server, verification, lever evidence, every load point; each undone on exit."""
+    """Files, server, verification, lever evidence, every load point, the profiled passes
+    (``[profile]``); each undone on exit."""
     camp = plan.campaign
     base = plan.baseline or plan.configs[0]
     say = events.message
@@ -395,10 +398,14 @@ def _measure(
         sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
         watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
         try:
-            res = run_bench(bench, events, None, [*watch, sink], cells=todo)
+            res = run_bench(bench, events, None, [*watch, sink], cells=todo) if todo else None
         except (ServerRejected, ConnectError) as exc:
             return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
         if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
             return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
-        status = "interrupted" if res.interrupted else "measured"
-        return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+        if res is not None and res.interrupted:
+            return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
+        notes = profiled.profile_config(
+            camp, cfg, gid, bench, plan.points, store, events, held.server
+        )
+        return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)

@@ -110,9 +110,11 @@ def server_running(
     config_id: int,
     say: Say,
     held: Held | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Iterator[ServerProcess]:
     """Launch ``cfg`` (``StepFailed`` "launch-failed" when it does not come up), stop it on
-    exit with the stop, GPU-drain and runtime-failure checks; all stored with the config."""
+    exit with the stop, GPU-drain and runtime-failure checks; all stored with the config
+    (``extra``: more of the launch record, e.g. the profiling note)."""
     held = held or Held()
     name = camp.campaign.name
     held.gpu_before = used_mib()
@@ -131,6 +133,7 @@ def server_running(
     try:
         ready = {"ready_s": server.ready_s, "log_path": str(server.spec.log_path),
                  "argv": server.spec.argv, "gpu_used_mib": held.gpu_ready}  # fmt: skip
+        ready |= extra or {}
         record(store, config_id, "launch", True, ready)  # argv scrubbed by the store
         yield server
     finally:

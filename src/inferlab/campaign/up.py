@@ -9,9 +9,10 @@ running, recorded in a state file that ``down`` reads (``down`` also restores th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from inferlab.campaign.launch import (
     served_model,
     server_url,
 )
-from inferlab.campaign.orphans import campaign_lock, recover_campaign
+from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.steps import check_applied, config_files
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
@@ -39,6 +40,7 @@ from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
 __all__ = [
     "UpResult",
+    "campaign_lock",
     "down",
     "fatal_check",
     "find_config",
@@ -65,6 +67,14 @@ class UpResult:
     argv: list[str]
     notes: list[str] = field(default_factory=list)  # recovery, tuned and installed files
     levers: list[LeverItem] = field(default_factory=list)  # evidence against the baseline
+
+
+@contextlib.contextmanager
+def campaign_lock(camp: CampaignFile) -> Iterator[None]:
+    """One runner per campaign on a host: at most one of its servers runs at a time
+    (``campaign.orphans.campaign_lock`` on its output directory)."""
+    with orphans.campaign_lock(output_dir(camp), camp.campaign.name):
+        yield
 
 
 def _state_path(camp: CampaignFile, config: str) -> Path:
@@ -219,7 +229,7 @@ def up(
     state = _state_path(camp, cfg.name)
     _refuse_if_up(state, cfg, path)
     notes: list[str] = []
-    with campaign_lock(output_dir(camp), camp.campaign.name):
+    with campaign_lock(camp):
         notes += recover_campaign(output_dir(camp), store)
         gid = None
         if store is not None:

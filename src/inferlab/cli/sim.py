@@ -137,6 +137,9 @@ def serve_cmd(
     tuned_fp8: Annotated[
         bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
     ] = False,
+    tp_size: Annotated[
+        int, typer.Option("--tp-size", help="SGLang: TP ranks (one trace each per capture).")
+    ] = 1,
     startup_s: Annotated[
         float,
         typer.Option(
@@ -188,6 +191,7 @@ def serve_cmd(
         decode_log_interval=decode_log_interval,
         startup_s=startup_s,
         levers={k: v for k, v in levers.items() if v is not None},
+        tp_size=tp_size,
     )
     _serve(config, batching)
 

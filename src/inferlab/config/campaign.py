@@ -31,6 +31,7 @@ __all__ = [
     "FileKind",
     "LoadSection",
     "Probe",
+    "ProfileSection",
     "VerifySection",
     "load_campaign",
 ]
@@ -157,6 +158,20 @@ class LoadSection(_Closed):
     tokenizer: Path | None = None
 
 
+class ProfileSection(_Closed):
+    """Capture a profile during these load points, in a separate pass after each config's
+    measurement (``inferlab.campaign.capture``)."""
+
+    at: list[str] = Field(min_length=1)  # load point labels: "C=16", "rate=4/s"
+    steps: int = Field(default=20, ge=1, le=100_000)  # engine steps to record
+    configs: list[str] | None = None  # default: every config
+    activities: tuple[Literal["CPU", "GPU"], ...] = ("CPU", "GPU")
+    max_trace_mb: float = Field(default=512.0, gt=0)  # per rank file; larger is not analyzed
+    segment: Literal["decode", "prefill", "all"] = "decode"
+    with_stack: bool = False
+    timeout_s: float = Field(default=600.0, gt=0)  # for the files (and /stop_profile's flush)
+
+
 class CampaignFile(_Closed):
     campaign: CampaignSection
     engine: EngineSection
@@ -164,6 +179,7 @@ class CampaignFile(_Closed):
     verify: VerifySection = VerifySection()
     load: LoadSection = LoadSection()
     slo: SLO = SLO()
+    profile: ProfileSection | None = None
     cluster: ClusterSection = ClusterSection()
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.engines import flags as _flags
+from inferlab.engines.capture import CaptureRecipe
 from inferlab.engines.evidence import Evidence
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
@@ -155,6 +156,8 @@ class EngineSpec:
     detect: tuple[DetectHint, ...] = ()
     #: the launch argv is the campaign's ``[engine] argv`` (kind ``command``), not a launcher
     argv_from_config: bool = False
+    #: how to record a profiler trace while it serves (None: the campaign cannot profile it)
+    capture: CaptureRecipe | None = None
     #: flags whose values multiply to the GPUs one server needs (tp × pp × dp), canonical
     parallel_flags: tuple[str, ...] = ()
     #: parallel flag → flag that makes its ranks share the others' GPUs (SGLang DP attention)

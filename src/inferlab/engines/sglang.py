@@ -8,6 +8,7 @@ Fixed output length: the OpenAI API takes ``ignore_eos`` + ``min_tokens``; the n
 
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
@@ -313,6 +314,7 @@ SPEC = register(
             *common.detect_hints("sglang", "sglang:"),
             DetectHint("path", "/get_server_info", key="tp_size", weight=2),
         ),
+        capture=SGLANG_CAPTURE,
         parallel_flags=("--tp-size", "--pp-size", "--dp-size"),
         # with DP attention the DP ranks split the TP group's GPUs (sglang server_args.py)
         parallel_within={"--dp-size": "--enable-dp-attention"},

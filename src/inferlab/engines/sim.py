@@ -18,6 +18,7 @@ from inferlab.engines.base import (
     fp8_gemm_names,
     register,
 )
+from inferlab.engines.capture import SIM_CAPTURE
 from inferlab.engines.evidence import NCCL_ENV, SGLANG_SERVER_ARGS, Evidence
 from inferlab.engines.logs import sig
 from inferlab.engines.sglang import METRICS as SGLANG_METRICS
@@ -76,5 +77,6 @@ SPEC = register(
             DetectHint("owned_by", "inferlab-sim", weight=5),
             DetectHint("path", "/version", key="simulated", weight=3),
         ),
+        capture=SIM_CAPTURE,
     )
 )

