@@ -10,17 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import multiprocessing as mp
 import os
-import signal
-import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -30,14 +24,14 @@ from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import (
     ConfigError,
     ConnectError,
-    MeasurementError,
     ServerRejected,
     TokenizerError,
 )
 from inferlab.load.http import Endpoint, HttpClient, run_loop
+from inferlab.load.phase import run_phase
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
-from inferlab.load.worker import Item, WorkerJob, WorkerResult, worker_process
+from inferlab.load.worker import Item, WorkerJob
 from inferlab.load.workload import Prompt, build_body, make_prompts
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import PointSummary, summarize
@@ -243,94 +237,7 @@ def _tokenizer(
 
 
 # ---------------------------------------------------------------------------------------
-# running one phase in worker processes
-
-
-@contextmanager
-def _sigint_sets(stop: Any) -> Iterator[list[bool]]:
-    """While inside: Ctrl-C sets ``stop`` (workers finish and report) instead of raising."""
-    hit = [False]
-    if threading.current_thread() is not threading.main_thread():
-        yield hit
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        hit[0] = True
-        stop.set()
-
-    old = signal.signal(signal.SIGINT, handler)
-    try:
-        yield hit
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
-def _run_phase(jobs: list[WorkerJob], events: BenchEvents) -> tuple[list[WorkerResult], bool]:
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    stop = ctx.Event()
-    done = ctx.Array("q", len(jobs), lock=False)
-    errs = ctx.Array("q", len(jobs), lock=False)
-    procs: list[Any] = []
-    conns: list[Connection[Any, Any]] = []
-    with _sigint_sets(stop) as hit:
-        for job in jobs:
-            parent, child = ctx.Pipe()
-            p = ctx.Process(target=worker_process, args=(job, child, stop, done, errs), daemon=True)
-            p.start()
-            child.close()
-            procs.append(p)
-            conns.append(parent)
-        results: dict[int, WorkerResult] = {}
-        try:
-            ready = 0
-            while ready < len(conns):
-                for c in mp_wait(conns, timeout=60):
-                    assert isinstance(c, Connection)
-                    msg = c.recv()
-                    if msg[0] == "ready":
-                        ready += 1
-                    else:
-                        results[msg[1].worker] = msg[1]
-                        ready += 1
-                if not any(p.is_alive() for p in procs) and ready < len(conns):
-                    raise RuntimeError("a measuring worker died before it was ready")
-            t0 = time.perf_counter_ns() + 20_000_000
-            for c, job in zip(conns, jobs):
-                if job.worker not in results:
-                    c.send(("start", t0))
-            pending = [c for c, job in zip(conns, jobs) if job.worker not in results]
-            while pending:
-                for c in mp_wait(pending, timeout=0.1):
-                    assert isinstance(c, Connection)
-                    try:
-                        msg = c.recv()
-                    except EOFError:
-                        pending.remove(c)
-                        continue
-                    if msg[0] == "result":
-                        results[msg[1].worker] = msg[1]
-                        pending.remove(c)
-                events.progress(sum(done), sum(errs))
-                if pending and not any(p.is_alive() for p in procs):
-                    break
-            events.progress(sum(done), sum(errs))
-        finally:
-            for p in procs:
-                p.join(timeout=5)
-                if p.is_alive():
-                    p.kill()
-    failures = [r.failure for r in results.values() if r.failure]
-    if failures:
-        raise MeasurementError("a measuring worker failed (a bug in inferlab):\n" + failures[0])
-    if len(results) < len(jobs):
-        codes = ", ".join(
-            f"worker {j.worker}: exit code {p.exitcode}"
-            + (f" ({signal.Signals(-p.exitcode).name})" if p.exitcode and p.exitcode < 0 else "")
-            for j, p in zip(jobs, procs)
-            if j.worker not in results
-        )
-        raise MeasurementError(f"a measuring worker exited without reporting ({codes})")
-    return [results[j.worker] for j in jobs], hit[0]
+# splitting a phase into worker jobs
 
 
 def _split_jobs(
@@ -685,7 +592,8 @@ def _run_point(
             offsets=None,
             cycle=False,
         )
-        wres, interrupted = _run_phase(wjobs, events)
+        wout = run_phase(wjobs, events.progress)
+        wres, interrupted = wout.results, wout.interrupted
         for r in wres:
             records.extend(r.records)
             texts.extend(r.texts)
@@ -707,7 +615,8 @@ def _run_point(
             cycle=cycle,
         )
         nworkers = len(jobs)
-        wres, interrupted = _run_phase(jobs, events)
+        out = run_phase(jobs, events.progress)
+        wres, interrupted = out.results, out.interrupted
         for r in wres:
             records.extend(r.records)
             texts.extend(r.texts)

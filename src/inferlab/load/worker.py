@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
@@ -17,6 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from inferlab.load.http import Endpoint, Exchange, HttpClient, run_loop
+from inferlab.load.progress import light_record
 from inferlab.load.sse import error_message_of, parse_stream
 from inferlab.records import ErrorKind, RequestRecord
 
@@ -25,6 +27,7 @@ __all__ = ["Item", "WorkerJob", "WorkerResult", "worker_process"]
 _perf_ns = time.perf_counter_ns
 _LAG_PERIOD_S = 0.005
 _TIMER_GRANULARITY_NS = 1_100_000  # libuv/epoll timers: 1 ms resolution, plus slack
+_REPORT_EVERY = 10  # adaptive points: progress to the parent every 10 lag probes (50 ms)
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,6 +55,8 @@ class WorkerJob:
     timeout_s: float = 600.0
     stall_timeout_s: float = 60.0
     headers: dict[str, str] = field(default_factory=dict)
+    progress: bool = False  # adaptive point: stream light summaries to the parent
+    cpus: tuple[int, ...] | None = None  # pin the worker to these CPUs
 
 
 @dataclass(slots=True)
@@ -82,16 +87,22 @@ class _State:
 
 
 class _Control:
-    """Shared flags: ``stop`` (set by the parent on Ctrl-C or by any worker on rejection)."""
+    """Shared flags: ``stop`` (set by the parent on Ctrl-C or by any worker on rejection:
+    abort what is in flight) and ``finish`` (adaptive stop: issue nothing more, let the
+    requests in flight end)."""
 
-    def __init__(self, stop: Any, done: Any, errors: Any, worker: int) -> None:
+    def __init__(self, stop: Any, done: Any, errors: Any, worker: int, finish: Any) -> None:
         self._stop = stop
         self._done = done
         self._errors = errors
         self._w = worker
+        self._finish = finish
 
     def stopping(self) -> bool:
         return bool(self._stop.is_set())
+
+    def finishing(self) -> bool:
+        return self._finish is not None and bool(self._finish.is_set())
 
     def stop(self) -> None:
         self._stop.set()
@@ -102,7 +113,12 @@ class _Control:
             self._errors[self._w] += 1
 
 
-async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> WorkerResult:
+async def _drive(
+    job: WorkerJob,
+    ctl: _Control,
+    start: Callable[[], int],
+    report: Callable[[Any], None] | None = None,
+) -> WorkerResult:
     client = HttpClient(
         job.endpoint,
         timeout_s=job.timeout_s,
@@ -119,6 +135,14 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
     raws: list[_Raw] = []
     lag: list[int] = []
     state = _State()
+    light: list[Any] = []  # adaptive points: finished, not yet reported
+    inflight: dict[int, int] = {}  # item index → perf_counter_ns when it was issued
+    ticks = [0]
+
+    def flush() -> None:
+        if report is not None and light:
+            report((list(light), min(inflight.values(), default=None)))
+            light.clear()
 
     def probe(t1: int, timer_late: int) -> None:
         # the larger of: a ready callback's wait to run (what a byte arriving now waits), and
@@ -132,6 +156,9 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
             state.stopped = True
             client.abort_all(ErrorKind.CANCELLED, "interrupted")
         loop.call_soon(probe, _perf_ns(), max(0, now - expected))
+        ticks[0] += 1
+        if ticks[0] % _REPORT_EVERY == 0:
+            flush()
         if not done_evt.is_set():
             loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
 
@@ -143,9 +170,14 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
     loop.call_soon(monitor, _perf_ns())
 
     async def one(item: Item, scheduled: int | None) -> None:
+        if job.progress:
+            inflight[item.index] = _perf_ns()
         ex = await client.request(item.data)
         raws.append(_Raw(item, scheduled, ex))
         ok = ex.error_kind is None and 200 <= ex.status < 300
+        if job.progress:
+            del inflight[item.index]
+            light.append(light_record(item.index, ex, item.output_tokens))
         ctl.count(ok)
         if ok:
             state.ok_seen = True
@@ -163,7 +195,9 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
 
         async def user() -> None:
             for i in counter:
-                if ctl.stopping() or (deadline is not None and _perf_ns() >= deadline):
+                if ctl.stopping() or ctl.finishing():
+                    return
+                if deadline is not None and _perf_ns() >= deadline:
                     return
                 if i >= len(items) and not job.cycle:
                     return
@@ -196,12 +230,13 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
             delay = due - _perf_ns()
             if delay > 0:
                 await asyncio.sleep(delay / 1e9)
-            if ctl.stopping():
+            if ctl.stopping() or ctl.finishing():
                 break
             tasks.append(asyncio.ensure_future(capped(item, due)))
         await asyncio.gather(*tasks)
     stop_ns = _perf_ns()
     done_evt.set()
+    flush()
     client.close()
     records, texts = _finish(raws, job)
     return WorkerResult(
@@ -279,11 +314,18 @@ def _die_with_parent() -> None:
         pass
 
 
-def worker_process(job: WorkerJob, conn: Connection, stop: Any, done: Any, errors: Any) -> None:
+def worker_process(
+    job: WorkerJob, conn: Connection, stop: Any, done: Any, errors: Any, finish: Any = None
+) -> None:
     """Entry point of a worker process: ignores SIGINT (the parent decides), reports back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
-    ctl = _Control(stop, done, errors, job.worker)
+    if job.cpus:
+        os.sched_setaffinity(0, job.cpus)
+    ctl = _Control(stop, done, errors, job.worker, finish)
+
+    def report(payload: Any) -> None:
+        conn.send(("progress", job.worker, payload))
 
     def start() -> int:
         conn.send(("ready", job.worker))
@@ -291,7 +333,7 @@ def worker_process(job: WorkerJob, conn: Connection, stop: Any, done: Any, error
         return int(msg[1])
 
     try:
-        result = run_loop(_drive(job, ctl, start))
+        result = run_loop(_drive(job, ctl, start, report if job.progress else None))
     except BaseException:  # a bug in the worker: report it, never hang the parent
         import traceback
 
