@@ -12,16 +12,15 @@ import json
 import os
 import sqlite3
 import time
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from inferlab.config.secrets import scrub_argv, scrub_env
 from inferlab.errors import StoreError
-from inferlab.records import ErrorKind, RequestRecord
+from inferlab.records import RequestRecord
+from inferlab.store.rows import RunRow, request_from_row, request_row, run_row
 from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DEFAULT_DB", "RunRow", "Store", "db_path", "workload_hash"]
@@ -45,30 +44,6 @@ def _dumps(obj: Any) -> str:
 def workload_hash(workload: Mapping[str, Any]) -> str:
     """Hash of the prompt and output length distribution (what makes workloads comparable)."""
     return hashlib.sha256(_dumps(dict(workload)).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One stored load point (a run) with its config and environment, as listed."""
-
-    id: int
-    campaign: str
-    config: str
-    config_hash: str
-    source: str
-    definitions: str
-    label: str
-    concurrency: int | None
-    rate: float | None
-    trial: int
-    model: str | None
-    workload_hash: str
-    started_at: str | None
-    interrupted: bool
-    summary: dict[str, Any]
-    environment: dict[str, Any]
-    metrics_version: int | None
-    n_requests: int
 
 
 class Store:
@@ -255,16 +230,21 @@ class Store:
         interrupted: bool = False,
         rejected: str | None = None,
         notes: Sequence[str] = (),
+        trust: str | None = None,
+        trust_reasons: Sequence[Mapping[str, Any]] = (),
+        stop: Mapping[str, Any] | None = None,
     ) -> int:
-        """Insert one load point and all its requests. Call inside ``transaction()``."""
+        """Insert one load point and all its requests. Call inside ``transaction()``.
+        ``trust`` None: not assessed (imports); it is assessed from the summary when read."""
         sends = [r.send_ns for r in records if r.send_ns]
         ends = [r.end_ns for r in records if r.end_ns]
         cur = self.db.execute(
             "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
             "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
             "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
-            "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json, "
+            "trust, trust_json, stop_json) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 campaign_id,
                 config_id,
@@ -291,6 +271,9 @@ class Store:
                 int(interrupted),
                 rejected,
                 _dumps(list(notes)),
+                trust,
+                _dumps([dict(x) for x in trust_reasons]),
+                _dumps(dict(stop)) if stop is not None else None,
             ),
         )
         run_id = int(cur.lastrowid or 0)
@@ -298,9 +281,9 @@ class Store:
             "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
             "status, error_kind, error_message, input_tokens, requested_output_tokens, "
             "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
-            "worker, event_offsets, event_tokens, warnings_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (_request_row(run_id, i, r) for i, r in enumerate(records)),
+            "worker, event_offsets, event_tokens, warnings_json, dropped) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (request_row(run_id, i, r) for i, r in enumerate(records)),
         )
         return run_id
 
@@ -442,7 +425,8 @@ class Store:
             "SELECT r.id, c.name, g.name, g.hash, r.source, r.definitions, r.label, "
             "r.concurrency, r.rate, r.trial, r.model, r.workload_hash, r.started_at, "
             "r.interrupted, r.summary_json, e.snapshot_json, r.metrics_version, "
-            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id) "
+            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id), "
+            "r.trust, r.trust_json, r.stop_json, r.client_lag_json "
             "FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
             "JOIN configs g ON g.id = r.config_id "
             "LEFT JOIN environments e ON e.id = r.environment_id WHERE 1=1"
@@ -462,69 +446,18 @@ class Store:
             rows = self.db.execute(q, args).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(self._explain(exc)) from None
-        return [
-            RunRow(
-                id=r[0],
-                campaign=r[1],
-                config=r[2],
-                config_hash=r[3],
-                source=r[4],
-                definitions=r[5],
-                label=r[6],
-                concurrency=r[7],
-                rate=r[8],
-                trial=r[9],
-                model=r[10],
-                workload_hash=r[11],
-                started_at=r[12],
-                interrupted=bool(r[13]),
-                summary=json.loads(r[14]),
-                environment=json.loads(r[15]) if r[15] else {},
-                metrics_version=r[16],
-                n_requests=r[17],
-            )
-            for r in rows
-        ]
+        return [run_row(r) for r in rows]
 
     def requests(self, run_id: int) -> list[RequestRecord]:
         rows = self.db.execute(
             "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
             "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
             "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-            "event_offsets, event_tokens, warnings_json FROM requests WHERE run_id=? ORDER BY idx",
+            "event_offsets, event_tokens, warnings_json, dropped FROM requests WHERE run_id=? "
+            "ORDER BY idx",
             (run_id,),
         ).fetchall()
-        out = []
-        for r in rows:
-            offs = array("q")
-            offs.frombytes(r[16])
-            toks = array("i")
-            toks.frombytes(r[17])
-            send = int(r[4])
-            out.append(
-                RequestRecord(
-                    index=r[0],
-                    request_id=r[1] or "",
-                    warmup=bool(r[2]),
-                    scheduled_ns=r[3],
-                    send_ns=send,
-                    end_ns=r[5],
-                    status=r[6],
-                    error_kind=ErrorKind(r[7]) if r[7] else None,
-                    error_message=r[8],
-                    event_ns=[send + o for o in offs],
-                    event_tokens=list(toks),
-                    input_tokens=r[9],
-                    requested_output_tokens=r[10],
-                    usage_prompt_tokens=r[11],
-                    usage_completion_tokens=r[12],
-                    counted_output_tokens=r[13],
-                    finish_reason=r[14],
-                    worker=r[15],
-                    warnings=json.loads(r[18]),
-                )
-            )
-        return out
+        return [request_from_row(r) for r in rows]
 
     def run_meta(self, run_id: int) -> dict[str, Any]:
         """Every column of a run (JSON columns decoded), for export and comparability checks."""
@@ -538,29 +471,3 @@ class Store:
             if k.endswith("_json") and out[k] is not None:
                 out[k[: -len("_json")]] = json.loads(out.pop(k))
         return out
-
-
-def _request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
-    send = r.send_ns
-    return (
-        run_id,
-        i,
-        r.request_id,
-        int(r.warmup),
-        r.scheduled_ns,
-        send,
-        r.end_ns,
-        r.status,
-        r.error_kind.value if r.error_kind else None,
-        r.error_message,
-        r.input_tokens,
-        r.requested_output_tokens,
-        r.usage_prompt_tokens,
-        r.usage_completion_tokens,
-        r.counted_output_tokens,
-        r.finish_reason,
-        r.worker,
-        array("q", [t - send for t in r.event_ns]).tobytes(),
-        array("i", r.event_tokens).tobytes(),
-        _dumps(r.warnings),
-    )

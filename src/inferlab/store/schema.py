@@ -5,6 +5,10 @@ Format history (``meta.schema_version``):
     packed int64 ns offsets from send), server_metrics, verifications, findings.
   2 (inferlab 0.2.0) ``findings.source`` (the file a finding was mined from) and ``analyses``:
     one row per stored analysis (``kind`` = 'profile', 'recon', 'tune', ...) with its JSON.
+  3 (inferlab 0.2.0) trust and stopping: ``runs.trust`` ('trusted' | 'untrusted'; NULL for
+    runs stored before, assessed when read), ``runs.trust_json`` (reasons with their fixes),
+    ``runs.stop_json`` (why an adaptive or sequential point stopped, achieved half-widths,
+    look), ``requests.dropped`` ('ramp-up' | 'drain': stored, left out of the statistics).
 
 A database is upgraded on open by applying ``upgrade_to_N`` for every N above its version, in
 one transaction. A database newer than ``SCHEMA_VERSION`` is refused ("upgrade inferlab").
@@ -16,7 +20,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -158,4 +162,14 @@ def upgrade_to_2() -> str:
         """
 
 
-MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1, 2: upgrade_to_2}
+def upgrade_to_3() -> str:
+    """SQL of version 3: trust and stop records of runs, dropped requests."""
+    return """
+        ALTER TABLE runs ADD COLUMN trust TEXT;
+        ALTER TABLE runs ADD COLUMN trust_json TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE runs ADD COLUMN stop_json TEXT;
+        ALTER TABLE requests ADD COLUMN dropped TEXT;
+        """
+
+
+MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1, 2: upgrade_to_2, 3: upgrade_to_3}
