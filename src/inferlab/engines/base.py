@@ -7,7 +7,7 @@ signatures — and pure functions over that data. Nothing here starts processes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +23,17 @@ __all__ = [
     "NativeApi",
     "classify_log",
     "get_engine",
+    "omp_threads_env",
     "register",
     "registered",
 ]
 
 PYTHON = "{python}"
+
+
+def omp_threads_env(cpus: Sequence[int]) -> dict[str, str]:
+    """The default CPU-thread knob: one OpenMP thread per CPU the server is pinned to."""
+    return {"OMP_NUM_THREADS": str(len(cpus))}
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,8 @@ class EngineSpec:
     flag_syntax: FlagSyntax = field(default_factory=FlagSyntax)
     metrics: tuple[MetricDef, ...] = ()
     log_signatures: tuple[LogSignature, ...] = ()
+    #: environment variables that size the engine's CPU threads to the CPUs it is pinned to
+    cpu_env: Callable[[Sequence[int]], dict[str, str]] = omp_threads_env
 
     # -- requests ---------------------------------------------------------------------------
 

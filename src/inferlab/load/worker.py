@@ -169,7 +169,11 @@ async def _drive(
     start_ns = _perf_ns()
     loop.call_soon(monitor, _perf_ns())
 
-    async def one(item: Item, scheduled: int | None) -> None:
+    ramp: set[int] = set()  # adaptive points: each user's first request
+
+    async def one(item: Item, scheduled: int | None, first: bool = False) -> None:
+        if first and job.progress:
+            ramp.add(item.index)
         if job.progress:
             inflight[item.index] = _perf_ns()
         ex = await client.request(item.data)
@@ -177,7 +181,7 @@ async def _drive(
         ok = ex.error_kind is None and 200 <= ex.status < 300
         if job.progress:
             del inflight[item.index]
-            light.append(light_record(item.index, ex, item.output_tokens))
+            light.append(light_record(item.index, ex, item.output_tokens, first))
         ctl.count(ok)
         if ok:
             state.ok_seen = True
@@ -194,6 +198,7 @@ async def _drive(
         counter = iter(range(1 << 62 if job.cycle else len(items)))
 
         async def user() -> None:
+            first = True
             for i in counter:
                 if ctl.stopping() or ctl.finishing():
                     return
@@ -210,7 +215,8 @@ async def _drive(
                         it.input_tokens,
                         it.output_tokens,
                     )
-                await one(it, None)
+                await one(it, None, first)
+                first = False
 
         await asyncio.gather(*(user() for _ in range(job.concurrency or 1)))
     else:
@@ -239,6 +245,9 @@ async def _drive(
     flush()
     client.close()
     records, texts = _finish(raws, job)
+    for rec in records:
+        if rec.index in ramp:
+            rec.dropped = "ramp-up"
     return WorkerResult(
         worker=job.worker,
         records=records,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.errors import LaunchError
+from inferlab.server.gpu import gpu_pids_memory as _gpu_pids_memory
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -87,6 +88,7 @@ class LaunchSpec:
     host: str = "local"  # or an ssh target
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
+    cpus: tuple[int, ...] | None = None  # local: the process group runs on these CPUs only
 
 
 @dataclass
@@ -117,8 +119,11 @@ class StopReport:
     notes: list[str] = field(default_factory=list)
 
 
+_LOCAL = ("local", "localhost", "")
+
+
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
-    if spec.host in ("local", "localhost", ""):
+    if spec.host in _LOCAL:
         return list(spec.argv), clean_env(spec.env)
     # remote: ssh with one argv; the remote command is shlex-joined (quoted), never pasted.
     # -tt gives the remote command a terminal, so it gets SIGHUP when ssh goes away.
@@ -127,8 +132,14 @@ def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
     return argv, clean_env()
 
 
+def _pin(spec: LaunchSpec) -> Callable[[], None]:
+    cpus = spec.cpus or ()
+    return lambda: os.sched_setaffinity(0, cpus)  # in the child, before exec
+
+
 def launch(spec: LaunchSpec) -> ServerProcess:
-    """Start the server in a new process group, its output appended to ``spec.log_path``."""
+    """Start the server in a new process group, its output appended to ``spec.log_path``;
+    a local one pinned to ``spec.cpus`` (inherited by every process it starts)."""
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     argv, env = _command(spec)
     with spec.log_path.open("ab") as log:
@@ -142,6 +153,7 @@ def launch(spec: LaunchSpec) -> ServerProcess:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_pin(spec) if spec.cpus and spec.host in _LOCAL else None,
             )
         except OSError as exc:
             raise LaunchError(
@@ -271,28 +283,6 @@ def _port_free(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex((host, port)) != 0
-
-
-def _gpu_pids_memory() -> dict[int, int] | None:
-    """MiB held per process on every GPU, or None without NVML/GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        held: dict[int, int] = {}
-        for i in range(int(pynvml.nvmlDeviceGetCount())):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-                mem = int(getattr(p, "usedGpuMemory", 0) or 0) // (1 << 20)
-                held[int(p.pid)] = held.get(int(p.pid), 0) + mem
-        return held
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def _group_pids(pgid: int) -> set[int]:
