@@ -7,6 +7,8 @@ from typing import Any
 
 from inferlab import METRICS_VERSION
 from inferlab.config.bench import BenchConfig
+from inferlab.config.campaign import CampaignFile
+from inferlab.cpus import format_cpu_list
 from inferlab.engines import get_engine
 from inferlab.environment import snapshot
 from inferlab.load.bench import (
@@ -21,7 +23,7 @@ from inferlab.load.http import Endpoint
 from inferlab.server.scrape import Scraper, derive
 from inferlab.store import Store
 
-__all__ = ["StoreSink", "bench_with_record"]
+__all__ = ["StoreSink", "bench_config", "bench_with_record"]
 
 DEFINITIONS = f"inferlab/{METRICS_VERSION}"
 
@@ -38,6 +40,7 @@ class StoreSink:
         config: str | None,
         scrape: bool = True,
         config_id: int | None = None,
+        environment: dict[str, Any] | None = None,
     ) -> None:
         self._own = not isinstance(db, Store)
         self.store = Store(db) if not isinstance(db, Store) else db
@@ -51,6 +54,7 @@ class StoreSink:
         self.run_ids: list[int] = []
         self._ids: tuple[int, int, int] | None = None
         self._meta: dict[str, Any] = {}
+        self._env_extra = dict(environment or {})  # e.g. the CPU split
 
     def start(self, meta: dict[str, Any]) -> None:
         cfg = self.cfg
@@ -64,9 +68,8 @@ class StoreSink:
                 model=meta["model"],
                 extra={"url": cfg.url, "endpoint": cfg.endpoint},
             )
-            eid = self.store.environment_id(
-                snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))
-            )
+            snap = snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))
+            eid = self.store.environment_id({**snap, **self._env_extra})
         self._ids = (cid, gid, eid)
 
     def begin(self, point: LoadPoint, trial: int) -> None:
@@ -107,6 +110,9 @@ class StoreSink:
                 warnings=[w.to_json() for w in res.warnings],
                 interrupted=res.interrupted,
                 rejected=res.rejected,
+                trust=res.trust.state,
+                trust_reasons=res.trust.to_json(),
+                stop=res.stop.to_json() if res.stop is not None else None,
             )
             self.store.add_server_metrics(
                 rid,
@@ -121,6 +127,40 @@ class StoreSink:
             self.store.close()
 
 
+def bench_config(
+    camp: CampaignFile, url: str, model: str, engine: str, client_cpus: tuple[int, ...] | None
+) -> BenchConfig:
+    """The campaign's load section as one sweep against ``url``."""
+    ld = camp.load
+    return BenchConfig(
+        url=url,
+        model=model,
+        endpoint=ld.endpoint,
+        engine=engine,
+        concurrency=ld.concurrency,
+        rate=ld.rate,
+        arrival=ld.arrival,
+        burstiness=ld.burstiness,
+        max_concurrency=ld.max_concurrency,
+        workload=ld.workload,
+        requests=ld.requests,
+        duration_s=ld.duration_s,
+        warmup=ld.warmup,
+        trials=ld.trials,
+        tokenizer=ld.tokenizer,
+        timeout_s=ld.timeout_s,
+        slo=camp.slo,
+        precision=ld.precision,
+        min_requests=ld.min_requests,
+        max_requests=ld.max_requests,
+        max_duration_s=ld.max_duration_s,
+        looks=ld.looks,
+        min_effect=ld.min_effect,
+        lag_limit_ms=ld.max_client_lag_ms,
+        client_cpus=client_cpus,
+    )
+
+
 def bench_with_record(
     cfg: BenchConfig,
     events: BenchEvents | None = None,
@@ -132,7 +172,11 @@ def bench_with_record(
 ) -> tuple[BenchResult, list[int]]:
     """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids."""
     sinks: list[ResultSink] = []
-    store_sink = StoreSink(db, cfg, campaign, config) if db is not None else None
+    env = None
+    if cfg.client_cpus:
+        cpus = format_cpu_list(cfg.client_cpus)
+        env = {"cpu_split": {"server": None, "client": cpus, "source": "--client-cpus"}}
+    store_sink = StoreSink(db, cfg, campaign, config, environment=env) if db is not None else None
     if store_sink is not None:
         sinks.append(store_sink)
     result = run_bench(cfg, events, out, sinks)

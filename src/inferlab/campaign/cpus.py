@@ -21,7 +21,7 @@ from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 
-__all__ = ["CpuSplit", "plan_cpus"]
+__all__ = ["CpuSplit", "campaign_streams", "plan_cpus"]
 
 STREAMS_PER_CLIENT_CPU = 256
 
@@ -59,6 +59,13 @@ class CpuSplit:
             "note": self.note,
             "server_env": dict(self.server_env),
         }
+
+
+def campaign_streams(camp: CampaignFile) -> int:
+    """Most requests the load section keeps in flight (256 for an uncapped rate)."""
+    ld = camp.load
+    rate = [ld.max_concurrency or 256] if ld.rate else []
+    return max([*ld.concurrency, *rate, 1])
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[str, ...]) -> str:

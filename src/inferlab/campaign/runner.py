@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.bench import StoreSink, bench_config
+from inferlab.campaign.cpus import CpuSplit, plan_cpus
+from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for, stopping_lines
 from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -51,6 +53,7 @@ class Plan:
     points: list[LoadPoint]
     trials: int
     bench: BenchConfig  # the load section as a sweep (url filled in per config)
+    cpus: CpuSplit  # which CPUs the server and the measuring client get
 
     @property
     def cells(self) -> int:
@@ -84,42 +87,22 @@ class CampaignEvents(BenchEvents):
         """A config ended (measured, skipped or failed)."""
 
 
-def _bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
-    ld = camp.load
-    return BenchConfig(
-        url=url,
-        model=model,
-        endpoint=ld.endpoint,
-        engine=engine,
-        concurrency=ld.concurrency,
-        rate=ld.rate,
-        arrival=ld.arrival,
-        burstiness=ld.burstiness,
-        max_concurrency=ld.max_concurrency,
-        workload=ld.workload,
-        requests=ld.requests,
-        duration_s=ld.duration_s,
-        warmup=ld.warmup,
-        trials=ld.trials,
-        tokenizer=ld.tokenizer,
-        timeout_s=ld.timeout_s,
-        slo=camp.slo,
-    )
-
-
 def make_plan(path: str | Path) -> Plan:
     """Load, validate and resolve the campaign; nothing is started."""
     p = Path(path)
     camp = load_campaign(p)
-    configs = resolve_configs(camp, p, p.read_text(encoding="utf-8"))
+    text = p.read_text(encoding="utf-8")
+    configs = resolve_configs(camp, p, text)
     if not camp.load.concurrency and not camp.load.rate:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
-    bench = _bench_config(
-        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind
+    bench = bench_config(
+        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind, None
     )
-    return Plan(p, camp, configs, plan_points(bench), camp.load.trials, bench)
+    points = plan_points(bench)
+    cpus = plan_cpus(camp, max(pt.streams for pt in points), path=p, text=text)
+    return Plan(p, camp, configs, points, camp.load.trials, bench, cpus)
 
 
 def render_plan(plan: Plan) -> list[str]:
@@ -132,6 +115,8 @@ def render_plan(plan: Plan) -> list[str]:
         f"{len(plan.points)} load points × {plan.trials} trial(s) = {plan.cells} cells"
     ]
     lines.append("load points: " + ", ".join(p.label for p in plan.points))
+    lines += stopping_lines(plan.campaign)
+    lines += plan.cpus.lines()
     for i, c in enumerate(plan.configs):
         lines.append(
             f"[{i + 1}] {c.name}"
@@ -263,6 +248,52 @@ def run_campaign(
     return result
 
 
+def _launch_failed(
+    store: Store, camp: CampaignFile, cfg: ResolvedConfig, gid: int, exc: LaunchError
+) -> ConfigOutcome:
+    """Store a failed launch (classification, remedy, log tail, the log's findings)."""
+    if exc.log_path:
+        store_log_findings(store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid)
+    detail = {
+        "kind": exc.kind,
+        "message": str(exc),
+        "remedy": exc.remedy,
+        "tail": exc.tail[-40:],
+        "log_path": str(exc.log_path or ""),
+    }
+    _record(store, gid, "launch", False, detail)
+    return ConfigOutcome(
+        cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
+    )
+
+
+def _measure(
+    plan: Plan,
+    cfg: ResolvedConfig,
+    gid: int,
+    todo: set[tuple[str, int]],
+    store: Store,
+    events: CampaignEvents,
+    url: str,
+    model: str,
+) -> ConfigOutcome:
+    """Every remaining cell of one running config; with ``sequential``, a candidate's points
+    stop against the baseline's stored ones."""
+    camp = plan.campaign
+    bench = bench_config(camp, url, model, cfg.engine, plan.cpus.client)
+    env = {"cpu_split": plan.cpus.to_json()}
+    sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid, environment=env)
+    refs = {}
+    if sequential_for(camp, cfg.name):
+        refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
+    try:
+        res = run_bench(bench, events, None, [sink], cells=todo, baselines=refs)
+    except ServerRejected as exc:
+        return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+    status = "interrupted" if res.interrupted else "measured"
+    return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+
+
 def _run_config(
     plan: Plan,
     cfg: ResolvedConfig,
@@ -279,28 +310,9 @@ def _run_config(
         if spec.launchers:
             events.message(f"{cfg.name}: launching ...")
             try:
-                server = launch_config(camp, cfg)
+                server = launch_config(camp, cfg, cpus=plan.cpus)
             except LaunchError as exc:
-                if exc.log_path:
-                    store_log_findings(
-                        store, str(exc.log_path), campaign=camp.campaign.name, config_id=gid
-                    )
-                _record(
-                    store,
-                    gid,
-                    "launch",
-                    False,
-                    {
-                        "kind": exc.kind,
-                        "message": str(exc),
-                        "remedy": exc.remedy,
-                        "tail": exc.tail[-40:],
-                        "log_path": str(exc.log_path or ""),
-                    },
-                )
-                return ConfigOutcome(
-                    cfg.name, "launch-failed", str(exc), remedy=exc.remedy, log_tail=exc.tail[-12:]
-                )
+                return _launch_failed(store, camp, cfg, gid, exc)
             url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
             _record(
                 store,
@@ -331,14 +343,7 @@ def _run_config(
                     f"{what}: {fails}",
                     remedy="fix the config, or --no-verify to measure anyway",
                 )
-        bench = _bench_config(camp, url, model, cfg.engine)
-        sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
-        try:
-            res = run_bench(bench, events, None, [sink], cells=todo)
-        except ServerRejected as exc:
-            return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
-        status = "interrupted" if res.interrupted else "measured"
-        return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+        return _measure(plan, cfg, gid, todo, store, events, url, model)
     except KeyboardInterrupt:
         return ConfigOutcome(
             cfg.name,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign.cpus import CpuSplit, campaign_streams, plan_cpus
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig, resolve_configs
 from inferlab.engines import EngineSpec, get_engine
@@ -59,6 +60,7 @@ class UpResult:
     ready_s: float | None
     verify: VerifyReport | None
     argv: list[str]
+    cpus: CpuSplit | None = None
 
 
 def output_dir(camp: CampaignFile) -> Path:
@@ -95,9 +97,15 @@ def served_model(url: str, fallback: str) -> str:
 
 
 def launch_config(
-    camp: CampaignFile, cfg: ResolvedConfig, *, python: str | None = None
+    camp: CampaignFile,
+    cfg: ResolvedConfig,
+    *,
+    python: str | None = None,
+    cpus: CpuSplit | None = None,
 ) -> ServerProcess:
-    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not)."""
+    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not); with
+    ``cpus``, its process group runs on the server's CPUs, the engine's thread knob set to
+    match (a config's own ``env`` wins)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
     addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
@@ -114,13 +122,14 @@ def launch_config(
     ls = LaunchSpec(
         name=cfg.name,
         argv=argv,
-        env=cfg.env,
+        env={**(cpus.server_env if cpus else {}), **cfg.env},
         port=port,
         log_path=log,
         health_url=f"http://{addr}:{port}{spec.health_path}",
         host=cfg.host,
         ready_timeout_s=cfg.ready_timeout_s,
         stop_grace_s=cfg.stop_grace_s,
+        cpus=cpus.server if cpus else None,
     )
     server = launch(ls)
     wait_ready(server, fatal=fatal_check(spec))
@@ -162,8 +171,10 @@ def up(
     """Launch + verify ``config`` and leave it running (``down`` stops it)."""
     path = Path(campaign_file)
     camp = load_campaign(path)
-    cfg = find_config(resolve_configs(camp, path, path.read_text(encoding="utf-8")), config, path)
+    text = path.read_text(encoding="utf-8")
+    cfg = find_config(resolve_configs(camp, path, text), config, path)
     spec = get_engine(cfg.engine)
+    split = plan_cpus(camp, campaign_streams(camp), path=path, text=text)
     state = _state_path(camp, cfg.name)
     if state.exists():
         old = json.loads(state.read_text())
@@ -183,7 +194,7 @@ def up(
         if rep is not None and not rep.passed and camp.verify.enabled is not False:
             raise VerifyError(_failure_text(cfg.name, rep))
         return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [])
-    server = launch_config(camp, cfg)
+    server = launch_config(camp, cfg, cpus=split)
     url = server.spec.health_url.rsplit(spec.health_path, 1)[0]
     model = served_model(url, cfg.model or "")
     rep = None
@@ -209,6 +220,7 @@ def up(
                 "grace_s": cfg.stop_grace_s,
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "argv": server.spec.argv,
+                "cpus": split.to_json(),
             },
             indent=2,
         )
@@ -223,6 +235,7 @@ def up(
         server.ready_s,
         rep,
         server.spec.argv,
+        split,
     )
 
 

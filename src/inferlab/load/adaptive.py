@@ -127,7 +127,9 @@ class AdaptiveMonitor:
     def counted(self) -> int:
         return sum(1 for r in self.records if not r.ramp)
 
-    def should_finish(self) -> bool:
+    def should_finish(self, done: int) -> bool:
+        """``done``: requests finished so far (the workers' shared counters, exact and
+        immediate: the cap is enforced from it, not from the summaries still in flight)."""
         if self.reason is not None:
             return True
         p = self.plan
@@ -135,26 +137,26 @@ class AdaptiveMonitor:
             self.reason = "duration"
             return True
         n = self.counted
+        cap = bool(p.max_requests) and done - p.concurrency >= p.max_requests
         due = (
             look_counts(p.max_requests, p.looks)
             if p.baseline is not None
             else check_schedule(p.min_requests, p.max_requests)
         )
-        if self._next >= len(due) or n < due[self._next]:
+        if not cap and (self._next >= len(due) or n < due[self._next]):
             return False
         window = _window(self.records, self.inflight, p.concurrency)
-        if window is None:
-            return False
-        self._next += 1
-        self.checks.append(n)
-        prec = _precision(self.records, window, p.concurrency, p.seed)
-        last = self._next >= len(due)
-        if p.baseline is not None:
-            self.look = self._next
-            self._sequential(prec, n, last)
-        elif prec.reached(p.precision):
-            self.reason = "precision"
-        if self.reason is None and (last or (p.max_requests and n >= p.max_requests)):
+        if window is not None:
+            self._next += 1
+            self.checks.append(n)
+            last = cap or self._next >= len(due)
+            prec = _precision(self.records, window, p.concurrency, p.seed)
+            if p.baseline is not None:
+                self.look = self._next if not cap else len(due)
+                self._sequential(prec, n, last)
+            elif prec.reached(p.precision):
+                self.reason = "precision"
+        if self.reason is None and cap:
             self.reason = "cap"
         return self.reason is not None
 

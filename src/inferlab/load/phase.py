@@ -30,7 +30,7 @@ from inferlab.load.worker import WorkerJob, WorkerResult, worker_process
 
 __all__ = ["PhaseMonitor", "PhaseOutcome", "collect_results", "run_phase"]
 
-_POLL_S = 0.1
+_POLL_S = 0.05
 
 
 class PhaseMonitor(Protocol):
@@ -40,8 +40,9 @@ class PhaseMonitor(Protocol):
         """One ``("progress", worker, payload)`` message from a worker."""
         ...
 
-    def should_finish(self) -> bool:
-        """True once the phase has measured enough (checked after every batch of messages)."""
+    def should_finish(self, done: int) -> bool:
+        """True once the phase has measured enough; ``done``: requests finished so far
+        (checked after every batch of messages)."""
         ...
 
 
@@ -139,8 +140,9 @@ def run_phase(
             monitor.progress(msg[1], msg[2])
 
     def tick() -> None:
-        on_progress(sum(done), sum(errs))
-        if monitor is not None and not finish_ns and monitor.should_finish():
+        n = sum(done)
+        on_progress(n, sum(errs))
+        if monitor is not None and not finish_ns and monitor.should_finish(n):
             finish_ns.append(time.perf_counter_ns())
             finish.set()
 
