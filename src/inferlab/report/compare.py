@@ -3,8 +3,6 @@ noise-aware verdicts. Built from raw samples only; formatters return lines, they
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 from collections.abc import Sequence
@@ -13,6 +11,13 @@ from typing import Any
 
 from inferlab.errors import ConfigError, NotComparable
 from inferlab.records import RequestRecord
+from inferlab.report.compare_export import render_csv, to_json
+from inferlab.report.verdicts import (
+    claim_text,
+    group_trust,
+    sequential_verdict,
+    untrusted_verdict,
+)
 from inferlab.stats.compare import (
     Difference,
     QualityWarning,
@@ -26,6 +31,7 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.metrics import batch_rates, tpot_ms
+from inferlab.stats.stopping import event_batch_rates
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
 
@@ -58,6 +64,10 @@ class Cell:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     warnings: list[QualityWarning] = field(default_factory=list)
     forced: list[Difference] = field(default_factory=list)
+    untrusted: str | None = None  # "untrusted: client lag" when any of its runs is
+    untrusted_reasons: list[dict[str, str]] = field(default_factory=list)
+    blocked: str | None = None  # why no claim at all (its or the baseline's trust)
+    looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
 
 
 @dataclass
@@ -138,7 +148,7 @@ def _identity(r: RunRow) -> dict[str, Any]:
 
 
 def _measured(records: list[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in records if not r.warmup and r.ok and r.event_ns]
+    return [r for r in records if r.counted and r.ok and r.event_ns]
 
 
 def _per_request(metric: str, records: list[RequestRecord]) -> list[float]:
@@ -154,13 +164,63 @@ def _throughput(g: _Group) -> ThroughputSample:
     trials = tuple(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs)
     rates: tuple[float, ...] = ()
     if len(g.runs) == 1:
-        recs = [r for r in g.records[0] if not r.warmup]
-        good = _measured(recs)
-        sends = [r.send_ns for r in recs if r.send_ns]
-        window = float(g.runs[0].summary.get("duration_s") or 0.0)
-        if good and sends and window > 0:
-            rates = tuple(batch_rates(good, min(sends), window))
+        rates = _batch_rates(g.runs[0], g.records[0])
     return ThroughputSample(trials=trials, batch_rates=rates)
+
+
+def _verdicts(
+    bg: _Group,
+    cg: _Group,
+    base: str,
+    cand: Cell,
+    base_cell: Cell,
+    metrics: Sequence[str],
+    alpha: float,
+    min_effect: float,
+) -> dict[str, Verdict]:
+    """One cell's verdicts: none claimed from an untrusted side; a sequentially stopped
+    candidate's primary metrics from its stored look; the rest from the raw samples."""
+    for who, c in (("candidate", cand), ("baseline", base_cell)):
+        if c.untrusted:
+            cand.blocked = c.untrusted if who == "candidate" else f"{c.untrusted} (baseline)"
+            v = untrusted_verdict(c.untrusted, c.untrusted_reasons, f"{who} {c.label}")
+            return {m: v for m in metrics}
+    out: dict[str, Verdict] = {}
+    for m in metrics:
+        seq = sequential_verdict(cg.runs[0], m, base, min_effect) if len(cg.runs) == 1 else None
+        if seq is not None:
+            out[m], cand.looks[m] = seq
+        elif m == "output_tok_s":
+            out[m] = compare_throughput(
+                _throughput(bg), _throughput(cg), alpha=alpha, min_effect=min_effect
+            )
+        else:
+            out[m] = compare_samples(
+                m,
+                [_per_request(m, recs) for recs in bg.records],
+                [_per_request(m, recs) for recs in cg.records],
+                alpha=alpha,
+                min_effect=min_effect,
+            )
+    return out
+
+
+def _batch_rates(run: RunRow, records: list[RequestRecord]) -> tuple[float, ...]:
+    """One trial's batch rates: over its steady window when adaptive (20 slices), else 10
+    slices of first send → last end."""
+    window = (run.stop or {}).get("window_ns")
+    if window:
+        ok = [r for r in records if not r.warmup and r.ok and r.event_ns]
+        times = [t for r in ok for t in r.event_ns]
+        toks = [k for r in ok for k in (r.event_tokens or [1] * len(r.event_ns))]
+        return tuple(event_batch_rates(times, toks, int(window[0]), int(window[1])))
+    recs = [r for r in records if r.counted]
+    good = _measured(recs)
+    sends = [r.send_ns for r in recs if r.send_ns]
+    span = float(run.summary.get("duration_s") or 0.0)
+    if good and sends and span > 0:
+        return tuple(batch_rates(good, min(sends), span))
+    return ()
 
 
 def build_comparison(
@@ -229,6 +289,7 @@ def build_comparison(
             if r.source == "inferlab bench"
         ]
         cell = Cell(cfg, label, len(g.runs), values)
+        cell.untrusted, cell.untrusted_reasons = group_trust(g.runs)
         cell.warnings = quality_warnings(
             samples=n_ok,
             trial_tok_s=[float(r.summary.get("output_tok_s") or 0.0) for r in g.runs],
@@ -243,21 +304,17 @@ def build_comparison(
             if cand is None or (base, label) not in cells:
                 continue
             cand.forced = bad.get(cfg, [])
-            bg, cg = groups[(base, label)], groups[(cfg, label)]
-            for m in metrics:
-                if m == "output_tok_s":
-                    v = compare_throughput(
-                        _throughput(bg), _throughput(cg), alpha=alpha, min_effect=min_effect
-                    )
-                else:
-                    v = compare_samples(
-                        m,
-                        [_per_request(m, recs) for recs in bg.records],
-                        [_per_request(m, recs) for recs in cg.records],
-                        alpha=alpha,
-                        min_effect=min_effect,
-                    )
-                cand.verdicts[m] = v
+            base_cell = cells[(base, label)]
+            cand.verdicts = _verdicts(
+                groups[(base, label)],
+                groups[(cfg, label)],
+                base,
+                cand,
+                base_cell,
+                metrics,
+                alpha,
+                min_effect,
+            )
     saturation = {}
     for cfg in configs:
         pts = [
@@ -295,22 +352,25 @@ def _num(x: float, digits: int) -> str:
 
 
 def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
-    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others."""
+    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others;
+    ``value untrusted: client lag`` where no claim may be made."""
     cell = c.cells.get((cfg, label))
     if cell is None:
         return "–"
     digits = METRICS[metric][2]
     text = _num(cell.values.get(metric, math.nan), digits)
     v = cell.verdicts.get(metric)
-    if v is not None:
+    if cell.blocked or (v is None and cell.untrusted):
+        text += f" {cell.blocked or cell.untrusted}"
+    elif v is not None:
         r = v.ratio
         if math.isnan(r.estimate):
             text += " (no ratio)"
         else:
             lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
             hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
-            mark = "~ within noise" if v.claim == "~" else v.claim
-            text += f" ×{r.estimate:.3f} [{lo}, {hi}] {mark}"
+            text += f" ×{r.estimate:.3f} [{lo}, {hi}]"
+        text += " " + claim_text(v, None, cell.looks.get(metric))
     if cell.forced:
         text += " !"
     return text
@@ -355,70 +415,3 @@ def render_md(c: Comparison) -> list[str]:
         out += ["", "### Why each verdict", ""]
         out += [f"- {cfg} {lb} {m}: {v.claim} — {v.reason}" for (cfg, lb), m, v in reasons]
     return out
-
-
-def to_json(c: Comparison) -> dict[str, Any]:
-    return {
-        "baseline": c.baseline,
-        "configs": c.configs,
-        "labels": c.labels,
-        "min_effect": c.min_effect,
-        "alpha": c.alpha,
-        "forced": c.forced,
-        "cells": [
-            {
-                "config": cell.config,
-                "label": cell.label,
-                "trials": cell.trials,
-                "values": {k: (None if math.isnan(v) else v) for k, v in cell.values.items()},
-                "verdicts": {m: v.to_json() for m, v in cell.verdicts.items()},
-                "warnings": [w.to_json() for w in cell.warnings],
-                "not_comparable": [d.field for d in cell.forced],
-            }
-            for cell in c.cells.values()
-        ],
-        "saturation": {cfg: s.sentence for cfg, s in c.saturation.items()},
-        "differences": {
-            cfg: [{"field": d.field, "a": d.a, "b": d.b} for d in ds]
-            for cfg, ds in c.differences.items()
-        },
-    }
-
-
-def render_csv(c: Comparison) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(
-        [
-            "config",
-            "load",
-            "trials",
-            "metric",
-            "value",
-            "ratio",
-            "ratio_low",
-            "ratio_high",
-            "p_value",
-            "claim",
-            "not_comparable",
-        ]
-    )
-    for cell in c.cells.values():
-        for m in c.metrics:
-            v = cell.verdicts.get(m)
-            w.writerow(
-                [
-                    cell.config,
-                    cell.label,
-                    cell.trials,
-                    m,
-                    cell.values.get(m),
-                    v.ratio.estimate if v else "",
-                    v.ratio.low if v else "",
-                    v.ratio.high if v else "",
-                    v.p_value if v else "",
-                    v.claim if v else "",
-                    ";".join(d.field for d in cell.forced),
-                ]
-            )
-    return buf.getvalue()

@@ -99,6 +99,8 @@ class RunInfo:
     server: dict[str, Any]
     warnings: list[dict[str, str]]
     interrupted: bool
+    trust: str = "trusted"
+    stop: dict[str, Any] | None = None  # adaptive points: why and how precisely they stopped
 
 
 @dataclass(frozen=True)
@@ -291,15 +293,18 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
                     if isinstance(w, dict)
                     else {"message": str(w)}
                     for w in meta.get("warnings") or []
-                ],
+                ]
+                + [{**x, "kind": f"untrusted: {x.get('reason')}"} for x in r.trust_reasons],
                 interrupted=r.interrupted,
+                trust=r.trust,
+                stop=r.stop,
             )
         )
         if r.interrupted:
             continue
         key = (key_of(r.config, r.config_hash), r.label)
         for rec in store.requests(r.id):
-            if rec.warmup or not rec.ok or not rec.event_ns:
+            if not rec.counted or not rec.ok or not rec.event_ns:
                 continue
             if rec.ttft_ns is not None:
                 ttft_s.setdefault(key, []).append(rec.ttft_ns / 1e6)
