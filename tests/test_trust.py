@@ -91,11 +91,12 @@ def test_an_interrupted_adaptive_point_is_kept_and_untrusted(tmp_path: Path) -> 
     tok = WordTokenizer().save_hf(tmp_path / "tok")
     out = tmp_path / "int.jsonl"
     with start_sim("--ttft-ms", "5", "--itl-ms", "20") as sim:
+        args = ["bench", "--url", sim.url, "-c", "2", "--requests", "auto"]
+        args += ["--min-requests", "1000", "--max-requests", "2000", "--engine", "sim"]
+        args += ["--input-tokens", "8", "--output-tokens", "10", "--tokenizer", str(tok)]
+        args += ["--out", str(out), "--db", str(tmp_path / "i.db")]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "inferlab.cli.main", "bench", "--url", sim.url, "-c", "2"]
-            + ["--requests", "auto", "--min-requests", "1000", "--max-requests", "2000"]
-            + ["--input-tokens", "8", "--output-tokens", "10", "--engine", "sim"]
-            + ["--tokenizer", str(tok), "--out", str(out), "--db", str(tmp_path / "i.db")],
+            [sys.executable, "-m", "inferlab.cli.main", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
