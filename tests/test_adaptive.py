@@ -104,3 +104,79 @@ def test_bad_auto_settings_name_the_field(kw: dict[str, object], message: str) -
     base.update(kw)
     with pytest.raises(ValidationError, match=message):
         BenchConfig(**base)  # type: ignore[arg-type]
+
+
+SEQ_CAMPAIGN = """
+[campaign]
+name = "seq"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "5", "--itl-ms", "4", "--jitter-ms", "0.3"]
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "fast"
+extends = "baseline"
+set = {{ "--itl-ms" = "2" }}
+
+[verify]
+enabled = false
+
+[load]
+workload = {{ input_tokens = 8, output_tokens = 10 }}
+concurrency = [2]
+requests = "auto"
+min_requests = 30
+max_requests = 160
+sequential = true
+max_client_lag_ms = 1e6  # the sequential rule is under test here, not trust
+"""
+
+
+def test_campaign_sequential_ab_says_which_look_settled_it(tmp_path: Path) -> None:
+    from inferlab.campaign.runner import make_plan, render_plan, run_campaign
+    from inferlab.report.compare import build_comparison, cell_text
+    from inferlab.store import Store
+
+    path = tmp_path / "seq.toml"
+    path.write_text(SEQ_CAMPAIGN.format(out=tmp_path / "out"))
+    plan_text = "\n".join(render_plan(make_plan(path)))
+    assert "requests: auto — stop at ±5%" in plan_text and "sequential A/B vs baseline" in plan_text
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store)
+        assert [o.status for o in res.outcomes] == ["measured", "measured"]
+        base, fast = store.runs(campaign="seq")
+        assert base.stop is not None and base.stop["reason"] in ("precision", "cap")
+        assert fast.stop is not None and fast.stop["reason"] == "sequential-better"
+        assert fast.stop["look"] == 1 and fast.stop["looks"] == 4
+        assert sum(1 for r in store.requests(fast.id) if r.counted) < 80
+        c = build_comparison(store, campaign="seq", baseline="baseline")
+    text = cell_text(c, "fast", "C=2", "tpot_ms")
+    assert text.endswith("better (look 1/4)"), text
+    assert "settled at look 1/4" in c.cells[("fast", "C=2")].verdicts["tpot_ms"].reason
+
+
+def test_sequential_campaign_settings_are_checked(tmp_path: Path) -> None:
+    from inferlab.config.campaign import load_campaign
+    from inferlab.errors import ConfigError
+
+    path = tmp_path / "bad.toml"
+    text = SEQ_CAMPAIGN.format(out=tmp_path).replace('requests = "auto"', "requests = 20")
+    path.write_text(text)
+    with pytest.raises(
+        ConfigError, match=r"bad.toml:\d+: load: .*sequential = true needs requests"
+    ):
+        load_campaign(path)
+    path.write_text(
+        SEQ_CAMPAIGN.format(out=tmp_path).replace("min_requests = 30", "precision = 1.5")
+    )
+    with pytest.raises(
+        ConfigError, match=r"bad.toml:\d+: load.precision: Input should be less than 1"
+    ):
+        load_campaign(path)

@@ -82,7 +82,10 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
             "broken": "launch-failed",
             "reseeded": "verify-failed",
         }
-        assert len(store.runs(campaign="simrun")) == 8
+        runs = store.runs(campaign="simrun")
+        assert len(runs) == 8
+        split = runs[0].environment["cpu_split"]  # the stored environment records the split
+        assert split["source"] in ("auto", "one CPU") and "server_env" in split
         launch = store.db.execute(
             "SELECT detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
             "WHERE g.name = 'broken' AND v.kind = 'launch'"
