@@ -35,6 +35,7 @@ from inferlab.stats.stopping import (
     block_length,
     check_schedule,
     precision_of,
+    request_span_rates,
     span_batch_rates,
 )
 
@@ -223,14 +224,7 @@ def baseline_ref(
         if window_ns
         else (min(r.send_ns for r in good), max(r.end_ns for r in good))
     )
-    ok = [r for r in records if r.ok and r.event_ns and not r.warmup]
-    rates = span_batch_rates(
-        [r.event_ns[0] for r in ok],
-        [r.event_ns[-1] for r in ok],
-        [r.output_tokens for r in ok],
-        w0,
-        w1,
-    )
+    rates = request_span_rates(records, w0, w1)
     if len(rates) < 2:
         return None
     med = block_bootstrap_median(tpots, block_length(len(tpots), concurrency))

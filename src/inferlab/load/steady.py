@@ -20,8 +20,8 @@ from inferlab.stats.stopping import (
     StopRecord,
     batch_means,
     block_length,
-    event_batch_rates,
     precision_of,
+    request_span_rates,
 )
 from inferlab.stats.summary import Interval
 
@@ -77,7 +77,7 @@ def summarize_steady(
     times, tokens = _events(records)
     out = sum(k for t, k in zip(times, tokens) if w0 <= t < w1)
     tput = out / w_s
-    rates = event_batch_rates(times, tokens, w0, w1)
+    rates = request_span_rates(records, w0, w1)
     nan = float("nan")
     ci = Interval(tput, nan, nan, 0.95)
     if len(rates) >= 2 and sum(rates) > 0:
@@ -107,9 +107,7 @@ def final_stop(
     window = steady_window(records, finish_ns)
     counted = sorted((r for r in records if r.counted), key=lambda r: r.send_ns)
     tpots = [t for t in (tpot_ms(r) for r in counted if r.ok) if t is not None]
-    rates: list[float] = []
-    if window is not None:
-        rates = event_batch_rates(*_events(records), *window)
+    rates = request_span_rates(records, *window) if window is not None else []
     prec = precision_of(tpots, rates, concurrency, seed=plan.seed)
     reason = "interrupted" if interrupted else (monitor.reason or "cap")
     return StopRecord(

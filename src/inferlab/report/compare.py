@@ -31,7 +31,7 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.metrics import batch_rates, tpot_ms
-from inferlab.stats.stopping import event_batch_rates
+from inferlab.stats.stopping import request_span_rates
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
 
@@ -206,14 +206,11 @@ def _verdicts(
 
 
 def _batch_rates(run: RunRow, records: list[RequestRecord]) -> tuple[float, ...]:
-    """One trial's batch rates: over its steady window when adaptive (20 slices), else 10
-    slices of first send → last end."""
+    """One trial's batch rates: over its steady window when adaptive (20 slices, as its
+    stopping rule measured them), else 10 slices of first send → last end."""
     window = (run.stop or {}).get("window_ns")
     if window:
-        ok = [r for r in records if not r.warmup and r.ok and r.event_ns]
-        times = [t for r in ok for t in r.event_ns]
-        toks = [k for r in ok for k in (r.event_tokens or [1] * len(r.event_ns))]
-        return tuple(event_batch_rates(times, toks, int(window[0]), int(window[1])))
+        return tuple(request_span_rates(records, int(window[0]), int(window[1])))
     recs = [r for r in records if r.counted]
     good = _measured(recs)
     sends = [r.send_ns for r in recs if r.send_ns]

@@ -742,8 +742,9 @@ def quality_warnings(
                 "client-lag",
                 f"the client's event loop ran late: p99 {lag_p99_ms:.2f} ms > {lag_limit_ms:g} "
                 "ms; latencies can be late by that much",
-                "add client worker processes (--workers), lower the concurrency, or run the "
-                "client on another host",
+                "give the client CPUs of its own ([load] client_cpus, or a smaller [engine] "
+                "cpus; bench --client-cpus), add worker processes (--workers), lower the "
+                "concurrency, or run the client on another host",
             )
         )
     if length_mismatches > 0:

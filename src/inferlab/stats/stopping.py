@@ -8,7 +8,8 @@ flight together share the server's batches — so neither interval treats them a
   about C requests (those that overlap in time), at least ∛n and at most n/10 so there are
   ≥ 10 blocks; percentile interval, and the standard error of the log median for z-tests;
 - throughput: **non-overlapping batch means** over the steady window (20 equal slices, each
-  slice's tokens / its length); the interval is mean ± t·sd/√k, with the variance inflated by
+  slice's tokens / its length, a request's tokens spread evenly between its first and last
+  token event); the interval is mean ± t·sd/√k, with the variance inflated by
   (1 + r)/(1 − r) when the lag-1 autocorrelation r of the batch rates (bias-corrected by
   (1 + 3r)/k) is positive: slices too short to be independent; r is reported.
 
@@ -27,6 +28,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from inferlab.records import RequestRecord
+
 __all__ = [
     "BATCHES",
     "BatchMeans",
@@ -39,6 +42,7 @@ __all__ = [
     "check_schedule",
     "event_batch_rates",
     "precision_of",
+    "request_span_rates",
     "span_batch_rates",
 ]
 
@@ -135,6 +139,24 @@ def span_batch_rates(
     counts = np.diff(cum, axis=1).sum(axis=0)
     width_s = (t1 - t0) / 1e9 / batches
     return [float(c) / width_s for c in counts]
+
+
+def request_span_rates(
+    records: Sequence[RequestRecord], t0: int, t1: int, batches: int = BATCHES
+) -> list[float]:
+    """``span_batch_rates`` of the successful, non-warmup records: each request's tokens
+    spread between its first and last token event, so a slice measures the rate and not
+    where the server's decode steps happen to fall (slices that cut steps unevenly would
+    add aliasing, not sampling, noise)."""
+    ok = [r for r in records if not r.warmup and r.ok and r.event_ns]
+    return span_batch_rates(
+        [r.event_ns[0] for r in ok],
+        [r.event_ns[-1] for r in ok],
+        [r.output_tokens for r in ok],
+        t0,
+        t1,
+        batches,
+    )
 
 
 @dataclass(frozen=True, slots=True)
