@@ -116,17 +116,15 @@ class AdaptiveMonitor:
     checks: list[int] = field(default_factory=list)
     look: int | None = None
     sequential: dict[str, Any] | None = None
+    counted: int = 0  # finished requests that are not ramp-up
     _next: int = 0
     _info: dict[str, list[float]] = field(default_factory=dict)
 
     def progress(self, worker: int, payload: Any) -> None:
         recs, inflight_min = payload
         self.records.extend(recs)
+        self.counted += sum(1 for r in recs if not r.ramp)
         self.inflight[worker] = inflight_min
-
-    @property
-    def counted(self) -> int:
-        return sum(1 for r in self.records if not r.ramp)
 
     def should_finish(self, done: int) -> bool:
         """``done``: requests finished so far (the workers' shared counters, exact and
