@@ -49,7 +49,7 @@ __all__ = [
     "workload_descriptor",
 ]
 
-FORMAT = "inferlab.bench/1"
+FORMAT = "inferlab.bench/2"
 
 
 def plan_points(cfg: BenchConfig) -> list[LoadPoint]:
@@ -140,7 +140,8 @@ def _tokenizer(
 
 class JsonlSink:
     """Versioned JSONL: one ``meta`` line, then per load point its ``request`` lines and one
-    ``point`` line, flushed to disk as each point ends. Format history: 1 = first version."""
+    ``point`` line, flushed to disk as each point ends. Format history: 1 = first version;
+    2 = a point carries ``trust``, ``trust_reasons`` and ``stop``, a request ``dropped``."""
 
     def __init__(self, path: Path) -> None:
         try:
