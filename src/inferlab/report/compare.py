@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inferlab.errors import ConfigError, NotComparable
@@ -220,6 +220,27 @@ def _batch_rates(run: RunRow, records: list[RequestRecord]) -> tuple[float, ...]
     return ()
 
 
+def _saturation(
+    cells: dict[tuple[str, str], Cell], cfg: str, labels: list[str]
+) -> Saturation | None:
+    """Where ``cfg``'s throughput stops growing; the sentence says so when it rests on
+    untrusted points."""
+    mine = [
+        (int(m.group(1)), cells[(cfg, lb)])
+        for lb in labels
+        if (cfg, lb) in cells
+        for m in [re.match(r"C=(\d+)$", lb)]
+        if m
+    ]
+    if len(mine) < 2:
+        return None
+    sat = find_saturation([(c, x.values["output_tok_s"], x.values["tpot_ms"]) for c, x in mine])
+    bad = sorted({x.untrusted for _, x in mine if x.untrusted})
+    if bad:
+        sat = replace(sat, sentence=f"{sat.sentence} — from {', '.join(bad)} points")
+    return sat
+
+
 def build_comparison(
     store: Store,
     *,
@@ -312,21 +333,7 @@ def build_comparison(
                 alpha,
                 min_effect,
             )
-    saturation = {}
-    for cfg in configs:
-        pts = [
-            (
-                int(m.group(1)),
-                cells[(cfg, lb)].values["output_tok_s"],
-                cells[(cfg, lb)].values["tpot_ms"],
-            )
-            for lb in labels
-            if (cfg, lb) in cells
-            for m in [re.match(r"C=(\d+)$", lb)]
-            if m
-        ]
-        if len(pts) >= 2:
-            saturation[cfg] = find_saturation(pts)
+    saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
         base,
         configs,
