@@ -62,7 +62,7 @@ def test_auto_split_gives_the_client_one_cpu_per_256_streams(tmp_path: Path) -> 
     assert (split.server, split.client, split.source) == ((0,), (1,), "auto")
     assert split.server_env == {
         "VLLM_CPU_OMP_THREADS_BIND": "0",
-        "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "1",
     }
     big = plan_cpus(c, 600, host=tuple(range(8)))
     assert big.server == (0, 1, 2, 3, 4) and big.client == (5, 6, 7)

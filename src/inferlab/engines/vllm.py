@@ -256,13 +256,10 @@ SYNTAX = FlagSyntax(
 def cpu_env(cpus: Sequence[int]) -> dict[str, str]:
     """vLLM's CPU backend binds one OpenMP thread per CPU of ``VLLM_CPU_OMP_THREADS_BIND``
     (vllm/utils/ompmultiprocessing.py); with 2 or more CPUs the last is left to the API
-    server and the engine's scheduler (``VLLM_CPU_NUM_OF_RESERVED_CPU`` = 1, its own default
-    in automatic binding)."""
+    server and the engine's scheduler. ``VLLM_CPU_NUM_OF_RESERVED_CPU`` = 1 says so (it is
+    vLLM's minimum: below it vLLM warns; with an explicit bind it reserves nothing itself)."""
     bind = list(cpus[:-1]) if len(cpus) > 1 else list(cpus)
-    return {
-        "VLLM_CPU_OMP_THREADS_BIND": format_cpu_list(bind),
-        "VLLM_CPU_NUM_OF_RESERVED_CPU": "1" if len(cpus) > 1 else "0",
-    }
+    return {"VLLM_CPU_OMP_THREADS_BIND": format_cpu_list(bind), "VLLM_CPU_NUM_OF_RESERVED_CPU": "1"}
 
 
 SPEC = register(
