@@ -207,24 +207,7 @@ def up(
         if not rep.passed:
             stop(server)
             raise VerifyError(_failure_text(cfg.name, rep))
-    state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(
-        json.dumps(
-            {
-                "config": cfg.name,
-                "pid": server.pid,
-                "port": server.spec.port,
-                "url": url,
-                "host": cfg.host,
-                "log": str(server.spec.log_path),
-                "grace_s": cfg.stop_grace_s,
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "argv": server.spec.argv,
-                "cpus": split.to_json(),
-            },
-            indent=2,
-        )
-    )
+    _write_state(state, server, cfg, url, split)
     return UpResult(
         cfg.name,
         url,
@@ -237,6 +220,26 @@ def up(
         server.spec.argv,
         split,
     )
+
+
+def _write_state(
+    state: Path, server: ServerProcess, cfg: ResolvedConfig, url: str, split: CpuSplit
+) -> None:
+    """What ``down`` needs to stop the server later (and what it was started with)."""
+    state.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "config": cfg.name,
+        "pid": server.pid,
+        "port": server.spec.port,
+        "url": url,
+        "host": cfg.host,
+        "log": str(server.spec.log_path),
+        "grace_s": cfg.stop_grace_s,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": server.spec.argv,
+        "cpus": split.to_json(),
+    }
+    state.write_text(json.dumps(doc, indent=2))
 
 
 def _failure_text(name: str, rep: VerifyReport) -> str:

@@ -24,7 +24,7 @@ from rich.progress import (
 from inferlab.campaign.bench import bench_with_record
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
 from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
-from inferlab.errors import ConfigError, ServerRejected
+from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
 
@@ -263,11 +263,26 @@ def bench(
             campaign=campaign,
             config=config_name,
         )
-    except ServerRejected:
-        events.progress_done()
-        raise
     finally:
         events.progress_done()
+    _show(result, run_ids, table_console, err, out=out, db=db, campaign=campaign, as_json=as_json)
+    if result.interrupted:
+        err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
+        raise typer.Exit(130)
+
+
+def _show(
+    result: BenchResult,
+    run_ids: list[int],
+    table_console: Console,
+    err: Console,
+    *,
+    out: Path | None,
+    db: Path | None,
+    campaign: str,
+    as_json: bool,
+) -> None:
+    """The table, where the records went, and with ``--json`` the summary on stdout."""
     table_console.print(bench_table(result))
     if out is not None:
         err.print(f"[dim]raw records and summaries written to {escape(str(out))}[/dim]")
@@ -286,6 +301,3 @@ def bench(
             "points": [point_json(p) for p in result.points],
         }
         sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    if result.interrupted:
-        err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
-        raise typer.Exit(130)

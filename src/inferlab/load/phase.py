@@ -103,6 +103,17 @@ def collect_results(
             return  # every worker has exited and nothing is left to read
 
 
+def _check(jobs: Sequence[WorkerJob], procs: Sequence[Any], results: dict[int, Any]) -> None:
+    """A worker that failed (its traceback) or exited without its result is an error."""
+    failures = [r.failure for r in results.values() if r.failure]
+    if failures:
+        raise MeasurementError("a measuring worker failed (a bug in inferlab):\n" + failures[0])
+    if len(results) < len(jobs):
+        raise MeasurementError(
+            f"a measuring worker exited without reporting ({_lost(jobs, procs, results)})"
+        )
+
+
 def _lost(jobs: Sequence[WorkerJob], procs: Sequence[Any], results: dict[int, Any]) -> str:
     return ", ".join(
         f"worker {j.worker}: exit code {p.exitcode}"
@@ -167,13 +178,7 @@ def run_phase(
                 p.join(timeout=5)
                 if p.is_alive():
                     p.kill()
-    failures = [r.failure for r in results.values() if r.failure]
-    if failures:
-        raise MeasurementError("a measuring worker failed (a bug in inferlab):\n" + failures[0])
-    if len(results) < len(jobs):
-        raise MeasurementError(
-            f"a measuring worker exited without reporting ({_lost(jobs, procs, results)})"
-        )
+    _check(jobs, procs, results)
     return PhaseOutcome(
         [results[j.worker] for j in jobs], hit[0], finish_ns[0] if finish_ns else None
     )

@@ -22,7 +22,7 @@ from inferlab.report.data import (
 )
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.svg import Box, Series, box_chart, line_chart
-from inferlab.report.verdicts import claim_text, stop_text
+from inferlab.report.verdicts import claim_class, claim_text, stop_text
 from inferlab.store import Store
 
 __all__ = ["Report", "build_report", "render_html", "render_markdown", "write_report"]
@@ -171,6 +171,13 @@ def render_markdown(report: Report) -> str:
     out += _md_configs(report)
     for sec in report.sections:
         out += [f"## {_md(sec.title)}", "", sec.markdown.rstrip(), ""]
+    out += _md_quality(report)
+    return "\n".join(out)
+
+
+def _md_quality(report: Report) -> list[str]:
+    """How each adaptive point stopped, then every measurement-quality warning with its fix."""
+    out: list[str] = []
     stops = [
         (r.config, f"{r.label} trial {r.trial}", stop_text(r.stop)) for r in report.runs if r.stop
     ]
@@ -187,8 +194,7 @@ def render_markdown(report: Report) -> str:
         ]
     else:
         out.append("None.")
-    out.append("")
-    return "\n".join(out)
+    return [*out, ""]
 
 
 def _md_checks(report: Report) -> list[str]:
@@ -306,10 +312,6 @@ def _h(text: object) -> str:
     return escape(str(text))
 
 
-def _claim_class(claim: str) -> str:
-    return {"better": "better", "worse": "worse"}.get(claim, "noise")
-
-
 def render_html(report: Report) -> str:
     """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched."""
     title = f"inferlab report: {report.campaign}" + (" (SIMULATED)" if report.simulated else "")
@@ -369,7 +371,7 @@ def _html_verdicts(report: Report) -> list[str]:
                 if ratio or says:
                     inner += (
                         f'<span class="ratio">{_h(ratio)} '
-                        f'<span class="{_claim_class(claim)}">{_h(says)}</span>'
+                        f'<span class="{claim_class(claim)}">{_h(says)}</span>'
                         "</span>"
                     )
                 row.append(f'<td class="n">{inner}</td>')

@@ -19,7 +19,14 @@ from inferlab.stats.summary import Interval
 from inferlab.stats.trust import trust_from_json
 from inferlab.store import RunRow
 
-__all__ = ["claim_text", "group_trust", "sequential_verdict", "stop_text", "untrusted_verdict"]
+__all__ = [
+    "claim_class",
+    "claim_text",
+    "group_trust",
+    "sequential_verdict",
+    "stop_text",
+    "untrusted_verdict",
+]
 
 
 def group_trust(runs: Iterable[RunRow]) -> tuple[str | None, list[dict[str, str]]]:
@@ -65,6 +72,11 @@ def sequential_verdict(
         return Verdict(ratio, None, "~", why), look
     why = f"not settled by the last look ({look}): |z| = {abs(z):.2f} < {bound:.2f} ({rci})"
     return Verdict(ratio, None, "~", why), look
+
+
+def claim_class(claim: str) -> str:
+    """The CSS class of a claim in the HTML report."""
+    return {"better": "better", "worse": "worse"}.get(claim, "noise")
 
 
 def claim_text(verdict: Verdict, untrusted: str | None, look: str | None) -> str:

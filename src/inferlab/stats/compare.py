@@ -740,11 +740,9 @@ def quality_warnings(
         out.append(
             QualityWarning(
                 "client-lag",
-                f"the client's event loop ran late: p99 {lag_p99_ms:.2f} ms > {lag_limit_ms:g} "
-                "ms; latencies can be late by that much",
-                "give the client CPUs of its own ([load] client_cpus, or a smaller [engine] "
-                "cpus; bench --client-cpus), add worker processes (--workers), lower the "
-                "concurrency, or run the client on another host",
+                f"the client ran late: loop-lag p99 {lag_p99_ms:.2f} ms > {lag_limit_ms:g} ms",
+                "give the client CPUs of its own ([load] client_cpus, bench --client-cpus), "
+                "add --workers, lower the concurrency, or run the client on another host",
             )
         )
     if length_mismatches > 0:

@@ -238,45 +238,42 @@ class Store:
         ``trust`` None: not assessed (imports); it is assessed from the summary when read."""
         sends = [r.send_ns for r in records if r.send_ns]
         ends = [r.end_ns for r in records if r.end_ns]
-        cur = self.db.execute(
-            "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
-            "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
-            "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
-            "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json, "
-            "trust, trust_json, stop_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                campaign_id,
-                config_id,
-                environment_id,
-                source,
-                definitions,
-                metrics_version,
-                label,
-                concurrency,
-                rate,
-                max_concurrency,
-                trial,
-                model,
-                _dumps(dict(workload)),
-                workload_hash(workload),
-                started_at,
-                ended_at,
-                min(sends) if sends else None,
-                max(ends) if ends else None,
-                workers,
-                _dumps(dict(client_lag)) if client_lag is not None else None,
-                _dumps(list(warnings)),
-                _dumps(dict(summary)),
-                int(interrupted),
-                rejected,
-                _dumps(list(notes)),
-                trust,
-                _dumps([dict(x) for x in trust_reasons]),
-                _dumps(dict(stop)) if stop is not None else None,
-            ),
-        )
-        run_id = int(cur.lastrowid or 0)
+        row = {
+            "campaign_id": campaign_id,
+            "config_id": config_id,
+            "environment_id": environment_id,
+            "source": source,
+            "definitions": definitions,
+            "metrics_version": metrics_version,
+            "label": label,
+            "concurrency": concurrency,
+            "rate": rate,
+            "max_concurrency": max_concurrency,
+            "trial": trial,
+            "model": model,
+            "workload_json": _dumps(dict(workload)),
+            "workload_hash": workload_hash(workload),
+            "started_at": started_at,
+            "ended_at": ended_at,
+            "start_ns": min(sends) if sends else None,
+            "end_ns": max(ends) if ends else None,
+            "workers": workers,
+            "client_lag_json": _dumps(dict(client_lag)) if client_lag is not None else None,
+            "warnings_json": _dumps(list(warnings)),
+            "summary_json": _dumps(dict(summary)),
+            "interrupted": int(interrupted),
+            "rejected": rejected,
+            "notes_json": _dumps(list(notes)),
+            "trust": trust,
+            "trust_json": _dumps([dict(x) for x in trust_reasons]),
+            "stop_json": _dumps(dict(stop)) if stop is not None else None,
+        }
+        sql = f"INSERT INTO runs({', '.join(row)}) VALUES ({','.join('?' * len(row))})"
+        run_id = int(self.db.execute(sql, tuple(row.values())).lastrowid or 0)
+        self._add_requests(run_id, records)
+        return run_id
+
+    def _add_requests(self, run_id: int, records: Sequence[RequestRecord]) -> None:
         self.db.executemany(
             "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
             "status, error_kind, error_message, input_tokens, requested_output_tokens, "
@@ -285,7 +282,6 @@ class Store:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (request_row(run_id, i, r) for i, r in enumerate(records)),
         )
-        return run_id
 
     def add_server_metrics(
         self, run_id: int, samples: Sequence[tuple[int, str, dict[str, str], float]]
