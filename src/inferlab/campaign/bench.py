@@ -128,9 +128,16 @@ class StoreSink:
 
 
 def bench_config(
-    camp: CampaignFile, url: str, model: str, engine: str, client_cpus: tuple[int, ...] | None
+    camp: CampaignFile,
+    url: str,
+    model: str,
+    engine: str,
+    client_cpus: tuple[int, ...] | None,
+    reference: bool = False,
 ) -> BenchConfig:
-    """The campaign's load section as one sweep against ``url``."""
+    """The campaign's load section as one sweep against ``url``; ``reference``: the baseline
+    of a sequential A/B, measured to the cap (a reference stopped on a lucky narrow interval
+    would make candidates look different when they are not)."""
     ld = camp.load
     return BenchConfig(
         url=url,
@@ -158,6 +165,7 @@ def bench_config(
         min_effect=ld.min_effect,
         lag_limit_ms=ld.max_client_lag_ms,
         client_cpus=client_cpus,
+        stop_on_precision=not reference,
     )
 
 

@@ -280,7 +280,8 @@ def _measure(
     """Every remaining cell of one running config; with ``sequential``, a candidate's points
     stop against the baseline's stored ones."""
     camp = plan.campaign
-    bench = bench_config(camp, url, model, cfg.engine, plan.cpus.client)
+    ref = camp.load.sequential and cfg.name == baseline_name(camp)
+    bench = bench_config(camp, url, model, cfg.engine, plan.cpus.client, reference=ref)
     env = {"cpu_split": plan.cpus.to_json()}
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid, environment=env)
     refs = {}

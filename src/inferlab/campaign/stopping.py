@@ -39,8 +39,9 @@ def stopping_lines(camp: CampaignFile) -> list[str]:
     ]
     if ld.sequential:
         out.append(
-            f"sequential A/B vs {baseline_name(camp)}: {ld.looks} looks, Lan-DeMets "
-            f"O'Brien-Fleming (two-sided 5%), equivalence within ±{ld.min_effect:.0%}"
+            f"sequential A/B vs {baseline_name(camp)} (measured to the cap, {ld.max_requests} "
+            f"requests a point): {ld.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
+            f"equivalence within ±{ld.min_effect:.0%}"
         )
     return out
 

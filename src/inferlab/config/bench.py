@@ -85,6 +85,7 @@ class BenchConfig(_Closed):
     max_requests: int = Field(default=2000, ge=0)  # auto: cap (0: none, max_duration_s then)
     max_duration_s: float | None = Field(default=None, gt=0)  # auto: per point
     looks: int = Field(default=4, ge=3, le=5)  # sequential A/B: planned looks
+    stop_on_precision: bool = True  # auto: False measures to the cap (a sequential reference)
     min_effect: float = Field(default=0.02, ge=0, lt=1)  # sequential A/B: ±equivalence
     lag_limit_ms: float = Field(default=1.0, gt=0)  # client loop-lag p99 above: untrusted
     client_cpus: tuple[int, ...] | None = None  # pin the measuring processes here

@@ -67,6 +67,7 @@ class AdaptivePlan:
     looks: int = 4
     min_effect: float = 0.02
     alpha: float = 0.05
+    stop_on_precision: bool = True  # False: measure to the cap (a reference for sequential A/B)
 
 
 def look_counts(max_requests: int, looks: int) -> list[int]:
@@ -117,6 +118,7 @@ class AdaptiveMonitor:
     look: int | None = None
     sequential: dict[str, Any] | None = None
     counted: int = 0  # finished requests that are not ramp-up
+    _reached: bool = False  # the previous check was precise enough
     _next: int = 0
     _info: dict[str, list[float]] = field(default_factory=dict)
 
@@ -153,8 +155,11 @@ class AdaptiveMonitor:
             if p.baseline is not None:
                 self.look = self._next if not cap else len(due)
                 self._sequential(prec, n, last)
-            elif prec.reached(p.precision):
-                self.reason = "precision"
+            else:
+                reached = prec.reached(p.precision)
+                if reached and self._reached and p.stop_on_precision:
+                    self.reason = "precision"  # two checks in a row: not one lucky window
+                self._reached = reached
         if self.reason is None and cap:
             self.reason = "cap"
         return self.reason is not None

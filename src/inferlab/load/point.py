@@ -219,6 +219,7 @@ def _measure(
             baseline=sw.baselines.get(point.label),
             looks=cfg.looks,
             min_effect=cfg.min_effect,
+            stop_on_precision=cfg.stop_on_precision,
         )
         m.monitor = AdaptiveMonitor(plan)
     out = run_phase(jobs, sw.events.progress, m.monitor)
