@@ -19,10 +19,16 @@ ENV = {
     "FP8_CONFIG_DIR": "/cfg",
     "MODEL": "llama",
     "EAGLE": "/eagle",
+    "INFERLAB_GPU_MODEL": "/m/1b",
+    "INFERLAB_TRANSFORMERS_PYTHON": "/opt/py/bin/python3",
+    "INFERLAB_SERVE_PYTHONPATH": "/tmp/site",
 }
 
 
-@pytest.mark.parametrize("name", ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml"])
+@pytest.mark.parametrize(
+    "name",
+    ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml", "transformers-gpu.toml"],
+)
 def test_examples_plan(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)

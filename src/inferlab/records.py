@@ -22,6 +22,7 @@ class ErrorKind(str, Enum):
     STALL = "stall"  # no byte for ``stall_timeout`` seconds mid-response
     TRUNCATED = "truncated"  # connection closed before the response ended
     MALFORMED = "malformed"  # an SSE event or the HTTP framing could not be parsed
+    OVERSIZED = "oversized"  # one SSE event outgrew the client's cap (memory stays bounded)
     CANCELLED = "cancelled"  # the run was interrupted (Ctrl-C) while it was in flight
 
 

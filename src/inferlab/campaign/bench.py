@@ -8,6 +8,7 @@ from typing import Any
 from inferlab import METRICS_VERSION
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
+from inferlab.config.urls import redact_url
 from inferlab.cpus import format_cpu_list
 from inferlab.engines import get_engine
 from inferlab.environment import snapshot
@@ -66,7 +67,7 @@ class StoreSink:
                 self.config or f"{cfg.engine}:{meta['model']}",
                 engine=cfg.engine,
                 model=meta["model"],
-                extra={"url": cfg.url, "endpoint": cfg.endpoint},
+                extra={"url": redact_url(cfg.url), "endpoint": cfg.endpoint},
             )
             snap = snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))
             eid = self.store.environment_id({**snap, **self._env_extra})

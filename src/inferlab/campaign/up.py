@@ -132,7 +132,11 @@ def launch_config(
         cpus=cpus.server if cpus else None,
     )
     server = launch(ls)
-    wait_ready(server, fatal=fatal_check(spec))
+    try:
+        wait_ready(server, fatal=fatal_check(spec))
+    except KeyboardInterrupt:  # Ctrl-C while it loads: leave no server behind
+        stop(server)
+        raise
     return server
 
 
@@ -147,7 +151,9 @@ def verify_config(
         stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
         if stored is not None:
             ref = GreedyOutputs.from_json(stored)
-    rep = verify_endpoint(url, model=model, engine=spec, section=section, reference=ref)
+    rep = verify_endpoint(
+        url, model=model, engine=spec, section=section, reference=ref, lossless=cfg.lossless
+    )
     if store is not None:
         with store.transaction():
             cid = store.campaign_id(camp.campaign.name)

@@ -23,6 +23,7 @@ from inferlab.profile.render import (
     occupancy_rows,
     occupancy_sentence,
 )
+from inferlab.profile.stored import check_point, store_profile
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
@@ -124,12 +125,22 @@ def profile(
         str | None, typer.Option(help="Store the profile under this campaign")
     ] = None,
     db: Annotated[Path | None, typer.Option("--db", help="Database (with --campaign)")] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="With --campaign: the config it profiles")
+    ] = None,
+    point: Annotated[
+        str | None, typer.Option("--point", help="With --campaign: its load point, e.g. C=16")
+    ] = None,
     categories: Annotated[
         Path | None, typer.Option("--categories", help="TOML/JSON file of extra [[rule]]s")
     ] = None,
 ) -> None:
     """Where the GPU time of a decode (or prefill) step goes: steps and busy time, categories
     and kernels with their shares, under-occupied kernels and Amdahl bounds."""
+    if (config or point) and not campaign:
+        raise ConfigError("--config/--point: they say where to store the profile; add --campaign")
+    if point is not None:
+        check_point(point)
     if top < 1:
         raise ConfigError(f"--top: expected a positive count, got {top}")
     if sms is not None and sms < 1:
@@ -144,7 +155,7 @@ def profile(
         data["vs"] = {"profile": q.to_dict(), "diff": diff}
     if campaign:
         with Store(db_path(db)) as store:
-            store.add_analysis("profile", trace.name, data, campaign=campaign)
+            store_profile(store, campaign, trace, data, config=config, point=point)
     if json_:
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:

@@ -15,6 +15,7 @@ from inferlab.campaign.runner import (
     make_plan,
     render_plan,
     run_campaign,
+    select_configs,
 )
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
@@ -47,9 +48,13 @@ def run(
     resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", help="Run only this config (repeatable; default: all)"),
+    ] = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report."""
-    plan = make_plan(campaign_file)
+    plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()
     for line in render_plan(plan):
@@ -60,7 +65,12 @@ def run(
     with Store(db_path(db)) as store:
         try:
             result = run_campaign(
-                campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
+                campaign_file,
+                store=store,
+                events=events,
+                resume=resume,
+                no_verify=no_verify,
+                only=config or (),
             )
         finally:
             events.progress_done()

@@ -96,6 +96,9 @@ class ConfigSpec(_Closed):
     unset: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
+    #: False: the lever may change greedy outputs (e.g. another dtype), so greedy equivalence
+    #: is recorded but does not fail verification; unset: inherited (default True)
+    lossless: bool | None = None
 
     @field_validator("name")
     @classmethod
@@ -311,6 +314,9 @@ def load_campaign(path: str | Path) -> CampaignFile:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read campaign file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        at = p.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{at}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     data = _parse(p, text)
     missing: list[str] = []
     data = {k: (v if k == "verify" else _expand(v, missing)) for k, v in data.items()}

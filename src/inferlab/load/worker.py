@@ -28,6 +28,7 @@ _perf_ns = time.perf_counter_ns
 _LAG_PERIOD_S = 0.005
 _TIMER_GRANULARITY_NS = 1_100_000  # libuv/epoll timers: 1 ms resolution, plus slack
 _REPORT_EVERY = 4  # adaptive points: progress to the parent every 4 lag probes (20 ms)
+_TRANSIENT = (408, 429)  # overload, not a refusal of the requests themselves
 
 
 @dataclass(slots=True, frozen=True)
@@ -277,7 +278,9 @@ def _judge(ex: Exchange, ctl: _Control, state: _State) -> None:
     ctl.count(ok)
     if ok:
         state.ok_seen = True
-    elif 400 <= ex.status < 500 and not state.ok_seen and state.rejected is None:
+    elif 400 <= ex.status < 500 and ex.status not in _TRANSIENT and not state.ok_seen:
+        if state.rejected is not None:
+            return
         msg = error_message_of(_json_or_none(ex.body()), ex.body()[:300].decode(errors="replace"))
         state.rejected = f"HTTP {ex.status}: {msg}"
         ctl.stop()
@@ -320,6 +323,8 @@ def _finish(
             rec.error_message = f"HTTP {ex.status}: " + error_message_of(
                 _json_or_none(ex.body()), ex.body()[:300].decode(errors="replace")
             )
+            if ex.retry_after is not None:
+                rec.error_message += f" (Retry-After: {ex.retry_after})"
         elif rec.error_kind is None and parsed.error_kind is not None:
             rec.error_kind = parsed.error_kind
             rec.error_message = parsed.error_message

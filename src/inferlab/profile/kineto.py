@@ -83,9 +83,7 @@ def _reader(path: Path, fh: IO[bytes]) -> Callable[[int], bytes]:
                 "analyzed, since Kineto does not write events in time order"
             ) from exc
         except (OSError, zlib.error) as exc:
-            raise TraceError(
-                f"{path}: corrupt gzip after {pos:,} uncompressed bytes: {exc}"
-            ) from exc
+            raise TraceError(f"{path}: corrupt gzip after {pos:,} bytes: {exc}") from exc
         pos += len(b)
         return b
 
@@ -117,7 +115,7 @@ def _take_any(b: TraceBuilder, ev: dict[str, Any], devices: dict[int, tuple[int,
         b.warnings.append(f"{b.path}: a {cat} event without a numeric ts/dur was skipped")
         return
     name = str(ev.get("name", "?"))
-    args = ev.get("args") or {}
+    args = a if isinstance(a := ev.get("args"), dict) else {}
     corr = args.get("correlation", -1)
     corr = corr if isinstance(corr, int) else -1
     if what == "kernel":
@@ -146,8 +144,9 @@ def _devices(header: Any) -> dict[int, tuple[int, str]]:
     out: dict[int, tuple[int, str]] = {}
     props = header.get("deviceProperties") if isinstance(header, dict) else None
     for d in props if isinstance(props, list) else []:
-        if isinstance(d, dict) and isinstance(d.get("numSms"), int):
-            out[int(d.get("id", 0))] = (int(d["numSms"]), str(d.get("name", "")))
+        sms, dev = (d.get("numSms"), d.get("id", 0)) if isinstance(d, dict) else (None, None)
+        if isinstance(sms, int) and isinstance(dev, int):
+            out[dev] = (sms, str(d.get("name", "")))
     return out
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.errors import LaunchError
-from inferlab.server.gpu import gpu_pids_memory as _gpu_pids_memory
+from inferlab.server.gpumem import pids_mib
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -375,17 +375,21 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    if _gpu_pids_memory() is None:
-        gpu = "skipped: no GPU visible through NVML"
-    else:
-        while True:
-            left = {p: m for p, m in (_gpu_pids_memory() or {}).items() if p in pids}
-            if not left:
-                gpu = "drained"
-                break
-            if time.monotonic() > deadline:
-                gpu = f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
-                notes.append(gpu)
-                break
-            time.sleep(0.5)
+    gpu = _wait_pids_gone(pids, deadline)
+    if gpu.startswith("not drained"):
+        notes.append(gpu)
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
+
+
+def _wait_pids_gone(pids: set[int], deadline: float) -> str:
+    """Wait until NVML lists none of ``pids`` on any GPU: "drained", "not drained: ..." or
+    "skipped: ..." (no NVML)."""
+    if pids_mib() is None:
+        return "skipped: no GPU visible through NVML"
+    while True:
+        left = {p: m for p, m in (pids_mib() or {}).items() if p in pids}
+        if not left:
+            return "drained"
+        if time.monotonic() > deadline:
+            return f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
+        time.sleep(0.5)

@@ -30,15 +30,17 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
 
-import numpy as np
-
 from inferlab import __version__
 from inferlab.errors import SimError
 from inferlab.sim import api
 from inferlab.sim.config import SimConfig
+from inferlab.sim.faults import FAULTS, FaultJob, FaultPlan, bad_body, not_sse_body, status_answer
 from inferlab.sim.model import StepModel, accept_draw, step_ms
 from inferlab.sim.presets import get_preset, resolve
 from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.sim.truth import Record as _Record
+from inferlab.sim.truth import Request as _Request
+from inferlab.sim.truth import lateness_summary
 from inferlab.sim.wheel import TimerWheel, slot_of
 
 __all__ = ["SimServer", "serve"]
@@ -47,94 +49,19 @@ _REASONS = {
     100: "Continue",
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     413: "Payload Too Large",
+    429: "Too Many Requests",
     500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
-_MALFORMED_EVENT = b"data: {not json\n\n"
-_MALFORMED_FRAME = b"%x\r\n%s\r\n" % (len(_MALFORMED_EVENT), _MALFORMED_EVENT)
+_JSON = b"application/json"
 _CLIENT_GONE = 499  # status recorded for a request whose client closed mid-answer
 _FLUSH_S = 1.0
-_EMPTY = array("q")
-
-
-class _Request:
-    __slots__ = ("body", "headers", "keep_alive", "method", "parsed_ns", "path", "recv_ns")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        body: bytes,
-        keep_alive: bool,
-        recv_ns: int,
-        parsed_ns: int,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
-        self.recv_ns = recv_ns
-        self.parsed_ns = parsed_ns
-
-
-class _Record:
-    """Ground truth of one generation request."""
-
-    __slots__ = (
-        "completion_tokens",
-        "done_ns",
-        "dues",
-        "endpoint",
-        "fault",
-        "id",
-        "ntokens",
-        "parsed_ns",
-        "prompt_tokens",
-        "recv_ns",
-        "request_id",
-        "status",
-        "stream",
-        "writes",
-    )
-
-    def __init__(self, rid: str, endpoint: str, req: _Request) -> None:
-        self.id = rid
-        self.request_id = req.headers.get("x-request-id")
-        self.endpoint = endpoint
-        self.stream = False
-        self.recv_ns = req.recv_ns
-        self.parsed_ns = req.parsed_ns
-        self.prompt_tokens: int | None = None
-        self.completion_tokens = 0
-        # arrays, not lists: the cyclic GC does not track them (see serve())
-        self.dues = _EMPTY
-        self.writes = array("q")
-        self.ntokens = _EMPTY
-        self.done_ns = 0
-        self.status = 200
-        self.fault: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "request_id": self.request_id,
-            "endpoint": self.endpoint,
-            "stream": self.stream,
-            "recv_ns": self.recv_ns,
-            "parsed_ns": self.parsed_ns,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "chunks": [list(c) for c in zip(self.dues, self.writes, self.ntokens, strict=False)],
-            "done_ns": self.done_ns,
-            "status": self.status,
-            "fault": self.fault,
-        }
 
 
 class _Job:
@@ -170,38 +97,6 @@ class _Job:
         return self.slots[i]
 
 
-class _FaultJob(_Job):
-    """A job that misbehaves at chunk ``at`` (see ``SimConfig.fault``)."""
-
-    __slots__ = ("at", "kind")
-
-    def __init__(
-        self,
-        conn: _Conn,
-        frames: tuple[bytes, ...],
-        slots: array[int],
-        rec: _Record,
-        kind: str,
-        at: int,
-    ) -> None:
-        super().__init__(conn, frames, slots, rec)
-        self.kind = kind
-        self.at = at
-
-    def fire(self) -> int:
-        if self.dead or self.i != self.at:
-            return _Job.fire(self)
-        self.rec.fault = self.kind
-        if self.kind == "malformed":
-            self.at = -1
-            if self.rec.stream:
-                self.write(_MALFORMED_FRAME)
-            return _Job.fire(self)
-        self.dead = True
-        self.conn.job_failed(self, close=self.kind == "close")
-        return -1
-
-
 class _Conn(asyncio.Protocol):
     """One client connection: parses requests, answers them in order."""
 
@@ -211,7 +106,7 @@ class _Conn(asyncio.Protocol):
         self.buf = bytearray()
         self.first_ns = 0
         self.pending: deque[_Request] = deque()
-        self.job: _Job | _Seq | None = None
+        self.job: _Job | _Seq | FaultJob | None = None
         self.current: _Request | None = None
         self.continued = False
         self.closed = False
@@ -323,14 +218,14 @@ class _Conn(asyncio.Protocol):
         self.transport.write(self.srv._head(status, len(body), req.keep_alive, ctype) + body)
         self._next()
 
-    def job_done(self, job: _Job | _Seq) -> None:
+    def job_done(self, job: _Job | _Seq | FaultJob) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
         self.srv._finish(rec)
         self._next()
 
-    def job_failed(self, job: _Job, close: bool) -> None:
+    def job_failed(self, job: FaultJob, close: bool) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
@@ -370,6 +265,10 @@ class SimServer:
         self._itl_ns = round(config.itl_ms * 1e6)
         self._jitter_ns = config.jitter_ms * 1e6
         self._rng = random.Random(config.seed)
+        self._faults = FaultPlan(
+            config.fault, config.fault_every, config.fault_at_s, config.fault_for_s
+        )
+        self.exited = asyncio.Event()  # set when the ``exit`` fault struck
         self._id_prefix = os.urandom(6).hex()
         self._nreq = 0
         self._ngen = 0
@@ -454,27 +353,9 @@ class SimServer:
         self._records.clear()
 
     def lateness_summary(self) -> dict[str, Any]:
-        """How late chunks were written (``write_ns - due_ns``), in ms, over the kept truth."""
-        recs = self._records
-        dues = [d for r in recs for d in r.dues[: len(r.writes)]]
-        writes = [w for r in recs for w in r.writes]
-        late = (np.asarray(writes, dtype=np.int64) - np.asarray(dues, dtype=np.int64)) / 1e6
-        if late.size:
-            stats = {
-                "mean": float(late.mean()),
-                "p50": float(np.percentile(late, 50)),
-                "p99": float(np.percentile(late, 99)),
-                "max": float(late.max()),
-            }
-        else:
-            stats = {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
-        return {
-            "simulated": True,
-            "requests": len(recs),
-            "chunks": int(late.size),
-            "lateness_ms": stats,
-            "chunks_late_over_1ms": int((late > 1.0).sum()),
-        }
+        """How late chunks were written (``write_ns - due_ns``), in ms, over the kept truth,
+        and the faults injected (kind → requests)."""
+        return lateness_summary(self._records)
 
     def flush(self) -> None:
         """Append the not yet written ground truth to ``truth_path``."""
@@ -505,6 +386,7 @@ class SimServer:
         length: int | None,
         keep_alive: bool,
         ctype: bytes = b"application/json",
+        extra: bytes = b"",
     ) -> bytes:
         now = int(time.time())
         if now != self._date_s:
@@ -521,10 +403,20 @@ class SimServer:
             parts.append(b"content-length: %d\r\n" % length)
         if not keep_alive:
             parts.append(b"connection: close\r\n")
-        parts.append(b"x-inferlab-simulated: true\r\n\r\n")
+        parts.append(extra + b"x-inferlab-simulated: true\r\n\r\n")
         return b"".join(parts)
 
     def _route(self, conn: _Conn, req: _Request) -> None:
+        key = self.config.api_key
+        if (
+            key
+            and req.path.startswith("/v1/")
+            and req.headers.get("authorization") != f"Bearer {key}"
+        ):
+            conn.respond(
+                401, api.error_body(401, "Invalid API key (SIMULATED)", "AuthenticationError")
+            )
+            return
         methods = self._routes.get(req.path)
         if methods is None:
             conn.respond(404, b'{"detail":"Not Found"}')
@@ -617,11 +509,14 @@ class SimServer:
         rec.stream = gen.stream
         rec.prompt_tokens = gen.prompt_tokens
         self._ngen += 1
-        fault = cfg.fault if cfg.fault is not None and self._ngen % cfg.fault_every == 0 else None
-        if fault == "http500":
-            rec.fault = fault
-            body = api.error_body(500, "simulated internal error", "InternalServerError")
-            self._fail(conn, rec, 500, body)
+        fault = self._faults.pick(self._ngen, req.recv_ns)
+        if self._ngen == 1 and cfg.fault == "exit" and cfg.fault_at_s is not None:
+            asyncio.get_running_loop().call_later(cfg.fault_at_s, self._exit_now, None)
+        if (
+            fault is not None
+            and FAULTS[fault].stage != "stream"
+            and self._answer_fault(conn, req, rec, fault, gen.include_usage)
+        ):
             return
 
         ids = api.output_ids(cfg.seed, gen.prompt_text, gen.max_tokens, self.tokenizer)
@@ -643,6 +538,7 @@ class SimServer:
             ids,
             cfg.tokens_per_chunk,
             head,
+            reported=2 * gen.max_tokens if rec.fault == "usage" else None,
         )
         dues = self._schedule(req.recv_ns, api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk))
         if gen.stream:
@@ -654,15 +550,18 @@ class SimServer:
         rec.completion_tokens = gen.max_tokens
         frames = tuple(out.frames)
         slots = array("q", [slot_of(d) for d in rec.dues])
-        if fault is None:
+        job: _Job | FaultJob
+        if fault is None or FAULTS[fault].stage != "stream":
             job = _Job(conn, frames, slots, rec)
         else:
-            at = cfg.fault_after if gen.stream else 0
-            if fault == "malformed" and not gen.stream:
-                frames = (self._head(200, 9, req.keep_alive) + b"{not json",)
-            job = _FaultJob(conn, frames, slots, rec, fault, at)
+            at = cfg.fault_after if gen.stream and fault != "hang" else 0
+            if not gen.stream and fault in ("malformed", "nodata", "garbage", "oversized"):
+                body = bad_body(fault)
+                frames = (self._head(200, len(body), req.keep_alive) + body,)
+                fault = "malformed" if fault == "nodata" else fault
+            job = FaultJob(conn, frames, slots, rec, fault, at, round(cfg.drip_ms * 1e6))
         conn.job = job
-        if out.head:
+        if out.head and fault != "hang":
             assert conn.transport is not None
             conn.transport.write(out.head)
         assert self._wheel is not None
@@ -688,11 +587,61 @@ class SimServer:
             dues.append(due)
         return dues
 
-    def _fail(self, conn: _Conn, rec: _Record, status: int, body: bytes) -> None:
+    def _fail(
+        self,
+        conn: _Conn,
+        rec: _Record,
+        status: int,
+        body: bytes,
+        ctype: bytes = b"application/json",
+    ) -> None:
         rec.status = status
-        conn.respond(status, body)
+        conn.respond(status, body, ctype)
         rec.done_ns = perf_counter_ns()
         self._finish(rec)
+
+    def _answer_fault(
+        self, conn: _Conn, req: _Request, rec: _Record, fault: str, usage: bool
+    ) -> bool:
+        """Inject an ``answer``/``server`` fault; False when it leaves the answer to be paced
+        (``usage`` marks the record and the answer reports the wrong count)."""
+        if fault == "exit":
+            self._exit_now(rec)
+            return True
+        if fault == "usage":
+            rec.fault = fault if usage else None
+            return False
+        rec.fault = fault
+        answer = status_answer(fault)
+        if answer is None:  # notsse
+            self._fail(conn, rec, 200, not_sse_body(), b"text/html; charset=utf-8")
+            return True
+        status, extra, body = answer
+        assert conn.transport is not None and conn.current is not None
+        conn.transport.write(self._head(status, len(body), req.keep_alive, extra=extra) + body)
+        rec.status = status
+        rec.done_ns = perf_counter_ns()
+        self._finish(rec)
+        conn._next()
+        return True
+
+    def _exit_now(self, trigger: _Record | None) -> None:
+        """The ``exit`` fault: stop listening and drop every connection, as a crash would;
+        every request in flight (and ``trigger``) is recorded with ``fault: "exit"``."""
+        if self.exited.is_set():
+            return
+        self.exited.set()
+        if self._server is not None:
+            self._server.close()
+        if trigger is not None:
+            trigger.fault, trigger.status = "exit", _CLIENT_GONE
+            trigger.done_ns = perf_counter_ns()
+            self._finish(trigger)
+        for conn in list(self._conns):
+            if conn.job is not None and not conn.job.dead:
+                conn.job.rec.fault = "exit"
+            if conn.transport is not None:
+                conn.transport.abort()
 
 
 class _Seq:
@@ -1031,8 +980,9 @@ def serve(
     config: SimConfig,
     on_ready: Callable[[str], None] | None = None,
     log: Callable[[str], None] | None = None,
-) -> None:
-    """Run the reference engine under uvloop until SIGINT/SIGTERM; flush ground truth on exit.
+) -> bool:
+    """Run the reference engine under uvloop until SIGINT/SIGTERM (or the ``exit`` fault:
+    then True); flush ground truth on exit.
 
     ``on_ready`` receives the base URL once the server listens; ``log`` receives the batching
     model's SGLang-format log lines (each starting with ``[SIMULATED]``).
@@ -1053,8 +1003,13 @@ def serve(
         try:
             if on_ready is not None:
                 on_ready(server.url)
-            await stopped.wait()
+            crashed = asyncio.ensure_future(server.exited.wait())
+            await asyncio.wait(
+                [asyncio.ensure_future(stopped.wait()), crashed],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         finally:
             await server.stop()
 
     _run(main())
+    return server.exited.is_set()

@@ -15,7 +15,8 @@ flight together share the server's batches — so neither interval treats them a
 
 Checks run on a sparse geometric schedule (every ×1.5 requests from ``min_requests``), never
 after every request, and a point stops only when two checks in a row are precise: stopping the
-first time an interval happens to look narrow lowers its coverage. Pure functions; docs/metrics.md states the rule.
+first time an interval happens to look narrow lowers its coverage. Pure functions;
+docs/metrics.md states the rule.
 """
 
 from __future__ import annotations
