@@ -71,6 +71,7 @@ enabled = false
 workload = {{ kind = "random", input_tokens = 64, output_tokens = 16 }}
 concurrency = [1, 8, 16]
 duration_s = 1.5
+max_client_lag_ms = 1e6  # the levers are under test here, not trust (tests/test_trust.py)
 """
 
 
