@@ -402,7 +402,9 @@ def main() -> None:
     ap.add_argument("--live", type=int, default=20, help="live null pairs and 10%% pairs (C=8)")
     ap.add_argument("--record", type=int, default=800, help="requests recorded per concurrency")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-requests", type=int, default=MAX_REQ, help="adaptive cap per side")
     a = ap.parse_args()
+    globals()["MAX_REQ"] = a.max_requests
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         tok = WordTokenizer().save_hf(Path(tmp))
