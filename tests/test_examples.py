@@ -50,6 +50,17 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8", "C=16"]
     assert plan.campaign.load.requests == "auto" and plan.campaign.load.sequential
     assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in plan.campaign.engine.env  # the split sets it
+    prof = plan.campaign.profile
+    assert prof is not None and prof.at == ["C=1"] and prof.configs == ["baseline", "ngram"]
+    text = "\n".join(render_plan(plan))
+    assert text.count("profiling on (--profiler-config") == 2
+
+
+def test_sim_demo_profiles_the_seed_points() -> None:
+    plan = make_plan(EXAMPLES / "sim-dsv4.toml")
+    prof = plan.campaign.profile
+    assert prof is not None and prof.at == ["C=1", "C=16"] and prof.configs == ["baseline", "A"]
+    assert "profiling on (SGLANG_TORCH_PROFILER_DIR=" in "\n".join(render_plan(plan))
 
 
 def test_unset_variable_is_named_with_its_line(

@@ -12,7 +12,7 @@ from inferlab.errors import ConfigError
 from inferlab.levers import Measured, PointBound, check_accept_length, judge, spec_band, tpot_at
 from inferlab.levers.amdahl import amdahl, category_share, ceiling_clause, share_clause
 from inferlab.levers.load_rules import spec_sentence
-from inferlab.levers.predict import _combine, _Part
+from inferlab.levers.predict import _combine, _Part, at_2x
 from inferlab.levers.specdec import first_without_help, spec_flags
 from inferlab.stats.compare import find_saturation
 
@@ -117,8 +117,13 @@ def test_verdicts_above_below_consistent() -> None:
     # a bound of ×1.065 (FP8 GEMM at 6.1% of decode)
     j = judge(None, 1.065, Measured(1.10, 1.08, 1.12))
     assert j[0] == "above" and "impossible by Amdahl" in j[1]
-    j = judge(None, 1.065, Measured(1.03, 1.02, 1.04))
-    assert j[0] == "below" and "bought 46% of its ceiling" in j[1]
+    # its share 2× faster: 1/(1 − 0.061/2) = ×1.031; a lever short of that is "below"
+    assert at_2x(1.065) == pytest.approx(1 / (1 - (1 - 1 / 1.065) / 2))
+    j = judge(None, 1.065, Measured(1.02, 1.015, 1.03))
+    assert j[0] == "below" and "bought 31% of its ceiling" in j[1] and "×1.031 at 2×" in j[1]
+    j = judge(None, 1.065, Measured(1.05, 1.049, 1.051))  # a deterministic instrument's interval
+    assert j[0] == "consistent" and "bought 77% of its ceiling" in j[1]
+    assert judge(None, 1.065, Measured(1.03, 1.02, 1.04))[0] == "consistent"  # reaches ×1.031
     assert judge(None, 1.065, Measured(1.06, 1.05, 1.07))[0] == "consistent"
     # a band ×1.11–×1.60
     assert judge(1.11, 1.60, Measured(1.38, 1.30, 1.45))[0] == "consistent"

@@ -1,7 +1,9 @@
 """Per-request records: the raw samples every statistic is derived from.
 
 All times are ``time.perf_counter_ns()`` of the measuring process (CLOCK_MONOTONIC on Linux,
-so comparable with the reference engine's ground truth on the same host).
+so comparable with the reference engine's ground truth on the same host). Load from several
+hosts is merged on the driver's clock (each host's offset estimated and subtracted; see
+``inferlab.cluster.clock``), and each record names its ``client`` host.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class RequestRecord:
     #: stored but left out of the statistics: "ramp-up" (the first C requests of an adaptive
     #: point) or "drain" (in flight when it stopped); None for a counted request
     dropped: str | None = None
+    client: str | None = None  # the client host that measured it (several-host load)
 
     @property
     def ok(self) -> bool:

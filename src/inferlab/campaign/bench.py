@@ -21,7 +21,7 @@ from inferlab.load.bench import (
     run_bench,
 )
 from inferlab.load.http import Endpoint
-from inferlab.server.scrape import Scraper, derive
+from inferlab.server.scrape import Scrape, Scraper, derive
 from inferlab.store import Store
 
 __all__ = ["StoreSink", "bench_config", "bench_with_record"]
@@ -41,7 +41,9 @@ class StoreSink:
         config: str | None,
         scrape: bool = True,
         config_id: int | None = None,
+        purpose: str = "measure",
         environment: dict[str, Any] | None = None,
+        environment_extra: dict[str, Any] | None = None,
     ) -> None:
         self._own = not isinstance(db, Store)
         self.store = Store(db) if not isinstance(db, Store) else db
@@ -53,9 +55,11 @@ class StoreSink:
         self.campaign = campaign
         self.config = config
         self.run_ids: list[int] = []
+        self.purpose = purpose  # "profiled": a pass replayed while a profile is captured
         self._ids: tuple[int, int, int] | None = None
         self._meta: dict[str, Any] = {}
-        self._env_extra = dict(environment or {})  # e.g. the CPU split
+        self._environment = environment  # a snapshot taken elsewhere (a server's node)
+        self._env_extra = dict(environment_extra or {})  # recorded beside it: the CPU split
 
     def start(self, meta: dict[str, Any]) -> None:
         cfg = self.cfg
@@ -69,8 +73,9 @@ class StoreSink:
                 model=meta["model"],
                 extra={"url": redact_url(cfg.url), "endpoint": cfg.endpoint},
             )
-            snap = snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))
-            eid = self.store.environment_id({**snap, **self._env_extra})
+            snap = self._environment or snapshot(engine_name=cfg.engine)
+            snap = {**snap, "engine_version": meta.get("engine_version"), **self._env_extra}
+            eid = self.store.environment_id(snap)
         self._ids = (cid, gid, eid)
 
     def begin(self, point: LoadPoint, trial: int) -> None:
@@ -79,12 +84,18 @@ class StoreSink:
             self._scraper = Scraper(base + str(self.spec.metrics_path), interval_s=2.0).start()
 
     def point(self, res: PointResult) -> None:
+        scrapes = self._scraper.stop() if self._scraper is not None else []
+        self._scraper = None
+        self.commit(res, scrapes)
+
+    def commit(self, res: PointResult, scrapes: list[Scrape]) -> None:
+        """Store one finished point with the ``/metrics`` scrapes taken around it."""
         assert self._ids is not None
         cid, gid, eid = self._ids
         p = res.point
         summary = res.summary.to_json()
-        scrapes = self._scraper.stop() if self._scraper is not None else []
-        self._scraper = None
+        if res.clients:
+            summary["clients"] = res.clients
         if scrapes:
             summary["server"] = derive(self.spec, scrapes)
         with self.store.transaction():
@@ -111,6 +122,7 @@ class StoreSink:
                 warnings=[w.to_json() for w in res.warnings],
                 interrupted=res.interrupted,
                 rejected=res.rejected,
+                purpose=self.purpose,
                 trust=res.trust.state,
                 trust_reasons=res.trust.to_json(),
                 stop=res.stop.to_json() if res.stop is not None else None,
@@ -133,7 +145,7 @@ def bench_config(
     url: str,
     model: str,
     engine: str,
-    client_cpus: tuple[int, ...] | None,
+    client_cpus: tuple[int, ...] | None = None,
     reference: bool = False,
 ) -> BenchConfig:
     """The campaign's load section as one sweep against ``url``; ``reference``: the baseline
@@ -185,7 +197,9 @@ def bench_with_record(
     if cfg.client_cpus:
         cpus = format_cpu_list(cfg.client_cpus)
         env = {"cpu_split": {"server": None, "client": cpus, "source": "--client-cpus"}}
-    store_sink = StoreSink(db, cfg, campaign, config, environment=env) if db is not None else None
+    store_sink = (
+        StoreSink(db, cfg, campaign, config, environment_extra=env) if db is not None else None
+    )
     if store_sink is not None:
         sinks.append(store_sink)
     result = run_bench(cfg, events, out, sinks)

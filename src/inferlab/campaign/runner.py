@@ -9,22 +9,21 @@ config: its old results are never mixed in). Only one server of a campaign runs 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign import capture, profiled
 from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.bench import StoreSink, bench_config
 from inferlab.campaign.cpus import CpuSplit, plan_cpus
 from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for, stopping_lines
-from inferlab.campaign.up import launch_config, output_dir, served_model, verify_config
+from inferlab.campaign.up import campaign_lock, launch_config, served_model, verify_config
 from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
@@ -42,6 +41,9 @@ __all__ = [
     "CampaignResult",
     "ConfigOutcome",
     "Plan",
+    "bench_config",
+    "campaign_lock",
+    "done_cells",
     "make_plan",
     "render_plan",
     "run_campaign",
@@ -95,16 +97,14 @@ def make_plan(path: str | Path) -> Plan:
     """Load, validate and resolve the campaign; nothing is started."""
     p = Path(path)
     camp = load_campaign(p)
-    text = p.read_text(encoding="utf-8")
-    configs = resolve_configs(camp, p, text)
+    configs = resolve_configs(camp, p, text := p.read_text(encoding="utf-8"))
     if not camp.load.concurrency and not camp.load.rate:
         raise ConfigError(f"{p}: load: give concurrency and/or rate")
     if camp.load.requests is None and camp.load.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
-    bench = bench_config(
-        camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind, None
-    )
+    bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     points = plan_points(bench)
+    capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
     cpus = plan_cpus(camp, max(pt.streams for pt in points), path=p, text=text)
     return Plan(p, camp, configs, points, camp.load.trials, bench, cpus)
 
@@ -142,10 +142,12 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(c.env.items())))
         if not c.lossless:
             lines.append("    lossless = false: greedy equivalence is recorded, not gating")
+        lines += capture.profiling_lines(plan.campaign, c)
         if c is not base:
             changes = spec.diff(base.args, c.args)
             envd = {k: v for k, v in c.env.items() if base.env.get(k) != v}
             diff = [str(ch) for ch in changes] + [f"env {k}={v}" for k, v in envd.items()]
+            diff += ["profiling on"] if capture.is_profiled(plan.campaign, c) else []
             lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
     return lines
 
@@ -164,29 +166,12 @@ def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
     return plan
 
 
-@contextlib.contextmanager
-def _campaign_lock(camp: CampaignFile) -> Iterator[None]:
-    """One runner per campaign on a host: at most one of its servers runs at a time."""
-    d = output_dir(camp)
-    d.mkdir(parents=True, exist_ok=True)
-    f = (d / ".lock").open("w")
-    try:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise ConfigError(
-                f"campaign {camp.campaign.name!r} is already running on this host "
-                f"(lock {d / '.lock'})"
-            ) from None
-        yield
-    finally:
-        f.close()
-
-
-def _done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
+    """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
     rows = store.db.execute(
         "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
-        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL",
+        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
+        "AND r.purpose = 'measure'",
         (campaign, config_id),
     ).fetchall()
     return {(str(a), int(b)) for a, b in rows}
@@ -220,7 +205,7 @@ def run_campaign(
         )
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
-    with _campaign_lock(camp):
+    with campaign_lock(camp):
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
         for i, cfg in enumerate(plan.configs):
@@ -229,8 +214,8 @@ def run_campaign(
                 gid = store.config_id(
                     cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
                 )
-            todo = all_cells - _done_cells(store, name, gid) if resume else set(all_cells)
-            if not todo:
+            todo = all_cells - done_cells(store, name, gid) if resume else set(all_cells)
+            if not todo and not profiled.profiles_missing(camp, cfg, store, gid):
                 out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
                 result.outcomes.append(out)
                 events.config_done(out)
@@ -311,8 +296,9 @@ def _launch(
             raise ConfigError(f"{plan.path}: engine.url: kind {cfg.engine!r} needs the URL")
         return cfg.url.rstrip("/")
     events.message(f"{cfg.name}: launching ...")
+    launched, note = capture.launch_form(plan.campaign, cfg, store)
     try:
-        held.server = server = launch_config(plan.campaign, cfg, cpus=plan.cpus)
+        held.server = server = launch_config(plan.campaign, launched, cpus=plan.cpus)
     except LaunchError as exc:
         if exc.log_path:
             store_log_findings(
@@ -335,7 +321,7 @@ def _launch(
         "log_path": str(server.spec.log_path),
         "argv": server.spec.argv,
         "gpu_used_mib": held.gpu_ready,
-    }
+    } | ({"profiling": note} if note else {})
     _record(store, gid, "launch", True, ready)
     return server.spec.health_url.rsplit(spec.health_path, 1)[0]
 
@@ -370,16 +356,24 @@ def _launch_and_measure(
     ref = camp.load.sequential and cfg.name == baseline_name(camp)
     bench = bench_config(camp, url, model, cfg.engine, plan.cpus.client, reference=ref)
     env = {"cpu_split": plan.cpus.to_json()}
-    sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid, environment=env)
+    sink = StoreSink(
+        store, bench, camp.campaign.name, cfg.name, config_id=gid, environment_extra=env
+    )
     refs = {}
     if sequential_for(camp, cfg.name):
         refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
     watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
     try:
-        res = run_bench(bench, events, None, [*watch, sink], cells=todo, baselines=refs)
+        res = (
+            run_bench(bench, events, None, [*watch, sink], cells=todo, baselines=refs)
+            if todo
+            else None
+        )
     except (ServerRejected, ConnectError) as exc:
         return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
     if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
         return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
-    status = "interrupted" if res.interrupted else "measured"
-    return ConfigOutcome(cfg.name, status, "", sink.run_ids)
+    if res is not None and res.interrupted:
+        return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
+    notes = profiled.profile_config(camp, cfg, gid, bench, plan.points, store, events, held.server)
+    return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)

@@ -12,7 +12,7 @@ from inferlab.load.bench import BenchWarning, LoadPoint, PointResult
 from inferlab.records import ErrorKind
 from inferlab.server import ServerProcess
 
-__all__ = ["ServerWatch"]
+__all__ = ["ServerWatch", "mark_exited"]
 
 _EXIT_WAIT_S = 3.0  # a crashed server's interpreter may take this long to be gone
 
@@ -44,24 +44,34 @@ class ServerWatch:
         )
         return self.exited
 
+    def check(self, refused: bool, when: str) -> str | None:
+        """None while the server runs, else what happened ``when`` (also in ``exited``);
+        ``refused``: a connect was refused, so a dying server is waited for."""
+        code = self._exit_code(refused)
+        return None if code is None else self._say(code, when)
+
     def start(self, meta: dict[str, Any]) -> None:
         pass
 
     def begin(self, point: LoadPoint, trial: int) -> None:
-        code = self._exit_code(refused=False)
-        if code is not None:
-            raise ConnectError(self._say(code, f"before {point.label} trial {trial}"))
+        message = self.check(False, f"before {point.label} trial {trial}")
+        if message is not None:
+            raise ConnectError(message)
 
     def point(self, res: PointResult) -> None:
         refused = any(r.error_kind is ErrorKind.CONNECT for r in res.records)
-        code = self._exit_code(refused)
-        if code is None:
-            return
-        message = self._say(code, f"during {res.point.label} trial {res.trial}")
-        res.interrupted = True
-        res.warnings.append(
-            BenchWarning("server-exited", message, "read the server's log (inferlab logs)")
-        )
+        message = self.check(refused, f"during {res.point.label} trial {res.trial}")
+        if message is not None:
+            mark_exited(res, message)
 
     def close(self) -> None:
         pass
+
+
+def mark_exited(res: PointResult, message: str) -> None:
+    """The point during which the server exited: interrupted (``--resume`` measures it again),
+    with the warning that says so."""
+    res.interrupted = True
+    res.warnings.append(
+        BenchWarning("server-exited", message, "read the server's log (inferlab logs)")
+    )

@@ -211,93 +211,131 @@ def bench(
         str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray", metavar="ADDRESS", help="Generate the load from Ray client nodes: HOST:PORT"
+        ),
+    ] = None,
+    clients: Annotated[
+        int | None,
+        typer.Option("--clients", help="With --ray: client nodes sharing the load (default 1)"),
+    ] = None,
 ) -> None:
     """Measure a running endpoint across concurrency levels or request rates."""
-    try:
-        cfg = BenchConfig(
-            url=url,
-            model=model,
-            endpoint=endpoint,
-            engine=engine,
-            concurrency=_int_list(concurrency, "--concurrency"),
-            rate=_float_list(rate, "--rate"),
-            arrival=arrival,
-            burstiness=burstiness,
-            max_concurrency=max_concurrency,
-            workload=WorkloadSpec(
-                kind=workload,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                path=prompts,
-                seed=seed,
-            ),
-            requests=_requests(requests),
-            duration_s=duration,
-            precision=precision,
-            min_requests=min_requests,
-            max_requests=max_requests,
-            max_duration_s=max_duration,
-            client_cpus=_client_cpus(client_cpus),
-            warmup=warmup,
-            trials=trials,
-            api_key_env=api_key_env,
-            tokenizer=tokenizer,
-            timeout_s=timeout,
-            stall_timeout_s=stall_timeout,
-            workers=workers,
-            slo=SLO.parse(slo) if slo else SLO(),
-            seed=seed,
-        )
-    except ValidationError as exc:
-        raise ConfigError(validation_message(exc, "bench")) from None
+    cfg = _config(dict(locals()))
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
-    result: BenchResult | None = None
     try:
-        result, run_ids = bench_with_record(
+        result, run_ids = _measure(
             cfg,
             events,
             out=out,
             db=None if no_db else db_path(db),
             campaign=campaign,
             config=config_name,
+            ray=ray,
+            clients=clients,
         )
     finally:
         events.progress_done()
-    _show(result, run_ids, table_console, err, out=out, db=db, campaign=campaign, as_json=as_json)
+    table_console.print(bench_table(result))
+    _where(err, out, run_ids, db_path(db), campaign)
+    if as_json:
+        sys.stdout.write(json.dumps(_json(result, run_ids), indent=2, allow_nan=False) + "\n")
     if result.interrupted:
         err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
         raise typer.Exit(130)
 
 
-def _show(
-    result: BenchResult,
-    run_ids: list[int],
-    table_console: Console,
-    err: Console,
+def _measure(
+    cfg: BenchConfig,
+    events: BenchEvents,
     *,
     out: Path | None,
     db: Path | None,
     campaign: str,
-    as_json: bool,
-) -> None:
-    """The table, where the records went, and with ``--json`` the summary on stdout."""
-    table_console.print(bench_table(result))
+    config: str | None,
+    ray: str | None,
+    clients: int | None,
+) -> tuple[BenchResult, list[int]]:
+    """The sweep from this host, or from ``clients`` client nodes of the Ray cluster ``ray``."""
+    if clients is not None and ray is None:
+        raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
+    if ray is None:
+        return bench_with_record(cfg, events, out=out, db=db, campaign=campaign, config=config)
+    from inferlab.cluster.bench import bench_ray
+
+    return bench_ray(
+        cfg,
+        address=ray,
+        clients=clients or 1,
+        events=events,
+        out=out,
+        db=db,
+        campaign=campaign,
+        config=config,
+    )
+
+
+def _where(err: Console, out: Path | None, run_ids: list[int], db: Path, campaign: str) -> None:
     if out is not None:
         err.print(f"[dim]raw records and summaries written to {escape(str(out))}[/dim]")
     if run_ids:
         err.print(
-            f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} in {escape(str(db_path(db)))} "
+            f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} in {escape(str(db))} "
             f"(campaign {escape(campaign)})[/dim]"
         )
-    if as_json:
-        doc = {
-            "run_id": result.run_id,
-            "stored_runs": run_ids,
-            "model": result.model,
-            "url": result.url,
-            "interrupted": result.interrupted,
-            "points": [point_json(p) for p in result.points],
-        }
-        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+
+
+def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "stored_runs": run_ids,
+        "model": result.model,
+        "url": result.url,
+        "interrupted": result.interrupted,
+        "points": [point_json(p) for p in result.points],
+    }
+
+
+def _config(o: dict[str, Any]) -> BenchConfig:
+    """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
+    try:
+        return BenchConfig(
+            url=o["url"],
+            model=o["model"],
+            endpoint=o["endpoint"],
+            engine=o["engine"],
+            concurrency=_int_list(o["concurrency"], "--concurrency"),
+            rate=_float_list(o["rate"], "--rate"),
+            arrival=o["arrival"],
+            burstiness=o["burstiness"],
+            max_concurrency=o["max_concurrency"],
+            workload=WorkloadSpec(
+                kind=o["workload"],
+                input_tokens=o["input_tokens"],
+                output_tokens=o["output_tokens"],
+                path=o["prompts"],
+                seed=o["seed"],
+            ),
+            requests=_requests(o["requests"]),
+            duration_s=o["duration"],
+            precision=o["precision"],
+            min_requests=o["min_requests"],
+            max_requests=o["max_requests"],
+            max_duration_s=o["max_duration"],
+            client_cpus=_client_cpus(o["client_cpus"]),
+            warmup=o["warmup"],
+            trials=o["trials"],
+            api_key_env=o["api_key_env"],
+            tokenizer=o["tokenizer"],
+            timeout_s=o["timeout"],
+            stall_timeout_s=o["stall_timeout"],
+            workers=o["workers"],
+            slo=SLO.parse(o["slo"]) if o["slo"] else SLO(),
+            seed=o["seed"],
+        )
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, "bench")) from None

@@ -152,6 +152,15 @@ def serve_cmd(
     tuned_fp8: Annotated[
         bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
     ] = False,
+    tp_size: Annotated[
+        int, typer.Option("--tp-size", help="SGLang: TP ranks (one trace each per capture).")
+    ] = 1,
+    startup_s: Annotated[
+        float,
+        typer.Option(
+            "--startup-s", help="Seconds before listening (stands in for weight loading)."
+        ),
+    ] = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
@@ -195,8 +204,15 @@ def serve_cmd(
         preset=preset,
         time_scale=time_scale,
         decode_log_interval=decode_log_interval,
+        startup_s=startup_s,
         levers={k: v for k, v in levers.items() if v is not None},
+        tp_size=tp_size,
     )
+    _serve(config, batching)
+
+
+def _serve(config: Any, batching: bool) -> None:
+    """Serve ``config`` (a ``SimConfig``), logging to stderr, after its startup delay."""
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
 
@@ -211,6 +227,9 @@ def serve_cmd(
 
     if batching:
         _startup_lines(config)
+    if config.startup_s:
+        _log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
+        time.sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
     try:
         crashed = serve(config, on_ready=ready, log=_log if batching else None)
     except StartupFailure as exc:

@@ -106,6 +106,9 @@ class BenchConfig(_Closed):
     workers: int | None = Field(default=None, ge=1)
     slo: SLO = SLO()
     seed: int = 0
+    #: a ``perf_counter_ns`` instant before which no measured phase starts (hosts that share
+    #: one load start together, ``bench --ray --clients``); None: as soon as ready
+    not_before_ns: int | None = None
 
     @field_serializer("url")
     def _url_shown(self, url: str) -> str:

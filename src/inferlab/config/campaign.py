@@ -33,10 +33,12 @@ else:  # pragma: no cover
 __all__ = [
     "CampaignFile",
     "CampaignSection",
+    "ClusterSection",
     "ConfigSpec",
     "EngineSection",
     "LoadSection",
     "Probe",
+    "ProfileSection",
     "VerifySection",
     "load_campaign",
 ]
@@ -66,6 +68,7 @@ class EngineSection(_Closed):
     launcher: str | None = None  # engine-specific launcher variant (e.g. vLLM "module")
     ready_timeout_s: float = Field(default=900.0, gt=0)
     stop_grace_s: float = Field(default=20.0, gt=0)
+    gpus: int | None = Field(default=None, ge=0)  # GPUs per server (default: parallel flags)
     #: CPUs the local server is pinned to ("0-5", "0,2,4"); "none": no pinning; default: the
     #: CPUs left after the client's share (docs/launch.md)
     cpus: str | None = None
@@ -84,6 +87,13 @@ def _cpu_list(text: str) -> None:
         parse_cpu_list(text, field="")
     except ConfigError as exc:
         raise ValueError(str(exc).removeprefix(": ")) from None
+
+
+class ClusterSection(_Closed):
+    """``run --ray``: the Ray CPUs reserved beside each server's GPUs, and for its client."""
+
+    server_cpus: float = Field(default=1.0, gt=0)
+    client_cpus: float = Field(default=1.0, gt=0)
 
 
 class ConfigSpec(_Closed):
@@ -199,6 +209,20 @@ class LoadSection(_Closed):
         return self
 
 
+class ProfileSection(_Closed):
+    """Capture a profile during these load points, in a separate pass after each config's
+    measurement (``inferlab.campaign.capture``)."""
+
+    at: list[str] = Field(min_length=1)  # load point labels: "C=16", "rate=4/s"
+    steps: int = Field(default=20, ge=1, le=100_000)  # engine steps to record
+    configs: list[str] | None = None  # default: every config
+    activities: tuple[Literal["CPU", "GPU"], ...] = ("CPU", "GPU")
+    max_trace_mb: float = Field(default=512.0, gt=0)  # per rank file; larger is not analyzed
+    segment: Literal["decode", "prefill", "all"] = "decode"
+    with_stack: bool = False
+    timeout_s: float = Field(default=600.0, gt=0)  # for the files (and /stop_profile's flush)
+
+
 class CampaignFile(_Closed):
     campaign: CampaignSection
     engine: EngineSection
@@ -206,6 +230,8 @@ class CampaignFile(_Closed):
     verify: VerifySection = VerifySection()
     load: LoadSection = LoadSection()
     slo: SLO = SLO()
+    profile: ProfileSection | None = None
+    cluster: ClusterSection = ClusterSection()
 
 
 # -- loading with positions ------------------------------------------------------------------

@@ -37,6 +37,7 @@ class ResolvedConfig:
     extra: dict[str, str] = field(default_factory=dict)
     #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
     lossless: bool = True
+    gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[int | str, ...]) -> str:
@@ -110,6 +111,7 @@ def resolve_configs(
                 lossless=next(
                     (c.lossless for c in reversed(chain) if c.lossless is not None), True
                 ),
+                gpus=eng.gpus,
             )
         )
     return out

@@ -178,5 +178,6 @@ SPEC = register(
         ),
         flag_syntax=FlagSyntax(),
         log_signatures=SIGNATURES,
+        default_gpus=1,  # one device (``--device``); under ``run --ray``: [engine] gpus = N
     )
 )

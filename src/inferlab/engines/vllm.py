@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from inferlab.cpus import format_cpu_list
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.capture import VLLM_CAPTURE
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 from inferlab.engines.prometheus import MetricDef
@@ -279,5 +280,12 @@ SPEC = register(
         metrics=METRICS,
         log_signatures=SIGNATURES,
         cpu_env=cpu_env,
+        capture=VLLM_CAPTURE,
+        parallel_flags=(
+            "--tensor-parallel-size",
+            "--pipeline-parallel-size",
+            "--data-parallel-size",
+        ),
+        default_gpus=1,
     )
 )

@@ -6,9 +6,10 @@ Verdicts (speed-ups are reference TPOT / config TPOT):
 
 * ``above``: the whole interval lies above the ceiling — impossible by Amdahl (or above the
   optimistic end of a band): a measurement or attribution problem, and the suspects are named;
-* ``below``: the whole interval lies below the bound (how much of it the lever bought is said:
-  normal for a bound) or below the pessimistic end of a band;
-* ``consistent``: otherwise.
+* ``below``: the whole interval lies below the bound's "at 2×" speed-up (the lever's share got
+  less than 2× faster; how much of the ceiling it bought is said: normal for a bound) or below
+  the pessimistic end of a band;
+* ``consistent``: otherwise (a bound: between its share 2× faster and free).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .registry import RULES, rules_for
 __all__ = [
     "Measured",
     "PredictionRow",
+    "at_2x",
     "closest_reference",
     "diff_items",
     "judge",
@@ -88,17 +90,35 @@ class Measured:
     high: float
 
 
+def at_2x(bound: float) -> float:
+    """The speed-up of the same share made 2× faster instead of free: ``1/(1 − s/2)`` for the
+    bound ``1/(1 − s)`` (what ``inferlab profile`` shows as "at 2×")."""
+    if not math.isfinite(bound):
+        return 2.0
+    return 1.0 / (1.0 - (1.0 - 1.0 / bound) / 2.0)
+
+
 def judge(low: float | None, high: float | None, m: Measured) -> tuple[str, str]:
-    """(verdict, sentence) of a measured speed-up against a bound (``low`` None) or a band."""
+    """(verdict, sentence) of a measured speed-up against a bound (``low`` None) or a band.
+
+    A bound is met (``consistent``) by a lever whose kernels became at least 2× faster — the
+    interval reaches ``at_2x(high)`` — and ``below`` when the whole interval is short of that."""
     x = f"×{m.estimate:.3f} [{m.low:.3f}, {m.high:.3f}]"
     if high is not None and m.low > high:
         what = "the bound" if low is None else "the band's optimistic end"
         return "above", f"measured {x} is above {what} ×{high:.3f}: impossible by Amdahl"
-    if low is None and high is not None and m.high < high:
-        got = (m.estimate - 1) / (high - 1) if high > 1 else 0.0
-        return "below", (
-            f"measured {x} is below the bound ×{high:.3f}: the lever bought {got:.0%} of its "
-            "ceiling (normal for a bound)"
+    if low is None and high is not None:
+        got = (m.estimate - 1) / (high - 1) if high > 1 and math.isfinite(high) else 0.0
+        if m.high < at_2x(high):
+            return "below", (
+                f"measured {x} is below the bound ×{high:.3f} and its ×{at_2x(high):.3f} at 2×: "
+                f"the lever bought {got:.0%} of its ceiling (normal for a bound)"
+            )
+        if m.estimate >= high:
+            return "consistent", f"measured {x} reaches the bound ×{high:.3f} within its interval"
+        return "consistent", (
+            f"measured {x} within the bound ×{high:.3f}: the lever bought {got:.0%} of its "
+            "ceiling (its share at least 2× faster)"
         )
     if low is not None and m.high < low:
         return (

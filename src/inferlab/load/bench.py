@@ -7,7 +7,6 @@ to a JSONL file written after every load point (so an interruption loses nothing
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -34,6 +33,7 @@ from inferlab.load.results import (
     ResultSink,
 )
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer
+from inferlab.load.workload import workload_descriptor
 
 __all__ = [
     "LAG_WARN_MS",
@@ -176,21 +176,6 @@ class JsonlSink:
         self._f.close()
 
 
-def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
-    """What makes two workloads the same distribution: kind, lengths, endpoint, file content
-    (the random seed is left out: other prompts of the same lengths are the same workload)."""
-    w = cfg.workload
-    d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
-    if w.kind == "random":
-        d["input_tokens"] = w.input_tokens
-    elif w.path is not None:
-        try:
-            d["file_sha256"] = hashlib.sha256(w.path.read_bytes()).hexdigest()
-        except OSError:
-            d["file"] = str(w.path)
-    return d
-
-
 def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
     return {
         "type": "meta",
@@ -228,6 +213,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "trust": res.trust.state,
         "trust_reasons": res.trust.to_json(),
         "stop": res.stop.to_json() if res.stop is not None else None,
+        **({"clients": res.clients} if res.clients else {}),
     }
 
 

@@ -150,6 +150,7 @@ def split_jobs(
             cycle=cycle,
             progress=cfg.adaptive and not warmup,
             cpus=cfg.client_cpus,
+            not_before_ns=None if warmup else cfg.not_before_ns,
         )
         if point.concurrency is not None:
             job.concurrency = point.concurrency // workers + (w < point.concurrency % workers)

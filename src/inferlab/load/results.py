@@ -56,6 +56,7 @@ class PointResult:
     trial: int = 0
     started_at: str | None = None  # wall clock, ISO 8601
     ended_at: str | None = None
+    clients: dict[str, Any] | None = None  # several load hosts: offsets, bounds (cluster/)
     trust: Trust = field(default_factory=Trust)  # untrusted points never carry a verdict
     stop: StopRecord | None = None  # adaptive points: why and how precisely they stopped
 

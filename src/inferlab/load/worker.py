@@ -58,6 +58,7 @@ class WorkerJob:
     headers: dict[str, str] = field(default_factory=dict)
     progress: bool = False  # adaptive point: stream light summaries to the parent
     cpus: tuple[int, ...] | None = None  # pin the worker to these CPUs
+    not_before_ns: int | None = None  # start no earlier (perf_counter_ns): hosts start together
 
 
 @dataclass(slots=True)
@@ -237,7 +238,7 @@ async def _drive(
             loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
 
     done_evt = asyncio.Event()
-    wait = t0 - _perf_ns()
+    wait = max(t0, job.not_before_ns or 0) - _perf_ns()
     if wait > 0:
         await asyncio.sleep(wait / 1e9)
     start_ns = _perf_ns()

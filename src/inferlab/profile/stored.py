@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from inferlab.engines.capture import rank_of
 from inferlab.errors import ConfigError
 from inferlab.store import Store
 
@@ -42,14 +43,18 @@ def store_profile(
 ) -> int:
     """Store ``data`` (a profile dict) under ``campaign``, with ``config`` (its newest stored
     row, or a new config row holding only the name) and ``point``; returns the analysis id."""
+    ours = (data.get("meta") or {}).get("inferlab") or {}
     capture: dict[str, Any] = {
         "path": str(trace.resolve()),
         "size_bytes": trace.stat().st_size,
-        "mode": "gpu",
+        "mode": data.get("mode", "gpu"),
+        "simulated": bool(ours.get("simulated")),
         "steps": len(data.get("steps") or []),
+        "source": "inferlab profile",
     }
     if point is not None:
         capture["point"] = check_point(point)
+    rank = rank if rank is not None else rank_of(trace.name)
     if rank is not None:
         capture["rank"] = rank
     stored = {**data, "capture": {**capture, **(data.get("capture") or {})}}
@@ -62,4 +67,7 @@ def store_profile(
                 (camp, config),
             ).fetchone()
             cid = int(row[0]) if row else store.config_id(camp, config, engine=None, model=None)
+            engine = store.db.execute("SELECT engine FROM configs WHERE id=?", (cid,)).fetchone()
+            if engine and engine[0]:
+                stored["capture"]["engine"] = engine[0]
         return store.add_analysis("profile", trace.name, stored, campaign=campaign, config_id=cid)

@@ -44,6 +44,7 @@ SECTION_MODULES: tuple[str, ...] = (
     "inferlab.profile.report",
     "inferlab.logs.report",
     "inferlab.report.levers",
+    "inferlab.cluster.report",
 )
 
 _BUILDERS: dict[str, SectionBuilder] = {}

@@ -33,14 +33,32 @@ def _nvml() -> Any:
     return pynvml
 
 
-def used_mib() -> list[int] | None:
-    """Used memory of every GPU NVML sees (MiB), or None without NVML or GPU."""
+def _indices(nv: Any, cuda_visible: str | None) -> list[int]:
+    """NVML indices of the GPUs a ``CUDA_VISIBLE_DEVICES`` value names (None: every GPU),
+    mapped as :func:`inferlab.environment.visible_gpus` does."""
+    from inferlab.environment import visible_gpus
+
+    count = int(nv.nvmlDeviceGetCount())
+    if cuda_visible is None:
+        return list(range(count))
+    rows: list[dict[str, Any]] = [{"index": i, "name": ""} for i in range(count)]
+    if "GPU-" in cuda_visible:
+        for r in rows:
+            uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(r["index"]))
+            r["uuid"] = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    return [int(g["index"]) for g in visible_gpus(rows, cuda_visible)[0]]
+
+
+def used_mib(cuda_visible: str | None = None) -> list[int] | None:
+    """Used memory of every GPU NVML sees (MiB) — or of those ``cuda_visible`` (a
+    ``CUDA_VISIBLE_DEVICES`` value: a server placed on some of a node's GPUs) names — or
+    None without NVML or GPU."""
     nv = _nvml()
     if nv is None:
         return None
     try:
         out = []
-        for i in range(int(nv.nvmlDeviceGetCount())):
+        for i in _indices(nv, cuda_visible):
             mem = nv.nvmlDeviceGetMemoryInfo(nv.nvmlDeviceGetHandleByIndex(i))
             out.append(int(mem.used) // (1 << 20))
         return out or None
@@ -50,14 +68,15 @@ def used_mib() -> list[int] | None:
         nv.nvmlShutdown()
 
 
-def pids_mib() -> dict[int, int] | None:
-    """MiB held per process on every GPU, or None without NVML/GPU."""
+def pids_mib(cuda_visible: str | None = None) -> dict[int, int] | None:
+    """MiB held per process on every GPU (or those ``cuda_visible`` names), or None without
+    NVML/GPU."""
     nv = _nvml()
     if nv is None:
         return None
     try:
         held: dict[int, int] = {}
-        for i in range(int(nv.nvmlDeviceGetCount())):
+        for i in _indices(nv, cuda_visible):
             h = nv.nvmlDeviceGetHandleByIndex(i)
             for p in nv.nvmlDeviceGetComputeRunningProcesses(h):
                 mem = int(getattr(p, "usedGpuMemory", 0) or 0) // (1 << 20)

@@ -16,6 +16,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -33,6 +34,7 @@ __all__ = [
     "StopReport",
     "clean_env",
     "free_port",
+    "guarded",
     "launch",
     "log_tail",
     "stop",
@@ -68,6 +70,11 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def guarded(argv: Sequence[str], python: str | None = None) -> list[str]:
+    """``argv`` run under ``inferlab.server.guard`` (it dies with the process that starts it)."""
+    return [python or sys.executable, "-m", "inferlab.server.guard", "--", *argv]
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on right now."""
     with socket.socket() as s:
@@ -89,6 +96,7 @@ class LaunchSpec:
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
     cpus: tuple[int, ...] | None = None  # local: the process group runs on these CPUs only
+    guard: bool = False  # local: killed with its launcher (``inferlab.server.guard``)
 
 
 @dataclass
@@ -124,7 +132,7 @@ _LOCAL = ("local", "localhost", "")
 
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
     if spec.host in _LOCAL:
-        return list(spec.argv), clean_env(spec.env)
+        return (guarded(spec.argv) if spec.guard else list(spec.argv)), clean_env(spec.env)
     # remote: ssh with one argv; the remote command is shlex-joined (quoted), never pasted.
     # -tt gives the remote command a terminal, so it gets SIGHUP when ssh goes away.
     remote = shlex.join(["env", *(f"{k}={v}" for k, v in spec.env.items()), *spec.argv])
@@ -321,6 +329,9 @@ def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
         grace_s=server.spec.stop_grace_s,
         drain_timeout_s=drain_timeout_s,
         reap=server.proc.poll,
+        cuda_visible=server.spec.env.get(
+            "CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")
+        ),
     )
     rep.exit_code = server.proc.returncode
     return rep
@@ -334,9 +345,11 @@ def stop_group(
     grace_s: float = 20.0,
     drain_timeout_s: float = 60.0,
     reap: Callable[[], int | None] | None = None,
+    cuda_visible: str | None = None,
 ) -> StopReport:
     """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
-    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port and GPU checks."""
+    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port check, and the GPU
+    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU)."""
     t0 = time.monotonic()
     notes: list[str] = []
 
@@ -375,19 +388,19 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    gpu = _wait_pids_gone(pids, deadline)
+    gpu = _wait_pids_gone(pids, deadline, cuda_visible)
     if gpu.startswith("not drained"):
         notes.append(gpu)
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
 
 
-def _wait_pids_gone(pids: set[int], deadline: float) -> str:
-    """Wait until NVML lists none of ``pids`` on any GPU: "drained", "not drained: ..." or
-    "skipped: ..." (no NVML)."""
-    if pids_mib() is None:
+def _wait_pids_gone(pids: set[int], deadline: float, cuda_visible: str | None = None) -> str:
+    """Wait until NVML lists none of ``pids`` on the GPUs ``cuda_visible`` names (None: any):
+    "drained", "not drained: ..." or "skipped: ..." (no NVML)."""
+    if pids_mib(cuda_visible) is None:
         return "skipped: no GPU visible through NVML"
     while True:
-        left = {p: m for p, m in (pids_mib() or {}).items() if p in pids}
+        left = {p: m for p, m in (pids_mib(cuda_visible) or {}).items() if p in pids}
         if not left:
             return "drained"
         if time.monotonic() > deadline:

@@ -26,7 +26,8 @@ class SimConfig(BaseModel):
 
     ``model_mode="batching"`` (implied by ``preset``) replaces the fixed TTFT/ITL schedule with
     the continuous-batching model of :mod:`inferlab.sim.model`; ``levers`` are the SGLang flags
-    it interprets, ``time_scale`` multiplies every model time.
+    it interprets, ``time_scale`` multiplies every model time. ``startup_s`` (seconds) delays
+    listening, standing in for weight loading.
 
     ``fault`` (a kind of :data:`inferlab.sim.faults.FAULTS`) hits every ``fault_every``-th
     valid generation request, after ``fault_after`` token chunks; with ``fault_at_s`` /
@@ -59,7 +60,10 @@ class SimConfig(BaseModel):
     preset: str | None = None
     time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
     decode_log_interval: int = Field(default=40, ge=1)
+    startup_s: float = Field(default=0.0, ge=0.0, le=3600.0)
     levers: Levers = Levers()
+    #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
+    tp_size: int = Field(default=1, ge=1, le=64)
 
     @property
     def batching(self) -> bool:

@@ -7,9 +7,9 @@ the log lines SGLang prints when that launch dies (CUDA-graph capture out of mem
 
 ``dsv4-flash-8gpu`` is solved from the seed campaign (DeepSeek-V4-Flash, SGLang, 8 GPUs; see
 ``docs/sim.md``): TPOT 94 ms at C=1, 24 tok/s total at C=8, 23.2 at C=16; tuned FP8 GEMM
-configs + ``NCCL_PROTO=LL`` save 6 ms per step; MTP/EAGLE with one draft token accepted 60% of
-the time (accept length 1.6) gives 15.7 tok/s at C=1 and the same total as config A at C=8
-and C=16.
+configs + ``NCCL_PROTO=LL`` save 4.5 + 1.5 ms per step; MTP/EAGLE with one draft token
+accepted 60% of the time (accept length 1.6) gives 15.7 tok/s at C=1 and the same total as
+config A at C=8 and C=16.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def _dsv4() -> Preset:
     per_seq = (step8 - tpot1) / (sat - 1.0)
     fixed = tpot1 - per_seq
     over = (step16 - step8) / 8.0
-    fp8, ll = 4.0, 2.0  # config A: 94 → 88 ms at C=1 (Amdahl: FP8 GEMM ~6% of a step)
+    fp8, ll = 4.5, 1.5  # config A: 94 → 88 ms at C=1 (Amdahl: FP8 GEMM ~6%, NCCL ~2% of it)
     fixed_a = fixed - fp8 - ll
 
     def step_a(b: float) -> float:

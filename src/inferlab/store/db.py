@@ -20,7 +20,8 @@ from typing import Any
 from inferlab.config.secrets import scrub_argv, scrub_env
 from inferlab.errors import StoreError
 from inferlab.records import RequestRecord
-from inferlab.store.rows import RunRow, request_from_row, request_row, run_row
+from inferlab.store.requests import INSERT_REQUEST, SELECT_REQUESTS, pack_request, unpack_request
+from inferlab.store.rows import RunRow, run_row
 from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DEFAULT_DB", "RunRow", "Store", "db_path", "workload_hash"]
@@ -182,6 +183,24 @@ class Store:
         )
         return int(cur.lastrowid or 0)
 
+    def latest_config(self, campaign: str, name: str) -> tuple[int, str | None] | None:
+        """The newest config row named ``name`` in ``campaign``: (id, engine), or None."""
+        row = self.db.execute(
+            "SELECT g.id, g.engine FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? AND g.name=? ORDER BY g.id DESC LIMIT 1",
+            (campaign, name),
+        ).fetchone()
+        return (int(row[0]), row[1]) if row else None
+
+    def config_names(self, campaign: str) -> list[str]:
+        """Config names of a campaign, in the order they were first stored."""
+        rows = self.db.execute(
+            "SELECT g.name FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? GROUP BY g.name ORDER BY min(g.id)",
+            (campaign,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def environment_id(self, snap: Mapping[str, Any]) -> int:
         cur = self.db.execute(
             "INSERT INTO environments(inferlab_version, host, cpu, gpu_name, gpu_count, "
@@ -230,11 +249,13 @@ class Store:
         interrupted: bool = False,
         rejected: str | None = None,
         notes: Sequence[str] = (),
+        purpose: str = "measure",
         trust: str | None = None,
         trust_reasons: Sequence[Mapping[str, Any]] = (),
         stop: Mapping[str, Any] | None = None,
     ) -> int:
         """Insert one load point and all its requests. Call inside ``transaction()``.
+        ``purpose`` "profiled": a pass replayed while capturing a profile (never a verdict).
         ``trust`` None: not assessed (imports); it is assessed from the summary when read."""
         sends = [r.send_ns for r in records if r.send_ns]
         ends = [r.end_ns for r in records if r.end_ns]
@@ -264,24 +285,17 @@ class Store:
             "interrupted": int(interrupted),
             "rejected": rejected,
             "notes_json": _dumps(list(notes)),
+            "purpose": purpose,
             "trust": trust,
             "trust_json": _dumps([dict(x) for x in trust_reasons]),
             "stop_json": _dumps(dict(stop)) if stop is not None else None,
         }
         sql = f"INSERT INTO runs({', '.join(row)}) VALUES ({','.join('?' * len(row))})"
         run_id = int(self.db.execute(sql, tuple(row.values())).lastrowid or 0)
-        self._add_requests(run_id, records)
-        return run_id
-
-    def _add_requests(self, run_id: int, records: Sequence[RequestRecord]) -> None:
         self.db.executemany(
-            "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
-            "status, error_kind, error_message, input_tokens, requested_output_tokens, "
-            "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
-            "worker, event_offsets, event_tokens, warnings_json, dropped) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (request_row(run_id, i, r) for i, r in enumerate(records)),
+            INSERT_REQUEST, (pack_request(run_id, i, r) for i, r in enumerate(records))
         )
+        return run_id
 
     def add_server_metrics(
         self, run_id: int, samples: Sequence[tuple[int, str, dict[str, str], float]]
@@ -416,12 +430,15 @@ class Store:
         campaign: str | None = None,
         run_ids: Sequence[int] | None = None,
         config: str | None = None,
+        purpose: str | None = "measure",
     ) -> list[RunRow]:
+        """Stored runs, oldest first; by default only measurements (``purpose=None``: all,
+        the profiled passes included)."""
         q = (
             "SELECT r.id, c.name, g.name, g.hash, r.source, r.definitions, r.label, "
             "r.concurrency, r.rate, r.trial, r.model, r.workload_hash, r.started_at, "
             "r.interrupted, r.summary_json, e.snapshot_json, r.metrics_version, "
-            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id), "
+            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id), r.purpose, "
             "r.trust, r.trust_json, r.stop_json, r.client_lag_json "
             "FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
             "JOIN configs g ON g.id = r.config_id "
@@ -437,6 +454,9 @@ class Store:
         if run_ids is not None:
             q += f" AND r.id IN ({','.join('?' * len(run_ids))})"
             args.extend(run_ids)
+        if purpose is not None:
+            q += " AND r.purpose = ?"
+            args.append(purpose)
         q += " ORDER BY r.id"
         try:
             rows = self.db.execute(q, args).fetchall()
@@ -445,15 +465,8 @@ class Store:
         return [run_row(r) for r in rows]
 
     def requests(self, run_id: int) -> list[RequestRecord]:
-        rows = self.db.execute(
-            "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
-            "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
-            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-            "event_offsets, event_tokens, warnings_json, dropped FROM requests WHERE run_id=? "
-            "ORDER BY idx",
-            (run_id,),
-        ).fetchall()
-        return [request_from_row(r) for r in rows]
+        rows = self.db.execute(SELECT_REQUESTS, (run_id,)).fetchall()
+        return [unpack_request(r) for r in rows]
 
     def run_meta(self, run_id: int) -> dict[str, Any]:
         """Every column of a run (JSON columns decoded), for export and comparability checks."""

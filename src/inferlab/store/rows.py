@@ -1,20 +1,16 @@
-"""Rows of the store ↔ Python values: a listed run (``RunRow``) and a request record.
-
-Token arrival times are stored as packed int64 offsets from the request's send time.
-"""
+"""A stored run as listed (``RunRow``): its row, its trust (assessed now when it was stored
+before schema 5) and its stop record. Requests are ``inferlab.store.requests``."""
 
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from inferlab.records import ErrorKind, RequestRecord
 from inferlab.stats.trust import assess
 
-__all__ = ["RunRow", "request_from_row", "request_row", "run_row"]
+__all__ = ["RunRow", "run_row"]
 
 
 def _dumps(obj: Any) -> str:
@@ -43,7 +39,9 @@ class RunRow:
     environment: dict[str, Any]
     metrics_version: int | None
     n_requests: int
-    #: 'trusted' | 'untrusted' (runs stored before schema 3 are assessed when read)
+    #: "measure", or "profiled" (the load replayed while a profile was captured)
+    purpose: str = "measure"
+    #: 'trusted' | 'untrusted' (runs stored before schema 5 are assessed when read)
     trust: str = "trusted"
     #: why it is untrusted: ``[{"reason", "message", "fix"}]``
     trust_reasons: tuple[dict[str, str], ...] = ()
@@ -53,10 +51,10 @@ class RunRow:
 
 def run_row(r: Sequence[Any]) -> RunRow:
     summary = json.loads(r[14])
-    reasons = [dict(x) for x in json.loads(r[19] or "[]")]
-    trust = r[18]
-    if trust is None and r[4] == "inferlab bench":  # stored before schema 3: assess now
-        lag = json.loads(r[21]) if r[21] else {}
+    reasons = [dict(x) for x in json.loads(r[20] or "[]")]
+    trust = r[19]
+    if trust is None and r[4] == "inferlab bench":  # stored before schema 5: assess now
+        lag = json.loads(r[22]) if r[22] else {}
         t = assess(
             lag_p99_ms=lag.get("p99"),
             tpot_median_ms=(summary.get("tpot_ms") or {}).get("p50"),
@@ -82,65 +80,8 @@ def run_row(r: Sequence[Any]) -> RunRow:
         environment=json.loads(r[15]) if r[15] else {},
         metrics_version=r[16],
         n_requests=r[17],
+        purpose=r[18],
         trust=trust or "trusted",
         trust_reasons=tuple(reasons),
-        stop=json.loads(r[20]) if r[20] else None,
-    )
-
-
-def request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
-    send = r.send_ns
-    return (
-        run_id,
-        i,
-        r.request_id,
-        int(r.warmup),
-        r.scheduled_ns,
-        send,
-        r.end_ns,
-        r.status,
-        r.error_kind.value if r.error_kind else None,
-        r.error_message,
-        r.input_tokens,
-        r.requested_output_tokens,
-        r.usage_prompt_tokens,
-        r.usage_completion_tokens,
-        r.counted_output_tokens,
-        r.finish_reason,
-        r.worker,
-        array("q", [t - send for t in r.event_ns]).tobytes(),
-        array("i", r.event_tokens).tobytes(),
-        _dumps(r.warnings),
-        r.dropped,
-    )
-
-
-def request_from_row(r: Sequence[Any]) -> RequestRecord:
-    """A request record from the columns ``Store.requests`` selects, in order."""
-    offs = array("q")
-    offs.frombytes(r[16])
-    toks = array("i")
-    toks.frombytes(r[17])
-    send = int(r[4])
-    return RequestRecord(
-        index=r[0],
-        request_id=r[1] or "",
-        warmup=bool(r[2]),
-        scheduled_ns=r[3],
-        send_ns=send,
-        end_ns=r[5],
-        status=r[6],
-        error_kind=ErrorKind(r[7]) if r[7] else None,
-        error_message=r[8],
-        event_ns=[send + o for o in offs],
-        event_tokens=list(toks),
-        input_tokens=r[9],
-        requested_output_tokens=r[10],
-        usage_prompt_tokens=r[11],
-        usage_completion_tokens=r[12],
-        counted_output_tokens=r[13],
-        finish_reason=r[14],
-        worker=r[15],
-        warnings=json.loads(r[18]),
-        dropped=r[19],
+        stop=json.loads(r[21]) if r[21] else None,
     )

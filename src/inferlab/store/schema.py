@@ -5,7 +5,11 @@ Format history (``meta.schema_version``):
     packed int64 ns offsets from send), server_metrics, verifications, findings.
   2 (inferlab 0.2.0) ``findings.source`` (the file a finding was mined from) and ``analyses``:
     one row per stored analysis (``kind`` = 'profile', 'recon', 'tune', ...) with its JSON.
-  3 (inferlab 0.2.0) trust and stopping: ``runs.trust`` ('trusted' | 'untrusted'; NULL for
+  3 (inferlab 0.2.0) ``requests.client``: the client host that measured a request (load from
+    several hosts, ``inferlab bench --ray --clients N``); NULL for one host.
+  4 ``runs.purpose``: 'measure' (default), or 'profiled' for the load replayed while a profile
+    was captured; profiled runs never enter verdicts, resume accounting or sweep tables.
+  5 trust and stopping: ``runs.trust`` ('trusted' | 'untrusted'; NULL for
     runs stored before, assessed when read), ``runs.trust_json`` (reasons with their fixes),
     ``runs.stop_json`` (why an adaptive or sequential point stopped, achieved half-widths,
     look), ``requests.dropped`` ('ramp-up' | 'drain': stored, left out of the statistics).
@@ -20,7 +24,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -163,7 +167,19 @@ def upgrade_to_2() -> str:
 
 
 def upgrade_to_3() -> str:
-    """SQL of version 3: trust and stop records of runs, dropped requests."""
+    """SQL of version 3: which client host measured each request."""
+    return "ALTER TABLE requests ADD COLUMN client TEXT"
+
+
+def upgrade_to_4() -> str:
+    """SQL of version 4: why a run was taken (a measurement, or a profiled pass)."""
+    return """
+        ALTER TABLE runs ADD COLUMN purpose TEXT NOT NULL DEFAULT 'measure';
+        """
+
+
+def upgrade_to_5() -> str:
+    """SQL of version 5: trust and stop records of runs, dropped requests."""
     return """
         ALTER TABLE runs ADD COLUMN trust TEXT;
         ALTER TABLE runs ADD COLUMN trust_json TEXT NOT NULL DEFAULT '[]';
@@ -172,4 +188,10 @@ def upgrade_to_3() -> str:
         """
 
 
-MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1, 2: upgrade_to_2, 3: upgrade_to_3}
+MIGRATIONS: dict[int, Callable[[], str]] = {
+    1: upgrade_to_1,
+    2: upgrade_to_2,
+    3: upgrade_to_3,
+    4: upgrade_to_4,
+    5: upgrade_to_5,
+}
