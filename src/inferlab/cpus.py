@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from inferlab.errors import ConfigError
 
-__all__ = ["format_cpu_list", "host_cpus", "parse_cpu_list", "pinned"]
+__all__ = ["format_cpu_list", "host_cpus", "parse_cpu_list", "pin_child", "pinned"]
 
 _ITEM = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
@@ -53,6 +53,14 @@ def host_cpus() -> tuple[int, ...]:
     if hasattr(os, "sched_getaffinity"):
         return tuple(sorted(os.sched_getaffinity(0)))
     return tuple(range(os.cpu_count() or 1))
+
+
+def pin_child(cpus: Sequence[int] | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that pins the child to ``cpus`` before it execs (None: no pinning)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        return None
+    chosen = tuple(cpus)
+    return lambda: os.sched_setaffinity(0, chosen)
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab.cpus import pin_child
 from inferlab.errors import LaunchError
 from inferlab.server.gpumem import pids_mib
 
@@ -95,7 +96,7 @@ class LaunchSpec:
     host: str = "local"  # or an ssh target
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
-    cpus: tuple[int, ...] | None = None  # local: the process group runs on these CPUs only
+    cpus: tuple[int, ...] | None = None  # local: pinned before exec; its whole group inherits it
     guard: bool = False  # local: killed with its launcher (``inferlab.server.guard``)
 
 
@@ -127,11 +128,8 @@ class StopReport:
     notes: list[str] = field(default_factory=list)
 
 
-_LOCAL = ("local", "localhost", "")
-
-
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
-    if spec.host in _LOCAL:
+    if spec.host in ("local", "localhost", ""):
         return (guarded(spec.argv) if spec.guard else list(spec.argv)), clean_env(spec.env)
     # remote: ssh with one argv; the remote command is shlex-joined (quoted), never pasted.
     # -tt gives the remote command a terminal, so it gets SIGHUP when ssh goes away.
@@ -140,14 +138,8 @@ def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
     return argv, clean_env()
 
 
-def _pin(spec: LaunchSpec) -> Callable[[], None]:
-    cpus = spec.cpus or ()
-    return lambda: os.sched_setaffinity(0, cpus)  # in the child, before exec
-
-
 def launch(spec: LaunchSpec) -> ServerProcess:
-    """Start the server in a new process group, its output appended to ``spec.log_path``;
-    a local one pinned to ``spec.cpus`` (inherited by every process it starts)."""
+    """Start the server in a new process group, its output appended to ``spec.log_path``."""
     spec.log_path.parent.mkdir(parents=True, exist_ok=True)
     argv, env = _command(spec)
     with spec.log_path.open("ab") as log:
@@ -161,7 +153,7 @@ def launch(spec: LaunchSpec) -> ServerProcess:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_pin(spec) if spec.cpus and spec.host in _LOCAL else None,
+                preexec_fn=pin_child(spec.cpus) if argv[0] != "ssh" else None,
             )
         except OSError as exc:
             raise LaunchError(
