@@ -48,9 +48,7 @@ def state_of(path: Path, engine: str) -> dict[str, Any]:
 
     st, _ = _state(path, engine)
     return {
-        f.name: plain(getattr(st, f.name))
-        for f in dataclasses.fields(st)
-        if f.name not in SKIP
+        f.name: plain(getattr(st, f.name)) for f in dataclasses.fields(st) if f.name not in SKIP
     }
 
 
