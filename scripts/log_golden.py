@@ -1,6 +1,7 @@
 """Dump what log mining makes of a set of logs, to compare two versions of the code byte for byte.
 
-For every file under the given folders (and each line of it alone, with ``--lines``), under every
+For every file under the given folders (and each line of it alone, with ``--lines``; each two
+lines glued into one, as a lost newline does, with ``--glued``), under every
 ``--engine`` choice: the JSON that ``inferlab logs analyze --json`` prints (run through the CLI,
 ``seconds`` dropped) and the parsers' state (``LogState``'s fields, caches left out). One JSON
 object a line, in a fixed order, so ``cmp`` / ``diff`` of two dumps is the check::
@@ -76,18 +77,21 @@ def main() -> None:
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--lines", action="store_true", help="also each line of each file alone")
+    ap.add_argument("--glued", action="store_true", help="also each two lines glued into one")
     ap.add_argument("--build-mb", type=int, default=0, help="also a generated log of this size")
     args = ap.parse_args()
     files = sorted(p for d in args.dirs for p in d.rglob("*") if p.is_file())
     with tempfile.TemporaryDirectory() as tmp, args.out.open("w") as out:
         singles: list[Path] = []
-        if args.lines:
-            for k, f in enumerate(files):
-                for i, line in enumerate(f.read_bytes().split(b"\n")):
-                    if line.strip():
-                        one = Path(tmp) / f"{k:03d}-{i:05d}.log"
-                        one.write_bytes(line + b"\n")
-                        singles.append(one)
+        for k, f in enumerate(files if args.lines or args.glued else []):
+            lines = f.read_bytes().split(b"\n")
+            for i, line in enumerate(lines):
+                if args.lines and line.strip():
+                    singles.append(Path(tmp) / f"{k:03d}-{i:05d}.log")
+                    singles[-1].write_bytes(line + b"\n")
+                if args.glued and i + 1 < len(lines) and line.strip():  # a lost newline
+                    singles.append(Path(tmp) / f"{k:03d}-{i:05d}-glued.log")
+                    singles[-1].write_bytes(line + lines[i + 1] + b"\n")
         if args.build_mb:
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
             import log_throughput

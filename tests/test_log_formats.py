@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from inferlab.engines.logs import clean_line
-from inferlab.logs import formats
+from inferlab.logs import analyze_log, formats
 from inferlab.logs.formats import sglang, vllm
 from inferlab.logs.formats.base import MORE, TEXT, USED, VALUES, Field, LineFormat, by_name
 from inferlab.logs.formats.match import read
@@ -138,3 +138,25 @@ def test_the_anchors_find_every_line_a_format_reads(monkeypatch: pytest.MonkeyPa
                 if not any(a in text for a in anchors):
                     missed.setdefault(name, f"{path.name}:{ln}")
     assert set(missed) == KNOWN_GAPS, missed
+
+
+def test_every_flag_on_a_line_is_read(tmp_path: Path) -> None:
+    """Constructed from SGLang's ``server_args=ServerArgs(...)`` dump: each flag it shows is
+    read (four of them share the prefix ``speculative``), and the line is SGLang's."""
+    p = tmp_path / "args.log"
+    p.write_text(
+        "[2026-04-05 20:00:01] server_args=ServerArgs(model_path='m', mem_fraction_static=0.7, "
+        "speculative_algorithm='EAGLE', speculative_num_steps=3, speculative_eagle_topk=1, "
+        "speculative_num_draft_tokens=4, cuda_graph_max_bs=16, max_running_requests=48)\n"
+    )
+    a = analyze_log(p)
+    assert {k: v["value"] for k, v in a.flags.items()} == {
+        "mem_fraction_static": "0.7",
+        "cuda_graph_max_bs": "16",
+        "speculative_algorithm": "EAGLE",
+        "speculative_num_steps": "3",
+        "speculative_num_draft_tokens": "4",
+        "speculative_eagle_topk": "1",
+        "max_running_requests": "48",
+    }
+    assert a.engine == "sglang" and a.engine_hits == {"sglang": 1}

@@ -679,7 +679,7 @@ def test_fast_paths_equal_the_general_parser_on_every_fixture_line(
 
         return count
 
-    for kind in ("batch", "stats"):
+    for kind in ("batch.decode", "batch.prefill", "stats"):
         monkeypatch.setitem(sinks.SINKS, kind, counting(sinks.SINKS[kind]))
     fast = [_state_of(p) for p in [*files, *singles]]
     assert taken["sglang"] >= 60 and taken["vllm"] >= 10, taken  # the fast paths did run

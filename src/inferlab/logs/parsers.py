@@ -84,19 +84,11 @@ class _Entry:
     sink: Sink
     #: the engine its lines count for, when its formats name it (else each line names it)
     engine: str | None
+    key: str
     full: list[LineFormat] = field(default_factory=list)
     other: list[LineFormat] = field(default_factory=list)
     #: the compiled matcher of the full-line format that read the last line
     last: Callable[[str, int], Record | None] | None = None
-
-
-def _read_full(e: _Entry, text: str, at: int) -> Record | None:
-    """``text`` read by a full-line format of ``e`` other than the last winner."""
-    for f in e.full:
-        if f.read_at is not e.last and (rec := f.read_at(text, at)) is not None:
-            e.last = f.read_at
-            return rec
-    return None
 
 
 def _read(e: _Entry, text: str, la: Lookahead) -> Record | None:
@@ -108,11 +100,14 @@ def _read(e: _Entry, text: str, la: Lookahead) -> Record | None:
 
 
 def _entries(fmts: Sequence[LineFormat]) -> list[_Entry]:
+    """One entry per format, except that full-line formats of one prefix (and the format after
+    them with that prefix, their fallback) share one: its prefix is searched once."""
     out: list[_Entry] = []
     for f in fmts:
         e = out[-1] if out else None
-        if not (e and e.prefix == f.prefix and e.engine == f.engine and e.sink is SINKS[f.kind]):
-            e = _Entry(f.prefix, SINKS[f.kind], f.engine)
+        same = e is not None and (e.prefix, e.engine, e.sink) == (f.prefix, f.engine, SINKS[f.kind])
+        if not (e is not None and same and e.full and not e.other):
+            e = _Entry(f.prefix, SINKS[f.kind], f.engine, f.prefix[0])
             out.append(e)
         if f.full and not e.other:
             e.full.append(f)
@@ -139,12 +134,17 @@ def _run(
     used: int | None = None
     for e in entries:
         if e.last is not None:  # full-line formats first: their compiled ``read``
-            at = text.find(e.prefix[0])
+            at = text.find(e.key)
             if at < 0:
                 continue
             rec = e.last(text, at)
-            if rec is None:
-                rec = _read_full(e, text, at) or _read(e, text, la)
+            if rec is None:  # another form than the last line's
+                for f in e.full:
+                    if f.read_at is not e.last and (rec := f.read_at(text, at)) is not None:
+                        e.last = f.read_at
+                        break
+                else:
+                    rec = _read(e, text, la)
         else:
             for p in e.prefix:
                 if p in text:
@@ -179,11 +179,7 @@ def markers(st: LogState, text: str) -> None:
 def visitor(st: LogState) -> Visitor:
     """The reader's visitor that reads each visited line into ``st``."""
     kinds = _kinds(st.engine)
-    fast = []
-    for kind, triggers in FAST:
-        if kind in kinds:  # no trigger needed where the kind's prefixes are all triggers
-            prefixes = {p for e in kinds[kind] for p in e.prefix}
-            fast.append((() if prefixes <= set(triggers) else triggers, kinds[kind]))
+    fast = [(triggers, kinds[kind]) for kind, triggers in FAST if kind in kinds]
     rest = [(entries, kind in EVERY) for kind, entries in kinds.items()]
 
     def visit(ln: int, raw: str, la: Lookahead) -> int:
@@ -195,12 +191,11 @@ def visitor(st: LogState) -> Visitor:
         if not st.simulated and "[SIMULATED]" in text:
             st.simulated = True
         for triggers, entries in fast:
-            if triggers:
-                for t in triggers:
-                    if t in text:
-                        break
-                else:
-                    continue
+            for t in triggers:
+                if t in text:
+                    break
+            else:
+                continue
             r = _run(st, entries, False, ln, text, la)
             if r is not None:
                 return r

@@ -64,31 +64,41 @@ def rank(st: LogState, head: str) -> str | None:
 # -- the periodic stats lines ------------------------------------------------------------------
 
 
-@sink("batch")
-def _batch(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
-    """An SGLang Decode / Prefill batch line (``formats.sglang.POINT``)."""
-    fmt, text, at, _, values, used, _ = rec
-    running, queued, gen, kv, acc, rate, retracted, prompt = values
-    head = text[:at]
-    rk = st.rank_cache.get(head, _MISS)  # the cache's hit, without a call
-    if rk is _MISS:
-        rk = rank(st, head)
-    st.add_point(ln, fmt.tags["series"], head, rk, running, queued, gen, kv, acc, prompt)
-    if acc is not None:
-        st.spec.add(ln, acc, rate)
-    if retracted:
-        st.load["retracted"] = st.load.get("retracted", 0) + retracted
-        lines_add(st.load.setdefault("retracted_lines", []), ln)
-    if st.phase != "serving":
-        st.phase = "serving"
-    return used
+def _batch(series: str) -> Sink:
+    """The sink of an SGLang Decode / Prefill batch line (``formats.sglang.POINT``), a point of
+    ``series``."""
+
+    def batch(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
+        _, text, at, _, values, used, _ = rec
+        running, queued, gen, kv, acc, rate, retracted, prompt = values
+        head = text[:at]
+        rk = st.rank_cache.get(head, _MISS)  # the cache's hit, without a call
+        if rk is _MISS:
+            rk = rank(st, head)
+        st.add_point(ln, series, head, rk, running, queued, gen, kv, acc, prompt)
+        if acc is not None:
+            st.spec.add(ln, acc, rate)
+        if retracted:
+            st.load["retracted"] = st.load.get("retracted", 0) + retracted
+            lines_add(st.load.setdefault("retracted_lines", []), ln)
+        if st.phase != "serving":
+            st.phase = "serving"
+        return used
+
+    return batch
+
+
+sink("batch.decode")(_batch("decode"))
+sink("batch.prefill")(_batch("prefill"))
 
 
 @sink("stats")
 def _stats(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
     """A vLLM engine stats line (``formats.vllm.STATS``), or two glued into one."""
     _, text, _, _, values, used, more = rec
-    for prompt, gen, running, queued, kv, cpu_kv, swapped, engine in (values, *more):
+    for prompt, gen, running, queued, kv, cpu_kv, swapped, engine in (
+        (values, *more) if more else (values,)
+    ):
         if kv is None and swapped is None:
             kv = cpu_kv  # the CPU backend's own KV cache
         who = None if engine is None else f"Engine {engine}"

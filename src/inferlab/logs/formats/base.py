@@ -60,7 +60,8 @@ class Field:
 
     ``optional``: the group may be empty or absent (the value is None then). ``keys``: for a
     ``pairs`` format, the log's keys for this value (the first with a value wins).
-    ``pattern``: found by its own search of the whole line instead."""
+    ``pattern``: found by its own search of the whole line instead (of a full-line format:
+    of the line before its prefix, the rest being the format's pattern)."""
 
     name: str
     type: Callable[[str], Any]
@@ -159,22 +160,36 @@ _ReadAt = Callable[[str, int], Record | None]
 
 
 def _compile(fmt: LineFormat) -> tuple[_Convert, _ReadAt]:
-    """``fmt.pattern``'s groups → ``fmt.fields``' typed values, and a full-line format's
-    ``read_at``, compiled from the fields as ``namedtuple`` compiles its ``__new__``: the stats
-    lines are most of a busy log, and a loop over the fields cost ~25% of the benchmark."""
+    """``convert`` (``fmt.pattern``'s match → the typed values of the fields in its groups) and
+    a full-line format's ``read_at`` (the whole ``read``, own-pattern fields too), compiled from
+    the fields as ``namedtuple`` compiles its ``__new__``: the stats lines are most of a busy
+    log, and a loop over the fields cost ~10% more per stats line (benchmarks/RESULTS.md)."""
     index = fmt.pattern.groupindex if fmt.pattern is not None else {}
-    ns: dict[str, Any] = {"fmt": fmt, "own": own_values}
-    parts = []
+    ns: dict[str, Any] = {"fmt": fmt}
+    groups: list[str] = []
+    whole: list[str] = []
+    searches: dict[int, str] = {}
     for k, f in enumerate(fmt.fields):
-        if f.name not in index:
-            parts.append("None")
+        ns[f"t{k}"] = f.type
+        if f.name in index:
+            g = f"g{index[f.name]}"
+            groups.append(f"(t{k}({g}) if {g} else None)" if f.optional else f"t{k}({g})")
+            whole.append(groups[-1])
             continue
-        g, ns[f"t{k}"] = f"g{index[f.name]}", f.type
-        parts.append(f"(t{k}({g}) if {g} else None)" if f.optional else f"t{k}({g})")
-    values = "(" + "".join(p + ", " for p in parts) + ")"
-    groups = "".join(f"g{i + 1}, " for i in range(len(index)))
-    unpack = f"    {groups}= m.groups()\n" if groups else ""
-    src = "def convert(m):\n" + unpack + f"    return {values}\n"
+        groups.append("None")
+        if f.pattern is None:
+            whole.append("None")
+            continue
+        o = searches.setdefault(id(f.pattern), f"o{len(searches)}")  # one search a pattern
+        ns[f"search_{o}"] = f.pattern.search
+        grp = f.name if f.name in f.pattern.groupindex else 1
+        whole.append(
+            f"(t{k}(v) if {o} is not None and (v := {o}.group({grp!r})) is not None"
+            f"{' and v' if f.optional else ''} else None)"
+        )
+    n = len(index)
+    unpack = f"    {''.join(f'g{i + 1}, ' for i in range(n))}= m.groups()\n" if n else ""
+    src = "def convert(m):\n" + unpack + f"    return ({''.join(g + ', ' for g in groups)})\n"
     if fmt.full:
         assert fmt.pattern is not None
         ns["fullmatch"] = fmt.pattern.fullmatch
@@ -184,9 +199,11 @@ def _compile(fmt: LineFormat) -> tuple[_Convert, _ReadAt]:
             "    if m is None:\n"
             "        return None\n"
             + unpack
-            + f"    values = {f'own(fmt, text, {values})' if fmt.own else values}\n"
+            # the line from the prefix on is the pattern's: an own pattern is in the head
+            + "".join(f"    {o} = search_{o}(text, 0, at)\n" for o in searches.values())
+            + f"    values = ({''.join(w + ', ' for w in whole)})\n"
             # a full match ends where the line does
-            "    return (fmt, text, at, len(text), values, 0, ())\n"
+            + "    return (fmt, text, at, len(text), values, 0, ())\n"
         )
     exec(src, ns)  # field indices and names only: nothing from a log
     return ns["convert"], ns.get("read_at", _not_full)
@@ -257,8 +274,9 @@ def step(
     return LineFormat(label, engine, "step", (prefix,), fields, re.compile(pattern), tags=tags)
 
 
-def _own(fmt: LineFormat, text: str, values: list[Any]) -> None:
-    """Fill the fields found by their own pattern (one search per pattern)."""
+def own_values(fmt: LineFormat, text: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``values`` with the fields found by their own pattern filled in (one search each)."""
+    filled = list(values)
     found: dict[int, re.Match[str] | None] = {}
     for k, f in fmt.own:
         assert f.pattern is not None
@@ -268,10 +286,5 @@ def _own(fmt: LineFormat, text: str, values: list[Any]) -> None:
         m = found[key]
         v = None if m is None else m.group(f.name if f.name in f.pattern.groupindex else 1)
         if v is not None and (v or not f.optional):
-            values[k] = f.type(v)
-
-
-def own_values(fmt: LineFormat, text: str, values: tuple[Any, ...]) -> tuple[Any, ...]:
-    filled = list(values)
-    _own(fmt, text, filled)
+            filled[k] = f.type(v)
     return tuple(filled)

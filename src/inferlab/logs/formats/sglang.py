@@ -13,7 +13,8 @@ E = "sglang"
 #: names in a line that hint at SGLang (weak evidence, used when no format read the line)
 MARKERS = ("sglang/", "sglang.")
 
-#: a batch line's values, in this order in every batch format (kind ``batch``)
+#: a batch line's values, in this order in every batch format (kinds ``batch.decode`` and
+#: ``batch.prefill``: the series it is a point of)
 POINT = (
     Field("running", int, "requests"),
     Field("queued", int, "requests"),
@@ -45,9 +46,7 @@ _QUEUE = r"#queue-req: (?P<queued>[0-9]+)"
 def _batch(name: str, prefix: str, series: str, pattern: str) -> LineFormat:
     """A batch line in one fixed field order (every key and value pinned: the values are
     those the ``key: value`` reading gives)."""
-    return LineFormat(
-        name, E, "batch", (prefix,), POINT, re.compile(pattern), full=True, tags={"series": series}
-    )
+    return LineFormat(name, E, f"batch.{series}", (prefix,), POINT, re.compile(pattern), full=True)
 
 
 def _batch_keys(name: str, prefix: str, series: str, wrap: Wrap | None) -> LineFormat:
@@ -55,14 +54,13 @@ def _batch_keys(name: str, prefix: str, series: str, wrap: Wrap | None) -> LineF
     return LineFormat(
         name,
         E,
-        "batch",
+        f"batch.{series}",
         (prefix,),
         POINT_KEYS,
         pairs=split_pairs,
         need_keys=("#running-req", "#new-seq"),
         skip=1,  # the "." or "," after the prefix
         wrap=wrap,
-        tags={"series": series},
     )
 
 
