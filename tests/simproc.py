@@ -218,3 +218,19 @@ def post_stream(
     payload, complete = dechunk(rest)
     assert complete, raw[-200:]
     return status, hdrs, sse_events(payload)
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live (non-zombie) processes of process group ``pgid`` (Linux /proc)."""
+    from pathlib import Path
+
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat[0] != "Z" and int(stat[2]) == pgid:
+                out.append(int(d.name))
+    return out

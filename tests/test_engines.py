@@ -32,7 +32,7 @@ from inferlab.errors import ConfigError
 
 FIX = Path(__file__).parent / "fixtures" / "engine_logs"
 VLLM_CPU = Path(__file__).parent / "fixtures" / "vllm_cpu"
-ENGINES = ["llamacpp", "openai", "sglang", "sim", "vllm"]
+ENGINES = ["llamacpp", "openai", "sglang", "sim", "transformers", "vllm"]
 
 
 def _read(rel: str) -> str:

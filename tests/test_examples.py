@@ -19,10 +19,16 @@ ENV = {
     "FP8_CONFIG_DIR": "/cfg",
     "MODEL": "llama",
     "EAGLE": "/eagle",
+    "INFERLAB_GPU_MODEL": "/m/1b",
+    "INFERLAB_TRANSFORMERS_PYTHON": "/opt/py/bin/python3",
+    "INFERLAB_SERVE_PYTHONPATH": "/tmp/site",
 }
 
 
-@pytest.mark.parametrize("name", ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml"])
+@pytest.mark.parametrize(
+    "name",
+    ["vllm-cpu.toml", "sglang-dsv4-mtp.toml", "vllm-spec-decode.toml", "transformers-gpu.toml"],
+)
 def test_examples_plan(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in ENV.items():
         monkeypatch.setenv(k, v)
@@ -42,6 +48,17 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "--speculative-config" in by["ngram-iomp"].args
     assert by["max-seqs-4"].args[-2:] == ["--max-num-seqs", "4"]
     assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8"]
+    prof = plan.campaign.profile
+    assert prof is not None and prof.at == ["C=1"] and prof.configs == ["baseline", "ngram"]
+    text = "\n".join(render_plan(plan))
+    assert text.count("profiling on (--profiler-config") == 2
+
+
+def test_sim_demo_profiles_the_seed_points() -> None:
+    plan = make_plan(EXAMPLES / "sim-dsv4.toml")
+    prof = plan.campaign.profile
+    assert prof is not None and prof.at == ["C=1", "C=16"] and prof.configs == ["baseline", "A"]
+    assert "profiling on (SGLANG_TORCH_PROFILER_DIR=" in "\n".join(render_plan(plan))
 
 
 def test_unset_variable_is_named_with_its_line(

@@ -12,6 +12,7 @@ import pytest
 
 from inferlab.models import TinySpec, write_tiny_model
 from inferlab.models.tiny import CHAT_TEMPLATE
+from llama_ref import forward as _forward
 
 pytest.importorskip("safetensors")
 
@@ -156,66 +157,6 @@ def test_bad_spec_is_config_error(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError):
         write_tiny_model(tmp_path, spec=TinySpec(hidden_size=100, num_attention_heads=3))
-
-
-# --- a pure-numpy Llama forward pass (HF semantics) -------------------------------------------
-
-
-def _rms(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
-    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
-
-
-def _rope(x: np.ndarray, pos: np.ndarray, theta: float) -> np.ndarray:
-    """x: (heads, seq, hd); HF ``rotate_half`` (non-interleaved) rotary embedding."""
-    hd = x.shape[-1]
-    inv = 1.0 / theta ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
-    ang = pos[:, None] * inv[None, :]
-    cos = np.concatenate([np.cos(ang)] * 2, -1)
-    sin = np.concatenate([np.sin(ang)] * 2, -1)
-    half = hd // 2
-    rot = np.concatenate([-x[..., half:], x[..., :half]], -1)
-    return x * cos + rot * sin
-
-
-def _silu(x: np.ndarray) -> np.ndarray:
-    return x / (1.0 + np.exp(-x))
-
-
-def _forward(
-    cfg: dict[str, Any], w: dict[str, np.ndarray], ids: list[int], cache: list[list[np.ndarray]]
-) -> np.ndarray:
-    """Run ``ids`` (the tokens after those already in ``cache``); logits of the last one.
-
-    ``cache`` holds each layer's rotated keys and values, (kv_heads, seq, head_dim), and grows.
-    """
-    eps, theta = cfg["rms_norm_eps"], cfg["rope_theta"]
-    nq, nkv, hd = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
-    n = len(ids)
-    past = cache[0][0].shape[1] if cache else 0
-    pos = np.arange(past, past + n, dtype=np.float64)
-    x = w["model.embed_tokens.weight"][ids].astype(np.float64)
-    mask = np.triu(np.full((n, past + n), -np.inf), past + 1)
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        h = _rms(x, w[p + "input_layernorm.weight"], eps)
-        q = (h @ w[p + "self_attn.q_proj.weight"].T).reshape(n, nq, hd).transpose(1, 0, 2)
-        k = (h @ w[p + "self_attn.k_proj.weight"].T).reshape(n, nkv, hd).transpose(1, 0, 2)
-        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(n, nkv, hd).transpose(1, 0, 2)
-        q, k = _rope(q, pos, theta), _rope(k, pos, theta)
-        if len(cache) <= i:
-            cache.append([k, v])
-        else:
-            cache[i] = [np.concatenate([cache[i][0], k], 1), np.concatenate([cache[i][1], v], 1)]
-        k, v = (np.repeat(t, nq // nkv, axis=0) for t in cache[i])
-        s = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + mask
-        s = np.exp(s - s.max(-1, keepdims=True))
-        a = (s / s.sum(-1, keepdims=True)) @ v
-        x = x + a.transpose(1, 0, 2).reshape(n, nq * hd) @ w[p + "self_attn.o_proj.weight"].T
-        h = _rms(x, w[p + "post_attention_layernorm.weight"], eps)
-        g = _silu(h @ w[p + "mlp.gate_proj.weight"].T) * (h @ w[p + "mlp.up_proj.weight"].T)
-        x = x + g @ w[p + "mlp.down_proj.weight"].T
-    x = _rms(x, w["model.norm.weight"], eps)
-    return np.asarray(x[-1] @ w["lm_head.weight"].T)
 
 
 def test_kv_cache_matches_full_forward(model_dir: Path) -> None:

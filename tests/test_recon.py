@@ -104,14 +104,14 @@ def test_python_without_engine_is_recorded_not_raised() -> None:
     data = json.loads(p.stdout)
     assert data["python"]["executable"] == sys.executable
     assert data["engine"] is None
-    assert any("neither vllm nor sglang is installed" in e for e in data["errors"])
+    assert any("none of vllm, sglang, transformers is installed" in e for e in data["errors"])
     p = _cli("recon", "--engine", "sglang", "--python", sys.executable, "--json")
     data = json.loads(p.stdout)
     assert any(f"sglang is not installed in {sys.executable}" in e for e in data["errors"])
 
 
 def test_bad_engine_repo_url_log_are_named(tmp_path: Path) -> None:
-    _one_red_line(_cli("recon", "--engine", "tgi"), "--engine", "known: sglang, vllm")
+    _one_red_line(_cli("recon", "--engine", "tgi"), "--engine", "known: sglang, transformers, vllm")
     _one_red_line(_cli("recon", "--repo", str(tmp_path)), "--repo", "is not a git checkout")
     _one_red_line(_cli("recon", "--repo", str(tmp_path / "x")), "--repo", "is not a directory")
     _one_red_line(_cli("recon", "--url", "localhost:8000"), "--url", "http(s)://HOST")

@@ -285,7 +285,7 @@ def test_every_section_in_one_report_renders_safely(db: Path, tmp_path: Path) ->
     for title in (
         "Log findings",
         "Environment recon",
-        "Where the GPU time goes",
+        "Where the time goes",
         "FP8 GEMM tuning",
     ):
         assert f"## {title}" in text, title

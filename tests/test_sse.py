@@ -97,3 +97,14 @@ def test_error_message_shapes() -> None:
     assert error_message_of({"detail": "m3"}) == "m3"
     assert error_message_of({"error": "m4"}) == "m4"
     assert error_message_of(None, "fallback") == "fallback"
+
+
+def test_event_end_finds_terminators_across_reads() -> None:
+    from inferlab.load.sse import event_end
+
+    assert event_end(b"", b"data: a\n\ndata: b") == 9
+    assert event_end(b"", b"data: a\r\n\r\nx") == 11
+    assert event_end(b"", b"data: a") == 0
+    assert event_end(b"a\n", b"\nrest") == 1  # "\n" + "\n" straddling two reads
+    assert event_end(b"\r\n", b"\r\nrest") == 2  # "\r\n" + "\r\n"
+    assert event_end(b"\n\n", b"rest") == 0  # that terminator was counted with its own read

@@ -276,3 +276,30 @@ def test_sigkill_mid_sweep_loses_only_the_unfinished_point(tmp_path: Path) -> No
         for r in runs:  # every stored point is whole
             assert r.n_requests == n and r.summary["ok"] == n
             assert len(store.requests(r.id)) == n
+
+
+def test_v2_runs_become_measurements_and_profiled_passes_stay_apart(tmp_path: Path) -> None:
+    """Schema 4: an existing run is a measurement; a profiled pass is stored but never listed
+    by default (so no verdict, resume accounting or sweep table reads it)."""
+    from inferlab.store.schema import APPLICATION_ID, upgrade_to_1, upgrade_to_2
+
+    path = tmp_path / "v2.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "BEGIN;" + upgrade_to_1() + ";" + upgrade_to_2() + f";PRAGMA application_id = "
+        f"{APPLICATION_ID};INSERT INTO meta VALUES ('schema_version', '2');"
+        "INSERT INTO campaigns(name, created_at) VALUES ('c', 'then');"
+        "INSERT INTO configs(campaign_id, name, argv_json, env_json, extra_json, hash, "
+        "created_at) VALUES (1, 'base', '[]', '{}', '{}', 'h', 'then');"
+        "INSERT INTO runs(campaign_id, config_id, source, definitions, label, workload_json, "
+        "workload_hash, summary_json) VALUES (1, 1, 'inferlab bench', 'inferlab/1', 'C=1', "
+        "'{}', 'w', '{}');COMMIT;"
+    )
+    db.close()
+    with Store(path) as store:
+        (old,) = (r.id for r in store.runs(campaign="c"))
+        prof = _add(store, "C=1", purpose="profiled")
+        assert [r.id for r in store.runs(campaign="c")] == [old]
+        both = store.runs(campaign="c", purpose=None)
+        assert [(r.id, r.purpose) for r in both] == [(old, "measure"), (prof, "profiled")]
+        assert len(store.requests(prof)) == len(_records())  # the raw samples are kept

@@ -12,7 +12,7 @@ from typing import Any
 
 from inferlab import __version__
 
-__all__ = ["gpu_info", "nvml_gpus", "snapshot"]
+__all__ = ["gpu_info", "nvml_gpus", "snapshot", "visible_gpus"]
 
 
 def _cpu_model() -> str:
@@ -116,23 +116,82 @@ def nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         pynvml.nvmlShutdown()
 
 
-def gpu_info() -> dict[str, Any]:
-    """GPU name, count, memory (MiB) and driver through NVML; ``{"gpu_count": 0}`` without."""
+def visible_gpus(
+    gpus: list[dict[str, Any]], cuda_visible: str | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The NVML GPUs (rows of :func:`nvml_gpus`) a process with ``CUDA_VISIBLE_DEVICES`` =
+    ``cuda_visible`` uses, in CUDA order, and notes on entries that could not be mapped.
+
+    An integer entry is a CUDA index, read as the NVML index: NVML enumerates by PCI bus id,
+    and so does CUDA with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` or on GPUs of one model (its
+    default "fastest first" breaks ties by PCI bus id). ``GPU-…`` entries (or unique
+    prefixes) are UUIDs. Like CUDA, parsing stops at the first invalid entry; unset means all."""
+    if cuda_visible is None:
+        return list(gpus), []
+    out: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for raw in cuda_visible.split(","):
+        entry = raw.strip()
+        if entry.lstrip("-").isdigit():
+            i = int(entry)
+            hit = [g for g in gpus if g["index"] == i] if i >= 0 else []
+        elif entry.startswith("GPU-"):
+            hit = [g for g in gpus if str(g.get("uuid") or "").startswith(entry)]
+        else:
+            if entry:
+                notes.append(f"CUDA_VISIBLE_DEVICES entry {entry!r} is not mapped to NVML")
+            break
+        if len(hit) != 1:
+            notes.append(f"CUDA_VISIBLE_DEVICES entry {entry!r} matches no single NVML GPU")
+            break
+        out.append(hit[0])
+    models = {g["name"] for g in gpus}
+    order = os.environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    if len(models) > 1 and order != "PCI_BUS_ID" and any(g in out for g in gpus):
+        notes.append(
+            "GPUs of several models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA indices may "
+            "not be NVML indices (set CUDA_DEVICE_ORDER=PCI_BUS_ID)"
+        )
+    return out, notes
+
+
+def gpu_info(cuda_visible: str | None = None, *, restrict: bool = False) -> dict[str, Any]:
+    """GPU name, count, memory (MiB) and driver through NVML; ``{"gpu_count": 0}`` without.
+    With ``restrict``, only the GPUs ``CUDA_VISIBLE_DEVICES`` = ``cuda_visible`` names, with
+    their NVML indices and UUIDs (what a server placed on some of a node's GPUs used)."""
     gpus, system = nvml_gpus()
+    notes: list[str] = []
+    if restrict:
+        gpus, notes = visible_gpus(gpus, cuda_visible)
     if not gpus:
-        return {"gpu_count": 0, "gpu_note": system.get("note")}
-    names = [g["name"] for g in gpus]
-    return {
-        "gpu_count": len(gpus),
-        "gpu_name": names[0],
-        "gpu_names": names,
-        "gpu_memory_mib": gpus[0]["memory_total_mib"],
-        "driver": system.get("driver"),
-    }
+        out: dict[str, Any] = {"gpu_count": 0, "gpu_note": system.get("note")}
+    else:
+        names = [g["name"] for g in gpus]
+        out = {
+            "gpu_count": len(gpus),
+            "gpu_name": names[0],
+            "gpu_names": names,
+            "gpu_memory_mib": gpus[0]["memory_total_mib"],
+            "driver": system.get("driver"),
+        }
+    if restrict:
+        out["cuda_visible_devices"] = cuda_visible
+        out["gpu_indices"] = [g["index"] for g in gpus]
+        out["gpu_uuids"] = [g.get("uuid") for g in gpus]
+        if notes:
+            out["gpu_mapping_notes"] = notes
+    return out
 
 
-def snapshot(engine_name: str | None = None, engine_version: str | None = None) -> dict[str, Any]:
-    """Everything that makes two measurements comparable or not, as one flat dict."""
+def snapshot(
+    engine_name: str | None = None,
+    engine_version: str | None = None,
+    *,
+    cuda_visible: str | None = None,
+    restrict: bool = False,
+) -> dict[str, Any]:
+    """Everything that makes two measurements comparable or not, as one flat dict (GPUs: see
+    :func:`gpu_info`)."""
     snap: dict[str, Any] = {
         "inferlab_version": __version__,
         "host": socket.gethostname(),
@@ -143,5 +202,5 @@ def snapshot(engine_name: str | None = None, engine_version: str | None = None) 
         "engine_name": engine_name,
         "engine_version": engine_version,
     }
-    snap.update(gpu_info())
+    snap.update(gpu_info(cuda_visible, restrict=restrict))
     return snap

@@ -1,7 +1,9 @@
 """Per-request records: the raw samples every statistic is derived from.
 
 All times are ``time.perf_counter_ns()`` of the measuring process (CLOCK_MONOTONIC on Linux,
-so comparable with the reference engine's ground truth on the same host).
+so comparable with the reference engine's ground truth on the same host). Load from several
+hosts is merged on the driver's clock (each host's offset estimated and subtracted; see
+``inferlab.cluster.clock``), and each record names its ``client`` host.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class ErrorKind(str, Enum):
     STALL = "stall"  # no byte for ``stall_timeout`` seconds mid-response
     TRUNCATED = "truncated"  # connection closed before the response ended
     MALFORMED = "malformed"  # an SSE event or the HTTP framing could not be parsed
+    OVERSIZED = "oversized"  # one SSE event outgrew the client's cap (memory stays bounded)
     CANCELLED = "cancelled"  # the run was interrupted (Ctrl-C) while it was in flight
 
 
@@ -52,6 +55,7 @@ class RequestRecord:
     finish_reason: str | None = None
     worker: int = 0
     warnings: list[str] = field(default_factory=list)
+    client: str | None = None  # the client host that measured it (several-host load)
 
     @property
     def ok(self) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 from inferlab import METRICS_VERSION
 from inferlab.config.bench import BenchConfig
+from inferlab.config.urls import redact_url
 from inferlab.engines import get_engine
 from inferlab.environment import snapshot
 from inferlab.load.bench import (
@@ -18,7 +19,7 @@ from inferlab.load.bench import (
     run_bench,
 )
 from inferlab.load.http import Endpoint
-from inferlab.server.scrape import Scraper, derive
+from inferlab.server.scrape import Scrape, Scraper, derive
 from inferlab.store import Store
 
 __all__ = ["StoreSink", "bench_with_record"]
@@ -38,6 +39,8 @@ class StoreSink:
         config: str | None,
         scrape: bool = True,
         config_id: int | None = None,
+        purpose: str = "measure",
+        environment: dict[str, Any] | None = None,
     ) -> None:
         self._own = not isinstance(db, Store)
         self.store = Store(db) if not isinstance(db, Store) else db
@@ -49,8 +52,10 @@ class StoreSink:
         self.campaign = campaign
         self.config = config
         self.run_ids: list[int] = []
+        self.purpose = purpose  # "profiled": a pass replayed while a profile is captured
         self._ids: tuple[int, int, int] | None = None
         self._meta: dict[str, Any] = {}
+        self._environment = environment  # a snapshot taken elsewhere (a server's node)
 
     def start(self, meta: dict[str, Any]) -> None:
         cfg = self.cfg
@@ -62,11 +67,11 @@ class StoreSink:
                 self.config or f"{cfg.engine}:{meta['model']}",
                 engine=cfg.engine,
                 model=meta["model"],
-                extra={"url": cfg.url, "endpoint": cfg.endpoint},
+                extra={"url": redact_url(cfg.url), "endpoint": cfg.endpoint},
             )
-            eid = self.store.environment_id(
-                snapshot(engine_name=cfg.engine, engine_version=meta.get("engine_version"))
-            )
+            snap = self._environment or snapshot(engine_name=cfg.engine)
+            snap = {**snap, "engine_version": meta.get("engine_version")}
+            eid = self.store.environment_id(snap)
         self._ids = (cid, gid, eid)
 
     def begin(self, point: LoadPoint, trial: int) -> None:
@@ -75,12 +80,18 @@ class StoreSink:
             self._scraper = Scraper(base + str(self.spec.metrics_path), interval_s=2.0).start()
 
     def point(self, res: PointResult) -> None:
+        scrapes = self._scraper.stop() if self._scraper is not None else []
+        self._scraper = None
+        self.commit(res, scrapes)
+
+    def commit(self, res: PointResult, scrapes: list[Scrape]) -> None:
+        """Store one finished point with the ``/metrics`` scrapes taken around it."""
         assert self._ids is not None
         cid, gid, eid = self._ids
         p = res.point
         summary = res.summary.to_json()
-        scrapes = self._scraper.stop() if self._scraper is not None else []
-        self._scraper = None
+        if res.clients:
+            summary["clients"] = res.clients
         if scrapes:
             summary["server"] = derive(self.spec, scrapes)
         with self.store.transaction():
@@ -107,6 +118,7 @@ class StoreSink:
                 warnings=[w.to_json() for w in res.warnings],
                 interrupted=res.interrupted,
                 rejected=res.rejected,
+                purpose=self.purpose,
             )
             self.store.add_server_metrics(
                 rid,

@@ -7,11 +7,13 @@ verification → leave the server running and record it in a state file that ``d
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,12 +39,15 @@ from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
 __all__ = [
     "UpResult",
+    "campaign_lock",
     "down",
     "fatal_check",
     "find_config",
     "launch_config",
     "output_dir",
+    "reference_outputs",
     "served_model",
+    "store_verification",
     "up",
     "verify_config",
 ]
@@ -63,6 +68,25 @@ class UpResult:
 
 def output_dir(camp: CampaignFile) -> Path:
     return camp.campaign.output or Path("inferlab-out") / camp.campaign.name
+
+
+@contextlib.contextmanager
+def campaign_lock(camp: CampaignFile) -> Iterator[None]:
+    """One runner per campaign on a host: at most one of its servers runs at a time."""
+    d = output_dir(camp)
+    d.mkdir(parents=True, exist_ok=True)
+    f = (d / ".lock").open("w")
+    try:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ConfigError(
+                f"campaign {camp.campaign.name!r} is already running on this host "
+                f"(lock {d / '.lock'})"
+            ) from None
+        yield
+    finally:
+        f.close()
 
 
 def _state_path(camp: CampaignFile, config: str) -> Path:
@@ -95,9 +119,10 @@ def served_model(url: str, fallback: str) -> str:
 
 
 def launch_config(
-    camp: CampaignFile, cfg: ResolvedConfig, *, python: str | None = None
+    camp: CampaignFile, cfg: ResolvedConfig, *, python: str | None = None, guard: bool = False
 ) -> ServerProcess:
-    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not)."""
+    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not); ``guard``:
+    the server dies with this process (``inferlab.server.guard``)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
     addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
@@ -121,35 +146,54 @@ def launch_config(
         host=cfg.host,
         ready_timeout_s=cfg.ready_timeout_s,
         stop_grace_s=cfg.stop_grace_s,
+        guard=guard,
     )
     server = launch(ls)
-    wait_ready(server, fatal=fatal_check(spec))
+    try:
+        wait_ready(server, fatal=fatal_check(spec))
+    except KeyboardInterrupt:  # Ctrl-C while it loads: leave no server behind
+        stop(server)
+        raise
     return server
+
+
+def reference_outputs(
+    camp: CampaignFile, cfg: ResolvedConfig, store: Store
+) -> GreedyOutputs | None:
+    """The stored greedy outputs ``cfg`` must match (``verify.equivalent_to``), or None."""
+    ref_name = camp.verify.equivalent_to
+    if ref_name is None or ref_name == cfg.name:
+        return None
+    stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
+    return GreedyOutputs.from_json(stored) if stored is not None else None
 
 
 def verify_config(
     camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str, store: Store | None
 ) -> VerifyReport:
     spec = get_engine(cfg.engine)
-    section = camp.verify
-    ref: GreedyOutputs | None = None
-    ref_name = section.equivalent_to
-    if store is not None and ref_name is not None and ref_name != cfg.name:
-        stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
-        if stored is not None:
-            ref = GreedyOutputs.from_json(stored)
-    rep = verify_endpoint(url, model=model, engine=spec, section=section, reference=ref)
+    ref = reference_outputs(camp, cfg, store) if store is not None else None
+    rep = verify_endpoint(
+        url, model=model, engine=spec, section=camp.verify, reference=ref, lossless=cfg.lossless
+    )
     if store is not None:
-        with store.transaction():
-            cid = store.campaign_id(camp.campaign.name)
-            gid = store.config_id(
-                cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
-            )
-            for c in rep.checks:
-                store.add_verification(gid, c.kind, c.passed, c.to_json())
-            if rep.outputs is not None and rep.passed:
-                store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
+        store_verification(store, camp, cfg, rep)
     return rep
+
+
+def store_verification(
+    store: Store, camp: CampaignFile, cfg: ResolvedConfig, rep: VerifyReport
+) -> None:
+    """Every check of ``rep`` with ``cfg``, and its greedy outputs when it passed."""
+    with store.transaction():
+        cid = store.campaign_id(camp.campaign.name)
+        gid = store.config_id(
+            cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
+        )
+        for c in rep.checks:
+            store.add_verification(gid, c.kind, c.passed, c.to_json())
+        if rep.outputs is not None and rep.passed:
+            store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
 
 
 def up(

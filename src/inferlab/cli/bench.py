@@ -23,7 +23,7 @@ from rich.progress import (
 
 from inferlab.campaign.bench import bench_with_record
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
-from inferlab.errors import ConfigError, ServerRejected
+from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
 
@@ -160,6 +160,16 @@ def bench(
         str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")] = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray", metavar="ADDRESS", help="Generate the load from Ray client nodes: HOST:PORT"
+        ),
+    ] = None,
+    clients: Annotated[
+        int | None,
+        typer.Option("--clients", help="With --ray: client nodes sharing the load (default 1)"),
+    ] = None,
 ) -> None:
     """Measure a running endpoint across concurrency levels or request rates."""
     try:
@@ -197,39 +207,74 @@ def bench(
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
-    result: BenchResult | None = None
     try:
-        result, run_ids = bench_with_record(
+        result, run_ids = _measure(
             cfg,
             events,
             out=out,
             db=None if no_db else db_path(db),
             campaign=campaign,
             config=config_name,
+            ray=ray,
+            clients=clients,
         )
-    except ServerRejected:
-        events.progress_done()
-        raise
     finally:
         events.progress_done()
     table_console.print(bench_table(result))
+    _where(err, out, run_ids, db_path(db), campaign)
+    if as_json:
+        sys.stdout.write(json.dumps(_json(result, run_ids), indent=2, allow_nan=False) + "\n")
+    if result.interrupted:
+        err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
+        raise typer.Exit(130)
+
+
+def _measure(
+    cfg: BenchConfig,
+    events: BenchEvents,
+    *,
+    out: Path | None,
+    db: Path | None,
+    campaign: str,
+    config: str | None,
+    ray: str | None,
+    clients: int | None,
+) -> tuple[BenchResult, list[int]]:
+    """The sweep from this host, or from ``clients`` client nodes of the Ray cluster ``ray``."""
+    if clients is not None and ray is None:
+        raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
+    if ray is None:
+        return bench_with_record(cfg, events, out=out, db=db, campaign=campaign, config=config)
+    from inferlab.cluster.bench import bench_ray
+
+    return bench_ray(
+        cfg,
+        address=ray,
+        clients=clients or 1,
+        events=events,
+        out=out,
+        db=db,
+        campaign=campaign,
+        config=config,
+    )
+
+
+def _where(err: Console, out: Path | None, run_ids: list[int], db: Path, campaign: str) -> None:
     if out is not None:
         err.print(f"[dim]raw records and summaries written to {escape(str(out))}[/dim]")
     if run_ids:
         err.print(
-            f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} in {escape(str(db_path(db)))} "
+            f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} in {escape(str(db))} "
             f"(campaign {escape(campaign)})[/dim]"
         )
-    if as_json:
-        doc = {
-            "run_id": result.run_id,
-            "stored_runs": run_ids,
-            "model": result.model,
-            "url": result.url,
-            "interrupted": result.interrupted,
-            "points": [point_json(p) for p in result.points],
-        }
-        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
-    if result.interrupted:
-        err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
-        raise typer.Exit(130)
+
+
+def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "stored_runs": run_ids,
+        "model": result.model,
+        "url": result.url,
+        "interrupted": result.interrupted,
+        "points": [point_json(p) for p in result.points],
+    }

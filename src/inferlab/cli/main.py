@@ -26,6 +26,7 @@ def _register() -> None:
     from inferlab.cli.bench import bench
     from inferlab.cli.compare import compare
     from inferlab.cli.demo import demo
+    from inferlab.cli.levers import levers
     from inferlab.cli.logs import logs_app
     from inferlab.cli.model import model_app
     from inferlab.cli.profile import profile
@@ -47,6 +48,7 @@ def _register() -> None:
     app.command("run")(run)
     app.command("report")(report)
     app.command("profile")(profile)
+    app.command("levers")(levers)
     app.command("up")(up)
     app.command("down")(down)
     app.command("recon")(recon)

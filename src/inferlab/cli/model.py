@@ -38,3 +38,35 @@ def tiny_cmd(
         f"{info.num_parameters:,} parameters, vocab {info.vocab_size}, seed {info.seed}",
         highlight=False,
     )
+
+
+@model_app.command("random")
+def random_cmd(
+    out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    preset: Annotated[
+        str, typer.Option("--preset", help="Size: test, 0.5b, 1b (Llama-3.2-1B shape) or 3b.")
+    ] = "1b",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="Weight dtype written: bfloat16 or float32.")
+    ] = "bfloat16",
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Threads drawing tensors (default: CPUs).")
+    ] = None,
+) -> None:
+    """Write a random-weight Llama model of a real size + tokenizer (Hugging Face format) to OUT.
+
+    Deterministic from the seed (whatever the thread count); like `model tiny` it never emits
+    end-of-sequence or other special tokens, so every request returns exactly max_tokens tokens.
+    """
+    from rich.console import Console
+
+    from inferlab.models import write_random_model
+
+    info = write_random_model(out, preset, seed=seed, dtype=dtype, workers=workers)
+    Console().print(
+        f"wrote random Llama model ({info.preset}) to [bold]{info.path}[/bold]: "
+        f"{info.num_parameters:,} parameters, {info.dtype}, {info.size_bytes / 1e9:.2f} GB, "
+        f"seed {info.seed}, in {info.seconds:.1f} s",
+        highlight=False,
+    )

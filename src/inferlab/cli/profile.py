@@ -22,7 +22,9 @@ from inferlab.profile.render import (
     ms,
     occupancy_rows,
     occupancy_sentence,
+    share_caption,
 )
+from inferlab.profile.stored import check_point, store_profile
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
@@ -37,6 +39,37 @@ def _table(title: str, cols: list[str], rows: list[list[str]], caption: str = ""
     return t
 
 
+def _print_diff(con: Console, diff: dict[str, Any], top: int) -> None:
+    con.print(escape(f"A = {diff['a']}, B = {diff['b']}"), highlight=False)
+    sa, sb = diff["span_a_us"], diff["span_b_us"]
+    dk = sum(r["delta_us"] for r in diff["categories"])
+    span = f"step span A {ms(sa)} ms, B {ms(sb)} ms"
+    if sa > 0:
+        span += (
+            f" (B / A ×{sb / sa:.3f}); the kernel-time change alone ({'+' if dk >= 0 else ''}"
+            f"{ms(dk)} ms) predicts ×{(sa + dk) / sa:.3f} when kernels are the critical path"
+        )
+    for key, head in (("categories", "category"), ("kernels", "kernel")):
+        rows = [
+            [
+                r["short"],
+                ms(r["a_us"]),
+                ms(r["b_us"]),
+                f"{'+' if r['delta_us'] >= 0 else ''}{ms(r['delta_us'])}",
+                "–" if r["ratio"] is None else f"×{r['ratio']:.2f}",
+            ]
+            for r in diff[key][:top]
+        ]
+        con.print(
+            _table(
+                f"{key}: B vs A (ms {diff['unit']})",
+                [head, "A", "B", "B − A", "B / A"],
+                rows,
+                span,
+            )
+        )
+
+
 def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
     con = stdout_console()
     for line in headline(p):
@@ -46,13 +79,21 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
             "categories",
             ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"],
             category_rows(p),
-            "share: of the segment's kernel time; ≤: Amdahl bound on the whole step's speed-up",
+            share_caption(p),
         )
     )
     con.print(
         _table(
-            f"top {top} kernels",
-            ["kernel", "category", "ms", "share", "count", "mean µs", "≤ if free"],
+            f"top {top} {'CPU ops (self time)' if p.get('mode') == 'cpu' else 'kernels'}",
+            [
+                "op" if p.get("mode") == "cpu" else "kernel",
+                "category",
+                "ms",
+                "share",
+                "count",
+                "mean µs",
+                "≤ if free",
+            ],
             kernel_rows(p, top),
         )
     )
@@ -69,39 +110,15 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
         con.print(escape(s), highlight=False)
     if p["unknown"]:
         con.print(
-            escape(f"{len(p['unknown'])} kernel name(s) in no category (listed as other): ")
+            escape(
+                f"{len(p['unknown'])} {'op' if p.get('mode') == 'cpu' else 'kernel'} name(s) "
+                "in no category (listed as other): "
+            )
             + escape("; ".join(n[:80] for n in p["unknown"][:10])),
             highlight=False,
         )
     if diff is not None:
-        con.print(escape(f"A = {diff['a']}, B = {diff['b']}"), highlight=False)
-        sa, sb = diff["span_a_us"], diff["span_b_us"]
-        dk = sum(r["delta_us"] for r in diff["categories"])
-        span = f"step span A {ms(sa)} ms, B {ms(sb)} ms"
-        if sa > 0:
-            span += (
-                f" (B / A ×{sb / sa:.3f}); the kernel-time change alone ({'+' if dk >= 0 else ''}"
-                f"{ms(dk)} ms) predicts ×{(sa + dk) / sa:.3f} when kernels are the critical path"
-            )
-        for key, head in (("categories", "category"), ("kernels", "kernel")):
-            rows = [
-                [
-                    r["short"],
-                    ms(r["a_us"]),
-                    ms(r["b_us"]),
-                    f"{'+' if r['delta_us'] >= 0 else ''}{ms(r['delta_us'])}",
-                    "–" if r["ratio"] is None else f"×{r['ratio']:.2f}",
-                ]
-                for r in diff[key][:top]
-            ]
-            con.print(
-                _table(
-                    f"{key}: B vs A (ms {diff['unit']})",
-                    [head, "A", "B", "B − A", "B / A"],
-                    rows,
-                    span,
-                )
-            )
+        _print_diff(con, diff, top)
     err = Console(stderr=True)
     for w in p["warnings"]:
         err.print(f"[yellow]warning[/yellow] {escape(w)}", highlight=False)
@@ -127,9 +144,16 @@ def profile(
     categories: Annotated[
         Path | None, typer.Option("--categories", help="TOML/JSON file of extra [[rule]]s")
     ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="With --campaign: the config it profiles")
+    ] = None,
+    point: Annotated[
+        str | None, typer.Option("--point", help="With --campaign: its load point, e.g. C=16")
+    ] = None,
 ) -> None:
     """Where the GPU time of a decode (or prefill) step goes: steps and busy time, categories
-    and kernels with their shares, under-occupied kernels and Amdahl bounds."""
+    and kernels with their shares, under-occupied kernels and Amdahl bounds. A trace without GPU
+    activity (a CPU engine's) is analyzed in CPU mode."""
     if top < 1:
         raise ConfigError(f"--top: expected a positive count, got {top}")
     if sms is not None and sms < 1:
@@ -142,9 +166,13 @@ def profile(
         q = analyze(read_trace(vs), segment=segment, steps_pattern=steps, sms=sms, categorizer=cat)
         diff = diff_profiles(p, q, top=top).to_dict()
         data["vs"] = {"profile": q.to_dict(), "diff": diff}
+    if (config or point) and not campaign:
+        raise ConfigError("--config/--point: they say where to store the profile; add --campaign")
+    if point is not None:
+        check_point(point)
     if campaign:
         with Store(db_path(db)) as store:
-            store.add_analysis("profile", trace.name, data, campaign=campaign)
+            store_profile(store, campaign, trace, data, config=config, point=point)
     if json_:
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:

@@ -39,7 +39,8 @@ def _rich(t: ReconTable) -> Table | str:
 
 def recon(
     engine: Annotated[
-        str | None, typer.Option(help="sglang | vllm (default: detected in --python)")
+        str | None,
+        typer.Option(help="sglang | vllm | transformers (default: detected in --python)"),
     ] = None,
     python: Annotated[
         str | None,

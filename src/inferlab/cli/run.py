@@ -11,10 +11,12 @@ from rich.markup import escape
 
 from inferlab.campaign.runner import (
     CampaignEvents,
+    CampaignResult,
     ConfigOutcome,
     make_plan,
     render_plan,
     run_campaign,
+    select_configs,
 )
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
@@ -47,21 +49,36 @@ def run(
     resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", help="Run only this config (repeatable; default: all)"),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Run the configs side by side on a Ray cluster: HOST:PORT, auto or local",
+        ),
+    ] = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report."""
-    plan = make_plan(campaign_file)
+    plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()
-    for line in render_plan(plan):
+    lines = render_plan(plan)
+    if ray is not None:
+        from inferlab.cluster.campaign import check_cluster_plan, placement_lines
+
+        lines += placement_lines(check_cluster_plan(campaign_file, ray, config or ())[1])
+    for line in lines:
         (out if dry_run else err).print(escape(line), highlight=False, soft_wrap=True)
     if dry_run:
         return
     events = _Events(err, out)
     with Store(db_path(db)) as store:
         try:
-            result = run_campaign(
-                campaign_file, store=store, events=events, resume=resume, no_verify=no_verify
-            )
+            result = _campaign(campaign_file, store, events, resume, no_verify, config, ray)
         finally:
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
@@ -74,11 +91,39 @@ def run(
     for p in report_paths:
         out.print(f"report: {escape(str(p))}", highlight=False)
     if result.interrupted:
+        again = f" --ray {ray}" if ray is not None else ""
         err.print(
             "[yellow]interrupted: the server was stopped; "
-            f"inferlab run {escape(str(campaign_file))} --resume continues[/yellow]"
+            f"inferlab run {escape(str(campaign_file))}{escape(again)} --resume continues[/yellow]"
         )
         raise typer.Exit(130)
+
+
+def _campaign(
+    path: Path,
+    store: Store,
+    events: _Events,
+    resume: bool,
+    no_verify: bool,
+    only: list[str] | None,
+    ray: str | None,
+) -> CampaignResult:
+    """The campaign on this host, or side by side on the Ray cluster at ``ray``."""
+    if ray is None:
+        return run_campaign(
+            path, store=store, events=events, resume=resume, no_verify=no_verify, only=only or ()
+        )
+    from inferlab.cluster.campaign import run_campaign_ray
+
+    return run_campaign_ray(
+        path,
+        store=store,
+        address=ray,
+        events=events,
+        resume=resume,
+        no_verify=no_verify,
+        only=only or (),
+    )
 
 
 def _report(store: Store, campaign: str) -> list[Path]:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from inferlab.sim.config import SimConfig
 
 sim_app = typer.Typer(
     help="The reference engine: a SIMULATED OpenAI-compatible server with known timing.",
@@ -37,6 +42,25 @@ def _config(**fields: Any) -> Any:
     labels.update({"levers." + f: "--" + f.replace("_", "-") for f in _LEVERS})
     labels["levers.nccl_proto"] = "NCCL_PROTO"
     return sim_config(labels=labels, **fields)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _startup_lines(config: SimConfig) -> None:
+    """What the batching model logs before serving: its banner, then SGLang's warning for each
+    block-FP8 GEMM shape without a tuned config (none with --tuned-fp8)."""
+    from inferlab.sim.presets import get_preset, untuned_fp8_lines
+
+    _log(
+        f"[SIMULATED] inferlab sim: continuous-batching model, preset "
+        f"{config.preset or 'generic'}, time scale {config.time_scale:g}; every line marked "
+        "[SIMULATED] imitates SGLang's log"
+    )
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    for line in untuned_fp8_lines(get_preset(config.preset or "generic"), config.levers):
+        _log(f"[SIMULATED] [{stamp} TP0] {line}")
 
 
 @sim_app.command("serve")
@@ -70,12 +94,25 @@ def serve_cmd(
     ] = None,
     fault: Annotated[
         str | None,
-        typer.Option("--fault", help="Misbehave on purpose: stall, close, malformed or http500."),
+        typer.Option("--fault", help="Misbehave on purpose (docs/reliability.md lists kinds)."),
     ] = None,
     fault_after: Annotated[
         int, typer.Option("--fault-after", help="Token chunks before the fault.")
     ] = 0,
     fault_every: Annotated[int, typer.Option("--fault-every", help="Fault every Nth request.")] = 1,
+    fault_at_s: Annotated[
+        float | None,
+        typer.Option("--fault-at-s", help="Faults from T s after the first request (exit: at T)."),
+    ] = None,
+    fault_for_s: Annotated[
+        float | None, typer.Option("--fault-for-s", help="Faults only for D s from --fault-at-s.")
+    ] = None,
+    drip_ms: Annotated[
+        float, typer.Option("--drip-ms", help="Gap between bytes of the drip fault (ms).")
+    ] = 1.0,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", help="Require this Bearer key on /v1/ (as vLLM).")
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
@@ -115,6 +152,15 @@ def serve_cmd(
     tuned_fp8: Annotated[
         bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
     ] = False,
+    tp_size: Annotated[
+        int, typer.Option("--tp-size", help="SGLang: TP ranks (one trace each per capture).")
+    ] = 1,
+    startup_s: Annotated[
+        float,
+        typer.Option(
+            "--startup-s", help="Seconds before listening (stands in for weight loading)."
+        ),
+    ] = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
@@ -150,35 +196,49 @@ def serve_cmd(
         fault=fault,
         fault_after=fault_after,
         fault_every=fault_every,
+        fault_at_s=fault_at_s,
+        fault_for_s=fault_for_s,
+        drip_ms=drip_ms,
+        api_key=api_key,
         model_mode=model_mode,
         preset=preset,
         time_scale=time_scale,
         decode_log_interval=decode_log_interval,
+        startup_s=startup_s,
         levers={k: v for k, v in levers.items() if v is not None},
+        tp_size=tp_size,
     )
+    _serve(config, batching)
+
+
+def _serve(config: Any, batching: bool) -> None:
+    """Serve ``config`` (a ``SimConfig``), logging to stderr, after its startup delay."""
     from inferlab.sim.presets import StartupFailure
     from inferlab.sim.server import serve
 
-    def log(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
+    # secrets included: what inferlab stores from this log must not carry them
+    _log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
 
     def ready(url: str) -> None:
         if batching:
-            log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
+            _log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
         print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
 
     if batching:
-        log(
-            f"[SIMULATED] inferlab sim: continuous-batching model, preset "
-            f"{preset or 'generic'}, time scale {time_scale:g}; every line marked [SIMULATED] "
-            "imitates SGLang's log"
-        )
+        _startup_lines(config)
+    if config.startup_s:
+        _log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
+        time.sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
     try:
-        serve(config, on_ready=ready, log=log if batching else None)
+        crashed = serve(config, on_ready=ready, log=_log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
-            log(f"[SIMULATED] {line}")
+            _log(f"[SIMULATED] {line}")
         raise typer.Exit(code=1) from None
+    if crashed:
+        _log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
+        raise typer.Exit(code=1)
 
 
 @sim_app.command("tokenizer")

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from inferlab.errors import ConfigError, TuneError
 from inferlab.tune.backends import (
@@ -26,12 +25,12 @@ from inferlab.tune.backends import (
     triton_verdict,
 )
 from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM
-from inferlab.tune.files import FileWrite, config_file_name, write_config_file
-from inferlab.tune.report import COLUMNS, TuneData, parse_run, read_run, store_run, table_rows
+from inferlab.tune.files import FileWrite, write_config_file
+from inferlab.tune.report import TuneData, parse_run, read_run, store_run
 from inferlab.tune.shapes import Shape, collect_shapes, parse_batch_sizes, parse_shape
 from inferlab.tune.space import PlanSummary, plan_summary
 
-from .render import stdout_console
+from .tune_show import show
 
 __all__ = ["TuneOutcome", "tune_app", "tune_fp8_gemm"]
 
@@ -150,8 +149,10 @@ def tune_fp8_gemm(
     server_env: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
     planned_device: str | None = None,
+    ray: str | None = None,
 ) -> TuneOutcome:
-    """The command as a plain function: plan, tune (or load a saved run), write, store."""
+    """The command as a plain function: plan, tune (or load a saved run; on a Ray cluster
+    with ``ray``), write, store."""
     if engine not in ENGINES:
         raise ConfigError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
     if install_into is not None:
@@ -162,6 +163,8 @@ def tune_fp8_gemm(
         raise ConfigError("--python only applies with --install-into sglang|vllm")
     if dry_run and from_results is not None:
         raise ConfigError("--dry-run and --from-results exclude each other")
+    if ray is not None and (devices is not None or from_results is not None):
+        raise ConfigError("--ray: Ray gives each actor one GPU (not with --devices/--from-results)")
     device_list = _parse_devices(devices)
     env = _parse_env(server_env)
     try:
@@ -177,7 +180,7 @@ def tune_fp8_gemm(
     gpu_ok, found, gpu_name, gpu_cap = False, "", None, None
     if from_results is not None:
         run = read_run(from_results)
-    elif not dry_run:
+    elif not dry_run and ray is None:  # under --ray the GPUs are the cluster's
         gpu_ok, found, gpu_name, gpu_cap = _gpu_status()
         if not gpu_ok:
             raise TuneError(
@@ -260,25 +263,10 @@ def tune_fp8_gemm(
         return outcome
 
     if run is None:
-        from inferlab.tune.runner import tune_shapes
-
-        default = DEFAULT_SGLANG if engine == "sglang" else DEFAULT_VLLM
-        raw = tune_shapes(
-            [(s.n, s.k) for s in shapes],
-            ms,
-            split_k=split_k,
-            devices=device_list,
-            default=default,
-            progress=progress,
+        run, outcome.run_path = _search(
+            shapes, ms, engine, split_k, device_list, out, progress, ray
         )
-        doc = raw.to_json()
-        run_dir = out or DEFAULT_OUT
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_path = run_dir / f"tune-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
-        run_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        run = parse_run(doc, str(run_path))
-        outcome.run, outcome.run_path = run, run_path
-        outcome.device_name = run.device_name
+        outcome.run, outcome.device_name = run, run.device_name
 
     for (n, k), configs in run.engine_configs().items():
         outcome.files.append(
@@ -299,47 +287,37 @@ def tune_fp8_gemm(
     return outcome
 
 
-def _plan_lines(o: TuneOutcome, split_k: bool) -> list[str]:
-    p = o.plan
-    dev = (o.device_name or "<this GPU>").replace(" ", "_")
-    lines = [
-        f"{len(o.shapes)} shape(s) × {len(o.batch_sizes)} batch sizes "
-        f"(M = {', '.join(map(str, o.batch_sizes))}); engine {o.engine}; files into {o.target_dir}",
-    ]
-    for s in o.shapes:
-        cells = [c for c in p.cells if (c.n, c.k) == (s.n, s.k)]
-        counts = [c.candidates for c in cells]
-        lines.append(
-            f"  N={s.n},K={s.k}  [{s.source}]  candidates per M {min(counts)}–{max(counts)}, "
-            f"{sum(counts):,} timings → {config_file_name(o.engine, s.n, s.k, dev)}"
+def _search(
+    shapes: list[Shape],
+    ms: list[int],
+    engine: str,
+    split_k: bool,
+    devices: list[int] | None,
+    out: Path | None,
+    progress: Callable[[str], None] | None,
+    ray: str | None,
+) -> tuple[TuneData, Path]:
+    """Tune here (or on the Ray cluster at ``ray``) and save the run; returns it and its file."""
+    default = DEFAULT_SGLANG if engine == "sglang" else DEFAULT_VLLM
+    pairs = [(s.n, s.k) for s in shapes]
+    if ray is not None:
+        from inferlab.cluster.tune import tune_shapes_ray
+
+        raw = tune_shapes_ray(
+            pairs, ms, address=ray, split_k=split_k, default=default, progress=progress
         )
-    lines.append(
-        f"planned: {p.timings:,} timings ({p.split_k_timings:,} split-K"
-        f"{'' if split_k else ', disabled'}), {p.distinct_binaries} distinct binaries to compile; "
-        f"the engines' tuners: {p.exhaustive_timings:,} timings (1,280 configs × "
-        f"{len(o.batch_sizes)} M × {len(o.shapes)} shapes), {p.exhaustive_binaries:,} binaries "
-        f"— {p.saving:.1f}× fewer timings"
-    )
-    return lines
+    else:
+        from inferlab.tune.runner import tune_shapes
 
-
-def _result_table(o: TuneOutcome) -> Table:
-    assert o.run is not None
-    t = Table(
-        title=f"W8A8 block-FP8 GEMM on {o.run.device_name}",
-        caption=(
-            "median µs; tuned = best config the engine can run; TFLOP/s, GB/s and % of the "
-            "measured roofline at the tuned time; split-K runs only in inferlab's kernel"
-        ),
-        caption_justify="left",
-    )
-    for col in ("N,K", *COLUMNS):
-        t.add_column(col, justify="left" if "config" in col or col == "N,K" else "right")
-    for n, k in o.run.shapes():
-        cells = [c.to_json(o.run.ceilings) for c in o.run.cells if (c.n, c.k) == (n, k)]
-        for row in table_rows(cells):
-            t.add_row(f"{n},{k}", *row)
-    return t
+        raw = tune_shapes(
+            pairs, ms, split_k=split_k, devices=devices, default=default, progress=progress
+        )
+    doc = raw.to_json()
+    run_dir = out or DEFAULT_OUT
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_path = run_dir / f"tune-run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    run_path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return parse_run(doc, str(run_path)), run_path
 
 
 @tune_app.command("fp8-gemm")
@@ -376,6 +354,10 @@ def fp8_gemm(
         bool, typer.Option("--no-split-k", help="Do not time split-K candidates")
     ] = False,
     devices: Annotated[str | None, typer.Option("--devices", help="GPU indices, e.g. 0,1")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option("--ray", metavar="ADDRESS", help="Tune on every GPU of a Ray cluster"),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; run nothing")] = False,
     from_results: Annotated[
         Path | None,
@@ -418,6 +400,7 @@ def fp8_gemm(
         python=python,
         split_k=not no_split_k,
         devices=devices,
+        ray=ray,
         dry_run=dry_run,
         from_results=from_results,
         campaign=campaign,
@@ -427,40 +410,4 @@ def fp8_gemm(
         planned_device=device_name,
         progress=lambda msg: Console(stderr=True).print(escape(msg), style="dim", highlight=False),
     )
-    err = Console(stderr=True)
-    info = err if as_json else stdout_console()
-    for w in o.warnings:
-        err.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
-    if from_results is None:
-        for line in _plan_lines(o, not no_split_k):
-            info.print(escape(line), highlight=False, soft_wrap=True)
-    elif o.run is not None:
-        info.print(
-            f"read {escape(str(from_results))}: {len(o.shapes)} shape(s) × "
-            f"{len(o.batch_sizes)} batch sizes tuned on {escape(o.run.device_name)}; "
-            f"files into {escape(str(o.target_dir))}",
-            highlight=False,
-            soft_wrap=True,
-        )
-    if o.run is not None:
-        info.print(_result_table(o))
-        if o.run.wall_s is not None:
-            info.print(
-                f"tuned in {o.run.wall_s:.1f} s wall"
-                + (f" ({o.run.compile_s:.1f} s compiling)" if o.run.compile_s is not None else "")
-                + f" on {escape(o.run.device_name)}",
-                highlight=False,
-            )
-        for f in o.files:
-            info.print(
-                f"wrote {escape(str(f.path))}: M added {f.added}, replaced {f.replaced}, "
-                f"unchanged {f.unchanged}, kept {f.kept}",
-                highlight=False,
-                soft_wrap=True,
-            )
-        if o.run_path:
-            info.print(f"run saved to {escape(str(o.run_path))}", highlight=False)
-        if o.stored:
-            info.print(f"stored {len(o.stored)} analyses in campaign {escape(str(campaign))}")
-    if as_json:
-        sys.stdout.write(json.dumps(o.to_json(), indent=2) + "\n")
+    show(o, from_results, not no_split_k, campaign, as_json)

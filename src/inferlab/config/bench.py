@@ -5,8 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
+from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
 __all__ = ["SLO", "BenchConfig", "WorkloadSpec", "validation_message"]
@@ -89,6 +97,14 @@ class BenchConfig(_Closed):
     workers: int | None = Field(default=None, ge=1)
     slo: SLO = SLO()
     seed: int = 0
+    #: a ``perf_counter_ns`` instant before which no measured phase starts (hosts that share
+    #: one load start together, ``bench --ray --clients``); None: as soon as ready
+    not_before_ns: int | None = None
+
+    @field_serializer("url")
+    def _url_shown(self, url: str) -> str:
+        """Wherever the config is dumped (run JSON, the store), a URL's password is not."""
+        return redact_url(url)
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:

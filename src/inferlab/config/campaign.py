@@ -25,10 +25,12 @@ else:  # pragma: no cover
 __all__ = [
     "CampaignFile",
     "CampaignSection",
+    "ClusterSection",
     "ConfigSpec",
     "EngineSection",
     "LoadSection",
     "Probe",
+    "ProfileSection",
     "VerifySection",
     "load_campaign",
 ]
@@ -58,6 +60,14 @@ class EngineSection(_Closed):
     launcher: str | None = None  # engine-specific launcher variant (e.g. vLLM "module")
     ready_timeout_s: float = Field(default=900.0, gt=0)
     stop_grace_s: float = Field(default=20.0, gt=0)
+    gpus: int | None = Field(default=None, ge=0)  # GPUs per server (default: parallel flags)
+
+
+class ClusterSection(_Closed):
+    """``run --ray``: the Ray CPUs reserved beside each server's GPUs, and for its client."""
+
+    server_cpus: float = Field(default=1.0, gt=0)
+    client_cpus: float = Field(default=1.0, gt=0)
 
 
 class ConfigSpec(_Closed):
@@ -70,6 +80,9 @@ class ConfigSpec(_Closed):
     unset: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     description: str | None = None
+    #: False: the lever may change greedy outputs (e.g. another dtype), so greedy equivalence
+    #: is recorded but does not fail verification; unset: inherited (default True)
+    lossless: bool | None = None
 
     @field_validator("name")
     @classmethod
@@ -125,6 +138,20 @@ class LoadSection(_Closed):
     tokenizer: Path | None = None
 
 
+class ProfileSection(_Closed):
+    """Capture a profile during these load points, in a separate pass after each config's
+    measurement (``inferlab.campaign.capture``)."""
+
+    at: list[str] = Field(min_length=1)  # load point labels: "C=16", "rate=4/s"
+    steps: int = Field(default=20, ge=1, le=100_000)  # engine steps to record
+    configs: list[str] | None = None  # default: every config
+    activities: tuple[Literal["CPU", "GPU"], ...] = ("CPU", "GPU")
+    max_trace_mb: float = Field(default=512.0, gt=0)  # per rank file; larger is not analyzed
+    segment: Literal["decode", "prefill", "all"] = "decode"
+    with_stack: bool = False
+    timeout_s: float = Field(default=600.0, gt=0)  # for the files (and /stop_profile's flush)
+
+
 class CampaignFile(_Closed):
     campaign: CampaignSection
     engine: EngineSection
@@ -132,6 +159,8 @@ class CampaignFile(_Closed):
     verify: VerifySection = VerifySection()
     load: LoadSection = LoadSection()
     slo: SLO = SLO()
+    profile: ProfileSection | None = None
+    cluster: ClusterSection = ClusterSection()
 
 
 # -- loading with positions ------------------------------------------------------------------
@@ -240,6 +269,9 @@ def load_campaign(path: str | Path) -> CampaignFile:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read campaign file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        at = p.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{p}:{at}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     data = _parse(p, text)
     missing: list[str] = []
     data = {k: (v if k == "verify" else _expand(v, missing)) for k, v in data.items()}

@@ -19,6 +19,10 @@ def read_json(path: Path, what: str, *, after: str = "") -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read {path} ({exc.strerror}){after}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what}: {path} is not UTF-8 text (byte {exc.start}: {exc.reason}){after}"
+        ) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

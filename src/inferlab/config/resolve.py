@@ -35,6 +35,9 @@ class ResolvedConfig:
     stop_grace_s: float = 20.0
     description: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
+    lossless: bool = True
+    gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[int | str, ...]) -> str:
@@ -105,6 +108,10 @@ def resolve_configs(
                 ready_timeout_s=eng.ready_timeout_s,
                 stop_grace_s=eng.stop_grace_s,
                 description=cfg.description,
+                lossless=next(
+                    (c.lossless for c in reversed(chain) if c.lossless is not None), True
+                ),
+                gpus=eng.gpus,
             )
         )
     return out

@@ -1,8 +1,8 @@
 """Per-engine knowledge (pure: no I/O). One module per engine, registered by name.
 
-Each engine module (``vllm``, ``sglang``, ``llamacpp``, ``sim``, ``openai``) builds one
-``EngineSpec``: launch command lines, HTTP paths, fixed-output-length request fields, flag
-aliases (``flags``), Prometheus metric names (``prometheus``) and log signatures (``logs``).
+Each engine module (``vllm``, ``sglang``, ``llamacpp``, ``transformers``, ``sim``, ``openai``)
+builds one ``EngineSpec``: launch command lines, HTTP paths, fixed-output-length request fields,
+flag aliases (``flags``), Prometheus metric names (``prometheus``) and log signatures (``logs``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from inferlab.engines.logs import LogMatch, LogSignature, clean_line, primary_fa
 from inferlab.engines.prometheus import MetricDef, Sample, histogram_buckets, parse_prometheus
 
 # importing the modules registers them
-from inferlab.engines import llamacpp, openai, sglang, sim, vllm  # noqa: F401  isort: skip
+from inferlab.engines import llamacpp, openai, sglang, sim, transformers, vllm  # noqa: F401  isort: skip
 
 __all__ = [
     "Change",

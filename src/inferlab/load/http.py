@@ -13,68 +13,24 @@ import asyncio
 import socket
 import ssl
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
-from urllib.parse import urlsplit
+from typing import Any, cast
 
-from inferlab.errors import ConfigError
+from inferlab.load.endpoint import Endpoint, run_loop
+from inferlab.load.sse import event_end as _event_end
 from inferlab.records import ErrorKind
 
-__all__ = ["Endpoint", "Exchange", "HttpClient", "run_loop"]
-
-T = TypeVar("T")
-
-
-def run_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on a fresh event loop: uvloop when installed, else asyncio's own."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux/macOS
-        return asyncio.run(coro)
-    result: T = uvloop.run(coro)
-    return result
-
+__all__ = ["MAX_EVENT_BYTES", "Endpoint", "Exchange", "HttpClient", "run_loop"]
 
 _perf_ns = time.perf_counter_ns
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 _MAX_HEAD = 64 * 1024
+MAX_EVENT_BYTES = 4 * 1024 * 1024  # an SSE event (or a body without one) longer is an error
+_MERGE_BELOW = 4096
 
 # framing states
 _HEAD, _CSIZE, _CDATA, _CCRLF, _TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(8)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where requests go: scheme, host, port and the path prefix of the base URL."""
-
-    scheme: str
-    host: str
-    port: int
-    prefix: str
-
-    @classmethod
-    def parse(cls, url: str) -> Endpoint:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--url: expected http(s)://HOST[:PORT][/PREFIX], got {url!r}")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-        except ValueError as exc:
-            raise ConfigError(f"--url: bad port in {url!r}") from exc
-        prefix = parts.path.rstrip("/")
-        if prefix.endswith("/v1"):
-            prefix = prefix[: -len("/v1")]
-        return cls(parts.scheme, parts.hostname, port, prefix)
-
-    @property
-    def base(self) -> str:
-        return f"{self.scheme}://{self.host}:{self.port}{self.prefix}"
-
-    @property
-    def host_header(self) -> str:
-        default = 443 if self.scheme == "https" else 80
-        return self.host if self.port == default else f"{self.host}:{self.port}"
 
 
 @dataclass(slots=True, eq=False)
@@ -90,6 +46,7 @@ class Exchange:
     pieces: list[tuple[int, bytes]] = field(default_factory=list)
     error_kind: ErrorKind | None = None
     error_message: str | None = None
+    retry_after: str | None = None  # the server's Retry-After header, as sent
     reused_conn: bool = False
     done: asyncio.Future[None] | None = None
 
@@ -100,7 +57,7 @@ class Exchange:
 class _Conn(asyncio.Protocol):
     """One keep-alive connection; decodes HTTP framing only."""
 
-    def __init__(self, on_lost: Callable[[_Conn], None]) -> None:
+    def __init__(self, on_lost: Callable[[_Conn], None], max_event: int = MAX_EVENT_BYTES) -> None:
         self.transport: asyncio.Transport | None = None
         self.ex: Exchange | None = None
         self.closed = False
@@ -110,6 +67,10 @@ class _Conn(asyncio.Protocol):
         self._state = _HEAD
         self._remaining = 0
         self._sock: Any = None
+        self._max_event = max_event
+        self._since = 0  # body bytes since the last event terminator (a blank line)
+        self._tail = b""  # the last 2 body bytes (a terminator may straddle two reads)
+        self._merge = False  # the last piece has no newline: no event can end in it
 
     # -- asyncio callbacks -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -166,6 +127,7 @@ class _Conn(asyncio.Protocol):
         self.ex = ex
         self._buf = b""
         self._state = _HEAD
+        self._since, self._tail, self._merge = 0, b"", False
         ex.reused_conn = self.used > 0
         self.used += 1
         if self._sock is not None:
@@ -208,7 +170,8 @@ class _Conn(asyncio.Protocol):
             state = self._state
             if state == _CDATA:
                 take = min(self._remaining, n - pos)
-                ex.pieces.append((t, buf[pos : pos + take]))
+                if not self._body(t, ex, buf[pos : pos + take]):
+                    return
                 pos += take
                 self._remaining -= take
                 if self._remaining:
@@ -256,17 +219,40 @@ class _Conn(asyncio.Protocol):
                     return
             elif state == _LENGTH:
                 take = min(self._remaining, n - pos)
-                ex.pieces.append((t, buf[pos : pos + take]))
+                if not self._body(t, ex, buf[pos : pos + take]):
+                    return
                 pos += take
                 self._remaining -= take
                 if not self._remaining:
                     self._finish(ex, None, None, keep=True)
                     return
             elif state == _UNTIL_CLOSE:
-                ex.pieces.append((t, buf[pos:]))
+                self._body(t, ex, buf[pos:])
                 return
             else:  # _DONE: trailing bytes after a finished response
                 return
+
+    def _body(self, t: int, ex: Exchange, chunk: bytes) -> bool:
+        """Keep body bytes with their arrival time. False (the exchange failed, the connection
+        dropped) once one event outgrows the cap: memory stays bounded. A piece without a
+        newline cannot end an event, so the next read is merged into it while it is small (a
+        slow drip of single bytes costs one piece per line or 4 KiB, not one per byte)."""
+        end = _event_end(self._tail, chunk)
+        self._since = len(chunk) - end if end else self._since + len(chunk)
+        self._tail = (self._tail + chunk)[-2:] if len(chunk) < 2 else chunk[-2:]
+        if self._since > self._max_event:
+            self.fail(
+                ErrorKind.OVERSIZED,
+                f"an SSE event (or a body without one) passed {self._max_event} bytes; "
+                "the rest was not read",
+            )
+            return False
+        merge = self._merge and ex.pieces and len(ex.pieces[-1][1]) < _MERGE_BELOW
+        self._merge = b"\n" not in chunk
+        if merge:
+            chunk = ex.pieces.pop()[1] + chunk
+        ex.pieces.append((t, chunk))
+        return True
 
     def _parse_head(self, ex: Exchange, head: bytes) -> None:
         lines = head.split(b"\r\n")
@@ -284,6 +270,8 @@ class _Conn(asyncio.Protocol):
                 chunked = b"chunked" in value.lower()
             elif key == b"content-length":
                 length = int(value.strip())
+            elif key == b"retry-after":
+                ex.retry_after = value.strip().decode("latin-1")[:64]
             elif key == b"connection":
                 v = value.strip().lower()
                 keep = v != b"close" if keep else v == b"keep-alive"
@@ -305,7 +293,7 @@ class HttpClient:
     """A pool of keep-alive connections to one endpoint, with one stall/deadline sweeper.
 
     ``timeout_s`` bounds a whole request; ``stall_timeout_s`` bounds the silence between two
-    reads once the request is sent.
+    reads once the request is sent; ``max_event_bytes`` bounds one SSE event (memory).
     """
 
     def __init__(
@@ -316,8 +304,10 @@ class HttpClient:
         stall_timeout_s: float = 60.0,
         connect_timeout_s: float = 5.0,
         headers: dict[str, str] | None = None,
+        max_event_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         self.endpoint = endpoint
+        self.max_event_bytes = max_event_bytes
         self.timeout_ns = int(timeout_s * 1e9)
         self.stall_ns = int(stall_timeout_s * 1e9)
         self.connect_timeout_s = connect_timeout_s
@@ -325,7 +315,10 @@ class HttpClient:
         self._active: set[_Conn] = set()
         self._sweeper: asyncio.TimerHandle | None = None
         self._closed = False
-        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        hdrs = dict(headers or {})
+        if endpoint.auth and not any(k.lower() == "authorization" for k in hdrs):
+            hdrs["Authorization"] = endpoint.auth
+        extra = "".join(f"{k}: {v}\r\n" for k, v in hdrs.items())
         self._head_common = (
             f"Host: {endpoint.host_header}\r\nUser-Agent: inferlab\r\n"
             f"Accept: text/event-stream, application/json\r\n{extra}"
@@ -367,7 +360,7 @@ class HttpClient:
         try:
             _, proto = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: _Conn(self._lost),
+                    lambda: _Conn(self._lost, self.max_event_bytes),
                     self.endpoint.host,
                     self.endpoint.port,
                     ssl=self._ssl,

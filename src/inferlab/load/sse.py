@@ -2,7 +2,8 @@
 
 An event is stamped with the arrival time of the read that completed it (the read holding its
 terminating blank line). TTFT counts only events whose delta carries output text (content or
-reasoning); role-only and empty chunks do not count.
+reasoning); role-only and empty chunks do not count. :func:`event_end` (where the last event
+of a read ends) is the one piece the HTTP reader uses on the timing path, to cap an event's size.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import Any
 
 from inferlab.records import ErrorKind
 
-__all__ = ["ParsedStream", "error_message_of", "parse_stream"]
+__all__ = ["ParsedStream", "error_message_of", "event_end", "parse_stream"]
 
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
+_FIELDS = (b"event", b"id", b"retry")  # the other SSE fields (WHATWG HTML, server-sent events)
 
 
 @dataclass(slots=True)
@@ -76,6 +78,18 @@ def _apply(obj: Any, t: int, out: ParsedStream) -> None:
             out.finish_reason = fr
 
 
+def event_end(tail: bytes, chunk: bytes) -> int:
+    """Index in ``chunk`` just past its last event terminator (a blank line), else 0."""
+    i, j = chunk.rfind(b"\n\n"), chunk.rfind(b"\n\r\n")
+    if i >= 0 or j >= 0:
+        return max(i + 2, j + 3)
+    both = tail + chunk[:3]
+    i, j = both.rfind(b"\n\n"), both.rfind(b"\n\r\n")
+    if i >= 0 or j >= 0:
+        return max(0, max(i + 2, j + 3) - len(tail))
+    return 0
+
+
 def parse_stream(pieces: list[tuple[int, bytes]], end_ns: int) -> ParsedStream:
     """Parse a de-chunked SSE body given as ``(arrival_ns, bytes)`` pieces.
 
@@ -102,15 +116,14 @@ def parse_stream(pieces: list[tuple[int, bytes]], end_ns: int) -> ParsedStream:
         spans.append((start, len(body), len(body) - 1))
     for s, e, last in spans:
         t = pieces[min(bisect_right(ends, last), len(pieces) - 1)][0]
-        data_lines = []
-        for raw in body[s:e].split(b"\n"):
-            line = raw.rstrip(b"\r")
-            if line.startswith(b"data:"):
-                v = line[5:]
-                data_lines.append(v[1:] if v.startswith(b" ") else v)
-        if not data_lines:
+        data = _event_data(body[s:e])
+        if data is None:
             continue
-        data = b"\n".join(data_lines)
+        if isinstance(data, str):
+            if out.error_kind is None:
+                out.error_kind = ErrorKind.MALFORMED
+                out.error_message = data
+            continue
         if data.strip() == b"[DONE]":
             out.saw_done = True
             continue
@@ -121,6 +134,20 @@ def parse_stream(pieces: list[tuple[int, bytes]], end_ns: int) -> ParsedStream:
                 out.error_kind = ErrorKind.MALFORMED
                 out.error_message = f"malformed event {data[:80]!r}: {exc}"
     return out
+
+
+def _event_data(block: bytes) -> bytes | str | None:
+    """The joined ``data:`` values of one event; None without any; a message (str) when a line
+    is no SSE field at all (a server writing raw JSON or garbage into the stream)."""
+    data_lines = []
+    for raw in block.split(b"\n"):
+        line = raw.rstrip(b"\r")
+        if line.startswith(b"data:"):
+            v = line[5:]
+            data_lines.append(v[1:] if v.startswith(b" ") else v)
+        elif line and not line.startswith(b":") and line.partition(b":")[0] not in _FIELDS:
+            return f"not an SSE field line: {line[:80]!r}"
+    return b"\n".join(data_lines) if data_lines else None
 
 
 def error_message_of(obj: Any, fallback: str = "") -> str:

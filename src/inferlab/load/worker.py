@@ -25,6 +25,7 @@ __all__ = ["Item", "WorkerJob", "WorkerResult", "worker_process"]
 _perf_ns = time.perf_counter_ns
 _LAG_PERIOD_S = 0.005
 _TIMER_GRANULARITY_NS = 1_100_000  # libuv/epoll timers: 1 ms resolution, plus slack
+_TRANSIENT = (408, 429)  # overload, not a refusal of the requests themselves
 
 
 @dataclass(slots=True, frozen=True)
@@ -52,6 +53,7 @@ class WorkerJob:
     timeout_s: float = 600.0
     stall_timeout_s: float = 60.0
     headers: dict[str, str] = field(default_factory=dict)
+    not_before_ns: int | None = None  # start no earlier (perf_counter_ns): hosts start together
 
 
 @dataclass(slots=True)
@@ -136,7 +138,7 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
             loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
 
     done_evt = asyncio.Event()
-    wait = t0 - _perf_ns()
+    wait = max(t0, job.not_before_ns or 0) - _perf_ns()
     if wait > 0:
         await asyncio.sleep(wait / 1e9)
     start_ns = _perf_ns()
@@ -149,7 +151,12 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
         ctl.count(ok)
         if ok:
             state.ok_seen = True
-        elif 400 <= ex.status < 500 and not state.ok_seen and state.rejected is None:
+        elif (
+            400 <= ex.status < 500
+            and ex.status not in _TRANSIENT
+            and not state.ok_seen
+            and state.rejected is None
+        ):
             msg = error_message_of(
                 _json_or_none(ex.body()), ex.body()[:300].decode(errors="replace")
             )
@@ -249,6 +256,8 @@ def _finish(raws: list[_Raw], job: WorkerJob) -> tuple[list[RequestRecord], list
             rec.error_message = f"HTTP {ex.status}: " + error_message_of(
                 _json_or_none(ex.body()), ex.body()[:300].decode(errors="replace")
             )
+            if ex.retry_after is not None:
+                rec.error_message += f" (Retry-After: {ex.retry_after})"
         elif rec.error_kind is None and parsed.error_kind is not None:
             rec.error_kind = parsed.error_kind
             rec.error_message = parsed.error_message

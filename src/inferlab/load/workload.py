@@ -5,17 +5,18 @@ Everything here runs before a load point starts; request bodies are serialized o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from inferlab.config.bench import WorkloadSpec
+from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError
 
-__all__ = ["Prompt", "PromptMaker", "build_body", "make_prompts"]
+__all__ = ["Prompt", "PromptMaker", "build_body", "make_prompts", "workload_descriptor"]
 
 
 class PromptMaker(Protocol):
@@ -152,3 +153,18 @@ def build_body(
         body["stream_options"] = {"include_usage": True}
     body.update(engine.fixed_length_fields(prompt.output_tokens))
     return json.dumps(body, separators=(",", ":")).encode()
+
+
+def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
+    """What makes two workloads the same distribution: kind, lengths, endpoint, file content
+    (the random seed is left out: other prompts of the same lengths are the same workload)."""
+    w = cfg.workload
+    d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
+    if w.kind == "random":
+        d["input_tokens"] = w.input_tokens
+    elif w.path is not None:
+        try:
+            d["file_sha256"] = hashlib.sha256(w.path.read_bytes()).hexdigest()
+        except OSError:
+            d["file"] = str(w.path)
+    return d

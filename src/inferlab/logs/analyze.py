@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import zlib
 from pathlib import Path
 
 from inferlab.engines.base import classify_log
@@ -128,7 +129,10 @@ def _sniff(path: str | Path, visited: int) -> str:
     """What an unrecognised file seems to be (from its first 64 KiB)."""
     fh, _ = open_log(path)
     with fh:
-        head = fh.read(1 << 16).decode("utf-8", "replace")
+        try:
+            head = fh.read(1 << 16).decode("utf-8", "replace")
+        except (EOFError, OSError, zlib.error):  # a truncated or corrupt .gz: nothing to sniff
+            head = ""
     what = next((w for needle, w in _KINDS if needle in head), None)
     out = f"{visited:,} candidate line{'s' if visited != 1 else ''}, none in a known format"
     return out + (f"; it looks like {what}" if what else "")

@@ -13,10 +13,11 @@ from inferlab.errors import TraceError
 
 from .analysis import Profile, ProfileDiff, analyze, diff_profiles
 from .categories import Categorizer, Rule, load_rules
-from .trace import GpuRange, Trace
+from .trace import CpuOps, GpuRange, Trace
 
 __all__ = [
     "Categorizer",
+    "CpuOps",
     "GpuRange",
     "Profile",
     "ProfileDiff",
@@ -46,4 +47,7 @@ def read_trace(path: Path) -> Trace:
         )
     from .kineto import read_kineto
 
-    return read_kineto(path)
+    tr = read_kineto(path)
+    if tr.n_ops == 0:  # no GPU activity: keep the CPU operators for CPU mode
+        tr = read_kineto(path, cpu=True)
+    return tr

@@ -160,8 +160,11 @@ def load_rules(path: Path) -> list[Rule]:
 class Categorizer:
     """Applies user rules, then the built-in ones; caches the verdict per kernel name."""
 
-    def __init__(self, user: list[Rule] | None = None) -> None:
-        self.rules = [*(user or []), *BUILTIN_RULES]
+    def __init__(
+        self, user: list[Rule] | None = None, builtin: tuple[Rule, ...] = BUILTIN_RULES
+    ) -> None:
+        self.user = list(user or [])
+        self.rules = [*self.user, *builtin]
         self._re = [(r.category, re.compile(r.pattern, re.IGNORECASE)) for r in self.rules]
         self._cache: dict[str, str] = {}
 
@@ -171,6 +174,10 @@ class Categorizer:
             c = next((cat for cat, rx in self._re if rx.search(name)), OTHER)
             self._cache[name] = c
         return c
+
+    def with_builtin(self, builtin: tuple[Rule, ...]) -> Categorizer:
+        """The same user rules in front of another built-in table (e.g. CPU operators)."""
+        return Categorizer(self.user, builtin)
 
     def order(self) -> list[str]:
         extra = [r.category for r in self.rules if r.category not in CATEGORIES]

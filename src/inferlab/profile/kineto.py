@@ -26,16 +26,20 @@ from typing import IO, Any
 
 from inferlab.errors import TraceError
 
+from .jsonwindow import BLOCK, Window
 from .trace import KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, GpuRange, Trace, TraceBuilder
 
 __all__ = ["read_kineto"]
 
-BLOCK = 8 << 20
 SEP = b"\n  },\n  {"
 _WANTED_S = re.compile(
     r'"(kernel|gpu_memcpy|gpu_memset|cuda_runtime|cuda_driver|gpu_user_annotation|'
     r'user_annotation|Kernel|Memcpy|Memset|Runtime|Driver)"'
 )
+#: CPU mode (a trace without GPU ops): the worker's operators and annotations
+_WANTED_CPU = re.compile(r'"(cpu_op|user_annotation)"')
+#: top-level keys kept as the trace's metadata (the sim's SIMULATED mark, engine versions)
+_META_KEYS = ("inferlab", "vllm_version", "sglang_version")
 #: category (any case, old Kineto names too) → what it is
 _CATS = {
     "kernel": "kernel",
@@ -49,6 +53,7 @@ _CATS = {
     "driver": "launch",
     "gpu_user_annotation": "gpu_range",
     "user_annotation": "cpu_range",
+    "cpu_op": "cpu_op",
 }
 
 
@@ -83,9 +88,7 @@ def _reader(path: Path, fh: IO[bytes]) -> Callable[[int], bytes]:
                 "analyzed, since Kineto does not write events in time order"
             ) from exc
         except (OSError, zlib.error) as exc:
-            raise TraceError(
-                f"{path}: corrupt gzip after {pos:,} uncompressed bytes: {exc}"
-            ) from exc
+            raise TraceError(f"{path}: corrupt gzip after {pos:,} bytes: {exc}") from exc
         pos += len(b)
         return b
 
@@ -117,7 +120,13 @@ def _take_any(b: TraceBuilder, ev: dict[str, Any], devices: dict[int, tuple[int,
         b.warnings.append(f"{b.path}: a {cat} event without a numeric ts/dur was skipped")
         return
     name = str(ev.get("name", "?"))
-    args = ev.get("args") or {}
+    tid = ev.get("tid")
+    tid = tid if type(tid) is int else -1
+    if what == "cpu_op":
+        if b.cpu is not None:
+            b.cpu.op(name, ts, dur, tid)
+        return
+    args = a if isinstance(a := ev.get("args"), dict) else {}
     corr = args.get("correlation", -1)
     corr = corr if isinstance(corr, int) else -1
     if what == "kernel":
@@ -139,15 +148,17 @@ def _take_any(b: TraceBuilder, ev: dict[str, Any], devices: dict[int, tuple[int,
     elif what == "launch":
         b.launch(name, ts, dur, corr)
     else:
-        b.ranges.append(GpuRange(name, ts, ts + dur, "gpu" if what == "gpu_range" else "cpu"))
+        where = "gpu" if what == "gpu_range" else "cpu"
+        b.ranges.append(GpuRange(name, ts, ts + dur, where, tid))
 
 
 def _devices(header: Any) -> dict[int, tuple[int, str]]:
     out: dict[int, tuple[int, str]] = {}
     props = header.get("deviceProperties") if isinstance(header, dict) else None
     for d in props if isinstance(props, list) else []:
-        if isinstance(d, dict) and isinstance(d.get("numSms"), int):
-            out[int(d.get("id", 0))] = (int(d["numSms"]), str(d.get("name", "")))
+        sms, dev = (d.get("numSms"), d.get("id", 0)) if isinstance(d, dict) else (None, None)
+        if isinstance(sms, int) and isinstance(dev, int):
+            out[dev] = (sms, str(d.get("name", "")))
     return out
 
 
@@ -174,6 +185,7 @@ def _fast(path: Path, b: TraceBuilder) -> None:
         except ValueError:
             raise _Fallback from None
         devices = _devices(header)
+        _keep_meta(b, header)
         rest = buf[m.end() :]
         if rest.startswith(b"]"):
             tail = rest
@@ -196,7 +208,8 @@ def _fast_events(
     where the next separator begins, else the layout is not Kineto's and we fall back."""
     n_sep, sep = len(SEP), SEP.decode()
     scan: Any = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-    find_wanted, take = _WANTED_S.finditer, _take
+    find_wanted = (_WANTED_CPU if b.cpu is not None else _WANTED_S).finditer
+    take = _take
     while True:
         chunk = read(BLOCK)
         if not chunk:
@@ -252,6 +265,7 @@ def _fast_tail(tail: bytes, b: TraceBuilder, devices: dict[int, tuple[int, str]]
             continue
         if isinstance(rest, dict) and "deviceProperties" in rest and not devices:
             devices.update(_devices(rest))
+        _keep_meta(b, rest)
         if before == b"":
             return
         if not before.endswith(b"}"):
@@ -269,105 +283,10 @@ def _fast_tail(tail: bytes, b: TraceBuilder, devices: dict[int, tuple[int, str]]
 # --------------------------------------------------------------------------- general path
 
 
-class _Window:
-    """A sliding decoded window over the byte stream, tracking byte offset and line."""
-
-    def __init__(self, path: Path, read: Callable[[int], bytes]) -> None:
-        self.path, self.read = path, read
-        self.text, self.pos, self.eof = "", 0, False
-        self.base_bytes, self.base_line = 0, 1
-        self._pending = b""
-
-    def more(self) -> bool:
-        if self.eof:
-            return False
-        chunk = self.read(BLOCK)
-        if not chunk:
-            self.eof = True
-            if self._pending:
-                self._fail(self.pos, "the file ends inside a UTF-8 character")
-            return False
-        data = self._pending + chunk
-        cut = len(data)
-        while cut > 0 and cut > len(data) - 4 and (data[cut - 1] & 0xC0) == 0x80:
-            cut -= 1
-        if cut > 0 and data[cut - 1] >= 0xC0:
-            cut -= 1
-        self._pending = data[cut:]
-        try:
-            new = data[:cut].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self._fail(len(self.text), f"not UTF-8 text ({exc.reason})")
-        if self.pos > BLOCK:
-            dropped = self.text[: self.pos]
-            self.base_bytes += len(dropped.encode("utf-8"))
-            self.base_line += dropped.count("\n")
-            self.text, self.pos = self.text[self.pos :], 0
-        self.text += new
-        return True
-
-    def skip_ws(self) -> str:
-        """Skip whitespace; returns the next character ('' at the end of the file)."""
-        while True:
-            t, p = self.text, self.pos
-            while p < len(t) and t[p] in " \t\r\n":
-                p += 1
-            self.pos = p
-            if p < len(t):
-                return t[p]
-            if not self.more():
-                return ""
-
-    def expect(self, chars: str, what: str) -> str:
-        c = self.skip_ws()
-        if c == "" or c not in chars:
-            self._fail(
-                self.pos,
-                f"expected {what}, found {c!r}"
-                if c
-                else f"expected {what}, found the end of the file",
-            )
-        self.pos += 1
-        return c
-
-    def value(self, dec: json.JSONDecoder) -> Any:
-        self.skip_ws()
-        while True:
-            try:
-                obj, end = dec.raw_decode(self.text, self.pos)
-            except json.JSONDecodeError as exc:
-                if self.more():
-                    continue
-                self._fail(
-                    exc.pos,
-                    exc.msg
-                    + (
-                        " (the file ends early: truncated?)"
-                        if exc.pos >= len(self.text.rstrip()) - 1
-                        or exc.msg.startswith("Unterminated string")
-                        else ""
-                    ),
-                )
-            # a number at the window's edge may continue in the next block
-            if end >= len(self.text) and not self.eof and self.more():
-                continue
-            self.pos = end
-            return obj
-
-    def _fail(self, pos: int, msg: str) -> None:
-        head = self.text[:pos]
-        byte = self.base_bytes + len(head.encode("utf-8"))
-        line = self.base_line + head.count("\n")
-        col = pos - (head.rfind("\n") + 1) + 1
-        raise TraceError(
-            f"{self.path}: invalid JSON at byte {byte:,} (line {line}, column {col}): {msg}"
-        )
-
-
 def _general(path: Path, b: TraceBuilder) -> None:
     fh = _open(path)
     try:
-        w = _Window(path, _reader(path, fh))
+        w = Window(path, _reader(path, fh))
         dec = json.JSONDecoder()
         w.expect("{", "'{' (a Chrome trace is a JSON object)")
         devices: dict[int, tuple[int, str]] = {}
@@ -389,6 +308,7 @@ def _general(path: Path, b: TraceBuilder) -> None:
                     val = w.value(dec)
                     if key == "deviceProperties":
                         devices.update(_devices({"deviceProperties": val}))
+                    _keep_meta(b, {key: val})
                 if w.expect(",}", "',' or '}'") == "}":
                     break
         b.devices.update(devices)
@@ -400,7 +320,7 @@ def _general(path: Path, b: TraceBuilder) -> None:
         fh.close()
 
 
-def _array(w: _Window, dec: json.JSONDecoder) -> Iterator[Any]:
+def _array(w: Window, dec: json.JSONDecoder) -> Iterator[Any]:
     if w.skip_ws() == "]":
         w.pos += 1
         return
@@ -410,12 +330,18 @@ def _array(w: _Window, dec: json.JSONDecoder) -> Iterator[Any]:
             return
 
 
-def read_kineto(path: Path) -> Trace:
-    """Read a Kineto trace (``.json``/``.json.gz``, detected by content) in bounded memory."""
-    b = TraceBuilder(str(path), "kineto")
+def _keep_meta(b: TraceBuilder, obj: Any) -> None:
+    if isinstance(obj, dict):
+        b.meta.update({k: obj[k] for k in _META_KEYS if k in obj})
+
+
+def read_kineto(path: Path, *, cpu: bool = False) -> Trace:
+    """Read a Kineto trace (``.json``/``.json.gz``, detected by content) in bounded memory.
+    ``cpu``: keep the CPU operators (and only them, with the annotations) for CPU mode."""
+    b = TraceBuilder(str(path), "kineto", cpu=cpu)
     try:
         _fast(path, b)
     except _Fallback:
-        b = TraceBuilder(str(path), "kineto")
+        b = TraceBuilder(str(path), "kineto", cpu=cpu)
         _general(path, b)
     return b.build()

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["amdahl_sentences", "category_rows", "headline", "kernel_rows", "occupancy_rows"]
+__all__ = [
+    "amdahl_sentences",
+    "category_rows",
+    "headline",
+    "kernel_rows",
+    "occupancy_rows",
+    "share_caption",
+]
 
 
 def ms(us: float) -> str:
@@ -24,9 +31,20 @@ def _bound(x: float | None) -> str:
     return "∞" if x is None or x > 1e6 else f"{x:.3f}×"
 
 
+def _sim_mark(p: dict[str, Any]) -> str:
+    meta = p.get("meta") or {}
+    ours = meta.get("inferlab") if isinstance(meta, dict) else None
+    return "SIMULATED trace: " if isinstance(ours, dict) and ours.get("simulated") else ""
+
+
 def headline(p: dict[str, Any]) -> list[str]:
     """Segment summary sentences: steps, busy/idle, kernels, verdict, graphs, warnings."""
-    out = [f"{p['trace']} ({p['format']}), segment {p['segment']}: steps from {p['step_source']}"]
+    if p.get("mode") == "cpu":
+        return _cpu_headline(p)
+    out = [
+        f"{_sim_mark(p)}{p['trace']} ({p['format']}), segment {p['segment']}: steps from "
+        f"{p['step_source']}"
+    ]
     m = p.get("mean_step")
     if m and p["segment"] != "all":
         out.append(
@@ -46,6 +64,32 @@ def headline(p: dict[str, Any]) -> list[str]:
             "their launch's correlation, so kernels are attributed by name"
         )
     return out
+
+
+def _cpu_headline(p: dict[str, Any]) -> list[str]:
+    out = [
+        f"{p['trace']} ({p['format']}, CPU mode: no GPU activity), segment {p['segment']}: "
+        f"steps from {p['step_source']}"
+    ]
+    m = p.get("mean_step")
+    if m:
+        out.append(
+            f"{len(p['steps'])} steps: {ms(m['span_us'])} ms mean ({ms(m['min_span_us'])}–"
+            f"{ms(m['max_span_us'])}), CPU ops busy {ms(m['busy_us'])} ms, outside ops "
+            f"{ms(m['idle_us'])} ms, {m['kernels']:.0f} ops per step"
+        )
+    out.append(
+        f"op self time {ms(p['kernel_us'])} ms in {p['kernels']:,} ops ({p['kernel_names']} "
+        "names); shares are of the step time, so the categories sum to 100%"
+    )
+    out.append(p["verdict"])
+    return out
+
+
+def share_caption(p: dict[str, Any]) -> str:
+    """What the shares and bounds of the tables mean."""
+    of = p.get("share_of") or "kernel time"
+    return f"share: of the segment's {of}; ≤: Amdahl bound on the whole step's speed-up"
 
 
 def category_rows(p: dict[str, Any]) -> list[list[str]]:
@@ -95,6 +139,8 @@ def occupancy_rows(p: dict[str, Any], top: int) -> list[list[str]]:
 
 
 def occupancy_sentence(p: dict[str, Any]) -> str:
+    if p.get("mode") == "cpu":
+        return "occupancy: not applicable (CPU mode: no GPU grids)"
     if p.get("occupancy_share") is None:
         return "occupancy: SM count unknown (pass --sms N)"
     sm = p["sm_count"]

@@ -1,5 +1,8 @@
-"""The report section "profile": every stored profile of a campaign (``inferlab profile
---campaign``), as its headline, category table, top kernels, occupancy and Amdahl bounds."""
+"""The report section "Where the time goes": the profiles a campaign captured, per load point
+and config (rank 0 as the headline, the spread of each category's share over ranks, the top
+kernels, under-occupied kernels, the host-bound verdict, Amdahl bounds, and a diff against the
+baseline at the same point), then any profile stored by hand (``inferlab profile --campaign``).
+"""
 
 from __future__ import annotations
 
@@ -15,60 +18,181 @@ from .render import (
     category_rows,
     headline,
     kernel_rows,
+    ms,
+    occupancy_rows,
     occupancy_sentence,
+    pct,
 )
 
 __all__ = ["profile_section"]
 
 _CAT_COLS = ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"]
 _K_COLS = ["kernel", "category", "ms", "share", "count", "mean µs", "≤ if free"]
+_OCC_COLS = ["kernel", "blocks", "≤ SMs busy", "share", "count"]
+_DIFF_COLS = ["category", "baseline ms/step", "this ms/step", "Δ ms", "×"]
 TOP = 10
 
 
-def _md_table(cols: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(_md(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    return [*out, *("| " + " | ".join(_md(x) for x in r) + " |" for r in rows), ""]
+class _Out:
+    """Markdown and HTML of the section, built side by side."""
+
+    def __init__(self) -> None:
+        self.md: list[str] = []
+        self.html: list[str] = []
+
+    def head(self, text: str) -> None:
+        self.md += [f"### {_md(text)}", ""]
+        self.html.append(f"<h3>{escape(text)}</h3>")
+
+    def bullets(self, lines: list[str]) -> None:
+        self.md += [*(f"- {_md(s)}" for s in lines), ""]
+        self.html.append("<ul>" + "".join(f"<li>{escape(s)}</li>" for s in lines) + "</ul>")
+
+    def table(self, cols: list[str], rows: list[list[str]]) -> None:
+        if not rows:
+            return
+        self.md += ["| " + " | ".join(_md(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+        self.md += [*("| " + " | ".join(_md(x) for x in r) + " |" for r in rows), ""]
+        head = "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr>"
+        body = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r) + "</tr>" for r in rows)
+        self.html.append(f"<table>{head}{body}</table>")
 
 
-def _html_table(cols: list[str], rows: list[list[str]]) -> str:
-    head = "<tr>" + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr>"
-    body = "".join("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in r) + "</tr>" for r in rows)
-    return f"<table>{head}{body}</table>"
+def _per_step(p: dict[str, Any]) -> dict[str, float]:
+    n = len(p["steps"]) if p["segment"] != "all" else 0
+    return {r["name"]: r["time_us"] / (n or 1) for r in p["categories"]}
 
 
-def _one(name: str, p: dict[str, Any]) -> tuple[list[str], list[str]]:
-    title = f"{name}: {p['segment']}"
-    sentences = [*headline(p), occupancy_sentence(p), *amdahl_sentences(p)]
-    md = [f"### {_md(title)}", "", *(f"- {_md(s)}" for s in sentences), ""]
-    md += _md_table(_CAT_COLS, category_rows(p))
-    md += _md_table(_K_COLS, kernel_rows(p, TOP))
-    html = [f"<h3>{escape(title)}</h3>", "<ul>"]
-    html += [f"<li>{escape(s)}</li>" for s in sentences]
-    html += [
-        "</ul>",
-        _html_table(_CAT_COLS, category_rows(p)),
-        _html_table(_K_COLS, kernel_rows(p, TOP)),
-    ]
-    return md, html
+def _spread(ranks: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
+    """Each category's share: (min, max) over the ranks."""
+    out: dict[str, tuple[float, float]] = {}
+    for p in ranks:
+        for r in p["categories"]:
+            if r["share"] is None:
+                continue
+            lo, hi = out.get(r["name"], (r["share"], r["share"]))
+            out[r["name"]] = (min(lo, r["share"]), max(hi, r["share"]))
+    return out
+
+
+def _capture_line(p: dict[str, Any], n_ranks: int) -> str:
+    cap = p["capture"]
+    size = cap.get("size_bytes") or 0
+    steps = len(p["steps"]) or 1
+    sim = (
+        "SIMULATED trace (synthesized by inferlab sim's timing model); "
+        if cap.get("simulated")
+        else ""
+    )
+    return (
+        f"{sim}captured in a profiled pass at {cap['point']} (its requests are stored apart and "
+        f"never enter a verdict): {cap.get('steps')} engine steps asked, {len(p['steps'])} "
+        f"{p['segment']} steps analyzed; {n_ranks} rank trace(s), rank 0 "
+        f"{size / 2**20:.2f} MiB ({size / steps / 1024:.1f} KiB per step); the pass took "
+        f"{cap.get('seconds', 0.0):.1f} s; {cap.get('path')}"
+    )
+
+
+def _diff(out: _Out, p: dict[str, Any], base: dict[str, Any], base_name: str) -> None:
+    if p.get("mode") != base.get("mode") or bool(p["capture"].get("simulated")) != bool(
+        base["capture"].get("simulated")
+    ):
+        out.bullets([f"no diff against {base_name}: the profiles are not comparable (mode)"])
+        return
+    a, b = _per_step(base), _per_step(p)
+    rows = []
+    for name in sorted(set(a) | set(b), key=lambda n: -abs(b.get(n, 0.0) - a.get(n, 0.0))):
+        va, vb = a.get(name, 0.0), b.get(name, 0.0)
+        ratio = f"×{vb / va:.2f}" if va > 0 else "–"
+        rows.append([name, ms(va), ms(vb), f"{'+' if vb >= va else ''}{ms(vb - va)}", ratio])
+    ma, mb = base.get("mean_step") or {}, p.get("mean_step") or {}
+    sa, sb = ma.get("span_us") or 0.0, mb.get("span_us") or 0.0
+    line = f"vs {base_name} at the same point: step {ms(sa)} → {ms(sb)} ms"
+    if sa > 0:
+        line += f" (×{sb / sa:.3f})"
+    ba, bb = ma.get("batch"), mb.get("batch")
+    if ba and bb:
+        line += f", mean batch {ba:.1f} → {bb:.1f}"
+        if abs(bb - ba) > 0.05 * ba:
+            line += (
+                " — the steps ran different batches, so per-step times are not comparable "
+                "(compare shares, or capture more steps)"
+            )
+    out.bullets([line])
+    out.table(_DIFF_COLS, rows)
+
+
+def _captured(
+    out: _Out, config: str, ranks: list[dict[str, Any]], base: tuple[str, dict[str, Any]] | None
+) -> None:
+    ranks = sorted(ranks, key=lambda p: p["capture"].get("rank") or 0)
+    p = ranks[0]
+    sim = " (SIMULATED)" if p["capture"].get("simulated") else ""
+    rank = p["capture"].get("rank")
+    which = f": rank {rank}" if rank is not None else ""
+    out.head(f"{config} at {p['capture']['point']}{sim}{which}")
+    out.bullets([_capture_line(p, len(ranks)), *headline(p), occupancy_sentence(p)])
+    spread = _spread(ranks)
+    rows = category_rows(p)
+    cols = list(_CAT_COLS)
+    if len(ranks) > 1:
+        cols.append(f"share over {len(ranks)} ranks")
+        for row, r in zip(rows, p["categories"]):
+            lo, hi = spread.get(r["name"], (None, None))
+            row.append("–" if lo is None else f"{pct(lo)}–{pct(hi)}")
+    out.table(cols, rows)
+    out.table(_K_COLS, kernel_rows(p, TOP))
+    out.table(_OCC_COLS, occupancy_rows(p, 5))
+    out.bullets(amdahl_sentences(p))
+    if base is not None:
+        _diff(out, p, base[1], base[0])
+
+
+def _latest_capture(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ranks of the newest capture (its run) among several of one config and point."""
+    last = max(r["data"]["capture"].get("run_id") or 0 for r in rows)
+    return [r["data"] for r in rows if (r["data"]["capture"].get("run_id") or 0) == last]
 
 
 @register_section("profile")
 def profile_section(store: Store, campaign: str) -> Section | None:
-    """Every profile stored under ``campaign``, oldest first; ``None`` when it has none."""
+    """Every profile stored under ``campaign``; ``None`` when it has none."""
     rows = store.analyses("profile", campaign=campaign)
     if not rows:
         return None
-    md: list[str] = [
-        "Shares are of the segment's kernel time; ≤ bounds are Amdahl's law on the whole step "
-        "(docs/profile.md).",
+    out = _Out()
+    out.md += [
+        "Shares are of the segment's kernel time (CPU mode: of the step time); ≤ bounds are "
+        "Amdahl's law on the whole step (docs/profile.md).",
         "",
     ]
-    html: list[str] = [
-        "<p class=\"muted\">Shares are of the segment's kernel time; ≤ bounds are Amdahl's law "
-        "on the whole step (docs/profile.md).</p>"
-    ]
+    out.html.append(
+        '<p class="muted">Shares are of the segment\'s kernel time (CPU mode: of the step '
+        "time); ≤ bounds are Amdahl's law on the whole step (docs/profile.md).</p>"
+    )
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        m, h = _one(str(r["name"]), r["data"])
-        md += m
-        html += h
-    return Section("profile", "Where the GPU time goes", "\n".join(md), "\n".join(html))
+        cap = r["data"].get("capture")
+        if isinstance(cap, dict) and cap.get("point") and r["config"]:
+            groups.setdefault((cap["point"], r["config"]), []).append(r)
+    order = list(dict.fromkeys(c for _, c in groups))
+    for point in dict.fromkeys(pt for pt, _ in groups):
+        base_name = order[0]
+        base_rows = groups.get((point, base_name))
+        base = (base_name, _latest_capture(base_rows)[0]) if base_rows else None
+        for config in order:
+            if (point, config) in groups:
+                ranks = _latest_capture(groups[(point, config)])
+                _captured(out, config, ranks, base if config != base_name else None)
+    for r in rows:
+        if not isinstance(r["data"].get("capture"), dict) or not r["data"]["capture"].get("point"):
+            _stored(out, str(r["name"]), r["data"])
+    return Section("profile", "Where the time goes", "\n".join(out.md), "\n".join(out.html))
+
+
+def _stored(out: _Out, name: str, p: dict[str, Any]) -> None:
+    """A profile stored by hand, without a load point."""
+    out.head(f"{name}: {p['segment']}")
+    out.bullets([*headline(p), occupancy_sentence(p), *amdahl_sentences(p)])
+    out.table(_CAT_COLS, category_rows(p))
+    out.table(_K_COLS, kernel_rows(p, TOP))

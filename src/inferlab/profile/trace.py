@@ -7,11 +7,20 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KIND_KERNEL", "KIND_MEMCPY", "KIND_MEMSET", "MAX_DUR_US", "GpuRange", "Trace"]
+__all__ = [
+    "KIND_KERNEL",
+    "KIND_MEMCPY",
+    "KIND_MEMSET",
+    "MAX_DUR_US",
+    "CpuOps",
+    "GpuRange",
+    "Trace",
+]
 
 KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
 
@@ -31,6 +40,54 @@ class GpuRange:
     start: float
     end: float
     where: str
+    tid: int = -1  # the host thread (Kineto ``tid``); -1 when unknown
+
+
+@dataclass
+class CpuOps:
+    """The CPU operators (``cpu_op``) of a trace without GPU activity, as parallel columns
+    (µs), with the host ranges (annotations, each with its thread)."""
+
+    names: list[str]
+    start: F64
+    dur: F64
+    name_id: I64
+    tid: I64
+    ranges: list[GpuRange]
+
+    @property
+    def n_ops(self) -> int:
+        return int(self.start.size)
+
+
+class _CpuBuilder:
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+        self.start, self.dur = array("d"), array("d")
+        self.name_id, self.tid = array("q"), array("q")
+
+    def op(self, name: str, start: float, dur: float, tid: int) -> None:
+        if not 0 <= dur <= MAX_DUR_US or start != start:
+            return
+        i = self._ids.get(name)
+        if i is None:
+            i = self._ids[name] = len(self.names)
+            self.names.append(name)
+        self.start.append(start)
+        self.dur.append(dur)
+        self.name_id.append(i)
+        self.tid.append(tid)
+
+    def build(self, ranges: list[GpuRange]) -> CpuOps:
+        return CpuOps(
+            names=self.names,
+            start=np.frombuffer(self.start, dtype=np.float64).copy(),
+            dur=np.frombuffer(self.dur, dtype=np.float64).copy(),
+            name_id=np.frombuffer(self.name_id, dtype=np.int64).copy(),
+            tid=np.frombuffer(self.tid, dtype=np.int64).copy(),
+            ranges=[r for r in ranges if r.where == "cpu"],
+        )
 
 
 @dataclass
@@ -56,6 +113,10 @@ class Trace:
     sm_count: int | None = None
     device: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: CPU operators, kept only when the trace has no GPU ops (read again for CPU mode)
+    cpu: CpuOps | None = None
+    #: top-level trace metadata kept by the reader (e.g. the sim's ``inferlab`` block)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_ops(self) -> int:
@@ -65,8 +126,10 @@ class Trace:
 class TraceBuilder:
     """Accumulates GPU ops, launches and ranges; rejects absurd durations with one warning."""
 
-    def __init__(self, path: str, fmt: str) -> None:
+    def __init__(self, path: str, fmt: str, *, cpu: bool = False) -> None:
         self.path, self.format = path, fmt
+        self.cpu = _CpuBuilder() if cpu else None
+        self.meta: dict[str, Any] = {}
         self.names: list[str] = []
         self._ids: dict[str, int] = {}
         self.start, self.dur = array("d"), array("d")
@@ -152,4 +215,6 @@ class TraceBuilder:
             sm_count=self.sm_count,
             device=self.device,
             warnings=w,
+            cpu=self.cpu.build(self.ranges) if self.cpu is not None else None,
+            meta=self.meta,
         )

@@ -172,7 +172,7 @@ def _detect(rec: Recon, info: PythonInfo, opts: ReconOptions) -> str | None:
         return name
     found = [name for name, e in ENGINES.items() if e.package in info.packages]
     if not found:
-        rec.errors.append(f"engine: neither {' nor '.join(ENGINES)} is installed in {info.path}")
+        rec.errors.append(f"engine: none of {', '.join(ENGINES)} is installed in {info.path}")
         return None
     return found[0]
 

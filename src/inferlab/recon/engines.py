@@ -73,6 +73,16 @@ _register(
     )
 )
 
+_register(
+    ReconEngine(
+        name="transformers",
+        package="transformers",
+        # the `transformers` console script is the same app; the module runs from any Python
+        help_argvs=(("-m", "transformers.cli.transformers", "serve", "--help"),),
+        config_dirs=(),  # no tuned kernel config files
+    )
+)
+
 
 def get_recon_engine(name: str) -> ReconEngine:
     """The registered engine ``name``; a ``ConfigError`` lists the known ones."""

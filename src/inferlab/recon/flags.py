@@ -61,7 +61,9 @@ _family(
     FlagFamily(
         "cuda_graph",
         "CUDA graphs / compilation",
-        re.compile(r"cuda-?graph|enforce-eager|compilation-config|torch-compile|piecewise"),
+        re.compile(
+            r"cuda-?graph|enforce-eager|compilation-config|torch-compile|piecewise|^--compile$"
+        ),
     )
 )
 
@@ -87,16 +89,18 @@ class HelpResult:
     errors: list[str] = field(default_factory=list)
 
 
-# a flag where an option starts: "[--x", "| --no-x", "  --x" at a line start, "-h, --help"
+# a flag where an option starts: "[--x", "| --no-x", "  --x" at a line start, "-h, --help",
+# click's "--x / --no-x"
 _FLAG = re.compile(
-    r"(?:^[ \t]*|\[|\|[ \t]*|,[ \t]*)(--[A-Za-z0-9][A-Za-z0-9_-]*)(?:[ \t]+\{([^{}]*)\})?",
+    r"(?:^[ \t]*|\[|\|[ \t]*|,[ \t]*|[ \t]/[ \t]+)(--[A-Za-z0-9][A-Za-z0-9_-]*)"
+    r"(?:[ \t]+\{([^{}]*)\})?",
     re.MULTILINE,
 )
 
 
 def parse_help(text: str) -> list[FlagInfo]:
-    """Every ``--flag`` of an argparse help text, in first-seen order; ``--no-x`` folds into
-    ``--x`` (``negatable``) when both exist."""
+    """Every ``--flag`` of an argparse (or click) help text, in first-seen order; ``--no-x``
+    folds into ``--x`` (``negatable``) when both exist."""
     seen: dict[str, tuple[str, ...]] = {}
     for m in _FLAG.finditer(text):
         name, choices = m.group(1), m.group(2)

@@ -202,7 +202,9 @@ def _last_line(text: str) -> str:
 
 
 def probe_python(
-    python: str, packages: tuple[str, ...] = ("vllm", "sglang"), timeout_s: float = 30.0
+    python: str,
+    packages: tuple[str, ...] = ("vllm", "sglang", "transformers"),
+    timeout_s: float = 30.0,
 ) -> PythonInfo:
     """Ask ``python`` for its version, distributions and engine packages (metadata only).
 

@@ -77,7 +77,8 @@ class VerificationRow:
 
 @dataclass(frozen=True)
 class LaunchFailure:
-    """A config that failed to start: its classification, remedy and the end of its log."""
+    """A config that failed to start, or whose server died while serving: its classification,
+    remedy and the lines of its log around the failure."""
 
     config: str
     kind: str
@@ -177,11 +178,12 @@ def _verifications(
             msg = f"ready in {float(ready):.1f} s" if isinstance(ready, (int, float)) else "ready"
             checks.append(VerificationRow(name, kind, True, msg, created))
             continue
-        if kind == "launch":
+        if kind in ("launch", "runtime"):  # runtime: the server came up, then died
+            what = str(detail.get("kind") or "unknown")
             launches.append(
                 LaunchFailure(
                     config=name,
-                    kind=str(detail.get("kind") or "unknown"),
+                    kind=what if kind == "launch" else f"{what} (while serving)",
                     message=str(detail.get("message") or ""),
                     remedy=str(detail.get("remedy") or ""),
                     tail=[str(x) for x in detail.get("tail") or []],

@@ -20,6 +20,7 @@ from inferlab.report.data import (
     Report,
     build_report,
 )
+from inferlab.report.safe import show_controls
 from inferlab.report.svg import Box, Series, box_chart, line_chart
 from inferlab.store import Store
 
@@ -50,8 +51,8 @@ SIM_BANNER = (
 
 
 def _md(text: object) -> str:
-    """Text from the store, safe in Markdown tables and against raw HTML."""
-    return escape(str(text)).replace("|", "\\|").replace("\n", " ")
+    """Text from the store, safe in Markdown tables, against raw HTML and links."""
+    return re.sub(r"([|\[\]])", r"\\\1", escape(str(text))).replace("\n", " ")
 
 
 def _num(x: float | None, digits: int = 1) -> str:
@@ -189,18 +190,17 @@ def render_markdown(report: Report) -> str:
     out += _md_configs(report)
     for sec in report.sections:
         out += [f"## {_md(sec.title)}", "", sec.markdown.rstrip(), ""]
+    return show_controls("\n".join([*out, *_md_quality(report)]))
+
+
+def _md_quality(report: Report) -> list[str]:
     quality = _quality(report)
-    out += ["## Measurement-quality warnings", ""]
-    if quality:
-        out += [
-            f"- {_md(cfg)} {_md(lb)} ({_md(kind)}): {_md(msg)}"
-            + (f" — fix: {_md(fix)}" if fix else "")
-            for cfg, lb, kind, msg, fix in quality
-        ]
-    else:
-        out.append("None.")
-    out.append("")
-    return "\n".join(out)
+    out = ["## Measurement-quality warnings", ""]
+    out += [
+        f"- {_md(cfg)} {_md(lb)} ({_md(kind)}): {_md(msg)}" + (f" — fix: {_md(fix)}" if fix else "")
+        for cfg, lb, kind, msg, fix in quality
+    ] or ["None."]
+    return [*out, ""]
 
 
 def _md_checks(report: Report) -> list[str]:
@@ -216,7 +216,7 @@ def _md_checks(report: Report) -> list[str]:
         out.append("No verification results stored for this campaign.")
     out.append("")
     if report.launch_failures:
-        out += ["## Launch failures", ""]
+        out += ["## Launch and runtime failures", ""]
         for f in report.launch_failures:
             out += [
                 f"### {_md(f.config)}: {_md(f.kind)}",
@@ -353,7 +353,7 @@ def render_html(report: Report) -> str:
     for key, text in DEFINITIONS.items():
         out.append(f'<dt id="def-{key}">{_h(key)}</dt><dd>{_h(text)}</dd>')
     out += ["</dl></main></body></html>", ""]
-    return "\n".join(out)
+    return show_controls("\n".join(out))
 
 
 def _def(key: str) -> str:
@@ -489,7 +489,7 @@ def _html_checks(report: Report) -> list[str]:
     else:
         out.append("<p>No verification results stored for this campaign.</p>")
     if report.launch_failures:
-        out.append('<h2 id="launch-failures">Launch failures</h2>')
+        out.append('<h2 id="launch-failures">Launch and runtime failures</h2>')
         for f in report.launch_failures:
             out += [
                 '<div class="fail-box">',
@@ -570,14 +570,10 @@ def _html_quality(report: Report) -> list[str]:
     return out
 
 
-def _safe_dir_name(campaign: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", campaign).strip("._")
-    return name or "campaign"
-
-
 def default_out_dir(campaign: str) -> Path:
     """``inferlab-out/CAMPAIGN/`` (unsafe path characters replaced by ``_``)."""
-    return Path("inferlab-out") / _safe_dir_name(campaign)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", campaign).strip("._")
+    return Path("inferlab-out") / (safe or "campaign")
 
 
 def write_report(

@@ -8,6 +8,7 @@ rendered by their owner and must already be escaped: Markdown for ``markdown``, 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
@@ -42,6 +43,8 @@ SECTION_MODULES: tuple[str, ...] = (
     "inferlab.recon.report",
     "inferlab.profile.report",
     "inferlab.logs.report",
+    "inferlab.report.levers",
+    "inferlab.cluster.report",
 )
 
 _BUILDERS: dict[str, SectionBuilder] = {}
@@ -49,8 +52,9 @@ _BUILDERS: dict[str, SectionBuilder] = {}
 
 def md_text(text: object) -> str:
     """Text from the store or a server, safe in a Markdown table cell and against raw HTML:
-    ``<``, ``>`` and ``&`` as entities, ``|`` escaped, newlines as ``<br>``."""
-    return escape(str(text), quote=False).replace("|", "\\|").replace("\n", "<br>")
+    ``<``, ``>`` and ``&`` as entities, ``|``, ``[`` and ``]`` escaped (no link can form),
+    newlines as ``<br>``."""
+    return re.sub(r"([|\[\]])", r"\\\1", escape(str(text), quote=False)).replace("\n", "<br>")
 
 
 def register_section(key: str) -> Callable[[SectionBuilder], SectionBuilder]:

@@ -16,6 +16,7 @@ import shlex
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.errors import LaunchError
+from inferlab.server.gpumem import pids_mib
 
 __all__ = [
     "BASE_ENV_KEYS",
@@ -32,6 +34,7 @@ __all__ = [
     "StopReport",
     "clean_env",
     "free_port",
+    "guarded",
     "launch",
     "log_tail",
     "stop",
@@ -67,6 +70,11 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def guarded(argv: Sequence[str], python: str | None = None) -> list[str]:
+    """``argv`` run under ``inferlab.server.guard`` (it dies with the process that starts it)."""
+    return [python or sys.executable, "-m", "inferlab.server.guard", "--", *argv]
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port nothing listens on right now."""
     with socket.socket() as s:
@@ -87,6 +95,7 @@ class LaunchSpec:
     host: str = "local"  # or an ssh target
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
+    guard: bool = False  # local: killed with its launcher (``inferlab.server.guard``)
 
 
 @dataclass
@@ -119,7 +128,7 @@ class StopReport:
 
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
     if spec.host in ("local", "localhost", ""):
-        return list(spec.argv), clean_env(spec.env)
+        return (guarded(spec.argv) if spec.guard else list(spec.argv)), clean_env(spec.env)
     # remote: ssh with one argv; the remote command is shlex-joined (quoted), never pasted.
     # -tt gives the remote command a terminal, so it gets SIGHUP when ssh goes away.
     remote = shlex.join(["env", *(f"{k}={v}" for k, v in spec.env.items()), *spec.argv])
@@ -273,28 +282,6 @@ def _port_free(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) != 0
 
 
-def _gpu_pids_memory() -> dict[int, int] | None:
-    """MiB held per process on every GPU, or None without NVML/GPU."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        held: dict[int, int] = {}
-        for i in range(int(pynvml.nvmlDeviceGetCount())):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
-                mem = int(getattr(p, "usedGpuMemory", 0) or 0) // (1 << 20)
-                held[int(p.pid)] = held.get(int(p.pid), 0) + mem
-        return held
-    finally:
-        pynvml.nvmlShutdown()
-
-
 def _group_pids(pgid: int) -> set[int]:
     pids = set()
     for d in Path("/proc").iterdir():
@@ -331,6 +318,9 @@ def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
         grace_s=server.spec.stop_grace_s,
         drain_timeout_s=drain_timeout_s,
         reap=server.proc.poll,
+        cuda_visible=server.spec.env.get(
+            "CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES")
+        ),
     )
     rep.exit_code = server.proc.returncode
     return rep
@@ -344,9 +334,11 @@ def stop_group(
     grace_s: float = 20.0,
     drain_timeout_s: float = 60.0,
     reap: Callable[[], int | None] | None = None,
+    cuda_visible: str | None = None,
 ) -> StopReport:
     """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
-    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port and GPU checks."""
+    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port check, and the GPU
+    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU)."""
     t0 = time.monotonic()
     notes: list[str] = []
 
@@ -385,17 +377,21 @@ def stop_group(
         time.sleep(0.2)
     if not port_free:
         notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    if _gpu_pids_memory() is None:
-        gpu = "skipped: no GPU visible through NVML"
-    else:
-        while True:
-            left = {p: m for p, m in (_gpu_pids_memory() or {}).items() if p in pids}
-            if not left:
-                gpu = "drained"
-                break
-            if time.monotonic() > deadline:
-                gpu = f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
-                notes.append(gpu)
-                break
-            time.sleep(0.5)
+    gpu = _wait_pids_gone(pids, deadline, cuda_visible)
+    if gpu.startswith("not drained"):
+        notes.append(gpu)
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
+
+
+def _wait_pids_gone(pids: set[int], deadline: float, cuda_visible: str | None = None) -> str:
+    """Wait until NVML lists none of ``pids`` on the GPUs ``cuda_visible`` names (None: any):
+    "drained", "not drained: ..." or "skipped: ..." (no NVML)."""
+    if pids_mib(cuda_visible) is None:
+        return "skipped: no GPU visible through NVML"
+    while True:
+        left = {p: m for p, m in (pids_mib(cuda_visible) or {}).items() if p in pids}
+        if not left:
+            return "drained"
+        if time.monotonic() > deadline:
+            return f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
+        time.sleep(0.5)

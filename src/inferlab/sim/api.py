@@ -242,11 +242,14 @@ def render(
     ids: Sequence[int],
     k: int,
     head: bytes,
+    reported: int | None = None,
 ) -> Rendered:
-    """Render every write of one answer. ``words[i]`` is ``b" " + vocab[i]`` (ASCII letters)."""
+    """Render every write of one answer. ``words[i]`` is ``b" " + vocab[i]`` (ASCII letters);
+    ``reported``: the ``usage.completion_tokens`` to claim (default: the tokens sent)."""
+    n = req.max_tokens if reported is None else reported
     usage = (
         f'{{"prompt_tokens":{req.prompt_tokens},"total_tokens":'
-        f'{req.prompt_tokens + req.max_tokens},"completion_tokens":{req.max_tokens}}}'
+        f'{req.prompt_tokens + n},"completion_tokens":{n}}}'
     )
     rid_json = json.dumps(rid)
     if not req.stream:

@@ -6,14 +6,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from inferlab.errors import ConfigError
+from inferlab.sim.faults import check_kind
 from inferlab.sim.presets import PRESETS, Levers
 
 __all__ = ["FaultKind", "ModelMode", "SimConfig", "sim_config"]
 
-FaultKind = Literal["stall", "close", "malformed", "http500"]
+FaultKind = str  # a key of inferlab.sim.faults.FAULTS
 ModelMode = Literal["fixed", "batching"]
 
 
@@ -25,7 +26,14 @@ class SimConfig(BaseModel):
 
     ``model_mode="batching"`` (implied by ``preset``) replaces the fixed TTFT/ITL schedule with
     the continuous-batching model of :mod:`inferlab.sim.model`; ``levers`` are the SGLang flags
-    it interprets, ``time_scale`` multiplies every model time.
+    it interprets, ``time_scale`` multiplies every model time. ``startup_s`` (seconds) delays
+    listening, standing in for weight loading.
+
+    ``fault`` (a kind of :data:`inferlab.sim.faults.FAULTS`) hits every ``fault_every``-th
+    valid generation request, after ``fault_after`` token chunks; with ``fault_at_s`` /
+    ``fault_for_s`` only requests received in that window (s after the first generation
+    request); ``exit`` with ``fault_at_s`` exits at that time. ``drip_ms``: the gap between
+    two dripped bytes.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -44,16 +52,28 @@ class SimConfig(BaseModel):
     fault: FaultKind | None = None
     fault_after: int = Field(default=0, ge=0)
     fault_every: int = Field(default=1, ge=1)
+    fault_at_s: float | None = Field(default=None, ge=0.0)
+    fault_for_s: float | None = Field(default=None, gt=0.0)
+    drip_ms: float = Field(default=1.0, gt=0.0, le=60_000.0)
+    api_key: str | None = Field(default=None, min_length=1)  # like vLLM's --api-key
     model_mode: ModelMode = "fixed"
     preset: str | None = None
     time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
     decode_log_interval: int = Field(default=40, ge=1)
+    startup_s: float = Field(default=0.0, ge=0.0, le=3600.0)
     levers: Levers = Levers()
+    #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
+    tp_size: int = Field(default=1, ge=1, le=64)
 
     @property
     def batching(self) -> bool:
         """Whether the continuous-batching model paces the answers."""
         return self.model_mode == "batching" or self.preset is not None
+
+    @field_validator("fault")
+    @classmethod
+    def _check_fault(cls, v: str | None) -> str | None:
+        return None if v is None else check_kind(v)
 
     @model_validator(mode="after")
     def _check_host(self) -> SimConfig:

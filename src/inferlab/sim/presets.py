@@ -7,9 +7,9 @@ the log lines SGLang prints when that launch dies (CUDA-graph capture out of mem
 
 ``dsv4-flash-8gpu`` is solved from the seed campaign (DeepSeek-V4-Flash, SGLang, 8 GPUs; see
 ``docs/sim.md``): TPOT 94 ms at C=1, 24 tok/s total at C=8, 23.2 at C=16; tuned FP8 GEMM
-configs + ``NCCL_PROTO=LL`` save 6 ms per step; MTP/EAGLE with one draft token accepted 60% of
-the time (accept length 1.6) gives 15.7 tok/s at C=1 and the same total as config A at C=8
-and C=16.
+configs + ``NCCL_PROTO=LL`` save 4.5 + 1.5 ms per step; MTP/EAGLE with one draft token
+accepted 60% of the time (accept length 1.6) gives 15.7 tok/s at C=1 and the same total as
+config A at C=8 and C=16.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ __all__ = [
     "expected_accept_length",
     "get_preset",
     "resolve",
+    "untuned_fp8_lines",
 ]
 
 
@@ -70,6 +71,10 @@ class Preset(BaseModel):
     nccl_ll_saving_ms: float = Field(ge=0.0, description="per step, from NCCL_PROTO=LL")
     memory: MemoryModel
     spec: SpecCosts
+    #: block-FP8 GEMM (N, K) shapes the deployment runs; without --tuned-fp8 each is logged as
+    #: SGLang logs a shape with no tuned config
+    fp8_gemm_shapes: tuple[tuple[int, int], ...] = ()
+    device_name: str = "NVIDIA_H100_80GB_HBM3"
 
 
 class Levers(BaseModel):
@@ -107,7 +112,7 @@ def _dsv4() -> Preset:
     per_seq = (step8 - tpot1) / (sat - 1.0)
     fixed = tpot1 - per_seq
     over = (step16 - step8) / 8.0
-    fp8, ll = 4.0, 2.0  # config A: 94 → 88 ms at C=1 (Amdahl: FP8 GEMM ~6% of a step)
+    fp8, ll = 4.5, 1.5  # config A: 94 → 88 ms at C=1 (Amdahl: FP8 GEMM ~6%, NCCL ~2% of it)
     fixed_a = fixed - fp8 - ll
 
     def step_a(b: float) -> float:
@@ -145,6 +150,9 @@ def _dsv4() -> Preset:
             graph_per_bs_fraction=0.00025,
             spec_extra_fraction=0.09,
         ),
+        # DeepSeek-V3-class attention and MLP projections at TP 8 (N, K)
+        fp8_gemm_shapes=((2112, 7168), (3072, 1536), (4096, 512), (7168, 2048), (4608, 7168)),
+        device_name="NVIDIA_B200",
         spec=SpecCosts(
             accept_prob=p,
             draft_fixed_ms=d0,
@@ -305,6 +313,19 @@ def resolve(preset: Preset, lv: Levers) -> StepModel:
         eager_penalty=preset.eager_penalty,
         spec=spec,
     )
+
+
+def untuned_fp8_lines(preset: Preset, lv: Levers) -> list[str]:
+    """SGLang's warning for each block-FP8 GEMM shape without a tuned config (none with
+    ``--tuned-fp8``), as ``fp8_utils.py`` words it (prefix not included)."""
+    if lv.tuned_fp8:
+        return []
+    return [
+        "Using default W8A8 Block FP8 kernel config. Performance might be sub-optimal! Config "
+        "file not found at /sgl-workspace/sglang/python/sglang/srt/layers/quantization/configs/"
+        f"N={n},K={k},device_name={preset.device_name},dtype=fp8_w8a8,block_shape=[128, 128].json"
+        for n, k in preset.fp8_gemm_shapes
+    ]
 
 
 def expected_accept_length(model: StepModel) -> float:

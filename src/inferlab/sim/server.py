@@ -5,8 +5,8 @@ taken when its first byte arrives; its token chunks are due at fixed offsets fro
 (TTFT, then ``ntokens × ITL`` per chunk) and are written by one :class:`TimerWheel`. Every
 finished request leaves its ground truth: when each chunk was due and when it was written.
 
-With ``--preset`` / ``--model-mode batching`` one decode loop (:class:`_Engine`, a single item
-on the same wheel) replaces the fixed schedule: each step's duration comes from the
+With ``--preset`` / ``--model-mode batching`` one decode loop (:mod:`inferlab.sim.batching`, a
+single item on the same wheel) replaces the fixed schedule: each step's duration comes from the
 continuous-batching model (:mod:`inferlab.sim.model`) and every running sequence's chunk is
 due at the step's end.
 """
@@ -30,15 +30,19 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
 
-import numpy as np
-
 from inferlab import __version__
 from inferlab.errors import SimError
 from inferlab.sim import api
+from inferlab.sim.batching import BatchingEngine, Seq, log_prefix
 from inferlab.sim.config import SimConfig
-from inferlab.sim.model import StepModel, accept_draw, step_ms
+from inferlab.sim.faults import FAULTS, FaultJob, FaultPlan, bad_body, not_sse_body, status_answer
+from inferlab.sim.model import StepModel
 from inferlab.sim.presets import get_preset, resolve
+from inferlab.sim.profiler import ProfileRequestError, SimProfiler
 from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.sim.truth import Record as _Record
+from inferlab.sim.truth import Request as _Request
+from inferlab.sim.truth import lateness_summary
 from inferlab.sim.wheel import TimerWheel, slot_of
 
 __all__ = ["SimServer", "serve"]
@@ -47,94 +51,19 @@ _REASONS = {
     100: "Continue",
     200: "OK",
     400: "Bad Request",
+    401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
     413: "Payload Too Large",
+    429: "Too Many Requests",
     500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
-_MALFORMED_EVENT = b"data: {not json\n\n"
-_MALFORMED_FRAME = b"%x\r\n%s\r\n" % (len(_MALFORMED_EVENT), _MALFORMED_EVENT)
+_JSON = b"application/json"
 _CLIENT_GONE = 499  # status recorded for a request whose client closed mid-answer
 _FLUSH_S = 1.0
-_EMPTY = array("q")
-
-
-class _Request:
-    __slots__ = ("body", "headers", "keep_alive", "method", "parsed_ns", "path", "recv_ns")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        body: bytes,
-        keep_alive: bool,
-        recv_ns: int,
-        parsed_ns: int,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
-        self.recv_ns = recv_ns
-        self.parsed_ns = parsed_ns
-
-
-class _Record:
-    """Ground truth of one generation request."""
-
-    __slots__ = (
-        "completion_tokens",
-        "done_ns",
-        "dues",
-        "endpoint",
-        "fault",
-        "id",
-        "ntokens",
-        "parsed_ns",
-        "prompt_tokens",
-        "recv_ns",
-        "request_id",
-        "status",
-        "stream",
-        "writes",
-    )
-
-    def __init__(self, rid: str, endpoint: str, req: _Request) -> None:
-        self.id = rid
-        self.request_id = req.headers.get("x-request-id")
-        self.endpoint = endpoint
-        self.stream = False
-        self.recv_ns = req.recv_ns
-        self.parsed_ns = req.parsed_ns
-        self.prompt_tokens: int | None = None
-        self.completion_tokens = 0
-        # arrays, not lists: the cyclic GC does not track them (see serve())
-        self.dues = _EMPTY
-        self.writes = array("q")
-        self.ntokens = _EMPTY
-        self.done_ns = 0
-        self.status = 200
-        self.fault: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "request_id": self.request_id,
-            "endpoint": self.endpoint,
-            "stream": self.stream,
-            "recv_ns": self.recv_ns,
-            "parsed_ns": self.parsed_ns,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "chunks": [list(c) for c in zip(self.dues, self.writes, self.ntokens, strict=False)],
-            "done_ns": self.done_ns,
-            "status": self.status,
-            "fault": self.fault,
-        }
 
 
 class _Job:
@@ -170,38 +99,6 @@ class _Job:
         return self.slots[i]
 
 
-class _FaultJob(_Job):
-    """A job that misbehaves at chunk ``at`` (see ``SimConfig.fault``)."""
-
-    __slots__ = ("at", "kind")
-
-    def __init__(
-        self,
-        conn: _Conn,
-        frames: tuple[bytes, ...],
-        slots: array[int],
-        rec: _Record,
-        kind: str,
-        at: int,
-    ) -> None:
-        super().__init__(conn, frames, slots, rec)
-        self.kind = kind
-        self.at = at
-
-    def fire(self) -> int:
-        if self.dead or self.i != self.at:
-            return _Job.fire(self)
-        self.rec.fault = self.kind
-        if self.kind == "malformed":
-            self.at = -1
-            if self.rec.stream:
-                self.write(_MALFORMED_FRAME)
-            return _Job.fire(self)
-        self.dead = True
-        self.conn.job_failed(self, close=self.kind == "close")
-        return -1
-
-
 class _Conn(asyncio.Protocol):
     """One client connection: parses requests, answers them in order."""
 
@@ -211,7 +108,7 @@ class _Conn(asyncio.Protocol):
         self.buf = bytearray()
         self.first_ns = 0
         self.pending: deque[_Request] = deque()
-        self.job: _Job | _Seq | None = None
+        self.job: _Job | Seq | FaultJob | None = None
         self.current: _Request | None = None
         self.continued = False
         self.closed = False
@@ -323,14 +220,14 @@ class _Conn(asyncio.Protocol):
         self.transport.write(self.srv._head(status, len(body), req.keep_alive, ctype) + body)
         self._next()
 
-    def job_done(self, job: _Job | _Seq) -> None:
+    def job_done(self, job: _Job | Seq | FaultJob) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
         self.srv._finish(rec)
         self._next()
 
-    def job_failed(self, job: _Job, close: bool) -> None:
+    def job_failed(self, job: FaultJob, close: bool) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
@@ -358,11 +255,15 @@ class SimServer:
     def __init__(self, config: SimConfig, log: Callable[[str], None] | None = None) -> None:
         self.config = config
         self._log = log
-        self._engine: _Engine | None = None
+        self._engine: BatchingEngine | None = None
         self.step_model: StepModel | None = None
+        self._profiler: SimProfiler | None = None
         if config.batching:
             preset = get_preset(config.preset or "generic")
             self.step_model = resolve(preset, config.levers)  # may raise StartupFailure
+            self._profiler = SimProfiler(
+                preset, self.step_model, config.levers, config.tp_size, config.time_scale
+            )
         self.tokenizer = WordTokenizer(config.vocab_size)
         self._words = [b" " + w.encode() for w in self.tokenizer.vocab]
         self._model_json = json.dumps(config.model)
@@ -370,6 +271,10 @@ class SimServer:
         self._itl_ns = round(config.itl_ms * 1e6)
         self._jitter_ns = config.jitter_ms * 1e6
         self._rng = random.Random(config.seed)
+        self._faults = FaultPlan(
+            config.fault, config.fault_every, config.fault_at_s, config.fault_for_s
+        )
+        self.exited = asyncio.Event()  # set when the ``exit`` fault struck
         self._id_prefix = os.urandom(6).hex()
         self._nreq = 0
         self._ngen = 0
@@ -392,6 +297,8 @@ class SimServer:
             "/truth": {"GET": self._truth_get, "DELETE": self._truth_delete},
             "/truth/summary": {"GET": self._truth_summary},
             "/metrics": {"GET": self._metrics},
+            "/start_profile": {"POST": self._start_profile},
+            "/stop_profile": {"POST": self._stop_profile},
         }
 
     @property
@@ -408,7 +315,7 @@ class SimServer:
         loop = asyncio.get_running_loop()
         self._wheel = TimerWheel(loop)
         if self.step_model is not None:
-            self._engine = _Engine(self, self.step_model, self._wheel)
+            self._engine = BatchingEngine(self, self.step_model, self._wheel)
         try:
             self._server = await loop.create_server(
                 lambda: _Conn(self),
@@ -454,27 +361,9 @@ class SimServer:
         self._records.clear()
 
     def lateness_summary(self) -> dict[str, Any]:
-        """How late chunks were written (``write_ns - due_ns``), in ms, over the kept truth."""
-        recs = self._records
-        dues = [d for r in recs for d in r.dues[: len(r.writes)]]
-        writes = [w for r in recs for w in r.writes]
-        late = (np.asarray(writes, dtype=np.int64) - np.asarray(dues, dtype=np.int64)) / 1e6
-        if late.size:
-            stats = {
-                "mean": float(late.mean()),
-                "p50": float(np.percentile(late, 50)),
-                "p99": float(np.percentile(late, 99)),
-                "max": float(late.max()),
-            }
-        else:
-            stats = {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
-        return {
-            "simulated": True,
-            "requests": len(recs),
-            "chunks": int(late.size),
-            "lateness_ms": stats,
-            "chunks_late_over_1ms": int((late > 1.0).sum()),
-        }
+        """How late chunks were written (``write_ns - due_ns``), in ms, over the kept truth,
+        and the faults injected (kind → requests)."""
+        return lateness_summary(self._records)
 
     def flush(self) -> None:
         """Append the not yet written ground truth to ``truth_path``."""
@@ -505,6 +394,7 @@ class SimServer:
         length: int | None,
         keep_alive: bool,
         ctype: bytes = b"application/json",
+        extra: bytes = b"",
     ) -> bytes:
         now = int(time.time())
         if now != self._date_s:
@@ -521,10 +411,20 @@ class SimServer:
             parts.append(b"content-length: %d\r\n" % length)
         if not keep_alive:
             parts.append(b"connection: close\r\n")
-        parts.append(b"x-inferlab-simulated: true\r\n\r\n")
+        parts.append(extra + b"x-inferlab-simulated: true\r\n\r\n")
         return b"".join(parts)
 
     def _route(self, conn: _Conn, req: _Request) -> None:
+        key = self.config.api_key
+        if (
+            key
+            and req.path.startswith("/v1/")
+            and req.headers.get("authorization") != f"Bearer {key}"
+        ):
+            conn.respond(
+                401, api.error_body(401, "Invalid API key (SIMULATED)", "AuthenticationError")
+            )
+            return
         methods = self._routes.get(req.path)
         if methods is None:
             conn.respond(404, b'{"detail":"Not Found"}')
@@ -594,6 +494,64 @@ class SimServer:
             )
         conn.respond(200, body.encode(), b"text/plain; version=0.0.4; charset=utf-8")
 
+    # -- profiling (SGLang's endpoints; :mod:`inferlab.sim.profiler`) --------------------------
+
+    def _start_profile(self, conn: _Conn, req: _Request) -> None:
+        prof = self._profiler
+        obj = api.load_object(req.body) if req.body.strip() else {}
+        if prof is None or isinstance(obj, api.ApiError):
+            msg = "profiling needs --preset or --model-mode batching (SIMULATED steps)"
+            err = obj if isinstance(obj, api.ApiError) else api.ApiError(400, msg)
+            conn.respond(err.status, err.body())
+            return
+        try:
+            cap = prof.start(obj)
+        except ProfileRequestError as exc:
+            conn.respond(400, api.error_body(400, str(exc), "BadRequestError"))
+            return
+        if self._log is not None:
+            self._log(
+                f"{log_prefix()} Profiling starts. Traces will be saved to: {cap.out_dir} "
+                f"(with profile id: {cap.profile_id})"
+            )
+        conn.respond(200, b"Start profiling. (SIMULATED)\n", b"text/plain; charset=utf-8")
+
+    def _stop_profile(self, conn: _Conn, req: _Request) -> None:
+        prof = self._profiler
+        try:
+            if prof is None:
+                raise ProfileRequestError("profiling needs --preset or --model-mode batching")
+            cap = prof.stop()
+        except ProfileRequestError as exc:
+            conn.respond(400, api.error_body(400, str(exc), "BadRequestError"))
+            return
+        fut = asyncio.get_running_loop().run_in_executor(None, prof.write, cap)
+
+        def done(f: asyncio.Future[list[Path]]) -> None:
+            self._profile_written(f, cap.out_dir)
+            if not conn.closed:
+                ok = f.exception() is None
+                conn.respond(200 if ok else 500, b"Stop profiling. (SIMULATED)\n" if ok else b"")
+
+        fut.add_done_callback(done)
+
+    def _profile_written(self, f: asyncio.Future[list[Path]], out: Path) -> None:
+        if self._log is None:
+            return
+        exc = f.exception()
+        if exc is not None:
+            self._log(f"{log_prefix()} Profiling failed: cannot write traces to {out}: {exc}")
+        else:
+            self._log(f"{log_prefix()} Profiling done. Traces are saved to: {out}")
+
+    def _profile_steps_done(self) -> None:
+        """``num_steps`` reached: stop and write, answering nobody (as SGLang does)."""
+        prof = self._profiler
+        assert prof is not None
+        cap = prof.stop()
+        fut = asyncio.get_running_loop().run_in_executor(None, prof.write, cap)
+        fut.add_done_callback(lambda f: self._profile_written(f, cap.out_dir))
+
     def _completions(self, conn: _Conn, req: _Request) -> None:
         self._generate(conn, req, "completions")
 
@@ -617,11 +575,14 @@ class SimServer:
         rec.stream = gen.stream
         rec.prompt_tokens = gen.prompt_tokens
         self._ngen += 1
-        fault = cfg.fault if cfg.fault is not None and self._ngen % cfg.fault_every == 0 else None
-        if fault == "http500":
-            rec.fault = fault
-            body = api.error_body(500, "simulated internal error", "InternalServerError")
-            self._fail(conn, rec, 500, body)
+        fault = self._faults.pick(self._ngen, req.recv_ns)
+        if self._ngen == 1 and cfg.fault == "exit" and cfg.fault_at_s is not None:
+            asyncio.get_running_loop().call_later(cfg.fault_at_s, self._exit_now, None)
+        if (
+            fault is not None
+            and FAULTS[fault].stage != "stream"
+            and self._answer_fault(conn, req, rec, fault, gen.include_usage)
+        ):
             return
 
         ids = api.output_ids(cfg.seed, gen.prompt_text, gen.max_tokens, self.tokenizer)
@@ -643,6 +604,7 @@ class SimServer:
             ids,
             cfg.tokens_per_chunk,
             head,
+            reported=2 * gen.max_tokens if rec.fault == "usage" else None,
         )
         dues = self._schedule(req.recv_ns, api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk))
         if gen.stream:
@@ -654,15 +616,18 @@ class SimServer:
         rec.completion_tokens = gen.max_tokens
         frames = tuple(out.frames)
         slots = array("q", [slot_of(d) for d in rec.dues])
-        if fault is None:
+        job: _Job | FaultJob
+        if fault is None or FAULTS[fault].stage != "stream":
             job = _Job(conn, frames, slots, rec)
         else:
-            at = cfg.fault_after if gen.stream else 0
-            if fault == "malformed" and not gen.stream:
-                frames = (self._head(200, 9, req.keep_alive) + b"{not json",)
-            job = _FaultJob(conn, frames, slots, rec, fault, at)
+            at = cfg.fault_after if gen.stream and fault != "hang" else 0
+            if not gen.stream and fault in ("malformed", "nodata", "garbage", "oversized"):
+                body = bad_body(fault)
+                frames = (self._head(200, len(body), req.keep_alive) + body,)
+                fault = "malformed" if fault == "nodata" else fault
+            job = FaultJob(conn, frames, slots, rec, fault, at, round(cfg.drip_ms * 1e6))
         conn.job = job
-        if out.head:
+        if out.head and fault != "hang":
             assert conn.transport is not None
             conn.transport.write(out.head)
         assert self._wheel is not None
@@ -688,334 +653,61 @@ class SimServer:
             dues.append(due)
         return dues
 
-    def _fail(self, conn: _Conn, rec: _Record, status: int, body: bytes) -> None:
-        rec.status = status
-        conn.respond(status, body)
-        rec.done_ns = perf_counter_ns()
-        self._finish(rec)
-
-
-class _Seq:
-    """One request in the batching model: queued, then running until its last token."""
-
-    __slots__ = (
-        "conn",
-        "dead",
-        "gen",
-        "ids",
-        "joined",
-        "mid",
-        "pos",
-        "post",
-        "pre",
-        "rec",
-        "reserved",
-        "tail",
-        "words",
-        "write",
-    )
-
-    def __init__(
+    def _fail(
         self,
         conn: _Conn,
         rec: _Record,
-        gen: api.GenRequest,
-        ids: list[int],
-        words: list[bytes],
-        pre: bytes,
-        mid: bytes,
-        tail: bytes,
+        status: int,
+        body: bytes,
+        ctype: bytes = b"application/json",
     ) -> None:
-        assert conn.transport is not None
-        self.conn = conn
-        self.write = conn.transport.write
-        self.rec = rec
-        self.gen = gen
-        self.ids = ids
-        self.words = words
-        self.pre = pre
-        self.mid = mid
-        self.post = mid + b"null}]}\n\n"
-        self.tail = tail  # usage event + [DONE] + end of the chunked body
-        self.pos = 0
-        self.joined = False
-        self.dead = False
-        self.reserved = gen.prompt_tokens + gen.max_tokens
+        rec.status = status
+        conn.respond(status, body, ctype)
+        rec.done_ns = perf_counter_ns()
+        self._finish(rec)
 
-    def emit(self, n: int, due: int) -> bool:
-        """Write the next ``n`` tokens (streaming) now; True when the answer is complete."""
-        a = self.pos
-        b = min(a + n, len(self.ids))
-        self.pos = b
-        last = b == len(self.ids)
-        rec = self.rec
-        if rec.stream:
-            text = b"".join([self.words[i] for i in self.ids[a:b]])
-            if last:
-                event = b'%s%s%s"length"}]}\n\n' % (self.pre, text, self.mid)
-                frame = b"%x\r\n%s\r\n%s" % (len(event), event, self.tail)
-            else:
-                event = b"%s%s%s" % (self.pre, text, self.post)
-                frame = b"%x\r\n%s\r\n" % (len(event), event)
-            rec.dues.append(due)
-            rec.ntokens.append(b - a)
-            rec.writes.append(perf_counter_ns())
-            self.write(frame)
-        elif last:
-            rec.dues.append(due)
-            rec.ntokens.append(b)
-            rec.writes.append(perf_counter_ns())
-            self.write(self.tail)
-        return last
+    def _answer_fault(
+        self, conn: _Conn, req: _Request, rec: _Record, fault: str, usage: bool
+    ) -> bool:
+        """Inject an ``answer``/``server`` fault; False when it leaves the answer to be paced
+        (``usage`` marks the record and the answer reports the wrong count)."""
+        if fault == "exit":
+            self._exit_now(rec)
+            return True
+        if fault == "usage":
+            rec.fault = fault if usage else None
+            return False
+        rec.fault = fault
+        answer = status_answer(fault)
+        if answer is None:  # notsse
+            self._fail(conn, rec, 200, not_sse_body(), b"text/html; charset=utf-8")
+            return True
+        status, extra, body = answer
+        assert conn.transport is not None and conn.current is not None
+        conn.transport.write(self._head(status, len(body), req.keep_alive, extra=extra) + body)
+        rec.status = status
+        rec.done_ns = perf_counter_ns()
+        self._finish(rec)
+        conn._next()
+        return True
 
-
-class _Engine:
-    """The continuous-batching decode loop: one :class:`TimerWheel` item, fired at step ends."""
-
-    def __init__(self, srv: SimServer, model: StepModel, wheel: TimerWheel) -> None:
-        cfg = srv.config
-        self.srv = srv
-        self.model = model
-        self.wheel = wheel
-        self.scale_ns = cfg.time_scale * 1e6
-        self.interval = cfg.decode_log_interval
-        self.log = srv._log
-        self.rng = random.Random(cfg.seed)
-        self.queue: deque[_Seq] = deque()
-        self.running: list[_Seq] = []
-        self.busy = False
-        self.step_end = 0
-        self.kv_reserved = 0
-        self.spec = model.spec
-        # counters (Prometheus) and the current log interval
-        self.gen_total = 0
-        self.prompt_total = 0
-        self.requests_total = 0
-        self.decode_steps = 0
-        self.iv_tokens = 0
-        self.iv_seq_steps = 0
-        self.iv_accepted = 0
-        self.iv_start = 0
-        self.gen_throughput = 0.0
-        self.accept_length = 1.0 if self.spec is not None else 0.0
-        self.cuda_graph = True
-
-    # -- requests ----------------------------------------------------------------------------
-
-    def submit(
-        self, conn: _Conn, req: _Request, rec: _Record, gen: api.GenRequest, ids: list[int]
-    ) -> None:
-        srv = self.srv
-        if gen.prompt_tokens + gen.max_tokens > self.model.kv_tokens:
-            body = api.error_body(
-                400,
-                f"prompt + max_tokens ({gen.prompt_tokens + gen.max_tokens}) exceed the "
-                f"SIMULATED KV cache ({self.model.kv_tokens} tokens)",
-                "BadRequestError",
-            )
-            srv._fail(conn, rec, 400, body)
+    def _exit_now(self, trigger: _Record | None) -> None:
+        """The ``exit`` fault: stop listening and drop every connection, as a crash would;
+        every request in flight (and ``trigger``) is recorded with ``fault: "exit"``."""
+        if self.exited.is_set():
             return
-        created = int(time.time())
-        rid_json = json.dumps(rec.id)
-        usage = (
-            f'{{"prompt_tokens":{gen.prompt_tokens},"total_tokens":'
-            f'{gen.prompt_tokens + gen.max_tokens},"completion_tokens":{gen.max_tokens}}}'
-        )
-        rec.completion_tokens = gen.max_tokens
-        rec.dues = array("q")
-        rec.ntokens = array("q")
-        assert conn.transport is not None
-        if gen.stream:
-            head = srv._head(200, None, req.keep_alive, b"text/event-stream; charset=utf-8")
-            obj = "chat.completion.chunk" if gen.endpoint == "chat" else "text_completion"
-            common = (
-                f'data: {{"id":{rid_json},"object":"{obj}","created":{created},'
-                f'"model":{srv._model_json},'
-            )
-            if gen.endpoint == "chat":
-                pre = (common + '"choices":[{"index":0,"delta":{"content":"').encode()
-                mid = b'"},"logprobs":null,"finish_reason":'
-                role = (
-                    common + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
-                    '"logprobs":null,"finish_reason":null}]}\n\n'
-                ).encode()
-                head += b"%x\r\n%s\r\n" % (len(role), role)
-            else:
-                pre = (common + '"choices":[{"index":0,"text":"').encode()
-                mid = b'","logprobs":null,"finish_reason":'
-            tail = b""
-            if gen.include_usage:
-                ev = (common + f'"choices":[],"usage":{usage}}}\n\n').encode()
-                tail += b"%x\r\n%s\r\n" % (len(ev), ev)
-            done = b"data: [DONE]\n\n"
-            tail += b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done)
-            conn.transport.write(head)
-        else:
-            whole = srv._head(200, 0, req.keep_alive).replace(
-                b"content-length: 0\r\n", b"content-length: %d\r\n"
-            )
-            out = api.render(gen, rec.id, created, srv._model_json, srv._words, ids, 1, whole)
-            pre = mid = b""
-            tail = out.frames[0]
-        seq = _Seq(conn, rec, gen, ids, srv._words, pre, mid, tail)
-        conn.job = seq
-        self.queue.append(seq)
-        if not self.busy:
-            slot = self._step(perf_counter_ns())
-            if slot >= 0:
-                self.wheel.add(self, slot)
-
-    # -- the loop ----------------------------------------------------------------------------
-
-    def _admit(self) -> int:
-        """Move queued requests into the batch (FIFO); returns the prompt tokens that join."""
-        m = self.model
-        joining = 0
-        queue = self.queue
-        while queue:
-            seq = queue[0]
-            if seq.dead:
-                queue.popleft()
-                continue
-            if len(self.running) >= m.max_running:
-                break
-            if self.kv_reserved + seq.reserved > m.kv_tokens:
-                break
-            queue.popleft()
-            seq.joined = True
-            self.kv_reserved += seq.reserved
-            self.running.append(seq)
-            joining += seq.gen.prompt_tokens
-            self.prompt_total += seq.gen.prompt_tokens
-        if joining and self.log is not None:
-            new = sum(1 for s in self.running if s.joined)
-            self.log(
-                f"{_log_prefix()} Prefill batch. #new-seq: {new}, #new-token: {joining}, "
-                f"#cached-token: 0, token usage: {self._usage():.2f}, "
-                f"#running-req: {len(self.running) - new}, #queue-req: {len(queue)}, "
-            )
-        return joining
-
-    def _step(self, start: int) -> int:
-        """Begin a step at ``start`` (ns); returns the wheel slot of its end, or -1 if idle."""
-        joining = self._admit()
-        if not self.running:
-            self.busy = False
-            return -1
-        self.busy = True
-        dur = step_ms(self.model, len(self.running), joining)
-        self.cuda_graph = len(self.running) <= self.model.cuda_graph_max_bs
-        self.step_end = start + round(dur * self.scale_ns)
-        return slot_of(self.step_end)
-
-    def fire(self) -> int:
-        due = self.step_end
-        spec = self.spec
-        keep: list[_Seq] = []
-        decoding = 0
-        accepted = 0
-        emitted = 0
-        for seq in self.running:
-            if seq.dead:
-                self.kv_reserved -= seq.reserved
-                continue
-            if seq.joined:  # its prefill's token
-                seq.joined = False
-                n = 1
-            elif spec is not None:
-                acc = accept_draw(self.rng, spec.draft_tokens, spec.accept_prob)
-                accepted += acc
-                decoding += 1
-                n = 1 + acc
-            else:
-                decoding += 1
-                n = 1
-            before = seq.pos
-            done = seq.emit(n, due)
-            emitted += seq.pos - before
-            if done:
-                self.kv_reserved -= seq.reserved
-                self.requests_total += 1
-                seq.conn.job_done(seq)
-            else:
-                keep.append(seq)
-        self.running = keep
-        self.gen_total += emitted
-        if decoding:
-            self.decode_steps += 1
-            self.iv_tokens += emitted
-            self.iv_seq_steps += decoding
-            self.iv_accepted += accepted
-            if self.decode_steps % self.interval == 0:
-                self._log_decode(due, keep)
-        slot = self._step(due)
-        if slot < 0:
-            self.iv_start = 0
-        return slot
-
-    def _usage(self) -> float:
-        used = sum(s.gen.prompt_tokens + s.pos for s in self.running)
-        return used / self.model.kv_tokens
-
-    def _log_decode(self, now: int, running: list[_Seq]) -> None:
-        start = self.iv_start
-        if start and now > start:
-            self.gen_throughput = self.iv_tokens / ((now - start) / 1e9)
-        spec = self.spec
-        if spec is not None and self.iv_seq_steps:
-            self.accept_length = 1.0 + self.iv_accepted / self.iv_seq_steps
-        if self.log is not None:
-            used = sum(s.gen.prompt_tokens + s.pos for s in running)
-            parts = [
-                f"{_log_prefix()} Decode batch. #running-req: {len(running)}",
-                f"#token: {used}",
-                f"token usage: {used / self.model.kv_tokens:.2f}",
-            ]
-            if spec is not None:
-                rate = (self.accept_length - 1.0) / spec.draft_tokens
-                parts += [f"accept len: {self.accept_length:.2f}", f"accept rate: {rate:.2f}"]
-            parts += [
-                f"cuda graph: {self.cuda_graph}",
-                f"gen throughput (token/s): {self.gen_throughput:.2f}",
-                f"#queue-req: {len(self.queue)}, ",
-            ]
-            self.log(", ".join(parts))
-        self.iv_start = now
-        self.iv_tokens = self.iv_seq_steps = self.iv_accepted = 0
-
-    def metrics_text(self) -> str:
-        """Prometheus text with SGLang's metric names; every HELP says SIMULATED."""
-        label = "{model_name=" + json.dumps(self.srv.config.model) + "}"
-        used = sum(s.gen.prompt_tokens + s.pos for s in self.running)
-        rows: list[tuple[str, str, str, float]] = [
-            ("sglang:num_running_reqs", "gauge", "Running requests", len(self.running)),
-            ("sglang:num_queue_reqs", "gauge", "Queued requests", len(self.queue)),
-            ("sglang:num_used_tokens", "gauge", "KV-cache tokens in use", used),
-            ("sglang:max_total_num_tokens", "gauge", "KV-cache capacity", self.model.kv_tokens),
-            ("sglang:token_usage", "gauge", "KV-cache usage", used / self.model.kv_tokens),
-            ("sglang:gen_throughput", "gauge", "Generation throughput", self.gen_throughput),
-        ]
-        if self.spec is not None:
-            rows.append(("sglang:spec_accept_length", "gauge", "Accept length", self.accept_length))
-            rate = (self.accept_length - 1.0) / self.spec.draft_tokens
-            rows.append(("sglang:spec_accept_rate", "gauge", "Accept rate", rate))
-        rows += [
-            ("sglang:prompt_tokens_total", "counter", "Prefill tokens", self.prompt_total),
-            ("sglang:generation_tokens_total", "counter", "Generated tokens", self.gen_total),
-            ("sglang:num_requests_total", "counter", "Finished requests", self.requests_total),
-        ]
-        out = [f"# inferlab sim (SIMULATED engine), preset {self.srv.config.preset or 'generic'}"]
-        for name, kind, help_, value in rows:
-            base = name[: -len("_total")] if kind == "counter" else name
-            out.append(f"# HELP {base} {help_} (SIMULATED by inferlab sim).")
-            out.append(f"# TYPE {base} {kind}")
-            out.append(f"{name}{label} {float(value)!r}")
-        return "\n".join(out) + "\n"
-
-
-def _log_prefix() -> str:
-    """``[SIMULATED] [YYYY-mm-dd HH:MM:SS TP0]``: SGLang's prefix, marked as simulated."""
-    return "[SIMULATED] [" + time.strftime("%Y-%m-%d %H:%M:%S") + " TP0]"
+        self.exited.set()
+        if self._server is not None:
+            self._server.close()
+        if trigger is not None:
+            trigger.fault, trigger.status = "exit", _CLIENT_GONE
+            trigger.done_ns = perf_counter_ns()
+            self._finish(trigger)
+        for conn in list(self._conns):
+            if conn.job is not None and not conn.job.dead:
+                conn.job.rec.fault = "exit"
+            if conn.transport is not None:
+                conn.transport.abort()
 
 
 def _run(coro: Coroutine[Any, Any, None]) -> None:
@@ -1031,8 +723,9 @@ def serve(
     config: SimConfig,
     on_ready: Callable[[str], None] | None = None,
     log: Callable[[str], None] | None = None,
-) -> None:
-    """Run the reference engine under uvloop until SIGINT/SIGTERM; flush ground truth on exit.
+) -> bool:
+    """Run the reference engine under uvloop until SIGINT/SIGTERM (or the ``exit`` fault:
+    then True); flush ground truth on exit.
 
     ``on_ready`` receives the base URL once the server listens; ``log`` receives the batching
     model's SGLang-format log lines (each starting with ``[SIMULATED]``).
@@ -1053,8 +746,13 @@ def serve(
         try:
             if on_ready is not None:
                 on_ready(server.url)
-            await stopped.wait()
+            crashed = asyncio.ensure_future(server.exited.wait())
+            await asyncio.wait(
+                [asyncio.ensure_future(stopped.wait()), crashed],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         finally:
             await server.stop()
 
     _run(main())
+    return server.exited.is_set()

@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import time
-from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,10 +20,19 @@ from typing import Any
 
 from inferlab.config.secrets import scrub_argv, scrub_env
 from inferlab.errors import StoreError
-from inferlab.records import ErrorKind, RequestRecord
+from inferlab.records import RequestRecord
+from inferlab.store.requests import INSERT_REQUEST, SELECT_REQUESTS, pack_request, unpack_request
 from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DEFAULT_DB", "RunRow", "Store", "db_path", "workload_hash"]
+
+INSERT_RUN = (
+    "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
+    "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
+    "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
+    "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json, "
+    "purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 
 DEFAULT_DB = "inferlab.db"
 
@@ -69,6 +77,8 @@ class RunRow:
     environment: dict[str, Any]
     metrics_version: int | None
     n_requests: int
+    #: "measure", or "profiled" (the load replayed while a profile was captured)
+    purpose: str = "measure"
 
 
 class Store:
@@ -207,6 +217,24 @@ class Store:
         )
         return int(cur.lastrowid or 0)
 
+    def latest_config(self, campaign: str, name: str) -> tuple[int, str | None] | None:
+        """The newest config row named ``name`` in ``campaign``: (id, engine), or None."""
+        row = self.db.execute(
+            "SELECT g.id, g.engine FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? AND g.name=? ORDER BY g.id DESC LIMIT 1",
+            (campaign, name),
+        ).fetchone()
+        return (int(row[0]), row[1]) if row else None
+
+    def config_names(self, campaign: str) -> list[str]:
+        """Config names of a campaign, in the order they were first stored."""
+        rows = self.db.execute(
+            "SELECT g.name FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? GROUP BY g.name ORDER BY min(g.id)",
+            (campaign,),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def environment_id(self, snap: Mapping[str, Any]) -> int:
         cur = self.db.execute(
             "INSERT INTO environments(inferlab_version, host, cpu, gpu_name, gpu_count, "
@@ -255,16 +283,14 @@ class Store:
         interrupted: bool = False,
         rejected: str | None = None,
         notes: Sequence[str] = (),
+        purpose: str = "measure",
     ) -> int:
-        """Insert one load point and all its requests. Call inside ``transaction()``."""
+        """Insert one load point and all its requests. Call inside ``transaction()``.
+        ``purpose`` "profiled": a pass replayed while capturing a profile (never a verdict)."""
         sends = [r.send_ns for r in records if r.send_ns]
         ends = [r.end_ns for r in records if r.end_ns]
         cur = self.db.execute(
-            "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
-            "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
-            "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
-            "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            INSERT_RUN,
             (
                 campaign_id,
                 config_id,
@@ -291,16 +317,12 @@ class Store:
                 int(interrupted),
                 rejected,
                 _dumps(list(notes)),
+                purpose,
             ),
         )
         run_id = int(cur.lastrowid or 0)
         self.db.executemany(
-            "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
-            "status, error_kind, error_message, input_tokens, requested_output_tokens, "
-            "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
-            "worker, event_offsets, event_tokens, warnings_json) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (_request_row(run_id, i, r) for i, r in enumerate(records)),
+            INSERT_REQUEST, (pack_request(run_id, i, r) for i, r in enumerate(records))
         )
         return run_id
 
@@ -437,12 +459,15 @@ class Store:
         campaign: str | None = None,
         run_ids: Sequence[int] | None = None,
         config: str | None = None,
+        purpose: str | None = "measure",
     ) -> list[RunRow]:
+        """Stored runs, oldest first; by default only measurements (``purpose=None``: all,
+        the profiled passes included)."""
         q = (
             "SELECT r.id, c.name, g.name, g.hash, r.source, r.definitions, r.label, "
             "r.concurrency, r.rate, r.trial, r.model, r.workload_hash, r.started_at, "
             "r.interrupted, r.summary_json, e.snapshot_json, r.metrics_version, "
-            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id) "
+            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id), r.purpose "
             "FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
             "JOIN configs g ON g.id = r.config_id "
             "LEFT JOIN environments e ON e.id = r.environment_id WHERE 1=1"
@@ -457,6 +482,9 @@ class Store:
         if run_ids is not None:
             q += f" AND r.id IN ({','.join('?' * len(run_ids))})"
             args.extend(run_ids)
+        if purpose is not None:
+            q += " AND r.purpose = ?"
+            args.append(purpose)
         q += " ORDER BY r.id"
         try:
             rows = self.db.execute(q, args).fetchall()
@@ -482,49 +510,14 @@ class Store:
                 environment=json.loads(r[15]) if r[15] else {},
                 metrics_version=r[16],
                 n_requests=r[17],
+                purpose=r[18],
             )
             for r in rows
         ]
 
     def requests(self, run_id: int) -> list[RequestRecord]:
-        rows = self.db.execute(
-            "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
-            "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
-            "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-            "event_offsets, event_tokens, warnings_json FROM requests WHERE run_id=? ORDER BY idx",
-            (run_id,),
-        ).fetchall()
-        out = []
-        for r in rows:
-            offs = array("q")
-            offs.frombytes(r[16])
-            toks = array("i")
-            toks.frombytes(r[17])
-            send = int(r[4])
-            out.append(
-                RequestRecord(
-                    index=r[0],
-                    request_id=r[1] or "",
-                    warmup=bool(r[2]),
-                    scheduled_ns=r[3],
-                    send_ns=send,
-                    end_ns=r[5],
-                    status=r[6],
-                    error_kind=ErrorKind(r[7]) if r[7] else None,
-                    error_message=r[8],
-                    event_ns=[send + o for o in offs],
-                    event_tokens=list(toks),
-                    input_tokens=r[9],
-                    requested_output_tokens=r[10],
-                    usage_prompt_tokens=r[11],
-                    usage_completion_tokens=r[12],
-                    counted_output_tokens=r[13],
-                    finish_reason=r[14],
-                    worker=r[15],
-                    warnings=json.loads(r[18]),
-                )
-            )
-        return out
+        rows = self.db.execute(SELECT_REQUESTS, (run_id,)).fetchall()
+        return [unpack_request(r) for r in rows]
 
     def run_meta(self, run_id: int) -> dict[str, Any]:
         """Every column of a run (JSON columns decoded), for export and comparability checks."""
@@ -538,29 +531,3 @@ class Store:
             if k.endswith("_json") and out[k] is not None:
                 out[k[: -len("_json")]] = json.loads(out.pop(k))
         return out
-
-
-def _request_row(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
-    send = r.send_ns
-    return (
-        run_id,
-        i,
-        r.request_id,
-        int(r.warmup),
-        r.scheduled_ns,
-        send,
-        r.end_ns,
-        r.status,
-        r.error_kind.value if r.error_kind else None,
-        r.error_message,
-        r.input_tokens,
-        r.requested_output_tokens,
-        r.usage_prompt_tokens,
-        r.usage_completion_tokens,
-        r.counted_output_tokens,
-        r.finish_reason,
-        r.worker,
-        array("q", [t - send for t in r.event_ns]).tobytes(),
-        array("i", r.event_tokens).tobytes(),
-        _dumps(r.warnings),
-    )

@@ -5,6 +5,10 @@ Format history (``meta.schema_version``):
     packed int64 ns offsets from send), server_metrics, verifications, findings.
   2 (inferlab 0.2.0) ``findings.source`` (the file a finding was mined from) and ``analyses``:
     one row per stored analysis (``kind`` = 'profile', 'recon', 'tune', ...) with its JSON.
+  3 (inferlab 0.2.0) ``requests.client``: the client host that measured a request (load from
+    several hosts, ``inferlab bench --ray --clients N``); NULL for one host.
+  4 ``runs.purpose``: 'measure' (default), or 'profiled' for the load replayed while a profile
+    was captured; profiled runs never enter verdicts, resume accounting or sweep tables.
 
 A database is upgraded on open by applying ``upgrade_to_N`` for every N above its version, in
 one transaction. A database newer than ``SCHEMA_VERSION`` is refused ("upgrade inferlab").
@@ -16,7 +20,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -158,4 +162,21 @@ def upgrade_to_2() -> str:
         """
 
 
-MIGRATIONS: dict[int, Callable[[], str]] = {1: upgrade_to_1, 2: upgrade_to_2}
+def upgrade_to_3() -> str:
+    """SQL of version 3: which client host measured each request."""
+    return "ALTER TABLE requests ADD COLUMN client TEXT"
+
+
+def upgrade_to_4() -> str:
+    """SQL of version 4: why a run was taken (a measurement, or a profiled pass)."""
+    return """
+        ALTER TABLE runs ADD COLUMN purpose TEXT NOT NULL DEFAULT 'measure';
+        """
+
+
+MIGRATIONS: dict[int, Callable[[], str]] = {
+    1: upgrade_to_1,
+    2: upgrade_to_2,
+    3: upgrade_to_3,
+    4: upgrade_to_4,
+}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_SGLANG", "DEFAULT_VLLM", "ENGINE_KEYS", "KernelConfig"]
+__all__ = ["DEFAULT_SGLANG", "DEFAULT_VLLM", "ENGINE_KEYS", "KernelConfig", "spec_class"]
 
 #: the keys of one entry of an engine's config file, in the order the engines write them
 ENGINE_KEYS = (
@@ -73,3 +73,9 @@ class KernelConfig:
 #: what SGLang (num_stages 3) and vLLM (num_stages 2) run when no tuned file exists
 DEFAULT_SGLANG = KernelConfig(64, 128, 128, 32, 4, 3)
 DEFAULT_VLLM = KernelConfig(64, 128, 128, 32, 4, 2)
+
+
+def spec_class(n: int, k: int) -> tuple[bool, ...]:
+    """What Triton specializes on in (N, K): divisibility by 16 and equality to 1 of every int
+    argument that is specialized. Shapes with the same class share compiled binaries."""
+    return (n % 16 == 0, n == 1, k % 16 == 0, k == 1)

@@ -28,7 +28,7 @@ import torch
 import triton
 import triton.language as tl
 
-from inferlab.tune.config import KernelConfig
+from inferlab.tune.config import KernelConfig, spec_class
 
 __all__ = [
     "Operands",
@@ -338,12 +338,6 @@ def launch_engine_spec(cfg: KernelConfig, ops: Operands, m: int) -> None:
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
     )
-
-
-def spec_class(n: int, k: int) -> tuple[bool, ...]:
-    """What Triton specializes on in (N, K): divisibility by 16 and equality to 1 of every int
-    argument that is specialized. Shapes with the same class share compiled binaries."""
-    return (n % 16 == 0, n == 1, k % 16 == 0, k == 1)
 
 
 def warm(cfg: KernelConfig, n: int, k: int, *, serial: bool | None = None) -> None:

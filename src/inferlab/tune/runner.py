@@ -33,29 +33,53 @@ import os
 import queue
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from inferlab.errors import TuneError
 from inferlab.tune.config import DEFAULT_SGLANG, KernelConfig
+from inferlab.tune.plan import (
+    MPlan,
+    WorkUnit,
+    cell_candidates,
+    engine_device_name,
+    family,
+    leaders,
+    merge_results,
+    neighbour_candidates,
+    plan_batch_sizes,
+    select_retime,
+    split_units,
+    unit_cost,
+    work_units,
+)
+from inferlab.tune.results import RESULT_VERSION, CellResult, TuneRun
 from inferlab.tune.roofline import Ceilings, gemm_bytes, gemm_flops, roof_pct
 from inferlab.tune.timing import L2_BYTES_H200, copies_needed, median
 
 __all__ = [
     "MAX_REL_ERR",
+    "RESULT_VERSION",
     "CellResult",
     "MPlan",
+    "ShapeContext",
     "TuneRun",
     "WorkUnit",
+    "alloc_shape",
+    "binary_rep",
+    "compile_binaries",
     "engine_device_name",
     "family",
+    "finish_cell",
     "leaders",
     "merge_results",
     "neighbour_candidates",
     "plan_batch_sizes",
     "require_gpu_stack",
+    "screen_cell",
     "select_retime",
     "split_units",
+    "triton_version",
     "tune_shapes",
     "unit_cost",
     "work_units",
@@ -68,295 +92,12 @@ SCREEN_LAUNCHES = 8
 #: launches per graph and timed replays when re-timing
 RETIME_LAUNCHES = 20
 RETIME_REPLAYS = 10
-#: how many of the screen's fastest are re-timed, engine-usable and split-K
-RETIME_ENGINE = 8
-RETIME_SPLIT = 3
-#: how many of an anchor's screen leaders its neighbours inherit, engine-usable and split-K
-TOP_ENGINE = 16
-TOP_SPLIT = 8
 #: configs per batch of captured graphs while screening
 SCREEN_BATCH = 16
-RESULT_VERSION = 1
 
 
 class CandidateFn(Protocol):
     def __call__(self, m: int, n: int, k: int, *, split_k: bool = ...) -> list[KernelConfig]: ...
-
-
-@dataclass
-class CellResult:
-    """The outcome for one (N, K, M) cell. Times are medians of per-launch µs samples (CUDA-graph
-    replay, see :mod:`inferlab.tune.timing`). ``best`` may be split-K; ``best_engine`` is the
-    fastest config the engines' kernel can run (what goes into their files). ``samples_us``,
-    ``tflops``, ``gbps`` and ``roof_pct`` describe ``best_engine``; ``rel_err`` is the larger
-    reference-check error of ``best`` and ``best_engine``; ``candidates`` the pruned space for
-    the cell, ``screened`` how many of them were timed (fewer at neighbour batch sizes)."""
-
-    n: int
-    k: int
-    m: int
-    default: KernelConfig
-    default_us: float
-    best: KernelConfig
-    best_us: float
-    best_engine: KernelConfig
-    best_engine_us: float
-    samples_us: list[float]
-    tflops: float
-    gbps: float
-    roof_pct: float
-    rel_err: float
-    candidates: int
-    screened: int
-    best_samples_us: list[float] = field(default_factory=list)
-    default_samples_us: list[float] = field(default_factory=list)
-    best_roof_pct: float = math.nan
-    source: str = "screen"
-    failed: int = 0
-    seconds: float = 0.0
-
-    @property
-    def speedup(self) -> float:
-        """Default time / tuned (engine-usable) time."""
-        return self.default_us / self.best_engine_us
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        for key in ("default", "best", "best_engine"):
-            cfg: KernelConfig = getattr(self, key)
-            d[key] = {**cfg.to_engine(), "split_k": cfg.split_k, "key": cfg.key}
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CellResult:
-        kw = dict(d)
-        for key in ("default", "best", "best_engine"):
-            e = kw[key]
-            kw[key] = KernelConfig(
-                block_m=int(e["BLOCK_SIZE_M"]),
-                block_n=int(e["BLOCK_SIZE_N"]),
-                block_k=int(e["BLOCK_SIZE_K"]),
-                group_m=int(e["GROUP_SIZE_M"]),
-                num_warps=int(e["num_warps"]),
-                num_stages=int(e["num_stages"]),
-                split_k=int(e.get("split_k", 1)),
-            )
-        return cls(**kw)
-
-
-@dataclass
-class TuneRun:
-    """One tuning run: device (engine spelling), GPUs used, ceilings measured at the start
-    (``copy_gbps``, ``fp8_tflops``), per-cell results, wall and compile seconds."""
-
-    device_name: str
-    devices: int
-    ceilings: dict[str, float]
-    results: list[CellResult]
-    wall_s: float
-    compile_s: float
-    binaries: int = 0
-    compile_failed: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": RESULT_VERSION,
-            "device_name": self.device_name,
-            "devices": self.devices,
-            "ceilings": dict(self.ceilings),
-            "wall_s": self.wall_s,
-            "compile_s": self.compile_s,
-            "binaries": self.binaries,
-            "compile_failed": list(self.compile_failed),
-            "results": [r.to_json() for r in self.results],
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TuneRun:
-        if d.get("version") != RESULT_VERSION:
-            raise TuneError(f"tuning result version {d.get('version')!r} is not {RESULT_VERSION}")
-        return cls(
-            device_name=d["device_name"],
-            devices=int(d["devices"]),
-            ceilings={k: float(v) for k, v in d["ceilings"].items()},
-            results=[CellResult.from_json(r) for r in d["results"]],
-            wall_s=float(d["wall_s"]),
-            compile_s=float(d["compile_s"]),
-            binaries=int(d.get("binaries", 0)),
-            compile_failed=list(d.get("compile_failed", [])),
-        )
-
-
-# ------------------------------------------------------------------ pure planning (CPU-tested)
-
-
-def engine_device_name(raw: str) -> str:
-    """The device name as the engines spell it in file names: spaces replaced by ``_``."""
-    return raw.replace(" ", "_")
-
-
-class MPlan(NamedTuple):
-    """One batch size of a shape's plan: ``sources`` empty = screen fully (an anchor), else the
-    anchors whose screen leaders this neighbour inherits."""
-
-    m: int
-    sources: tuple[int, ...] = ()
-
-
-def plan_batch_sizes(batch_sizes: Sequence[int], *, max_ratio: float = 2.0) -> list[MPlan]:
-    """Sorted distinct batch sizes, alternating anchor / neighbour: even positions and the last
-    are anchors; each neighbour inherits from the anchors just below and above it, but only
-    when those are within ``max_ratio`` of each other (else it is screened fully too: between
-    M=512 and 1536 the best family changed and the M=1024 neighbour missed its optimum by 4.5 %
-    on N=2112, K=7168, H200)."""
-    ms = sorted(set(batch_sizes))
-    if any(m < 1 for m in ms):
-        raise TuneError(f"batch sizes must be ≥ 1, got {ms}")
-    anchors = {m for i, m in enumerate(ms) if i % 2 == 0 or i == len(ms) - 1}
-    plan = []
-    for i, m in enumerate(ms):
-        if m in anchors or ms[i + 1] > max_ratio * ms[i - 1]:
-            plan.append(MPlan(m))
-        else:
-            plan.append(MPlan(m, (ms[i - 1], ms[i + 1])))
-    return plan
-
-
-def _chunk(plan: Sequence[MPlan], parts: int) -> list[list[MPlan]]:
-    """Cut a plan into ``parts`` contiguous runs; a neighbour keeps only sources in its run and
-    becomes an anchor if none is left."""
-    parts = max(1, min(parts, len(plan)))
-    size = math.ceil(len(plan) / parts)
-    runs = [list(plan[i : i + size]) for i in range(0, len(plan), size)]
-    out = []
-    for run in runs:
-        inside = {p.m for p in run if not p.sources}
-        fixed = []
-        for p in run:
-            srcs = tuple(s for s in p.sources if s in inside)
-            fixed.append(MPlan(p.m, srcs) if (srcs or not p.sources) else MPlan(p.m))
-        out.append(fixed)
-    return out
-
-
-class WorkUnit(NamedTuple):
-    """Cells one device process tunes together: a shape and a run of its batch sizes."""
-
-    n: int
-    k: int
-    plan: tuple[MPlan, ...]
-
-
-def work_units(
-    shapes: Sequence[tuple[int, int]], batch_sizes: Sequence[int], devices: int
-) -> list[WorkUnit]:
-    """One unit per shape, or, with more devices than shapes, each shape's batch sizes cut into
-    ⌈devices / shapes⌉ contiguous runs so every device gets work."""
-    if not shapes:
-        raise TuneError("no shapes to tune")
-    plan = plan_batch_sizes(batch_sizes)
-    parts = max(1, math.ceil(devices / len(shapes))) if devices > len(shapes) else 1
-    units = []
-    for n, k in dict.fromkeys(shapes):
-        for run in _chunk(plan, parts):
-            units.append(WorkUnit(n, k, tuple(run)))
-    return units
-
-
-def unit_cost(unit: WorkUnit) -> float:
-    """Relative cost estimate of a unit: per cell a fixed part plus one growing with M·N·K;
-    neighbours (fewer candidates) count a quarter."""
-    cost = 0.0
-    for p in unit.plan:
-        cell = 1.0 + p.m * unit.n * unit.k / 2**31
-        cost += cell * (0.25 if p.sources else 1.0)
-    return cost
-
-
-def split_units(units: Sequence[WorkUnit], devices: int) -> list[list[WorkUnit]]:
-    """Longest-processing-time-first assignment of units to ``devices`` lists (every unit in
-    exactly one list; lists may be empty when units are fewer than devices)."""
-    if devices < 1:
-        raise TuneError(f"need at least one device, got {devices}")
-    bins: list[list[WorkUnit]] = [[] for _ in range(devices)]
-    loads = [0.0] * devices
-    for u in sorted(units, key=unit_cost, reverse=True):
-        i = loads.index(min(loads))
-        bins[i].append(u)
-        loads[i] += unit_cost(u)
-    return bins
-
-
-def family(cfg: KernelConfig) -> tuple[int, ...]:
-    """A config without its GROUP_SIZE_M (whose effect depends on M)."""
-    return (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_warps, cfg.num_stages, cfg.split_k)
-
-
-def neighbour_candidates(
-    cands: Sequence[KernelConfig], tops: Sequence[Sequence[KernelConfig]]
-) -> list[KernelConfig]:
-    """The candidates of a neighbour batch size whose family is among the anchors' leaders
-    (every GROUP_SIZE_M of such a family is kept: its effect changes with M)."""
-    fams = {family(c) for top in tops for c in top}
-    return [c for c in cands if family(c) in fams]
-
-
-def select_retime(
-    screened: Sequence[tuple[KernelConfig, float]],
-    default: KernelConfig,
-    *,
-    n_engine: int = RETIME_ENGINE,
-    n_split: int = RETIME_SPLIT,
-) -> list[KernelConfig]:
-    """The configs to re-time: the ``n_engine`` fastest engine-usable and ``n_split`` fastest
-    split-K of the screen (finite times only), then the default."""
-    out = leaders(screened, n_engine=n_engine, n_split=n_split)
-    if default not in out:
-        out.append(default)
-    return out
-
-
-def leaders(
-    screened: Sequence[tuple[KernelConfig, float]],
-    *,
-    n_engine: int = TOP_ENGINE,
-    n_split: int = TOP_SPLIT,
-) -> list[KernelConfig]:
-    """An anchor's screen leaders handed to its neighbours: the ``n_engine`` fastest
-    engine-usable and ``n_split`` fastest split-K configs (finite times only)."""
-    ranked = sorted((t, c) for c, t in screened if math.isfinite(t))
-    eng = [c for _, c in ranked if c.split_k == 1][:n_engine]
-    return eng + [c for _, c in ranked if c.split_k > 1][:n_split]
-
-
-def merge_results(
-    parts: Sequence[Sequence[CellResult]],
-    shapes: Sequence[tuple[int, int]],
-    batch_sizes: Sequence[int],
-) -> list[CellResult]:
-    """Merge per-device results into one list ordered by shape then M; raises
-    :class:`TuneError` naming every (N, K, M) that is missing or came back twice."""
-    seen: dict[tuple[int, int, int], CellResult] = {}
-    dups = []
-    for part in parts:
-        for r in part:
-            key = (r.n, r.k, r.m)
-            if key in seen:
-                dups.append(key)
-            seen[key] = r
-    want = [(n, k, m) for n, k in dict.fromkeys(shapes) for m in sorted(set(batch_sizes))]
-    missing = [key for key in want if key not in seen]
-    extra = [key for key in seen if key not in set(want)]
-    problems = []
-    if missing:
-        problems.append("missing " + ", ".join(f"N={n},K={k},M={m}" for n, k, m in missing))
-    if dups:
-        problems.append("duplicated " + ", ".join(f"N={n},K={k},M={m}" for n, k, m in dups))
-    if extra:
-        problems.append("unrequested " + ", ".join(f"N={n},K={k},M={m}" for n, k, m in extra))
-    if problems:
-        raise TuneError("tuning results do not cover the requested cells: " + "; ".join(problems))
-    return [seen[key] for key in want]
 
 
 # ------------------------------------------------------------------ GPU side
@@ -381,7 +122,7 @@ def require_gpu_stack() -> Any:
     return torch
 
 
-def _binary_rep(cfg: KernelConfig) -> KernelConfig:
+def binary_rep(cfg: KernelConfig) -> KernelConfig:
     """The representative config of ``cfg``'s compiled binary (runtime arguments normalized)."""
     return KernelConfig(
         cfg.block_m,
@@ -437,7 +178,7 @@ def compile_binaries(
 
 
 @dataclass
-class _ShapeCtx:
+class ShapeContext:
     torch: Any
     kernel: Any
     n: int
@@ -448,7 +189,7 @@ class _ShapeCtx:
     tops: dict[int, list[KernelConfig]] = field(default_factory=dict)
 
 
-def _alloc_shape(torch: Any, kernel: Any, n: int, k: int, ms: Sequence[int]) -> list[Any]:
+def alloc_shape(torch: Any, kernel: Any, n: int, k: int, ms: Sequence[int]) -> list[Any]:
     """Rotating operand sets for a shape, sized for its largest M, as many as its smallest M
     needs to exceed 3× L2."""
     dev = torch.device("cuda", torch.cuda.current_device())
@@ -458,21 +199,17 @@ def _alloc_shape(torch: Any, kernel: Any, n: int, k: int, ms: Sequence[int]) -> 
     return [kernel.make_operands(max_m, n, k, device=dev) for _ in range(copies)]
 
 
-def _tune_cell(
-    ctx: _ShapeCtx,
-    m: int,
-    cands: list[KernelConfig],
-    n_cands: int,
-    default: KernelConfig,
-    source: str,
-) -> CellResult:
+def _launchers(
+    ctx: ShapeContext, m: int, cfgs: Sequence[KernelConfig]
+) -> tuple[Callable[[KernelConfig], Callable[[int], None]], int]:
+    """A launcher factory for batch size ``m`` over the shape's rotating operand sets (with a
+    split-K workspace big enough for ``cfgs``), and how many sets a launch rotates over."""
     torch, kernel, n, k = ctx.torch, ctx.kernel, ctx.n, ctx.k
-    t0 = time.perf_counter()
     dev = torch.device("cuda", torch.cuda.current_device())
     l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0)) or L2_BYTES_H200
     ncopy = min(len(ctx.sets), copies_needed(gemm_bytes(m, n, k), l2))
     views = [s.rows(m) for s in ctx.sets[:ncopy]]
-    splits = [c for c in [*cands, default] if c.split_k > 1]
+    splits = [c for c in cfgs if c.split_k > 1]
     ws = None
     if splits:
         need = [kernel.workspace_elems(c, m, n) for c in splits]
@@ -481,30 +218,67 @@ def _tune_cell(
     def launcher(cfg: KernelConfig) -> Callable[[int], None]:
         return lambda i: kernel.launch(cfg, views[i % ncopy], m, workspace=ws)
 
-    runnable: list[KernelConfig] = []
-    failed = 0
-    for cfg in dict.fromkeys([*cands, default]):
+    return launcher, ncopy
+
+
+def _runnable(
+    ctx: ShapeContext, launcher: Callable[[KernelConfig], Callable[[int], None]], cfgs: Any
+) -> list[KernelConfig]:
+    """The configs of ``cfgs`` that launch at all (one launch each; a failure is not fatal)."""
+    ok: list[KernelConfig] = []
+    for cfg in dict.fromkeys(cfgs):
         try:
             launcher(cfg)(0)
-            runnable.append(cfg)
+            ok.append(cfg)
         except Exception:
-            failed += 1
-    torch.cuda.synchronize()
-    screen_list = [c for c in runnable if c in set(cands)]
+            continue
+    ctx.torch.cuda.synchronize()
+    return ok
+
+
+def screen_cell(
+    ctx: ShapeContext, m: int, cands: Sequence[KernelConfig]
+) -> tuple[list[tuple[KernelConfig, float]], int]:
+    """Screen ``cands`` at batch size ``m``: (config, best µs of 2 short graph replays) for
+    every one that runs, and how many did not run."""
+    launcher, ncopy = _launchers(ctx, m, cands)
+    runnable = _runnable(ctx, launcher, cands)
     screened: list[tuple[KernelConfig, float]] = []
     n_launch = max(2, min(SCREEN_LAUNCHES, ncopy))
-    for i in range(0, len(screen_list), SCREEN_BATCH):
-        batch = screen_list[i : i + SCREEN_BATCH]
-        samples = kernel_samples(torch, [launcher(c) for c in batch], n_launch, 2)
+    for i in range(0, len(runnable), SCREEN_BATCH):
+        batch = runnable[i : i + SCREEN_BATCH]
+        samples = kernel_samples(ctx.torch, [launcher(c) for c in batch], n_launch, 2)
         screened += [(c, min(s)) for c, s in zip(batch, samples)]
-    if not screened and default not in runnable:
+    return screened, len(set(cands)) - len(runnable)
+
+
+def finish_cell(
+    ctx: ShapeContext,
+    m: int,
+    screened: Sequence[tuple[KernelConfig, float]],
+    n_cands: int,
+    default: KernelConfig,
+    source: str,
+    failed: int = 0,
+    t0: float | None = None,
+    count_default: bool = True,
+) -> CellResult:
+    """Re-time the screen's leaders and the default by the full method, take the fastest
+    that pass the reference check (engine-usable and overall), and describe the cell.
+    ``failed`` configs did not run in the screen; a default that does not run adds one
+    (``count_default``: it was not among the screened candidates)."""
+    t0 = time.perf_counter() if t0 is None else t0
+    n, k = ctx.n, ctx.k
+    wanted = select_retime(screened, default)
+    launcher, ncopy = _launchers(ctx, m, wanted)
+    retime = _runnable(ctx, launcher, wanted)
+    failed += count_default and default not in retime
+    if not screened and default not in retime:
         raise TuneError(f"N={n},K={k},M={m}: no config ran (default {default.key} failed too)")
-    ctx.tops[m] = leaders(screened) if screened else []
-    retime = [c for c in select_retime(screened, default) if c in runnable]
     samples = kernel_samples(
-        torch, [launcher(c) for c in retime], max(RETIME_LAUNCHES, ncopy), RETIME_REPLAYS
+        ctx.torch, [launcher(c) for c in retime], max(RETIME_LAUNCHES, ncopy), RETIME_REPLAYS
     )
-    timed = {c: s for c, s in zip(retime, samples)}
+    timed = dict(zip(retime, samples))
     ranked = sorted(timed, key=lambda c: median(timed[c]))
     checked: dict[KernelConfig, float] = {}
 
@@ -512,7 +286,7 @@ def _tune_cell(
         for c in pool:
             if c not in checked:
                 ctx.seed += 1
-                checked[c] = kernel.reference_check(c, m, n, k, seed=ctx.seed)
+                checked[c] = ctx.kernel.reference_check(c, m, n, k, seed=ctx.seed)
             if checked[c] <= MAX_REL_ERR:
                 return c
         bad = ", ".join(f"{c.key}: {checked[c]:.2e}" for c in pool)
@@ -520,15 +294,31 @@ def _tune_cell(
 
     best_engine = first_correct([c for c in ranked if c.split_k == 1])
     best = first_correct(ranked)
-    be_us = median(timed[best_engine])
-    b_us = median(timed[best])
-    dflt_samples = timed.get(default, [])
+    out = _cell(ctx, m, timed, best, best_engine, default)
+    out.rel_err = max(checked[best], checked[best_engine])
+    out.candidates, out.screened, out.source, out.failed = n_cands, len(screened), source, failed
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def _cell(
+    ctx: ShapeContext,
+    m: int,
+    timed: dict[KernelConfig, list[float]],
+    best: KernelConfig,
+    best_engine: KernelConfig,
+    default: KernelConfig,
+) -> CellResult:
+    """A cell's result from its re-timed samples (check, counts and seconds set by the caller)."""
+    n, k = ctx.n, ctx.k
+    be_us, b_us = median(timed[best_engine]), median(timed[best])
+    dflt = timed.get(default, [])
     return CellResult(
         n=n,
         k=k,
         m=m,
         default=default,
-        default_us=median(dflt_samples),
+        default_us=median(dflt),
         best=best,
         best_us=b_us,
         best_engine=best_engine,
@@ -537,16 +327,39 @@ def _tune_cell(
         tflops=gemm_flops(m, n, k) / (be_us * 1e6),
         gbps=gemm_bytes(m, n, k) / (be_us * 1e3),
         roof_pct=roof_pct(m, n, k, be_us, ctx.ceilings),
-        rel_err=max(checked[best], checked[best_engine]),
-        candidates=n_cands,
-        screened=len(screened),
+        rel_err=math.nan,
+        candidates=0,
+        screened=0,
         best_samples_us=list(timed[best]),
-        default_samples_us=list(dflt_samples),
+        default_samples_us=list(dflt),
         best_roof_pct=roof_pct(m, n, k, b_us, ctx.ceilings),
-        source=source,
-        failed=failed,
-        seconds=time.perf_counter() - t0,
+        gpu_name=str(ctx.torch.cuda.get_device_name()),
+        triton=triton_version(),
     )
+
+
+def triton_version() -> str:
+    """The installed Triton's version ("" without Triton)."""
+    try:
+        import triton
+    except ImportError:
+        return ""
+    return str(getattr(triton, "__version__", ""))
+
+
+def _tune_cell(
+    ctx: ShapeContext,
+    m: int,
+    cands: list[KernelConfig],
+    n_cands: int,
+    default: KernelConfig,
+    source: str,
+) -> CellResult:
+    t0 = time.perf_counter()
+    screened, failed = screen_cell(ctx, m, cands)
+    ctx.tops[m] = leaders(screened) if screened else []
+    alone = default not in set(cands)
+    return finish_cell(ctx, m, screened, n_cands, default, source, failed, t0, alone)
 
 
 def kernel_samples(
@@ -590,21 +403,16 @@ def _tune_units(
     for unit in units:
         ms = [p.m for p in unit.plan]
         cls = kernel.spec_class(unit.n, unit.k)
-        ctx = _ShapeCtx(torch, kernel, unit.n, unit.k, [], ceilings, seed=unit.n * 7 + unit.k)
-        ctx.sets = _alloc_shape(torch, kernel, unit.n, unit.k, ms)
+        ctx = ShapeContext(torch, kernel, unit.n, unit.k, [], ceilings, seed=unit.n * 7 + unit.k)
+        ctx.sets = alloc_shape(torch, kernel, unit.n, unit.k, ms)
         order = [p for p in unit.plan if not p.sources] + [p for p in unit.plan if p.sources]
         for p in order:
             cands = [
                 c
                 for c in candidates_fn(p.m, unit.n, unit.k, split_k=split_k)
-                if (_binary_rep(c), cls) not in exclude
+                if (binary_rep(c), cls) not in exclude
             ]
-            use, source = cands, "screen"
-            if p.sources:
-                tops = [ctx.tops.get(s, []) for s in p.sources]
-                near = neighbour_candidates(cands, tops)
-                if sum(1 for c in near if c.split_k == 1) >= 2:
-                    use, source = near, "neighbour:" + ",".join(map(str, p.sources))
+            use, source = cell_candidates(cands, p, ctx.tops)
             r = _tune_cell(ctx, p.m, use, len(cands), default, source)
             out.append(r)
             if progress:
@@ -667,7 +475,7 @@ def tune_shapes(
         cls = kernel.spec_class(n, k)
         for m in sorted(set(batch_sizes)):
             for c in [*cand_fn(m, n, k, split_k=split_k), default]:
-                rep = _binary_rep(c)
+                rep = binary_rep(c)
                 specs.setdefault((rep, cls), (rep, n, k))
     if progress:
         progress(f"compiling {len(specs)} distinct binaries")

@@ -45,6 +45,9 @@ class CheckResult:
     passed: bool
     message: str
     detail: dict[str, Any] = field(default_factory=dict)
+    #: False: recorded, but a failure does not fail verification (equivalence of a config
+    #: declared ``lossless = false``)
+    gating: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,14 +76,15 @@ class VerifyReport:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        return not self.failures()
 
     @property
     def diverged(self) -> bool:
-        return any(c.kind == "equivalence" and not c.passed for c in self.checks)
+        return any(c.kind == "equivalence" for c in self.failures())
 
     def failures(self) -> list[CheckResult]:
-        return [c for c in self.checks if not c.passed]
+        """The failed checks that fail verification (non-gating ones are left out)."""
+        return [c for c in self.checks if not c.passed and c.gating]
 
 
 @dataclass
@@ -125,7 +129,9 @@ async def _ask(
             obj = json.loads(ex.body())
         except ValueError:
             obj = None
-        err = f"HTTP {ex.status}: " + error_message_of(obj, ex.body()[:200].decode("replace"))
+        err = f"HTTP {ex.status}: " + error_message_of(
+            obj, ex.body()[:200].decode("utf-8", "replace")
+        )
     if err is None and parsed.error_kind is not None:
         err = parsed.error_message
     if err is None and ex.error_kind is None and ex.status == 0:
@@ -163,9 +169,11 @@ def verify_endpoint(
     section: VerifySection,
     reference: GreedyOutputs | None = None,
     headers: dict[str, str] | None = None,
+    lossless: bool = True,
 ) -> VerifyReport:
     """Run every check of ``section`` against a running endpoint. Never raises for a wrong
-    answer (that is a failed check); raises ``ConnectError`` when nothing answers."""
+    answer (that is a failed check); raises ``ConnectError`` when nothing answers.
+    ``lossless=False``: the equivalence check is recorded but does not gate."""
 
     async def go() -> VerifyReport:
         client = HttpClient(
@@ -197,25 +205,9 @@ def verify_endpoint(
             )
             outputs: GreedyOutputs | None = None
             if section.equivalent_to is not None or reference is not None:
-                prompts = list(EQUIVALENCE_PROMPTS[: section.equivalence_prompts])
+                outputs = await _greedy(client, model, engine, section, reference, stream_issues)
                 if reference is not None:
-                    prompts = reference.prompts
-                m = reference.max_tokens if reference else section.equivalence_tokens
-                texts = []
-                for pr in prompts:
-                    ans = await _ask(
-                        client,
-                        model=model,
-                        prompt=pr,
-                        max_tokens=m,
-                        chat=False,
-                        extra=engine.fixed_length_fields(m),
-                    )
-                    stream_issues += _stream_problems(ans)
-                    texts.append(ans.text)
-                outputs = GreedyOutputs(prompts, texts, m)
-                if reference is not None:
-                    checks.append(_equivalence(reference, outputs))
+                    checks.append(_equivalence(reference, outputs, gating=lossless))
             checks.append(
                 CheckResult(
                     "stream",
@@ -229,6 +221,34 @@ def verify_endpoint(
         return VerifyReport(checks, outputs)
 
     return run_loop(go())
+
+
+async def _greedy(
+    client: HttpClient,
+    model: str,
+    engine: EngineSpec,
+    section: VerifySection,
+    reference: GreedyOutputs | None,
+    issues: list[str],
+) -> GreedyOutputs:
+    """Outputs at T=0 for the reference's prompts (or the section's first N)."""
+    prompts = list(EQUIVALENCE_PROMPTS[: section.equivalence_prompts])
+    if reference is not None:
+        prompts = reference.prompts
+    m = reference.max_tokens if reference else section.equivalence_tokens
+    texts = []
+    for pr in prompts:
+        ans = await _ask(
+            client,
+            model=model,
+            prompt=pr,
+            max_tokens=m,
+            chat=False,
+            extra=engine.fixed_length_fields(m),
+        )
+        issues += _stream_problems(ans)
+        texts.append(ans.text)
+    return GreedyOutputs(prompts, texts, m)
 
 
 async def _probe(client: HttpClient, model: str, probe: Probe, issues: list[str]) -> CheckResult:
@@ -255,7 +275,7 @@ async def _probe(client: HttpClient, model: str, probe: Probe, issues: list[str]
     )
 
 
-def _equivalence(ref: GreedyOutputs, got: GreedyOutputs) -> CheckResult:
+def _equivalence(ref: GreedyOutputs, got: GreedyOutputs, *, gating: bool = True) -> CheckResult:
     per: list[dict[str, Any]] = []
     first: tuple[str, int, str, str] | None = None
     for pr, a, b in zip(ref.prompts, ref.outputs, got.outputs):
@@ -280,6 +300,12 @@ def _equivalence(ref: GreedyOutputs, got: GreedyOutputs) -> CheckResult:
             f"; first divergence in {pr!r} at char {pos}: "
             f"{a[pos : pos + 20]!r} vs {b[pos : pos + 20]!r}"
         )
+    if not gating:
+        msg = "not gating (lossless = false): " + msg
     return CheckResult(
-        "equivalence", matched == len(per), msg, {"match_rate": rate, "prompts": per}
+        "equivalence",
+        matched == len(per),
+        msg,
+        {"match_rate": rate, "prompts": per, "gating": gating},
+        gating=gating,
     )

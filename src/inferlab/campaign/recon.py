@@ -1,0 +1,38 @@
+"""Recon before a campaign acts, stored with it (kind "recon" in the analyses table)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.errors import InferlabError
+from inferlab.recon import ENGINES as RECON_ENGINES
+from inferlab.recon import ReconOptions, run_recon
+from inferlab.store import Store
+
+__all__ = ["store_recon"]
+
+
+def store_recon(
+    store: Store, campaign: str, configs: list[ResolvedConfig], message: Callable[[str], None]
+) -> None:
+    """Recon before acting: GPUs, NCCL/engine variables and, when the first local config runs
+    a known engine from a given Python, that engine's versions and tuned config files — stored
+    with the campaign (``--help`` flags are left to ``inferlab recon``: they take tens of
+    seconds). A failed look is a warning, never the end of the campaign."""
+    local = [c for c in configs if c.host in ("local", "localhost")]
+    first = local[0] if local else None
+    known = first is not None and first.engine in RECON_ENGINES and first.python is not None
+    opts = ReconOptions(
+        engine=first.engine if known and first else None,
+        python=first.python if known and first else None,
+        help=False,
+        probe_timeout_s=60.0,
+    )
+    try:
+        rec = run_recon(opts)
+    except InferlabError as exc:
+        message(f"recon skipped: {exc}")
+        return
+    with store.transaction():
+        store.add_analysis("recon", rec.host, rec.to_dict(), campaign=campaign)

@@ -1,0 +1,90 @@
+"""``inferlab levers CAMPAIGN``: levers ranked by what they can buy; predictions vs measured."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from inferlab.levers import Decision, LeverOptions, decide, record_predictions
+from inferlab.levers.render import (
+    PREDICTION_COLUMNS,
+    SIM_NOTE,
+    config_title,
+    lever_details,
+    prediction_cells,
+)
+
+from .render import stdout_console
+from .store import DbOpt, _open
+
+
+def _print(d: Decision, stored: int) -> None:
+    con = stdout_console()
+    if d.simulated:
+        con.print(f"[bold magenta]{escape(SIM_NOTE)}[/bold magenta]", highlight=False)
+    con.print(
+        "Ceilings are TPOT speed-ups (config TPOT / TPOT with the lever): Amdahl's bound on the "
+        "decode step, or a speculative-decoding band (docs/levers.md).",
+        highlight=False,
+    )
+    if not d.levers:
+        con.print("no lever to rank: no stored profile or sweep of this config", highlight=False)
+    for name, levers in d.levers.items():
+        con.print(f"\n[bold]{escape(config_title(d, name))}[/bold]", highlight=False)
+        for i, lv in enumerate(levers, 1):
+            con.print(f"{i}. {escape(lv.summary)}", highlight=False)
+            for line in lever_details(lv):
+                con.print(f"   [dim]{escape(line)}[/dim]", highlight=False)
+    if d.predictions:
+        t = Table(title="Predictions", title_justify="left")
+        for c in PREDICTION_COLUMNS:
+            t.add_column(c, overflow="fold")
+        for r in d.predictions:
+            t.add_row(*(escape(x) for x in prediction_cells(r)))
+        con.print(t)
+    for n in d.notes:
+        con.print(f"[dim]not predicted: {escape(n)}[/dim]", highlight=False)
+    if stored:
+        con.print(
+            f"stored {stored} new prediction(s) with the time they were made", highlight=False
+        )
+
+
+def levers(
+    campaign: Annotated[str, typer.Argument(help="Campaign in the store")],
+    db: DbOpt = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="Only this config's levers and predictions")
+    ] = None,
+    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout")] = False,
+    accept_length: Annotated[
+        float | None,
+        typer.Option("--accept-length", help="τ: tokens per verify step for speculative decoding"),
+    ] = None,
+    draft_tokens: Annotated[
+        int | None,
+        typer.Option("--draft-tokens", help="k: draft tokens per step (default: from a config)"),
+    ] = None,
+    draft_cost: Annotated[
+        float | None,
+        typer.Option("--draft-cost", help="δ: one draft step's cost / one target step"),
+    ] = None,
+) -> None:
+    """Rank each config's levers by their ceiling at every profiled load point (Amdahl on the
+    decode step, speculative decoding from the baseline sweep), store the predictions with the
+    time they were made, and check the earlier ones against what was measured since."""
+    opts = LeverOptions(config, accept_length, draft_tokens, draft_cost)
+    with _open(db) as store:
+        d = decide(store, campaign, opts)  # raises "nothing to rank" before storing anything
+        stored = record_predictions(store, campaign, opts)
+    if json_:
+        out = d.to_dict()
+        out["stored"] = [s["key"] for s in stored]
+        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+    else:
+        _print(d, len(stored))

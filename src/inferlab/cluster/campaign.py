@@ -1,0 +1,200 @@
+"""``inferlab run CAMPAIGN --ray ADDRESS``: the configs of a campaign side by side on a cluster.
+
+The plan, the cells, ``--resume`` and what is stored are those of ``inferlab run``
+(:mod:`inferlab.campaign.runner`); what changes is where and when. Every config asks Ray for
+a ``STRICT_PACK`` placement group (its server's GPUs and CPUs, its client's CPUs, one node)
+and runs as soon as Ray grants it, beside the others; Ray queues what does not fit yet. Only
+this driver writes the store. A config no node can hold is refused before anything starts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from inferlab.campaign.runner import (
+    CampaignEvents,
+    CampaignResult,
+    ConfigOutcome,
+    Plan,
+    campaign_lock,
+    done_cells,
+    make_plan,
+    select_configs,
+)
+from inferlab.campaign.up import output_dir
+from inferlab.cluster.connect import alive_nodes, connect
+from inferlab.cluster.placement import Need, check_fit, config_need, node_fits
+from inferlab.cluster.task import ConfigRun, Shared
+from inferlab.config.campaign import CampaignFile
+from inferlab.engines import get_engine
+from inferlab.errors import ConfigError
+from inferlab.store import Store
+
+__all__ = ["check_cluster_plan", "placement_lines", "run_campaign_ray"]
+
+#: seconds a config may wait for a free node before the user is told
+WAIT_NOTICE_S = 30.0
+
+
+def _absolute_output(camp: CampaignFile) -> CampaignFile:
+    """The campaign with its output directory absolute (actors write logs there on their node,
+    whatever their working directory)."""
+    out = output_dir(camp).resolve()
+    return camp.model_copy(update={"campaign": camp.campaign.model_copy(update={"output": out})})
+
+
+def _needs(plan: Plan) -> dict[str, Need]:
+    for c in plan.configs:
+        if not get_engine(c.engine).launchers:
+            raise ConfigError(
+                f"{plan.path}: engine.kind {c.engine!r}: --ray places the servers it launches; "
+                "an endpoint that already runs needs no cluster (run without --ray)"
+            )
+        if c.host not in ("local", "localhost", ""):
+            raise ConfigError(
+                f"{plan.path}: engine.host {c.host!r}: under --ray, Ray picks the node; "
+                "remove engine.host"
+            )
+    return {c.name: config_need(c, plan.campaign.cluster) for c in plan.configs}
+
+
+def check_cluster_plan(
+    path: str | Path, address: str, only: Sequence[str] = ()
+) -> tuple[Plan, dict[str, Need]]:
+    """Load the plan (the configs in ``only``, or all), connect, and refuse configs that no
+    alive node can hold."""
+    plan = select_configs(make_plan(path), only)
+    needs = _needs(plan)
+    ray = connect(address)
+    check_fit(list(needs.values()), alive_nodes(ray), str(plan.path))
+    return plan, needs
+
+
+def placement_lines(needs: dict[str, Need]) -> list[str]:
+    """One line per config: the placement group it asks for."""
+    return [
+        f"[ray] {name}: STRICT_PACK {need.bundles()} ({need.describe()})"
+        for name, need in needs.items()
+    ]
+
+
+def run_campaign_ray(
+    path: str | Path,
+    *,
+    store: Store,
+    address: str,
+    events: CampaignEvents | None = None,
+    resume: bool = False,
+    no_verify: bool = False,
+    only: Sequence[str] = (),
+    poll_s: float = 0.5,
+) -> CampaignResult:
+    """Run every config of the campaign (or those named in ``only``) on the Ray cluster at
+    ``address`` (see the module docstring); the result lists the configs in file order."""
+    events = events or CampaignEvents()
+    plan, needs = check_cluster_plan(path, address, only)
+    name = plan.campaign.campaign.name
+    existing = store.runs(campaign=name)
+    if existing and not resume:
+        raise ConfigError(
+            f"campaign {name!r} already has {len(existing)} runs in {store.path}: "
+            "use --resume to continue it, or give the campaign another name"
+        )
+    camp = _absolute_output(plan.campaign)
+    sh = Shared(
+        connect(address),
+        plan.path,
+        camp,
+        store,
+        events,
+        no_verify,
+        resume_hint=f"inferlab run {plan.path} --ray {address} --resume",
+        take_recon=not (resume and store.analyses("recon", campaign=name)),
+    )
+    result = CampaignResult(name, [])
+    with campaign_lock(camp):
+        outcomes = _queue(sh, plan, needs, resume)
+        try:
+            _drive(sh, poll_s)
+        except KeyboardInterrupt:
+            result.interrupted = True
+            for run in sh.runs.values():
+                if not run.done:
+                    run.interrupt()
+    for run in sh.runs.values():
+        assert run.outcome is not None
+        outcomes[run.name] = run.outcome
+    result.outcomes = [outcomes[c.name] for c in plan.configs]
+    result.interrupted = result.interrupted or any(
+        o.status == "interrupted" for o in result.outcomes
+    )
+    return result
+
+
+def _queue(
+    sh: Shared, plan: Plan, needs: dict[str, Need], resume: bool
+) -> dict[str, ConfigOutcome]:
+    """A ``ConfigRun`` in ``sh.runs`` for every config with cells to measure; the outcomes of
+    those skipped (every cell already measured)."""
+    store, name = sh.store, plan.campaign.campaign.name
+    order = [(p.label, t) for p in plan.points for t in range(plan.trials)]
+    skipped: dict[str, ConfigOutcome] = {}
+    for i, cfg in enumerate(plan.configs):
+        with store.transaction():
+            cid = store.campaign_id(name)
+            gid = store.config_id(
+                cid, cfg.name, engine=cfg.engine, model=cfg.model, argv=cfg.args, env=cfg.env
+            )
+        done = done_cells(store, name, gid) if resume else set()
+        todo = [c for c in order if c not in done]
+        if todo:
+            sh.runs[cfg.name] = ConfigRun(sh, cfg, gid, todo, needs[cfg.name], i)
+            continue
+        skipped[cfg.name] = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
+        sh.events.config_done(skipped[cfg.name])
+    return skipped
+
+
+def _drive(sh: Shared, poll_s: float) -> None:
+    """Wait on every config's pending actor call at once; hand each result to its config."""
+    runs = list(sh.runs.values())
+    last_watch = 0.0
+    while not all(r.done for r in runs):
+        for r in runs:
+            r.tick()
+        if time.monotonic() - last_watch > 5.0:
+            _watch_placement(sh, runs)
+            last_watch = time.monotonic()
+        waiting = {r.pending[0]: r for r in runs if r.pending is not None}
+        if not waiting:
+            time.sleep(poll_s)
+            continue
+        ready, _ = sh.ray.wait(list(waiting), num_returns=1, timeout=poll_s)
+        for ref in ready:
+            run = waiting[ref]
+            try:
+                value = sh.ray.get(ref)
+            except Exception as exc:  # a Ray error: the actor died, or raised
+                run.resolve(error=exc)
+            else:
+                run.resolve(value)
+
+
+def _watch_placement(sh: Shared, runs: list[ConfigRun]) -> None:
+    """Configs waiting for a node: fail those no alive node can hold any more (a node was
+    lost), and say once which ones wait for others to finish."""
+    placing = [r for r in runs if r.state == "placing"]
+    if not placing:
+        return
+    nodes = alive_nodes(sh.ray)
+    for r in placing:
+        if not any(node_fits(r.need, n) for n in nodes):
+            r.fail_placement(f"no alive node can hold it any more ({r.need.describe()})")
+        elif not r.warned_wait and time.monotonic() - r.since > WAIT_NOTICE_S:
+            r.warned_wait = True
+            sh.events.message(
+                f"{r.name}: waiting for a node with {r.need.describe()} free "
+                "(the configs running now hold them)"
+            )

@@ -1,0 +1,385 @@
+"""One config of a campaign on a Ray cluster, as a chain of steps driven by its results.
+
+placed (placement group ready) → launched → verified (after the config it must match, when
+that one runs too) → every cell measured → stopped → torn down. Each step is one actor call;
+the driver (:mod:`inferlab.cluster.campaign`) waits on every config's pending call at once and
+hands each result here, in its one thread, so every store write happens in the driver, one
+transaction per finished point, as on one host. A lost actor (its node died) fails this
+config's unfinished cells with the cause; the other configs go on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
+from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.runner import CampaignEvents, ConfigOutcome, bench_config
+from inferlab.campaign.up import reference_outputs, store_verification
+from inferlab.campaign.watch import mark_exited
+from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
+from inferlab.cluster.placement import Need
+from inferlab.config.campaign import CampaignFile
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.errors import InferlabError
+from inferlab.records import ErrorKind
+from inferlab.store import Store
+from inferlab.verify import VerifyReport
+
+__all__ = ["ConfigRun", "Shared"]
+
+Cell = tuple[str, int]
+
+
+@dataclass
+class Shared:
+    """What every config of one ``run --ray`` shares (the driver's side only)."""
+
+    ray: Any
+    path: Path
+    camp: CampaignFile
+    store: Store
+    events: CampaignEvents
+    no_verify: bool
+    resume_hint: str
+    runs: dict[str, ConfigRun] = field(default_factory=dict)
+    recon_nodes: set[str] = field(default_factory=set)
+    take_recon: bool = True
+
+
+class ConfigRun:
+    """The steps of one config (see the module docstring). ``pending`` is the actor call
+    waited on and what to do with its result."""
+
+    def __init__(
+        self, sh: Shared, cfg: ResolvedConfig, gid: int, todo: list[Cell], need: Need, index: int
+    ) -> None:
+        self.sh, self.cfg, self.gid, self.need, self.index = sh, cfg, gid, need, index
+        self.todo = list(todo)
+        self.state = "new"
+        self.pending: tuple[Any, Callable[[Any], None]] | None = None
+        self.outcome: ConfigOutcome | None = None
+        self.pg: Any = None
+        self.server: Any = None
+        self.client: Any = None
+        self.launched: Launched | None = None
+        self.sink: StoreSink | None = None
+        self.run_ids: list[int] = []
+        self.since = time.monotonic()
+        self.warned_wait = False
+
+    # -- helpers -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.cfg.name
+
+    @property
+    def done(self) -> bool:
+        return self.state == "done"
+
+    def _wait(self, ref: Any, then: Callable[[Any], None], state: str) -> None:
+        self.state = state
+        self.pending = (ref, then)
+
+    def _record(self, kind: str, passed: bool, detail: dict[str, Any]) -> None:
+        with self.sh.store.transaction():
+            self.sh.store.add_verification(self.gid, kind, passed, detail)
+
+    def _findings(self, findings: list[dict[str, Any]], source: str) -> None:
+        if findings:
+            with self.sh.store.transaction():
+                self.sh.store.add_findings(
+                    findings, campaign=self.sh.camp.campaign.name, config_id=self.gid, source=source
+                )
+
+    def _end(self, status: str, message: str = "", **kw: Any) -> None:
+        if self.outcome is None:
+            self.outcome = ConfigOutcome(self.name, status, message, self.run_ids, **kw)
+
+    # -- steps ---------------------------------------------------------------------------
+    def place(self) -> None:
+        """Ask Ray for this config's placement group (it waits until a node is free)."""
+        from ray.util.placement_group import placement_group
+
+        self.pg = placement_group(
+            self.need.bundles(),
+            strategy="STRICT_PACK",
+            name=f"inferlab:{self.sh.camp.campaign.name}:{self.name}",
+        )
+        self.since = time.monotonic()
+        self._wait(self.pg.ready(), self._placed, "placing")
+
+    def _placed(self, _: Any) -> None:
+        """Both actors start now (the client's process starts while the engine loads)."""
+        ray, need = self.sh.ray, self.need
+        self.server = (
+            ray.remote(ServerActor)
+            .options(
+                num_cpus=need.server_cpus, num_gpus=need.gpus, scheduling_strategy=self._bundle(0)
+            )
+            .remote(self.sh.camp, self.cfg)
+        )
+        self.client = (
+            ray.remote(ClientActor)
+            .options(num_cpus=need.client_cpus, scheduling_strategy=self._bundle(1))
+            .remote()
+        )
+        node = ray.util.placement_group_table(self.pg)["bundles_to_node_id"].get(0)
+        recon = self.sh.take_recon and node not in self.sh.recon_nodes
+        self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
+        self.sh.events.config_started(self.cfg, self.index, len(self.sh.runs))
+        self._wait(self.server.launch.remote(recon), self._launched, "launching")
+
+    def _launched(self, got: Launched) -> None:
+        self.launched = got
+        where = got.placed.to_json()
+        node = got.placed.node_id
+        if got.recon is not None:
+            with self.sh.store.transaction():
+                host = str(got.recon.get("host") or got.placed.hostname)
+                self.sh.store.add_analysis(
+                    "recon", host, got.recon, campaign=self.sh.camp.campaign.name
+                )
+        if got.error is not None:
+            self._findings(got.findings, str(got.error.get("log_path", "")))
+            self._record("launch", False, {**got.error, **where})
+            tail = list(got.error.get("tail", []))[-12:]
+            self._end(
+                "launch-failed", got.error["message"], remedy=got.error.get("remedy"), log_tail=tail
+            )
+            self._teardown()
+            return
+        detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}
+        detail["gpu_used_mib"] = got.gpu_ready_mib
+        detail["server_pid"] = got.server_pid
+        detail["server_cuda_visible_devices"] = got.server_cuda_visible_devices
+        self._record("launch", True, detail)
+        self.sh.events.message(
+            f"{self.name}: ready in {got.ready_s or 0:.1f} s on {got.placed.hostname} "
+            f"(node {node[:8]}, CUDA_VISIBLE_DEVICES={got.placed.cuda_visible_devices})"
+        )
+        camp = self.sh.camp
+        assert got.url is not None
+        bench = bench_config(camp, got.url, got.model, self.cfg.engine)
+        self.client.aim.remote(bench)  # ordered before this driver's next call to it
+        self.sink = StoreSink(
+            self.sh.store,
+            bench,
+            camp.campaign.name,
+            self.name,
+            scrape=False,
+            config_id=self.gid,
+            environment=got.environment,
+        )
+        if camp.verify.enabled and not self.sh.no_verify:
+            self.state = "verify-wait"
+        else:
+            self._next_cell()
+
+    def _bundle(self, i: int) -> Any:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        return PlacementGroupSchedulingStrategy(
+            placement_group=self.pg, placement_group_bundle_index=i
+        )
+
+    def past_verify(self) -> bool:
+        """Whether a config that must match this one's greedy outputs may verify now."""
+        return self.done or self.state in ("measuring", "stopping")
+
+    def _reference(self) -> ConfigRun | None:
+        """The config of this run whose greedy outputs this one must match (not itself)."""
+        other = self.sh.runs.get(self.sh.camp.verify.equivalent_to or "")
+        return other if other is not self else None
+
+    def tick(self) -> None:
+        """Ask for a placement once the reference config holds one (so it can never wait for
+        a node its dependents hold), and verify once the reference has verified."""
+        ref = self._reference()
+        if self.state == "new" and (ref is None or ref.state not in ("new", "placing")):
+            self.place()
+        if self.state != "verify-wait" or self.launched is None:
+            return
+        if ref is not None and not ref.past_verify():
+            return
+        reference = reference_outputs(self.sh.camp, self.cfg, self.sh.store)
+        call = self.server.verify.remote(self.launched.url, self.launched.model, reference)
+        self._wait(call, self._verified, "verifying")
+
+    def _verified(self, rep: VerifyReport) -> None:
+        store_verification(self.sh.store, self.sh.camp, self.cfg, rep)
+        if not rep.passed:
+            fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
+            what = "diverged from the reference" if rep.diverged else "failed verification"
+            self._end(
+                "verify-failed",
+                f"{what}: {fails}",
+                remedy="fix the config, or --no-verify to measure anyway",
+            )
+            self._stop()
+            return
+        self._next_cell()
+
+    def _next_cell(self) -> None:
+        if not self.todo:
+            self._end("measured")
+            self._stop()
+            return
+        label, trial = self.todo[0]
+        self._wait(self.client.measure.remote(label, trial), self._measured, "measuring")
+
+    def _measured(self, got: Measured) -> None:
+        """Ask the server's actor whether its server exited during the point (the campaign's
+        server watch), then commit."""
+        label, trial = self.todo[0]
+        if got.point is None:  # nothing measured: the server may have been gone already
+            refused, when = got.error is not None, f"before {label} trial {trial}"
+        else:
+            refused = any(r.error_kind is ErrorKind.CONNECT for r in got.point.records)
+            when = f"during {label} trial {trial}"
+        call = self.server.exited.remote(refused, when)
+        self._wait(call, lambda exited: self._commit(got, exited), "measuring")
+
+    def _commit(self, got: Measured, exited: str | None) -> None:
+        assert self.sink is not None
+        if exited is not None:
+            if got.point is not None:
+                mark_exited(got.point, exited)
+            got.error = ("ConnectError", exited)
+        if got.point is not None:
+            if not self.run_ids:
+                self.sink.start(got.meta)
+            self.sink.commit(got.point, got.scrapes)
+            self.run_ids[:] = self.sink.run_ids
+            self.sh.events.point_finished(got.point)
+        if got.error is not None or got.point is None:
+            cell = "{}#{}".format(*self.todo[0])
+            self._end("failed", got.error[1] if got.error else f"{cell}: nothing was measured")
+            self._stop()
+        elif got.point is not None and got.point.interrupted:
+            self._end("interrupted", f"interrupted; {self.sh.resume_hint} continues")
+            self._stop()
+        else:
+            self.todo.pop(0)
+            self._next_cell()
+
+    def _stop(self) -> None:
+        if self.server is None or self.launched is None or self.launched.error is not None:
+            self._teardown()
+            return
+        self.sh.events.message(f"{self.name}: stopping ...")
+        self._wait(self.server.stop.remote(), self._stopped, "stopping")
+
+    def _stopped(self, got: Stopped | None) -> None:
+        """Stored as ``inferlab run`` stores a stop (``campaign.aftermath``): the log's
+        findings, the stop check with the GPU drain, and a runtime failure, which turns a
+        measured config into a failed one (what was measured is kept)."""
+        if got is not None:
+            self._findings(got.findings, got.log_path)
+            record_stop(self.sh.store, self.gid, got.report, got.drain)
+            self.sh.events.message(f"{self.name}: {stop_message(got.report, got.drain)}")
+            if got.failure is not None:
+                record_runtime(self.sh.store, self.gid, got.failure)
+                self._with_failure(got.failure)
+        self._teardown()
+
+    def _with_failure(self, failure: RuntimeFailure) -> None:
+        out = self.outcome
+        if out is None:
+            self._end("failed", failure.message, remedy=failure.remedy, log_tail=failure.tail)
+            return
+        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
+        out.message = failure.message + (f" — {seen}" if seen else "")
+        out.remedy, out.log_tail = failure.remedy, failure.tail
+        if out.status == "measured":
+            out.status = "failed"
+
+    def _teardown(self) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        self.pending = None
+        for actor in (self.client, self.server):
+            if actor is not None:
+                self.sh.ray.kill(actor)
+        self.client = self.server = None
+        if self.pg is not None:
+            remove_placement_group(self.pg)
+            self.pg = None
+        self.state = "done"
+        self._end("measured")
+        assert self.outcome is not None
+        self.sh.events.config_done(self.outcome)
+
+    # -- failures ------------------------------------------------------------------------
+    def resolve(self, value: Any = None, error: BaseException | None = None) -> None:
+        """Hand the pending call's result (or the error its ``ray.get`` raised) on."""
+        assert self.pending is not None
+        _, then = self.pending
+        self.pending = None
+        if error is None:
+            then(value)
+            return
+        from ray.exceptions import RayActorError, RayTaskError
+
+        if isinstance(error, RayActorError):
+            self.lost(error)
+            return
+        cause = error.cause if isinstance(error, RayTaskError) else error
+        if isinstance(cause, InferlabError):
+            self._end("failed", str(cause))
+        else:
+            self._end("failed", f"an inferlab bug on the node: {type(cause).__name__}: {cause}")
+        self._stop()
+
+    def lost(self, error: BaseException) -> None:
+        """An actor of this config died (its node was lost): its unfinished cells fail."""
+        cause = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        node = self.launched.placed if self.launched is not None else None
+        where = f"{node.hostname} (node {node.node_id[:8]})" if node else "its node"
+        cells = [f"{lb}#{t}" for lb, t in self.todo]
+        self._findings(
+            [
+                {
+                    "kind": "node-lost",
+                    "severity": "error",
+                    "message": f"{self.name}: {where} was lost: {len(cells)} unfinished cell(s) "
+                    f"failed ({', '.join(cells) or 'none'})",
+                    "evidence": {
+                        "node_id": node.node_id if node else None,
+                        "cells": [list(c) for c in self.todo],
+                        "cause": cause,
+                    },
+                    "action": f"{self.sh.resume_hint} reruns them",
+                }
+            ],
+            source="ray",
+        )
+        self._end(
+            "failed",
+            f"{where} was lost ({cause}); cells {', '.join(cells) or 'none'} failed; "
+            f"{self.sh.resume_hint} reruns them",
+        )
+        self.launched = None  # nothing left to stop there
+        self._teardown()
+
+    def fail_placement(self, why: str) -> None:
+        """No alive node can hold this config any more."""
+        self._end("failed", f"{why}; {self.sh.resume_hint} reruns it on a larger cluster")
+        self._teardown()
+
+    def interrupt(self, timeout_s: float = 60.0) -> None:
+        """Ctrl-C on the driver: stop the server now (best effort), record it, tear down."""
+        self._end("interrupted", f"Ctrl-C: the server was stopped; {self.sh.resume_hint} continues")
+        if self.server is not None and self.launched is not None and self.launched.error is None:
+            try:
+                got = self.sh.ray.get(self.server.stop.remote(), timeout=timeout_s)
+            except Exception:  # the node may be gone too; teardown still runs
+                got = None
+            if got is not None:
+                self._stopped(got)
+                return
+        self._teardown()

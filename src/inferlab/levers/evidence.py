@@ -1,0 +1,256 @@
+"""What the lever rules read, gathered from the store once per campaign: configs, their
+concurrency sweeps (median TPOT, throughput, scraped server values), decode profiles per load
+point, log findings, recon, launch records and lever-applied evidence. Nothing is measured.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferlab.errors import ConfigError
+from inferlab.stats.metrics import tpot_ms
+from inferlab.stats.summary import percentile
+from inferlab.store import RunRow, Store
+
+__all__ = [
+    "ConfigEvidence",
+    "Evidence",
+    "StoredProfile",
+    "SweepPoint",
+    "gather",
+    "parse_point",
+]
+
+_POINT = re.compile(r"C=(\d+)$")
+
+
+def parse_point(label: str | None) -> int | None:
+    """The concurrency of a closed-loop load-point label ``C=16``; None for anything else."""
+    m = _POINT.match(label or "")
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One closed-loop load point of a config: median TPOT (ms) over the measured requests of
+    every trial, mean output throughput (tok/s) over trials, the per-trial TPOT samples, and
+    scraped server values (each the maximum over trials)."""
+
+    concurrency: int
+    tpot_ms: float
+    output_tok_s: float
+    trials: tuple[tuple[float, ...], ...]
+    server: Mapping[str, Any]
+    started_at: str | None
+
+
+@dataclass(frozen=True)
+class StoredProfile:
+    """A stored decode profile (``Profile.to_dict()``), with the load point it was captured at
+    (``capture.point``; None when the store does not say)."""
+
+    id: int
+    name: str
+    config: str | None
+    concurrency: int | None
+    rank: int
+    data: Mapping[str, Any]
+    created_at: str
+
+    @property
+    def label(self) -> str:
+        return "?" if self.concurrency is None else f"C={self.concurrency}"
+
+    @property
+    def simulated(self) -> bool:
+        return bool((self.data.get("capture") or {}).get("simulated"))
+
+
+@dataclass
+class ConfigEvidence:
+    """Everything stored about one config (its newest content when the name was reused)."""
+
+    name: str
+    engine: str | None
+    argv: list[str]
+    env: dict[str, str]
+    extra: dict[str, Any]
+    sweep: dict[int, SweepPoint] = field(default_factory=dict)
+    profiles: list[StoredProfile] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    lever_items: list[dict[str, Any]] | None = None  # None: no lever-applied record stored
+    log_mined: bool = False
+    first_run_at: str | None = None
+
+    def series(self) -> list[tuple[int, float]]:
+        """(C, median TPOT ms) per measured point, by C."""
+        return [(c, p.tpot_ms) for c, p in sorted(self.sweep.items())]
+
+    def found(self, kind: str) -> list[dict[str, Any]]:
+        return [f for f in self.findings if f["kind"] == kind]
+
+
+@dataclass
+class Evidence:
+    """One campaign's evidence; ``configs`` in store order (the first is the baseline)."""
+
+    campaign: str
+    simulated: bool
+    configs: dict[str, ConfigEvidence]
+    loose_profiles: list[StoredProfile]  # stored without a config
+    recon: list[dict[str, Any]]
+
+    @property
+    def baseline(self) -> str | None:
+        return next(iter(self.configs), None)
+
+    def has_anything(self) -> bool:
+        return bool(self.loose_profiles) or any(
+            c.sweep or c.profiles for c in self.configs.values()
+        )
+
+
+def _usable(r: RunRow, newest_hash: dict[str, str]) -> bool:
+    """A finished closed-loop point of a config's newest content that may enter a verdict.
+    ``trust`` and ``purpose`` are read when the store has them (untrusted points and
+    profiling passes never count)."""
+    if r.interrupted or r.rate is not None or parse_point(r.label) is None:
+        return False
+    if newest_hash.get(r.config) != r.config_hash:
+        return False
+    if getattr(r, "trust", "trusted") == "untrusted":
+        return False
+    return getattr(r, "purpose", "measure") in (None, "measure")
+
+
+def _configs(store: Store, campaign: str) -> dict[str, ConfigEvidence]:
+    rows = store.db.execute(
+        "SELECT g.name, g.engine, g.argv_json, g.env_json, g.extra_json FROM configs g "
+        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? ORDER BY g.id",
+        (campaign,),
+    ).fetchall()
+    out: dict[str, ConfigEvidence] = {}
+    for name, engine, argv, env, extra in rows:  # a later row is newer content of its name;
+        # assigning keeps the name's first position (the baseline stays first)
+        out[name] = ConfigEvidence(
+            name, engine, json.loads(argv), json.loads(env), json.loads(extra)
+        )
+    return out
+
+
+def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
+    hashes = dict(
+        store.db.execute(
+            "SELECT g.name, g.hash FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=? ORDER BY g.id",
+            (campaign,),
+        ).fetchall()
+    )
+    groups: dict[tuple[str, int], list[RunRow]] = {}
+    for r in store.runs(campaign=campaign):
+        if _usable(r, hashes):
+            groups.setdefault((r.config, parse_point(r.label) or 0), []).append(r)
+    for (name, c), runs in groups.items():
+        trials = []
+        for r in runs:
+            recs = [x for x in store.requests(r.id) if not x.warmup and x.ok and x.event_ns]
+            trials.append(tuple(t for t in (tpot_ms(x) for x in recs) if t is not None))
+        pooled = [t for tr in trials for t in tr]
+        if not pooled or name not in configs:
+            continue
+        server: dict[str, Any] = {}
+        for r in runs:
+            for k, v in (r.summary.get("server") or {}).items():
+                if isinstance(v, (int, float)):
+                    server[k] = max(v, server.get(k, v))
+        starts = sorted(r.started_at for r in runs if r.started_at)
+        configs[name].sweep[c] = SweepPoint(
+            concurrency=c,
+            tpot_ms=percentile(pooled, 50),
+            output_tok_s=sum(float(r.summary.get("output_tok_s") or 0.0) for r in runs) / len(runs),
+            trials=tuple(trials),
+            server=server,
+            started_at=starts[0] if starts else None,
+        )
+    for ev in configs.values():
+        starts = [p.started_at for p in ev.sweep.values() if p.started_at]
+        ev.first_run_at = min(starts) if starts else None
+
+
+def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
+    """Decode profiles, one per (config, load point): the newest of the lowest rank."""
+    best: dict[tuple[str | None, int | None], StoredProfile] = {}
+    for a in store.analyses("profile", campaign=campaign):
+        data = a["data"]
+        if not isinstance(data, dict) or data.get("segment") != "decode":
+            continue
+        cap = data.get("capture") or {}
+        p = StoredProfile(
+            id=int(a["id"]),
+            name=str(a["name"]),
+            config=a["config"],
+            concurrency=parse_point(cap.get("point")),
+            rank=int(cap.get("rank") or 0),
+            data=data,
+            created_at=str(a["created_at"]),
+        )
+        key = (p.config, p.concurrency)
+        old = best.get(key)
+        if old is None or p.rank < old.rank or (p.rank == old.rank and p.id > old.id):
+            best[key] = p
+    return sorted(best.values(), key=lambda p: (p.concurrency or 0, p.id))
+
+
+def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
+    rows = store.db.execute(
+        "SELECT g.name, v.kind, v.detail_json FROM verifications v JOIN configs g ON "
+        "g.id = v.config_id JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? "
+        "AND v.kind IN ('launch', 'lever') ORDER BY v.id",
+        (campaign,),
+    ).fetchall()
+    for name, kind, detail_s in rows:
+        ev = configs.get(name)
+        if ev is None:
+            continue
+        detail = json.loads(detail_s)
+        if kind == "launch" and detail.get("log_path"):
+            ev.log_mined = True  # the runner mines every launch log it started
+        elif kind == "lever":
+            ev.lever_items = list(detail.get("items") or [])
+
+
+def gather(store: Store, campaign: str) -> Evidence:
+    """The campaign's evidence; ``ConfigError`` for an unknown campaign (naming the known)."""
+    known = [r[0] for r in store.db.execute("SELECT name FROM campaigns ORDER BY name")]
+    if campaign not in known:
+        raise ConfigError(
+            f"levers: no campaign {campaign!r} in {store.path}"
+            + (f" (campaigns: {', '.join(known)})" if known else " (the store has no campaigns)")
+        )
+    configs = _configs(store, campaign)
+    _sweeps(store, campaign, configs)
+    _verifications(store, campaign, configs)
+    loose: list[StoredProfile] = []
+    for p in _profiles(store, campaign):
+        if p.config in configs:
+            configs[p.config].profiles.append(p)
+        else:
+            loose.append(p)
+    for f in store.findings(campaign):
+        if f["config"] in configs:
+            configs[f["config"]].findings.append(f)
+            configs[f["config"]].log_mined = configs[f["config"]].log_mined or bool(f["source"])
+    simulated = any(c.engine == "sim" for c in configs.values()) or any(
+        p.simulated for c in configs.values() for p in c.profiles
+    )
+    return Evidence(
+        campaign=campaign,
+        simulated=simulated,
+        configs=configs,
+        loose_profiles=loose,
+        recon=[a["data"] for a in store.analyses("recon", campaign=campaign)],
+    )

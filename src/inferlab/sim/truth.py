@@ -1,0 +1,114 @@
+"""Ground truth of the reference engine: one record per generation request, and summaries."""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Record", "Request", "lateness_summary"]
+
+_EMPTY = array("q")
+
+
+class Request:
+    __slots__ = ("body", "headers", "keep_alive", "method", "parsed_ns", "path", "recv_ns")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        keep_alive: bool,
+        recv_ns: int,
+        parsed_ns: int,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.keep_alive = keep_alive
+        self.recv_ns = recv_ns
+        self.parsed_ns = parsed_ns
+
+
+class Record:
+    """Ground truth of one generation request."""
+
+    __slots__ = (
+        "completion_tokens",
+        "done_ns",
+        "dues",
+        "endpoint",
+        "fault",
+        "id",
+        "ntokens",
+        "parsed_ns",
+        "prompt_tokens",
+        "recv_ns",
+        "request_id",
+        "status",
+        "stream",
+        "writes",
+    )
+
+    def __init__(self, rid: str, endpoint: str, req: Request) -> None:
+        self.id = rid
+        self.request_id = req.headers.get("x-request-id")
+        self.endpoint = endpoint
+        self.stream = False
+        self.recv_ns = req.recv_ns
+        self.parsed_ns = req.parsed_ns
+        self.prompt_tokens: int | None = None
+        self.completion_tokens = 0
+        # arrays, not lists: the cyclic GC does not track them (see serve())
+        self.dues = _EMPTY
+        self.writes = array("q")
+        self.ntokens = _EMPTY
+        self.done_ns = 0
+        self.status = 200
+        self.fault: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "request_id": self.request_id,
+            "endpoint": self.endpoint,
+            "stream": self.stream,
+            "recv_ns": self.recv_ns,
+            "parsed_ns": self.parsed_ns,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "chunks": [list(c) for c in zip(self.dues, self.writes, self.ntokens, strict=False)],
+            "done_ns": self.done_ns,
+            "status": self.status,
+            "fault": self.fault,
+        }
+
+
+def lateness_summary(recs: Sequence[Record]) -> dict[str, Any]:
+    """How late chunks were written (``write_ns - due_ns``), in ms, and the faults injected."""
+    dues = [d for r in recs for d in r.dues[: len(r.writes)]]
+    writes = [w for r in recs for w in r.writes]
+    late = (np.asarray(writes, dtype=np.int64) - np.asarray(dues, dtype=np.int64)) / 1e6
+    if late.size:
+        stats = {
+            "mean": float(late.mean()),
+            "p50": float(np.percentile(late, 50)),
+            "p99": float(np.percentile(late, 99)),
+            "max": float(late.max()),
+        }
+    else:
+        stats = {"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0}
+    return {
+        "simulated": True,
+        "requests": len(recs),
+        "chunks": int(late.size),
+        "lateness_ms": stats,
+        "chunks_late_over_1ms": int((late > 1.0).sum()),
+        "faults": dict(Counter(r.fault for r in recs if r.fault is not None)),
+    }

@@ -1,0 +1,387 @@
+"""``run --ray``, ``bench --ray --clients`` and ``tune fp8-gemm --ray`` on one shared local
+Ray cluster: a 1-CPU head, two "GPU nodes" (2 CPUs, 2 logical GPUs each) and a client node.
+The engines are real ``inferlab sim`` servers with a startup delay standing in for weight
+loading; the store is real SQLite; only the tuner's GPU work is faked (at its seam)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import ray_fakes  # noqa: E402
+from inferlab.campaign.runner import CampaignEvents, run_campaign  # noqa: E402
+from inferlab.cluster.bench import bench_ray  # noqa: E402
+from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
+from inferlab.cluster.connect import CLIENT_RESOURCE, REAPER_CONFIG, connect  # noqa: E402
+from inferlab.cluster.report import client_rows, cluster_section, placement_rows  # noqa: E402
+from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
+from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
+from inferlab.errors import ConfigError, TuneError  # noqa: E402
+from inferlab.store import Store  # noqa: E402
+from inferlab.tune.space import candidates  # noqa: E402
+from simproc import group_pids, start_sim  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+
+OBJ = 80 * 2**20  # the smallest object store Ray accepts is 75 MiB
+
+CAMPAIGN = """
+[campaign]
+name = "{name}"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "10", "--itl-ms", "4", "--startup-s", "1"]
+ready_timeout_s = 60
+stop_grace_s = 5
+gpus = {gpus}
+
+[cluster]
+server_cpus = {cpus}
+client_cpus = {cpus}
+
+{configs}
+
+[verify]
+probes = [{{ prompt = "hi", expect = '\\w' }}]
+{equiv}
+equivalence_prompts = 2
+
+[load]
+workload = {{ input_tokens = 16, output_tokens = 16 }}
+concurrency = {conc}
+requests = {requests}
+trials = {trials}
+"""
+
+
+def configs(*specs: tuple[str, str]) -> str:
+    """``[[config]]`` tables: (name, the rest of its lines)."""
+    return "".join(f'[[config]]\nname = "{name}"\n{rest}\n\n' for name, rest in specs)
+
+
+FIVE = configs(
+    ("baseline", ""),
+    ("fast", 'extends = "baseline"\nset = { "--itl-ms" = "3" }'),
+    ("slow", 'extends = "baseline"\nset = { "--itl-ms" = "15" }'),
+    ("broken", 'set = { "--ttft-ms" = "-1" }'),
+    ("reseeded", 'extends = "baseline"\nargs = ["--seed", "4"]'),
+)
+TWO = configs(("keeper", ""), ("victim", 'set = { "--itl-ms" = "5" }'))
+
+
+def campaign(tmp: Path, name: str, configs: str, **kw: Any) -> Path:
+    vals = {
+        "name": name,
+        "out": tmp / "out",
+        "gpus": 1,
+        "cpus": 0.5,
+        "configs": configs,
+        "equiv": 'equivalent_to = "baseline"',
+        "conc": "[1, 2]",
+        "requests": 8,
+        "trials": 2,
+        **kw,
+    }
+    tmp.mkdir(parents=True, exist_ok=True)
+    p = tmp / f"{name}.toml"
+    p.write_text(CAMPAIGN.format(**vals))
+    return p
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    from ray.cluster_utils import Cluster
+
+    ray.cloudpickle.register_pickle_by_value(ray_fakes)
+    head = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJ}
+    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": REAPER_CONFIG})
+    for _ in range(2):
+        c.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
+    c.add_node(num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ)
+    c.wait_for_nodes()
+    connect(c.address)  # as inferlab connects: this process keeps its children's exit codes
+    try:
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def _content(store: Store, name: str) -> dict[str, Any]:
+    """Everything a campaign stored, without timestamps, ids, ports, paths or timings."""
+    q = store.db.execute
+    runs = []
+    for r in store.runs(campaign=name):
+        reqs = tuple(
+            (x.index, x.warmup, x.status, x.error_kind, x.input_tokens, x.requested_output_tokens,
+             x.usage_completion_tokens, x.counted_output_tokens, x.finish_reason,
+             len(x.event_ns), tuple(x.event_tokens))
+            for x in store.requests(r.id)
+        )  # fmt: skip
+        runs.append(
+            (r.config, r.config_hash, r.label, r.trial, r.workload_hash, r.interrupted, reqs)
+        )
+    checks = q(
+        "SELECT g.name, v.kind, v.passed, CASE WHEN v.kind = 'greedy-outputs' THEN v.detail_json "
+        "ELSE '' END FROM verifications v JOIN configs g ON g.id = v.config_id "
+        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name = ?",
+        (name,),
+    ).fetchall()
+    finds = [(f["config"], f["kind"], f["severity"]) for f in store.findings(name)]
+    return {"runs": sorted(runs), "checks": Counter(checks), "findings": Counter(finds)}
+
+
+def _launches(store: Store) -> dict[str, dict[str, Any]]:
+    import json
+
+    rows = store.db.execute(
+        "SELECT g.name, v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
+        "WHERE v.kind = 'launch' AND v.passed = 1"
+    ).fetchall()
+    return {name: json.loads(d) for name, d in rows}
+
+
+def _windows(store: Store, name: str) -> dict[str, tuple[int, int]]:
+    rows = store.db.execute(
+        "SELECT g.name, min(r.start_ns), max(r.end_ns) FROM runs r JOIN configs g "
+        "ON g.id = r.config_id JOIN campaigns c ON c.id = r.campaign_id WHERE c.name = ? "
+        "GROUP BY g.name",
+        (name,),
+    ).fetchall()
+    return {n: (int(a), int(b)) for n, a, b in rows}
+
+
+def test_configs_run_side_by_side_and_store_what_one_host_would(
+    cluster: Any, tmp_path: Path
+) -> None:
+    with Store(tmp_path / "seq.db") as st:
+        seq = run_campaign(campaign(tmp_path / "s", "five", FIVE), store=st)
+        want = _content(st, "five")
+    t0 = time.monotonic()
+    with Store(tmp_path / "ray.db") as st:
+        res = run_campaign_ray(
+            campaign(tmp_path / "r", "five", FIVE), store=st, address=cluster.address
+        )
+        took = time.monotonic() - t0
+        assert (
+            [(o.config, o.status) for o in res.outcomes]
+            == [(o.config, o.status) for o in seq.outcomes]
+            == [
+                ("baseline", "measured"),
+                ("fast", "measured"),
+                ("slow", "measured"),
+                ("broken", "launch-failed"),
+                ("reseeded", "verify-failed"),
+            ]
+        )
+        got = _content(st, "five")
+        assert got == want  # complete, and the same content as on one host
+        launches, windows = _launches(st), _windows(st, "five")
+        recon = {a["name"] for a in st.analyses("recon", campaign="five")}
+        placed = {r[0]: r for r in placement_rows(st, "five")}
+        env = {r.config: r.environment for r in st.runs(campaign="five")}
+    assert len(got["runs"]) == 3 * 4 and recon
+    assert set(placed) == {o.config for o in res.outcomes} and placed["broken"][5] == "failed"
+    for name, d in launches.items():
+        # the server inherited the GPUs Ray gave its actor
+        assert (
+            d["server_cuda_visible_devices"]
+            == d["cuda_visible_devices"]
+            == ",".join(d["ray_gpu_ids"])
+        )
+        if name in env:
+            assert env[name]["ray_node_id"] == d["node_id"]
+            assert env[name]["cuda_visible_devices"] == d["cuda_visible_devices"]
+    measured = sorted(windows)
+
+    def overlap(a: str, b: str) -> bool:
+        return windows[a][0] < windows[b][1] and windows[b][0] < windows[a][1]
+
+    pairs = [(a, b) for i, a in enumerate(measured) for b in measured[i + 1 :] if overlap(a, b)]
+    apart = [(a, b) for a, b in pairs if launches[a]["node_id"] != launches[b]["node_id"]]
+    assert apart, (windows, launches)  # two configs measured at once on different nodes
+    for a, b in pairs:  # configs at once on one node never share a GPU
+        if launches[a]["node_id"] == launches[b]["node_id"]:
+            assert launches[a]["cuda_visible_devices"] != launches[b]["cuda_visible_devices"]
+    print(f"five configs on the cluster: {took:.1f} s")
+
+
+def test_a_config_no_node_can_hold_is_named_before_anything_starts(
+    cluster: Any, tmp_path: Path
+) -> None:
+    assert subprocess.run(["sh", "-c", "exit 3"]).returncode == 3  # reaping on: still ours
+    path = campaign(tmp_path, "huge", TWO, gpus=4)
+    with Store(tmp_path / "h.db") as st, pytest.raises(ConfigError) as exc:
+        run_campaign_ray(path, store=st, address=cluster.address)
+    msg = str(exc.value)
+    assert "config 'keeper' needs 4 GPU(s) and 1 CPU(s) on one node" in msg
+    assert "has 2 GPU(s) and 2 CPU(s)" in msg and "'victim'" in msg
+    assert all(v["state"] == "REMOVED" for v in ray.util.placement_group_table().values())
+
+
+def test_load_from_two_client_hosts_merges_on_the_driver_clock(
+    cluster: Any, tmp_path: Path
+) -> None:
+    with start_sim("--ttft-ms", "20", "--itl-ms", "5") as sim:
+        cfg = BenchConfig(
+            url=sim.url,
+            engine="sim",
+            concurrency=[2, 4],
+            requests=16,
+            workload=WorkloadSpec(input_tokens=16, output_tokens=16),
+        )
+        with pytest.raises(ConfigError, match=r"--clients 2: the cluster has 1 client node\(s\)"):
+            bench_ray(cfg, address=cluster.address, clients=2)
+        extra = cluster.add_node(
+            num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ
+        )
+        try:
+            cluster.wait_for_nodes()
+            skews = [3_000_000_000, -2_000_000_000]  # the two hosts' clocks, vs the driver's
+            before = time.perf_counter_ns()
+            res, ids = bench_ray(
+                cfg, address=cluster.address, clients=2, db=tmp_path / "b.db", skews_ns=skews
+            )
+            after = time.perf_counter_ns()
+        finally:
+            cluster.remove_node(extra)
+    assert len(res.points) == 2 and len(ids) == 2
+    for p in res.points:
+        assert p.clients is not None
+        hosts = p.clients["hosts"]
+        assert len({h["client"] for h in hosts}) == 2 and sum(h["requests"] for h in hosts) == 16
+        for h, skew in zip(hosts, skews):
+            assert abs(h["offset_ns"] - skew) <= h["bound_ns"] + 1_000_000, h
+        # uncorrected, one host's sends would be 3 s in the future and the other's 2 s ago
+        assert all(before < r.send_ns < r.end_ns < after for r in p.records)
+        assert 18 < p.summary.ttft_ms.p50 < 35  # latencies are durations: untouched
+        assert p.summary.duration_s < 2.0
+    with Store(tmp_path / "b.db") as st:
+        stored = st.requests(ids[0])
+        assert len({r.client for r in stored}) == 2 and None not in {r.client for r in stored}
+        assert st.runs(run_ids=[ids[0]])[0].summary["clients"]["window_error_ms"] >= 0
+        rows = client_rows(st, "bench")  # the report splits latency by client host
+        assert len(rows) == 2 * 2 and {r[3] for r in rows} == {r.client for r in stored}
+        assert all(18 < float(r[5]) < 35 for r in rows)
+        sec = cluster_section(st, "bench")
+        assert sec is not None and all(r[3] in sec.markdown for r in rows)
+
+
+def test_tuning_spreads_items_over_every_gpu_and_merges_each_shape(cluster: Any) -> None:
+    shapes, ms = [(7168, 2048), (2112, 7168)], [1, 16, 64, 128]
+    lines: list[str] = []
+    run = tune_shapes_ray(
+        shapes, ms, address=cluster.address, work=ray_fakes.FakeWork, chunk=24,
+        progress=lines.append,
+    )  # fmt: skip
+    assert [(c.n, c.k, c.m) for c in run.results] == [(n, k, m) for n, k in shapes for m in ms]
+    assert run.devices == 4 and run.device_name == "Fake_GPU_80GB"
+    assert any("on 4 actor(s)" in line for line in lines), lines  # every GPU took items
+    assert run.compile_failed and all("fake: no such binary" in x for x in run.compile_failed)
+    for c in run.results:
+        assert c.gpu_name == ray_fakes.FAKE_GPU and c.triton == "0.0-fake"
+        assert not ray_fakes.not_built(c.best) and c.best.num_stages != 5
+        allowed = [
+            x
+            for x in candidates(c.m, c.n, c.k, split_k=True)
+            if not ray_fakes.not_built(x) and x.num_stages != 5
+        ]
+        if c.source == "screen":  # an anchor: the optimum over every chunk of every GPU
+            best = min(allowed, key=lambda x: (ray_fakes.fake_us(x, c.m), x.key))
+            assert c.best == best and c.screened == len(allowed)
+        else:
+            assert c.source.startswith("neighbour:") and c.screened < len(allowed)
+    with pytest.raises(TuneError, match="a tuning actor failed"):
+        tune_shapes_ray(shapes[:1], ms, address=cluster.address, work=ray_fakes.DyingWork, chunk=64)
+
+
+def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
+    dies = 'args = ["--fault", "exit", "--fault-at-s", "4"]\nset = { "--itl-ms" = "25" }'
+    two = configs(("solo", ""), ("dies", dies))  # "dies" exits 4 s after its first request
+    path = campaign(tmp_path, "cli", two, equiv="", conc="[1]", requests=4, trials=3)
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "cli.db")}
+    cmd = [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--ray", cluster.address]
+    kw: dict[str, Any] = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path}
+    dry = subprocess.run([*cmd, "--dry-run"], timeout=120, **kw)
+    assert dry.returncode == 0, dry.stderr
+    assert "[ray] solo: STRICT_PACK [{'GPU': 1.0, 'CPU': 0.5}, {'CPU': 0.5}]" in dry.stdout
+    done = subprocess.run(cmd, timeout=300, **kw)
+    assert done.returncode == 0, done.stderr
+    assert "solo: measured (3 runs stored)" in done.stdout and "dies: failed" in done.stdout
+    with Store(tmp_path / "cli.db") as st:  # the server watch under --ray, as on one host
+        runs = st.runs(campaign="cli", config="dies")
+        assert len([r for r in runs if not r.interrupted]) < 3 and "exited with code" in done.stderr
+        for r in runs:  # a point it died in is stored interrupted, with the warning
+            warns = [w["kind"] for w in st.run_meta(r.id)["warnings"]]
+            assert r.interrupted == ("server-exited" in warns)
+    report = Path(next(ln for ln in done.stdout.splitlines() if ln.endswith(".md"))[8:])
+    text = (tmp_path / report).read_text()
+    assert "Cluster" in text and "Where each config ran" in text
+
+
+class _LoseNode(CampaignEvents):
+    """Removes the node of config ``victim`` once its first point is stored."""
+
+    def __init__(self, cluster: Any, store: Store) -> None:
+        self.cluster, self.store = cluster, store
+        self.removed: str | None = None
+
+    def point_finished(self, result: Any) -> None:
+        last = self.store.db.execute(
+            "SELECT g.name FROM runs r JOIN configs g ON g.id = r.config_id "
+            "ORDER BY r.id DESC LIMIT 1"
+        ).fetchone()[0]
+        if last != "victim" or self.removed:
+            return
+        self.removed = _launches(self.store)["victim"]["node_id"]
+        node = next(n for n in self.cluster.list_all_nodes() if n.node_id == self.removed)
+        self.cluster.remove_node(node)
+
+
+def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
+    cluster: Any, tmp_path: Path
+) -> None:
+    path = campaign(tmp_path, "lossy", TWO, cpus=1, equiv="", conc="[1]", requests=6, trials=3)
+    with Store(tmp_path / "l.db") as st:
+        events = _LoseNode(cluster, st)
+        res = run_campaign_ray(path, store=st, address=cluster.address, events=events)
+        status = {o.config: o for o in res.outcomes}
+        assert events.removed and status["keeper"].status == "measured"
+        victim = status["victim"]
+        assert victim.status == "failed" and "was lost" in victim.message
+        assert "C=1#1, C=1#2 failed" in victim.message and "--resume reruns them" in victim.message
+        lost = [f for f in st.findings("lossy") if f["kind"] == "node-lost"]
+        assert len(lost) == 1 and lost[0]["evidence"]["cells"] == [["C=1", 1], ["C=1", 2]]
+        cells = Counter((r.config, r.trial) for r in st.runs(campaign="lossy"))
+        assert cells == Counter(
+            {("keeper", 0): 1, ("keeper", 1): 1, ("keeper", 2): 1, ("victim", 0): 1}
+        )
+        group = int(_launches(st)["victim"]["server_pid"])  # its process group
+        deadline = time.monotonic() + 20
+        while group_pids(group) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        leaked = group_pids(group)
+        if leaked:
+            os.killpg(group, 9)
+        assert not leaked, "the lost node's server outlived its actor"
+        cluster.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
+        cluster.wait_for_nodes()
+        again = run_campaign_ray(path, store=st, address=cluster.address, resume=True)
+        assert {o.config: o.status for o in again.outcomes} == {
+            "keeper": "skipped",
+            "victim": "measured",
+        }
+        cells = Counter((r.config, r.trial) for r in st.runs(campaign="lossy"))
+        assert set(cells.values()) == {1} and len(cells) == 6

@@ -1,0 +1,89 @@
+"""GPU memory around a server's life (``inferlab.server.gpumem``) and the stop check stored
+with it. NVML is the seam: without a GPU here the readers answer None (checked for real); the
+drain wait is checked with a replayed reader and clock."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from inferlab.campaign.aftermath import record_stop, stop_message
+from inferlab.server import StopReport
+from inferlab.server.gpumem import GpuDrain, pids_mib, used_mib, wait_returned
+
+
+class Replay:
+    """NVML readings (used MiB per GPU) in turn, the last repeated; a clock that advances by
+    the sleeps asked for."""
+
+    def __init__(self, readings: list[list[int] | None]) -> None:
+        self.readings = readings
+        self.now = 0.0
+        self.reads = 0
+
+    def read(self) -> list[int] | None:
+        r = self.readings[min(self.reads, len(self.readings) - 1)]
+        self.reads += 1
+        return r
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+
+def _wait(r: Replay, before: list[int] | None, **kw: object) -> GpuDrain | None:
+    return wait_returned(before, read=r.read, clock=r.clock, sleep=r.sleep, **kw)  # type: ignore[arg-type]
+
+
+def test_no_nvml_here_reads_none() -> None:
+    assert used_mib() is None and pids_mib() is None
+    assert wait_returned([600]) is None  # nothing to compare with now
+    assert wait_returned(None) is None
+
+
+def test_waits_until_memory_is_back_within_tolerance() -> None:
+    r = Replay([[128_000, 600], [40_000, 600], [900, 610], [700, 610]])
+    d = _wait(r, [612, 600], at_ready=[6_000, 600], at_stop=[128_531, 600], poll_s=0.5)
+    assert d is not None and d.returned
+    assert d.after_mib == [700, 610] and d.seconds == 1.5 and r.reads == 4
+    assert d.message() == (
+        "GPU memory 612 + 600 MiB before launch, 6,000 + 600 MiB once ready, "
+        "128,531 + 600 MiB at stop, 700 + 610 MiB after (returned in 1.5 s)"
+    )
+    assert d.to_dict()["before_mib"] == [612, 600]
+
+
+def test_memory_that_stays_held_is_reported_not_hidden() -> None:
+    r = Replay([[90_000]])
+    d = _wait(r, [600], timeout_s=3.0, poll_s=1.0, tolerance_mib=256)
+    assert d is not None and not d.returned and d.seconds == 3.0
+    assert d.message().endswith("90,000 MiB after (NOT returned after 3 s (tolerance 256 MiB))")
+
+
+def test_a_gpu_that_disappears_ends_the_wait() -> None:
+    assert _wait(Replay([None]), [600]) is None
+    assert _wait(Replay([[1, 2]]), [600]) is None  # another GPU count: not comparable
+
+
+def test_stop_check_fails_when_memory_does_not_come_back(tmp_path: Path) -> None:
+    from inferlab.store import Store
+
+    rep = StopReport("SIGTERM", 0, 2.1, True, "drained")
+    held = GpuDrain([600], [6_000], [128_000], [90_000], False, 60.0, 256)
+    back = GpuDrain([600], None, [128_000], [610], True, 1.8, 256)
+    assert stop_message(rep, None) == "SIGTERM after 2.1 s, port free; GPU drained"
+    with Store(tmp_path / "db") as store:
+        with store.transaction():
+            cid = store.campaign_id("c")
+            gid = store.config_id(cid, "a", engine="vllm", model="m", argv=[], env={})
+        assert not record_stop(store, gid, rep, held)
+        assert record_stop(store, gid, rep, back)
+        rows = store.db.execute(
+            "SELECT passed, detail_json FROM verifications WHERE kind = 'stop' ORDER BY id"
+        ).fetchall()
+    assert [r[0] for r in rows] == [0, 1]
+    detail = json.loads(rows[1][1])
+    assert detail["gpu_memory"]["after_mib"] == [610]
+    assert detail["message"].endswith("610 MiB after (returned in 1.8 s)")
