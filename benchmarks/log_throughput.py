@@ -8,22 +8,31 @@ numbers, a few untuned-FP8 warnings and a CUDA-graph OOM at the end. Then, in ch
 - ``analyze_log`` on it: seconds, lines/s, MB/s, peak RSS (the child's ``ru_maxrss``);
 - ``wc -l`` and ``grep -c 'Decode batch'`` on the same file: the ceiling of one pass in C.
 
-    python benchmarks/log_throughput.py [--size-mb 1024] [--keep]
+With ``--baseline COMMIT`` the same file is also analysed by that commit's ``src`` (``git
+archive``), ``--repeat`` times each, interleaved (new, old, new, old, ...; the machine may be
+shared): the medians, their ratio, the load average around each run, and whether the two
+gave the same ``to_json()`` (``seconds`` aside).
+
+    python benchmarks/log_throughput.py [--size-mb 1024] [--keep] [--baseline REV --repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-FIX = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "engine_logs"
+ROOT = Path(__file__).resolve().parents[1]
+FIX = ROOT / "tests" / "fixtures" / "engine_logs"
 
 
 def _real(rel: str, n: int) -> str:
@@ -86,14 +95,18 @@ def build(path: Path, size: int, seed: int = 0) -> int:
 def _child_analyze(path: str) -> None:
     from inferlab.logs import analyze_log
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     a = analyze_log(path)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    out = a.to_json()
+    out.pop("seconds")
     print(
         json.dumps(
             {
                 "seconds": dt,
+                "cpu_seconds": cpu,
+                "json_sha256": hashlib.sha256(json.dumps(out).encode()).hexdigest(),
                 "lines": a.lines,
                 "bytes": a.bytes,
                 "visited": a.visited,
@@ -112,11 +125,49 @@ def _timed(cmd: list[str]) -> tuple[float, str]:
     return time.perf_counter() - t0, out
 
 
+def _analyze(path: Path, src: Path) -> dict[str, object]:
+    """``analyze_log`` of ``path`` in a child process running the code under ``src``."""
+    load = os.getloadavg()[0]
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    cmd = [sys.executable, __file__, "--analyze", str(path)]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+    res: dict[str, object] = json.loads(r.stdout)
+    res["load1"] = f"{load:.2f} → {os.getloadavg()[0]:.2f}"
+    return res
+
+
+def _compare(path: Path, rev: str, repeat: int) -> None:
+    """The current code and ``rev``'s, interleaved, ``repeat`` times each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tar = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True)
+        subprocess.run(["tar", "-x", "-C", tmp], input=tar.stdout, check=True)
+        runs: dict[str, list[dict[str, object]]] = {"new": [], rev: []}
+        for i in range(repeat):
+            for name, src in (("new", ROOT / "src"), (rev, Path(tmp) / "src"))[:: 1 - 2 * (i % 2)]:
+                runs[name].append(_analyze(path, src))
+                r = runs[name][-1]
+                print(
+                    f"  {name:>8}: {r['seconds']:6.2f} s wall, {r['cpu_seconds']:6.2f} s CPU, "
+                    f"load1 {r['load1']}",
+                    flush=True,
+                )
+    same = {r["json_sha256"] for v in runs.values() for r in v}
+    for key in ("seconds", "cpu_seconds"):  # CPU time: less of the other jobs' share in it
+        med = {k: statistics.median(float(str(r[key])) for r in v) for k, v in runs.items()}
+        print(
+            f"median {key}: new {med['new']:.2f}, {rev} {med[rev]:.2f}: ratio "
+            f"{med['new'] / med[rev]:.3f} ({repeat} runs each, interleaved)"
+        )
+    print(f"to_json identical (seconds aside): {len(same) == 1}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--path", default="/tmp/inferlab-log-throughput.log")
     ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    ap.add_argument("--baseline", help="a git revision to compare with (interleaved runs)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each code (--baseline)")
     ap.add_argument("--analyze", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.analyze:
@@ -138,6 +189,8 @@ def main() -> None:
             check=True,
         )
         res = json.loads(r.stdout)
+        if args.baseline:
+            _compare(path, args.baseline, args.repeat)
     finally:
         if not args.keep:
             os.unlink(path)

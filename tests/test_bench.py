@@ -245,7 +245,7 @@ def test_cli_bench_out_json_and_no_secret(tokdir: Path, tmp_path: Path) -> None:
     assert doc["points"][0]["summary"]["ok"] == 6
     text = out.read_text()
     lines = [json.loads(x) for x in text.splitlines()]
-    assert lines[0]["type"] == "meta" and lines[0]["format"] == "inferlab.bench/1"
+    assert lines[0]["type"] == "meta" and lines[0]["format"] == "inferlab.bench/2"
     assert lines[0]["config"]["api_key_env"] == "MY_KEY"
     assert sum(x["type"] == "request" for x in lines) == 12
     assert secret not in text and secret not in p.stdout and secret not in p.stderr

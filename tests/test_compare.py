@@ -37,6 +37,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 trials=2,
                 tokenizer=tok,
                 workload=WorkloadSpec(input_tokens=8, output_tokens=out_tokens),
+                lag_limit_ms=1e6,  # verdicts are under test here, not trust (test_trust.py)
             )
             bench_with_record(cfg, db=path, campaign=campaign, config=name)
 

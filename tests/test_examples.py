@@ -73,7 +73,9 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert by["ngram-iomp"].env["LD_PRELOAD"] == "/venv/lib/libiomp5.so"
     assert "--speculative-config" in by["ngram-iomp"].args
     assert by["max-seqs-4"].args[-2:] == ["--max-num-seqs", "4"]
-    assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8"]
+    assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8", "C=16"]
+    assert plan.campaign.load.requests == "auto" and plan.campaign.load.sequential
+    assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in plan.campaign.engine.env  # the split sets it
     prof = plan.campaign.profile
     assert prof is not None and prof.at == ["C=1"] and prof.configs == ["baseline", "ngram"]
     text = "\n".join(render_plan(plan))

@@ -71,6 +71,7 @@ enabled = false
 workload = {{ kind = "random", input_tokens = 64, output_tokens = 16 }}
 concurrency = [1, 8, 16]
 duration_s = 1.5
+max_client_lag_ms = 1e6  # the levers are under test here, not trust (tests/test_trust.py)
 """
 
 
@@ -208,7 +209,8 @@ def test_levers_are_ranked_by_ceiling_with_evidence(db: Path, decision: Decision
     assert any("16 blocks on 132 SMs" in e for e in fp8.evidence)  # the grid, from the profile
     floor = next(e for e in fp8.evidence if e.startswith("TPOT at C=16: "))
     measured, best = (float(x.split(" ms")[0]) for x in floor.split(": ")[1].split("→ at best "))
-    assert best == pytest.approx(measured / c16.high, abs=0.06)
+    # both printed to 0.1 ms: rounding error ≤ 0.05 / high + 0.05
+    assert best == pytest.approx(measured / c16.high, abs=0.05 / c16.high + 0.051)
     # the campaign's recon ran without the engine's Python: it says what it could not see
     assert "recon: the engine's tuned fp8_gemm directory was not scanned" in fp8.evidence[-1]
     assert base[-1].kind == "concurrency" and base[-1].summary.startswith(

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -657,8 +658,9 @@ def test_fast_paths_equal_the_general_parser_on_every_fixture_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each real SGLang batch / vLLM stats fixture line, alone and in its file, gives the same
-    state with the fixed-form fast paths as with the general field parser."""
-    import inferlab.logs.parsers as parsers
+    state with the full-line formats (the fast paths) as with the ``key: value`` ones alone."""
+    import inferlab.logs.formats as formats
+    import inferlab.logs.sinks as sinks
 
     files = sorted([*SGL.glob("*.log"), *VLLM.glob("*.log")])
     singles = []
@@ -668,24 +670,20 @@ def test_fast_paths_equal_the_general_parser_on_every_fixture_line(
             one.write_text(line + "\n")
             singles.append(one)
     taken = {"sglang": 0, "vllm": 0}
-    fast_sg, fast_vl = parsers._sglang_fast, parsers._vllm_fast
 
-    def count_sg(*a: object) -> bool:
-        ok = fast_sg(*a)  # type: ignore[arg-type]
-        taken["sglang"] += ok
-        return ok
+    def counting(sink: Any) -> Any:
+        def count(st: Any, ln: int, rec: formats.Record, la: Any) -> int | None:
+            if rec[0].full and rec[0].engine in taken:
+                taken[rec[0].engine] += 1
+            return sink(st, ln, rec, la)  # type: ignore[no-any-return]
 
-    def count_vl(*a: object) -> bool:
-        ok = fast_vl(*a)  # type: ignore[arg-type]
-        taken["vllm"] += ok
-        return ok
+        return count
 
-    monkeypatch.setattr(parsers, "_sglang_fast", count_sg)
-    monkeypatch.setattr(parsers, "_vllm_fast", count_vl)
+    for kind in ("batch.decode", "batch.prefill", "stats"):
+        monkeypatch.setitem(sinks.SINKS, kind, counting(sinks.SINKS[kind]))
     fast = [_state_of(p) for p in [*files, *singles]]
     assert taken["sglang"] >= 60 and taken["vllm"] >= 10, taken  # the fast paths did run
-    monkeypatch.setattr(parsers, "_sglang_fast", lambda *a: False)
-    monkeypatch.setattr(parsers, "_vllm_fast", lambda *a: False)
+    monkeypatch.setattr(formats, "FORMATS", tuple(f for f in formats.FORMATS if not f.full))
     general = [_state_of(p) for p in [*files, *singles]]
     for p, a, b in zip([*files, *singles], fast, general, strict=True):
         assert a == b, p.name
@@ -696,7 +694,7 @@ def test_reservoir_is_the_textbook_one() -> None:
     ``random.randrange`` on an identically seeded generator."""
     import random
 
-    from inferlab.logs.parsers import LEVEL_CAP, LogState
+    from inferlab.logs.state import LEVEL_CAP, LogState
 
     st = LogState(path="x")
     rng = random.Random(0)

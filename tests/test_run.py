@@ -54,6 +54,7 @@ workload = {{ input_tokens = 16, output_tokens = 16 }}
 concurrency = [1, 4]
 requests = {requests}
 trials = 2
+max_client_lag_ms = 1e6  # verdicts are under test here, not trust (test_trust.py)
 """
 
 
@@ -81,7 +82,10 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
             "broken": "launch-failed",
             "reseeded": "verify-failed",
         }
-        assert len(store.runs(campaign="simrun")) == 8
+        runs = store.runs(campaign="simrun")
+        assert len(runs) == 8
+        split = runs[0].environment["cpu_split"]  # the stored environment records the split
+        assert split["source"] in ("auto", "one CPU") and "server_env" in split
         launch = store.db.execute(
             "SELECT detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
             "WHERE g.name = 'broken' AND v.kind = 'launch'"

@@ -136,6 +136,48 @@ def test_v1_database_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
         assert len(store.analyses("profile")) == 2 and store.analyses("tune") == []
 
 
+def test_trust_stop_and_dropped_round_trip(tmp_path: Path) -> None:
+    with Store(tmp_path / "x.db") as store:
+        rid = _add(
+            store,
+            trust="untrusted",
+            trust_reasons=[{"reason": "client-lag", "message": "m", "fix": "f"}],
+            stop={"reason": "precision", "half_width": {"tpot_ms": 0.03}},
+        )
+        store.db.execute("UPDATE requests SET dropped='drain' WHERE run_id=? AND idx=0", (rid,))
+        run = store.runs(campaign="c")[0]
+        assert store.requests(rid)[0].dropped == "drain" and not store.requests(rid)[0].counted
+    assert run.trust == "untrusted" and run.trust_reasons[0]["reason"] == "client-lag"
+    assert run.stop == {"reason": "precision", "half_width": {"tpot_ms": 0.03}}
+
+
+def test_v2_runs_are_assessed_when_read(tmp_path: Path) -> None:
+    """Runs stored before schema 3 carry no trust: a starved client's run reads as untrusted."""
+    from inferlab.store.schema import APPLICATION_ID, upgrade_to_1, upgrade_to_2
+
+    path = tmp_path / "v2.db"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "BEGIN;" + upgrade_to_1() + ";" + upgrade_to_2() + f";PRAGMA application_id = "
+        f"{APPLICATION_ID};INSERT INTO meta VALUES ('schema_version', '2');"
+        "INSERT INTO campaigns(name, created_at) VALUES ('old', 'then');"
+        "INSERT INTO configs(campaign_id, name, argv_json, env_json, extra_json, hash, "
+        "created_at) VALUES (1, 'b', '[]', '{}', '{}', 'h', 'then');"
+        "INSERT INTO runs(campaign_id, config_id, source, definitions, label, workload_json, "
+        "workload_hash, summary_json, client_lag_json) VALUES (1, 1, 'inferlab bench', 'd', "
+        """'C=1', '{}', 'w', '{"tpot_ms": {"p50": 0.0}}', '{"p99": 14.0}');"""
+        "INSERT INTO runs(campaign_id, config_id, source, definitions, label, workload_json, "
+        "workload_hash, summary_json) VALUES (1, 1, 'import:vllm', 'd', 'C=1', '{}', 'w', '{}');"
+        "COMMIT;"
+    )
+    db.close()
+    with Store(path) as store:
+        measured, imported = store.runs(campaign="old")
+    assert measured.trust == "untrusted"
+    assert [r["reason"] for r in measured.trust_reasons] == ["client-lag", "tpot-zero"]
+    assert imported.trust == "trusted" and imported.stop is None
+
+
 def test_newer_schema_is_refused(tmp_path: Path) -> None:
     Store(tmp_path / "x.db").close()
     db = sqlite3.connect(tmp_path / "x.db")

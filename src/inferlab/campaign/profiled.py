@@ -79,6 +79,8 @@ class SteadyEvents(BenchEvents):
 
 def _point_bench(bench: BenchConfig, point: LoadPoint) -> BenchConfig:
     upd: dict[str, Any] = {"trials": 1, "concurrency": [], "rate": []}
+    if bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
+        upd["requests"] = bench.min_requests
     if point.concurrency is not None:
         upd["concurrency"] = [point.concurrency]
     else:

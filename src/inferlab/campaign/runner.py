@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.campaign import capture, profiled
-from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.bench import StoreSink, bench_config
+from inferlab.campaign.cpus import CpuSplit, plan_cpus
 from inferlab.campaign.files import check_files, target_dir
 from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
 from inferlab.campaign.notes import plan_notes
@@ -31,6 +32,7 @@ from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
+from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for, stopping_lines
 from inferlab.campaign.up import campaign_lock, verify_config
 from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
@@ -65,6 +67,7 @@ class Plan:
     points: list[LoadPoint]
     trials: int
     bench: BenchConfig  # the load section as a sweep (url filled in per config)
+    cpus: CpuSplit  # which CPUs the server and the measuring client get
     #: the campaign's first config: every config's diff (and lever evidence) is against it,
     #: also when only some configs run (``select_configs``)
     baseline: ResolvedConfig | None = None
@@ -101,30 +104,6 @@ class CampaignEvents(BenchEvents):
         """A config ended (measured, skipped or failed)."""
 
 
-def bench_config(camp: CampaignFile, url: str, model: str, engine: str) -> BenchConfig:
-    """The campaign's load section as one sweep against ``url``."""
-    ld = camp.load
-    return BenchConfig(
-        url=url,
-        model=model,
-        endpoint=ld.endpoint,
-        engine=engine,
-        concurrency=ld.concurrency,
-        rate=ld.rate,
-        arrival=ld.arrival,
-        burstiness=ld.burstiness,
-        max_concurrency=ld.max_concurrency,
-        workload=ld.workload,
-        requests=ld.requests,
-        duration_s=ld.duration_s,
-        warmup=ld.warmup,
-        trials=ld.trials,
-        tokenizer=ld.tokenizer,
-        timeout_s=ld.timeout_s,
-        slo=camp.slo,
-    )
-
-
 def make_plan(path: str | Path) -> Plan:
     """Load, validate and resolve the campaign; nothing is started. Every ``files`` directory
     is read and checked (names, JSON) and every saved tune run must exist."""
@@ -147,7 +126,8 @@ def make_plan(path: str | Path) -> Plan:
     bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     points = plan_points(bench)
     capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
-    return Plan(p, camp, configs, points, camp.load.trials, bench, configs[0])
+    cpus = plan_cpus(camp, max(pt.streams for pt in points), path=p, text=text)
+    return Plan(p, camp, configs, points, camp.load.trials, bench, cpus, configs[0])
 
 
 def render_plan(plan: Plan) -> list[str]:
@@ -160,6 +140,8 @@ def render_plan(plan: Plan) -> list[str]:
         f"{len(plan.points)} load points × {plan.trials} trial(s) = {plan.cells} cells"
     ]
     lines.append("load points: " + ", ".join(p.label for p in plan.points))
+    lines += stopping_lines(plan.campaign)
+    lines += plan.cpus.lines()
     for i, c in enumerate(plan.configs):
         lines.append(
             f"[{i + 1}] {c.name}"
@@ -307,6 +289,7 @@ def _endpoint(
             say=events.message,
             held=held,
             extra={"profiling": note} if note else None,
+            cpus=plan.cpus,
         ) as server:
             yield server_url(server, cfg), server.spec.log_path
         return
@@ -394,11 +377,24 @@ def _measure(
         check_applied(
             base, cfg, url=url, log_path=log, installed=inst, store=store, config_id=gid, say=say
         )
-        bench = bench_config(camp, url, model, cfg.api or cfg.engine)
-        sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid)
+        ref = camp.load.sequential and cfg.name == baseline_name(camp)
+        bench = bench_config(
+            camp, url, model, cfg.api or cfg.engine, plan.cpus.client, reference=ref
+        )
+        env = {"cpu_split": plan.cpus.to_json()}
+        sink = StoreSink(
+            store, bench, camp.campaign.name, cfg.name, config_id=gid, environment_extra=env
+        )
+        refs = {}
+        if sequential_for(camp, cfg.name):
+            refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
         watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
         try:
-            res = run_bench(bench, events, None, [*watch, sink], cells=todo) if todo else None
+            res = (
+                run_bench(bench, events, None, [*watch, sink], cells=todo, baselines=refs)
+                if todo
+                else None
+            )
         except (ServerRejected, ConnectError) as exc:
             return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
         if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured

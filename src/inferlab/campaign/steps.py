@@ -20,6 +20,7 @@ from inferlab.campaign import files as lever_files
 from inferlab.campaign import orphans
 from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.applied import LeverItem, check_levers, gather, item_lines, record_levers
+from inferlab.campaign.cpus import CpuSplit
 from inferlab.campaign.launch import launch_config, output_dir
 from inferlab.campaign.tunestep import baseline_log, tuned_config
 from inferlab.config.campaign import CampaignFile
@@ -111,16 +112,17 @@ def server_running(
     say: Say,
     held: Held | None = None,
     extra: dict[str, Any] | None = None,
+    cpus: CpuSplit | None = None,
 ) -> Iterator[ServerProcess]:
     """Launch ``cfg`` (``StepFailed`` "launch-failed" when it does not come up), stop it on
     exit with the stop, GPU-drain and runtime-failure checks; all stored with the config
-    (``extra``: more of the launch record, e.g. the profiling note)."""
+    (``extra``: more of the launch record, e.g. the profiling note; ``cpus``: the CPU split)."""
     held = held or Held()
     name = camp.campaign.name
     held.gpu_before = used_mib()
     say(f"{cfg.name}: launching ...")
     try:
-        held.server = server = launch_config(camp, cfg, guard=True)
+        held.server = server = launch_config(camp, cfg, guard=True, cpus=cpus)
     except LaunchError as exc:
         if exc.log_path:
             store_log_findings(store, str(exc.log_path), campaign=name, config_id=config_id)

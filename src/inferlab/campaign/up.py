@@ -19,6 +19,7 @@ from pathlib import Path
 from inferlab.campaign import files as lever_files
 from inferlab.campaign import orphans
 from inferlab.campaign.applied import LeverItem
+from inferlab.campaign.cpus import CpuSplit, campaign_streams, plan_cpus
 from inferlab.campaign.launch import (
     config_row,
     fatal_check,
@@ -67,6 +68,7 @@ class UpResult:
     argv: list[str]
     notes: list[str] = field(default_factory=list)  # recovery, tuned and installed files
     levers: list[LeverItem] = field(default_factory=list)  # evidence against the baseline
+    cpus: CpuSplit | None = None
 
 
 @contextlib.contextmanager
@@ -150,7 +152,10 @@ def _verify_up(
     return rep
 
 
-def _write_state(state: Path, cfg: ResolvedConfig, server: ServerProcess, url: str) -> None:
+def _write_state(
+    state: Path, cfg: ResolvedConfig, server: ServerProcess, url: str, split: CpuSplit
+) -> None:
+    """What ``down`` needs to stop the server later (and what it was started with)."""
     state.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "config": cfg.name,
@@ -162,6 +167,7 @@ def _write_state(state: Path, cfg: ResolvedConfig, server: ServerProcess, url: s
         "grace_s": cfg.stop_grace_s,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "argv": scrub_argv(server.spec.argv),
+        "cpus": split.to_json(),
     }
     state.write_text(json.dumps(doc, indent=2))
 
@@ -183,7 +189,7 @@ def _up_running(
 
 def _up_launched(
     camp: CampaignFile, base: ResolvedConfig, cfg: ResolvedConfig, state: Path,
-    store: Store | None, gid: int | None, no_verify: bool, notes: list[str],
+    store: Store | None, gid: int | None, no_verify: bool, notes: list[str], split: CpuSplit,
 ) -> UpResult:  # fmt: skip
     """Files installed (kept), launched, verified, levers checked; left running."""
     out = output_dir(camp)
@@ -191,7 +197,7 @@ def _up_launched(
     with config_files(
         camp, base, cfg, store=store, config_id=gid, say=say, owner="up", keep=True
     ) as (cfg, installed):
-        server = launch_config(camp, cfg)
+        server = launch_config(camp, cfg, cpus=split)
         try:
             url = server_url(server, cfg)
             model = served_model(url, cfg.model or "")
@@ -204,12 +210,12 @@ def _up_launched(
             stop(server)
             orphans.forget(out, cfg.name)
             raise
-        _write_state(state, cfg, server, url)
+        _write_state(state, cfg, server, url, split)
         orphans.forget(out, cfg.name)  # the state file owns it now
     sp = server.spec
     return UpResult(
         cfg.name, url, model, sp.log_path, server.pid, sp.port, server.ready_s, rep, sp.argv,
-        notes, items,
+        notes, items, split,
     )  # fmt: skip
 
 
@@ -224,7 +230,8 @@ def up(
     baseline) and leave it running (``down`` stops it and restores the files)."""
     path = Path(campaign_file)
     camp = load_campaign(path)
-    configs = resolve_configs(camp, path, path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    configs = resolve_configs(camp, path, text)
     cfg = find_config(configs, config, path)
     state = _state_path(camp, cfg.name)
     _refuse_if_up(state, cfg, path)
@@ -237,7 +244,8 @@ def up(
                 gid = config_row(store, camp, cfg)
         if not get_engine(cfg.engine).launchers:
             return _up_running(camp, cfg, path, store, no_verify, notes)
-        return _up_launched(camp, configs[0], cfg, state, store, gid, no_verify, notes)
+        split = plan_cpus(camp, campaign_streams(camp), path=path, text=text)
+        return _up_launched(camp, configs[0], cfg, state, store, gid, no_verify, notes, split)
 
 
 def _failure_text(name: str, rep: VerifyReport) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from pydantic import ValidationError
@@ -23,6 +23,7 @@ from rich.progress import (
 
 from inferlab.campaign.bench import bench_with_record
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
+from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
@@ -48,6 +49,28 @@ def _float_list(text: str | None, opt: str) -> list[float]:
         return [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"{opt}: expected comma-separated numbers, got {text!r}") from None
+
+
+def _requests(text: str | None) -> int | Literal["auto"] | None:
+    if text is None or text.strip().lower() == "auto":
+        return None if text is None else "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--requests: expected a count or 'auto', got {text!r}") from None
+
+
+def _client_cpus(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    cpus = parse_cpu_list(text, "--client-cpus")
+    missing = sorted(set(cpus) - set(host_cpus()))
+    if missing:
+        raise ConfigError(
+            f"--client-cpus: CPU {format_cpu_list(missing)} is not on this host "
+            f"(it has {format_cpu_list(host_cpus())})"
+        )
+    return cpus
 
 
 class _RichEvents(BenchEvents):
@@ -96,11 +119,25 @@ class _RichEvents(BenchEvents):
             f"{s.output_tok_s:,.1f} output tok/s",
             highlight=False,
         )
+        if result.stop is not None:
+            st = result.stop
+            hw = ", ".join(f"{k} ±{v:.1%}" for k, v in st.half_width.items() if v is not None)
+            look = f", look {st.look}/{st.looks}" if st.look else ""
+            self.console.print(
+                f"  [dim]stopped: {escape(st.reason)}{look} after {st.requests} requests "
+                f"({hw})[/dim]",
+                highlight=False,
+            )
         for w in result.warnings:
             self.console.print(
                 f"[yellow]warning[/yellow] ({w.kind}): {escape(w.message)}", highlight=False
             )
             self.console.print(f"  [dim]fix:[/dim] {escape(w.fix)}", highlight=False)
+        if result.trust.issues:
+            self.console.print(
+                f"[red]{escape(result.trust.label)}[/red]: this point carries no verdict",
+                highlight=False,
+            )
 
 
 def bench(
@@ -127,7 +164,21 @@ def bench(
     prompts: Annotated[
         Path | None, typer.Option(help="Prompts file for --workload jsonl|sharegpt")
     ] = None,
-    requests: Annotated[int | None, typer.Option(help="Measured requests per load point")] = None,
+    requests: Annotated[
+        str | None,
+        typer.Option(help="Measured requests per load point, or 'auto' (stop when precise)"),
+    ] = None,
+    precision: Annotated[
+        float, typer.Option(help="auto: stop at ±this fraction (95% interval)")
+    ] = 0.05,
+    min_requests: Annotated[int, typer.Option(help="auto: first check")] = 50,
+    max_requests: Annotated[int, typer.Option(help="auto: cap (0: none)")] = 2000,
+    max_duration: Annotated[
+        float | None, typer.Option(help="auto: most seconds per load point")
+    ] = None,
+    client_cpus: Annotated[
+        str | None, typer.Option(help="Pin the measuring processes to these CPUs, e.g. 6,7")
+    ] = None,
     duration: Annotated[
         float | None, typer.Option(help="Seconds per load point (instead of --requests)")
     ] = None,
@@ -172,38 +223,7 @@ def bench(
     ] = None,
 ) -> None:
     """Measure a running endpoint across concurrency levels or request rates."""
-    try:
-        cfg = BenchConfig(
-            url=url,
-            model=model,
-            endpoint=endpoint,
-            engine=engine,
-            concurrency=_int_list(concurrency, "--concurrency"),
-            rate=_float_list(rate, "--rate"),
-            arrival=arrival,
-            burstiness=burstiness,
-            max_concurrency=max_concurrency,
-            workload=WorkloadSpec(
-                kind=workload,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                path=prompts,
-                seed=seed,
-            ),
-            requests=requests,
-            duration_s=duration,
-            warmup=warmup,
-            trials=trials,
-            api_key_env=api_key_env,
-            tokenizer=tokenizer,
-            timeout_s=timeout,
-            stall_timeout_s=stall_timeout,
-            workers=workers,
-            slo=SLO.parse(slo) if slo else SLO(),
-            seed=seed,
-        )
-    except ValidationError as exc:
-        raise ConfigError(validation_message(exc, "bench")) from None
+    cfg = _config(dict(locals()))
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
@@ -278,3 +298,44 @@ def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
         "interrupted": result.interrupted,
         "points": [point_json(p) for p in result.points],
     }
+
+
+def _config(o: dict[str, Any]) -> BenchConfig:
+    """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
+    try:
+        return BenchConfig(
+            url=o["url"],
+            model=o["model"],
+            endpoint=o["endpoint"],
+            engine=o["engine"],
+            concurrency=_int_list(o["concurrency"], "--concurrency"),
+            rate=_float_list(o["rate"], "--rate"),
+            arrival=o["arrival"],
+            burstiness=o["burstiness"],
+            max_concurrency=o["max_concurrency"],
+            workload=WorkloadSpec(
+                kind=o["workload"],
+                input_tokens=o["input_tokens"],
+                output_tokens=o["output_tokens"],
+                path=o["prompts"],
+                seed=o["seed"],
+            ),
+            requests=_requests(o["requests"]),
+            duration_s=o["duration"],
+            precision=o["precision"],
+            min_requests=o["min_requests"],
+            max_requests=o["max_requests"],
+            max_duration_s=o["max_duration"],
+            client_cpus=_client_cpus(o["client_cpus"]),
+            warmup=o["warmup"],
+            trials=o["trials"],
+            api_key_env=o["api_key_env"],
+            tokenizer=o["tokenizer"],
+            timeout_s=o["timeout"],
+            stall_timeout_s=o["stall_timeout"],
+            workers=o["workers"],
+            slo=SLO.parse(o["slo"]) if o["slo"] else SLO(),
+            seed=o["seed"],
+        )
+    except ValidationError as exc:
+        raise ConfigError(validation_message(exc, "bench")) from None

@@ -25,9 +25,10 @@ def demo(
 ) -> None:
     """The main job on the embedded default: a real vLLM (CPU) campaign — baseline, n-gram
     speculative decoding, the same with Intel OpenMP preloaded, --max-num-seqs 4 — launched,
-    verified, measured at C=1,4,8, stored and reported. Takes several minutes (the first run
-    also builds the vLLM CPU environment, ~4 min). --sim: the seed campaign of docs/design.md on
-    the reference engine's timing model (SIMULATED)."""
+    verified, measured at C=1,4,8,16 (each point until its intervals are within ±5%, each
+    config's until its A/B against the baseline is settled), stored and reported. Takes several
+    minutes (the first run also builds the vLLM CPU environment, ~4 min). --sim: the seed
+    campaign of docs/design.md on the reference engine's timing model (SIMULATED)."""
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
     if sim:
@@ -43,7 +44,7 @@ def demo(
         return
     err.print(
         "[bold]inferlab demo[/bold]: vLLM (CPU build) serving a tiny random-weight model; "
-        "4 configs × C=1,4,8. This takes several minutes."
+        "4 configs × C=1,4,8,16, server and client on their own CPUs. This takes several minutes."
     )
     try:
         result, db = run_vllm_demo(events)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from inferlab.campaign.applied import item_lines
 from inferlab.campaign.up import down as down_lib
 from inferlab.campaign.up import up as up_lib
+from inferlab.cpus import format_cpu_list
 from inferlab.errors import InferlabError, LaunchError
 from inferlab.logs import analyze_log
 from inferlab.store import Store, db_path
@@ -72,6 +73,12 @@ def up(
     con.print(f"{escape(r.config)}:{ready} {r.url} (model {escape(r.model)})", highlight=False)
     if r.pid:
         con.print(f"log: {escape(str(r.log_path))}  pid: {r.pid}", highlight=False)
+        if r.cpus is not None:
+            for line in r.cpus.lines():
+                con.print(escape(line), highlight=False)
+            if r.cpus.client:
+                cpus = format_cpu_list(r.cpus.client)
+                con.print(f"  measure from them: inferlab bench --client-cpus {cpus} ...")
         _findings(r.log_path, con)
 
 

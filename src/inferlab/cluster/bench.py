@@ -61,7 +61,9 @@ def split_config(cfg: BenchConfig, clients: int) -> list[BenchConfig]:
         )
     if cfg.max_concurrency is not None and cfg.max_concurrency < clients:
         raise ConfigError(f"--max-concurrency {cfg.max_concurrency} is below --clients {clients}")
-    if cfg.requests is not None and cfg.requests < clients:
+    if cfg.requests == "auto":  # one host's stopping rule cannot see the other hosts' requests
+        raise ConfigError("--requests auto: not with --ray --clients; give a count or --duration")
+    if isinstance(cfg.requests, int) and cfg.requests < clients:
         raise ConfigError(f"--requests {cfg.requests} is below --clients {clients}")
     out = []
     for i in range(clients):
@@ -73,7 +75,9 @@ def split_config(cfg: BenchConfig, clients: int) -> list[BenchConfig]:
                     "max_concurrency": None
                     if cfg.max_concurrency is None
                     else _share(cfg.max_concurrency, clients, i),
-                    "requests": None if cfg.requests is None else _share(cfg.requests, clients, i),
+                    "requests": _share(cfg.requests, clients, i)
+                    if isinstance(cfg.requests, int)
+                    else None,
                     "warmup": -(-cfg.warmup // clients),
                     "seed": cfg.seed + i,
                     "workload": cfg.workload.model_copy(

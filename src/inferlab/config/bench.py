@@ -17,7 +17,7 @@ from pydantic import (
 from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
-__all__ = ["SLO", "BenchConfig", "WorkloadSpec", "validation_message"]
+__all__ = ["SLO", "BenchConfig", "WorkloadSpec", "check_auto", "validation_message"]
 
 
 class _Closed(BaseModel):
@@ -86,8 +86,17 @@ class BenchConfig(_Closed):
     burstiness: float = Field(default=1.0, gt=0)
     max_concurrency: int | None = Field(default=None, ge=1)
     workload: WorkloadSpec = WorkloadSpec()
-    requests: int | None = Field(default=None, ge=1)
+    requests: int | Literal["auto"] | None = None
     duration_s: float | None = Field(default=None, gt=0)
+    precision: float = Field(default=0.05, gt=0, lt=1)  # auto: ±5% of the estimate
+    min_requests: int = Field(default=50, ge=2)  # auto: first check
+    max_requests: int = Field(default=2000, ge=0)  # auto: cap (0: none, max_duration_s then)
+    max_duration_s: float | None = Field(default=None, gt=0)  # auto: per point
+    looks: int = Field(default=4, ge=3, le=5)  # sequential A/B: planned looks
+    stop_on_precision: bool = True  # auto: False measures to the cap (a sequential reference)
+    min_effect: float = Field(default=0.02, ge=0, lt=1)  # sequential A/B: ±equivalence
+    lag_limit_ms: float = Field(default=1.0, gt=0)  # client loop-lag p99 above: untrusted
+    client_cpus: tuple[int, ...] | None = None  # pin the measuring processes here
     warmup: int = Field(default=0, ge=0)
     trials: int = Field(default=1, ge=1)
     api_key_env: str | None = None
@@ -116,7 +125,46 @@ class BenchConfig(_Closed):
             raise ValueError("rate values must be > 0 requests/s")
         if self.requests is None and self.duration_s is None:
             raise ValueError("give --requests or --duration")
+        if isinstance(self.requests, int) and self.requests < 1:
+            raise ValueError("requests must be ≥ 1 or 'auto'")
+        if self.requests == "auto":
+            check_auto(
+                self.rate,
+                self.duration_s,
+                self.min_requests,
+                self.max_requests,
+                self.max_duration_s,
+            )
         return self
+
+    @property
+    def adaptive(self) -> bool:
+        return self.requests == "auto"
+
+
+def check_auto(
+    rate: list[float],
+    duration_s: float | None,
+    min_requests: int,
+    max_requests: int,
+    max_duration_s: float | None,
+) -> None:
+    """The rules of ``requests = "auto"`` (messages name the fields)."""
+    if rate:
+        raise ValueError(
+            "requests = 'auto' stops closed-loop points (concurrency); for rate points give "
+            "requests = N or duration_s"
+        )
+    if duration_s is not None:
+        raise ValueError("requests = 'auto' and duration_s exclude each other (use max_duration_s)")
+    if max_requests and min_requests > max_requests:
+        raise ValueError(
+            f"min_requests ({min_requests}) is more than max_requests ({max_requests})"
+        )
+    if not max_requests and max_duration_s is None:
+        raise ValueError(
+            "requests = 'auto' needs a cap: max_requests > 0 (default 2000) or max_duration_s"
+        )
 
 
 def validation_message(exc: ValidationError, where: str) -> str:

@@ -12,9 +12,17 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from inferlab.config.bench import SLO, WorkloadSpec
+from inferlab.config.bench import SLO, WorkloadSpec, check_auto
+from inferlab.cpus import parse_cpu_list
 from inferlab.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -74,6 +82,24 @@ class EngineSection(_Closed):
     metrics: str | None = None  # Prometheus path (default: the engine's)
     api: str | None = None  # kind "command": openai | an engine kind whose fields it accepts
     gpus: int | None = Field(default=None, ge=0)  # GPUs per server (default: parallel flags)
+    #: CPUs the local server is pinned to ("0-5", "0,2,4"); "none": no pinning; default: the
+    #: CPUs left after the client's share (docs/launch.md)
+    cpus: str | None = None
+
+    @field_validator("cpus")
+    @classmethod
+    def _cpus(cls, v: str | None) -> str | None:
+        if v is not None and v.strip().lower() != "none":
+            _cpu_list(v)
+        return v
+
+
+def _cpu_list(text: str) -> None:
+    """Syntax check inside a validator: a ValueError, so the message gets its file and line."""
+    try:
+        parse_cpu_list(text, field="")
+    except ConfigError as exc:
+        raise ValueError(str(exc).removeprefix(": ")) from None
 
 
 class ClusterSection(_Closed):
@@ -152,10 +178,55 @@ class LoadSection(_Closed):
     max_concurrency: int | None = Field(default=None, ge=1)
     trials: int = Field(default=1, ge=1)
     warmup: int = Field(default=0, ge=0)
-    requests: int | None = Field(default=None, ge=1)
+    requests: int | Literal["auto"] | None = None
     duration_s: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=600.0, gt=0)
     tokenizer: Path | None = None
+    precision: float = Field(default=0.05, gt=0, lt=1)
+    min_requests: int = Field(default=50, ge=2)
+    max_requests: int = Field(default=2000, ge=0)
+    max_duration_s: float | None = Field(default=None, gt=0)
+    #: candidates stop early against the baseline (group-sequential A/B); needs trials = 1
+    sequential: bool = False
+    looks: int = Field(default=4, ge=3, le=5)
+    min_effect: float = Field(default=0.02, ge=0, lt=1)
+    max_client_lag_ms: float = Field(default=1.0, gt=0)
+    #: CPUs of the measuring client ("6,7"); default: 1 per 256 streams, the last ones
+    client_cpus: str | None = None
+
+    @field_validator("requests")
+    @classmethod
+    def _requests(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, int) and v < 1:
+            raise ValueError("give a count ≥ 1 or 'auto'")
+        return v
+
+    @field_validator("client_cpus")
+    @classmethod
+    def _client_cpus(cls, v: str | None) -> str | None:
+        if v is not None:
+            _cpu_list(v)
+        return v
+
+    @model_validator(mode="after")
+    def _auto(self) -> LoadSection:
+        if self.requests == "auto":
+            check_auto(
+                self.rate,
+                self.duration_s,
+                self.min_requests,
+                self.max_requests,
+                self.max_duration_s,
+            )
+        if self.sequential and self.requests != "auto":
+            raise ValueError("sequential = true needs requests = 'auto'")
+        if self.sequential and self.trials != 1:
+            raise ValueError("sequential = true needs trials = 1")
+        if self.sequential and not self.max_requests:
+            raise ValueError(
+                "sequential = true needs max_requests > 0 (its looks are k/looks of it)"
+            )
+        return self
 
 
 class ProfileSection(_Closed):

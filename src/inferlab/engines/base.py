@@ -8,7 +8,7 @@ signatures — and pure functions over that data. Nothing here starts processes 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,11 +31,17 @@ __all__ = [
     "fill_template",
     "fp8_gemm_names",
     "get_engine",
+    "omp_threads_env",
     "register",
     "registered",
 ]
 
 PYTHON = "{python}"
+
+
+def omp_threads_env(cpus: Sequence[int]) -> dict[str, str]:
+    """The default CPU-thread knob: one OpenMP thread per CPU the server is pinned to."""
+    return {"OMP_NUM_THREADS": str(len(cpus))}
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,8 @@ class EngineSpec:
     detect: tuple[DetectHint, ...] = ()
     #: the launch argv is the campaign's ``[engine] argv`` (kind ``command``), not a launcher
     argv_from_config: bool = False
+    #: environment variables that size the engine's CPU threads to the CPUs it is pinned to
+    cpu_env: Callable[[Sequence[int]], dict[str, str]] = omp_threads_env
     #: how to record a profiler trace while it serves (None: the campaign cannot profile it)
     capture: CaptureRecipe | None = None
     #: flags whose values multiply to the GPUs one server needs (tp × pp × dp), canonical

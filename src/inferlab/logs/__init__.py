@@ -6,9 +6,11 @@
     untuned_fp8_gemms(path)  -> [UntunedGemm] block-FP8 GEMM shapes on the default Triton config
     untuned_moe(path)        -> [UntunedMoe]  fused-MoE shapes without a tuned config
 
-The reader streams (bounded memory, ``.gz`` transparently); parsers (``inferlab.logs.parsers``,
-one per line format) fill a state; detectors (``inferlab.logs.detectors``, one per finding
-kind) turn it into ``Finding`` objects. See docs/logs.md.
+The reader streams (bounded memory, ``.gz`` transparently); the line formats
+(``inferlab.logs.formats``, one table per engine, declarations read by one matcher) make typed
+records that the sinks (``inferlab.logs.sinks``) gather into a state, dispatched by
+``inferlab.logs.parsers``; detectors (``inferlab.logs.detectors``, one per finding kind) turn
+the state into ``Finding`` objects. See docs/logs.md.
 """
 
 from __future__ import annotations

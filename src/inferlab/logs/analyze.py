@@ -7,23 +7,14 @@ import zlib
 from pathlib import Path
 
 from inferlab.engines.base import classify_log
-from inferlab.engines.logs import clean_line, primary_failure
+from inferlab.engines.logs import primary_failure
 from inferlab.errors import ConfigError, InferlabError
+from inferlab.logs.capture import capture_traceback
 from inferlab.logs.detectors import detect
 from inferlab.logs.model import ENGINES, LogAnalysis, UntunedGemm, UntunedMoe
-from inferlab.logs.parsers import (
-    ANCHORS,
-    FAST_PARSERS,
-    PARSERS,
-    LogState,
-    capture_traceback,
-    markers,
-    milestone_list,
-    ooms,
-    untuned_gemms,
-    untuned_moes,
-)
-from inferlab.logs.reader import Lookahead, open_log, scan
+from inferlab.logs.parsers import ANCHORS, markers, visitor
+from inferlab.logs.reader import open_log, scan
+from inferlab.logs.state import LogState, milestone_list, ooms, untuned_gemms, untuned_moes
 from inferlab.store import Store
 
 __all__ = ["analyze_log", "store_log_findings", "untuned_fp8_gemms", "untuned_moe"]
@@ -36,45 +27,8 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
         raise ConfigError(f"--engine: {engine!r}; expected one of {', '.join(ENGINE_CHOICES)}")
     forced = None if engine == "auto" else engine
     st = LogState(path=str(path), engine=forced)
-    parsers = [p for p in PARSERS if forced is None or p.engine in (None, forced)]
-
-    fast = [
-        (p.keywords[0], p.keywords[1], p.parse, p.engine) for p in parsers if p.name in FAST_PARSERS
-    ]
-    counts = st.engine_hits
-    rest = parsers  # (a line the fast ones did not take may still be theirs, e.g. cut)
-
-    def visit(ln: int, raw: str, la: Lookahead) -> int:
-        # parsers search (never anchor) their text, so transport prefixes can stay; only
-        # colour codes cut through the words they look for
-        text = clean_line(raw) if "\x1b" in raw else raw.rstrip()
-        if not text:
-            return 0
-        if not st.simulated and "[SIMULATED]" in text:
-            st.simulated = True
-        for k0, k1, parse, eng in fast:  # the periodic stats lines: most of a busy log
-            if k0 in text or k1 in text:
-                r = parse(st, ln, text, la)
-                if r is not None:
-                    if eng is not None:  # st.hit, inline
-                        counts[eng] = counts.get(eng, 0) + 1
-                    return r
-        markers(st, text)
-        used = 0
-        for p in rest:
-            for k in p.keywords:
-                if k in text:
-                    break
-            else:
-                continue
-            r = p.parse(st, ln, text, la)
-            if r is not None:
-                st.hit(p.engine)
-                used = max(used, r)
-        return used
-
     t0 = time.perf_counter()
-    stats = scan(path, ANCHORS, visit)
+    stats = scan(path, ANCHORS, visitor(st))
     tail = stats.tail.decode("utf-8", "replace").split("\n")
     if tail and not tail[-1]:
         tail.pop()

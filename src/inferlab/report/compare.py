@@ -3,17 +3,22 @@ noise-aware verdicts. Built from raw samples only; formatters return lines, they
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inferlab.errors import ConfigError, NotComparable
 from inferlab.records import RequestRecord
 from inferlab.report.applied import LEVER_NOT_APPLIED, not_applied, unclaimed
+from inferlab.report.compare_export import render_csv, to_json
+from inferlab.report.verdicts import (
+    claim_text,
+    group_trust,
+    sequential_verdict,
+    untrusted_verdict,
+)
 from inferlab.stats.compare import (
     Difference,
     QualityWarning,
@@ -27,6 +32,7 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.metrics import batch_rates, tpot_ms
+from inferlab.stats.stopping import request_span_rates
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
 
@@ -60,6 +66,10 @@ class Cell:
     warnings: list[QualityWarning] = field(default_factory=list)
     forced: list[Difference] = field(default_factory=list)
     levers: list[str] = field(default_factory=list)  # diff items not applied (report.applied)
+    untrusted: str | None = None  # "untrusted: client lag" when any of its runs is
+    untrusted_reasons: list[dict[str, str]] = field(default_factory=list)
+    blocked: str | None = None  # why no claim at all (its or the baseline's trust)
+    looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
 
 
 @dataclass
@@ -140,7 +150,7 @@ def _identity(r: RunRow) -> dict[str, Any]:
 
 
 def _measured(records: list[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in records if not r.warmup and r.ok and r.event_ns]
+    return [r for r in records if r.counted and r.ok and r.event_ns]
 
 
 def _per_request(metric: str, records: list[RequestRecord]) -> list[float]:
@@ -156,13 +166,81 @@ def _throughput(g: _Group) -> ThroughputSample:
     trials = tuple(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs)
     rates: tuple[float, ...] = ()
     if len(g.runs) == 1:
-        recs = [r for r in g.records[0] if not r.warmup]
-        good = _measured(recs)
-        sends = [r.send_ns for r in recs if r.send_ns]
-        window = float(g.runs[0].summary.get("duration_s") or 0.0)
-        if good and sends and window > 0:
-            rates = tuple(batch_rates(good, min(sends), window))
+        rates = _batch_rates(g.runs[0], g.records[0])
     return ThroughputSample(trials=trials, batch_rates=rates)
+
+
+def _verdicts(
+    bg: _Group,
+    cg: _Group,
+    base: str,
+    cand: Cell,
+    base_cell: Cell,
+    metrics: Sequence[str],
+    alpha: float,
+    min_effect: float,
+) -> dict[str, Verdict]:
+    """One cell's verdicts: none claimed from an untrusted side; a sequentially stopped
+    candidate's primary metrics from its stored look; the rest from the raw samples."""
+    for who, c in (("candidate", cand), ("baseline", base_cell)):
+        if c.untrusted:
+            cand.blocked = c.untrusted if who == "candidate" else f"{c.untrusted} (baseline)"
+            v = untrusted_verdict(c.untrusted, c.untrusted_reasons, f"{who} {c.label}")
+            return {m: v for m in metrics}
+    out: dict[str, Verdict] = {}
+    for m in metrics:
+        seq = sequential_verdict(cg.runs[0], m, base, min_effect) if len(cg.runs) == 1 else None
+        if seq is not None:
+            out[m], cand.looks[m] = seq
+        elif m == "output_tok_s":
+            out[m] = compare_throughput(
+                _throughput(bg), _throughput(cg), alpha=alpha, min_effect=min_effect
+            )
+        else:
+            out[m] = compare_samples(
+                m,
+                [_per_request(m, recs) for recs in bg.records],
+                [_per_request(m, recs) for recs in cg.records],
+                alpha=alpha,
+                min_effect=min_effect,
+            )
+    return out
+
+
+def _batch_rates(run: RunRow, records: list[RequestRecord]) -> tuple[float, ...]:
+    """One trial's batch rates: over its steady window when adaptive (20 slices, as its
+    stopping rule measured them), else 10 slices of first send → last end."""
+    window = (run.stop or {}).get("window_ns")
+    if window:
+        return tuple(request_span_rates(records, int(window[0]), int(window[1])))
+    recs = [r for r in records if r.counted]
+    good = _measured(recs)
+    sends = [r.send_ns for r in recs if r.send_ns]
+    span = float(run.summary.get("duration_s") or 0.0)
+    if good and sends and span > 0:
+        return tuple(batch_rates(good, min(sends), span))
+    return ()
+
+
+def _saturation(
+    cells: dict[tuple[str, str], Cell], cfg: str, labels: list[str]
+) -> Saturation | None:
+    """Where ``cfg``'s throughput stops growing; the sentence says so when it rests on
+    untrusted points."""
+    mine = [
+        (int(m.group(1)), cells[(cfg, lb)])
+        for lb in labels
+        if (cfg, lb) in cells
+        for m in [re.match(r"C=(\d+)$", lb)]
+        if m
+    ]
+    if len(mine) < 2:
+        return None
+    sat = find_saturation([(c, x.values["output_tok_s"], x.values["tpot_ms"]) for c, x in mine])
+    bad = sorted({x.untrusted for _, x in mine if x.untrusted})
+    if bad:
+        sat = replace(sat, sentence=f"{sat.sentence} — from {', '.join(bad)} points")
+    return sat
 
 
 def build_comparison(
@@ -231,6 +309,7 @@ def build_comparison(
             if r.source == "inferlab bench"
         ]
         cell = Cell(cfg, label, len(g.runs), values)
+        cell.untrusted, cell.untrusted_reasons = group_trust(g.runs)
         cell.warnings = quality_warnings(
             samples=n_ok,
             trial_tok_s=[float(r.summary.get("output_tok_s") or 0.0) for r in g.runs],
@@ -246,22 +325,20 @@ def build_comparison(
                 continue
             cand.forced = bad.get(cfg, [])
             cand.levers = not_applied(store, first[cfg])
-            bg, cg = groups[(base, label)], groups[(cfg, label)]
-            for m in metrics:
-                if m == "output_tok_s":
-                    v = compare_throughput(
-                        _throughput(bg), _throughput(cg), alpha=alpha, min_effect=min_effect
-                    )
-                else:
-                    v = compare_samples(
-                        m,
-                        [_per_request(m, recs) for recs in bg.records],
-                        [_per_request(m, recs) for recs in cg.records],
-                        alpha=alpha,
-                        min_effect=min_effect,
-                    )
-                cand.verdicts[m] = v if force or not cand.levers else unclaimed(v, cand.levers)
-    saturation = _saturation(cells, configs, labels)
+            base_cell = cells[(base, label)]
+            cand.verdicts = _verdicts(
+                groups[(base, label)],
+                groups[(cfg, label)],
+                base,
+                cand,
+                base_cell,
+                metrics,
+                alpha,
+                min_effect,
+            )
+            if cand.levers and not force:  # a diff item that did not take effect: no claim
+                cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
+    saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
         base,
         configs,
@@ -276,28 +353,6 @@ def build_comparison(
     )
 
 
-def _saturation(
-    cells: dict[tuple[str, str], Cell], configs: list[str], labels: list[str]
-) -> dict[str, Saturation]:
-    """Where each config's throughput stops growing with concurrency (C=N points only)."""
-    out = {}
-    for cfg in configs:
-        pts = [
-            (
-                int(m.group(1)),
-                cells[(cfg, lb)].values["output_tok_s"],
-                cells[(cfg, lb)].values["tpot_ms"],
-            )
-            for lb in labels
-            if (cfg, lb) in cells
-            for m in [re.match(r"C=(\d+)$", lb)]
-            if m
-        ]
-        if len(pts) >= 2:
-            out[cfg] = find_saturation(pts)
-    return out
-
-
 # -- formatting -------------------------------------------------------------------------------
 
 
@@ -306,22 +361,25 @@ def _num(x: float, digits: int) -> str:
 
 
 def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
-    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others."""
+    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others;
+    ``value untrusted: client lag`` where no claim may be made."""
     cell = c.cells.get((cfg, label))
     if cell is None:
         return "–"
     digits = METRICS[metric][2]
     text = _num(cell.values.get(metric, math.nan), digits)
     v = cell.verdicts.get(metric)
-    if v is not None:
+    if cell.blocked or (v is None and cell.untrusted):
+        text += f" {cell.blocked or cell.untrusted}"
+    elif v is not None:
         r = v.ratio
         if math.isnan(r.estimate):
             text += " (no ratio)"
         else:
             lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
             hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
-            mark = "~ within noise" if v.claim == "~" else v.claim
-            text += f" ×{r.estimate:.3f} [{lo}, {hi}] {mark}"
+            text += f" ×{r.estimate:.3f} [{lo}, {hi}]"
+        text += " " + claim_text(v, None, cell.looks.get(metric))
     if cell.forced:
         text += " !"
     if cell.levers and v is not None:
@@ -368,55 +426,3 @@ def render_md(c: Comparison) -> list[str]:
         out += ["", "### Why each verdict", ""]
         out += [f"- {cfg} {lb} {m}: {v.claim} — {v.reason}" for (cfg, lb), m, v in reasons]
     return out
-
-
-def to_json(c: Comparison) -> dict[str, Any]:
-    return {
-        "baseline": c.baseline,
-        "configs": c.configs,
-        "labels": c.labels,
-        "min_effect": c.min_effect,
-        "alpha": c.alpha,
-        "forced": c.forced,
-        "cells": [
-            {
-                "config": cell.config,
-                "label": cell.label,
-                "trials": cell.trials,
-                "values": {k: (None if math.isnan(v) else v) for k, v in cell.values.items()},
-                "verdicts": {m: v.to_json() for m, v in cell.verdicts.items()},
-                "warnings": [w.to_json() for w in cell.warnings],
-                "not_comparable": [d.field for d in cell.forced],
-                "lever_not_applied": cell.levers,
-            }
-            for cell in c.cells.values()
-        ],
-        "saturation": {cfg: s.sentence for cfg, s in c.saturation.items()},
-        "differences": {
-            cfg: [{"field": d.field, "a": d.a, "b": d.b} for d in ds]
-            for cfg, ds in c.differences.items()
-        },
-    }
-
-
-_CSV_COLUMNS = (  # noqa: SIM905 (a column list reads best on one line)
-    "config load trials metric value ratio ratio_low ratio_high p_value claim not_comparable "
-    "lever_not_applied"
-).split()
-
-
-def render_csv(c: Comparison) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(_CSV_COLUMNS)
-    for cell in c.cells.values():
-        for m in c.metrics:
-            v = cell.verdicts.get(m)
-            r = (
-                (v.ratio.estimate, v.ratio.low, v.ratio.high, v.p_value, v.claim)
-                if v
-                else ("",) * 5
-            )
-            row = [cell.config, cell.label, cell.trials, m, cell.values.get(m), *r]
-            w.writerow([*row, ";".join(d.field for d in cell.forced), ";".join(cell.levers)])
-    return buf.getvalue()

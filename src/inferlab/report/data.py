@@ -16,7 +16,7 @@ from inferlab.report.compare import Comparison, build_comparison
 from inferlab.report.sections import Section, build_sections
 from inferlab.stats.metrics import itl_ms
 from inferlab.stats.summary import percentile
-from inferlab.store import Store
+from inferlab.store import RunRow, Store
 
 __all__ = [
     "ConfigInfo",
@@ -100,6 +100,8 @@ class RunInfo:
     server: dict[str, Any]
     warnings: list[dict[str, str]]
     interrupted: bool
+    trust: str = "trusted"
+    stop: dict[str, Any] | None = None  # adaptive points: why and how precisely they stopped
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,30 @@ def _change_lines(base: ConfigInfo, cfg: ConfigInfo) -> tuple[list[str], list[st
     return argv, env
 
 
+def _run_info(store: Store, r: RunRow) -> RunInfo:
+    """One run as the report lists it: its warnings, and its trust issues as warnings."""
+    meta = store.run_meta(r.id)
+    server = r.summary.get("server")
+    warnings = [
+        {k: str(v) for k, v in w.items()} if isinstance(w, dict) else {"message": str(w)}
+        for w in meta.get("warnings") or []
+    ]
+    warnings += [{**x, "kind": f"untrusted: {x.get('reason')}"} for x in r.trust_reasons]
+    return RunInfo(
+        id=r.id,
+        config=r.config,
+        label=r.label,
+        concurrency=r.concurrency,
+        trial=r.trial,
+        output_tok_s=r.summary.get("output_tok_s"),
+        server=dict(server) if isinstance(server, dict) else {},
+        warnings=warnings,
+        interrupted=r.interrupted,
+        trust=r.trust,
+        stop=r.stop,
+    )
+
+
 def build_report(store: Store, campaign: str, *, baseline: str | None = None) -> Report:
     """Everything the report shows for ``campaign``. Raises ``ConfigError`` for an unknown
     campaign (listing the known ones) or an unknown baseline."""
@@ -277,31 +303,12 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
     itl_s: dict[tuple[str, str], list[float]] = {}
     run_infos: list[RunInfo] = []
     for r in runs:
-        meta = store.run_meta(r.id)
-        server = r.summary.get("server")
-        run_infos.append(
-            RunInfo(
-                id=r.id,
-                config=r.config,
-                label=r.label,
-                concurrency=r.concurrency,
-                trial=r.trial,
-                output_tok_s=r.summary.get("output_tok_s"),
-                server=dict(server) if isinstance(server, dict) else {},
-                warnings=[
-                    {k: str(v) for k, v in w.items()}
-                    if isinstance(w, dict)
-                    else {"message": str(w)}
-                    for w in meta.get("warnings") or []
-                ],
-                interrupted=r.interrupted,
-            )
-        )
+        run_infos.append(_run_info(store, r))
         if r.interrupted:
             continue
         key = (key_of(r.config, r.config_hash), r.label)
         for rec in store.requests(r.id):
-            if rec.warmup or not rec.ok or not rec.event_ns:
+            if not rec.counted or not rec.ok or not rec.event_ns:
                 continue
             if rec.ttft_ns is not None:
                 ttft_s.setdefault(key, []).append(rec.ttft_ns / 1e6)

@@ -20,29 +20,13 @@ from inferlab.report.data import (
     Report,
     build_report,
 )
+from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.safe import show_controls
 from inferlab.report.svg import Box, Series, box_chart, line_chart
+from inferlab.report.verdicts import claim_class, claim_text, stop_text
 from inferlab.store import Store
 
 __all__ = ["Report", "build_report", "render_html", "render_markdown", "write_report"]
-
-#: metric definitions quoted next to the numbers (docs/metrics.md, version 1)
-DEFINITIONS: dict[str, str] = {
-    "output_tok_s": "output throughput = output tokens of successful measured requests / window "
-    "(first send → last end), tok/s; mean over trials",
-    "tpot_ms": "TPOT = (E2E − TTFT) / (output tokens − 1), ms; median over requests",
-    "ttft_ms": "TTFT = send → first token-bearing SSE event, ms",
-    "itl_ms": "ITL = gap between token-bearing events / k for an event carrying k tokens, "
-    "repeated k times, ms",
-    "ratio": "×ratio = candidate / baseline at the same load point, with its 95% interval "
-    "(bootstrap; batch means for one-trial throughput); a change is claimed only when "
-    "p < α, the interval excludes 1 and |change| ≥ the minimum effect, else “~ within noise” "
-    "(docs/compare.md)",
-    "saturation": "saturated by C: no higher concurrency gains ≥ 5% output throughput while "
-    "TPOT grows (docs/compare.md)",
-    "server": "scraped from the server's /metrics around each load point: accept length = "
-    "1 + accepted / drafts (tokens per verifier step); maxima over scrapes for gauges",
-}
 
 SIM_BANNER = (
     "SIMULATED: these numbers come from inferlab's reference engine (sim), not a real "
@@ -67,25 +51,23 @@ def _val(v: object) -> str:
     return str(v)
 
 
-def _cell(c: Comparison, cfg: str, label: str, metric: str) -> tuple[str, str, str]:
-    """(value, ratio text, claim) of one cell; claim '' for the baseline."""
+def _cell(c: Comparison, cfg: str, label: str, metric: str) -> tuple[str, str, str, str]:
+    """(value, ratio text, claim, what the cell says) of one cell; claim '' for the baseline."""
     cell = c.cells.get((cfg, label))
     if cell is None:
-        return "–", "", ""
+        return "–", "", "", ""
     value = _num(cell.values.get(metric, math.nan), METRICS[metric][2])
     v = cell.verdicts.get(metric)
+    if cell.blocked or (v is None and cell.untrusted):
+        return value, "", "~", cell.blocked or cell.untrusted or ""
     if v is None:
-        return value, "", ""
-    r = v.ratio
+        return value, "", "", ""
+    r, says = v.ratio, claim_text(v, None, cell.looks.get(metric))
     if math.isnan(r.estimate):
-        return value, "no ratio", "~"
+        return value, "no ratio", "~", says
     lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
     hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
-    return value, f"×{r.estimate:.3f} [{lo}, {hi}]", v.claim
-
-
-def _claim_text(claim: str) -> str:
-    return "~ within noise" if claim == "~" else claim
+    return value, f"×{r.estimate:.3f} [{lo}, {hi}]", v.claim, says
 
 
 def _quality(report: Report) -> list[tuple[str, str, str, str, str]]:
@@ -149,8 +131,8 @@ def render_markdown(report: Report) -> str:
             for cfg in c.configs:
                 cells = []
                 for lb in c.labels:
-                    value, ratio, claim = _cell(c, cfg, lb, m)
-                    text = value if not ratio else f"{value} {ratio} {_claim_text(claim)}"
+                    value, ratio, _, says = _cell(c, cfg, lb, m)
+                    text = " ".join(x for x in (value, ratio, says) if x)
                     cells.append(_md(text))
                 out.append(f"| {_md(cfg)} | " + " | ".join(cells) + " |")
             out.append("")
@@ -194,8 +176,16 @@ def render_markdown(report: Report) -> str:
 
 
 def _md_quality(report: Report) -> list[str]:
+    """How each adaptive point stopped, then every measurement-quality warning with its fix."""
+    out: list[str] = []
+    stops = [
+        (r.config, f"{r.label} trial {r.trial}", stop_text(r.stop)) for r in report.runs if r.stop
+    ]
+    if stops:
+        out += ["## How each point stopped", ""]
+        out += [f"- {_md(cfg)} {_md(lb)}: {_md(text)}" for cfg, lb, text in stops] + [""]
     quality = _quality(report)
-    out = ["## Measurement-quality warnings", ""]
+    out += ["## Measurement-quality warnings", ""]
     out += [
         f"- {_md(cfg)} {_md(lb)} ({_md(kind)}): {_md(msg)}" + (f" — fix: {_md(fix)}" if fix else "")
         for cfg, lb, kind, msg, fix in quality
@@ -318,10 +308,6 @@ def _h(text: object) -> str:
     return escape(str(text))
 
 
-def _claim_class(claim: str) -> str:
-    return {"better": "better", "worse": "worse"}.get(claim, "noise")
-
-
 def render_html(report: Report) -> str:
     """One self-contained HTML page: inline CSS and SVG, no script, nothing fetched."""
     title = f"inferlab report: {report.campaign}" + (" (SIMULATED)" if report.simulated else "")
@@ -376,12 +362,12 @@ def _html_verdicts(report: Report) -> list[str]:
             mark = " (baseline)" if cfg == c.baseline else ""
             row = [f"<tr><th>{_h(cfg)}{mark}</th>"]
             for lb in c.labels:
-                value, ratio, claim = _cell(c, cfg, lb, m)
+                value, ratio, claim, says = _cell(c, cfg, lb, m)
                 inner = _h(value)
-                if ratio:
+                if ratio or says:
                     inner += (
                         f'<span class="ratio">{_h(ratio)} '
-                        f'<span class="{_claim_class(claim)}">{_h(_claim_text(claim))}</span>'
+                        f'<span class="{claim_class(claim)}">{_h(says)}</span>'
                         "</span>"
                     )
                 row.append(f'<td class="n">{inner}</td>')
@@ -554,7 +540,13 @@ def _html_configs(report: Report) -> list[str]:
 
 
 def _html_quality(report: Report) -> list[str]:
-    out = ['<h2 id="quality">Measurement-quality warnings</h2>']
+    out = [
+        f"<p><b>{_h(r.config)} {_h(r.label)} trial {r.trial}</b> stopped: "
+        f"{_h(stop_text(r.stop))}</p>"
+        for r in report.runs
+        if r.stop
+    ]
+    out.append('<h2 id="quality">Measurement-quality warnings</h2>')
     rows = _quality(report)
     if not rows:
         return [*out, "<p>None.</p>"]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.config.secrets import scrub_text
+from inferlab.cpus import pin_child
 from inferlab.errors import LaunchError
 from inferlab.server.gpumem import pids_mib
 
@@ -97,6 +98,7 @@ class LaunchSpec:
     host: str = "local"  # or an ssh target
     ready_timeout_s: float = 900.0
     stop_grace_s: float = 20.0
+    cpus: tuple[int, ...] | None = None  # local: pinned before exec; its whole group inherits it
     guard: bool = False  # local: killed with its launcher (``inferlab.server.guard``)
 
 
@@ -153,6 +155,7 @@ def launch(spec: LaunchSpec) -> ServerProcess:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
+                preexec_fn=pin_child(spec.cpus) if argv[0] != "ssh" else None,
             )
         except OSError as exc:
             raise LaunchError(

@@ -14,7 +14,6 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +21,10 @@ from inferlab.config.secrets import scrub_argv, scrub_env, scrub_obj, scrub_text
 from inferlab.errors import StoreError
 from inferlab.records import RequestRecord
 from inferlab.store.requests import INSERT_REQUEST, SELECT_REQUESTS, pack_request, unpack_request
+from inferlab.store.rows import RunRow, run_row
 from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DEFAULT_DB", "RunRow", "Store", "db_path", "workload_hash"]
-
-INSERT_RUN = (
-    "INSERT INTO runs(campaign_id, config_id, environment_id, source, definitions, "
-    "metrics_version, label, concurrency, rate, max_concurrency, trial, model, "
-    "workload_json, workload_hash, started_at, ended_at, start_ns, end_ns, workers, "
-    "client_lag_json, warnings_json, summary_json, interrupted, rejected, notes_json, "
-    "purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-)
 
 DEFAULT_DB = "inferlab.db"
 
@@ -53,32 +45,6 @@ def _dumps(obj: Any) -> str:
 def workload_hash(workload: Mapping[str, Any]) -> str:
     """Hash of the prompt and output length distribution (what makes workloads comparable)."""
     return hashlib.sha256(_dumps(dict(workload)).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One stored load point (a run) with its config and environment, as listed."""
-
-    id: int
-    campaign: str
-    config: str
-    config_hash: str
-    source: str
-    definitions: str
-    label: str
-    concurrency: int | None
-    rate: float | None
-    trial: int
-    model: str | None
-    workload_hash: str
-    started_at: str | None
-    interrupted: bool
-    summary: dict[str, Any]
-    environment: dict[str, Any]
-    metrics_version: int | None
-    n_requests: int
-    #: "measure", or "profiled" (the load replayed while a profile was captured)
-    purpose: str = "measure"
 
 
 class Store:
@@ -272,43 +238,48 @@ class Store:
         rejected: str | None = None,
         notes: Sequence[str] = (),
         purpose: str = "measure",
+        trust: str | None = None,
+        trust_reasons: Sequence[Mapping[str, Any]] = (),
+        stop: Mapping[str, Any] | None = None,
     ) -> int:
         """Insert one load point and all its requests. Call inside ``transaction()``.
-        ``purpose`` "profiled": a pass replayed while capturing a profile (never a verdict)."""
+        ``purpose`` "profiled": a pass replayed while capturing a profile (never a verdict).
+        ``trust`` None: not assessed (imports); it is assessed from the summary when read."""
         sends = [r.send_ns for r in records if r.send_ns]
         ends = [r.end_ns for r in records if r.end_ns]
-        cur = self.db.execute(
-            INSERT_RUN,
-            (
-                campaign_id,
-                config_id,
-                environment_id,
-                source,
-                definitions,
-                metrics_version,
-                label,
-                concurrency,
-                rate,
-                max_concurrency,
-                trial,
-                model,
-                _dumps(dict(workload)),
-                workload_hash(workload),
-                started_at,
-                ended_at,
-                min(sends) if sends else None,
-                max(ends) if ends else None,
-                workers,
-                _dumps(dict(client_lag)) if client_lag is not None else None,
-                _dumps(list(warnings)),
-                _dumps(dict(summary)),
-                int(interrupted),
-                rejected,
-                _dumps(list(notes)),
-                purpose,
-            ),
-        )
-        run_id = int(cur.lastrowid or 0)
+        row = {
+            "campaign_id": campaign_id,
+            "config_id": config_id,
+            "environment_id": environment_id,
+            "source": source,
+            "definitions": definitions,
+            "metrics_version": metrics_version,
+            "label": label,
+            "concurrency": concurrency,
+            "rate": rate,
+            "max_concurrency": max_concurrency,
+            "trial": trial,
+            "model": model,
+            "workload_json": _dumps(dict(workload)),
+            "workload_hash": workload_hash(workload),
+            "started_at": started_at,
+            "ended_at": ended_at,
+            "start_ns": min(sends) if sends else None,
+            "end_ns": max(ends) if ends else None,
+            "workers": workers,
+            "client_lag_json": _dumps(dict(client_lag)) if client_lag is not None else None,
+            "warnings_json": _dumps(list(warnings)),
+            "summary_json": _dumps(dict(summary)),
+            "interrupted": int(interrupted),
+            "rejected": rejected,
+            "notes_json": _dumps(list(notes)),
+            "purpose": purpose,
+            "trust": trust,
+            "trust_json": _dumps([dict(x) for x in trust_reasons]),
+            "stop_json": _dumps(dict(stop)) if stop is not None else None,
+        }
+        sql = f"INSERT INTO runs({', '.join(row)}) VALUES ({','.join('?' * len(row))})"
+        run_id = int(self.db.execute(sql, tuple(row.values())).lastrowid or 0)
         self.db.executemany(
             INSERT_REQUEST, (pack_request(run_id, i, r) for i, r in enumerate(records))
         )
@@ -456,7 +427,8 @@ class Store:
             "SELECT r.id, c.name, g.name, g.hash, r.source, r.definitions, r.label, "
             "r.concurrency, r.rate, r.trial, r.model, r.workload_hash, r.started_at, "
             "r.interrupted, r.summary_json, e.snapshot_json, r.metrics_version, "
-            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id), r.purpose "
+            "(SELECT count(*) FROM requests q WHERE q.run_id = r.id), r.purpose, "
+            "r.trust, r.trust_json, r.stop_json, r.client_lag_json "
             "FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
             "JOIN configs g ON g.id = r.config_id "
             "LEFT JOIN environments e ON e.id = r.environment_id WHERE 1=1"
@@ -479,30 +451,7 @@ class Store:
             rows = self.db.execute(q, args).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(self._explain(exc)) from None
-        return [
-            RunRow(
-                id=r[0],
-                campaign=r[1],
-                config=r[2],
-                config_hash=r[3],
-                source=r[4],
-                definitions=r[5],
-                label=r[6],
-                concurrency=r[7],
-                rate=r[8],
-                trial=r[9],
-                model=r[10],
-                workload_hash=r[11],
-                started_at=r[12],
-                interrupted=bool(r[13]),
-                summary=json.loads(r[14]),
-                environment=json.loads(r[15]) if r[15] else {},
-                metrics_version=r[16],
-                n_requests=r[17],
-                purpose=r[18],
-            )
-            for r in rows
-        ]
+        return [run_row(r) for r in rows]
 
     def requests(self, run_id: int) -> list[RequestRecord]:
         rows = self.db.execute(SELECT_REQUESTS, (run_id,)).fetchall()

@@ -40,6 +40,8 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
             "gpu_name": r.environment.get("gpu_name"),
             "engine_version": r.environment.get("engine_version"),
         }
+        row["trust"] = r.trust
+        row["stop"] = (r.stop or {}).get("reason")
         for key in ("ok", "output_tok_s", "request_s", "duration_s", "goodput_req_s"):
             row[key] = s.get(key)
         for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
@@ -62,6 +64,7 @@ def request_rows(store: Store, runs: Sequence[RunRow]) -> Iterable[dict[str, Any
                 "idx": q.index,
                 "request_id": q.request_id,
                 "warmup": q.warmup,
+                "dropped": q.dropped,
                 "scheduled_ns": q.scheduled_ns,
                 "send_ns": q.send_ns,
                 "end_ns": q.end_ns,

@@ -1,4 +1,5 @@
-"""One stored request as a row: send/end times, every token event as packed offsets, the client.
+"""One stored request as a row: send/end times, every token event as packed offsets, the client
+and, for an adaptive point, whether it was dropped from the statistics (ramp-up, drain).
 
 ``event_offsets`` holds int64 little-endian ``event_ns - send_ns``; ``event_tokens`` the int32
 token count of each event. Unpacking restores the absolute perf-counter times."""
@@ -17,14 +18,15 @@ INSERT_REQUEST = (
     "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
     "status, error_kind, error_message, input_tokens, requested_output_tokens, "
     "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
-    "worker, event_offsets, event_tokens, warnings_json, client) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "worker, event_offsets, event_tokens, warnings_json, client, dropped) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 SELECT_REQUESTS = (
     "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
     "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
     "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-    "event_offsets, event_tokens, warnings_json, client FROM requests WHERE run_id=? ORDER BY idx"
+    "event_offsets, event_tokens, warnings_json, client, dropped FROM requests WHERE run_id=? "
+    "ORDER BY idx"
 )
 
 
@@ -53,6 +55,7 @@ def pack_request(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
         array("i", r.event_tokens).tobytes(),
         json.dumps(r.warnings, sort_keys=True, separators=(",", ":"), default=str),
         r.client,
+        r.dropped,
     )
 
 
@@ -84,4 +87,5 @@ def unpack_request(r: tuple[Any, ...]) -> RequestRecord:
         worker=r[15],
         warnings=json.loads(r[18]),
         client=r[19],
+        dropped=r[20],
     )

@@ -9,6 +9,10 @@ Format history (``meta.schema_version``):
     several hosts, ``inferlab bench --ray --clients N``); NULL for one host.
   4 ``runs.purpose``: 'measure' (default), or 'profiled' for the load replayed while a profile
     was captured; profiled runs never enter verdicts, resume accounting or sweep tables.
+  5 trust and stopping: ``runs.trust`` ('trusted' | 'untrusted'; NULL for
+    runs stored before, assessed when read), ``runs.trust_json`` (reasons with their fixes),
+    ``runs.stop_json`` (why an adaptive or sequential point stopped, achieved half-widths,
+    look), ``requests.dropped`` ('ramp-up' | 'drain': stored, left out of the statistics).
 
 A database is upgraded on open by applying ``upgrade_to_N`` for every N above its version, in
 one transaction. A database newer than ``SCHEMA_VERSION`` is refused ("upgrade inferlab").
@@ -20,7 +24,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -174,9 +178,20 @@ def upgrade_to_4() -> str:
         """
 
 
+def upgrade_to_5() -> str:
+    """SQL of version 5: trust and stop records of runs, dropped requests."""
+    return """
+        ALTER TABLE runs ADD COLUMN trust TEXT;
+        ALTER TABLE runs ADD COLUMN trust_json TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE runs ADD COLUMN stop_json TEXT;
+        ALTER TABLE requests ADD COLUMN dropped TEXT;
+        """
+
+
 MIGRATIONS: dict[int, Callable[[], str]] = {
     1: upgrade_to_1,
     2: upgrade_to_2,
     3: upgrade_to_3,
     4: upgrade_to_4,
+    5: upgrade_to_5,
 }

@@ -1,0 +1,62 @@
+"""A campaign's stopping rule in words, and the stored baseline points a candidate config is
+tested against (sequential A/B).
+
+The baseline is ``[verify] equivalent_to`` or, without it, the campaign's first config. Only
+its finished, trusted points serve: a candidate is never stopped early against a point that
+could not carry a verdict itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+from inferlab.config.campaign import CampaignFile
+from inferlab.load.adaptive import BaselineRef, baseline_ref
+from inferlab.store import Store
+
+__all__ = ["baseline_name", "baseline_refs", "sequential_for", "stopping_lines"]
+
+
+def baseline_name(camp: CampaignFile) -> str:
+    return camp.verify.equivalent_to or camp.config[0].name
+
+
+def sequential_for(camp: CampaignFile, config: str) -> bool:
+    """Whether ``config``'s points stop by a sequential A/B against the baseline."""
+    return camp.load.sequential and config != baseline_name(camp)
+
+
+def stopping_lines(camp: CampaignFile) -> list[str]:
+    """How the load points stop, as the plan prints it."""
+    ld = camp.load
+    if ld.requests != "auto":
+        return []
+    cap = f"max {ld.max_requests}" if ld.max_requests else "no cap"
+    dur = f", at most {ld.max_duration_s:g} s" if ld.max_duration_s else ""
+    out = [
+        f"requests: auto — stop at ±{ld.precision:.0%} (95% interval of median TPOT and output "
+        f"throughput), min {ld.min_requests}, {cap}{dur}"
+    ]
+    if ld.sequential:
+        out.append(
+            f"sequential A/B vs {baseline_name(camp)} (measured to the cap, {ld.max_requests} "
+            f"requests a point): {ld.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
+            f"equivalence within ±{ld.min_effect:.0%}"
+        )
+    return out
+
+
+def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, BaselineRef]:
+    """Label → reference, from the newest trusted run of ``baseline`` at each load point."""
+    out: dict[str, BaselineRef] = {}
+    for run in reversed(store.runs(campaign=campaign, config=baseline)):
+        if run.label in out or run.interrupted or run.trust != "trusted":
+            continue
+        m = re.match(r"C=(\d+)$", run.label)
+        if m is None:
+            continue
+        window = (run.stop or {}).get("window_ns")
+        ref = baseline_ref(baseline, store.requests(run.id), window, int(m.group(1)))
+        if ref is not None:
+            out[run.label] = ref
+    return out

@@ -1,0 +1,308 @@
+"""One load point × trial: prompts, warmup, the measured phase, then its summary and trust.
+
+A fixed-count point (``requests = N``, or a duration) runs its requests and stops. An adaptive
+point (``requests = "auto"``) runs until ``load.adaptive.AdaptiveMonitor`` says its estimate is
+precise enough (or a sequential A/B against a stored baseline is settled, or the cap or
+duration is reached); its ramp-up (each user's first request) and drain (requests in flight at
+the stop) are stored marked and left out of the statistics, and its throughput is measured over
+the steady window between them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+from inferlab.config.bench import BenchConfig
+from inferlab.engines import EngineSpec
+from inferlab.errors import TokenizerError
+from inferlab.load.adaptive import AdaptiveMonitor, AdaptivePlan, BaselineRef
+from inferlab.load.http import Endpoint, HttpClient
+from inferlab.load.phase import run_phase
+from inferlab.load.quality import point_warnings
+from inferlab.load.results import BenchEvents, LoadPoint, PointResult
+from inferlab.load.schedule import arrival_offsets
+from inferlab.load.steady import final_stop, summarize_steady
+from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
+from inferlab.load.worker import Item, WorkerJob
+from inferlab.load.workload import Prompt, build_body, make_prompts
+from inferlab.records import RequestRecord
+from inferlab.stats.metrics import summarize
+from inferlab.stats.summary import describe
+from inferlab.stats.trust import assess
+
+__all__ = ["Sweep", "auto_workers", "run_point"]
+
+_STREAMS_PER_WORKER = 256
+
+
+def auto_workers(streams: int, cpus: int | None = None, *, local_server: bool = False) -> int:
+    """Measuring processes for ``streams`` concurrent streams: one per 256 streams, at most one
+    per CPU, and at most half the CPUs when the server runs on this host (it needs them too).
+    Measured on 2 CPUs with the reference engine on loopback at C=256: one worker read TTFT
+    0.45 ms below the raw-socket floor client (loop lag p99 0.18 ms), two workers 3.5-6 ms above
+    it (benchmarks/RESULTS.md)."""
+    cpus = cpus or os.cpu_count() or 1
+    cap = max(1, cpus // 2) if local_server else cpus
+    return max(1, min(cap, math.ceil(streams / _STREAMS_PER_WORKER)))
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+@dataclass
+class Sweep:
+    """What every point of one sweep shares."""
+
+    cfg: BenchConfig
+    ep: Endpoint
+    engine: EngineSpec
+    headers: dict[str, str]
+    path: str
+    model: str
+    tokenizer: LocalTokenizer | ServerTokenizer | None
+    fmt: HttpClient
+    run_id: str
+    events: BenchEvents
+    baselines: dict[str, BaselineRef] = field(default_factory=dict)  # label → sequential ref
+
+    def workers(self, point: LoadPoint) -> int:
+        cfg = self.cfg
+        if cfg.workers:
+            return cfg.workers
+        if cfg.client_cpus:
+            return auto_workers(point.streams, len(cfg.client_cpus))
+        return auto_workers(point.streams, local_server=_is_loopback(self.ep.host))
+
+    def items(self, prompts: list[Prompt], base: int, tag: str, pi: int) -> list[Item]:
+        cfg = self.cfg
+        out = []
+        for i, p in enumerate(prompts):
+            rid = f"{self.run_id}-{pi}-{tag}{i}"
+            body = build_body(p, model=self.model, endpoint=cfg.endpoint, engine=self.engine)
+            out.append(
+                Item(
+                    index=base + i,
+                    request_id=rid,
+                    data=self.fmt.build("POST", self.path, body, request_id=rid),
+                    input_tokens=p.input_tokens,
+                    output_tokens=p.output_tokens,
+                )
+            )
+        return out
+
+
+def _request_plan(
+    cfg: BenchConfig, point: LoadPoint, pi: int
+) -> tuple[list[float] | None, int, bool]:
+    """(open-loop offsets, prompts to prepare, cycle them) for one point."""
+    c = point.concurrency or 1
+    if point.rate is not None:
+        offsets = arrival_offsets(
+            point.rate,
+            arrival=cfg.arrival,
+            burstiness=cfg.burstiness,
+            count=cfg.requests if isinstance(cfg.requests, int) else None,
+            duration_s=cfg.duration_s,
+            seed=cfg.seed + pi,
+        )
+        return offsets, len(offsets), False
+    if cfg.adaptive:
+        if cfg.max_requests:  # the cap counts measured requests: add ramp-up and drain
+            return None, cfg.max_requests + 2 * c, True
+        return None, min(4096, max(256, 8 * c)), True
+    if isinstance(cfg.requests, int):
+        return None, cfg.requests, False
+    return None, min(4096, max(256, 8 * c)), True
+
+
+def split_jobs(
+    sw: Sweep,
+    point: LoadPoint,
+    items: list[Item],
+    workers: int,
+    *,
+    warmup: bool,
+    offsets: list[float] | None,
+    cycle: bool,
+) -> list[WorkerJob]:
+    """One job per worker: its share of the items and of the concurrency (or arrivals)."""
+    cfg = sw.cfg
+    if point.concurrency is not None:
+        workers = max(1, min(workers, point.concurrency))
+    jobs = []
+    for w in range(workers):
+        mine = items[w::workers]
+        if not mine and not cycle:
+            continue
+        job = WorkerJob(
+            worker=w,
+            endpoint=sw.ep,
+            items=mine,
+            warmup=warmup,
+            timeout_s=cfg.timeout_s,
+            stall_timeout_s=cfg.stall_timeout_s,
+            headers=sw.headers,
+            duration_s=None if warmup else cfg.duration_s,
+            cycle=cycle,
+            progress=cfg.adaptive and not warmup,
+            cpus=cfg.client_cpus,
+            not_before_ns=None if warmup else cfg.not_before_ns,
+        )
+        if point.concurrency is not None:
+            job.concurrency = point.concurrency // workers + (w < point.concurrency % workers)
+            if warmup:
+                job.concurrency = min(job.concurrency, len(mine)) or 1
+        else:
+            assert offsets is not None
+            job.offsets_s = offsets[w::workers]
+            if point.max_concurrency:
+                mc = point.max_concurrency
+                job.max_concurrency = max(1, mc // workers + (w < mc % workers))
+        jobs.append(job)
+    for i, j in enumerate(jobs):
+        j.worker = i
+    return jobs
+
+
+@dataclass
+class _Measured:
+    records: list[RequestRecord] = field(default_factory=list)
+    texts: list[list[str]] = field(default_factory=list)
+    lag_ns: list[int] = field(default_factory=list)
+    workers: int = 0
+    interrupted: bool = False
+    rejected: str | None = None
+    monitor: AdaptiveMonitor | None = None
+    finish_ns: int | None = None
+
+
+def _warmup(sw: Sweep, point: LoadPoint, items: list[Item], workers: int, m: _Measured) -> None:
+    sw.events.point_started(point, len(items), True)
+    conc = (
+        point
+        if point.concurrency
+        else LoadPoint(point.label, concurrency=min(len(items), point.streams))
+    )
+    jobs = split_jobs(sw, conc, items, workers, warmup=True, offsets=None, cycle=False)
+    out = run_phase(jobs, sw.events.progress)
+    m.interrupted = out.interrupted
+    for r in out.results:
+        m.records.extend(r.records)
+        m.texts.extend(r.texts)
+        m.rejected = m.rejected or r.rejected
+
+
+def _measure(
+    sw: Sweep,
+    point: LoadPoint,
+    items: list[Item],
+    workers: int,
+    offsets: list[float] | None,
+    cycle: bool,
+    m: _Measured,
+) -> None:
+    cfg = sw.cfg
+    sw.events.point_started(point, None if cycle else len(items), False)
+    jobs = split_jobs(sw, point, items, workers, warmup=False, offsets=offsets, cycle=cycle)
+    m.workers = len(jobs)
+    if cfg.adaptive:
+        plan = AdaptivePlan(
+            precision=cfg.precision,
+            min_requests=cfg.min_requests,
+            max_requests=cfg.max_requests,
+            max_duration_s=cfg.max_duration_s,
+            concurrency=point.concurrency or 1,
+            seed=cfg.seed,
+            baseline=sw.baselines.get(point.label),
+            looks=cfg.looks,
+            min_effect=cfg.min_effect,
+            stop_on_precision=cfg.stop_on_precision,
+        )
+        m.monitor = AdaptiveMonitor(plan)
+    out = run_phase(jobs, sw.events.progress, m.monitor)
+    m.finish_ns = out.finish_ns
+    for r in out.results:
+        m.records.extend(r.records)
+        m.texts.extend(r.texts)
+        m.lag_ns.extend(r.loop_lag_ns)
+        m.rejected = m.rejected or r.rejected
+    m.interrupted = out.interrupted or any(r.interrupted for r in out.results)
+    if m.finish_ns is not None:
+        for rec in m.records:
+            if not rec.warmup and rec.dropped is None and rec.end_ns > m.finish_ns:
+                rec.dropped = "drain"
+
+
+def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResult:
+    """Measure one point × trial (see the module docstring)."""
+    cfg = sw.cfg
+    workers = sw.workers(point)
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    pi = pi * 1000 + trial  # fresh prompts (and arrival draws) for every trial
+    offsets, n, cycle = _request_plan(cfg, point, pi)
+    spec = cfg.workload.model_copy(update={"seed": cfg.workload.seed + 1000 * pi})
+    sw.events.message(f"{point.label}: preparing {n + cfg.warmup} prompts ...")
+    prompts = make_prompts(spec, n + cfg.warmup, sw.tokenizer)
+    m = _Measured()
+    if cfg.warmup:
+        _warmup(sw, point, sw.items(prompts[: cfg.warmup], -cfg.warmup, "w", pi), workers, m)
+    if not m.interrupted and m.rejected is None:
+        main = sw.items(prompts[cfg.warmup :], 0, "", pi)
+        _measure(sw, point, main, workers, offsets, cycle, m)
+    order = sorted(
+        range(len(m.records)), key=lambda i: (not m.records[i].warmup, m.records[i].send_ns)
+    )
+    records = [m.records[i] for i in order]
+    texts = [m.texts[i] for i in order]
+    sw.events.message(f"{point.label}: counting tokens ...")
+    try:
+        assign_token_counts(records, texts, sw.tokenizer)
+    except TokenizerError:
+        assign_token_counts(records, texts, None)
+    return _result(sw, point, trial, records, m, started_at)
+
+
+def _result(
+    sw: Sweep,
+    point: LoadPoint,
+    trial: int,
+    records: list[RequestRecord],
+    m: _Measured,
+    started_at: str,
+) -> PointResult:
+    cfg = sw.cfg
+    slo = dict(slo_ttft_ms=cfg.slo.ttft_ms, slo_tpot_ms=cfg.slo.tpot_ms, slo_e2e_ms=cfg.slo.e2e_ms)
+    stop = None
+    if cfg.adaptive and m.monitor is not None:
+        stop = final_stop(records, m.monitor, m.finish_ns, m.interrupted, point.concurrency or 1)
+        summary = summarize_steady(records, stop.window_ns, seed=cfg.seed, **slo)
+    else:
+        summary = summarize(records, seed=cfg.seed, **slo)
+    lag = describe([x / 1e6 for x in m.lag_ns])
+    interrupted = m.interrupted and m.rejected is None
+    res = PointResult(
+        point=point,
+        records=records,
+        summary=summary,
+        loop_lag_ms=lag,
+        workers=m.workers,
+        interrupted=interrupted,
+        rejected=m.rejected,
+        trial=trial,
+        started_at=started_at,
+        ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        trust=assess(
+            lag_p99_ms=lag.p99 if lag.count else None,
+            tpot_median_ms=summary.tpot_ms.p50 if summary.tpot_ms.count else None,
+            interrupted=interrupted,
+            lag_limit_ms=cfg.lag_limit_ms,
+            workers=m.workers,
+        ),
+        stop=stop,
+    )
+    res.warnings = point_warnings(cfg, res, m.workers)
+    return res

@@ -1,0 +1,71 @@
+"""Measurement-quality warnings of a load point, typed and with the fix that fits."""
+
+from __future__ import annotations
+
+from inferlab.config.bench import BenchConfig
+from inferlab.engines import get_engine
+from inferlab.load.results import BenchWarning, PointResult
+
+__all__ = ["LAG_WARN_MS", "point_warnings"]
+
+LAG_WARN_MS = 1.0
+
+
+def point_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWarning]:
+    """Measurement-quality warnings of one finished point, each with the fix that fits."""
+    out: list[BenchWarning] = []
+    s = res.summary
+    lag = res.loop_lag_ms
+    if lag.count and (lag.p99 > LAG_WARN_MS or lag.max > 20 * LAG_WARN_MS):
+        out.append(
+            BenchWarning(
+                "client-lag",
+                f"the client ran late: p99 {lag.p99:.2f} ms, max {lag.max:.2f} ms with {workers} "
+                "worker process(es); timestamps can be late by that much (a large max means "
+                "the client was starved of CPU and read several events at once)",
+                "give the client CPUs of its own (inferlab run and up split them; bench: "
+                f"--client-cpus), run with --workers {workers + 1} if CPUs are free, lower the "
+                "concurrency, or run the client on another host",
+            )
+        )
+    if res.point.rate is not None and s.queue_delay_ms.count:
+        q = s.queue_delay_ms
+        if res.point.max_concurrency is None and q.p99 > LAG_WARN_MS:
+            out.append(
+                BenchWarning(
+                    "send-lag",
+                    f"requests were sent late against the arrival schedule: p99 {q.p99:.2f} ms",
+                    f"run with --workers {workers + 1} or a lower --rate",
+                )
+            )
+    failed = s.requests - s.ok
+    if failed:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items()))
+        out.append(
+            BenchWarning(
+                "errors",
+                f"{failed} of {s.requests} requests failed ({kinds}); they are excluded "
+                "from latency statistics",
+                "see the request records (--out) for the server's messages",
+            )
+        )
+    if s.length_warnings:
+        told = bool(get_engine(cfg.engine or "openai").fixed_length_fields(1))
+        out.append(
+            BenchWarning(
+                "length-mismatch",
+                f"{s.length_warnings} requests returned a different number of output tokens "
+                "than requested, reported or counted" + ("" if told else " (max_tokens only)"),
+                f"check --engine ({cfg.engine}) sends the server's ignore_eos/min_tokens fields, "
+                "and --tokenizer matches the served model",
+            )
+        )
+    if 0 < s.ok < 100:
+        out.append(
+            BenchWarning(
+                "few-samples",
+                f"only {s.ok} successful requests: p99 values rest on very few samples",
+                "raise --requests or --duration (adaptive points: min_requests)",
+            )
+        )
+    return out

@@ -1,0 +1,208 @@
+"""Engine-neutral log lines: kernel configs (FP8 GEMM, fused MoE), CUDA OOM, NCCL, launch
+flags, and the startup steps any engine prints (safetensors loading, uvicorn's start)."""
+
+from __future__ import annotations
+
+import re
+
+from inferlab.logs.formats.base import Field, LineFormat, Wrap, step
+
+__all__ = ["FORMATS", "OOM_WHERE"]
+
+#: which engine a neutral line counts for: the first of these its text names (a path)
+_BY_PATH = ("vllm", "sglang")
+
+# -- kernel configs: a shape on the default config (untuned) or on a tuned file --------------
+
+_SHAPE = (
+    Field("n", int, ""),
+    Field("k", int, ""),
+    Field("device", str, ""),
+    Field("dtype", str, ""),
+    Field("block_n", int, "", optional=True),
+    Field("block_k", int, "", optional=True),
+)
+_GEMM = re.compile(
+    r"N=(?P<n>\d+),K=(?P<k>\d+),device_name=(?P<device>[^,\s]+),dtype=(?P<dtype>[^,\s\]]+?)"
+    r"(?:,block_shape=\[(?P<block_n>\d+), ?(?P<block_k>\d+)\])?\.json"
+)
+_MOE = re.compile(
+    r"E=(?P<e>\d+),N=(?P<n>\d+),device_name=(?P<device>[^,\s'\]]+?)"
+    r"(?:,dtype=(?P<dtype>[^,\s'\]]+?))?(?:,block_shape=\[(?P<block_n>\d+), ?(?P<block_k>\d+)\])?"
+    r"(?:,per_channel_quant=\w+)?(?:_down)?\.json"
+)
+
+
+def _dotted(v: str) -> str:
+    """``3_4_0`` → ``3.4.0``."""
+    return v.replace("_", ".")
+
+
+_MOE_SHAPE = (
+    Field("e", int, "experts"),
+    Field("n", int, ""),
+    Field("device", str, ""),
+    Field("dtype", str, "", optional=True),
+    *_SHAPE[4:],
+)
+
+#: a fused-MoE file tuned for another Triton version, and the version installed
+_FALLBACK = (
+    Field("triton_version", str, "", pattern=re.compile(r"Fallback to triton version ([\d.]+)")),
+    Field("installed_triton", _dotted, "", pattern=re.compile(r"triton_(\d+_\d+_\d+)")),
+)
+
+
+def _kernel(
+    name: str, kind: str, prefix: str, need: tuple[str, ...] = (), reason: str = ""
+) -> LineFormat:
+    moe = kind.startswith("moe")
+    rx = _MOE if moe else _GEMM
+    fields: tuple[Field, ...] = _MOE_SHAPE if moe else _SHAPE
+    if reason == "fallback":
+        fields = (*fields, *_FALLBACK)
+    return LineFormat(
+        name,
+        None,
+        kind,
+        (prefix,),
+        fields,
+        rx,
+        need=need,
+        wrap=Wrap(rx),
+        named=_BY_PATH,
+        tags={"reason": reason},
+    )
+
+
+_KERNELS = (
+    _kernel("fp8-gemm-default", "fp8-gemm.default", "Using default W8A8 Block FP8"),
+    _kernel("fp8-gemm-tuned", "fp8-gemm.tuned", "W8A8 Block FP8", ("Using configuration from",)),
+    _kernel("moe-tuned", "moe.tuned", "MoE", ("Using configuration from",)),
+    _kernel("moe-fallback", "moe.untuned", "Fallback to triton version", ("MoE",), "fallback"),
+    _kernel("moe-no-down", "moe.untuned", "down_moe=False", ("MoE",), "down"),
+    _kernel("moe-default", "moe.untuned", "Using default MoE", (), "default"),
+)
+
+# -- CUDA out of memory ------------------------------------------------------------------------
+
+#: where an OOM happened, from its text (first match), else the phase the log was in
+OOM_WHERE: tuple[tuple[str, str], ...] = (
+    ("Capture cuda graph failed", "graph-capture"),
+    ("cuda graph", "graph-capture"),
+    ("CUDA graph", "graph-capture"),
+    ("capturing", "graph-capture"),
+    ("warming up sampler", "sampler-warmup"),
+    ("Not enough memory. Please try to increase --mem-fraction-static", "kv-cache"),
+    ("No available memory for the cache blocks", "kv-cache"),
+    ("loading weights", "weight-loading"),
+)
+_ASKED = re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]i?B)")
+_TOTAL = re.compile(r"total capacity of ([\d.]+(?: ?[KMGT]i?B)?)")
+_FREE = re.compile(r"of which ([\d.]+ ?[KMGT]i?B) is free")
+_OOM = LineFormat(
+    "cuda-oom",
+    None,
+    "oom",
+    ("out of memory", "OutOfMemory", "Not enough memory", "No available memory for the cache"),
+    (
+        Field("asked", str, "as printed", pattern=_ASKED),
+        Field("total", str, "as printed", pattern=_TOTAL),
+        Field("free", str, "as printed", pattern=_FREE),
+        Field("gpu", int, "", pattern=re.compile(r"GPU (\d+) has a total")),
+    ),
+    named=("sglang", "vllm"),
+)
+
+# -- NCCL --------------------------------------------------------------------------------------
+
+_WATCHDOG = re.compile(
+    r"Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "
+    r"OpType=(?P<op>\w+).*?Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+) milliseconds"
+)
+_NCCL = (
+    LineFormat(
+        "nccl-watchdog-timeout",
+        None,
+        "nccl.timeout",
+        ("Watchdog caught collective operation timeout",),
+        (
+            Field("seq", int, "", pattern=_WATCHDOG),
+            Field("op", str, "", pattern=_WATCHDOG),
+            Field("timeout_ms", int, "ms", pattern=_WATCHDOG),
+            Field("ran_ms", int, "ms", pattern=_WATCHDOG),
+            Field("rank", int, "", pattern=re.compile(r"\[Rank (\d+)\]")),
+        ),
+        need=("NCCL",),
+        wrap=Wrap(_WATCHDOG),
+    ),
+    LineFormat(
+        "nccl-warn",
+        None,
+        "nccl.warn",
+        ("NCCL WARN",),
+        (Field("message", str, ""),),
+        re.compile(r"NCCL WARN (?P<message>.+?)\s*$"),
+    ),
+    LineFormat(
+        "nccl-error",
+        None,
+        "nccl.error",
+        ("NCCL",),
+        (Field("message", str, "", optional=True), Field("error", str, "", optional=True)),
+        re.compile(r"NCCL error:?\s*(?P<message>.+?)\s*$|(?P<error>nccl\w+Error)"),
+        named=_BY_PATH,
+    ),
+)
+
+# -- launch flags, wherever the log shows them (command line, ServerArgs, engine config) ------
+
+
+def _flag(name: str, prefix: tuple[str, ...], pattern: str) -> LineFormat:
+    value = (Field("value", str, "as printed"),)
+    return LineFormat(
+        f"flag-{name}", None, "flag", prefix, value, re.compile(pattern), tags={"flag": name}
+    )
+
+
+_FLAGS = (
+    _flag("mem_fraction_static", ("fraction",),
+          r"(?:--mem-fraction-static[ =]|mem_fraction_static=)(?P<value>[\d.]+)"),
+    _flag("gpu_memory_utilization", ("memory_utilization", "memory-utilization"),
+          r"(?:--gpu-memory-utilization[ =]|gpu_memory_utilization['\"]?[:=] ?)(?P<value>[\d.]+)"),
+    _flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"),
+          r"(?:--cuda-graph-max-bs[ =]|cuda_graph_max_bs=)(?P<value>\d+)"),
+    _flag("speculative_algorithm", ("speculative",),
+          r"(?:--speculative-algorithm[ =]|speculative_algorithm=')(?P<value>\w+)"),
+    _flag("speculative_num_steps", ("speculative",),
+          r"(?:--speculative-num-steps[ =]|speculative_num_steps=)(?P<value>\d+)"),
+    _flag("speculative_num_draft_tokens", ("speculative",),
+          r"(?:--speculative-num-draft-tokens[ =]|speculative_num_draft_tokens=)(?P<value>\d+)"),
+    _flag("speculative_eagle_topk", ("speculative",),
+          r"(?:--speculative-eagle-topk[ =]|speculative_eagle_topk=)(?P<value>\d+)"),
+    _flag("num_speculative_tokens", ("speculative", "spec_tokens"),
+          r"(?:num_speculative_tokens['\"]?[:=] ?|num_spec_tokens=)(?P<value>\d+)"),
+    _flag("max_running_requests", ("running-requests", "running_requests"),
+          r"(?:--max-running-requests[ =]|max_running_requests=)(?P<value>\d+)"),
+    _flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"),
+          r"(?:--max-num-seqs[ =]|max_num_seqs['\"]?[:=] ?)(?P<value>\d+)"),
+)  # fmt: skip
+
+# -- startup, any engine -----------------------------------------------------------------------
+
+_STEPS = (
+    step(None, "weights-loading", "Loading safetensors", r"Loading safetensors checkpoint shards",
+         "weight-loading"),
+    step(None, "ready", "startup complete", r"Application startup complete", "serving"),
+)  # fmt: skip
+
+#: a CUDA-graph capture is under way (SGLang's tqdm bar, vLLM's messages)
+_CAPTURE_PHASE = LineFormat(
+    "capture-phase",
+    None,
+    "capture.phase",
+    ("Capturing batches", "Capturing CUDA graph", "capture_model"),
+    always=True,
+)
+
+FORMATS: tuple[LineFormat, ...] = (*_KERNELS, _OOM, *_NCCL, *_FLAGS, *_STEPS, _CAPTURE_PHASE)

@@ -1,0 +1,104 @@
+"""Verdicts a cell may not claim, and verdicts a sequential A/B already settled.
+
+- A cell whose baseline or candidate point is **untrusted** (client lag over its limit, a TPOT
+  median of 0, an interrupted point) gets no claim: "untrusted: client lag", with the fix.
+- A candidate point that was stopped by the **sequential A/B** against this baseline carries
+  the decision of its last look (Lan–DeMets O'Brien–Fleming boundary, repeated 95% interval):
+  that is its verdict for the primary metrics (median TPOT, output throughput), and the cell
+  says which look settled it. A fixed-sample test on data that stopped early would not hold α.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from inferlab.stats.compare import Verdict
+from inferlab.stats.summary import Interval
+from inferlab.stats.trust import trust_from_json
+from inferlab.store import RunRow
+
+__all__ = [
+    "claim_class",
+    "claim_text",
+    "group_trust",
+    "sequential_verdict",
+    "stop_text",
+    "untrusted_verdict",
+]
+
+
+def group_trust(runs: Iterable[RunRow]) -> tuple[str | None, list[dict[str, str]]]:
+    """(label, reasons) of the untrusted runs among ``runs``; (None, []) when all are trusted."""
+    reasons: list[dict[str, str]] = []
+    for r in runs:
+        for x in r.trust_reasons if r.trust == "untrusted" else ():
+            if all(x.get("reason") != y.get("reason") for y in reasons):
+                reasons.append(dict(x))
+    if not reasons:
+        return None, []
+    return trust_from_json(reasons).label, reasons
+
+
+def untrusted_verdict(label: str, reasons: list[dict[str, str]], side: str) -> Verdict:
+    """No claim: the reason names the problem (of the baseline or the candidate) and the fix."""
+    nan = math.nan
+    what = "; ".join(f"{x.get('message')} — fix: {x.get('fix')}" for x in reasons)
+    return Verdict(Interval(nan, nan, nan, 0.95), None, "~", f"{label} ({side}): {what}")
+
+
+def sequential_verdict(
+    run: RunRow, metric: str, baseline: str, min_effect: float
+) -> tuple[Verdict, str] | None:
+    """The stored sequential decision of ``run`` for ``metric`` against ``baseline`` and the
+    look that settled it ("look 2/4"); None when the run was not tested against it."""
+    seq: Mapping[str, Any] = (run.stop or {}).get("sequential") or {}
+    d = (seq.get("metrics") or {}).get(metric)
+    if seq.get("baseline") != baseline or not isinstance(d, Mapping) or "ratio" not in d:
+        return None
+    stop = run.stop or {}
+    look = f"look {stop.get('look')}/{stop.get('looks')}"
+    ratio = Interval(float(d["ratio"]), float(d["low"]), float(d["high"]), 0.95)
+    status = str(d.get("status"))
+    z, bound = float(d["z"]), float(d["boundary"])
+    pct = f"{(ratio.estimate - 1) * 100:+.1f}%"
+    rci = f"repeated 95% interval ×{ratio.low:.3f}…×{ratio.high:.3f}"
+    if status in ("better", "worse"):
+        why = f"{pct}, |z| = {abs(z):.2f} ≥ boundary {bound:.2f} ({rci}), settled at {look}"
+        return Verdict(ratio, None, "better" if status == "better" else "worse", why), look
+    if status == "equivalent":
+        why = f"equivalent: {rci} lies within ±{min_effect:.0%}, settled at {look}"
+        return Verdict(ratio, None, "~", why), look
+    why = f"not settled by the last look ({look}): |z| = {abs(z):.2f} < {bound:.2f} ({rci})"
+    return Verdict(ratio, None, "~", why), look
+
+
+def claim_class(claim: str) -> str:
+    """The CSS class of a claim in the HTML report."""
+    return {"better": "better", "worse": "worse"}.get(claim, "noise")
+
+
+def claim_text(verdict: Verdict, untrusted: str | None, look: str | None) -> str:
+    """What a cell says after its ratio: "better", "~ within noise", "untrusted: client lag",
+    "better (look 1/4)"."""
+    if untrusted:
+        return untrusted
+    mark: str = "~ within noise" if verdict.claim == "~" else verdict.claim
+    if verdict.reason.startswith("equivalent:"):
+        mark = "~ equivalent"
+    return f"{mark} ({look})" if look else mark
+
+
+def stop_text(stop: Mapping[str, Any]) -> str:
+    """One adaptive point's stop record in words: reason, requests, achieved ±half-widths."""
+    hw = stop.get("half_width") or {}
+    names = {"tpot_ms": "median TPOT", "output_tok_s": "output throughput"}
+    widths = ", ".join(f"{names.get(k, k)} ±{v:.1%}" for k, v in hw.items() if v is not None)
+    look = f" at look {stop['look']}/{stop['looks']}" if stop.get("look") else ""
+    lag = f"; batch lag-1 r = {stop['lag1']:.2f}" if stop.get("lag1") is not None else ""
+    return (
+        f"{stop.get('reason')}{look} after {stop.get('requests')} requests "
+        f"(+{stop.get('ramp_up', 0)} ramp-up, {stop.get('drain', 0)} drain, not counted): "
+        f"{widths or 'no interval'}{lag}"
+    )

@@ -1,0 +1,124 @@
+"""Whether a load point can carry a verdict: ``trusted`` or ``untrusted``, with reasons and fixes.
+
+A point is untrusted when its numbers do not measure the server:
+- ``client-lag``: the measuring client's event loop ran late (loop-lag p99 above the limit),
+  so token timestamps are late by that much;
+- ``tpot-zero``: the median TPOT is below 0.01 ms — most requests' tokens were read at once
+  (a starved client, or a server or proxy that buffers its stream), a measurement failure and
+  not a speed;
+- ``interrupted``: the point was cut short (Ctrl-C): what it had is stored, never used.
+
+Pure functions; ``compare`` and the report never claim a change from an untrusted point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_LAG_LIMIT_MS",
+    "TPOT_ZERO_MS",
+    "Trust",
+    "TrustIssue",
+    "assess",
+    "trust_from_json",
+]
+
+DEFAULT_LAG_LIMIT_MS = 1.0
+TPOT_ZERO_MS = 0.01  # below 10 µs per token no real server decodes: tokens were read at once
+
+TrustState = Literal["trusted", "untrusted"]
+
+_LABELS = {"client-lag": "client lag", "tpot-zero": "TPOT 0", "interrupted": "interrupted"}
+
+
+@dataclass(frozen=True, slots=True)
+class TrustIssue:
+    """One reason a point is untrusted, and what removes it."""
+
+    reason: str  # client-lag | tpot-zero | interrupted
+    message: str
+    fix: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"reason": self.reason, "message": self.message, "fix": self.fix}
+
+
+@dataclass(frozen=True, slots=True)
+class Trust:
+    issues: tuple[TrustIssue, ...] = ()
+
+    @property
+    def state(self) -> TrustState:
+        return "untrusted" if self.issues else "trusted"
+
+    @property
+    def label(self) -> str:
+        """``"untrusted: client lag, TPOT 0"`` (``"trusted"`` when there is no issue)."""
+        if not self.issues:
+            return "trusted"
+        return "untrusted: " + ", ".join(_LABELS.get(i.reason, i.reason) for i in self.issues)
+
+    def to_json(self) -> list[dict[str, str]]:
+        return [i.to_json() for i in self.issues]
+
+
+def assess(
+    *,
+    lag_p99_ms: float | None,
+    tpot_median_ms: float | None,
+    interrupted: bool = False,
+    lag_limit_ms: float = DEFAULT_LAG_LIMIT_MS,
+    workers: int | None = None,
+) -> Trust:
+    """The trust of one load point from its client loop-lag p99 (ms, None: not measured), its
+    median TPOT (ms, None/NaN: no request had 2 tokens) and whether it was interrupted."""
+    issues: list[TrustIssue] = []
+    if lag_p99_ms is not None and math.isfinite(lag_p99_ms) and lag_p99_ms > lag_limit_ms:
+        w = f" with {workers} worker process(es)" if workers else ""
+        issues.append(
+            TrustIssue(
+                "client-lag",
+                f"the client's event loop ran late: p99 {lag_p99_ms:.2f} ms > {lag_limit_ms:g} "
+                f"ms{w}; token timestamps can be late by that much",
+                "give the client CPUs of its own ([load] client_cpus, or a smaller [engine] "
+                "cpus; inferlab bench --client-cpus), stop other work on this host, lower the "
+                "concurrency, or run the client on another host; then measure the point again",
+            )
+        )
+    if (
+        tpot_median_ms is not None
+        and math.isfinite(tpot_median_ms)
+        and (tpot_median_ms < TPOT_ZERO_MS)
+    ):
+        issues.append(
+            TrustIssue(
+                "tpot-zero",
+                f"median TPOT {tpot_median_ms:.4f} ms < {TPOT_ZERO_MS:g} ms: most requests' "
+                "tokens were read at once, a measurement failure and not a speed",
+                "give the client CPUs of its own (a starved client reads a whole stream in one "
+                "go) and check that nothing between client and server buffers the stream",
+            )
+        )
+    if interrupted:
+        issues.append(
+            TrustIssue(
+                "interrupted",
+                "the point was interrupted: what it measured is stored, never used for a verdict",
+                "measure it again (inferlab run --resume)",
+            )
+        )
+    return Trust(tuple(issues))
+
+
+def trust_from_json(items: Sequence[Mapping[str, Any]]) -> Trust:
+    """The inverse of ``Trust.to_json``."""
+    return Trust(
+        tuple(
+            TrustIssue(str(i.get("reason", "")), str(i.get("message", "")), str(i.get("fix", "")))
+            for i in items
+        )
+    )

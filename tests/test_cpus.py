@@ -1,0 +1,175 @@
+"""CPU isolation: lists, the split policy, the engine's thread knob, pinning real processes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.cpus import plan_cpus
+from inferlab.campaign.runner import make_plan, render_plan
+from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.config.campaign import load_campaign
+from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list, pinned
+from inferlab.errors import ConfigError
+from inferlab.load.bench import BenchEvents, LoadPoint, run_bench
+from inferlab.server import LaunchSpec, free_port, launch, stop
+from inferlab.sim.tokenizer import WordTokenizer
+from simproc import start_sim
+
+CAMPAIGN = """
+[campaign]
+name = "c"
+
+[engine]
+kind = "{kind}"
+host = "{host}"
+{engine}
+
+[[config]]
+name = "a"
+
+[load]
+concurrency = [1, {c}]
+requests = 4
+{load}
+"""
+
+
+def camp(tmp: Path, kind: str = "vllm", host: str = "local", c: int = 8, **kw: str) -> Path:
+    p = tmp / "c.toml"
+    engine = "\n".join(f"{k} = {v!r}" for k, v in kw.items() if k in ("cpus", "url", "model"))
+    load = "\n".join(f"{k} = {v!r}" for k, v in kw.items() if k == "client_cpus")
+    p.write_text(CAMPAIGN.format(kind=kind, host=host, c=c, engine=engine, load=load))
+    return p
+
+
+def test_cpu_lists() -> None:
+    assert parse_cpu_list("0-2, 5,7-8") == (0, 1, 2, 5, 7, 8)
+    assert format_cpu_list((5, 0, 1, 2, 8, 7)) == "0-2,5,7-8"
+    with pytest.raises(ConfigError, match=r"--x: 'a-b' is not a CPU list"):
+        parse_cpu_list("a-b", "--x")
+    with pytest.raises(ConfigError, match="runs backwards"):
+        parse_cpu_list("4-2")
+
+
+def test_auto_split_gives_the_client_one_cpu_per_256_streams(tmp_path: Path) -> None:
+    c = load_campaign(camp(tmp_path, c=8, model="m"))
+    split = plan_cpus(c, 8, host=(0, 1))
+    assert (split.server, split.client, split.source) == ((0,), (1,), "auto")
+    assert split.server_env == {
+        "VLLM_CPU_OMP_THREADS_BIND": "0",
+        "VLLM_CPU_NUM_OF_RESERVED_CPU": "1",
+    }
+    big = plan_cpus(c, 600, host=tuple(range(8)))
+    assert big.server == (0, 1, 2, 3, 4) and big.client == (5, 6, 7)
+    assert big.server_env["VLLM_CPU_OMP_THREADS_BIND"] == "0-3"  # the last one for the frontend
+    sim = plan_cpus(load_campaign(camp(tmp_path, kind="sim")), 8, host=(0, 1, 2, 3))
+    assert sim.server_env == {"OMP_NUM_THREADS": "3"}
+    assert plan_cpus(c, 8, host=(0,)).server is None  # one CPU: nothing to split
+
+
+def test_split_from_the_campaign_file_and_its_errors(tmp_path: Path) -> None:
+    host = (0, 1, 2, 3, 4, 5, 6, 7)
+    p = camp(tmp_path, model="m", cpus="0-5", client_cpus="6,7")
+    split = plan_cpus(load_campaign(p), 8, path=p, text=p.read_text(), host=host)
+    assert (split.server, split.client, split.source) == (
+        (0, 1, 2, 3, 4, 5),
+        (6, 7),
+        "campaign file",
+    )
+    p = camp(tmp_path, model="m", cpus="0-5", client_cpus="5,6")
+    with pytest.raises(
+        ConfigError, match=r"c.toml:\d+: engine.cpus and load.client_cpus overlap \(CPU 5\)"
+    ):
+        plan_cpus(load_campaign(p), 8, path=p, text=p.read_text(), host=host)
+    p = camp(tmp_path, model="m", cpus="0-9")
+    with pytest.raises(
+        ConfigError, match=r"c.toml:9: engine.cpus: CPU 8-9 is not on this host \(it has 0-7\)"
+    ):
+        plan_cpus(load_campaign(p), 8, path=p, text=p.read_text(), host=host)
+    p = camp(tmp_path, model="m", cpus="0-7")
+    with pytest.raises(ConfigError, match="takes every CPU"):
+        plan_cpus(load_campaign(p), 8, path=p, text=p.read_text(), host=host)
+    p = camp(tmp_path, model="m", cpus="0-x")
+    with pytest.raises(ConfigError, match=r"c.toml:9: engine.cpus: .*not a CPU list"):
+        load_campaign(p)
+
+
+def test_off_remote_and_not_launched(tmp_path: Path) -> None:
+    off = plan_cpus(load_campaign(camp(tmp_path, model="m", cpus="none")), 8, host=(0, 1))
+    assert off.server is None and off.client is None and off.source == "off"
+    remote = plan_cpus(load_campaign(camp(tmp_path, host="gpu1", model="m")), 8, host=(0, 1))
+    assert remote.server is None and "ssh" in remote.note
+    assert any("nothing is pinned" in line for line in remote.lines())
+    api = load_campaign(camp(tmp_path, kind="openai", url="http://x", client_cpus="1"))
+    split = plan_cpus(api, 8, host=(0, 1))
+    assert split.server is None and split.client == (1,)
+
+
+def test_the_plan_prints_the_split(tmp_path: Path) -> None:
+    p = camp(tmp_path, kind="sim")
+    text = "\n".join(render_plan(make_plan(p)))
+    if len(host_cpus()) >= 2:
+        assert "CPU split (auto): server " in text and "OMP_NUM_THREADS=" in text
+    else:
+        assert "CPU split: none" in text
+
+
+@pytest.mark.skipif(len(host_cpus()) < 2, reason="needs 2 CPUs")
+def test_a_launched_server_and_its_children_run_on_their_cpus(tmp_path: Path) -> None:
+    """A real process group: the server and a child it starts both report CPU 0 only."""
+    script = (
+        "import os, subprocess, sys, time\n"
+        "print('par' + 'ent', sorted(os.sched_getaffinity(0)), flush=True)\n"
+        "subprocess.run([sys.executable, '-c', "
+        '\'import os; print("chi" + "ld", sorted(os.sched_getaffinity(0)), flush=True)\'])\n'
+        "time.sleep(30)\n"
+    )
+    log = tmp_path / "s.log"
+    spec = LaunchSpec(
+        "s", [sys.executable, "-c", script], {}, free_port(), log, "http://x", cpus=(0,)
+    )
+    server = launch(spec)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "child [" not in log.read_text():
+            time.sleep(0.1)
+    finally:
+        stop(server, drain_timeout_s=1)
+    text = log.read_text()
+    assert "parent [0]" in text and "child [0]" in text
+
+
+class _Seen(BenchEvents):
+    def __init__(self) -> None:
+        self.cpus: list[set[int]] = []
+
+    def point_started(self, point: LoadPoint, total: int | None, warmup: bool) -> None:
+        self.cpus.append(set(os.sched_getaffinity(0)))
+
+
+@pytest.mark.skipif(len(host_cpus()) < 2, reason="needs 2 CPUs")
+def test_the_measuring_client_runs_on_client_cpus(tmp_path: Path) -> None:
+    tok = WordTokenizer().save_hf(tmp_path / "tok")
+    before = set(os.sched_getaffinity(0))
+    seen = _Seen()
+    with start_sim("--ttft-ms", "2", "--itl-ms", "1") as sim:
+        cfg = BenchConfig(
+            url=sim.url,
+            engine="sim",
+            concurrency=[2],
+            requests=4,
+            tokenizer=tok,
+            workload=WorkloadSpec(input_tokens=8, output_tokens=4),
+            client_cpus=(1,),
+        )
+        res = run_bench(cfg, seen)
+    assert res.points[0].summary.ok == 4
+    assert seen.cpus == [{1}] and set(os.sched_getaffinity(0)) == before
+    with pinned((0,)):
+        assert os.sched_getaffinity(0) == {0}
+    assert set(os.sched_getaffinity(0)) == before

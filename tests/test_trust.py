@@ -1,0 +1,116 @@
+"""Untrusted points (client lag over its limit, TPOT 0, interrupted) are stored as such and
+never carry a claim in compare or the report."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.bench import bench_with_record
+from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.report.compare import build_comparison, cell_text, render_md
+from inferlab.report.render import build_report, render_markdown
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.stats.trust import assess
+from inferlab.store import Store
+from simproc import start_sim
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """base (ITL 6 ms); fast (ITL 3 ms) measured under a lag limit no client meets; burst (every
+    token written at once, so read at once: TPOT 0)."""
+    tmp = tmp_path_factory.mktemp("trust")
+    tok = WordTokenizer().save_hf(tmp / "tok")
+    path = tmp / "t.db"
+    runs = [
+        (("--itl-ms", "6"), "base", 1e6),
+        (("--itl-ms", "3"), "fast", 1e-6),
+        (("--itl-ms", "0"), "burst", 1e6),  # every token written at once
+    ]
+    for args, name, limit in runs:
+        with start_sim("--ttft-ms", "5", *args) as sim:
+            cfg = BenchConfig(
+                url=sim.url,
+                engine="sim",
+                concurrency=[1, 2],
+                requests=12,
+                tokenizer=tok,
+                workload=WorkloadSpec(input_tokens=8, output_tokens=16),
+                lag_limit_ms=limit,
+            )
+            bench_with_record(cfg, db=path, campaign="t", config=name)
+    return path
+
+
+def test_untrusted_runs_are_stored_with_reason_and_fix(db: Path) -> None:
+    with Store(db) as store:
+        runs = {(r.config, r.label): r for r in store.runs(campaign="t")}
+    assert runs[("base", "C=1")].trust == "trusted"
+    fast = runs[("fast", "C=1")]
+    assert fast.trust == "untrusted" and fast.trust_reasons[0]["reason"] == "client-lag"
+    assert "client_cpus" in fast.trust_reasons[0]["fix"]
+    burst = runs[("burst", "C=2")]
+    assert burst.summary["tpot_ms"]["p50"] < 0.01
+    assert [x["reason"] for x in burst.trust_reasons] == ["tpot-zero"]
+
+
+def test_compare_and_report_never_claim_from_untrusted_points(db: Path) -> None:
+    with Store(db) as store:
+        c = build_comparison(store, campaign="t", baseline="base")
+        report = render_markdown(build_report(store, "t", baseline="base"))
+    for lb in ("C=1", "C=2"):
+        fast = c.cells[("fast", lb)]
+        assert fast.blocked == "untrusted: client lag"
+        assert all(v.claim == "~" for v in fast.verdicts.values())
+        assert "fix:" in fast.verdicts["tpot_ms"].reason
+        text = cell_text(c, "fast", lb, "tpot_ms")
+        assert text.endswith("untrusted: client lag") and "better" not in text
+        burst = cell_text(c, "burst", lb, "tpot_ms")
+        assert "untrusted: TPOT 0" in burst and "×0.000" not in burst
+    md = "\n".join(render_md(c))
+    assert "untrusted: client lag" in md and "better" not in md.split("### Why each verdict")[0]
+    assert "untrusted: TPOT 0" in report and "untrusted: client-lag" in report
+
+
+def test_assess_rules() -> None:
+    ok = assess(lag_p99_ms=0.4, tpot_median_ms=5.0)
+    assert ok.state == "trusted" and ok.label == "trusted"
+    bad = assess(lag_p99_ms=14.0, tpot_median_ms=0.0, interrupted=True)
+    assert bad.label == "untrusted: client lag, TPOT 0, interrupted"
+    assert assess(lag_p99_ms=1.5, tpot_median_ms=5.0, lag_limit_ms=2.0).state == "trusted"
+
+
+def test_an_interrupted_adaptive_point_is_kept_and_untrusted(tmp_path: Path) -> None:
+    tok = WordTokenizer().save_hf(tmp_path / "tok")
+    out = tmp_path / "int.jsonl"
+    with start_sim("--ttft-ms", "5", "--itl-ms", "20") as sim:
+        args = ["bench", "--url", sim.url, "-c", "2", "--requests", "auto"]
+        args += ["--min-requests", "1000", "--max-requests", "2000", "--engine", "sim"]
+        args += ["--input-tokens", "8", "--output-tokens", "10", "--tokenizer", str(tok)]
+        args += ["--out", str(out), "--db", str(tmp_path / "i.db")]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inferlab.cli.main", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(sim.truth()) < 8:
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    point = [json.loads(x) for x in out.read_text().splitlines() if '"type":"point"' in x][0]
+    assert point["interrupted"] is True and point["stop"]["reason"] == "interrupted"
+    assert point["trust"] == "untrusted"
+    assert "interrupted" in [x["reason"] for x in point["trust_reasons"]]
+    with Store(tmp_path / "i.db") as store:
+        (run,) = store.runs()
+        assert run.interrupted and run.trust == "untrusted" and run.n_requests >= 4
