@@ -3,8 +3,8 @@
 # recon, run examples/transformers-gpu.toml, write the report, and put at most 8 files in $OUT.
 #
 #   bash scripts/h200_campaign.sh smoke   # baseline + cb at C=1,8, 16 requests   (~3 min)
-#   bash scripts/h200_campaign.sh part1   # baseline, eager, cb                    (~7 min)
-#   bash scripts/h200_campaign.sh part2   # the other 3, resumed from .gpu-run/h200.db (~5 min)
+#   bash scripts/h200_campaign.sh part1   # baseline, cb                           (~5 min)
+#   bash scripts/h200_campaign.sh part2   # the other 4, resumed from .gpu-run/h200.db (~6 min)
 #   bash scripts/h200_campaign.sh all     # every config in one call: ~11 min estimated, so
 #                                         # only if the smoke showed TPOT well under 10 ms
 #
@@ -56,10 +56,10 @@ IL=(python3 -m inferlab)
 
 say "preflight: imports and the GPU"
 python3 - <<'PY' 2>&1 | tee -a "$LOG" || exit 1
-import fastapi, openai, pydantic, torch, transformers, uvicorn
+import fastapi, openai, pydantic, scipy, torch, transformers, uvicorn
 import inferlab.cli.main  # noqa: F401  (the whole CLI imports here)
 print("torch", torch.__version__, "CUDA", torch.version.cuda, "transformers", transformers.__version__,
-      "pydantic", pydantic.__version__, "fastapi", fastapi.__version__,
+      "pydantic", pydantic.__version__, "fastapi", fastapi.__version__, "scipy", scipy.__version__,
       "GPU", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
 PY
 
@@ -81,11 +81,12 @@ case "$MODE" in
     sed -e 's/^name = "transformers-gpu"/name = "transformers-gpu-smoke"/' \
       -e 's|inferlab-out/transformers-gpu|inferlab-out/transformers-gpu-smoke|' \
       -e 's/^concurrency = .*/concurrency = [1, 8]/' -e 's/^requests = .*/requests = 16/' \
+      -e '/^precision = /d' -e '/^min_requests = /d' -e '/^max_requests = /d' \
       "$CAMPAIGN" > "$WORK/smoke.toml"
     CAMPAIGN="$WORK/smoke.toml"
     RUN_ARGS=(--config baseline --config cb)
     ;;
-  part1) RUN_ARGS=(--config baseline --config eager --config cb) ;;
+  part1) RUN_ARGS=(--config baseline --config cb) ;;
   part2)
     [ -f .gpu-run/h200.db ] || { say "part2 needs .gpu-run/h200.db (part1's store) carried"; exit 1; }
     cp .gpu-run/h200.db "$DB"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Download the wheels the H200 campaign needs into .whl/ (ignored by git; ~6 MB), for Python 3.12
+# Download the wheels the H200 campaign needs into .whl/ (ignored by git; ~42 MB), for Python 3.12
 # on x86-64 Linux. Run it here, in the repository root, before the device calls, and carry
 # `.whl` with them: scripts/h200_campaign.sh installs these into /tmp/site there.
 #
@@ -7,7 +7,8 @@
 # typer, rich, uvloop, pyyaml, prometheus-client, anyio, httpx, h11, click, tqdm, requests,
 # nvidia-ml-py): `transformers serve` needs fastapi, starlette, uvicorn, openai (+ distro, jiter,
 # sniffio); both it and inferlab need pydantic 2 (+ pydantic-core, annotated-types,
-# typing-inspection, and a typing-extensions new enough for them). One version of each.
+# typing-inspection, and a typing-extensions new enough for them); inferlab's sequential
+# statistics need scipy (37 MB; the image's numpy serves it). One version of each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHEELS=(
@@ -15,6 +16,7 @@ WHEELS=(
   typing-extensions==4.16.0
   fastapi==0.118.0 starlette==0.48.0 uvicorn==0.37.0
   openai==1.109.1 distro==1.9.0 jiter==0.11.0 sniffio==1.3.1
+  scipy==1.16.3
 )
 mkdir -p .whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
