@@ -26,7 +26,8 @@ from inferlab.tune.backends import (
 )
 from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM
 from inferlab.tune.files import FileWrite, write_config_file
-from inferlab.tune.report import TuneData, parse_run, read_run, store_run
+from inferlab.tune.report import store_run
+from inferlab.tune.saved import TuneData, parse_run, read_run
 from inferlab.tune.shapes import Shape, collect_shapes, parse_batch_sizes, parse_shape
 from inferlab.tune.space import PlanSummary, plan_summary
 
