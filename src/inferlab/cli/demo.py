@@ -23,12 +23,14 @@ def demo(
         bool, typer.Option("--sim", help="The seed campaign on the reference engine (~2 min)")
     ] = False,
 ) -> None:
-    """The main job on the embedded default: a real vLLM (CPU) campaign — baseline, n-gram
-    speculative decoding, the same with Intel OpenMP preloaded, --max-num-seqs 4 — launched,
-    verified, measured at C=1,4,8,16 (each point until its intervals are within ±5%, each
-    config's until its A/B against the baseline is settled), stored and reported. Takes several
-    minutes (the first run also builds the vLLM CPU environment, ~4 min). --sim: the seed
-    campaign of docs/design.md on the reference engine's timing model (SIMULATED)."""
+    """Run the whole method on a real vLLM (CPU) campaign, end to end.
+
+    Baseline, n-gram speculative decoding, the same with Intel OpenMP preloaded and
+    --max-num-seqs 4: launched, verified, measured at C=1,4,8,16 (each point until its
+    intervals are within ±5%, each config's until its A/B against the baseline is settled),
+    stored and reported. Takes several minutes (the first run also builds the vLLM CPU
+    environment, ~4 min). --sim: the seed campaign of docs/design.md on the reference
+    engine's timing model (SIMULATED)."""
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
     if sim:

@@ -63,7 +63,9 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Launch, verify, measure, store and stop every config of the campaign, then report."""
+    """Launch, verify, measure, store and stop every config of the campaign, then report.
+
+    Config by config (side by side with --ray); --resume continues an interrupted run."""
     plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()

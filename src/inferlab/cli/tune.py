@@ -18,6 +18,7 @@ from inferlab.tune.workflow import (
     tune_fp8_gemm,
 )
 
+from .render import command
 from .tune_show import show
 
 __all__ = ["TuneOutcome", "tune_app", "tune_fp8_gemm"]
@@ -91,7 +92,7 @@ _DeviceName = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")]
 
 
-@tune_app.command("fp8-gemm")
+@command(tune_app, "fp8-gemm")
 def fp8_gemm(
     shape: _Shape = None,
     from_log: _FromLog = None,
@@ -116,8 +117,7 @@ def fp8_gemm(
 ) -> None:
     """Tune the Triton W8A8 block-FP8 GEMM and write the engine's config files.
 
-    Tunes for the given shapes (DeepSeek-style 1×128 / 128×128 scales) and writes SGLang's or
-    vLLM's config files, merged into existing ones.
+    DeepSeek-style 1×128 / 128×128 scales; SGLang's or vLLM's files, merged into existing ones.
     """
     req = Fp8GemmRequest(
         shape_args=shape or [],
