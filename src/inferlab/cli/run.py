@@ -10,15 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.runner import (
-    CampaignEvents,
-    CampaignResult,
-    ConfigOutcome,
-    make_plan,
-    render_plan,
-    run_campaign,
-    select_configs,
-)
+from inferlab.campaign.plan import make_plan, render_plan, select_configs
+from inferlab.campaign.runner import CampaignEvents, CampaignResult, ConfigOutcome, run_campaign
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
 
