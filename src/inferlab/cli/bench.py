@@ -319,19 +319,25 @@ def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
     }
 
 
+#: BenchConfig field → the option whose value it takes as given
+_AS_GIVEN = {
+    "url": "url", "model": "model", "endpoint": "endpoint", "engine": "engine",
+    "arrival": "arrival", "burstiness": "burstiness", "max_concurrency": "max_concurrency",
+    "duration_s": "duration", "precision": "precision", "min_requests": "min_requests",
+    "max_requests": "max_requests", "max_duration_s": "max_duration", "warmup": "warmup",
+    "trials": "trials", "api_key_env": "api_key_env", "tokenizer": "tokenizer",
+    "timeout_s": "timeout", "stall_timeout_s": "stall_timeout", "workers": "workers",
+    "seed": "seed",
+}  # fmt: skip
+
+
 def _config(o: dict[str, Any]) -> BenchConfig:
     """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
     try:
         return BenchConfig(
-            url=o["url"],
-            model=o["model"],
-            endpoint=o["endpoint"],
-            engine=o["engine"],
+            **{name: o[opt] for name, opt in _AS_GIVEN.items()},
             concurrency=_int_list(o["concurrency"], "--concurrency"),
             rate=_float_list(o["rate"], "--rate"),
-            arrival=o["arrival"],
-            burstiness=o["burstiness"],
-            max_concurrency=o["max_concurrency"],
             workload=WorkloadSpec(
                 kind=o["workload"],
                 input_tokens=o["input_tokens"],
@@ -340,21 +346,8 @@ def _config(o: dict[str, Any]) -> BenchConfig:
                 seed=o["seed"],
             ),
             requests=_requests(o["requests"]),
-            duration_s=o["duration"],
-            precision=o["precision"],
-            min_requests=o["min_requests"],
-            max_requests=o["max_requests"],
-            max_duration_s=o["max_duration"],
             client_cpus=_client_cpus(o["client_cpus"]),
-            warmup=o["warmup"],
-            trials=o["trials"],
-            api_key_env=o["api_key_env"],
-            tokenizer=o["tokenizer"],
-            timeout_s=o["timeout"],
-            stall_timeout_s=o["stall_timeout"],
-            workers=o["workers"],
             slo=SLO.parse(o["slo"]) if o["slo"] else SLO(),
-            seed=o["seed"],
         )
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, "bench")) from None

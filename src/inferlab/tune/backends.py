@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from inferlab.errors import ConfigError
@@ -73,15 +73,7 @@ class BackendVerdict:
         return f"{head} ({self.reason})" + (f"; {self.fix}" if self.fix else "")
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "engine": self.engine,
-            "n": self.n,
-            "k": self.k,
-            "backend": self.backend,
-            "uses_triton": self.uses_triton,
-            "reason": self.reason,
-            "fix": self.fix,
-        }
+        return asdict(self)
 
 
 # (pattern on the device name, capability): datasheet compute capabilities
