@@ -16,7 +16,8 @@ campaign runs at a time.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -134,7 +135,8 @@ def run_campaign(
                 events.config_done(out)
                 continue
             events.config_started(cfg, i, len(plan.configs))
-            out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
+            measure = functools.partial(_measure, plan, cfg, gid, todo, store, events, no_verify)
+            out = _run_config(cfg.name, measure)
             result.outcomes.append(out)
             events.config_done(out)
             if out.status == "measured" and not predict_now(store, name, events):
@@ -189,28 +191,22 @@ def _verified(
     )
 
 
-def _run_config(
-    plan: Plan,
-    cfg: ResolvedConfig,
-    gid: int,
-    todo: set[tuple[str, int]],
-    store: Store,
-    events: CampaignEvents,
-    no_verify: bool,
-) -> ConfigOutcome:
+def _run_config(name: str, measure: Callable[[Held], ConfigOutcome]) -> ConfigOutcome:
+    """Config ``name``'s ``measure``, its failures (and a known death of its server) turned
+    into its outcome."""
     held = Held()
     try:
-        out = _measure(plan, cfg, gid, todo, store, events, no_verify, held)
+        out = measure(held)
     except StepFailed as f:
-        out = ConfigOutcome(cfg.name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
+        out = ConfigOutcome(name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
     except KeyboardInterrupt:
         out = ConfigOutcome(
-            cfg.name,
+            name,
             "interrupted",
             "Ctrl-C: the server was stopped; inferlab run --resume continues",
         )
     except InferlabError as exc:
-        out = ConfigOutcome(cfg.name, "failed", str(exc))
+        out = ConfigOutcome(name, "failed", str(exc))
     failure = held.failure
     if failure is not None:  # the server came up, then died of something known
         seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
