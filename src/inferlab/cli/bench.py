@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -33,22 +33,18 @@ from .render import bench_table, stdout_console
 __all__ = ["bench"]
 
 
-def _int_list(text: str | None, opt: str) -> list[int]:
+N = TypeVar("N", int, float)
+
+
+def _num_list(text: str | None, opt: str, kind: type[N]) -> list[N]:
+    """``1,8,16`` as numbers of ``kind``; ConfigError naming ``opt`` when one is not."""
     if not text:
         return []
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"{opt}: expected comma-separated integers, got {text!r}") from None
-
-
-def _float_list(text: str | None, opt: str) -> list[float]:
-    if not text:
-        return []
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"{opt}: expected comma-separated numbers, got {text!r}") from None
+        what = "integers" if kind is int else "numbers"
+        raise ConfigError(f"{opt}: expected comma-separated {what}, got {text!r}") from None
 
 
 def _requests(text: str | None) -> int | Literal["auto"] | None:
@@ -336,8 +332,8 @@ def _config(o: dict[str, Any]) -> BenchConfig:
     try:
         return BenchConfig(
             **{name: o[opt] for name, opt in _AS_GIVEN.items()},
-            concurrency=_int_list(o["concurrency"], "--concurrency"),
-            rate=_float_list(o["rate"], "--rate"),
+            concurrency=_num_list(o["concurrency"], "--concurrency", int),
+            rate=_num_list(o["rate"], "--rate", float),
             workload=WorkloadSpec(
                 kind=o["workload"],
                 input_tokens=o["input_tokens"],
