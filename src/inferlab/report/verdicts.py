@@ -14,9 +14,9 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from inferlab.stats.compare import Verdict
 from inferlab.stats.summary import Interval
 from inferlab.stats.trust import trust_from_json
+from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow
 
 __all__ = [
