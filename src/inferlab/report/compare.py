@@ -16,6 +16,8 @@ from inferlab.report.compare_export import render_csv, to_json
 from inferlab.report.verdicts import (
     claim_text,
     group_trust,
+    num,
+    ratio_text,
     sequential_verdict,
     untrusted_verdict,
 )
@@ -356,10 +358,6 @@ def build_comparison(
 # -- formatting -------------------------------------------------------------------------------
 
 
-def _num(x: float, digits: int) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
-
-
 def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
     """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others;
     ``value untrusted: client lag`` where no claim may be made."""
@@ -367,7 +365,7 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
     if cell is None:
         return "–"
     digits = METRICS[metric][2]
-    text = _num(cell.values.get(metric, math.nan), digits)
+    text = num(cell.values.get(metric, math.nan), digits)
     v = cell.verdicts.get(metric)
     if cell.blocked or (v is None and cell.untrusted):
         text += f" {cell.blocked or cell.untrusted}"
@@ -376,9 +374,7 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
         if math.isnan(r.estimate):
             text += " (no ratio)"
         else:
-            lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
-            hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
-            text += f" ×{r.estimate:.3f} [{lo}, {hi}]"
+            text += " " + ratio_text(r)
         text += " " + claim_text(v, None, cell.looks.get(metric))
     if cell.forced:
         text += " !"
