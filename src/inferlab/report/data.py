@@ -364,6 +364,7 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
     ttft, itl = _distributions(store, runs)
     argv_diff, env_diff = _diffs(configs, base_name)
     checks, launches = _verifications(store, campaign)
+    curves, envs = _curves(comparison), _environments(runs)
     simulated = any(c.engine == "sim" for c in configs) or any(
         r.environment.get("engine_name") == "sim" for r in runs
     )
@@ -374,13 +375,13 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
         configs=configs,
         comparison=comparison,
         no_comparison=no_comparison,
-        curves=_curves(comparison),
+        curves=curves,
         ttft=ttft,
         itl=itl,
         runs=run_infos,
         verifications=checks,
         launch_failures=launches,
-        environments=_environments(runs),
+        environments=envs,
         argv_diff=argv_diff,
         env_diff=env_diff,
         sections=build_sections(store, campaign),

@@ -68,11 +68,8 @@ def render_html(report: Report) -> str:
         'rebuild it without measuring. Every number links to its <a href="#definitions">'
         "definition</a> (docs/metrics.md, docs/compare.md).</p>"
     )
-    out += _html_verdicts(report)
-    out += _html_charts(report)
-    out += _html_checks(report)
-    out += _html_server(report)
-    out += _html_configs(report)
+    for part in (_html_verdicts, _html_charts, _html_checks, _html_server, _html_configs):
+        out += part(report)
     for sec in report.sections:
         out += [f'<h2 id="{_h(sec.key)}">{_h(sec.title)}</h2>', sec.html]
     out += _html_quality(report)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-from inferlab.report.compare import METRICS, Comparison
+from inferlab.report.compare import METRICS
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
@@ -29,26 +29,21 @@ def render_markdown(report: Report) -> str:
         "Built from the store only (re-run `inferlab report` to rebuild it); charts are in "
         "report.html. Metric definitions: docs/metrics.md.",
         "",
-        "## Verdicts",
-        "",
     ]
-    c = report.comparison
-    if c is None:
-        out += [f"No verdict table: {_md(report.no_comparison or 'no runs')}.", ""]
-    else:
-        out += _md_verdicts(c)
-    out += _md_latency(report)
-    out += _md_checks(report)
-    out += _md_server(report)
-    out += _md_configs(report)
+    for part in (_md_verdicts, _md_latency, _md_checks, _md_server, _md_configs):
+        out += part(report)
     for sec in report.sections:
         out += [f"## {_md(sec.title)}", "", sec.markdown.rstrip(), ""]
     return show_controls("\n".join([*out, *_md_quality(report)]))
 
 
-def _md_verdicts(c: Comparison) -> list[str]:
+def _md_verdicts(report: Report) -> list[str]:
     """One table per headline metric, the forced differences, then saturation."""
-    out = [f"Baseline: **{_md(c.baseline)}**. {_md(DEFINITIONS['ratio'])}.", ""]
+    out = ["## Verdicts", ""]
+    c = report.comparison
+    if c is None:
+        return [*out, f"No verdict table: {_md(report.no_comparison or 'no runs')}.", ""]
+    out += [f"Baseline: **{_md(c.baseline)}**. {_md(DEFINITIONS['ratio'])}.", ""]
     for m in ("output_tok_s", "tpot_ms"):
         title, unit, _ = METRICS[m]
         out += [
