@@ -1,0 +1,135 @@
+"""The fixed-timing schedule: when each chunk of an answer is due, and the job that writes it.
+
+A chunk is due at the request's receipt time plus the TTFT, then ``ntokens × ITL`` later per
+chunk (with ``--jitter-ms``, a normal draw on the TTFT and on each token gap, clipped at 0).
+A :class:`Job` is one item on the server's :class:`~inferlab.sim.wheel.TimerWheel`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from array import array
+from time import perf_counter_ns
+from typing import TYPE_CHECKING
+
+from inferlab.sim import api
+from inferlab.sim.faults import FAULTS, FaultJob
+from inferlab.sim.inject import stream_fault_job
+from inferlab.sim.truth import Record
+from inferlab.sim.wheel import slot_of
+
+if TYPE_CHECKING:
+    from inferlab.sim.http import Conn
+    from inferlab.sim.server import SimServer
+    from inferlab.sim.truth import Request
+
+__all__ = ["Job", "Schedule", "pace"]
+
+
+class Job:
+    """One answer being paced by the wheel: ``frames[i]`` is written once ``dues[i]`` passed."""
+
+    __slots__ = ("conn", "dead", "frames", "i", "n", "rec", "slots", "write", "writes")
+
+    def __init__(
+        self, conn: Conn, frames: tuple[bytes, ...], slots: array[int], rec: Record
+    ) -> None:
+        assert conn.transport is not None
+        self.conn = conn
+        self.write = conn.transport.write
+        self.frames = frames
+        self.slots = slots
+        self.writes = rec.writes
+        self.rec = rec
+        self.i = 0
+        self.n = len(frames)
+        self.dead = False
+
+    def fire(self) -> int:
+        if self.dead:
+            return -1
+        i = self.i
+        self.writes.append(perf_counter_ns())
+        self.write(self.frames[i])
+        i += 1
+        if i == self.n:
+            self.conn.job_done(self)
+            return -1
+        self.i = i
+        return self.slots[i]
+
+
+class Schedule:
+    """Due times of an answer's chunks: TTFT, then ``ntokens × ITL`` per chunk (ns)."""
+
+    def __init__(self, ttft_ms: float, itl_ms: float, jitter_ms: float, seed: int) -> None:
+        self._ttft_ns = round(ttft_ms * 1e6)
+        self._itl_ns = round(itl_ms * 1e6)
+        self._jitter_ns = jitter_ms * 1e6
+        self._rng = random.Random(seed)
+
+    def dues(self, recv_ns: int, sizes: list[int]) -> list[int]:
+        """Due times (perf_counter ns) of chunks of ``sizes`` tokens received at ``recv_ns``."""
+        itl = self._itl_ns
+        jitter = self._jitter_ns
+        if jitter <= 0.0:
+            due = recv_ns + self._ttft_ns
+            dues = [due]
+            for n in sizes[1:]:
+                due += n * itl
+                dues.append(due)
+            return dues
+        gauss = self._rng.gauss
+        due = recv_ns + max(0, round(self._ttft_ns + gauss(0.0, jitter)))
+        dues = [due]
+        for n in sizes[1:]:
+            for _ in range(n):
+                due += max(0, round(itl + gauss(0.0, jitter)))
+            dues.append(due)
+        return dues
+
+
+def pace(
+    srv: SimServer,
+    conn: Conn,
+    req: Request,
+    rec: Record,
+    gen: api.GenRequest,
+    ids: list[int],
+    fault: str | None,
+) -> None:
+    """Render the answer and put it on the wheel; a ``stream`` fault paces a misbehaving one."""
+    cfg = srv.config
+    out = api.render(
+        gen,
+        rec.id,
+        int(time.time()),
+        srv._model_json,
+        srv._words,
+        ids,
+        cfg.tokens_per_chunk,
+        srv._heads.answer_head(gen.stream, req.keep_alive),
+        reported=2 * gen.max_tokens if rec.fault == "usage" else None,
+    )
+    dues = srv._schedule.dues(req.recv_ns, api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk))
+    if gen.stream:
+        rec.dues = array("q", dues)
+        rec.ntokens = array("q", out.ntokens)
+    else:
+        rec.dues = array("q", dues[-1:])
+        rec.ntokens = array("q", (gen.max_tokens,))
+    rec.completion_tokens = gen.max_tokens
+    frames = tuple(out.frames)
+    slots = array("q", [slot_of(d) for d in rec.dues])
+    job: Job | FaultJob
+    if fault is None or FAULTS[fault].stage != "stream":
+        job = Job(conn, frames, slots, rec)
+    else:
+        job = stream_fault_job(srv, conn, req, rec, gen.stream, frames, slots, fault)
+    conn.job = job
+    if out.head and fault != "hang":
+        assert conn.transport is not None
+        conn.transport.write(out.head)
+    assert srv._wheel is not None
+    srv._wheel.add(job, job.slots[0])
