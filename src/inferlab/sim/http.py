@@ -22,8 +22,8 @@ from inferlab.sim.truth import Request
 if TYPE_CHECKING:
     from inferlab.sim.batching import Seq
     from inferlab.sim.faults import FaultJob
-    from inferlab.sim.pacing import Job
     from inferlab.sim.server import SimServer
+    from inferlab.sim.wheel import Job
 
 __all__ = ["CLIENT_GONE", "Conn", "Heads"]
 

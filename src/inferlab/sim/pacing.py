@@ -2,7 +2,7 @@
 
 A chunk is due at the request's receipt time plus the TTFT, then ``ntokens × ITL`` later per
 chunk (with ``--jitter-ms``, a normal draw on the TTFT and on each token gap, clipped at 0).
-A :class:`Job` is one item on the server's :class:`~inferlab.sim.wheel.TimerWheel`.
+A :class:`~inferlab.sim.wheel.Job` on the server's timer wheel writes each chunk when due.
 """
 
 from __future__ import annotations
@@ -10,54 +10,20 @@ from __future__ import annotations
 import random
 import time
 from array import array
-from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 from inferlab.sim import api
 from inferlab.sim.faults import FAULTS, FaultJob
 from inferlab.sim.inject import stream_fault_job
 from inferlab.sim.truth import Record
-from inferlab.sim.wheel import slot_of
+from inferlab.sim.wheel import Job, slot_of
 
 if TYPE_CHECKING:
     from inferlab.sim.http import Conn
     from inferlab.sim.server import SimServer
     from inferlab.sim.truth import Request
 
-__all__ = ["Job", "Schedule", "pace"]
-
-
-class Job:
-    """One answer being paced by the wheel: ``frames[i]`` is written once ``dues[i]`` passed."""
-
-    __slots__ = ("conn", "dead", "frames", "i", "n", "rec", "slots", "write", "writes")
-
-    def __init__(
-        self, conn: Conn, frames: tuple[bytes, ...], slots: array[int], rec: Record
-    ) -> None:
-        assert conn.transport is not None
-        self.conn = conn
-        self.write = conn.transport.write
-        self.frames = frames
-        self.slots = slots
-        self.writes = rec.writes
-        self.rec = rec
-        self.i = 0
-        self.n = len(frames)
-        self.dead = False
-
-    def fire(self) -> int:
-        if self.dead:
-            return -1
-        i = self.i
-        self.writes.append(perf_counter_ns())
-        self.write(self.frames[i])
-        i += 1
-        if i == self.n:
-            self.conn.job_done(self)
-            return -1
-        self.i = i
-        return self.slots[i]
+__all__ = ["Schedule", "pace"]
 
 
 class Schedule:
