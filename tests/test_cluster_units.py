@@ -291,6 +291,10 @@ def test_the_guard_takes_the_server_down_with_its_launcher() -> None:
 
     ok = subprocess.run(guarded(["sh", "-c", "exit 3"]), timeout=30)
     assert ok.returncode == 3  # an ordinary exit passes through
+    # the server's environment may not reach inferlab (the H200 run: PYTHONPATH=/tmp/site)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": "/nonexistent", "X": "kept"}
+    ok = subprocess.run(guarded(["sh", "-c", 'exit "${#X}"']), env=env, timeout=30)
+    assert ok.returncode == 4
     launcher = (
         "import subprocess, sys, time; from inferlab.server.lifecycle import guarded; "
         "p = subprocess.Popen(guarded([sys.executable, '-c', 'import time; time.sleep(120)']), "

@@ -1,4 +1,5 @@
-"""A server's guard: ``python -m inferlab.server.guard -- ARGV...`` (``lifecycle.guarded``).
+"""A server's guard: ``python -I …/server/guard.py -- ARGV...`` (``lifecycle.guarded``); it
+imports nothing but the standard library, so it runs whatever the server's ``PYTHONPATH``.
 
 It runs ARGV in its own process group (the one ``launch`` started) and asks Linux to signal
 it when the process that launched it dies (``PR_SET_PDEATHSIG``). On that signal it kills the

@@ -70,9 +70,10 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def guarded(argv: Sequence[str], python: str | None = None) -> list[str]:
-    """``argv`` run under ``inferlab.server.guard`` (it dies with the process that starts it)."""
-    guard = [python or sys.executable, "-m", "inferlab.server.guard", "--parent", str(os.getpid())]
-    return [*guard, "--", *argv]
+    """``argv`` run under ``inferlab.server.guard`` (it dies with the process that starts it),
+    a stdlib-only file run isolated (``-I``): the server's own ``PYTHONPATH`` need not reach us."""
+    guard = [python or sys.executable, "-I", str(Path(__file__).with_name("guard.py"))]
+    return [*guard, "--parent", str(os.getpid()), "--", *argv]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
