@@ -158,78 +158,82 @@ class Conn(asyncio.Protocol):
         ex.done.set_result(None)
 
     def _feed(self, t: int, ex: Exchange, data: bytes) -> None:
+        # the states of every chunk (size line, data, CRLF) are inline: this runs per read
         buf = self._buf + data if self._buf else data
         self._buf = b""
         pos = 0
         n = len(buf)
         while pos < n or self._state == _TRAILER:
             state = self._state
-            if state in (_CDATA, _LENGTH):
-                pos = self._take(t, ex, buf, pos, n)
-            elif state == _HEAD:
-                pos = self._head(ex, buf, pos, n)
-            elif state == _UNTIL_CLOSE:
-                self._body(t, ex, buf[pos:])
-                return
-            elif state == _DONE:  # trailing bytes after a finished response
-                return
+            if state == _CDATA:
+                end = pos + self._remaining
+                if end > n:
+                    end = n
+                if not self._body(t, ex, buf[pos:end]):
+                    return
+                self._remaining -= end - pos
+                pos = end
+                if self._remaining:
+                    return
+                self._state = _CCRLF
+            elif state == _CSIZE:
+                i = buf.find(b"\r\n", pos)
+                if i < 0:
+                    self._buf = buf[pos:]
+                    return
+                size = int(buf[pos:i].split(b";", 1)[0], 16)
+                pos = i + 2
+                if size:
+                    self._remaining = size
+                    self._state = _CDATA
+                else:
+                    self._state = _TRAILER
+            elif state == _CCRLF:
+                if n - pos < 2:
+                    self._buf = buf[pos:]
+                    return
+                if buf[pos : pos + 2] != b"\r\n":
+                    raise ValueError("missing CRLF after chunk")
+                pos += 2
+                self._state = _CSIZE
             else:
-                pos = self._chunk_line(ex, buf, pos, n)
-            if pos < 0:
-                return
+                pos = self._once(t, ex, buf, pos, n)
+                if pos < 0:
+                    return
 
-    def _take(self, t: int, ex: Exchange, buf: bytes, pos: int, n: int) -> int:
-        """Body bytes of a chunk (``_CDATA``) or of a ``content-length`` body (``_LENGTH``);
-        the next position, or -1 when this read is used up or the exchange ended."""
-        take = min(self._remaining, n - pos)
-        if not self._body(t, ex, buf[pos : pos + take]):
-            return -1
-        self._remaining -= take
-        if self._remaining:
-            return -1
-        if self._state == _LENGTH:
-            self._finish(ex, None, None, keep=True)
-            return -1
-        self._state = _CCRLF
-        return pos + take
-
-    def _head(self, ex: Exchange, buf: bytes, pos: int, n: int) -> int:
-        i = buf.find(b"\r\n\r\n", pos)
-        if i < 0:
-            if n - pos > _MAX_HEAD:
-                raise ValueError("response head larger than 64 KiB")
-            self._buf = buf[pos:]
-            return -1
-        self._parse_head(ex, buf[pos:i])
-        return -1 if self._state == _DONE else i + 4
-
-    def _chunk_line(self, ex: Exchange, buf: bytes, pos: int, n: int) -> int:
-        """A chunk's size line, the CRLF after its data, or a trailer line (the blank one ends
-        the response); the next position, or -1 (the line is incomplete, or the end)."""
+    def _once(self, t: int, ex: Exchange, buf: bytes, pos: int, n: int) -> int:
+        """The states met once an answer (head, trailers, a ``content-length`` or
+        read-until-close body); the next position, or -1 when this read is used up or the
+        exchange ended."""
         state = self._state
-        if state == _CCRLF:
-            if n - pos < 2:
+        if state == _TRAILER:
+            i = buf.find(b"\r\n", pos)
+            if i < 0:
                 self._buf = buf[pos:]
                 return -1
-            if buf[pos : pos + 2] != b"\r\n":
-                raise ValueError("missing CRLF after chunk")
-            self._state = _CSIZE
-            return pos + 2
-        i = buf.find(b"\r\n", pos)
-        if i < 0:
-            self._buf = buf[pos:]
-            return -1
-        if state == _CSIZE:
-            size = int(buf[pos:i].split(b";", 1)[0], 16)
-            if size:
-                self._remaining = size
-                self._state = _CDATA
-            else:
-                self._state = _TRAILER
-        elif i == pos:  # the blank line after the trailers
-            self._finish(ex, None, None, keep=True)
-            return -1
-        return i + 2
+            if i == pos:
+                self._finish(ex, None, None, keep=True)
+                return -1
+            return i + 2
+        if state == _HEAD:
+            i = buf.find(b"\r\n\r\n", pos)
+            if i < 0:
+                if n - pos > _MAX_HEAD:
+                    raise ValueError("response head larger than 64 KiB")
+                self._buf = buf[pos:]
+                return -1
+            self._parse_head(ex, buf[pos:i])
+            return -1 if self._state == _DONE else i + 4
+        if state == _LENGTH:
+            take = min(self._remaining, n - pos)
+            if self._body(t, ex, buf[pos : pos + take]):
+                self._remaining -= take
+                if not self._remaining:
+                    self._finish(ex, None, None, keep=True)
+            return -1  # either way this read is used up (bytes past the body are ignored)
+        if state == _UNTIL_CLOSE:
+            self._body(t, ex, buf[pos:])
+        return -1  # _DONE: trailing bytes after a finished response
 
     def _body(self, t: int, ex: Exchange, chunk: bytes) -> bool:
         """Keep body bytes with their arrival time. False (the exchange failed, the connection
