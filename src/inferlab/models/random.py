@@ -29,7 +29,13 @@ import numpy.typing as npt
 
 from inferlab.errors import ConfigError
 from inferlab.models.safetensors import TensorEntry, write_safetensors
-from inferlab.models.tokenizer import check_heads, llama_shape, train_tokenizer, write_hf_files
+from inferlab.models.tokenizer import (
+    Construction,
+    check_heads,
+    llama_shape,
+    train_tokenizer,
+    write_hf_files,
+)
 
 __all__ = ["DTYPES", "PRESETS", "RandomModelInfo", "RandomSpec", "write_random_model"]
 
@@ -40,7 +46,7 @@ DTYPES = {"bfloat16": "BF16", "float32": "F32"}
 
 
 @dataclass(frozen=True)
-class RandomSpec:
+class RandomSpec(Construction):
     """Shape and construction constants of a random model (see the module docstring)."""
 
     hidden_size: int
@@ -50,12 +56,7 @@ class RandomSpec:
     num_key_value_heads: int
     vocab_size: int
     max_position_embeddings: int = 4096
-    rope_theta: float = 10000.0
-    rms_norm_eps: float = 1e-5
     tokenizer_vocab: int = 1024
-    anchor: float = 2.0
-    forbid_scale: float = 400.0
-    logit_scale: float = 4.0
 
     @property
     def head_dim(self) -> int:

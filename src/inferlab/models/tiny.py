@@ -36,6 +36,7 @@ from inferlab.models.tokenizer import (
     CHAT_TEMPLATE,
     EOS_TOKEN,
     UNK_TOKEN,
+    Construction,
     check_heads,
     llama_shape,
     tiny_corpus,
@@ -58,7 +59,7 @@ F32 = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
-class TinySpec:
+class TinySpec(Construction):
     """Shape of the tiny model. Head size 32 is one the vLLM CPU attention kernels support."""
 
     hidden_size: int = 128
@@ -68,14 +69,6 @@ class TinySpec:
     num_key_value_heads: int = 2
     vocab_target: int = 1024
     max_position_embeddings: int = 2048
-    rope_theta: float = 10000.0
-    rms_norm_eps: float = 1e-5
-    #: constant value of residual channel 0 in every embedding.
-    anchor: float = 2.0
-    #: LM-head weight (negated) on channel 0 for forbidden tokens.
-    forbid_scale: float = 400.0
-    #: scale of the allowed tokens' logits (about their standard deviation).
-    logit_scale: float = 4.0
 
     @property
     def head_dim(self) -> int:

@@ -25,6 +25,7 @@ __all__ = [
     "EOS_TOKEN",
     "SPECIAL_TOKENS",
     "UNK_TOKEN",
+    "Construction",
     "LlamaDims",
     "LlamaShape",
     "TrainedTokenizer",
@@ -219,6 +220,20 @@ class LlamaShape:
     rope_theta: float
     rms_norm_eps: float
     dtype: str  # torch dtype name: float32 | bfloat16
+
+
+@dataclass(frozen=True, kw_only=True)
+class Construction:
+    """The constants both of inferlab's models are built with: RoPE and RMSNorm settings, and
+    the forbidden-token construction (``anchor`` in residual channel 0 of every embedding,
+    ``-forbid_scale`` there in each forbidden token's LM-head row, the allowed tokens' logits
+    about ``logit_scale`` wide)."""
+
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    anchor: float = 2.0
+    forbid_scale: float = 400.0
+    logit_scale: float = 4.0
 
 
 class LlamaDims(Protocol):
