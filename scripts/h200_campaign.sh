@@ -4,7 +4,9 @@
 #
 #   bash scripts/h200_campaign.sh smoke   # baseline + cb at C=1,8, 16 requests   (~3 min)
 #   bash scripts/h200_campaign.sh part1   # baseline, cb                           (~5 min)
-#   bash scripts/h200_campaign.sh part2   # the other 4, resumed from .gpu-run/h200.db (~6 min)
+#   bash scripts/h200_campaign.sh part2   # the four cb configs, resumed from .gpu-run/h200.db
+#   bash scripts/h200_campaign.sh part3   # what is left (eager), resumed likewise
+#   H200_MAX_REQUESTS=60 (and H200_MIN_REQUESTS=30) caps a part's points lower
 #   bash scripts/h200_campaign.sh all     # every config in one call: ~11 min estimated, so
 #                                         # only if the smoke showed TPOT well under 10 ms
 #
@@ -29,7 +31,7 @@ LOG="$OUTDIR/run.log"
 say() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$LOG"; }
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 
-case "$MODE" in smoke | part1 | part2 | all) ;; *) echo "usage: $0 smoke|part1|part2|all" >&2; exit 2 ;; esac
+case "$MODE" in smoke | part1 | part2 | part3 | all) ;; *) echo "usage: $0 smoke|part1|part2|part3|all" >&2; exit 2 ;; esac
 
 LOCAL=${H200_LOCAL_TEST:-0}
 WHEELS=${H200_WHEELS:-.whl}
@@ -87,14 +89,21 @@ case "$MODE" in
     RUN_ARGS=(--config baseline --config cb)
     ;;
   part1) RUN_ARGS=(--config baseline --config cb) ;;
-  part2)
-    [ -f .gpu-run/h200.db ] || { say "part2 needs .gpu-run/h200.db (part1's store) carried"; exit 1; }
+  part2 | part3)
+    [ -f .gpu-run/h200.db ] || { say "$MODE needs .gpu-run/h200.db (the last part's store) carried"; exit 1; }
     cp .gpu-run/h200.db "$DB"
     RUN_ARGS=(--resume)
+    [ "$MODE" = part2 ] && RUN_ARGS+=(--config cb --config cb-graphs --config cb-bf16 --config cb-eager-oom)
     ;;
 esac
+if [ -n "${H200_MAX_REQUESTS:-}" ]; then  # a lower cap for a later part (not part of comparability)
+  sed -e "s/^max_requests = .*/max_requests = $H200_MAX_REQUESTS/" \
+    -e "s/^min_requests = .*/min_requests = ${H200_MIN_REQUESTS:-30}/" "$CAMPAIGN" > "$WORK/capped.toml"
+  CAMPAIGN="$WORK/capped.toml"
+  say "cap: min_requests ${H200_MIN_REQUESTS:-30}, max_requests $H200_MAX_REQUESTS"
+fi
 
-if [ "$MODE" != part2 ]; then
+if [ "$MODE" = smoke ] || [ "$MODE" = part1 ] || [ "$MODE" = all ]; then
   say "recon: GPU, driver, torch, CUDA, transformers and its flags"
   "${IL[@]}" recon --engine transformers --python "$INFERLAB_TRANSFORMERS_PYTHON" \
     --campaign "$NAME" --db "$DB" > "$OUTDIR/recon.txt" 2>&1

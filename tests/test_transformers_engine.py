@@ -176,6 +176,13 @@ EXPECTED = {
         "continuous_batching": 6,
         "cb_cache_too_large": 2,
     },
+    # the H200 run (benchmarks/results/h200-transformers.md): eager attention on packed batches
+    # with the KV cache at 0.99 of free memory died of CUDA OOM at C=32
+    "transformers-5.17.0_h200_random-1b_cb-eager-oom.log": {
+        "ready": 1,
+        "continuous_batching": 468,
+        "cuda_oom": 2,
+    },
 }
 
 
@@ -235,3 +242,13 @@ def test_runtime_failure_is_classified_and_reported(tmp_path: Path) -> None:
     (lf,) = rep.launch_failures
     assert (lf.config, lf.kind) == ("oom", "cb_cache_too_large (while serving)")
     assert lf.remedy == fail.remedy and lf.log_path == str(dead)
+
+
+def test_the_h200_out_of_memory_is_classified_from_torch_text() -> None:
+    from inferlab.engines.logs import primary_failure
+
+    text = (FIX / "transformers-5.17.0_h200_random-1b_cb-eager-oom.log").read_text()
+    hit = primary_failure(m for m in classify_log(text, SPEC) if m.fatal)
+    assert hit is not None and hit.kind == "cuda_oom"
+    assert "Tried to allocate 7.81 GiB" in hit.text and "139.80 GiB" in hit.text
+    assert "--cb-max-memory-percent" in hit.remedy and "sdpa" in hit.remedy

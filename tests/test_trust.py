@@ -85,6 +85,12 @@ def test_assess_rules() -> None:
     bad = assess(lag_p99_ms=14.0, tpot_median_ms=0.0, interrupted=True)
     assert bad.label == "untrusted: client lag, TPOT 0, interrupted"
     assert assess(lag_p99_ms=1.5, tpot_median_ms=5.0, lag_limit_ms=2.0).state == "trusted"
+    # a point whose every request failed (the H200's cb-eager-oom at C=32, its server dead of
+    # CUDA OOM) says so, not "client lag" from the burst of errors
+    dead = assess(lag_p99_ms=1.01, tpot_median_ms=None, failed=(64, 64))
+    assert dead.label == "untrusted: all requests failed"
+    assert dead.issues[0].message == "all 64 requests failed: there is no speed to measure"
+    assert assess(lag_p99_ms=0.4, tpot_median_ms=5.0, failed=(63, 64)).state == "trusted"
 
 
 def test_an_interrupted_adaptive_point_is_kept_and_untrusted(tmp_path: Path) -> None:

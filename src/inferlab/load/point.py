@@ -301,6 +301,7 @@ def _result(
             interrupted=interrupted,
             lag_limit_ms=cfg.lag_limit_ms,
             workers=m.workers,
+            failed=(summary.requests - summary.ok, summary.requests),
         ),
         stop=stop,
     )

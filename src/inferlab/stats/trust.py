@@ -6,7 +6,9 @@ A point is untrusted when its numbers do not measure the server:
 - ``tpot-zero``: the median TPOT is below 0.01 ms — most requests' tokens were read at once
   (a starved client, or a server or proxy that buffers its stream), a measurement failure and
   not a speed;
-- ``interrupted``: the point was cut short (Ctrl-C): what it had is stored, never used.
+- ``interrupted``: the point was cut short (Ctrl-C): what it had is stored, never used;
+- ``all-failed``: no request of the point succeeded (a server that died, 5xx): there is no speed
+  to measure, and the client's lag during the burst of errors is not reported.
 
 Pure functions; ``compare`` and the report never claim a change from an untrusted point.
 """
@@ -32,14 +34,19 @@ TPOT_ZERO_MS = 0.01  # below 10 µs per token no real server decodes: tokens wer
 
 TrustState = Literal["trusted", "untrusted"]
 
-_LABELS = {"client-lag": "client lag", "tpot-zero": "TPOT 0", "interrupted": "interrupted"}
+_LABELS = {
+    "client-lag": "client lag",
+    "tpot-zero": "TPOT 0",
+    "interrupted": "interrupted",
+    "all-failed": "all requests failed",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class TrustIssue:
     """One reason a point is untrusted, and what removes it."""
 
-    reason: str  # client-lag | tpot-zero | interrupted
+    reason: str  # client-lag | tpot-zero | interrupted | all-failed
     message: str
     fix: str
 
@@ -73,9 +80,14 @@ def assess(
     interrupted: bool = False,
     lag_limit_ms: float = DEFAULT_LAG_LIMIT_MS,
     workers: int | None = None,
+    failed: tuple[int, int] | None = None,
 ) -> Trust:
     """The trust of one load point from its client loop-lag p99 (ms, None: not measured), its
-    median TPOT (ms, None/NaN: no request had 2 tokens) and whether it was interrupted."""
+    median TPOT (ms, None/NaN: no request had 2 tokens), whether it was interrupted, and
+    ``failed`` = (failed, sent) requests."""
+    if failed is not None and failed[1] > 0 and failed[0] >= failed[1]:
+        rest = assess(lag_p99_ms=None, tpot_median_ms=None, interrupted=interrupted)
+        return Trust((_all_failed(failed[1]), *rest.issues))
     issues: list[TrustIssue] = []
     if lag_p99_ms is not None and math.isfinite(lag_p99_ms) and lag_p99_ms > lag_limit_ms:
         w = f" with {workers} worker process(es)" if workers else ""
@@ -112,6 +124,15 @@ def assess(
             )
         )
     return Trust(tuple(issues))
+
+
+def _all_failed(sent: int) -> TrustIssue:
+    return TrustIssue(
+        "all-failed",
+        f"all {sent} requests failed: there is no speed to measure",
+        "read the point's request errors and the server's log (a server that died has its "
+        "runtime failure in the report), fix the config, then measure the point again",
+    )
 
 
 def trust_from_json(items: Sequence[Mapping[str, Any]]) -> Trust:
