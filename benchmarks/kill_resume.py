@@ -13,9 +13,13 @@ report — and resumed (``--resume``) after each, until a last resume finishes i
 - ``PRAGMA integrity_check`` is ok;
 - no server of the campaign is left running: none once a killed runner's server had its grace
   to go down (it gets SIGTERM as the runner dies), none after the final resume (each server
-  carries a unique ``--model`` marker; the harness reaps any it finds, so none outlives it).
+  carries a unique ``--model`` marker; the harness reaps any it finds, so none outlives it);
+- with ``--files``, every other config (c0, c2, ...) installs kernel-config files (``files = { fp8_gemm }``)
+  into the engine's package (its own copy of inferlab, so nothing here is touched): the
+  package's config directory is as it was before the campaign after the final resume, and no
+  install manifest is left pending — a kill with files installed is restored by the next run.
 
-    python benchmarks/kill_resume.py [--kills 20] [--seed 0] [--record]
+    python benchmarks/kill_resume.py [--kills 20] [--seed 0] [--files] [--record]
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ output = "{out}"
 
 [engine]
 kind = "sim"
-model = "{marker}"
+model = "{marker}"{python}
 args = ["--ttft-ms", "2", "--itl-ms", "2"]
 ready_timeout_s = 30
 stop_grace_s = 5
@@ -83,16 +87,21 @@ class Kill:
     finished: list[tuple[str, str]] = field(default_factory=list)  # (config, point) reported
     lost: list[tuple[str, str]] = field(default_factory=list)  # reported but not stored
     orphans: int = 0  # servers of the campaign found running after the kill
+    files_left: bool = False  # kernel-config files still installed after the kill (--files)
 
 
 def write_campaign(
-    d: Path, configs: int, points: tuple[int, ...], requests: int
-) -> tuple[Path, str]:
-    """``configs`` configs (ITL 1, 2, 3 ... ms) × ``points`` concurrencies; returns the file and
-    the marker its servers carry (``--model``)."""
+    d: Path, configs: int, points: tuple[int, ...], requests: int, files: Path | None = None,
+    python: Path | None = None,
+) -> tuple[Path, str]:  # fmt: skip
+    """``configs`` configs (ITL 1, 2, 3 ... ms) × ``points`` concurrencies (with ``files``, the
+    even ones (c0, c2, ...) install that kernel-config directory); returns the file and the marker its servers
+    carry (``--model``)."""
     marker = f"killres-{uuid.uuid4().hex[:10]}"
+    lever = f'files = {{ fp8_gemm = "{files}" }}\n' if files else ""
     blocks = "".join(
         f'\n[[config]]\nname = "{n}"\nset = {{ "--itl-ms" = "{i + 1}" }}\n'
+        + (lever if i % 2 == 0 else "")
         for i, n in enumerate(config_names(configs))
     )
     path = d / "c.toml"
@@ -100,6 +109,7 @@ def write_campaign(
         CAMPAIGN.format(
             out=d / "out",
             marker=marker,
+            python=f'\npython = "{python}"' if python else "",
             configs=blocks,
             points=", ".join(map(str, points)),
             requests=requests,
@@ -242,17 +252,21 @@ def campaign_under_kills(
     points: tuple[int, ...] = (1, 2),
     requests: int = 6,
     phases: list[str] | None = None,
+    files: bool = False,
 ) -> tuple[dict[tuple[str, str, int], tuple[int, int]], dict[str, object], list[Kill]]:
     """The clean cells, then the killed-and-resumed store's facts, and each kill."""
     rng = random.Random(seed)
     clean_dir, kill_dir = work / "clean", work / "killed"
     clean_dir.mkdir()
     kill_dir.mkdir()
-    path, marker = write_campaign(clean_dir, configs, points, requests)
+    lever = _files_lever(work) if files else None
+    tuned, python, pkg = lever or (None, None, None)
+    before = _snapshot(pkg) if pkg else None
+    path, marker = write_campaign(clean_dir, configs, points, requests, tuned, python)
     done = run_to_end(path, clean_dir / "db", clean_dir)
     assert done.returncode == 0, done.stderr[-3000:]
     reference = cells(clean_dir / "db")
-    path, marker = write_campaign(kill_dir, configs, points, requests)
+    path, marker = write_campaign(kill_dir, configs, points, requests, tuned, python)
     last = config_names(configs)[-1]
     db = kill_dir / "db"
     out: list[Kill] = []
@@ -261,6 +275,7 @@ def campaign_under_kills(
         left = settled(marker)
         kill.orphans = len(left)
         reap(left)  # the harness leaves nothing behind, whatever the runner does
+        kill.files_left = pkg is not None and _snapshot(pkg) != before
         stored = cells(db) if db.exists() else {}
         kill.lost = [(c, p) for c, p in kill.finished if (c, p, 0) not in stored]
         out.append(kill)
@@ -275,7 +290,31 @@ def campaign_under_kills(
         "integrity": integrity(db),
         "orphans_after": len(left),
     }
+    if pkg is not None:
+        facts["files_restored"] = _snapshot(pkg) == before
+        facts["files_pending"] = len(list((kill_dir / "out" / ".files").glob("*.json")))
     return reference, facts, out
+
+
+def _files_lever(work: Path) -> tuple[Path, Path, Path]:
+    """(tuned config directory, an engine Python with its own inferlab copy, that copy's
+    kernel-config directory) for the ``files`` lever (the helpers of tests/test_files_lever.py)."""
+    sys.path.insert(0, str(ROOT.parent / "tests"))
+    from inferlab.sim.presets import get_preset
+    from inferlab.tune.config import DEFAULT_SGLANG
+    from inferlab.tune.files import write_config_file
+    from pkgcopy import isolated_inferlab, sim_configs
+
+    python = isolated_inferlab(work / "engine")
+    tuned = work / "tuned"
+    for n, k in get_preset("generic").fp8_gemm_shapes[:2]:
+        write_config_file(tuned, "sglang", n, k, "NVIDIA H100 80GB HBM3", {1: DEFAULT_SGLANG})
+    return tuned, python, sim_configs(python)
+
+
+def _snapshot(d: Path) -> dict[str, bytes] | None:
+    """The directory's files and bytes (None: it does not exist)."""
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())} if d.is_dir() else None
 
 
 def main() -> None:
@@ -284,6 +323,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--configs", type=int, default=6)
     ap.add_argument("--points", default="1,2,4")
+    ap.add_argument("--files", action="store_true", help="c0, c2, ... install kernel files")
     ap.add_argument("--record", action="store_true", help="append the figures to RESULTS.md")
     args = ap.parse_args()
     t0 = time.monotonic()
@@ -291,7 +331,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="inferlab-kill-"))
     points = tuple(int(x) for x in args.points.split(","))
     reference, facts, kills = campaign_under_kills(
-        work, args.kills, args.seed, configs=args.configs, points=points
+        work, args.kills, args.seed, configs=args.configs, points=points, files=args.files
     )
     final = facts["cells"]
     lines = [
@@ -316,6 +356,15 @@ def main() -> None:
         f"- servers of the campaign found running after a kill: "
         f"{sum(k.orphans for k in kills)} (after {sum(1 for k in kills if k.orphans)} kills); "
         f"after the final resume: {facts['orphans_after']}",
+        *(
+            [
+                f"- kernel-config files: still installed after {sum(k.files_left for k in kills)}"
+                f" kills (restored by the next run); package as before after the final resume:"
+                f" {facts['files_restored']}; manifests left pending: {facts['files_pending']}"
+            ]
+            if args.files
+            else []
+        ),
         f"- {time.monotonic() - t0:.0f} s, load1 {load0:.2f} → {os.getloadavg()[0]:.2f}",
     ]
     text = "\n".join(lines)
@@ -326,7 +375,8 @@ def main() -> None:
         with (ROOT / "RESULTS.md").open("a", encoding="utf-8") as f:
             f.write(
                 f"\n### Random kills, {time.strftime('%Y-%m-%d %H:%M')} ({os.cpu_count()} CPUs, "
-                f"{args.kills} kills, seed {args.seed})\n\n{text}\n"
+                f"{args.kills} kills, seed {args.seed}{', --files' if args.files else ''})"
+                f"\n\n{text}\n"
             )
 
 

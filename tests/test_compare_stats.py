@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from inferlab.records import RequestRecord
-from inferlab.stats import compare
+from inferlab.stats import compare, intervals, verdict
 from inferlab.stats.compare import (
     Difference,
     Statistic,
@@ -172,7 +172,7 @@ def test_two_level_bootstrap_with_unequal_trial_sizes() -> None:
     r = sample_ratio(base, cand, statistic="p90")
     assert r.low < 1.2 < r.high
     padded = np.array([[3.0, 1.0, 2.0, np.nan], [4.0, 1.0, 2.0, 3.0]])
-    got = compare._reduce_padded("p90", padded)
+    got = intervals._reduce_padded("p90", padded)
     assert got == pytest.approx([np.percentile([1, 2, 3], 90), np.percentile([1, 2, 3, 4], 90)])
 
 
@@ -334,7 +334,7 @@ def test_an_exception_inside_the_statistics_is_no_verdict(monkeypatch: pytest.Mo
     def boom(*args: object, **kwargs: object) -> float:
         raise FloatingPointError("overflow")
 
-    monkeypatch.setattr(compare, "permutation_test", boom)
+    monkeypatch.setattr(verdict, "permutation_test", boom)
     v = compare_throughput(
         ThroughputSample(trials=(10.0, 10.1, 9.9, 10.05, 9.95)),
         ThroughputSample(trials=(12.0, 12.1, 11.9, 12.05, 11.95)),

@@ -87,6 +87,7 @@ length_tokens = 4
 workload = {{ input_tokens = 16, output_tokens = 8 }}
 concurrency = [1]
 requests = 8
+max_client_lag_ms = 1e6  # the files lever is under test here, not trust (tests/test_trust.py)
 """
 
 

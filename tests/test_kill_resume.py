@@ -1,6 +1,7 @@
 """Three SIGKILLs of ``inferlab run`` (during verify, at a point's end while it is scraped and
 committed, and during stop), each followed by ``--resume``: the store ends equal to a clean
-run's, loses nothing a killed runner had finished, and passes ``integrity_check``.
+run's, loses nothing a killed runner had finished, passes ``integrity_check``, leaves no server
+running, and the kernel-config files a config installed are restored.
 ``benchmarks/kill_resume.py`` is the 20-kill version (figures in benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ Facts = tuple[dict[tuple[str, str, int], tuple[int, int]], dict[str, object], li
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> Facts:
     work = tmp_path_factory.mktemp("kill")
-    return campaign_under_kills(work, 3, seed=1, requests=6, phases=["verify", "scrape", "stop"])
+    # c0 and c2 install kernel-config files (the files lever) into the engine's own inferlab copy
+    return campaign_under_kills(
+        work, 3, seed=1, requests=6, phases=["verify", "scrape", "stop"], files=True
+    )
 
 
 def test_store_after_kills_equals_a_clean_run(killed: Facts) -> None:
@@ -43,3 +47,10 @@ def test_no_server_is_left_running(killed: Facts) -> None:
     _, facts, kills = killed
     assert [k.orphans for k in kills] == [0, 0, 0]
     assert facts["orphans_after"] == 0
+
+
+def test_kernel_config_files_are_restored_after_kills(killed: Facts) -> None:
+    _, facts, kills = killed
+    assert kills[0].files_left  # killed in c0's verify: its files were installed, not restored
+    assert facts["files_restored"] is True  # the engine's package as it was before the campaign
+    assert facts["files_pending"] == 0  # no install manifest left to recover

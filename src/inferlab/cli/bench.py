@@ -109,8 +109,9 @@ class _RichEvents(BenchEvents):
 
     def point_finished(self, result: PointResult) -> None:
         s = result.summary
+        mark = "[green]✓[/green]" if s.ok or not s.requests else "[red]✗[/red]"  # none succeeded
         self.console.print(
-            f"[green]✓[/green] {escape(result.point.label)}: {s.ok} ok, "
+            f"{mark} {escape(result.point.label)}: {s.ok} ok, "
             f"{s.requests - s.ok} failed, "
             f"{s.output_tok_s:,.1f} output tok/s",
             highlight=False,

@@ -3,13 +3,13 @@ stored as they are made (with a timestamp), and predicted vs measured."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.errors import ConfigError
+from inferlab.profile.result import finite
 from inferlab.store import Store
 
 from . import kernel_rules, load_rules  # noqa: F401  (they register the rules)
@@ -72,19 +72,9 @@ class Decision:
             "simulated": self.simulated,
             "baseline": self.baseline,
             "levers": {k: [lv.to_dict() for lv in v] for k, v in self.levers.items()},
-            "predictions": [_finite(r.to_dict()) for r in self.predictions],
+            "predictions": [finite(r.to_dict()) for r in self.predictions],
             "notes": list(self.notes),
         }
-
-
-def _finite(x: Any) -> Any:
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite(v) for v in x]
-    return x
 
 
 def _check(ev: Evidence, opts: LeverOptions) -> None:

@@ -157,7 +157,7 @@ def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> 
     for (name, c), runs in groups.items():
         trials = []
         for r in runs:
-            recs = [x for x in store.requests(r.id) if not x.warmup and x.ok and x.event_ns]
+            recs = [x for x in store.requests(r.id) if x.counted and x.ok and x.event_ns]
             trials.append(tuple(t for t in (tpot_ms(x) for x in recs) if t is not None))
         pooled = [t for tr in trials for t in tr]
         if not pooled or name not in configs:

@@ -72,6 +72,7 @@ class _Tuning:
     finding: str
     recon_kind: str
     action: str
+    diff: tuple[str, ...]  # the config changes the rule explains (registry.rule)
 
 
 FP8 = _Tuning(
@@ -81,6 +82,7 @@ FP8 = _Tuning(
     "untuned-fp8-gemm",
     "fp8_gemm",
     "inferlab tune fp8-gemm --from-log SERVER_LOG",
+    (r"^flag --tuned-fp8$", r"^files fp8_gemm$"),
 )
 MOE = _Tuning(
     "moe",
@@ -89,6 +91,7 @@ MOE = _Tuning(
     "untuned-moe",
     "fused_moe",
     "tune the fused-MoE kernel for the logged shapes (docs/levers.md)",
+    (r"^files moe$",),
 )
 
 
@@ -127,6 +130,23 @@ def _unbounded(
     return Lever(t.kind, t.title, cfg.name or None, "none", [], summary, evidence, action, conf)
 
 
+def _lever(
+    kind: str,
+    title: str,
+    cfg: ConfigEvidence,
+    pts: list[PointBound],
+    summary: str,
+    evidence: list[str],
+    action: str,
+    conf: str,
+    name: str = "",
+) -> Lever:
+    """An Amdahl lever of ``cfg`` (its bounds per load point in ``pts``)."""
+    return Lever(
+        kind, title, cfg.name or None, "amdahl", pts, summary, evidence, action, conf, name
+    )
+
+
 def _config_lever(t: _Tuning, ev: Evidence, cfg: ConfigEvidence) -> list[Lever]:
     """FP8 GEMM / fused MoE: a category's ceiling, offered only when the log names untuned
     shapes (or when no log was mined, saying so); without a profile, the shapes alone."""
@@ -155,31 +175,22 @@ def _config_lever(t: _Tuning, ev: Evidence, cfg: ConfigEvidence) -> list[Lever]:
     evidence += _grid_lines(cfg.profiles, what)
     evidence += [f"log: {f['message']}" for f in untuned] + _recon_lines(ev, t, untuned)
     summary = f"{head}{tail} → {_cmd(action)}"
-    return [
-        Lever(t.kind, t.title, cfg.name or None, "amdahl", pts, summary, evidence, action, conf)
-    ]
+    return [_lever(t.kind, t.title, cfg, pts, summary, evidence, action, conf)]
 
 
-@rule(
-    "fp8-gemm",
-    "tune FP8 GEMM",
-    model="amdahl",
-    diff=(r"^flag --tuned-fp8$", r"^files fp8_gemm$"),
-    share=lambda p: category_share(p, "fp8_gemm"),
-)
-def _fp8(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
-    return _config_lever(FP8, ev, cfg)
+def _register_tuning(t: _Tuning) -> None:
+    """The rule of one kernel-config lever: ``_config_lever`` over its category."""
+
+    def build(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
+        return _config_lever(t, ev, cfg)
+
+    rule(
+        t.kind, t.title, model="amdahl", diff=t.diff, share=lambda p: category_share(p, t.category)
+    )(build)
 
 
-@rule(
-    "moe",
-    "tune fused MoE",
-    model="amdahl",
-    diff=(r"^files moe$",),
-    share=lambda p: category_share(p, "moe"),
-)
-def _moe(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
-    return _config_lever(MOE, ev, cfg)
+for _tuning in (FP8, MOE):
+    _register_tuning(_tuning)
 
 
 @rule(
@@ -209,19 +220,7 @@ def _comm(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
         f"→ {_cmd(action)}"
     )
     conf = f"{profile_basis(cfg.profiles)}; collectives that overlap compute count in full"
-    return [
-        Lever(
-            "comm",
-            "communication / NCCL",
-            cfg.name or None,
-            "amdahl",
-            pts,
-            summary,
-            ev_,
-            action,
-            conf,
-        )
-    ]
+    return [_lever("comm", "communication / NCCL", cfg, pts, summary, ev_, action, conf)]
 
 
 def _big_kernels(
@@ -307,20 +306,7 @@ def _kernels(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Leve
             f"{profile_basis([h[0] for h in hits])}; the full-SM figure assumes the kernel "
             "scales with the SMs it occupies"
         )
-        out.append(
-            Lever(
-                "kernel",
-                f"{cat} kernel",
-                cfg.name or None,
-                "amdahl",
-                pts,
-                summary,
-                ev_,
-                action,
-                conf,
-                name=short,
-            )
-        )
+        out.append(_lever("kernel", f"{cat} kernel", cfg, pts, summary, ev_, action, conf, short))
     return out
 
 
@@ -359,16 +345,5 @@ def _graphs(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
     )
     ev_ = [str(p.data.get("verdict") or "") for p in host] + tpot_floor(cfg, pts)
     conf = f"{profile_basis(host)}; idle time of the step's GPU span, all of it removable at best"
-    return [
-        Lever(
-            "cuda-graphs",
-            "CUDA graphs / host overhead",
-            cfg.name or None,
-            "amdahl",
-            pts,
-            summary,
-            ev_,
-            action,
-            conf,
-        )
-    ]
+    title = "CUDA graphs / host overhead"
+    return [_lever("cuda-graphs", title, cfg, pts, summary, ev_, action, conf)]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from inferlab.engines import get_engine
 from inferlab.engines.flags import parse
 from inferlab.errors import InferlabError
-from inferlab.stats.compare import Saturation, find_saturation
+from inferlab.stats.saturation import Saturation, find_saturation
 
 from .evidence import ConfigEvidence, Evidence
 from .model import Lever, LeverOptions, PointBound, label_of

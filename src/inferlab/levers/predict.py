@@ -23,7 +23,7 @@ from typing import Any
 from inferlab.engines import get_engine
 from inferlab.engines.flags import diff as flag_diff
 from inferlab.errors import InferlabError
-from inferlab.stats.compare import compare_samples
+from inferlab.stats.verdict import compare_samples
 
 from .evidence import ConfigEvidence, Evidence
 from .model import LeverOptions

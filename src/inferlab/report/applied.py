@@ -15,7 +15,7 @@ from typing import Any
 
 from inferlab.report.sections import Section, register_section
 from inferlab.report.sections import md_text as _md
-from inferlab.stats.compare import Verdict
+from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow, Store
 
 __all__ = ["LEVER_NOT_APPLIED", "lever_items", "levers_section", "not_applied", "unclaimed"]

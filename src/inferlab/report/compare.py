@@ -1,5 +1,6 @@
 """``inferlab compare``: configs × load points from the store, deltas vs a baseline with
-noise-aware verdicts. Built from raw samples only; formatters return lines, they never print."""
+noise-aware verdicts. Built from raw samples only; formatters return lines, they never print.
+Which runs and samples a cell reads: ``report.compare_runs``."""
 
 from __future__ import annotations
 
@@ -7,15 +8,27 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from inferlab.errors import ConfigError, NotComparable
-from inferlab.records import RequestRecord
 from inferlab.report.applied import LEVER_NOT_APPLIED, not_applied, unclaimed
 from inferlab.report.compare_export import render_csv, to_json
+from inferlab.report.compare_runs import (
+    METRICS,
+    RunGroup,
+    config_keys,
+    group_runs,
+    identity,
+    label_key,
+    measured,
+    per_request,
+    select_runs,
+    throughput_sample,
+)
 from inferlab.report.verdicts import (
     claim_text,
     group_trust,
+    num,
+    ratio_text,
     sequential_verdict,
     untrusted_verdict,
 )
@@ -23,7 +36,6 @@ from inferlab.stats.compare import (
     Difference,
     QualityWarning,
     Saturation,
-    ThroughputSample,
     Verdict,
     check_comparable,
     compare_samples,
@@ -31,8 +43,6 @@ from inferlab.stats.compare import (
     find_saturation,
     quality_warnings,
 )
-from inferlab.stats.metrics import batch_rates, tpot_ms
-from inferlab.stats.stopping import request_span_rates
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
 
@@ -45,13 +55,6 @@ __all__ = [
     "render_md",
     "to_json",
 ]
-
-#: metric name → (title, unit, digits)
-METRICS: dict[str, tuple[str, str, int]] = {
-    "output_tok_s": ("output throughput", "tok/s", 1),
-    "tpot_ms": ("median TPOT", "ms", 2),
-    "ttft_ms": ("median TTFT", "ms", 1),
-}
 
 
 @dataclass
@@ -86,93 +89,9 @@ class Comparison:
     forced: bool
 
 
-@dataclass
-class _Group:
-    runs: list[RunRow]
-    records: list[list[RequestRecord]]
-
-
-def _label_key(label: str) -> tuple[int, float, str]:
-    m = re.match(r"C=(\d+)", label)
-    if m:
-        return (0, float(m.group(1)), label)
-    m = re.match(r"rate=([\d.]+|inf)", label)
-    if m:
-        return (1, float(m.group(1)), label)
-    return (2, 0.0, label)
-
-
-def _select(store: Store, campaign: str | None, selectors: Sequence[str]) -> list[RunRow]:
-    if campaign is None and not selectors:
-        raise ConfigError("compare: give --campaign NAME or run ids / config names")
-    runs = store.runs(campaign=campaign)
-    if not selectors:
-        return runs
-    out: list[RunRow] = []
-    for sel in selectors:
-        if sel.isdigit():
-            hit = [r for r in store.runs(run_ids=[int(sel)])]
-            if not hit:
-                raise ConfigError(f"compare: no run {sel} in {store.path}")
-        else:
-            hit = [r for r in runs if r.config == sel]
-            if not hit:
-                known = sorted({r.config for r in runs})
-                raise ConfigError(
-                    f"compare: no config {sel!r} in {store.path}"
-                    + (f" (known: {', '.join(known)})" if known else "")
-                )
-        out.extend(r for r in hit if r not in out)
-    return out
-
-
-def _config_keys(runs: Sequence[RunRow]) -> dict[int, str]:
-    """Config name, or name@hash when a config changed (results of two hashes never mix)."""
-    hashes: dict[str, set[str]] = {}
-    for r in runs:
-        hashes.setdefault(r.config, set()).add(r.config_hash)
-    return {
-        r.id: r.config if len(hashes[r.config]) == 1 else f"{r.config}@{r.config_hash[:6]}"
-        for r in runs
-    }
-
-
-def _identity(r: RunRow) -> dict[str, Any]:
-    env = r.environment
-    return {
-        "model": r.model,
-        "gpu_name": env.get("gpu_name"),
-        "gpu_count": env.get("gpu_count") or None,
-        "engine_version": env.get("engine_version"),
-        "workload_hash": r.workload_hash,
-        "metrics_version": r.metrics_version,
-    }
-
-
-def _measured(records: list[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in records if r.counted and r.ok and r.event_ns]
-
-
-def _per_request(metric: str, records: list[RequestRecord]) -> list[float]:
-    good = _measured(records)
-    if metric == "tpot_ms":
-        return [t for t in (tpot_ms(r) for r in good) if t is not None]
-    if metric == "ttft_ms":
-        return [r.ttft_ns / 1e6 for r in good if r.ttft_ns is not None]
-    raise ConfigError(f"--metric: unknown metric {metric!r}; expected {', '.join(METRICS)}")
-
-
-def _throughput(g: _Group) -> ThroughputSample:
-    trials = tuple(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs)
-    rates: tuple[float, ...] = ()
-    if len(g.runs) == 1:
-        rates = _batch_rates(g.runs[0], g.records[0])
-    return ThroughputSample(trials=trials, batch_rates=rates)
-
-
 def _verdicts(
-    bg: _Group,
-    cg: _Group,
+    bg: RunGroup,
+    cg: RunGroup,
     base: str,
     cand: Cell,
     base_cell: Cell,
@@ -194,32 +113,17 @@ def _verdicts(
             out[m], cand.looks[m] = seq
         elif m == "output_tok_s":
             out[m] = compare_throughput(
-                _throughput(bg), _throughput(cg), alpha=alpha, min_effect=min_effect
+                throughput_sample(bg), throughput_sample(cg), alpha=alpha, min_effect=min_effect
             )
         else:
             out[m] = compare_samples(
                 m,
-                [_per_request(m, recs) for recs in bg.records],
-                [_per_request(m, recs) for recs in cg.records],
+                [per_request(m, recs) for recs in bg.records],
+                [per_request(m, recs) for recs in cg.records],
                 alpha=alpha,
                 min_effect=min_effect,
             )
     return out
-
-
-def _batch_rates(run: RunRow, records: list[RequestRecord]) -> tuple[float, ...]:
-    """One trial's batch rates: over its steady window when adaptive (20 slices, as its
-    stopping rule measured them), else 10 slices of first send → last end."""
-    window = (run.stop or {}).get("window_ns")
-    if window:
-        return tuple(request_span_rates(records, int(window[0]), int(window[1])))
-    recs = [r for r in records if r.counted]
-    good = _measured(recs)
-    sends = [r.send_ns for r in recs if r.send_ns]
-    span = float(run.summary.get("duration_s") or 0.0)
-    if good and sends and span > 0:
-        return tuple(batch_rates(good, min(sends), span))
-    return ()
 
 
 def _saturation(
@@ -243,6 +147,55 @@ def _saturation(
     return sat
 
 
+def _ordered_configs(
+    runs: Sequence[RunRow], keys: dict[int, str], baseline: str | None
+) -> list[str]:
+    """Config keys in run order, the baseline (default: the first) moved to the front."""
+    configs = list(dict.fromkeys(keys[r.id] for r in runs))
+    base = baseline or configs[0]
+    if base not in configs:
+        raise ConfigError(f"--baseline: {base!r} is not among the configs ({', '.join(configs)})")
+    return [base] + [c for c in configs if c != base]
+
+
+def _refusal(base: str, bad: dict[str, list[Difference]]) -> NotComparable:
+    lines = [
+        f"{c} vs {base}: " + ", ".join(f"{d.field} ({d.a!r} vs {d.b!r})" for d in ds)
+        for c, ds in bad.items()
+    ]
+    return NotComparable(
+        "comparison refused, the runs differ in: "
+        + "; ".join(lines)
+        + " (--force compares anyway and marks every affected cell)"
+    )
+
+
+def _cell(store: Store, cfg: str, label: str, g: RunGroup) -> Cell:
+    """One group's values (mean output tok/s over trials, pooled medians), trust and warnings."""
+    tok_s = [float(r.summary.get("output_tok_s") or 0.0) for r in g.runs]
+    values: dict[str, float] = {"output_tok_s": sum(tok_s) / len(tok_s)}
+    for m in ("tpot_ms", "ttft_ms"):
+        pooled = [x for recs in g.records for x in per_request(m, recs)]
+        values[m] = percentile(pooled, 50)
+    n_ok = sum(len(measured(recs)) for recs in g.records)
+    errors = sum(int(sum((r.summary.get("errors") or {}).values())) for r in g.runs)
+    lags = [
+        float((store.run_meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
+        for r in g.runs
+        if r.source == "inferlab bench"
+    ]
+    cell = Cell(cfg, label, len(g.runs), values)
+    cell.untrusted, cell.untrusted_reasons = group_trust(g.runs)
+    cell.warnings = quality_warnings(
+        samples=n_ok,
+        trial_tok_s=tok_s,
+        lag_p99_ms=max(lags) if lags else None,
+        length_mismatches=sum(int(r.summary.get("length_warnings") or 0) for r in g.runs),
+        errors=errors,
+    )
+    return cell
+
+
 def build_comparison(
     store: Store,
     *,
@@ -259,65 +212,22 @@ def build_comparison(
     for m in metrics:
         if m not in METRICS:
             raise ConfigError(f"--metric: unknown metric {m!r}; expected {', '.join(METRICS)}")
-    runs = [r for r in _select(store, campaign, selectors) if not r.interrupted]
+    runs = [r for r in select_runs(store, campaign, selectors) if not r.interrupted]
     if not runs:
         raise ConfigError("compare: no finished runs selected")
-    keys = _config_keys(runs)
-    configs: list[str] = []
-    for r in runs:
-        if keys[r.id] not in configs:
-            configs.append(keys[r.id])
-    base = baseline or configs[0]
-    if base not in configs:
-        raise ConfigError(f"--baseline: {base!r} is not among the configs ({', '.join(configs)})")
-    configs = [base] + [c for c in configs if c != base]
-    groups: dict[tuple[str, str], _Group] = {}
-    for r in runs:
-        g = groups.setdefault((keys[r.id], r.label), _Group([], []))
-        g.runs.append(r)
-        g.records.append(store.requests(r.id))
-    labels = sorted({lb for _, lb in groups}, key=_label_key)
+    keys = config_keys(runs)
+    configs = _ordered_configs(runs, keys, baseline)
+    base = configs[0]
+    groups = group_runs(store, runs, keys)
+    labels = sorted({lb for _, lb in groups}, key=label_key)
     first = {c: next(r for r in runs if keys[r.id] == c) for c in configs}
     differences = {
-        c: check_comparable(_identity(first[base]), _identity(first[c])) for c in configs[1:]
+        c: check_comparable(identity(first[base]), identity(first[c])) for c in configs[1:]
     }
     bad = {c: d for c, d in differences.items() if d}
     if bad and not force:
-        lines = [
-            f"{c} vs {base}: " + ", ".join(f"{d.field} ({d.a!r} vs {d.b!r})" for d in ds)
-            for c, ds in bad.items()
-        ]
-        raise NotComparable(
-            "comparison refused, the runs differ in: "
-            + "; ".join(lines)
-            + " (--force compares anyway and marks every affected cell)"
-        )
-    cells: dict[tuple[str, str], Cell] = {}
-    for (cfg, label), g in groups.items():
-        values: dict[str, float] = {}
-        values["output_tok_s"] = sum(
-            float(r.summary.get("output_tok_s") or 0.0) for r in g.runs
-        ) / len(g.runs)
-        for m in ("tpot_ms", "ttft_ms"):
-            pooled = [x for recs in g.records for x in _per_request(m, recs)]
-            values[m] = percentile(pooled, 50)
-        n_ok = sum(len(_measured(recs)) for recs in g.records)
-        errors = sum(int(sum((r.summary.get("errors") or {}).values())) for r in g.runs)
-        lags = [
-            float((store.run_meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
-            for r in g.runs
-            if r.source == "inferlab bench"
-        ]
-        cell = Cell(cfg, label, len(g.runs), values)
-        cell.untrusted, cell.untrusted_reasons = group_trust(g.runs)
-        cell.warnings = quality_warnings(
-            samples=n_ok,
-            trial_tok_s=[float(r.summary.get("output_tok_s") or 0.0) for r in g.runs],
-            lag_p99_ms=max(lags) if lags else None,
-            length_mismatches=sum(int(r.summary.get("length_warnings") or 0) for r in g.runs),
-            errors=errors,
-        )
-        cells[(cfg, label)] = cell
+        raise _refusal(base, bad)
+    cells = {(cfg, label): _cell(store, cfg, label, g) for (cfg, label), g in groups.items()}
     for cfg in configs[1:]:
         for label in labels:
             cand = cells.get((cfg, label))
@@ -325,17 +235,8 @@ def build_comparison(
                 continue
             cand.forced = bad.get(cfg, [])
             cand.levers = not_applied(store, first[cfg])
-            base_cell = cells[(base, label)]
-            cand.verdicts = _verdicts(
-                groups[(base, label)],
-                groups[(cfg, label)],
-                base,
-                cand,
-                base_cell,
-                metrics,
-                alpha,
-                min_effect,
-            )
+            bg, cg, base_cell = groups[(base, label)], groups[(cfg, label)], cells[(base, label)]
+            cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
             if cand.levers and not force:  # a diff item that did not take effect: no claim
                 cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
@@ -356,10 +257,6 @@ def build_comparison(
 # -- formatting -------------------------------------------------------------------------------
 
 
-def _num(x: float, digits: int) -> str:
-    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
-
-
 def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
     """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others;
     ``value untrusted: client lag`` where no claim may be made."""
@@ -367,7 +264,7 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
     if cell is None:
         return "–"
     digits = METRICS[metric][2]
-    text = _num(cell.values.get(metric, math.nan), digits)
+    text = num(cell.values.get(metric, math.nan), digits)
     v = cell.verdicts.get(metric)
     if cell.blocked or (v is None and cell.untrusted):
         text += f" {cell.blocked or cell.untrusted}"
@@ -376,9 +273,7 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
         if math.isnan(r.estimate):
             text += " (no ratio)"
         else:
-            lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
-            hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
-            text += f" ×{r.estimate:.3f} [{lo}, {hi}]"
+            text += " " + ratio_text(r)
         text += " " + claim_text(v, None, cell.looks.get(metric))
     if cell.forced:
         text += " !"

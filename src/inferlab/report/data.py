@@ -13,6 +13,7 @@ from typing import Any
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.report.compare import Comparison, build_comparison
+from inferlab.report.compare_runs import config_keys
 from inferlab.report.sections import Section, build_sections
 from inferlab.stats.metrics import itl_ms
 from inferlab.stats.summary import percentile
@@ -259,6 +260,84 @@ def _run_info(store: Store, r: RunRow) -> RunInfo:
     )
 
 
+def _comparison(
+    store: Store, campaign: str, finished: list[RunRow], baseline: str | None
+) -> tuple[Comparison | None, str | None]:
+    """The verdict table (forced: differences are listed, not refused), or why there is none."""
+    if not finished:
+        return None, "no finished runs in this campaign"
+    run_configs = list(dict.fromkeys(r.config for r in finished))
+    if baseline is not None and baseline not in run_configs:
+        return None, f"the baseline {baseline!r} has no finished runs"
+    return build_comparison(store, campaign=campaign, baseline=baseline, force=True), None
+
+
+def _distributions(
+    store: Store, runs: list[RunRow]
+) -> tuple[dict[tuple[str, str], Quantiles], dict[tuple[str, str], Quantiles]]:
+    """TTFT and ITL quantiles (ms) per (config key, load label), pooled over finished trials."""
+    keys = config_keys([r for r in runs if not r.interrupted])
+    ttft_s: dict[tuple[str, str], list[float]] = {}
+    itl_s: dict[tuple[str, str], list[float]] = {}
+    for r in runs:
+        if r.interrupted:
+            continue
+        key = (keys[r.id], r.label)
+        for rec in store.requests(r.id):
+            if not rec.counted or not rec.ok or not rec.event_ns:
+                continue
+            if rec.ttft_ns is not None:
+                ttft_s.setdefault(key, []).append(rec.ttft_ns / 1e6)
+            itl_s.setdefault(key, []).extend(itl_ms(rec))
+    ttft = {k: q for k, v in ttft_s.items() if (q := _quantiles(v)) is not None}
+    itl = {k: q for k, v in itl_s.items() if (q := _quantiles(v)) is not None}
+    return ttft, itl
+
+
+def _curves(comparison: Comparison | None) -> list[Curve]:
+    """Each config's (C, output tok/s, median TPOT) over its C=N load points."""
+    curves: list[Curve] = []
+    if comparison is None:
+        return curves
+    for cfg in comparison.configs:
+        pts = []
+        for lb in comparison.labels:
+            m = re.match(r"C=(\d+)$", lb)
+            cell = comparison.cells.get((cfg, lb))
+            if m and cell is not None:
+                v = cell.values
+                pts.append((int(m.group(1)), v["output_tok_s"], v.get("tpot_ms", float("nan"))))
+        if pts:
+            curves.append(Curve(cfg, pts))
+    return curves
+
+
+def _environments(runs: list[RunRow]) -> dict[str, list[dict[str, Any]]]:
+    """Config → its distinct environments (the ``ENV_KEYS`` fields that are set)."""
+    envs: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        e = {k: r.environment.get(k) for k in ENV_KEYS if r.environment.get(k) is not None}
+        lst = envs.setdefault(r.config, [])
+        if e and e not in lst:
+            lst.append(e)
+    return envs
+
+
+def _diffs(
+    configs: list[ConfigInfo], base_name: str | None
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Config → its argv changes and its env changes against the baseline's newest content."""
+    argv_diff: dict[str, list[str]] = {}
+    env_diff: dict[str, list[str]] = {}
+    latest = {c.name: c for c in configs}  # the newest content of each name
+    base_cfg = latest.get(base_name or "")
+    if base_cfg is not None:
+        for c in latest.values():
+            if c.name != base_cfg.name:
+                argv_diff[c.name], env_diff[c.name] = _change_lines(base_cfg, c)
+    return argv_diff, env_diff
+
+
 def build_report(store: Store, campaign: str, *, baseline: str | None = None) -> Report:
     """Everything the report shows for ``campaign``. Raises ``ConfigError`` for an unknown
     campaign (listing the known ones) or an unknown baseline."""
@@ -270,82 +349,22 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
         )
     configs = _configs(store, campaign)
     runs = store.runs(campaign=campaign)
-    finished = [r for r in runs if not r.interrupted]
     names = list(dict.fromkeys(c.name for c in configs))
     if baseline is not None and baseline not in names:
         raise ConfigError(
             f"--baseline: {baseline!r} is not a config of campaign {campaign!r} "
             f"({', '.join(names) or 'none'})"
         )
-    comparison: Comparison | None = None
-    no_comparison: str | None = None
-    if finished:
-        run_configs = list(dict.fromkeys(r.config for r in finished))
-        if baseline is not None and baseline not in run_configs:
-            no_comparison = f"the baseline {baseline!r} has no finished runs"
-        else:
-            comparison = build_comparison(store, campaign=campaign, baseline=baseline, force=True)
-    else:
-        no_comparison = "no finished runs in this campaign"
+    finished = [r for r in runs if not r.interrupted]
+    comparison, no_comparison = _comparison(store, campaign, finished, baseline)
     base_name = (
         comparison.baseline if comparison is not None else (baseline or next(iter(names), None))
     )
-
-    # distributions and per-run facts from the raw samples
-    hashes: dict[str, set[str]] = {}
-    for r in finished:
-        hashes.setdefault(r.config, set()).add(r.config_hash)
-
-    def key_of(name: str, h: str) -> str:
-        return name if len(hashes.get(name, ())) <= 1 else f"{name}@{h[:6]}"
-
-    ttft_s: dict[tuple[str, str], list[float]] = {}
-    itl_s: dict[tuple[str, str], list[float]] = {}
-    run_infos: list[RunInfo] = []
-    for r in runs:
-        run_infos.append(_run_info(store, r))
-        if r.interrupted:
-            continue
-        key = (key_of(r.config, r.config_hash), r.label)
-        for rec in store.requests(r.id):
-            if not rec.counted or not rec.ok or not rec.event_ns:
-                continue
-            if rec.ttft_ns is not None:
-                ttft_s.setdefault(key, []).append(rec.ttft_ns / 1e6)
-            itl_s.setdefault(key, []).extend(itl_ms(rec))
-    ttft = {k: q for k, v in ttft_s.items() if (q := _quantiles(v)) is not None}
-    itl = {k: q for k, v in itl_s.items() if (q := _quantiles(v)) is not None}
-
-    curves: list[Curve] = []
-    if comparison is not None:
-        for cfg in comparison.configs:
-            pts = []
-            for lb in comparison.labels:
-                m = re.match(r"C=(\d+)$", lb)
-                cell = comparison.cells.get((cfg, lb))
-                if m and cell is not None:
-                    v = cell.values
-                    pts.append((int(m.group(1)), v["output_tok_s"], v.get("tpot_ms", float("nan"))))
-            if pts:
-                curves.append(Curve(cfg, pts))
-
-    envs: dict[str, list[dict[str, Any]]] = {}
-    for r in runs:
-        e = {k: r.environment.get(k) for k in ENV_KEYS if r.environment.get(k) is not None}
-        lst = envs.setdefault(r.config, [])
-        if e and e not in lst:
-            lst.append(e)
-
-    argv_diff: dict[str, list[str]] = {}
-    env_diff: dict[str, list[str]] = {}
-    latest = {c.name: c for c in configs}  # the newest content of each name
-    base_cfg = latest.get(base_name or "")
-    if base_cfg is not None:
-        for c in latest.values():
-            if c.name != base_cfg.name:
-                argv_diff[c.name], env_diff[c.name] = _change_lines(base_cfg, c)
-
+    run_infos = [_run_info(store, r) for r in runs]
+    ttft, itl = _distributions(store, runs)
+    argv_diff, env_diff = _diffs(configs, base_name)
     checks, launches = _verifications(store, campaign)
+    curves, envs = _curves(comparison), _environments(runs)
     simulated = any(c.engine == "sim" for c in configs) or any(
         r.environment.get("engine_name") == "sim" for r in runs
     )

@@ -14,15 +14,17 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from inferlab.stats.compare import Verdict
 from inferlab.stats.summary import Interval
 from inferlab.stats.trust import trust_from_json
+from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow
 
 __all__ = [
     "claim_class",
     "claim_text",
     "group_trust",
+    "num",
+    "ratio_text",
     "sequential_verdict",
     "stop_text",
     "untrusted_verdict",
@@ -88,6 +90,20 @@ def claim_text(verdict: Verdict, untrusted: str | None, look: str | None) -> str
     if verdict.reason.startswith("equivalent:"):
         mark = "~ equivalent"
     return f"{mark} ({look})" if look else mark
+
+
+def num(x: float | None, digits: int = 1) -> str:
+    """A cell's value with ``digits`` decimals and thousands separators; "–" when missing."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def ratio_text(r: Interval) -> str:
+    """A ratio with its interval, "×1.060 [1.020, 1.100]" ("?" for an undefined bound)."""
+    lo = "?" if math.isnan(r.low) else f"{r.low:.3f}"
+    hi = "?" if math.isnan(r.high) else f"{r.high:.3f}"
+    return f"×{r.estimate:.3f} [{lo}, {hi}]"
 
 
 def stop_text(stop: Mapping[str, Any]) -> str:

@@ -1,5 +1,5 @@
 """Normal and Student-t distributions in pure Python (no scipy on this path): the p-values and
-quantiles behind ``inferlab.stats.compare``."""
+quantiles behind ``inferlab.stats.difference`` and ``inferlab.stats.intervals``."""
 
 from __future__ import annotations
 

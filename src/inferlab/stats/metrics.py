@@ -161,6 +161,16 @@ class PointSummary:
         return out
 
 
+def _per_s(count: float, window_s: float) -> float:
+    """``count`` per second of ``window_s``; 0 for an empty window."""
+    return count / window_s if window_s > 0 else 0.0
+
+
+def _prompt_tokens(r: RequestRecord) -> int:
+    """Prompt tokens as the server reported them (usage), else as the client counted them."""
+    return r.usage_prompt_tokens if r.usage_prompt_tokens is not None else r.input_tokens or 0
+
+
 def summarize(
     records: Sequence[RequestRecord],
     *,
@@ -186,16 +196,13 @@ def summarize(
         icl.extend(icl_ms(r))
     queue = [d / _NS_PER_MS for d in (r.client_queue_delay_ns for r in measured) if d is not None]
     out_tokens = sum(r.output_tokens for r in good)
-    in_tokens = sum(
-        (r.usage_prompt_tokens if r.usage_prompt_tokens is not None else r.input_tokens or 0)
-        for r in good
-    )
+    in_tokens = sum(_prompt_tokens(r) for r in good)
     has_slo = any(x is not None for x in (slo_ttft_ms, slo_tpot_ms, slo_e2e_ms))
     n_good_slo = sum(
         meets_slo(r, ttft_ms=slo_ttft_ms, tpot_ms_max=slo_tpot_ms, e2e_ms=slo_e2e_ms)
         for r in measured
     )
-    tput = out_tokens / window_s if window_s > 0 else 0.0
+    tput = _per_s(out_tokens, window_s)
     tput_int = throughput_interval(good, tput, min(sends) if sends else 0, window_s)
     length_warn = sum(1 for r in good if any(w.startswith("length:") for w in r.warnings))
     return PointSummary(
@@ -211,9 +218,9 @@ def summarize(
         queue_delay_ms=describe(queue),
         user_tok_s=describe([1000.0 / t for t in tpots if t > 0]),
         output_tok_s=tput,
-        total_tok_s=(out_tokens + in_tokens) / window_s if window_s > 0 else 0.0,
-        request_s=len(good) / window_s if window_s > 0 else 0.0,
-        goodput_req_s=(n_good_slo / window_s if window_s > 0 else 0.0) if has_slo else None,
+        total_tok_s=_per_s(out_tokens + in_tokens, window_s),
+        request_s=_per_s(len(good), window_s),
+        goodput_req_s=_per_s(n_good_slo, window_s) if has_slo else None,
         slo_attainment=(n_good_slo / len(measured) if measured else None) if has_slo else None,
         peak_concurrency=peak_concurrency(measured),
         input_tokens=in_tokens,
