@@ -57,7 +57,7 @@ def test_untrusted_runs_are_stored_with_reason_and_fix(db: Path) -> None:
     assert fast.trust == "untrusted" and fast.trust_reasons[0]["reason"] == "client-lag"
     assert "client_cpus" in fast.trust_reasons[0]["fix"]
     burst = runs[("burst", "C=2")]
-    assert burst.summary["tpot_ms"]["p50"] < 0.01
+    assert burst.summary["tpot_ms"]["p50"] < 0.1  # TPOT_ZERO_MS: a burst, however it was read
     assert [x["reason"] for x in burst.trust_reasons] == ["tpot-zero"]
 
 

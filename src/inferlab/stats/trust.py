@@ -3,7 +3,7 @@
 A point is untrusted when its numbers do not measure the server:
 - ``client-lag``: the measuring client's event loop ran late (loop-lag p99 above the limit),
   so token timestamps are late by that much;
-- ``tpot-zero``: the median TPOT is below 0.01 ms — most requests' tokens were read at once
+- ``tpot-zero``: the median TPOT is below 0.1 ms (10,000 tok/s for one stream) — most requests' tokens were read at once
   (a starved client, or a server or proxy that buffers its stream), a measurement failure and
   not a speed;
 - ``interrupted``: the point was cut short (Ctrl-C): what it had is stored, never used;
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 DEFAULT_LAG_LIMIT_MS = 1.0
-TPOT_ZERO_MS = 0.01  # below 10 µs per token no real server decodes: tokens were read at once
+TPOT_ZERO_MS = 0.1  # 10,000 tok/s for one stream: no real server decodes that fast; a burst read
 
 TrustState = Literal["trusted", "untrusted"]
 
