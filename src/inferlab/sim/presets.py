@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferlab.errors import ConfigError
+from inferlab.errors import ConfigError, lookup
 from inferlab.sim.model import (
     MemoryModel,
     SpecCosts,
@@ -193,12 +193,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (_dsv4(), _generic())}
 
 
 def get_preset(name: str) -> Preset:
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise ConfigError(
-            f"--preset: unknown preset {name!r}; expected one of {', '.join(sorted(PRESETS))}"
-        ) from None
+    return lookup(
+        PRESETS, name, "--preset: unknown preset {name}; expected one of {known}", sorted(PRESETS)
+    )
 
 
 def _draft_tokens(lv: Levers) -> int:
