@@ -23,6 +23,9 @@ request (``RequestRecord.error_kind``) and counted, never raised.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
 __all__ = [
     "ConfigError",
     "ConnectError",
@@ -38,7 +41,10 @@ __all__ = [
     "TraceError",
     "TuneError",
     "VerifyError",
+    "lookup",
 ]
+
+_T = TypeVar("_T")
 
 
 class InferlabError(Exception):
@@ -116,3 +122,13 @@ class TraceError(InferlabError):
 class TuneError(InferlabError):
     """Kernel tuning cannot run (no torch/triton/CUDA GPU) or produced no usable result for a
     cell (every config failed its reference check, a device process lost its cells)."""
+
+
+def lookup(table: Mapping[str, _T], name: str, message: str, known: Iterable[str] = ()) -> _T:
+    """``table[name]``; for an unknown name a ``ConfigError`` of ``message`` with ``{name}`` (its
+    repr) and ``{known}`` (``known`` comma-joined, or the table's keys in order) filled in."""
+    try:
+        return table[name]
+    except KeyError:
+        names = ", ".join(known or table)
+        raise ConfigError(message.format(name=repr(name), known=names)) from None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,13 +21,9 @@ from pydantic import (
 )
 
 from inferlab.config.bench import SLO, WorkloadSpec, check_auto
+from inferlab.config.tomlcompat import tomllib
 from inferlab.cpus import parse_cpu_list
 from inferlab.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "CampaignFile",

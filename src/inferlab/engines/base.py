@@ -18,7 +18,7 @@ from inferlab.engines.evidence import Evidence
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
-from inferlab.errors import ConfigError
+from inferlab.errors import ConfigError, lookup
 
 __all__ = [
     "MOE_NAMES",
@@ -343,12 +343,9 @@ def registered() -> list[str]:
 
 
 def get_engine(name: str) -> EngineSpec:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"engine: unknown kind {name!r}; expected one of {', '.join(registered())}"
-        ) from None
+    return lookup(
+        _REGISTRY, name, "engine: unknown kind {name}; expected one of {known}", registered()
+    )
 
 
 def classify_log(lines: str | Iterable[str], engine: str | EngineSpec) -> list[LogMatch]:

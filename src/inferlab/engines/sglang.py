@@ -11,7 +11,7 @@ from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, Nati
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import sig
+from inferlab.engines.logs import LogSignature, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "sglang/srt/metrics/collector.py"
@@ -165,6 +165,20 @@ _CAPTURE_SRC = (
     "oom_graph_capture/sglang-issue11218_dsv32-docker-compose-capture-failed-remedies.log"
 )
 
+
+def _capture_failed(kind: str, more: str = "") -> LogSignature:
+    """A fatal "Capture cuda graph failed" line (``more``: what else the line must say)."""
+    return sig(
+        kind,
+        r"Capture cuda graph failed(?!: \{)" + more,
+        "error",
+        fatal=True,
+        remedy=_GRAPH_REMEDY,
+        flags=_GRAPH_FLAGS,
+        source=_CAPTURE_SRC,
+    )
+
+
 SIGNATURES = (
     sig(
         "ready",
@@ -174,24 +188,8 @@ SIGNATURES = (
         source="sglang/srt/entrypoints/http_server.py message (no fixture log)",
     ),
     # "Capture cuda graph failed: {e}" is also source text in tracebacks: not a match
-    sig(
-        "oom_cuda_graph_capture",
-        r"Capture cuda graph failed(?!: \{).*(?:out of memory|OutOfMemory)",
-        "error",
-        fatal=True,
-        remedy=_GRAPH_REMEDY,
-        flags=_GRAPH_FLAGS,
-        source=_CAPTURE_SRC,
-    ),
-    sig(
-        "cuda_graph_capture_failed",
-        r"Capture cuda graph failed(?!: \{)",
-        "error",
-        fatal=True,
-        remedy=_GRAPH_REMEDY,
-        flags=_GRAPH_FLAGS,
-        source=_CAPTURE_SRC,
-    ),
+    _capture_failed("oom_cuda_graph_capture", r".*(?:out of memory|OutOfMemory)"),
+    _capture_failed("cuda_graph_capture_failed"),
     sig(
         "not_enough_memory",
         r"Not enough memory\. Please try to increase --mem-fraction-static",

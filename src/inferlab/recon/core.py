@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab import __version__
 from inferlab.environment import nvml_gpus
@@ -25,6 +25,9 @@ from inferlab.recon.git import RepoInfo, is_tracked_package, repo_info
 from inferlab.recon.probe import PythonInfo, TorchInfo, probe_python, probe_torch
 from inferlab.recon.server import ServerProbe, check_url, probe_server
 from inferlab.recon.tuned import NeededShape, TunedDir, device_key, match_needed, scan_dir
+
+if TYPE_CHECKING:
+    from inferlab.logs import UntunedGemm, UntunedMoe
 
 __all__ = ["RECON_VERSION", "EngineInfo", "Recon", "ReconOptions", "needed_from_log", "run_recon"]
 
@@ -119,38 +122,33 @@ def needed_from_log(path: Path) -> list[NeededShape]:
     """The shapes the log says ran on a default (untuned) config, via ``inferlab.logs``."""
     from inferlab.logs import untuned_fp8_gemms, untuned_moe
 
-    out: list[NeededShape] = []
-    for g in untuned_fp8_gemms(path):
-        out.append(
-            NeededShape(
-                kind="fp8_gemm",
-                device=g.device,
-                n=int(g.n),
-                k=int(g.k),
-                e=None,
-                dtype=g.dtype,
-                block_shape=_shape(g.block_shape),
-                lines=list(g.lines),
-                present=None,
-            )
-        )
-    for m in untuned_moe(path):
-        out.append(
-            NeededShape(
-                kind="fused_moe",
-                device=m.device,
-                n=int(m.n),
-                k=None,
-                e=int(m.e),
-                dtype=m.dtype,
-                block_shape=_shape(m.block_shape),
-                lines=list(m.lines),
-                present=None,
-                down=m.reason == "down",
-                reason=m.reason,
-            )
-        )
+    out = [_needed("fp8_gemm", g, k=int(g.k)) for g in untuned_fp8_gemms(path)]
+    out += [_needed("fused_moe", m, e=int(m.e), reason=m.reason) for m in untuned_moe(path)]
     return out
+
+
+def _needed(
+    kind: str,
+    u: UntunedGemm | UntunedMoe,
+    *,
+    k: int | None = None,
+    e: int | None = None,
+    reason: str = "default",
+) -> NeededShape:
+    """The ``NeededShape`` of one untuned shape of the log (GEMMs have ``k``, MoEs ``e``)."""
+    return NeededShape(
+        kind=kind,
+        device=u.device,
+        n=int(u.n),
+        k=k,
+        e=e,
+        dtype=u.dtype,
+        block_shape=_shape(u.block_shape),
+        lines=list(u.lines),
+        present=None,
+        down=reason == "down",
+        reason=reason,
+    )
 
 
 def _shape(block: object) -> tuple[int, ...] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferlab.errors import ConfigError
+from inferlab.errors import ConfigError, lookup
 
 __all__ = [
     "ENGINES",
@@ -86,12 +86,9 @@ _register(
 
 def get_recon_engine(name: str) -> ReconEngine:
     """The registered engine ``name``; a ``ConfigError`` lists the known ones."""
-    try:
-        return ENGINES[name]
-    except KeyError:
-        raise ConfigError(
-            f"--engine: unknown engine {name!r} (known: {', '.join(sorted(ENGINES))})"
-        ) from None
+    return lookup(
+        ENGINES, name, "--engine: unknown engine {name} (known: {known})", sorted(ENGINES)
+    )
 
 
 def triton_subdir(triton_version: str) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "MemoryModel",
     "SpecCosts",
     "SpecModel",
+    "StepCosts",
     "StepModel",
     "accept_draw",
     "graph_capture_need",
@@ -61,8 +62,9 @@ class SpecModel(SpecCosts):
     draft_tokens: int = Field(ge=1, le=64, description="k: drafted tokens per sequence per step")
 
 
-class StepModel(BaseModel):
-    """The timing parameters of one engine configuration (levers already applied)."""
+class StepCosts(BaseModel):
+    """The decode-step and prefill costs (ms; ``saturation`` in sequences) of the formula above,
+    as a preset states them and a configuration runs them."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,6 +73,11 @@ class StepModel(BaseModel):
     saturation: float = Field(gt=0.0)
     per_seq_over_ms: float = Field(ge=0.0)
     prefill_per_token_ms: float = Field(ge=0.0)
+
+
+class StepModel(StepCosts):
+    """The timing parameters of one engine configuration (levers already applied)."""
+
     max_running: int = Field(ge=1)
     kv_tokens: int = Field(ge=1, description="KV-cache capacity in tokens")
     cuda_graph_max_bs: int = Field(ge=0, description="0: no CUDA graphs (every step eager)")

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from inferlab.errors import ConfigError
+from inferlab.errors import ConfigError, lookup
 from inferlab.sim.model import (
     MemoryModel,
     SpecCosts,
     SpecModel,
+    StepCosts,
     StepModel,
     graph_capture_need,
     mean_accept_length,
@@ -37,18 +38,11 @@ __all__ = [
 ]
 
 
-class Preset(BaseModel):
+class Preset(StepCosts):
     """One simulated deployment: baseline step costs, lever effects, memory."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     description: str
-    fixed_ms: float = Field(ge=0.0)
-    per_seq_ms: float = Field(ge=0.0)
-    saturation: float = Field(gt=0.0)
-    per_seq_over_ms: float = Field(ge=0.0)
-    prefill_per_token_ms: float = Field(ge=0.0)
     eager_penalty: float = Field(ge=1.0)
     default_max_running: int = Field(ge=1)
     default_cuda_graph_max_bs: int = Field(ge=1)
@@ -193,12 +187,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (_dsv4(), _generic())}
 
 
 def get_preset(name: str) -> Preset:
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise ConfigError(
-            f"--preset: unknown preset {name!r}; expected one of {', '.join(sorted(PRESETS))}"
-        ) from None
+    return lookup(
+        PRESETS, name, "--preset: unknown preset {name}; expected one of {known}", sorted(PRESETS)
+    )
 
 
 def _draft_tokens(lv: Levers) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,26 +15,17 @@ __all__ = ["Record", "Request", "lateness_summary"]
 _EMPTY = array("q")
 
 
+@dataclass(slots=True, eq=False)
 class Request:
-    __slots__ = ("body", "headers", "keep_alive", "method", "parsed_ns", "path", "recv_ns")
+    """One parsed HTTP request: received and parsed at ``recv_ns``/``parsed_ns`` (ns)."""
 
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        headers: dict[str, str],
-        body: bytes,
-        keep_alive: bool,
-        recv_ns: int,
-        parsed_ns: int,
-    ) -> None:
-        self.method = method
-        self.path = path
-        self.headers = headers
-        self.body = body
-        self.keep_alive = keep_alive
-        self.recv_ns = recv_ns
-        self.parsed_ns = parsed_ns
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    keep_alive: bool
+    recv_ns: int
+    parsed_ns: int
 
 
 class Record:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from inferlab.errors import ConfigError
+from inferlab.errors import lookup
 
 __all__ = [
     "BACKEND_RULES",
@@ -256,12 +256,7 @@ BACKEND_RULES: dict[str, Callable[[BackendContext], BackendVerdict]] = {
 def triton_verdict(engine: str, ctx: BackendContext) -> BackendVerdict:
     """Which backend ``engine`` would run for ``ctx``; raises ``ConfigError`` for an unknown
     engine (naming the known ones)."""
-    try:
-        rule = BACKEND_RULES[engine]
-    except KeyError:
-        raise ConfigError(
-            f"--engine: unknown engine {engine!r} (known: {', '.join(BACKEND_RULES)})"
-        ) from None
+    rule = lookup(BACKEND_RULES, engine, "--engine: unknown engine {name} (known: {known})")
     return rule(ctx)
 
 

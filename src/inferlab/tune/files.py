@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.config.jsonfile import read_json
-from inferlab.errors import ConfigError
+from inferlab.errors import ConfigError, lookup
 from inferlab.tune.config import ENGINE_KEYS, KernelConfig
 
 __all__ = [
@@ -52,12 +52,7 @@ def device_file_name(device_name: str) -> str:
 
 def config_file_name(engine: str, n: int, k: int, device_name: str) -> str:
     """The file name ``engine`` looks up for shape (N, K) on ``device_name``."""
-    try:
-        fmt = ENGINE_FILE_NAMES[engine]
-    except KeyError:
-        raise ConfigError(
-            f"--engine: unknown engine {engine!r} (known: {', '.join(ENGINE_FILE_NAMES)})"
-        ) from None
+    fmt = lookup(ENGINE_FILE_NAMES, engine, "--engine: unknown engine {name} (known: {known})")
     return fmt(n, k, device_file_name(device_name))
 
 

@@ -280,13 +280,7 @@ def _matmul_args(m: int, n: int, k: int, ops: Any) -> list[Any]:
 
 def _meta(cfg: KernelConfig) -> dict[str, int]:
     """The compile-time parameters of ``cfg`` (GROUP_SIZE_M and split are runtime arguments)."""
-    return {
-        "BLOCK_SIZE_M": cfg.block_m,
-        "BLOCK_SIZE_N": cfg.block_n,
-        "BLOCK_SIZE_K": cfg.block_k,
-        "num_warps": cfg.num_warps,
-        "num_stages": cfg.num_stages,
-    }
+    return {k: v for k, v in cfg.to_engine().items() if k != "GROUP_SIZE_M"}
 
 
 def launch(

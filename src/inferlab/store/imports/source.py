@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from inferlab.errors import ConfigError
 from inferlab.store.imports.content import Content
 
 __all__ = ["Source", "kind_of", "where"]
+
+_T = TypeVar("_T")
 
 
 def where(c: Content, line: int | None) -> str:
@@ -53,9 +55,7 @@ class Source:
         return float(v)
 
     def req_num(self, key: str) -> float:
-        v = self.num(key, required=True, null=False)
-        assert v is not None
-        return v
+        return _present(self.num(key, required=True, null=False))
 
     def int_(self, key: str, *, required: bool = False) -> int | None:
         v = self._get(key, required, "an integer")
@@ -68,17 +68,19 @@ class Source:
         return int(v)
 
     def req_int(self, key: str) -> int:
-        v = self.int_(key, required=True)
-        assert v is not None
+        return _present(self.int_(key, required=True))
+
+    def _typed(self, key: str, required: bool, cls: type[_T], expected: str) -> _T | None:
+        """The value of ``key`` if it is a ``cls`` (``expected``: that type in words)."""
+        v = self._get(key, required, expected)
+        if v is None:
+            return None
+        if not isinstance(v, cls):
+            raise self.fail(f"field {key!r} must be {expected}, got {kind_of(v)}")
         return v
 
     def str_(self, key: str, *, required: bool = False) -> str | None:
-        v = self._get(key, required, "a string")
-        if v is None:
-            return None
-        if not isinstance(v, str):
-            raise self.fail(f"field {key!r} must be a string, got {kind_of(v)}")
-        return v
+        return self._typed(key, required, str, "a string")
 
     def obj_(self, key: str, *, required: bool = False) -> Source | None:
         v = self._get(key, required, "an object")
@@ -87,9 +89,7 @@ class Source:
         return self.sub(v, key)
 
     def req_obj(self, key: str) -> Source:
-        v = self.obj_(key, required=True)
-        assert v is not None
-        return v
+        return _present(self.obj_(key, required=True))
 
     def sub(self, v: Any, what: str) -> Source:
         s = Source.__new__(Source)
@@ -101,12 +101,7 @@ class Source:
         return s
 
     def list_(self, key: str, *, required: bool = False) -> list[Any] | None:
-        v = self._get(key, required, "a list")
-        if v is None:
-            return None
-        if not isinstance(v, list):
-            raise self.fail(f"field {key!r} must be a list, got {kind_of(v)}")
-        return v
+        return self._typed(key, required, list, "a list")
 
     def num_list(self, key: str, n: int | None = None) -> list[float] | None:
         """A list of numbers (None entries refused); ``n``: required length."""
@@ -169,3 +164,9 @@ def kind_of(v: Any) -> str:
         float: "a number",
         type(None): "null",
     }.get(type(v), type(v).__name__)
+
+
+def _present(v: _T | None) -> _T:
+    """A required field's value: never None (its getter raised for an absent or null one)."""
+    assert v is not None
+    return v
