@@ -80,6 +80,10 @@ rm -f "$DB" "$DB"-wal "$DB"-shm
 
 # --- Ray ------------------------------------------------------------------------------------------
 export RAY_ADDRESS="127.0.0.1:$PORT"
+# Ray 2.60 turns token auth on when ~/.ray/auth_token exists (another Ray user's on a shared
+# machine): clients that do not send that token are refused. This head listens for this call
+# only, on an isolated host (or the local test): no token, for the head and every client.
+export RAY_AUTH_MODE=disabled
 say "ray start --head --num-gpus=2 (port $PORT; Triton cache of the --ray tune: $WORK/triton-ray)"
 rm -rf "$WORK"/triton-*
 RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper=true TRITON_CACHE_DIR="$WORK/triton-ray" \
