@@ -213,6 +213,8 @@ def side_by_side(lives: list[Life], smi: Smi | None) -> Check:
 
 def drain_device(lives: list[Life], smi: Smi | None) -> Check:
     """Check 2 (see the module docstring)."""
+    if not lives:
+        return Check("drain read the right device", None, ["no config launched and stopped"])
     lines: list[str] = []
     ok: bool | None = True
     for x in lives:

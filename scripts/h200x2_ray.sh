@@ -20,7 +20,8 @@
 # GPUs (on its own port; only that head is stopped), the sim engine instead of transformers,
 # tune as --dry-run (no GPU), no sampler. It installs the wheels only when python3 is 3.12
 # (H200X2_INSTALL=0 skips). Its numbers check the script, not the GPUs.
-# Knobs: H200X2_REQUESTS (32 a point), H200X2_TUNE_M (M list, "1,16,64,256,1024,4096"),
+# Knobs: H200X2_PARTS (all; "campaign" = a+b, "tune" = c: a later stage2 call on the same warm
+# machine does the rest if the budget ran out), H200X2_REQUESTS (32 a point), H200X2_TUNE_M (M list, "1,16,64,256,1024,4096"),
 # H200X2_BUDGET_S (540), H200X2_STAGE (/tmp/raystage), H200X2_SITE (/tmp/site).
 set -uo pipefail
 export COLUMNS=${COLUMNS:-160}
@@ -32,6 +33,9 @@ BUDGET_S=${H200X2_BUDGET_S:-540}
 REQUESTS=${H200X2_REQUESTS:-32}
 TUNE_M=${H200X2_TUNE_M:-1,16,64,256,1024,4096}
 PORT=${H200X2_RAY_PORT:-6399}
+PARTS=${H200X2_PARTS:-all}  # all | campaign (a, b) | tune (c): a second stage2 call may finish
+case "$PARTS" in all | campaign | tune) ;; *) echo "H200X2_PARTS: all, campaign or tune" >&2; exit 2 ;; esac
+want() { [ "$PARTS" = all ] || [ "$PARTS" = "$1" ]; }
 T0=$(date +%s)
 OUTDIR=${OUT:-/tmp/h200x2-out}
 WORK=${H200X2_WORK:-/tmp/h200x2}
@@ -76,7 +80,7 @@ INFERLAB_TRANSFORMERS_PYTHON="$(command -v python3)"
 export INFERLAB_TRANSFORMERS_PYTHON INFERLAB_GPU_MODEL="$WORK/m1b"
 IL=(python3 -m inferlab)
 DB="$WORK/h200x2.db"
-rm -f "$DB" "$DB"-wal "$DB"-shm
+want campaign && rm -f "$DB" "$DB"-wal "$DB"-shm  # a tune-only call keeps the campaign's store
 
 # --- Ray ------------------------------------------------------------------------------------------
 export RAY_ADDRESS="127.0.0.1:$PORT"
@@ -84,13 +88,15 @@ export RAY_ADDRESS="127.0.0.1:$PORT"
 # machine): clients that do not send that token are refused. This head listens for this call
 # only, on an isolated host (or the local test): no token, for the head and every client.
 export RAY_AUTH_MODE=disabled
+RAY_CPUS=
+[ "$LOCAL" = 1 ] && RAY_CPUS=4  # logical: both configs' bundles (2 CPUs each) fit at once
 say "ray start --head --num-gpus=2 (port $PORT; Triton cache of the --ray tune: $WORK/triton-ray)"
-rm -rf "$WORK"/triton-*
+want tune && rm -rf "$WORK"/triton-*
 RAY_kill_child_processes_on_worker_exit_with_raylet_subreaper=true TRITON_CACHE_DIR="$WORK/triton-ray" \
   setsid ray start --head --block --node-ip-address 127.0.0.1 --port "$PORT" --num-gpus=2 \
-  --disable-usage-stats > "$WORK/ray-start.log" 2>&1 &
+  --disable-usage-stats ${RAY_CPUS:+--num-cpus "$RAY_CPUS"} > "$WORK/ray-start.log" 2>&1 &
 RAY_PID=$!
-SAMPLER=
+SAMPLER= SMI=
 cleanup() {
   [ -n "$SAMPLER" ] && kill "$SAMPLER" 2>/dev/null
   kill -TERM "$RAY_PID" 2>/dev/null  # --block: this head stops its own processes, no other
@@ -123,12 +129,14 @@ else
   python3 -c "import fastapi, openai, pydantic, scipy, torch, transformers, uvicorn, ray, inferlab.cli.main; \
 print('torch', torch.__version__, 'transformers', transformers.__version__, 'ray', ray.__version__, \
 [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])" 2>&1 | tee -a "$LOG" || exit 1
+fi
+if [ "$LOCAL" != 1 ] && want campaign; then
   say "model: inferlab model random --preset 1b"
   "${IL[@]}" model random --preset 1b "$INFERLAB_GPU_MODEL" >> "$LOG" 2>&1 || { say "model failed"; exit 1; }
   SMI="$OUTDIR/smi.csv"
   echo "t,kind,a,b,c" > "$SMI"
   (while :; do
-    t=$(secs)
+    t=$(date +%s.%N)
     nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader 2>/dev/null | sed "s/^/$t,app,/"
     nvidia-smi --query-gpu=index,uuid,memory.used --format=csv,noheader 2>/dev/null | sed "s/^/$t,gpu,/"
     sleep 0.5
@@ -151,6 +159,8 @@ args = ["--ttft-ms", "20", "--itl-ms", "5", "--startup-s", "5"]
 ready_timeout_s = 120
 stop_grace_s = 5
 gpus = 1
+[engine.env]
+PYTHONPATH = "$PYTHONPATH"   # the sim server is inferlab itself, run from this checkout
 [[config]]
 name = "cb"
 [[config]]
@@ -188,6 +198,8 @@ body = re.sub(r"(?m)^(precision|min_requests|max_requests) = .*\n", "", body)
 open(f"{work}/{name}.toml", "w", encoding="utf-8").write(head + body)
 PY
 }
+WALL_RAY= WALL_SEQ=
+if want campaign; then
 camp h200x2-ray && camp h200x2-seq || { say "campaign files failed"; exit 1; }
 "${IL[@]}" run "$WORK/h200x2-ray.toml" --db "$DB" --dry-run >> "$LOG" 2>&1 || { say "dry run failed"; tail -20 "$LOG"; exit 1; }
 
@@ -208,13 +220,14 @@ run_timed "b. inferlab run (the same configs, one after the other)" 45 "${IL[@]}
 WALL_SEQ=$WALL
 say "wall: --ray $WALL_RAY s, sequential $WALL_SEQ s, ratio $(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.3f}')" "$WALL_RAY" "$WALL_SEQ")"
 [ -n "$SAMPLER" ] && kill "$SAMPLER" 2>/dev/null; SAMPLER=
+fi
 
 # --- c. tune three ways ---------------------------------------------------------------------------
 SHAPES=(--shape 7168,2048 --shape 4096,7168 --shape 24576,1536 --shape 2112,7168)
-TUNE=("${IL[@]}" tune fp8-gemm "${SHAPES[@]}" --batch-sizes "$TUNE_M" --json)
+TUNE=("${IL[@]}" tune fp8-gemm "${SHAPES[@]}" --batch-sizes "$TUNE_M" --server-args "--fp8-gemm-backend triton")
 [ "$LOCAL" = 1 ] && TUNE+=(--dry-run --device-name "NVIDIA H200")
 TW=()
-for way in ray dev01 gpu0; do
+want tune && for way in ray dev01 gpu0; do
   case $way in
     ray) extra=(--ray auto) ;;
     dev01) extra=(--devices 0,1) ;;
@@ -231,9 +244,9 @@ for way in ray dev01 gpu0; do
   f=$(ls "$WORK/tune-$way"/tune-run-*.json 2>/dev/null | tail -1)
   [ -n "$f" ] && TUNE_ARGS+=("--$way" "$f")
 done
-if [ "${#TUNE_ARGS[@]}" -gt 0 ]; then
+if [ "${#TUNE_ARGS[@]}" -gt 0 ] && [ -n "${TUNE_ARGS[0]:-}" ]; then
   RETIME=(); [ "$LOCAL" = 1 ] || RETIME=(--retime)
-  timeout -s INT 60 python3 benchmarks/ray_tune_check.py "${TUNE_ARGS[@]}" "${RETIME[@]}" \
+  TRITON_CACHE_DIR="$WORK/triton-gpu0" timeout -s INT 120 python3 benchmarks/ray_tune_check.py "${TUNE_ARGS[@]}" "${RETIME[@]}" \
     > "$WORK/tune-check.md" 2>&1
   say "tune check: exit $? ($(tail -1 "$WORK/tune-check.md"))"
 else
@@ -242,8 +255,8 @@ fi
 
 # --- d. checks, report, files -----------------------------------------------------------------
 python3 benchmarks/ray_gpu_check.py --db "$DB" --ray-campaign h200x2-ray --seq-campaign h200x2-seq \
-  ${SMI:+--smi "$SMI"} --wall-ray "$WALL_RAY" --wall-seq "$WALL_SEQ" --tune-wall "${TW[*]}" \
-  > "$OUTDIR/checks.md" 2>&1
+  ${SMI:+--smi "$SMI"} ${WALL_RAY:+--wall-ray "$WALL_RAY"} ${WALL_SEQ:+--wall-seq "$WALL_SEQ"} \
+  --tune-wall "${TW[*]:-}" > "$OUTDIR/checks.md" 2>&1
 say "gpu checks: exit $?"
 cat "$WORK/tune-check.md" >> "$OUTDIR/checks.md"
 cat "$OUTDIR/checks.md" >> "$LOG"
