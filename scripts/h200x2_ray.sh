@@ -198,12 +198,6 @@ body = re.sub(r"(?m)^(precision|min_requests|max_requests) = .*\n", "", body)
 open(f"{work}/{name}.toml", "w", encoding="utf-8").write(head + body)
 PY
 }
-WALL_RAY= WALL_SEQ=
-if want campaign; then
-camp h200x2-ray && camp h200x2-seq || { say "campaign files failed"; exit 1; }
-"${IL[@]}" run "$WORK/h200x2-ray.toml" --db "$DB" --dry-run >> "$LOG" 2>&1 || { say "dry run failed"; tail -20 "$LOG"; exit 1; }
-
-# --- a. with Ray, b. without ------------------------------------------------------------------
 run_timed() {  # run_timed LABEL SHARE CMD… → wall seconds in $WALL
   local label=$1 share=$2; shift 2
   local s=$(($(left) * share / 100)); [ "$s" -gt 30 ] || s=30
@@ -214,6 +208,12 @@ run_timed() {  # run_timed LABEL SHARE CMD… → wall seconds in $WALL
   WALL=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t" "$(secs)")
   say "$label: exit $rc, $WALL s"
 }
+WALL_RAY= WALL_SEQ=
+if want campaign; then
+camp h200x2-ray && camp h200x2-seq || { say "campaign files failed"; exit 1; }
+"${IL[@]}" run "$WORK/h200x2-ray.toml" --db "$DB" --dry-run >> "$LOG" 2>&1 || { say "dry run failed"; tail -20 "$LOG"; exit 1; }
+
+# --- a. with Ray, b. without ------------------------------------------------------------------
 run_timed "a. inferlab run --ray auto (2 configs side by side)" 30 "${IL[@]}" run "$WORK/h200x2-ray.toml" --db "$DB" --ray auto
 WALL_RAY=$WALL
 run_timed "b. inferlab run (the same configs, one after the other)" 45 "${IL[@]}" run "$WORK/h200x2-seq.toml" --db "$DB"
