@@ -69,6 +69,9 @@ if [ "${H200X2_INSTALL:-1}" = 1 ] && [ "$PYV" = 3.12 ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$SITE" "$STAGE"/whl/*.whl .ray2/whl/*.whl "$STAGE/$RAY_NAME" || { say "wheel install failed"; exit 1; }
   say "installed $(ls "$STAGE"/whl/*.whl .ray2/whl/*.whl | wc -l) wheels + Ray into $SITE"
+elif [ "$LOCAL" != 1 ]; then
+  say "no install (python3 $PYV, H200X2_INSTALL=${H200X2_INSTALL:-1}): the device run needs the carried CPython 3.12 wheels installed"
+  exit 1
 else
   say "no install (python3 is $PYV; the wheels are cp312): using python3's own packages"
   SITE=${H200X2_SITE:-$WORK/site-none}
