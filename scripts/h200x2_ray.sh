@@ -211,6 +211,10 @@ run_timed() {  # run_timed LABEL SHARE CMD… → wall seconds in $WALL
   WALL=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t" "$(secs)")
   say "$label: exit $rc, $WALL s"
 }
+save_db() {
+  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
+  cp "$DB" "$OUTDIR/h200x2.db"
+}
 WALL_RAY= WALL_SEQ=
 if want campaign; then
 camp h200x2-ray && camp h200x2-seq || { say "campaign files failed"; exit 1; }
@@ -223,6 +227,7 @@ run_timed "b. inferlab run (the same configs, one after the other)" 45 "${IL[@]}
 WALL_SEQ=$WALL
 say "wall: --ray $WALL_RAY s, sequential $WALL_SEQ s, ratio $(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.3f}')" "$WALL_RAY" "$WALL_SEQ")"
 [ -n "$SAMPLER" ] && kill "$SAMPLER" 2>/dev/null; SAMPLER=
+save_db  # already in $OUT if the tune part overruns the call
 fi
 
 # --- c. tune three ways ---------------------------------------------------------------------------
@@ -249,7 +254,7 @@ for way in ray dev01 gpu0; do
 done
 if [ "${#TUNE_ARGS[@]}" -gt 0 ] && [ -n "${TUNE_ARGS[0]:-}" ]; then
   RETIME=(); [ "$LOCAL" = 1 ] || RETIME=(--retime)
-  TRITON_CACHE_DIR="$WORK/triton-gpu0" timeout -s INT 120 python3 benchmarks/ray_tune_check.py "${TUNE_ARGS[@]}" "${RETIME[@]}" \
+  TRITON_CACHE_DIR="$WORK/triton-gpu0" timeout -s INT $(($(left) > 60 ? $(left) - 40 : 20)) python3 benchmarks/ray_tune_check.py "${TUNE_ARGS[@]}" "${RETIME[@]}" \
     > "$WORK/tune-check.md" 2>&1
   say "tune check: exit $? ($(tail -1 "$WORK/tune-check.md"))"
 else
@@ -265,8 +270,7 @@ cat "$WORK/tune-check.md" >> "$OUTDIR/checks.md"
 cat "$OUTDIR/checks.md" >> "$LOG"
 "${IL[@]}" report h200x2-ray --db "$DB" --out "$WORK/report" >> "$LOG" 2>&1
 cp "$WORK/report/report.md" "$OUTDIR/report.md" 2>/dev/null
-python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
-cp "$DB" "$OUTDIR/h200x2.db"
+save_db
 tar -czf "$OUTDIR/tune.tar.gz" -C "$WORK" $(cd "$WORK" && ls -d tune-ray tune-dev01 tune-gpu0 2>/dev/null) 2>/dev/null
 tar -czf "$OUTDIR/server-logs.tar.gz" -C "$WORK/out" . 2>/dev/null
 say "done; files in $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ')"
