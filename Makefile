@@ -19,6 +19,8 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/python scripts/check_size.py
+	$(BIN)/python scripts/module_map.py --check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src/

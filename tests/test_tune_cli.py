@@ -16,9 +16,9 @@ import pytest
 
 from inferlab.store import Store
 from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM, KernelConfig
-from inferlab.tune.report import RESULT_VERSION, parse_run
 from inferlab.tune.runner import RESULT_VERSION as RUNNER_VERSION
 from inferlab.tune.runner import CellResult, TuneRun
+from inferlab.tune.saved import RESULT_VERSION, parse_run
 
 FIX = Path(__file__).parent / "fixtures"
 VLLM_FILE = (
@@ -48,7 +48,7 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 
 def _cfg(key: str) -> KernelConfig:
-    from inferlab.tune.report import parse_config
+    from inferlab.tune.saved import parse_config
 
     return parse_config(key)
 

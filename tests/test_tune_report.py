@@ -7,8 +7,9 @@ from pathlib import Path
 from inferlab.report.sections import build_sections
 from inferlab.store import Store
 from inferlab.tune.config import DEFAULT_SGLANG
-from inferlab.tune.report import parse_run, store_run, tuning_section
+from inferlab.tune.report import store_run, tuning_section
 from inferlab.tune.runner import CellResult, TuneRun
+from inferlab.tune.saved import parse_run
 
 EVIL = "<script>alert(1)</script>|"
 

@@ -16,34 +16,31 @@ campaign runs at a time.
 from __future__ import annotations
 
 import contextlib
-import shlex
-import sys
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.campaign import capture, profiled
 from inferlab.campaign.bench import StoreSink, bench_config
-from inferlab.campaign.cpus import CpuSplit, plan_cpus
-from inferlab.campaign.files import check_files, target_dir
+from inferlab.campaign.files import target_dir
 from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import recover_campaign
+from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
 from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
-from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for, stopping_lines
+from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for
 from inferlab.campaign.up import campaign_lock, verify_config
 from inferlab.campaign.watch import ServerWatch
-from inferlab.config.bench import BenchConfig
-from inferlab.config.campaign import CampaignFile, load_campaign
-from inferlab.config.resolve import ResolvedConfig, resolve_configs
-from inferlab.config.secrets import REDACTED, scrub_argv, scrub_env
-from inferlab.engines import EngineSpec, get_engine
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, ConnectError, InferlabError, ServerRejected
-from inferlab.load.bench import BenchEvents, LoadPoint, plan_points, run_bench
+from inferlab.load.bench import BenchEvents, run_bench
 from inferlab.store import Store
 
+#: the plan's names too (``campaign.plan``): the runner is where callers have taken them from
 __all__ = [
     "CampaignEvents",
     "CampaignResult",
@@ -57,24 +54,6 @@ __all__ = [
     "run_campaign",
     "select_configs",
 ]
-
-
-@dataclass
-class Plan:
-    path: Path
-    campaign: CampaignFile
-    configs: list[ResolvedConfig]
-    points: list[LoadPoint]
-    trials: int
-    bench: BenchConfig  # the load section as a sweep (url filled in per config)
-    cpus: CpuSplit  # which CPUs the server and the measuring client get
-    #: the campaign's first config: every config's diff (and lever evidence) is against it,
-    #: also when only some configs run (``select_configs``)
-    baseline: ResolvedConfig | None = None
-
-    @property
-    def cells(self) -> int:
-        return len(self.configs) * len(self.points) * self.trials
 
 
 @dataclass
@@ -102,111 +81,6 @@ class CampaignEvents(BenchEvents):
 
     def config_done(self, outcome: ConfigOutcome) -> None:
         """A config ended (measured, skipped or failed)."""
-
-
-def make_plan(path: str | Path) -> Plan:
-    """Load, validate and resolve the campaign; nothing is started. Every ``files`` directory
-    is read and checked (names, JSON) and every saved tune run must exist."""
-    p = Path(path)
-    camp = load_campaign(p)
-    text = p.read_text(encoding="utf-8")
-    configs = resolve_configs(camp, p, text)
-    for c in configs:
-        check_files(c, str(p))
-        for kind, how in c.tune.items():
-            if how != "from-log" and not Path(how).is_file():
-                raise ConfigError(
-                    f"{p}: config {c.name!r}: tune.{kind}: {how} does not exist (expected "
-                    "'from-log' or a saved tune-run-*.json)"
-                )
-    if not camp.load.concurrency and not camp.load.rate:
-        raise ConfigError(f"{p}: load: give concurrency and/or rate")
-    if camp.load.requests is None and camp.load.duration_s is None:
-        raise ConfigError(f"{p}: load: give requests or duration_s")
-    bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
-    points = plan_points(bench)
-    capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
-    cpus = plan_cpus(camp, max(pt.streams for pt in points), path=p, text=text)
-    return Plan(p, camp, configs, points, camp.load.trials, bench, cpus, configs[0])
-
-
-def render_plan(plan: Plan) -> list[str]:
-    """The plan as lines: every config's resolved argv and env, its diff against the first
-    (baseline) config, and the load points × trials."""
-    spec = get_engine(plan.campaign.engine.kind)
-    base = plan.baseline or plan.configs[0]
-    lines = [
-        f"campaign {plan.campaign.campaign.name}: {len(plan.configs)} configs × "
-        f"{len(plan.points)} load points × {plan.trials} trial(s) = {plan.cells} cells"
-    ]
-    lines.append("load points: " + ", ".join(p.label for p in plan.points))
-    lines += stopping_lines(plan.campaign)
-    lines += plan.cpus.lines()
-    for i, c in enumerate(plan.configs):
-        lines.append(
-            f"[{i + 1}] {c.name}"
-            + (f" (extends {' → '.join(c.chain[:-1])})" if len(c.chain) > 1 else "")
-        )
-        if spec.launchers:
-            argv = spec.launch_argv(
-                c.model,
-                host="127.0.0.1",
-                port=0,
-                python=c.python or sys.executable,
-                args=c.args,
-                launcher=c.launcher,
-                template=c.command,
-            )
-            shown = " ".join(
-                a if a == REDACTED else shlex.quote(a) for a in scrub_argv(argv)
-            ).replace(" --port 0", " --port <free>")
-            lines.append("    argv: " + shown)
-        else:
-            lines.append(f"    endpoint: {c.url} (already running)")
-        env = scrub_env(c.env)
-        if env:
-            lines.append("    env: " + " ".join(f"{k}={v}" for k, v in sorted(env.items())))
-        for kind, d in sorted(c.files.items()):
-            lines.append(f"    files {kind}: {d} (installed for this config only)")
-        for kind, how in sorted(c.tune.items()):
-            lines.append(f"    tune {kind}: {how} (made before it launches)")
-        if not c.lossless:
-            lines.append("    lossless = false: greedy equivalence is recorded, not gating")
-        lines += capture.profiling_lines(plan.campaign, c)
-        if c is not base:
-            diff = _diff(spec, base, c, env)
-            diff += ["profiling on"] if capture.is_profiled(plan.campaign, c) else []
-            lines.append("    vs " + base.name + ": " + ("; ".join(diff) or "no difference"))
-    return lines
-
-
-def _diff(
-    spec: EngineSpec, base: ResolvedConfig, c: ResolvedConfig, env: dict[str, str]
-) -> list[str]:
-    changes = [str(ch) for ch in spec.diff(scrub_argv(base.args), scrub_argv(c.args))]
-    changes += [f"env {k}={env[k]}" for k in env if base.env.get(k) != c.env.get(k)]
-    changes += [f"- env {k}" for k in base.env if k not in c.env]
-    kinds = sorted({*c.files, *c.tune, *base.files, *base.tune})
-    changes += [
-        f"files {k}"
-        for k in kinds
-        if (c.files.get(k), c.tune.get(k)) != (base.files.get(k), base.tune.get(k))
-    ]
-    return changes
-
-
-def select_configs(plan: Plan, names: Sequence[str]) -> Plan:
-    """``plan`` with only the configs named (file order kept); none named: all of them."""
-    if not names:
-        return plan
-    known = [c.name for c in plan.configs]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(
-            f"{plan.path}: --config {unknown[0]!r}: no such config (configs: {', '.join(known)})"
-        )
-    plan.configs = [c for c in plan.configs if c.name in names]
-    return plan
 
 
 def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
@@ -261,7 +135,8 @@ def run_campaign(
                 events.config_done(out)
                 continue
             events.config_started(cfg, i, len(plan.configs))
-            out = _run_config(plan, cfg, gid, todo, store, events, no_verify)
+            measure = functools.partial(_measure, plan, cfg, gid, todo, store, events, no_verify)
+            out = _run_config(cfg.name, measure)
             result.outcomes.append(out)
             events.config_done(out)
             if out.status == "measured" and not predict_now(store, name, events):
@@ -316,28 +191,22 @@ def _verified(
     )
 
 
-def _run_config(
-    plan: Plan,
-    cfg: ResolvedConfig,
-    gid: int,
-    todo: set[tuple[str, int]],
-    store: Store,
-    events: CampaignEvents,
-    no_verify: bool,
-) -> ConfigOutcome:
+def _run_config(name: str, measure: Callable[[Held], ConfigOutcome]) -> ConfigOutcome:
+    """Config ``name``'s ``measure``, its failures (and a known death of its server) turned
+    into its outcome."""
     held = Held()
     try:
-        out = _measure(plan, cfg, gid, todo, store, events, no_verify, held)
+        out = measure(held)
     except StepFailed as f:
-        out = ConfigOutcome(cfg.name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
+        out = ConfigOutcome(name, f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
     except KeyboardInterrupt:
         out = ConfigOutcome(
-            cfg.name,
+            name,
             "interrupted",
             "Ctrl-C: the server was stopped; inferlab run --resume continues",
         )
     except InferlabError as exc:
-        out = ConfigOutcome(cfg.name, "failed", str(exc))
+        out = ConfigOutcome(name, "failed", str(exc))
     failure = held.failure
     if failure is not None:  # the server came up, then died of something known
         seen = out.message[:300] + ("…" if len(out.message) > 300 else "")

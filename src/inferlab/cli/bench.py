@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -33,22 +33,18 @@ from .render import bench_table, stdout_console
 __all__ = ["bench"]
 
 
-def _int_list(text: str | None, opt: str) -> list[int]:
+N = TypeVar("N", int, float)
+
+
+def _num_list(text: str | None, opt: str, kind: type[N]) -> list[N]:
+    """``1,8,16`` as numbers of ``kind``; ConfigError naming ``opt`` when one is not."""
     if not text:
         return []
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        return [kind(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"{opt}: expected comma-separated integers, got {text!r}") from None
-
-
-def _float_list(text: str | None, opt: str) -> list[float]:
-    if not text:
-        return []
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"{opt}: expected comma-separated numbers, got {text!r}") from None
+        what = "integers" if kind is int else "numbers"
+        raise ConfigError(f"{opt}: expected comma-separated {what}, got {text!r}") from None
 
 
 def _requests(text: str | None) -> int | Literal["auto"] | None:
@@ -141,104 +137,127 @@ class _RichEvents(BenchEvents):
             )
 
 
+_UrlOpt = Annotated[str, typer.Option("--url", help="Base URL, e.g. http://127.0.0.1:8000")]
+_ConcurrencyOpt = Annotated[
+    str | None, typer.Option("--concurrency", "-c", help="Closed loop: C or a list 1,8,16")
+]
+_RateOpt = Annotated[
+    str | None, typer.Option("--rate", help="Open loop: requests/s, or a list 1,2,4")
+]
+_ArrivalOpt = Annotated[str, typer.Option(help="poisson | gamma")]
+_BurstinessOpt = Annotated[float, typer.Option(help="gamma shape; <1 burstier")]
+_MaxConcurrencyOpt = Annotated[
+    int | None, typer.Option(help="Open loop: cap on requests in flight")
+]
+_ModelOpt = Annotated[str | None, typer.Option(help="Model name (default: first listed)")]
+_EndpointOpt = Annotated[str, typer.Option(help="completions | chat")]
+_EngineOpt = Annotated[
+    str | None, typer.Option(help="Engine kind (exact-length fields); default: detected")
+]
+_InputTokensOpt = Annotated[int, typer.Option(help="Prompt length, tokens (random)")]
+_OutputTokensOpt = Annotated[int, typer.Option(help="Output length, tokens")]
+_WorkloadOpt = Annotated[str, typer.Option(help="random | jsonl | sharegpt")]
+_PromptsOpt = Annotated[
+    Path | None, typer.Option(help="Prompts file for --workload jsonl|sharegpt")
+]
+_RequestsOpt = Annotated[
+    str | None,
+    typer.Option(help="Measured requests per load point, or 'auto' (stop when precise)"),
+]
+_PrecisionOpt = Annotated[float, typer.Option(help="auto: stop at ±this fraction (95% interval)")]
+_MinRequestsOpt = Annotated[int, typer.Option(help="auto: first check")]
+_MaxRequestsOpt = Annotated[int, typer.Option(help="auto: cap (0: none)")]
+_MaxDurationOpt = Annotated[float | None, typer.Option(help="auto: most seconds per load point")]
+_ClientCpusOpt = Annotated[
+    str | None, typer.Option(help="Pin the measuring processes to these CPUs, e.g. 6,7")
+]
+_DurationOpt = Annotated[
+    float | None, typer.Option(help="Seconds per load point (instead of --requests)")
+]
+_WarmupOpt = Annotated[int, typer.Option(help="Warmup requests per point (stored, not counted)")]
+_ApiKeyEnvOpt = Annotated[str | None, typer.Option(help="Environment variable holding the API key")]
+_TokenizerOpt = Annotated[Path | None, typer.Option(help="Local Hugging Face tokenizer directory")]
+_SloOpt = Annotated[str | None, typer.Option(help="e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")]
+_TimeoutOpt = Annotated[float, typer.Option(help="Per-request deadline, s")]
+_StallTimeoutOpt = Annotated[float, typer.Option(help="Longest silence mid-response, s")]
+_WorkersOpt = Annotated[
+    int | None, typer.Option(help="Measuring processes (default: 1 per 256 streams)")
+]
+_SeedOpt = Annotated[int, typer.Option(help="Seed for prompts and arrivals")]
+_TrialsOpt = Annotated[int, typer.Option(help="Repetitions of every load point")]
+_OutOpt = Annotated[Path | None, typer.Option(help="Write raw records + summaries (JSONL)")]
+_DbOpt = Annotated[
+    Path | None, typer.Option(help="Database (default $INFERLAB_DB or ./inferlab.db)")
+]
+_NoDbOpt = Annotated[bool, typer.Option("--no-db", help="Do not store the results")]
+_CampaignOpt = Annotated[str, typer.Option(help="Campaign the runs are stored under")]
+_ConfigNameOpt = Annotated[
+    str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
+]
+_AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")]
+_RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray", metavar="ADDRESS", help="Generate the load from Ray client nodes: HOST:PORT"
+    ),
+]
+_ClientsOpt = Annotated[
+    int | None,
+    typer.Option("--clients", help="With --ray: client nodes sharing the load (default 1)"),
+]
+
+
 def bench(
-    url: Annotated[str, typer.Option("--url", help="Base URL, e.g. http://127.0.0.1:8000")],
-    concurrency: Annotated[
-        str | None, typer.Option("--concurrency", "-c", help="Closed loop: C or a list 1,8,16")
-    ] = None,
-    rate: Annotated[
-        str | None, typer.Option("--rate", help="Open loop: requests/s, or a list 1,2,4")
-    ] = None,
-    arrival: Annotated[str, typer.Option(help="poisson | gamma")] = "poisson",
-    burstiness: Annotated[float, typer.Option(help="gamma shape; <1 burstier")] = 1.0,
-    max_concurrency: Annotated[
-        int | None, typer.Option(help="Open loop: cap on requests in flight")
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name (default: first listed)")] = None,
-    endpoint: Annotated[str, typer.Option(help="completions | chat")] = "completions",
-    engine: Annotated[
-        str | None, typer.Option(help="Engine kind (exact-length fields); default: detected")
-    ] = None,
-    input_tokens: Annotated[int, typer.Option(help="Prompt length, tokens (random)")] = 256,
-    output_tokens: Annotated[int, typer.Option(help="Output length, tokens")] = 256,
-    workload: Annotated[str, typer.Option(help="random | jsonl | sharegpt")] = "random",
-    prompts: Annotated[
-        Path | None, typer.Option(help="Prompts file for --workload jsonl|sharegpt")
-    ] = None,
-    requests: Annotated[
-        str | None,
-        typer.Option(help="Measured requests per load point, or 'auto' (stop when precise)"),
-    ] = None,
-    precision: Annotated[
-        float, typer.Option(help="auto: stop at ±this fraction (95% interval)")
-    ] = 0.05,
-    min_requests: Annotated[int, typer.Option(help="auto: first check")] = 50,
-    max_requests: Annotated[int, typer.Option(help="auto: cap (0: none)")] = 2000,
-    max_duration: Annotated[
-        float | None, typer.Option(help="auto: most seconds per load point")
-    ] = None,
-    client_cpus: Annotated[
-        str | None, typer.Option(help="Pin the measuring processes to these CPUs, e.g. 6,7")
-    ] = None,
-    duration: Annotated[
-        float | None, typer.Option(help="Seconds per load point (instead of --requests)")
-    ] = None,
-    warmup: Annotated[
-        int, typer.Option(help="Warmup requests per point (stored, not counted)")
-    ] = 0,
-    api_key_env: Annotated[
-        str | None, typer.Option(help="Environment variable holding the API key")
-    ] = None,
-    tokenizer: Annotated[
-        Path | None, typer.Option(help="Local Hugging Face tokenizer directory")
-    ] = None,
-    slo: Annotated[
-        str | None, typer.Option(help="e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")
-    ] = None,
-    timeout: Annotated[float, typer.Option(help="Per-request deadline, s")] = 600.0,
-    stall_timeout: Annotated[float, typer.Option(help="Longest silence mid-response, s")] = 60.0,
-    workers: Annotated[
-        int | None, typer.Option(help="Measuring processes (default: 1 per 256 streams)")
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed for prompts and arrivals")] = 0,
-    trials: Annotated[int, typer.Option(help="Repetitions of every load point")] = 1,
-    out: Annotated[Path | None, typer.Option(help="Write raw records + summaries (JSONL)")] = None,
-    db: Annotated[
-        Path | None, typer.Option(help="Database (default $INFERLAB_DB or ./inferlab.db)")
-    ] = None,
-    no_db: Annotated[bool, typer.Option("--no-db", help="Do not store the results")] = False,
-    campaign: Annotated[str, typer.Option(help="Campaign the runs are stored under")] = "bench",
-    config_name: Annotated[
-        str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")] = False,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray", metavar="ADDRESS", help="Generate the load from Ray client nodes: HOST:PORT"
-        ),
-    ] = None,
-    clients: Annotated[
-        int | None,
-        typer.Option("--clients", help="With --ray: client nodes sharing the load (default 1)"),
-    ] = None,
+    url: _UrlOpt,
+    concurrency: _ConcurrencyOpt = None,
+    rate: _RateOpt = None,
+    arrival: _ArrivalOpt = "poisson",
+    burstiness: _BurstinessOpt = 1.0,
+    max_concurrency: _MaxConcurrencyOpt = None,
+    model: _ModelOpt = None,
+    endpoint: _EndpointOpt = "completions",
+    engine: _EngineOpt = None,
+    input_tokens: _InputTokensOpt = 256,
+    output_tokens: _OutputTokensOpt = 256,
+    workload: _WorkloadOpt = "random",
+    prompts: _PromptsOpt = None,
+    requests: _RequestsOpt = None,
+    precision: _PrecisionOpt = 0.05,
+    min_requests: _MinRequestsOpt = 50,
+    max_requests: _MaxRequestsOpt = 2000,
+    max_duration: _MaxDurationOpt = None,
+    client_cpus: _ClientCpusOpt = None,
+    duration: _DurationOpt = None,
+    warmup: _WarmupOpt = 0,
+    api_key_env: _ApiKeyEnvOpt = None,
+    tokenizer: _TokenizerOpt = None,
+    slo: _SloOpt = None,
+    timeout: _TimeoutOpt = 600.0,
+    stall_timeout: _StallTimeoutOpt = 60.0,
+    workers: _WorkersOpt = None,
+    seed: _SeedOpt = 0,
+    trials: _TrialsOpt = 1,
+    out: _OutOpt = None,
+    db: _DbOpt = None,
+    no_db: _NoDbOpt = False,
+    campaign: _CampaignOpt = "bench",
+    config_name: _ConfigNameOpt = None,
+    as_json: _AsJsonOpt = False,
+    ray: _RayOpt = None,
+    clients: _ClientsOpt = None,
 ) -> None:
-    """Measure a running endpoint across concurrency levels or request rates."""
-    cfg = _config(dict(locals()))
+    """Measure a running endpoint across concurrency levels or request rates.
+
+    Closed loop at each --concurrency or open loop at each --rate; prints the table and
+    stores every request (--out: also as JSONL); --ray: the load comes from Ray client nodes.
+    """
+    o = dict(locals())
+    cfg = _config(o)
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
     try:
-        result, run_ids = _measure(
-            cfg,
-            events,
-            out=out,
-            db=None if no_db else db_path(db),
-            campaign=campaign,
-            config=config_name,
-            ray=ray,
-            clients=clients,
-        )
+        result, run_ids = _measure(cfg, events, o)
     finally:
         events.progress_done()
     table_console.print(bench_table(result))
@@ -251,17 +270,13 @@ def bench(
 
 
 def _measure(
-    cfg: BenchConfig,
-    events: BenchEvents,
-    *,
-    out: Path | None,
-    db: Path | None,
-    campaign: str,
-    config: str | None,
-    ray: str | None,
-    clients: int | None,
+    cfg: BenchConfig, events: BenchEvents, o: dict[str, Any]
 ) -> tuple[BenchResult, list[int]]:
-    """The sweep from this host, or from ``clients`` client nodes of the Ray cluster ``ray``."""
+    """The sweep from this host, or from ``--clients`` client nodes of the Ray cluster at
+    ``--ray``; stored unless ``--no-db``."""
+    out, campaign, config = o["out"], o["campaign"], o["config_name"]
+    ray, clients = o["ray"], o["clients"]
+    db = None if o["no_db"] else db_path(o["db"])
     if clients is not None and ray is None:
         raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
     if ray is None:
@@ -301,19 +316,25 @@ def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
     }
 
 
+#: BenchConfig field → the option whose value it takes as given
+_AS_GIVEN = {
+    "url": "url", "model": "model", "endpoint": "endpoint", "engine": "engine",
+    "arrival": "arrival", "burstiness": "burstiness", "max_concurrency": "max_concurrency",
+    "duration_s": "duration", "precision": "precision", "min_requests": "min_requests",
+    "max_requests": "max_requests", "max_duration_s": "max_duration", "warmup": "warmup",
+    "trials": "trials", "api_key_env": "api_key_env", "tokenizer": "tokenizer",
+    "timeout_s": "timeout", "stall_timeout_s": "stall_timeout", "workers": "workers",
+    "seed": "seed",
+}  # fmt: skip
+
+
 def _config(o: dict[str, Any]) -> BenchConfig:
     """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
     try:
         return BenchConfig(
-            url=o["url"],
-            model=o["model"],
-            endpoint=o["endpoint"],
-            engine=o["engine"],
-            concurrency=_int_list(o["concurrency"], "--concurrency"),
-            rate=_float_list(o["rate"], "--rate"),
-            arrival=o["arrival"],
-            burstiness=o["burstiness"],
-            max_concurrency=o["max_concurrency"],
+            **{name: o[opt] for name, opt in _AS_GIVEN.items()},
+            concurrency=_num_list(o["concurrency"], "--concurrency", int),
+            rate=_num_list(o["rate"], "--rate", float),
             workload=WorkloadSpec(
                 kind=o["workload"],
                 input_tokens=o["input_tokens"],
@@ -322,21 +343,8 @@ def _config(o: dict[str, Any]) -> BenchConfig:
                 seed=o["seed"],
             ),
             requests=_requests(o["requests"]),
-            duration_s=o["duration"],
-            precision=o["precision"],
-            min_requests=o["min_requests"],
-            max_requests=o["max_requests"],
-            max_duration_s=o["max_duration"],
             client_cpus=_client_cpus(o["client_cpus"]),
-            warmup=o["warmup"],
-            trials=o["trials"],
-            api_key_env=o["api_key_env"],
-            tokenizer=o["tokenizer"],
-            timeout_s=o["timeout"],
-            stall_timeout_s=o["stall_timeout"],
-            workers=o["workers"],
             slo=SLO.parse(o["slo"]) if o["slo"] else SLO(),
-            seed=o["seed"],
         )
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, "bench")) from None

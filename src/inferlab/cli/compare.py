@@ -55,8 +55,10 @@ def compare(
     force: Annotated[bool, typer.Option(help="Compare non-comparable runs, marking cells")] = False,
     format_: Annotated[str, typer.Option("--format", help="table | md | json | csv")] = "table",
 ) -> None:
-    """Compare configs at each load point: values, ratio to the baseline with its 95%
-    interval, and a claim only when significant and larger than --min-effect."""
+    """Compare configs at each load point against the baseline.
+
+    Values, the ratio to the baseline with its 95% interval, and a claim only when the
+    difference is significant and larger than --min-effect."""
     if format_ not in ("table", "md", "json", "csv"):
         raise ConfigError(f"--format: expected table, md, json or csv, got {format_!r}")
     if not 0 <= min_effect < 1:

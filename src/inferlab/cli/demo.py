@@ -23,34 +23,35 @@ def demo(
         bool, typer.Option("--sim", help="The seed campaign on the reference engine (~2 min)")
     ] = False,
 ) -> None:
-    """The main job on the embedded default: a real vLLM (CPU) campaign — baseline, n-gram
-    speculative decoding, the same with Intel OpenMP preloaded, --max-num-seqs 4 — launched,
-    verified, measured at C=1,4,8,16 (each point until its intervals are within ±5%, each
-    config's until its A/B against the baseline is settled), stored and reported. Takes several
-    minutes (the first run also builds the vLLM CPU environment, ~4 min). --sim: the seed
-    campaign of docs/design.md on the reference engine's timing model (SIMULATED)."""
+    """Run the whole method on a real vLLM (CPU) campaign, end to end.
+
+    Baseline, n-gram speculative decoding, the same with Intel OpenMP preloaded and
+    --max-num-seqs 4: launched, verified, measured at C=1,4,8,16 (each point until its
+    intervals are within ±5%, each config's until its A/B against the baseline is settled),
+    stored and reported. Takes several minutes (the first run also builds the vLLM CPU
+    environment, ~4 min). --sim: the seed campaign of docs/design.md on the reference
+    engine's timing model (SIMULATED)."""
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
     if sim:
-        err.print(
+        intro = (
             "[bold]inferlab demo --sim[/bold]: the seed campaign on the reference engine "
             "(SIMULATED: dsv4-flash-8gpu timing model), about two minutes"
         )
-        try:
-            result, db = run_sim_campaign_demo(events)
-        finally:
-            events.progress_done()
-        _finish(result, db, "sim-dsv4")
-        return
-    err.print(
-        "[bold]inferlab demo[/bold]: vLLM (CPU build) serving a tiny random-weight model; "
-        "4 configs × C=1,4,8,16, server and client on their own CPUs. This takes several minutes."
-    )
+        run_demo, name = run_sim_campaign_demo, "sim-dsv4"
+    else:
+        intro = (
+            "[bold]inferlab demo[/bold]: vLLM (CPU build) serving a tiny random-weight model; "
+            "4 configs × C=1,4,8,16, server and client on their own CPUs. This takes several "
+            "minutes."
+        )
+        run_demo, name = run_vllm_demo, "vllm-cpu"
+    err.print(intro)
     try:
-        result, db = run_vllm_demo(events)
+        result, db = run_demo(events)
     finally:
         events.progress_done()
-    _finish(result, db, "vllm-cpu")
+    _finish(result, db, name)
 
 
 def _finish(result: CampaignResult, db: Path, campaign: str) -> None:

@@ -75,9 +75,11 @@ def levers(
         typer.Option("--draft-cost", help="δ: one draft step's cost / one target step"),
     ] = None,
 ) -> None:
-    """Rank each config's levers by their ceiling at every profiled load point (Amdahl on the
-    decode step, speculative decoding from the baseline sweep), store the predictions with the
-    time they were made, and check the earlier ones against what was measured since."""
+    """Rank each config's levers by their ceiling at every profiled load point.
+
+    Amdahl on the decode step, speculative decoding from the baseline sweep; the predictions
+    are stored with the time they were made, and the earlier ones are checked against what
+    was measured since."""
     opts = LeverOptions(config, accept_length, draft_tokens, draft_cost)
     with _open(db) as store:
         d = decide(store, campaign, opts)  # raises "nothing to rank" before storing anything

@@ -16,7 +16,7 @@ from inferlab.logs import LogAnalysis, analyze_log
 from inferlab.logs.model import ENGINES
 from inferlab.logs.plot import series_lines
 
-from .render import stdout_console
+from .render import command, stdout_console
 
 __all__ = ["logs_app"]
 
@@ -82,7 +82,7 @@ def render_analysis(a: LogAnalysis, console: Console) -> None:
         console.print(t)
 
 
-@logs_app.command("analyze")
+@command(logs_app, "analyze")
 def analyze(
     files: Annotated[list[Path], typer.Argument(help="Server logs (plain text or .gz).")],
     engine: Annotated[
@@ -91,8 +91,10 @@ def analyze(
     ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
 ) -> int:
-    """Findings (kind, severity, evidence lines, action), the time series as sparklines, and
-    the startup timeline of each FILE. Exit 2 when a file is not a log of a known engine."""
+    """Mine each server log FILE for findings, time series and the startup timeline.
+
+    Findings come with kind, severity, evidence lines and action; the time series are shown
+    as sparklines. Exit 2 when a file is not a log of a known engine."""
     console = stdout_console()
     err = Console(stderr=True)
     rc = 0

@@ -31,6 +31,7 @@ def _register() -> None:
     from inferlab.cli.model import model_app
     from inferlab.cli.profile import profile
     from inferlab.cli.recon import recon
+    from inferlab.cli.render import command
     from inferlab.cli.report import report
     from inferlab.cli.run import run
     from inferlab.cli.store import export, import_, runs
@@ -38,20 +39,23 @@ def _register() -> None:
     from inferlab.cli.up import down, up
     from inferlab.cli.verify import verify
 
-    app.command("bench")(bench)
-    app.command("demo")(demo)
-    app.command("runs")(runs)
-    app.command("compare")(compare)
-    app.command("export")(export)
-    app.command("import")(import_)
-    app.command("verify")(verify)
-    app.command("run")(run)
-    app.command("report")(report)
-    app.command("profile")(profile)
-    app.command("levers")(levers)
-    app.command("up")(up)
-    app.command("down")(down)
-    app.command("recon")(recon)
+    for name, fn in (
+        ("bench", bench),
+        ("demo", demo),
+        ("runs", runs),
+        ("compare", compare),
+        ("export", export),
+        ("import", import_),
+        ("verify", verify),
+        ("run", run),
+        ("report", report),
+        ("profile", profile),
+        ("levers", levers),
+        ("up", up),
+        ("down", down),
+        ("recon", recon),
+    ):
+        command(app, name)(fn)
     app.add_typer(sim_cli.sim_app, name="sim")
     app.add_typer(model_app, name="model")
     app.add_typer(logs_app, name="logs")

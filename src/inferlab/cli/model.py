@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from .render import command
+
 model_app = typer.Typer(
     help="Models inferlab makes itself, so real engines run without downloading weights.",
     no_args_is_help=True,
@@ -18,15 +20,15 @@ def _model() -> None:
     """Models inferlab makes itself, so real engines run without downloading weights."""
 
 
-@model_app.command("tiny")
+@command(model_app, "tiny")
 def tiny_cmd(
     out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
 ) -> None:
-    """Write a deterministic random-weight Llama model + tokenizer (Hugging Face format) to OUT.
+    """Write a deterministic tiny random-weight Llama model and tokenizer to OUT.
 
-    It never emits end-of-sequence or other special tokens, so every request returns exactly
-    max_tokens tokens of printable text.
+    Hugging Face format. It never emits end-of-sequence or other special tokens, so every
+    request returns exactly max_tokens tokens of printable text.
     """
     from rich.console import Console
 
@@ -40,7 +42,7 @@ def tiny_cmd(
     )
 
 
-@model_app.command("random")
+@command(model_app, "random")
 def random_cmd(
     out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
     preset: Annotated[
@@ -54,9 +56,10 @@ def random_cmd(
         int | None, typer.Option("--workers", help="Threads drawing tensors (default: CPUs).")
     ] = None,
 ) -> None:
-    """Write a random-weight Llama model of a real size + tokenizer (Hugging Face format) to OUT.
+    """Write a random-weight Llama model of a real size and its tokenizer to OUT.
 
-    Deterministic from the seed (whatever the thread count); like `model tiny` it never emits
+    Hugging Face format, deterministic from the seed (whatever the thread count); like
+    `model tiny` it never emits
     end-of-sequence or other special tokens, so every request returns exactly max_tokens tokens.
     """
     from rich.console import Console

@@ -151,9 +151,10 @@ def profile(
         str | None, typer.Option("--point", help="With --campaign: its load point, e.g. C=16")
     ] = None,
 ) -> None:
-    """Where the GPU time of a decode (or prefill) step goes: steps and busy time, categories
-    and kernels with their shares, under-occupied kernels and Amdahl bounds. A trace without GPU
-    activity (a CPU engine's) is analyzed in CPU mode."""
+    """Show where the GPU time of a decode (or prefill) step goes.
+
+    Steps and busy time, categories and kernels with their shares, under-occupied kernels and
+    Amdahl bounds. A trace without GPU activity (a CPU engine's) is analyzed in CPU mode."""
     if top < 1:
         raise ConfigError(f"--top: expected a positive count, got {top}")
     if sms is not None and sms < 1:

@@ -37,41 +37,51 @@ def _rich(t: ReconTable) -> Table | str:
     return table
 
 
+_EngineOpt = Annotated[
+    str | None,
+    typer.Option(help="sglang | vllm | transformers (default: detected in --python)"),
+]
+_PythonOpt = Annotated[
+    str | None,
+    typer.Option("--python", help="The engine's Python interpreter (default python3)"),
+]
+_RepoOpt = Annotated[
+    Path | None, typer.Option(help="The engine's git checkout (commit, commits behind)")
+]
+_UrlOpt = Annotated[str | None, typer.Option(help="A running server to probe")]
+_LogOpt = Annotated[
+    Path | None, typer.Option(help="Server log: which untuned kernel shapes it needed")
+]
+_FetchOpt = Annotated[bool, typer.Option("--fetch", help="git fetch the upstream before counting")]
+_DeviceOpt = Annotated[
+    list[str] | None,
+    typer.Option("--device", help="Also check tuned configs for this GPU (repeatable)"),
+]
+_CampaignOpt = Annotated[str | None, typer.Option(help="Store the snapshot under this campaign")]
+_DbOpt = Annotated[
+    Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
+]
+_AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout")]
+
+
 def recon(
-    engine: Annotated[
-        str | None,
-        typer.Option(help="sglang | vllm | transformers (default: detected in --python)"),
-    ] = None,
-    python: Annotated[
-        str | None,
-        typer.Option("--python", help="The engine's Python interpreter (default python3)"),
-    ] = None,
-    repo: Annotated[
-        Path | None, typer.Option(help="The engine's git checkout (commit, commits behind)")
-    ] = None,
-    url: Annotated[str | None, typer.Option(help="A running server to probe")] = None,
-    log: Annotated[
-        Path | None, typer.Option(help="Server log: which untuned kernel shapes it needed")
-    ] = None,
-    fetch: Annotated[
-        bool, typer.Option("--fetch", help="git fetch the upstream before counting")
-    ] = False,
-    device: Annotated[
-        list[str] | None,
-        typer.Option("--device", help="Also check tuned configs for this GPU (repeatable)"),
-    ] = None,
-    campaign: Annotated[
-        str | None, typer.Option(help="Store the snapshot under this campaign")
-    ] = None,
-    db: Annotated[
-        Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout")] = False,
+    engine: _EngineOpt = None,
+    python: _PythonOpt = None,
+    repo: _RepoOpt = None,
+    url: _UrlOpt = None,
+    log: _LogOpt = None,
+    fetch: _FetchOpt = False,
+    device: _DeviceOpt = None,
+    campaign: _CampaignOpt = None,
+    db: _DbOpt = None,
+    as_json: _AsJsonOpt = False,
 ) -> None:
-    """GPUs, CUDA/torch/triton in the engine's Python, engine version and checkout, the
+    """Take stock of the GPUs, the engine and its environment; nothing is changed.
+
+    GPUs, CUDA/torch/triton in the engine's Python, engine version and checkout, the
     speculative / FP8 / CUDA-graph flags it offers, its tuned kernel configs versus a log's
-    needs, NCCL variables, and a running server. Nothing is changed; nothing is fetched
-    without --fetch."""
+    needs, NCCL variables, and a running server. Nothing is fetched without --fetch.
+    """
     if log is not None and not log.is_file():
         raise ConfigError(f"--log: {log} is not a file")
     if db is not None and campaign is None:

@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
 from inferlab.load.bench import BenchResult, PointResult
 
-__all__ = ["bench_table", "fmt", "stdout_console"]
+__all__ = ["bench_table", "command", "fmt", "help_text", "stdout_console"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def help_text(doc: str | None) -> str:
+    """A command's docstring as its help: the paragraphs kept, the source's line breaks within
+    each joined, so the terminal wraps the sentences (typer would show the breaks)."""
+    paras = inspect.cleandoc(doc or "").split("\n\n")
+    return "\n\n".join(" ".join(ln.strip() for ln in p.splitlines()) for p in paras)
+
+
+def command(app: typer.Typer, name: str) -> Callable[[F], F]:
+    """Register the decorated function as command ``name`` of ``app``, help from its docstring."""
+
+    def register(fn: F) -> F:
+        app.command(name, help=help_text(fn.__doc__))(fn)
+        return fn
+
+    return register
 
 
 def stdout_console() -> Console:

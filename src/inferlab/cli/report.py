@@ -20,8 +20,9 @@ def report(
     ] = None,
     baseline: Annotated[str | None, typer.Option(help="Baseline config (default: first)")] = None,
 ) -> None:
-    """Write report.md and report.html (one offline file: inline CSS and SVG charts) for a
-    campaign, from the store only; prints the two paths."""
+    """Write report.md and report.html for a campaign, from the store only.
+
+    The HTML is one offline file (inline CSS and SVG charts); prints the two paths."""
     with _open(db) as store:
         md, html = write_report(store, campaign, out, baseline=baseline)
     typer.echo(str(md))

@@ -10,15 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.runner import (
-    CampaignEvents,
-    CampaignResult,
-    ConfigOutcome,
-    make_plan,
-    render_plan,
-    run_campaign,
-    select_configs,
-)
+from inferlab.campaign.plan import make_plan, render_plan, select_configs
+from inferlab.campaign.runner import CampaignEvents, CampaignResult, ConfigOutcome, run_campaign
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
 
@@ -63,7 +56,9 @@ def run(
         ),
     ] = None,
 ) -> None:
-    """Launch, verify, measure, store and stop every config of the campaign, then report."""
+    """Launch, verify, measure, store and stop every config of the campaign, then report.
+
+    Config by config (side by side with --ray); --resume continues an interrupted run."""
     plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()

@@ -2,240 +2,176 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import shlex
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from inferlab.errors import ConfigError
 
-if TYPE_CHECKING:
-    pass
-
 sim_app = typer.Typer(
-    help="The reference engine: a SIMULATED OpenAI-compatible server with known timing.",
+    help="The reference engine: a SIMULATED OpenAI-compatible server with known timing.\n\n"
+    "Its answers are paced to a known schedule and it records when each token chunk was due "
+    "and when it was written (GET /truth), so it is the instrument that checks inferlab's "
+    "own client; every line it logs or serves says SIMULATED.",
     no_args_is_help=True,
 )
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 #: SimConfig field → the option that sets it, so errors name what the user typed.
 _OPTION = {"truth_path": "--truth", "levers.nccl_proto": "NCCL_PROTO"}
-_LEVERS = (
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "mem_fraction_static",
-    "cuda_graph_max_bs",
-    "max_running_requests",
-    "tuned_fp8",
-)
 
 
-def _config(**fields: Any) -> Any:
-    from inferlab.sim.config import sim_config
+def _command(name: str) -> Callable[[_F], _F]:
+    """Register a function as ``inferlab sim NAME``; its help is the docstring with each
+    paragraph on one line (typer's rich help would keep the docstring's line breaks)."""
 
-    labels = {f: _OPTION.get(f, "--" + f.replace("_", "-")) for f in fields}
-    labels.update({"levers." + f: "--" + f.replace("_", "-") for f in _LEVERS})
-    labels["levers.nccl_proto"] = "NCCL_PROTO"
-    return sim_config(labels=labels, **fields)
+    def register(fn: _F) -> _F:
+        doc = inspect.cleandoc(fn.__doc__ or "")
+        text = "\n\n".join(" ".join(p.split()) for p in doc.split("\n\n"))
+        sim_app.command(name, help=text)(fn)
+        return fn
+
+    return register
+
+
+def _labels(fields: Any) -> dict[str, str]:
+    from inferlab.sim.launch import LEVER_FIELDS
+
+    labels = {f: "--" + f.replace("_", "-") for f in fields}
+    labels.update({"levers." + f: "--" + f.replace("_", "-") for f in LEVER_FIELDS})
+    labels.update(_OPTION)
+    return labels
 
 
 def _log(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-@sim_app.command("serve")
+def _ready(url: str) -> None:
+    print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
+
+
+def _o(name: str, help: str) -> Any:
+    return typer.Option(name, help=help)
+
+
+_OptF = float | None
+_OptI = int | None
+_OptS = str | None
+_Host = Annotated[str, _o("--host", "Address to listen on.")]
+_Port = Annotated[int, _o("--port", "Port; 0 picks a free one.")]
+_Model = Annotated[str, _o("--model", "Model id served.")]
+_Ttft = Annotated[_OptF, _o("--ttft-ms", "Time to first token (ms); default 50.")]
+_Itl = Annotated[_OptF, _o("--itl-ms", "Gap per output token (ms); default 10.")]
+_Jitter = Annotated[
+    float, _o("--jitter-ms", "Std of normal noise on TTFT and each token gap (ms).")
+]
+_Chunk = Annotated[int, _o("--tokens-per-chunk", "Tokens per SSE event after the first (K).")]
+_Seed = Annotated[int, _o("--seed", "Seed of the output text and the jitter.")]
+_Vocab = Annotated[int, _o("--vocab-size", "Word tokenizer vocabulary.")]
+_MaxLen = Annotated[int, _o("--max-model-len", "Context length.")]
+_Truth = Annotated[
+    Path | None, _o("--truth", "Append each finished request's ground truth here (JSONL).")
+]
+_Fault = Annotated[_OptS, _o("--fault", "Misbehave on purpose (docs/reliability.md lists kinds).")]
+_FaultAfter = Annotated[int, _o("--fault-after", "Token chunks before the fault.")]
+_FaultEvery = Annotated[int, _o("--fault-every", "Fault every Nth request.")]
+_FaultAt = Annotated[
+    _OptF, _o("--fault-at-s", "Faults from T s after the first request (exit: at T).")
+]
+_FaultFor = Annotated[_OptF, _o("--fault-for-s", "Faults only for D s from --fault-at-s.")]
+_Drip = Annotated[float, _o("--drip-ms", "Gap between bytes of the drip fault (ms).")]
+_ApiKey = Annotated[_OptS, _o("--api-key", "Require this Bearer key on /v1/ (as vLLM).")]
+_Preset = Annotated[
+    _OptS, _o("--preset", "Continuous-batching model preset (dsv4-flash-8gpu, ...).")
+]
+_Mode = Annotated[str, _o("--model-mode", "fixed (--ttft-ms/--itl-ms) or batching.")]
+_Scale = Annotated[float, _o("--time-scale", "Multiply every batching-model time by X.")]
+_LogEvery = Annotated[int, _o("--decode-log-interval", "Decode steps per Decode batch line.")]
+_SpecAlgo = Annotated[_OptS, _o("--speculative-algorithm", "SGLang: EAGLE (MTP).")]
+_SpecSteps = Annotated[_OptI, _o("--speculative-num-steps", "SGLang: draft steps.")]
+_SpecTopk = Annotated[_OptI, _o("--speculative-eagle-topk", "SGLang: draft top-k (1).")]
+_SpecDraft = Annotated[
+    _OptI, _o("--speculative-num-draft-tokens", "SGLang: verify width (steps+1).")
+]
+_MemFrac = Annotated[_OptF, _o("--mem-fraction-static", "SGLang: static memory pool.")]
+_GraphBs = Annotated[_OptI, _o("--cuda-graph-max-bs", "SGLang: largest CUDA graph.")]
+_MaxRun = Annotated[_OptI, _o("--max-running-requests", "SGLang: batch cap.")]
+_TunedFp8 = Annotated[bool, _o("--tuned-fp8", "Sim only: tuned FP8 block-GEMM configs.")]
+_Tp = Annotated[int, _o("--tp-size", "SGLang: TP ranks (one trace each per capture).")]
+_Startup = Annotated[
+    float, _o("--startup-s", "Seconds before listening (stands in for weight loading).")
+]
+
+
+@_command("serve")
 def serve_cmd(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port; 0 picks a free one.")] = 8000,
-    model: Annotated[str, typer.Option("--model", help="Model id served.")] = "inferlab-sim",
-    ttft_ms: Annotated[
-        float | None, typer.Option("--ttft-ms", help="Time to first token (ms); default 50.")
-    ] = None,
-    itl_ms: Annotated[
-        float | None, typer.Option("--itl-ms", help="Gap per output token (ms); default 10.")
-    ] = None,
-    jitter_ms: Annotated[
-        float,
-        typer.Option("--jitter-ms", help="Std of normal noise on TTFT and each token gap (ms)."),
-    ] = 0.0,
-    tokens_per_chunk: Annotated[
-        int, typer.Option("--tokens-per-chunk", help="Tokens per SSE event after the first (K).")
-    ] = 1,
-    seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the output text and the jitter.")
-    ] = 0,
-    vocab_size: Annotated[
-        int, typer.Option("--vocab-size", help="Word tokenizer vocabulary.")
-    ] = 4096,
-    max_model_len: Annotated[int, typer.Option("--max-model-len", help="Context length.")] = 32768,
-    truth: Annotated[
-        Path | None,
-        typer.Option("--truth", help="Append each finished request's ground truth here (JSONL)."),
-    ] = None,
-    fault: Annotated[
-        str | None,
-        typer.Option("--fault", help="Misbehave on purpose (docs/reliability.md lists kinds)."),
-    ] = None,
-    fault_after: Annotated[
-        int, typer.Option("--fault-after", help="Token chunks before the fault.")
-    ] = 0,
-    fault_every: Annotated[int, typer.Option("--fault-every", help="Fault every Nth request.")] = 1,
-    fault_at_s: Annotated[
-        float | None,
-        typer.Option("--fault-at-s", help="Faults from T s after the first request (exit: at T)."),
-    ] = None,
-    fault_for_s: Annotated[
-        float | None, typer.Option("--fault-for-s", help="Faults only for D s from --fault-at-s.")
-    ] = None,
-    drip_ms: Annotated[
-        float, typer.Option("--drip-ms", help="Gap between bytes of the drip fault (ms).")
-    ] = 1.0,
-    api_key: Annotated[
-        str | None, typer.Option("--api-key", help="Require this Bearer key on /v1/ (as vLLM).")
-    ] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option("--preset", help="Continuous-batching model preset (dsv4-flash-8gpu, ...)."),
-    ] = None,
-    model_mode: Annotated[
-        str,
-        typer.Option("--model-mode", help="fixed (--ttft-ms/--itl-ms) or batching."),
-    ] = "fixed",
-    time_scale: Annotated[
-        float, typer.Option("--time-scale", help="Multiply every batching-model time by X.")
-    ] = 1.0,
-    decode_log_interval: Annotated[
-        int, typer.Option("--decode-log-interval", help="Decode steps per Decode batch line.")
-    ] = 40,
-    speculative_algorithm: Annotated[
-        str | None, typer.Option("--speculative-algorithm", help="SGLang: EAGLE (MTP).")
-    ] = None,
-    speculative_num_steps: Annotated[
-        int | None, typer.Option("--speculative-num-steps", help="SGLang: draft steps.")
-    ] = None,
-    speculative_eagle_topk: Annotated[
-        int | None, typer.Option("--speculative-eagle-topk", help="SGLang: draft top-k (1).")
-    ] = None,
-    speculative_num_draft_tokens: Annotated[
-        int | None,
-        typer.Option("--speculative-num-draft-tokens", help="SGLang: verify width (steps+1)."),
-    ] = None,
-    mem_fraction_static: Annotated[
-        float | None, typer.Option("--mem-fraction-static", help="SGLang: static memory pool.")
-    ] = None,
-    cuda_graph_max_bs: Annotated[
-        int | None, typer.Option("--cuda-graph-max-bs", help="SGLang: largest CUDA graph.")
-    ] = None,
-    max_running_requests: Annotated[
-        int | None, typer.Option("--max-running-requests", help="SGLang: batch cap.")
-    ] = None,
-    tuned_fp8: Annotated[
-        bool, typer.Option("--tuned-fp8", help="Sim only: tuned FP8 block-GEMM configs.")
-    ] = False,
-    tp_size: Annotated[
-        int, typer.Option("--tp-size", help="SGLang: TP ranks (one trace each per capture).")
-    ] = 1,
-    startup_s: Annotated[
-        float,
-        typer.Option(
-            "--startup-s", help="Seconds before listening (stands in for weight loading)."
-        ),
-    ] = 0.0,
+    host: _Host = "127.0.0.1",
+    port: _Port = 8000,
+    model: _Model = "inferlab-sim",
+    ttft_ms: _Ttft = None,
+    itl_ms: _Itl = None,
+    jitter_ms: _Jitter = 0.0,
+    tokens_per_chunk: _Chunk = 1,
+    seed: _Seed = 0,
+    vocab_size: _Vocab = 4096,
+    max_model_len: _MaxLen = 32768,
+    truth_path: _Truth = None,
+    fault: _Fault = None,
+    fault_after: _FaultAfter = 0,
+    fault_every: _FaultEvery = 1,
+    fault_at_s: _FaultAt = None,
+    fault_for_s: _FaultFor = None,
+    drip_ms: _Drip = 1.0,
+    api_key: _ApiKey = None,
+    preset: _Preset = None,
+    model_mode: _Mode = "fixed",
+    time_scale: _Scale = 1.0,
+    decode_log_interval: _LogEvery = 40,
+    speculative_algorithm: _SpecAlgo = None,
+    speculative_num_steps: _SpecSteps = None,
+    speculative_eagle_topk: _SpecTopk = None,
+    speculative_num_draft_tokens: _SpecDraft = None,
+    mem_fraction_static: _MemFrac = None,
+    cuda_graph_max_bs: _GraphBs = None,
+    max_running_requests: _MaxRun = None,
+    tuned_fp8: _TunedFp8 = False,
+    tp_size: _Tp = 1,
+    startup_s: _Startup = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
-    With --preset or --model-mode batching, a continuous-batching model paces the answers and
+    By default every answer keeps a fixed schedule (--ttft-ms, then --itl-ms per token). With
+    --preset or --model-mode batching, a continuous-batching model paces the answers and
     SGLang's levers apply (NCCL_PROTO is read from the environment).
     """
-    batching = preset is not None or model_mode == "batching"
-    if batching and (ttft_ms is not None or itl_ms is not None):
-        raise ConfigError("--ttft-ms/--itl-ms: fixed-timing options; not with --preset/batching")
-    levers = {
-        "speculative_algorithm": speculative_algorithm,
-        "speculative_num_steps": speculative_num_steps,
-        "speculative_eagle_topk": speculative_eagle_topk,
-        "speculative_num_draft_tokens": speculative_num_draft_tokens,
-        "mem_fraction_static": mem_fraction_static,
-        "cuda_graph_max_bs": cuda_graph_max_bs,
-        "max_running_requests": max_running_requests,
-        "tuned_fp8": tuned_fp8,
-        "nccl_proto": os.environ.get("NCCL_PROTO") if batching else None,
-    }
-    config = _config(
-        host=host,
-        port=port,
-        model=model,
-        ttft_ms=50.0 if ttft_ms is None else ttft_ms,
-        itl_ms=10.0 if itl_ms is None else itl_ms,
-        jitter_ms=jitter_ms,
-        tokens_per_chunk=tokens_per_chunk,
-        seed=seed,
-        vocab_size=vocab_size,
-        max_model_len=max_model_len,
-        truth_path=truth,
-        fault=fault,
-        fault_after=fault_after,
-        fault_every=fault_every,
-        fault_at_s=fault_at_s,
-        fault_for_s=fault_for_s,
-        drip_ms=drip_ms,
-        api_key=api_key,
-        model_mode=model_mode,
-        preset=preset,
-        time_scale=time_scale,
-        decode_log_interval=decode_log_interval,
-        startup_s=startup_s,
-        levers={k: v for k, v in levers.items() if v is not None},
-        tp_size=tp_size,
-    )
-    _serve(config, batching)
+    options = dict(locals())  # every option above, by its SimConfig field name
+    from inferlab.sim.launch import config_from_options, run_engine
+
+    config = config_from_options(options, os.environ, _labels(options))
+    code = run_engine(config, os.environ, shlex.join(sys.argv[1:]), _log, _ready)
+    if code:
+        raise typer.Exit(code=code)
 
 
-def _serve(config: Any, batching: bool) -> None:
-    """Serve ``config`` (a ``SimConfig``), logging to stderr, after its startup delay."""
-    from inferlab.sim.presets import StartupFailure
-    from inferlab.sim.server import serve
-    from inferlab.sim.startup import prepare
-
-    # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
-    # secrets included: what inferlab stores from this log must not carry them
-    _log("[SIMULATED] started as: inferlab " + shlex.join(sys.argv[1:]))
-    config, startup = prepare(config, os.environ)  # SGLang's startup lines (sim.startup)
-    for line in startup:
-        _log(f"[SIMULATED] {line}")
-
-    def ready(url: str) -> None:
-        if batching:
-            _log("[SIMULATED] The server is fired up and ready to roll! (inferlab sim)")
-        print(f"inferlab sim (SIMULATED engine) listening on {url}", flush=True)
-
-    if config.startup_s:
-        _log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
-        time.sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
-    try:
-        crashed = serve(config, on_ready=ready, log=_log if batching else None)
-    except StartupFailure as exc:
-        for line in exc.lines:
-            _log(f"[SIMULATED] {line}")
-        raise typer.Exit(code=1) from None
-    if crashed:
-        _log("[SIMULATED] inferlab sim: fault 'exit': the server exited on purpose")
-        raise typer.Exit(code=1)
-
-
-@sim_app.command("tokenizer")
+@_command("tokenizer")
 def tokenizer_cmd(
     out_dir: Annotated[
         Path, typer.Argument(help="Directory to write (tokenizer.json and config).")
     ],
     vocab_size: Annotated[int, typer.Option("--vocab-size", help="Vocabulary size (≥ 2).")] = 4096,
 ) -> None:
-    """Write the SIMULATED engine's word tokenizer as a Hugging Face tokenizer directory."""
+    """Write the SIMULATED engine's word tokenizer as a Hugging Face tokenizer directory.
+
+    The directory (tokenizer.json and its config) lets a client count tokens exactly as the
+    SIMULATED engine does: one word of its vocabulary is one token.
+    """
     from inferlab.sim.tokenizer import WordTokenizer
 
     if vocab_size < 2:

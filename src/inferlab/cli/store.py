@@ -33,7 +33,11 @@ def runs(
     campaign: Annotated[str | None, typer.Option(help="Only this campaign")] = None,
     config: Annotated[str | None, typer.Option(help="Only this config")] = None,
 ) -> None:
-    """List the stored runs (one per load point × trial)."""
+    """List the stored runs (one per load point × trial).
+
+    One row each: campaign, config, load point, trial, source, requests, output tok/s and
+    the TPOT / TTFT medians; --campaign and --config filter.
+    """
     with _open(db) as store:
         rows = store.runs(campaign=campaign, config=config)
     t = Table(title=f"runs in {db_path(db)}")
@@ -86,7 +90,11 @@ def export(
     campaign: Annotated[str | None, typer.Option(help="Only this campaign")] = None,
     run: Annotated[list[int] | None, typer.Option("--run", help="Only these run ids")] = None,
 ) -> None:
-    """Write runs or their requests as CSV, JSONL or Parquet."""
+    """Write runs or their requests as CSV, JSONL or Parquet.
+
+    --what runs or requests, one row each; the format follows OUT's suffix unless --format
+    names it.
+    """
     if what not in ("runs", "requests"):
         raise ConfigError(f"--what: expected runs or requests, got {what!r}")
     f = format_ or out.suffix.lstrip(".").lower()
@@ -106,7 +114,11 @@ def import_(
         str | None, typer.Option("--config", help="Config name (default TOOL:MODEL)")
     ] = None,
 ) -> None:
-    """Import sglang.bench_serving JSONL, vllm bench serve JSON, GuideLLM and AIPerf exports."""
+    """Import other benchmark tools' results into the store.
+
+    sglang.bench_serving JSONL, vllm bench serve JSON, GuideLLM and AIPerf exports, each
+    format recognized by its content; stored under --campaign, named by --config.
+    """
     from inferlab.store.ingest import import_files
 
     for f in files:

@@ -17,7 +17,7 @@ from inferlab.tune.report import COLUMNS, table_rows
 from .render import stdout_console
 
 if TYPE_CHECKING:
-    from .tune import TuneOutcome
+    from inferlab.tune.workflow import TuneOutcome
 
 __all__ = ["show"]
 

@@ -41,7 +41,10 @@ def up(
     db: Annotated[Path | None, typer.Option("--db", help="Database for verification")] = None,
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verification")] = False,
 ) -> None:
-    """Launch CONFIG, wait until ready, verify it, and leave it running."""
+    """Launch CONFIG, wait until ready, verify it, and leave it running.
+
+    The server's state is kept so that `inferlab down` stops it later.
+    """
     err = Console(stderr=True)
     err.print(f"launching {escape(config)} ...", highlight=False)
     try:
@@ -86,8 +89,9 @@ def down(
     campaign_file: Annotated[Path, typer.Argument(help="Campaign file")],
     config: Annotated[str | None, typer.Argument(help="Config (default: all)")] = None,
 ) -> None:
-    """Stop servers left running by `inferlab up` (SIGTERM, then SIGKILL) and check the
-    port and GPU memory are released."""
+    """Stop servers left running by `inferlab up`.
+
+    SIGTERM, then SIGKILL; then checks that the port and the GPU memory are released."""
     con = stdout_console()
     for name, rep in down_lib(campaign_file, config):
         con.print(

@@ -100,8 +100,10 @@ def verify(
     ] = None,
     log: Annotated[Path | None, typer.Option(help="The server's launch log (for --levers)")] = None,
 ) -> None:
-    """Smoke probes, output length, stream form, (with --against) greedy equivalence and
-    (with --levers) lever-applied evidence. Exit code 1 when a check fails."""
+    """Check that a running server answers correctly before it is measured.
+
+    Smoke probes, output length, stream form, (with --against) greedy equivalence and (with
+    --levers) lever-applied evidence. Exit code 1 when a check fails."""
     probes = [] if no_default_probes else list(DEFAULT_PROBES)
     probes += [_probe(p) for p in probe or []]
     section = VerifySection(probes=probes, equivalent_to=against or save_as)

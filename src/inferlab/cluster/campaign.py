@@ -27,7 +27,8 @@ from inferlab.campaign.runner import (
 from inferlab.campaign.up import output_dir
 from inferlab.cluster.connect import alive_nodes, connect
 from inferlab.cluster.placement import Need, check_fit, config_need, node_fits
-from inferlab.cluster.task import ConfigRun, Shared
+from inferlab.cluster.shared import Shared
+from inferlab.cluster.task import ConfigRun
 from inferlab.config.campaign import CampaignFile
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError

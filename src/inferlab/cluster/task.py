@@ -12,45 +12,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
 from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.runner import CampaignEvents, ConfigOutcome, bench_config
+from inferlab.campaign.runner import ConfigOutcome, bench_config
 from inferlab.campaign.steps import check_applied
 from inferlab.campaign.up import reference_outputs, store_verification
 from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
 from inferlab.cluster.placement import Need
-from inferlab.config.campaign import CampaignFile
+from inferlab.cluster.shared import Shared
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
 from inferlab.records import ErrorKind
-from inferlab.store import Store
 from inferlab.verify import VerifyReport
 
-__all__ = ["ConfigRun", "Shared"]
+__all__ = ["ConfigRun"]
 
 Cell = tuple[str, int]
-
-
-@dataclass
-class Shared:
-    """What every config of one ``run --ray`` shares (the driver's side only)."""
-
-    ray: Any
-    path: Path
-    camp: CampaignFile
-    store: Store
-    events: CampaignEvents
-    no_verify: bool
-    resume_hint: str
-    runs: dict[str, ConfigRun] = field(default_factory=dict)
-    recon_nodes: set[str] = field(default_factory=set)
-    take_recon: bool = True
-    baseline: ResolvedConfig | None = None  # every config's levers are checked against it
 
 
 class ConfigRun:

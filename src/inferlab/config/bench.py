@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import (
     BaseModel,
@@ -128,13 +129,7 @@ class BenchConfig(_Closed):
         if isinstance(self.requests, int) and self.requests < 1:
             raise ValueError("requests must be ≥ 1 or 'auto'")
         if self.requests == "auto":
-            check_auto(
-                self.rate,
-                self.duration_s,
-                self.min_requests,
-                self.max_requests,
-                self.max_duration_s,
-            )
+            check_auto(self)
         return self
 
     @property
@@ -142,14 +137,26 @@ class BenchConfig(_Closed):
         return self.requests == "auto"
 
 
-def check_auto(
-    rate: list[float],
-    duration_s: float | None,
-    min_requests: int,
-    max_requests: int,
-    max_duration_s: float | None,
-) -> None:
+class AutoFields(Protocol):
+    """The load fields that ``requests = "auto"`` constrains (a sweep's or a campaign's)."""
+
+    @property
+    def rate(self) -> Sequence[float]: ...
+    @property
+    def duration_s(self) -> float | None: ...
+    @property
+    def min_requests(self) -> int: ...
+    @property
+    def max_requests(self) -> int: ...
+    @property
+    def max_duration_s(self) -> float | None: ...
+
+
+def check_auto(load: AutoFields) -> None:
     """The rules of ``requests = "auto"`` (messages name the fields)."""
+    rate, duration_s = load.rate, load.duration_s
+    min_requests, max_requests = load.min_requests, load.max_requests
+    max_duration_s = load.max_duration_s
     if rate:
         raise ValueError(
             "requests = 'auto' stops closed-loop points (concurrency); for rate points give "

@@ -211,13 +211,7 @@ class LoadSection(_Closed):
     @model_validator(mode="after")
     def _auto(self) -> LoadSection:
         if self.requests == "auto":
-            check_auto(
-                self.rate,
-                self.duration_s,
-                self.min_requests,
-                self.max_requests,
-                self.max_duration_s,
-            )
+            check_auto(self)
         if self.sequential and self.requests != "auto":
             raise ValueError("sequential = true needs requests = 'auto'")
         if self.sequential and self.trials != 1:

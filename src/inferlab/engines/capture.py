@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inferlab.engines.flags import ParsedArgs
@@ -147,13 +147,11 @@ SGLANG_CAPTURE = CaptureRecipe(
     source="sglang python/sglang/srt/utils/profile_utils.py (_ProfilerTorch.stop file name)",
 )
 
-SIM_CAPTURE = CaptureRecipe(
+#: the simulated engine speaks SGLang's profiler endpoints and file names
+SIM_CAPTURE = replace(
+    SGLANG_CAPTURE,
     engine="sim",
-    launch=_sglang_launch,
-    body=_sglang_body,
-    ranks=sglang_ranks,
-    rank_glob="{prefix}-*-TP-*.trace.json.gz",
-    self_stopping=True,
+    exclude=(),
     simulated=True,
     source="src/inferlab/sim/profiler.py (SGLang's endpoints and file names)",
 )

@@ -222,6 +222,14 @@ def point_json(res: PointResult) -> dict[str, Any]:
 # the sweep
 
 
+def _check_tokenizer(cfg: BenchConfig, ep: Endpoint, tokenizer: object) -> None:
+    if tokenizer is None and cfg.workload.kind == "random":
+        raise TokenizerError(
+            f"random prompts of exact length need a tokenizer: {ep.base} has no working "
+            "/tokenize; pass --tokenizer DIR (a Hugging Face tokenizer directory)"
+        )
+
+
 def run_bench(
     cfg: BenchConfig,
     events: BenchEvents | None = None,
@@ -245,11 +253,7 @@ def run_bench(
     events.message(f"checking {ep.base} ...")
     model, version = _preflight(cfg, ep, engine, headers)
     tokenizer = _tokenizer(cfg, ep, engine, headers)
-    if tokenizer is None and cfg.workload.kind == "random":
-        raise TokenizerError(
-            f"random prompts of exact length need a tokenizer: {ep.base} has no working "
-            "/tokenize; pass --tokenizer DIR (a Hugging Face tokenizer directory)"
-        )
+    _check_tokenizer(cfg, ep, tokenizer)
     run_id = uuid.uuid4().hex[:12]
     all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
     result = BenchResult(

@@ -11,11 +11,14 @@ full records at the end; these summaries only decide *when* to stop.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from inferlab.load.http import Exchange
 
-__all__ = ["LightRecord", "light_record"]
+__all__ = ["LightRecord", "Progress", "light_record"]
 
 _TOKEN = re.compile(rb'"(?:text|content|reasoning_content|reasoning)":\s*"(?!")')
 _USAGE = re.compile(rb'"completion_tokens":\s*(\d+)')
@@ -65,3 +68,28 @@ def light_record(
             tokens = int(m.group(1))
     ok = ok and first > 0
     return LightRecord(index, ex.send_ns, ex.end_ns, ok, first, last, tokens, ramp)
+
+
+class Progress:
+    """A worker's side: light summaries of finished requests, the sends still in flight, and
+    each user's first request (the ramp-up), reported to the parent every few lag probes."""
+
+    def __init__(self, report: Callable[[Any], None] | None) -> None:
+        self.report = report
+        self.light: list[Any] = []
+        self.inflight: dict[int, int] = {}  # request index → perf_counter_ns when issued
+        self.ramp: set[int] = set()
+
+    def issued(self, index: int, first: bool) -> None:
+        self.inflight[index] = time.perf_counter_ns()
+        if first:
+            self.ramp.add(index)
+
+    def finished(self, index: int, ex: Exchange, output_tokens: int, first: bool) -> None:
+        del self.inflight[index]
+        self.light.append(light_record(index, ex, output_tokens, first))
+
+    def flush(self) -> None:
+        if self.report is not None and self.light:
+            self.report((list(self.light), min(self.inflight.values(), default=None)))
+            self.light.clear()

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from inferlab.load.http import Endpoint, Exchange, HttpClient, run_loop
-from inferlab.load.progress import light_record
+from inferlab.load.progress import Progress
 from inferlab.load.sse import error_message_of, parse_stream
 from inferlab.records import ErrorKind, RequestRecord
 
@@ -115,31 +115,6 @@ class _Control:
             self._errors[self._w] += 1
 
 
-class _Progress:
-    """Adaptive points: light summaries of finished requests, the sends still in flight, and
-    each user's first request (the ramp-up), reported to the parent every few lag probes."""
-
-    def __init__(self, report: Callable[[Any], None] | None) -> None:
-        self.report = report
-        self.light: list[Any] = []
-        self.inflight: dict[int, int] = {}  # item index → perf_counter_ns when issued
-        self.ramp: set[int] = set()
-
-    def issued(self, item: Item, first: bool) -> None:
-        self.inflight[item.index] = _perf_ns()
-        if first:
-            self.ramp.add(item.index)
-
-    def finished(self, item: Item, ex: Exchange, first: bool) -> None:
-        del self.inflight[item.index]
-        self.light.append(light_record(item.index, ex, item.output_tokens, first))
-
-    def flush(self) -> None:
-        if self.report is not None and self.light:
-            self.report((list(self.light), min(self.inflight.values(), default=None)))
-            self.light.clear()
-
-
 One = Callable[[Item, "int | None", bool], Awaitable[None]]
 
 
@@ -194,12 +169,45 @@ async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> 
     await asyncio.gather(*tasks)
 
 
-async def _drive(
-    job: WorkerJob,
-    ctl: _Control,
-    start: Callable[[], int],
-    report: Callable[[Any], None] | None = None,
-) -> WorkerResult:
+class _Monitor:
+    """Every 5 ms: a loop-lag probe, the interrupt check, and (adaptive points) progress."""
+
+    def __init__(
+        self, client: HttpClient, ctl: _Control, state: _State, prog: Progress | None
+    ) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.client = client
+        self.ctl = ctl
+        self.state = state
+        self.prog = prog
+        self.lag: list[int] = []
+        self.ticks = 0
+        self.done = False
+
+    def start(self) -> None:
+        self.loop.call_soon(self._tick, _perf_ns())
+
+    def _probe(self, t1: int, timer_late: int) -> None:
+        # the larger of: a ready callback's wait to run (what a byte arriving now waits), and
+        # how late the 5 ms timer fired beyond the loop's 1 ms timer granularity (a process
+        # starved of CPU fires it late and reads everything that arrived meanwhile at once)
+        self.lag.append(max(_perf_ns() - t1, timer_late - _TIMER_GRANULARITY_NS))
+
+    def _tick(self, expected: int) -> None:
+        now = _perf_ns()
+        if self.ctl.stopping() and not self.state.stopped:
+            self.state.stopped = True
+            self.client.abort_all(ErrorKind.CANCELLED, "interrupted")
+        self.loop.call_soon(self._probe, _perf_ns(), max(0, now - expected))
+        self.ticks += 1
+        if self.prog is not None and self.ticks % _REPORT_EVERY == 0:
+            self.prog.flush()
+        if not self.done:
+            self.loop.call_later(_LAG_PERIOD_S, self._tick, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
+
+
+async def _warm_client(job: WorkerJob) -> HttpClient:
+    """The worker's client, with the connections of its concurrency already open."""
     client = HttpClient(
         job.endpoint,
         timeout_s=job.timeout_s,
@@ -211,52 +219,41 @@ async def _drive(
         await client.warm(min(n_conn, len(job.items)))
     except OSError:
         pass  # each request will record its own connect error
+    return client
+
+
+async def _drive(
+    job: WorkerJob,
+    ctl: _Control,
+    start: Callable[[], int],
+    report: Callable[[Any], None] | None = None,
+) -> WorkerResult:
+    client = await _warm_client(job)
     loop = asyncio.get_running_loop()
     t0 = await loop.run_in_executor(None, start)
     raws: list[_Raw] = []
-    lag: list[int] = []
     state = _State()
-    prog = _Progress(report) if job.progress else None
-    ticks = [0]
-
-    def probe(t1: int, timer_late: int) -> None:
-        # the larger of: a ready callback's wait to run (what a byte arriving now waits), and
-        # how late the 5 ms timer fired beyond the loop's 1 ms timer granularity (a process
-        # starved of CPU fires it late and reads everything that arrived meanwhile at once)
-        lag.append(max(_perf_ns() - t1, timer_late - _TIMER_GRANULARITY_NS))
-
-    def monitor(expected: int) -> None:
-        now = _perf_ns()
-        if ctl.stopping() and not state.stopped:
-            state.stopped = True
-            client.abort_all(ErrorKind.CANCELLED, "interrupted")
-        loop.call_soon(probe, _perf_ns(), max(0, now - expected))
-        ticks[0] += 1
-        if prog is not None and ticks[0] % _REPORT_EVERY == 0:
-            prog.flush()
-        if not done_evt.is_set():
-            loop.call_later(_LAG_PERIOD_S, monitor, _perf_ns() + int(_LAG_PERIOD_S * 1e9))
-
-    done_evt = asyncio.Event()
+    prog = Progress(report) if job.progress else None
+    monitor = _Monitor(client, ctl, state, prog)
     wait = max(t0, job.not_before_ns or 0) - _perf_ns()
     if wait > 0:
         await asyncio.sleep(wait / 1e9)
     start_ns = _perf_ns()
-    loop.call_soon(monitor, _perf_ns())
+    monitor.start()
 
     async def one(item: Item, scheduled: int | None, first: bool) -> None:
         if prog is not None:
-            prog.issued(item, first)
+            prog.issued(item.index, first)
         ex = await client.request(item.data)
         raws.append(_Raw(item, scheduled, ex))
         if prog is not None:
-            prog.finished(item, ex, first)
+            prog.finished(item.index, ex, item.output_tokens, first)
         _judge(ex, ctl, state)
 
     drive = _closed_loop if job.offsets_s is None else _open_loop
     await drive(job, ctl, one, start_ns)
     stop_ns = _perf_ns()
-    done_evt.set()
+    monitor.done = True
     if prog is not None:
         prog.flush()
     client.close()
@@ -265,7 +262,7 @@ async def _drive(
         worker=job.worker,
         records=records,
         texts=texts,
-        loop_lag_ns=lag,
+        loop_lag_ns=monitor.lag,
         start_ns=start_ns,
         stop_ns=stop_ns,
         interrupted=ctl.stopping() and state.rejected is None,

@@ -38,13 +38,7 @@ class Finding:
     action: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "message": self.message,
-            "evidence": self.evidence,
-            "action": self.action,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

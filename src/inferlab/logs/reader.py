@@ -192,26 +192,16 @@ def scan(
             buf = carry + chunk if carry else chunk
             if not sniffed and (len(buf) >= SNIFF or eof):
                 sniffed = True
-                nul = buf.find(b"\x00", 0, SNIFF)
-                if nul >= 0:
-                    what = "gzip of a binary file" if comp else "a binary file"
-                    raise _refuse(p, f"{what} (NUL byte at offset {nul})")
+                _refuse_binary(p, buf, comp)
             if not buf:
                 break
-            if eof:
-                end = len(buf)
-            else:
-                end = _cut(buf)
-                if end < 0:
-                    if len(buf) < MAX_LINE:
-                        carry = buf
-                        continue
-                    end = len(buf)  # a monster line: visit this piece, same line number
+            end = _block_end(buf, eof)
+            if end < 0:  # no line end yet: wait for more
+                carry = buf
+                continue
             n_nl = buf.count(b"\n", 0, end)
-            if dense is None:  # the share of hit lines in the first 64 KiB
-                probe = buf.rfind(b"\n", 0, min(end, SNIFF)) + 1
-                n_probe = buf.count(b"\n", 0, probe)
-                dense = len(_hits(buf, probe, anchors)) >= DENSE * max(1, n_probe)
+            if dense is None:
+                dense = _probe_dense(buf, end, anchors)
             if dense and text_anchors is not None:
                 skip_until, n_hits = _dense(
                     buf, end, n_nl, line_no, first, skip_until, text_anchors, visit, stats
@@ -231,11 +221,42 @@ def scan(
     finally:
         fh.close()
     stats.lines = line_no - 1
+    _set_tail(stats, tail)
+    return stats
+
+
+def _refuse_binary(p: Path, buf: bytes, comp: str | None) -> None:
+    """Refuse a file whose first ``SNIFF`` bytes hold a NUL (not a text log)."""
+    nul = buf.find(b"\x00", 0, SNIFF)
+    if nul >= 0:
+        what = "gzip of a binary file" if comp else "a binary file"
+        raise _refuse(p, f"{what} (NUL byte at offset {nul})")
+
+
+def _block_end(buf: bytes, eof: bool) -> int:
+    """Where this block's whole lines end in ``buf``; -1: no line end yet (read more). A line
+    of ``MAX_LINE`` bytes or more is cut there (visited in pieces, under one line number)."""
+    if eof:
+        return len(buf)
+    end = _cut(buf)
+    if end < 0 and len(buf) >= MAX_LINE:
+        return len(buf)
+    return end
+
+
+def _probe_dense(buf: bytes, end: int, anchors: Sequence[bytes]) -> bool:
+    """Whether the share of hit lines in the first ``SNIFF`` bytes calls for the dense path."""
+    probe = buf.rfind(b"\n", 0, min(end, SNIFF)) + 1
+    n_probe = buf.count(b"\n", 0, probe)
+    return len(_hits(buf, probe, anchors)) >= DENSE * max(1, n_probe)
+
+
+def _set_tail(stats: ScanStats, tail: bytes) -> None:
+    """The last whole lines (up to ``TAIL`` bytes) and the number of the first of them."""
     if len(tail) == TAIL and b"\n" in tail:
         tail = tail[tail.index(b"\n") + 1 :]  # drop the partial first line
     n_tail = tail.count(b"\n") + (1 if tail and tail[-1:] != b"\n" else 0)
     stats.tail, stats.tail_first_line = tail, stats.lines - n_tail + 1
-    return stats
 
 
 def _sparse(

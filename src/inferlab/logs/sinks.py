@@ -151,20 +151,22 @@ def _gemm_default(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | No
     return rec[USED]
 
 
-@sink("fp8-gemm.tuned")
-def _gemm_tuned(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
-    key = _shape(rec[VALUES])
-    if key not in st.tuned_gemms:
-        st.tuned_gemms[key] = _tuned(rec, ln, "fp8-gemm", key)
-    return rec[USED]
+def _first_tuned(kind: str, table: Callable[[LogState], dict[Any, TunedConfig]]) -> Sink:
+    """The sink of a tuned-config line of ``kind``: the first line of each shape is kept in
+    ``table(st)``."""
+
+    def keep(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
+        key = _shape(rec[VALUES])
+        tuned = table(st)
+        if key not in tuned:
+            tuned[key] = _tuned(rec, ln, kind, key)
+        return rec[USED]
+
+    return keep
 
 
-@sink("moe.tuned")
-def _moe_tuned(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
-    key = _shape(rec[VALUES])
-    if key not in st.tuned_moes:
-        st.tuned_moes[key] = _tuned(rec, ln, "moe", key)
-    return rec[USED]
+sink("fp8-gemm.tuned")(_first_tuned("fp8-gemm", lambda st: st.tuned_gemms))
+sink("moe.tuned")(_first_tuned("moe", lambda st: st.tuned_moes))
 
 
 @sink("moe.untuned")

@@ -29,7 +29,13 @@ import numpy.typing as npt
 
 from inferlab.errors import ConfigError
 from inferlab.models.safetensors import TensorEntry, write_safetensors
-from inferlab.models.tokenizer import LlamaShape, train_tokenizer, write_hf_files
+from inferlab.models.tokenizer import (
+    Construction,
+    check_heads,
+    llama_shape,
+    train_tokenizer,
+    write_hf_files,
+)
 
 __all__ = ["DTYPES", "PRESETS", "RandomModelInfo", "RandomSpec", "write_random_model"]
 
@@ -40,7 +46,7 @@ DTYPES = {"bfloat16": "BF16", "float32": "F32"}
 
 
 @dataclass(frozen=True)
-class RandomSpec:
+class RandomSpec(Construction):
     """Shape and construction constants of a random model (see the module docstring)."""
 
     hidden_size: int
@@ -50,12 +56,7 @@ class RandomSpec:
     num_key_value_heads: int
     vocab_size: int
     max_position_embeddings: int = 4096
-    rope_theta: float = 10000.0
-    rms_norm_eps: float = 1e-5
     tokenizer_vocab: int = 1024
-    anchor: float = 2.0
-    forbid_scale: float = 400.0
-    logit_scale: float = 4.0
 
     @property
     def head_dim(self) -> int:
@@ -69,12 +70,7 @@ class RandomSpec:
         return self.num_hidden_layers * layer + 2 * self.vocab_size * d + d
 
     def validate(self) -> None:
-        if self.hidden_size % self.num_attention_heads:
-            raise ConfigError("hidden_size must be a multiple of num_attention_heads")
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ConfigError("num_attention_heads must be a multiple of num_key_value_heads")
-        if self.head_dim % 2:
-            raise ConfigError("head_dim must be even (rotary embeddings)")
+        check_heads(self)
         if self.vocab_size < self.tokenizer_vocab:
             raise ConfigError("vocab_size must be at least the tokenizer's vocabulary")
         if min(self.num_hidden_layers, self.intermediate_size) < 1:
@@ -227,19 +223,7 @@ def write_random_model(
     size = write_safetensors(
         out / "model.safetensors", entries, _ordered(encode, len(names), workers)
     )
-    shape = LlamaShape(
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        head_dim=spec.head_dim,
-        vocab_size=spec.vocab_size,
-        max_position_embeddings=spec.max_position_embeddings,
-        rope_theta=spec.rope_theta,
-        rms_norm_eps=spec.rms_norm_eps,
-        dtype=dtype,
-    )
+    shape = llama_shape(spec, spec.vocab_size, dtype)
     meta = {
         "generator": "inferlab.models.random",
         "preset": preset,

@@ -36,7 +36,9 @@ from inferlab.models.tokenizer import (
     CHAT_TEMPLATE,
     EOS_TOKEN,
     UNK_TOKEN,
-    LlamaShape,
+    Construction,
+    check_heads,
+    llama_shape,
     tiny_corpus,
     train_tokenizer,
     write_hf_files,
@@ -57,7 +59,7 @@ F32 = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True)
-class TinySpec:
+class TinySpec(Construction):
     """Shape of the tiny model. Head size 32 is one the vLLM CPU attention kernels support."""
 
     hidden_size: int = 128
@@ -67,26 +69,13 @@ class TinySpec:
     num_key_value_heads: int = 2
     vocab_target: int = 1024
     max_position_embeddings: int = 2048
-    rope_theta: float = 10000.0
-    rms_norm_eps: float = 1e-5
-    #: constant value of residual channel 0 in every embedding.
-    anchor: float = 2.0
-    #: LM-head weight (negated) on channel 0 for forbidden tokens.
-    forbid_scale: float = 400.0
-    #: scale of the allowed tokens' logits (about their standard deviation).
-    logit_scale: float = 4.0
 
     @property
     def head_dim(self) -> int:
         return self.hidden_size // self.num_attention_heads
 
     def validate(self) -> None:
-        if self.hidden_size % self.num_attention_heads:
-            raise ConfigError("hidden_size must be a multiple of num_attention_heads")
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ConfigError("num_attention_heads must be a multiple of num_key_value_heads")
-        if self.head_dim % 2:
-            raise ConfigError("head_dim must be even (rotary embeddings)")
+        check_heads(self)
         if self.vocab_target < 300:
             raise ConfigError("vocab_target must be at least 300 (256 bytes + specials + merges)")
         if min(self.num_hidden_layers, self.intermediate_size, self.max_position_embeddings) < 1:
@@ -159,19 +148,7 @@ def write_tiny_model(out: Path, seed: int = 0, spec: TinySpec | None = None) -> 
 
     save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "model.safetensors").chmod(0o644)  # safetensors creates it 0600
-    shape = LlamaShape(
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        head_dim=spec.head_dim,
-        vocab_size=tt.vocab_size,
-        max_position_embeddings=spec.max_position_embeddings,
-        rope_theta=spec.rope_theta,
-        rms_norm_eps=spec.rms_norm_eps,
-        dtype="float32",
-    )
+    shape = llama_shape(spec, tt.vocab_size, "float32")
     meta = {"generator": "inferlab.models.tiny", "seed": seed, "spec": asdict(spec)}
     files = tuple(sorted((*write_hf_files(out, tt, shape, meta), "model.safetensors")))
     return TinyModelInfo(

@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+from inferlab.errors import ConfigError
 
 __all__ = [
     "BOS_TOKEN",
@@ -23,9 +25,13 @@ __all__ = [
     "EOS_TOKEN",
     "SPECIAL_TOKENS",
     "UNK_TOKEN",
+    "Construction",
+    "LlamaDims",
     "LlamaShape",
     "TrainedTokenizer",
+    "check_heads",
     "forbidden_ids",
+    "llama_shape",
     "tiny_corpus",
     "train_tokenizer",
     "write_hf_files",
@@ -214,6 +220,68 @@ class LlamaShape:
     rope_theta: float
     rms_norm_eps: float
     dtype: str  # torch dtype name: float32 | bfloat16
+
+
+@dataclass(frozen=True, kw_only=True)
+class Construction:
+    """The constants both of inferlab's models are built with: RoPE and RMSNorm settings, and
+    the forbidden-token construction (``anchor`` in residual channel 0 of every embedding,
+    ``-forbid_scale`` there in each forbidden token's LM-head row, the allowed tokens' logits
+    about ``logit_scale`` wide)."""
+
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    anchor: float = 2.0
+    forbid_scale: float = 400.0
+    logit_scale: float = 4.0
+
+
+class LlamaDims(Protocol):
+    """The dimensions a model spec (``TinySpec``, ``RandomSpec``) declares."""
+
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def intermediate_size(self) -> int: ...
+    @property
+    def num_hidden_layers(self) -> int: ...
+    @property
+    def num_attention_heads(self) -> int: ...
+    @property
+    def num_key_value_heads(self) -> int: ...
+    @property
+    def max_position_embeddings(self) -> int: ...
+    @property
+    def rope_theta(self) -> float: ...
+    @property
+    def rms_norm_eps(self) -> float: ...
+
+
+def check_heads(spec: LlamaDims) -> None:
+    """ConfigError unless the attention heads divide evenly and the head size is even."""
+    if spec.hidden_size % spec.num_attention_heads:
+        raise ConfigError("hidden_size must be a multiple of num_attention_heads")
+    if spec.num_attention_heads % spec.num_key_value_heads:
+        raise ConfigError("num_attention_heads must be a multiple of num_key_value_heads")
+    if (spec.hidden_size // spec.num_attention_heads) % 2:
+        raise ConfigError("head_dim must be even (rotary embeddings)")
+
+
+def llama_shape(spec: LlamaDims, vocab_size: int, dtype: str) -> LlamaShape:
+    """The ``config.json`` shape of ``spec`` with ``vocab_size`` rows of embeddings."""
+    return LlamaShape(
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        head_dim=spec.hidden_size // spec.num_attention_heads,
+        vocab_size=vocab_size,
+        max_position_embeddings=spec.max_position_embeddings,
+        rope_theta=spec.rope_theta,
+        rms_norm_eps=spec.rms_norm_eps,
+        dtype=dtype,
+    )
 
 
 def _dump(path: Path, obj: Any) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.errors import ConfigError
+from inferlab.recon.probe import run_captured
 
 __all__ = ["RepoInfo", "is_tracked_package", "repo_info"]
 
@@ -45,15 +46,7 @@ def _git_env() -> dict[str, str]:
 
 
 def _git(repo: Path, *args: str, timeout_s: float = 30.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=_git_env(),
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_captured(["git", "-C", str(repo), *args], timeout_s, _git_env())
 
 
 def _out(repo: Path, *args: str) -> str | None:

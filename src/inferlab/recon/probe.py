@@ -16,7 +16,15 @@ from typing import Any
 
 from inferlab.errors import ConfigError
 
-__all__ = ["PythonInfo", "TorchInfo", "probe_python", "probe_torch", "run_python", "subprocess_env"]
+__all__ = [
+    "PythonInfo",
+    "TorchInfo",
+    "probe_python",
+    "probe_torch",
+    "run_captured",
+    "run_python",
+    "subprocess_env",
+]
 
 MARKER = "INFERLAB-PROBE "
 
@@ -124,14 +132,21 @@ def subprocess_env() -> dict[str, str]:
 
 
 def run_python(argv: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` (an engine's Python and its arguments) with the clean probe environment,
-    no stdin, output captured as text. Raises ``subprocess.TimeoutExpired`` / ``OSError``."""
+    """Run ``argv`` (an engine's Python and its arguments) with the clean probe environment."""
+    return run_captured(argv, timeout_s, subprocess_env())
+
+
+def run_captured(
+    argv: list[str], timeout_s: float, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in ``env``, no stdin, output captured as text, the exit status not checked.
+    Raises ``subprocess.TimeoutExpired`` / ``OSError``."""
     return subprocess.run(
         argv,
         capture_output=True,
         text=True,
         timeout=timeout_s,
-        env=subprocess_env(),
+        env=env,
         stdin=subprocess.DEVNULL,
         check=False,
     )

@@ -3,15 +3,14 @@
 from inferlab.server.lifecycle import (
     LaunchSpec,
     ServerProcess,
-    StopReport,
     clean_env,
     free_port,
     launch,
     log_tail,
     stop,
-    stop_group,
     wait_ready,
 )
+from inferlab.server.stop import StopReport, stop_group
 
 __all__ = [
     "LaunchSpec",

@@ -10,7 +10,6 @@ is free and, where NVML sees a GPU, until the memory the server held is released
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import signal
@@ -21,26 +20,24 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from inferlab.config.secrets import scrub_text
 from inferlab.cpus import pin_child
 from inferlab.errors import LaunchError
-from inferlab.server.gpumem import pids_mib
+from inferlab.server.stop import StopReport, signal_group, stop_group
 
 __all__ = [
     "BASE_ENV_KEYS",
     "LaunchSpec",
     "ServerProcess",
-    "StopReport",
     "clean_env",
     "free_port",
     "guarded",
     "launch",
     "log_tail",
     "stop",
-    "stop_group",
     "wait_ready",
 ]
 
@@ -117,18 +114,6 @@ class ServerProcess:
     @property
     def url(self) -> str:
         return self.spec.health_url.rsplit("/", 1)[0] if "/" in self.spec.health_url else ""
-
-
-@dataclass
-class StopReport:
-    """How the server stopped and what was checked afterwards."""
-
-    signal: str  # "SIGTERM", "SIGKILL" or "already exited"
-    exit_code: int | None
-    seconds: float
-    port_free: bool
-    gpu_check: str  # "drained", "skipped: ...", or what is still held
-    notes: list[str] = field(default_factory=list)
 
 
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
@@ -218,48 +203,50 @@ def wait_ready(
             if hit is not None:
                 kind, line, remedy = hit
                 _kill_group(server, signal.SIGKILL)
-                raise LaunchError(
-                    f"{spec.name}: {kind}: {line.strip()}",
-                    kind=kind,
-                    remedy=remedy,
-                    log_path=spec.log_path,
-                    tail=log_tail(spec.log_path),
-                )
+                raise _launch_error(spec, f"{kind}: {line.strip()}", kind, remedy)
         code = server.proc.poll()
         if code is not None:
-            kind, remedy = "exited", "read the log tail"
-            ssh = _ssh_failure(spec, log_tail(spec.log_path, 20), code)
-            if ssh is not None:
-                raise LaunchError(
-                    f"{spec.name}: {ssh}",
-                    kind="ssh",
-                    log_path=spec.log_path,
-                    remedy="check the host name, that sshd runs there and that "
-                    "key-based login works (ssh -o BatchMode=yes HOST true)",
-                    tail=log_tail(spec.log_path),
-                )
-            if fatal is not None:
-                hit = fatal(log_tail(spec.log_path, 2000))
-                if hit is not None:
-                    kind, _, remedy = hit
-            raise LaunchError(
-                f"{spec.name}: the server exited with code {code} before it was ready",
-                kind=kind,
-                remedy=remedy,
-                log_path=spec.log_path,
-                tail=log_tail(spec.log_path),
-            )
+            raise _exited(spec, code, fatal)
         if time.monotonic() > deadline:
             _kill_group(server, signal.SIGKILL)
-            raise LaunchError(
-                f"{spec.name}: not ready after {spec.ready_timeout_s:g} s "
+            raise _launch_error(
+                spec,
+                f"not ready after {spec.ready_timeout_s:g} s "
                 f"({spec.health_url} never answered 200)",
-                kind="ready-timeout",
-                remedy="raise engine.ready_timeout_s if the model is large; else read the log",
-                log_path=spec.log_path,
-                tail=log_tail(spec.log_path),
+                "ready-timeout",
+                "raise engine.ready_timeout_s if the model is large; else read the log",
             )
         time.sleep(poll_s)
+
+
+def _launch_error(spec: LaunchSpec, what: str, kind: str, remedy: str) -> LaunchError:
+    return LaunchError(
+        f"{spec.name}: {what}",
+        kind=kind,
+        remedy=remedy,
+        log_path=spec.log_path,
+        tail=log_tail(spec.log_path),
+    )
+
+
+def _exited(spec: LaunchSpec, code: int, fatal: FatalCheck | None) -> LaunchError:
+    """The error of a server that exited before it was ready: ssh's own failure, the fatal
+    log signature that explains it, or the bare exit code."""
+    ssh = _ssh_failure(spec, log_tail(spec.log_path, 20), code)
+    if ssh is not None:
+        remedy = (
+            "check the host name, that sshd runs there and that "
+            "key-based login works (ssh -o BatchMode=yes HOST true)"
+        )
+        return _launch_error(spec, ssh, "ssh", remedy)
+    kind, remedy = "exited", "read the log tail"
+    if fatal is not None:
+        hit = fatal(log_tail(spec.log_path, 2000))
+        if hit is not None:
+            kind, _, remedy = hit
+    return _launch_error(
+        spec, f"the server exited with code {code} before it was ready", kind, remedy
+    )
 
 
 def _ssh_failure(spec: LaunchSpec, lines: Sequence[str], code: int) -> str | None:
@@ -274,45 +261,7 @@ def _ssh_failure(spec: LaunchSpec, lines: Sequence[str], code: int) -> str | Non
 
 
 def _kill_group(server: ServerProcess, sig: int) -> None:
-    _signal_group(server.proc.pid, sig)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _port_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex((host, port)) != 0
-
-
-def _group_pids(pgid: int) -> set[int]:
-    pids = set()
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if os.getpgid(int(d.name)) == pgid:
-                    pids.add(int(d.name))
-            except (ProcessLookupError, PermissionError):
-                continue
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (works for processes we did not start)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+    signal_group(server.proc.pid, sig)
 
 
 def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
@@ -330,74 +279,3 @@ def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
     )
     rep.exit_code = server.proc.returncode
     return rep
-
-
-def stop_group(
-    pgid: int,
-    port: int,
-    *,
-    host: str = "local",
-    grace_s: float = 20.0,
-    drain_timeout_s: float = 60.0,
-    reap: Callable[[], int | None] | None = None,
-    cuda_visible: str | None = None,
-) -> StopReport:
-    """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
-    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port check, and the GPU
-    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU)."""
-    t0 = time.monotonic()
-    notes: list[str] = []
-
-    def alive() -> bool:
-        if reap is not None:
-            return reap() is None
-        return _alive(pgid)
-
-    pids = _group_pids(pgid) | {pgid}
-    if not alive():
-        sent = "already exited"
-    else:
-        sent = "SIGTERM"
-        _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if alive():
-            sent = "SIGKILL"
-            notes.append(f"ignored SIGTERM for {grace_s:g} s: killed")
-            _signal_group(pgid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while alive() and time.monotonic() < deadline:
-                time.sleep(0.05)
-    # stragglers of the group (workers that outlive the parent)
-    deadline = time.monotonic() + 10
-    while _group_pids(pgid) and time.monotonic() < deadline:
-        _signal_group(pgid, signal.SIGKILL)
-        time.sleep(0.1)
-    port_free = False
-    deadline = time.monotonic() + drain_timeout_s
-    while time.monotonic() < deadline:
-        if host not in ("local", "localhost", "") or _port_free(port):
-            port_free = True
-            break
-        time.sleep(0.2)
-    if not port_free:
-        notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    gpu = _wait_pids_gone(pids, deadline, cuda_visible)
-    if gpu.startswith("not drained"):
-        notes.append(gpu)
-    return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
-
-
-def _wait_pids_gone(pids: set[int], deadline: float, cuda_visible: str | None = None) -> str:
-    """Wait until NVML lists none of ``pids`` on the GPUs ``cuda_visible`` names (None: any):
-    "drained", "not drained: ..." or "skipped: ..." (no NVML)."""
-    if pids_mib(cuda_visible) is None:
-        return "skipped: no GPU visible through NVML"
-    while True:
-        left = {p: m for p, m in (pids_mib(cuda_visible) or {}).items() if p in pids}
-        if not left:
-            return "drained"
-        if time.monotonic() > deadline:
-            return f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
-        time.sleep(0.5)

@@ -233,6 +233,72 @@ def _frame(event: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
+def usage_json(prompt_tokens: int, completion_tokens: int) -> str:
+    """An answer's ``usage`` object."""
+    return (
+        f'{{"prompt_tokens":{prompt_tokens},"total_tokens":'
+        f'{prompt_tokens + completion_tokens},"completion_tokens":{completion_tokens}}}'
+    )
+
+
+@dataclass(frozen=True)
+class StreamParts:
+    """The fixed bytes of one streamed answer: a token event is ``pre + text + mid`` and its
+    finish reason; ``role`` is written before the first token (chat, else empty), ``tail``
+    after the last one (the usage event when asked, ``[DONE]``, the end of the body)."""
+
+    pre: bytes
+    mid: bytes
+    role: bytes
+    tail: bytes
+
+
+def stream_parts(
+    req: GenRequest, rid: str, created: int, model_json: str, reported: int | None = None
+) -> StreamParts:
+    """The :class:`StreamParts` of ``req``'s answer (``reported``: see :func:`render`)."""
+    obj = "chat.completion.chunk" if req.endpoint == "chat" else "text_completion"
+    common = (
+        f'data: {{"id":{json.dumps(rid)},"object":"{obj}","created":{created},"model":{model_json},'
+    )
+    role = b""
+    if req.endpoint == "chat":
+        pre = (common + '"choices":[{"index":0,"delta":{"content":"').encode()
+        mid = b'"},"logprobs":null,"finish_reason":'
+        role = _frame(
+            (
+                common + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
+                '"logprobs":null,"finish_reason":null}]}\n\n'
+            ).encode()
+        )
+    else:
+        pre = (common + '"choices":[{"index":0,"text":"').encode()
+        mid = b'","logprobs":null,"finish_reason":'
+    tail = b""
+    if req.include_usage:
+        n = req.max_tokens if reported is None else reported
+        usage = usage_json(req.prompt_tokens, n)
+        tail = _frame((common + f'"choices":[],"usage":{usage}}}\n\n').encode())
+    return StreamParts(pre, mid, role, tail + _frame(_DONE) + b"0\r\n\r\n")
+
+
+def _render_whole(
+    req: GenRequest, rid: str, created: int, model_json: str, text: bytes, usage: str
+) -> bytes:
+    """The JSON body of a non-streaming answer."""
+    content = json.dumps(text.decode())
+    if req.endpoint == "chat":
+        choice = f'{{"index":0,"message":{{"role":"assistant","content":{content}}},'
+        obj = "chat.completion"
+    else:
+        choice = f'{{"index":0,"text":{content},'
+        obj = "text_completion"
+    return (
+        f'{{"id":{json.dumps(rid)},"object":"{obj}","created":{created},"model":{model_json},'
+        f'"choices":[{choice}"logprobs":null,"finish_reason":"length"}}],"usage":{usage}}}'
+    ).encode()
+
+
 def render(
     req: GenRequest,
     rid: str,
@@ -246,41 +312,13 @@ def render(
 ) -> Rendered:
     """Render every write of one answer. ``words[i]`` is ``b" " + vocab[i]`` (ASCII letters);
     ``reported``: the ``usage.completion_tokens`` to claim (default: the tokens sent)."""
-    n = req.max_tokens if reported is None else reported
-    usage = (
-        f'{{"prompt_tokens":{req.prompt_tokens},"total_tokens":'
-        f'{req.prompt_tokens + n},"completion_tokens":{n}}}'
-    )
-    rid_json = json.dumps(rid)
     if not req.stream:
-        text = json.dumps(b"".join([words[i] for i in ids]).decode())
-        if req.endpoint == "chat":
-            choice = f'{{"index":0,"message":{{"role":"assistant","content":{text}}},'
-            obj = "chat.completion"
-        else:
-            choice = f'{{"index":0,"text":{text},'
-            obj = "text_completion"
-        body = (
-            f'{{"id":{rid_json},"object":"{obj}","created":{created},"model":{model_json},'
-            f'"choices":[{choice}"logprobs":null,"finish_reason":"length"}}],"usage":{usage}}}'
-        ).encode()
+        n = req.max_tokens if reported is None else reported
+        text = b"".join([words[i] for i in ids])
+        body = _render_whole(req, rid, created, model_json, text, usage_json(req.prompt_tokens, n))
         return Rendered(b"", [head % len(body) + body], [len(ids)])
-
-    obj = "chat.completion.chunk" if req.endpoint == "chat" else "text_completion"
-    common = f'data: {{"id":{rid_json},"object":"{obj}","created":{created},"model":{model_json},'
-    if req.endpoint == "chat":
-        pre = (common + '"choices":[{"index":0,"delta":{"content":"').encode()
-        mid = b'"},"logprobs":null,"finish_reason":'
-        role = _frame(
-            (
-                common + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
-                '"logprobs":null,"finish_reason":null}]}\n\n'
-            ).encode()
-        )
-        head = head + role
-    else:
-        pre = (common + '"choices":[{"index":0,"text":"').encode()
-        mid = b'","logprobs":null,"finish_reason":'
+    parts = stream_parts(req, rid, created, model_json, reported)
+    pre, mid = parts.pre, parts.mid
     post = mid + b"null}]}\n\n"
     base = len(pre) + len(post)
     sizes = chunk_sizes(len(ids), k)
@@ -290,8 +328,5 @@ def render(
         texts = [words[ids[0]]]
         texts += [b"".join([words[i] for i in ids[p : p + k]]) for p in range(1, len(ids), k)]
     frames = [b"%x\r\n%s%s%s\r\n" % (base + len(t), pre, t, post) for t in texts]
-    last = _frame(b'%s%s%s"length"}]}\n\n' % (pre, texts[-1], mid))
-    if req.include_usage:
-        last += _frame((common + f'"choices":[],"usage":{usage}}}\n\n').encode())
-    frames[-1] = last + _frame(_DONE) + b"0\r\n\r\n"
-    return Rendered(head, frames, sizes)
+    frames[-1] = _frame(b'%s%s%s"length"}]}\n\n' % (pre, texts[-1], mid)) + parts.tail
+    return Rendered(head + parts.role, frames, sizes)

@@ -23,7 +23,8 @@ from inferlab.sim.model import StepModel, accept_draw, step_ms
 from inferlab.sim.wheel import TimerWheel, slot_of
 
 if TYPE_CHECKING:
-    from inferlab.sim.server import SimServer, _Conn
+    from inferlab.sim.http import Conn as _Conn
+    from inferlab.sim.server import SimServer
     from inferlab.sim.truth import Record as _Record
     from inferlab.sim.truth import Request as _Request
 
@@ -151,45 +152,17 @@ class BatchingEngine:
             srv._fail(conn, rec, 400, body)
             return
         created = int(time.time())
-        rid_json = json.dumps(rec.id)
-        usage = (
-            f'{{"prompt_tokens":{gen.prompt_tokens},"total_tokens":'
-            f'{gen.prompt_tokens + gen.max_tokens},"completion_tokens":{gen.max_tokens}}}'
-        )
         rec.completion_tokens = gen.max_tokens
         rec.dues = array("q")
         rec.ntokens = array("q")
         assert conn.transport is not None
+        head = srv._heads.answer_head(gen.stream, req.keep_alive)
         if gen.stream:
-            head = srv._head(200, None, req.keep_alive, b"text/event-stream; charset=utf-8")
-            obj = "chat.completion.chunk" if gen.endpoint == "chat" else "text_completion"
-            common = (
-                f'data: {{"id":{rid_json},"object":"{obj}","created":{created},'
-                f'"model":{srv._model_json},'
-            )
-            if gen.endpoint == "chat":
-                pre = (common + '"choices":[{"index":0,"delta":{"content":"').encode()
-                mid = b'"},"logprobs":null,"finish_reason":'
-                role = (
-                    common + '"choices":[{"index":0,"delta":{"role":"assistant","content":""},'
-                    '"logprobs":null,"finish_reason":null}]}\n\n'
-                ).encode()
-                head += b"%x\r\n%s\r\n" % (len(role), role)
-            else:
-                pre = (common + '"choices":[{"index":0,"text":"').encode()
-                mid = b'","logprobs":null,"finish_reason":'
-            tail = b""
-            if gen.include_usage:
-                ev = (common + f'"choices":[],"usage":{usage}}}\n\n').encode()
-                tail += b"%x\r\n%s\r\n" % (len(ev), ev)
-            done = b"data: [DONE]\n\n"
-            tail += b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done)
-            conn.transport.write(head)
+            parts = api.stream_parts(gen, rec.id, created, srv._model_json)
+            pre, mid, tail = parts.pre, parts.mid, parts.tail
+            conn.transport.write(head + parts.role)
         else:
-            whole = srv._head(200, 0, req.keep_alive).replace(
-                b"content-length: 0\r\n", b"content-length: %d\r\n"
-            )
-            out = api.render(gen, rec.id, created, srv._model_json, srv._words, ids, 1, whole)
+            out = api.render(gen, rec.id, created, srv._model_json, srv._words, ids, 1, head)
             pre = mid = b""
             tail = out.frames[0]
         seq = Seq(conn, rec, gen, ids, srv._words, pre, mid, tail)

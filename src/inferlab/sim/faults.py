@@ -17,11 +17,10 @@ from time import perf_counter_ns
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from inferlab.sim.truth import Record
-from inferlab.sim.wheel import slot_of
+from inferlab.sim.wheel import Job, JobConn, slot_of
 
 if TYPE_CHECKING:
     from array import array
-    from asyncio import Transport
 
 __all__ = [
     "FAULTS",
@@ -158,19 +157,15 @@ class FaultPlan:
         return self.kind
 
 
-class _Conn(Protocol):
-    transport: Transport | None
-
-    def job_done(self, job: FaultJob) -> None: ...
-
+class _Conn(JobConn, Protocol):
     def job_failed(self, job: FaultJob, close: bool) -> None: ...
 
 
-class FaultJob:
+class FaultJob(Job):
     """An answer paced by the wheel that misbehaves at chunk ``at`` (the ``stream`` faults)."""
 
-    __slots__ = ("at", "conn", "dead", "drip_ns", "ends", "frames", "i", "k", "kind", "n",
-                 "pos", "rec", "rest", "slots", "write", "writes")  # fmt: skip
+    __slots__ = ("at", "drip_ns", "ends", "k", "kind", "pos", "rest")
+    conn: _Conn
 
     def __init__(
         self,
@@ -182,19 +177,10 @@ class FaultJob:
         at: int,
         drip_ns: int,
     ) -> None:
-        assert conn.transport is not None
-        self.conn = conn
-        self.write = conn.transport.write
-        self.frames = frames
-        self.slots = slots
-        self.rec = rec
-        self.writes = rec.writes
+        super().__init__(conn, frames, slots, rec)
         self.kind = kind
         self.at = at
         self.drip_ns = drip_ns
-        self.i = 0
-        self.n = len(frames)
-        self.dead = False
         self.rest = b""  # drip: every byte still to write, and the frame ends in it
         self.ends: list[int] = []
         self.pos = self.k = 0

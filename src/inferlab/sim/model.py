@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "MemoryModel",
+    "SpecCosts",
     "SpecModel",
     "StepModel",
     "accept_draw",
@@ -41,18 +42,23 @@ __all__ = [
 ]
 
 
-class SpecModel(BaseModel):
-    """Speculative decoding (EAGLE/MTP chain): ``k`` drafts per step, one verify pass."""
+class SpecCosts(BaseModel):
+    """Speculative-decoding costs of a preset (the draft count comes from the levers)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    draft_tokens: int = Field(ge=1, le=64, description="k: drafted tokens per sequence per step")
     accept_prob: float = Field(ge=0.0, le=1.0, description="per-draft-token acceptance p")
     draft_fixed_ms: float = Field(ge=0.0)
     draft_per_seq_ms: float = Field(ge=0.0)
     verify_per_token_ms: float = Field(ge=0.0)
     verify_sat_tokens: float = Field(gt=0.0)
     verify_per_token_over_ms: float = Field(ge=0.0)
+
+
+class SpecModel(SpecCosts):
+    """Speculative decoding (EAGLE/MTP chain): ``k`` drafts per step, one verify pass."""
+
+    draft_tokens: int = Field(ge=1, le=64, description="k: drafted tokens per sequence per step")
 
 
 class StepModel(BaseModel):

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from inferlab.errors import ConfigError
 from inferlab.sim.model import (
     MemoryModel,
+    SpecCosts,
     SpecModel,
     StepModel,
     graph_capture_need,
@@ -29,25 +30,11 @@ __all__ = [
     "PRESETS",
     "Levers",
     "Preset",
-    "SpecCosts",
     "StartupFailure",
     "expected_accept_length",
     "get_preset",
     "resolve",
 ]
-
-
-class SpecCosts(BaseModel):
-    """Speculative-decoding costs of a preset (the draft count comes from the levers)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    accept_prob: float = Field(ge=0.0, le=1.0)
-    draft_fixed_ms: float = Field(ge=0.0)
-    draft_per_seq_ms: float = Field(ge=0.0)
-    verify_per_token_ms: float = Field(ge=0.0)
-    verify_sat_tokens: float = Field(gt=0.0)
-    verify_per_token_over_ms: float = Field(ge=0.0)
 
 
 class Preset(BaseModel):
@@ -274,16 +261,7 @@ def resolve(preset: Preset, lv: Levers) -> StepModel:
     spec: SpecModel | None = None
     if lv.speculative_algorithm is not None:
         k = _draft_tokens(lv)
-        c = preset.spec
-        spec = SpecModel(
-            draft_tokens=k,
-            accept_prob=c.accept_prob,
-            draft_fixed_ms=c.draft_fixed_ms,
-            draft_per_seq_ms=c.draft_per_seq_ms,
-            verify_per_token_ms=c.verify_per_token_ms,
-            verify_sat_tokens=c.verify_sat_tokens,
-            verify_per_token_over_ms=c.verify_per_token_over_ms,
-        )
+        spec = SpecModel(draft_tokens=k, **preset.spec.model_dump())
     elif any(
         x is not None
         for x in (

@@ -3,7 +3,8 @@
 Slots are 1 ms wide and keyed by absolute ``perf_counter`` milliseconds. An item due at
 ``due_ns`` goes into slot ``ceil(due_ns / 1e6)``, so it is never fired before it is due. One
 ``loop.call_at`` is armed for the earliest non-empty slot; when it fires, every item of every
-slot that has begun is fired once and re-inserted at the slot it returns.
+slot that has begun is fired once and re-inserted at the slot it returns. A :class:`Job` is
+the plain item: one answer's frames, each written once its slot has begun.
 """
 
 from __future__ import annotations
@@ -11,15 +12,61 @@ from __future__ import annotations
 import asyncio
 from heapq import heappop, heappush
 from time import perf_counter_ns
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["Paced", "TimerWheel", "slot_of"]
+if TYPE_CHECKING:
+    from array import array
+
+    from inferlab.sim.truth import Record
+
+__all__ = ["Job", "JobConn", "Paced", "TimerWheel", "slot_of"]
 
 
 class Paced(Protocol):
     """An item the wheel fires: ``fire()`` does its due work and returns its next slot, or -1."""
 
     def fire(self) -> int: ...
+
+
+class JobConn(Protocol):
+    """The connection a :class:`Job` writes to and tells when the answer is complete."""
+
+    transport: asyncio.Transport | None
+
+    def job_done(self, job: Job) -> None: ...
+
+
+class Job:
+    """One answer being paced by the wheel: ``frames[i]`` is written once ``dues[i]`` passed."""
+
+    __slots__ = ("conn", "dead", "frames", "i", "n", "rec", "slots", "write", "writes")
+
+    def __init__(
+        self, conn: JobConn, frames: tuple[bytes, ...], slots: array[int], rec: Record
+    ) -> None:
+        assert conn.transport is not None
+        self.conn = conn
+        self.write = conn.transport.write
+        self.frames = frames
+        self.slots = slots
+        self.writes = rec.writes
+        self.rec = rec
+        self.i = 0
+        self.n = len(frames)
+        self.dead = False
+
+    def fire(self) -> int:
+        if self.dead:
+            return -1
+        i = self.i
+        self.writes.append(perf_counter_ns())
+        self.write(self.frames[i])
+        i += 1
+        if i == self.n:
+            self.conn.job_done(self)
+            return -1
+        self.i = i
+        return self.slots[i]
 
 
 def slot_of(due_ns: int) -> int:

@@ -11,15 +11,17 @@ import hashlib
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from inferlab.config.secrets import scrub_argv, scrub_env, scrub_obj, scrub_text
+from inferlab.config.secrets import scrub_argv, scrub_env
 from inferlab.errors import StoreError
 from inferlab.records import RequestRecord
+from inferlab.store.annotations import Annotations
+from inferlab.store.jsoncols import dumps as _dumps
+from inferlab.store.jsoncols import now as _now
 from inferlab.store.requests import INSERT_REQUEST, SELECT_REQUESTS, pack_request, unpack_request
 from inferlab.store.rows import RunRow, run_row
 from inferlab.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
@@ -34,21 +36,15 @@ def db_path(arg: str | Path | None = None) -> Path:
     return Path(arg or os.environ.get("INFERLAB_DB") or DEFAULT_DB)
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
-
-
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
 def workload_hash(workload: Mapping[str, Any]) -> str:
     """Hash of the prompt and output length distribution (what makes workloads comparable)."""
     return hashlib.sha256(_dumps(dict(workload)).encode()).hexdigest()[:16]
 
 
-class Store:
+class Store(Annotations):
     """An open inferlab database. Use as a context manager; one writer at a time."""
+
+    db: sqlite3.Connection
 
     def __init__(self, path: str | Path, *, timeout_s: float = 5.0) -> None:
         self.path = Path(path)
@@ -245,39 +241,21 @@ class Store:
         """Insert one load point and all its requests. Call inside ``transaction()``.
         ``purpose`` "profiled": a pass replayed while capturing a profile (never a verdict).
         ``trust`` None: not assessed (imports); it is assessed from the summary when read."""
-        sends = [r.send_ns for r in records if r.send_ns]
-        ends = [r.end_ns for r in records if r.end_ns]
-        row = {
-            "campaign_id": campaign_id,
-            "config_id": config_id,
-            "environment_id": environment_id,
-            "source": source,
-            "definitions": definitions,
-            "metrics_version": metrics_version,
-            "label": label,
-            "concurrency": concurrency,
-            "rate": rate,
-            "max_concurrency": max_concurrency,
-            "trial": trial,
-            "model": model,
-            "workload_json": _dumps(dict(workload)),
-            "workload_hash": workload_hash(workload),
-            "started_at": started_at,
-            "ended_at": ended_at,
-            "start_ns": min(sends) if sends else None,
-            "end_ns": max(ends) if ends else None,
-            "workers": workers,
-            "client_lag_json": _dumps(dict(client_lag)) if client_lag is not None else None,
-            "warnings_json": _dumps(list(warnings)),
-            "summary_json": _dumps(dict(summary)),
-            "interrupted": int(interrupted),
-            "rejected": rejected,
-            "notes_json": _dumps(list(notes)),
-            "purpose": purpose,
-            "trust": trust,
-            "trust_json": _dumps([dict(x) for x in trust_reasons]),
-            "stop_json": _dumps(dict(stop)) if stop is not None else None,
-        }
+        args = locals()
+        row = {k: args[k] for k in _RUN_COLUMNS}
+        row.update(
+            _run_json(
+                records,
+                workload=workload,
+                summary=summary,
+                client_lag=client_lag,
+                warnings=warnings,
+                notes=notes,
+                trust_reasons=trust_reasons,
+                stop=stop,
+            )
+        )
+        row["interrupted"] = int(interrupted)
         sql = f"INSERT INTO runs({', '.join(row)}) VALUES ({','.join('?' * len(row))})"
         run_id = int(self.db.execute(sql, tuple(row.values())).lastrowid or 0)
         self.db.executemany(
@@ -292,126 +270,6 @@ class Store:
             "INSERT INTO server_metrics(run_id, t_ns, name, labels_json, value) VALUES (?,?,?,?,?)",
             ((run_id, t, n, _dumps(lb), v) for t, n, lb, v in samples),
         )
-
-    def add_verification(
-        self,
-        config_id: int,
-        kind: str,
-        passed: bool,
-        detail: Mapping[str, Any],
-        run_id: int | None = None,
-    ) -> int:
-        """One verification result (a check, or a config's reference greedy outputs); secrets
-        in ``detail`` (argv, log lines) are removed first (``_scrubbed``)."""
-        cur = self.db.execute(
-            "INSERT INTO verifications(config_id, run_id, kind, passed, detail_json, created_at) "
-            "VALUES (?,?,?,?,?,?)",
-            (config_id, run_id, kind, int(passed), _dumps(_scrubbed(kind, detail)), _now()),
-        )
-        return int(cur.lastrowid or 0)
-
-    def latest_verification(self, campaign: str, config: str, kind: str) -> dict[str, Any] | None:
-        """The newest stored verification ``kind`` of a config (by name) in a campaign."""
-        row = self.db.execute(
-            "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-            "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind=? "
-            "ORDER BY v.id DESC LIMIT 1",
-            (campaign, config, kind),
-        ).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def add_findings(
-        self,
-        findings: Sequence[Mapping[str, Any]],
-        *,
-        campaign: str | None = None,
-        config_id: int | None = None,
-        source: str | None = None,
-    ) -> int:
-        """Store findings (dicts with kind, severity, message, evidence, action); returns count.
-
-        ``evidence`` is any JSON (line numbers, values); ``source`` names the file mined."""
-        cid = self.campaign_id(campaign) if campaign else None
-        self.db.executemany(
-            "INSERT INTO findings(campaign_id, config_id, kind, severity, message, evidence_json, "
-            "action, source, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                (
-                    cid,
-                    config_id,
-                    str(f["kind"]),
-                    str(f["severity"]),
-                    scrub_text(str(f["message"])),
-                    _dumps(scrub_obj(f.get("evidence", {}))),
-                    f.get("action"),
-                    source,
-                    _now(),
-                )
-                for f in findings
-            ),
-        )
-        return len(findings)
-
-    def findings(self, campaign: str) -> list[dict[str, Any]]:
-        """Stored findings of a campaign, oldest first, each with its config name (or None)."""
-        rows = self.db.execute(
-            "SELECT f.id, g.name, f.kind, f.severity, f.message, f.evidence_json, f.action, "
-            "f.source, f.created_at FROM findings f JOIN campaigns c ON c.id = f.campaign_id "
-            "LEFT JOIN configs g ON g.id = f.config_id WHERE c.name=? ORDER BY f.id",
-            (campaign,),
-        ).fetchall()
-        keys = ("id", "config", "kind", "severity", "message", "evidence", "action", "source")
-        out = []
-        for r in rows:
-            d = dict(zip(keys, r[:8]))
-            d["evidence"] = json.loads(r[5])
-            d["created_at"] = r[8]
-            out.append(d)
-        return out
-
-    def add_analysis(
-        self,
-        kind: str,
-        name: str,
-        data: Mapping[str, Any],
-        *,
-        campaign: str | None = None,
-        config_id: int | None = None,
-    ) -> int:
-        """Store one analysis (a profile, a recon snapshot, a tuning result) as JSON."""
-        cid = self.campaign_id(campaign) if campaign else None
-        cur = self.db.execute(
-            "INSERT INTO analyses(campaign_id, config_id, kind, name, data_json, created_at) "
-            "VALUES (?,?,?,?,?,?)",
-            (cid, config_id, kind, name, _dumps(dict(data)), _now()),
-        )
-        return int(cur.lastrowid or 0)
-
-    def analyses(self, kind: str, campaign: str | None = None) -> list[dict[str, Any]]:
-        """Stored analyses of one kind (of a campaign, or all), oldest first.
-
-        Each is ``{"id", "campaign", "config", "name", "data", "created_at"}``."""
-        sql = (
-            "SELECT a.id, c.name, g.name, a.name, a.data_json, a.created_at FROM analyses a "
-            "LEFT JOIN campaigns c ON c.id = a.campaign_id "
-            "LEFT JOIN configs g ON g.id = a.config_id WHERE a.kind=?"
-        )
-        args: tuple[Any, ...] = (kind,)
-        if campaign is not None:
-            sql += " AND c.name=?"
-            args += (campaign,)
-        rows = self.db.execute(sql + " ORDER BY a.id", args).fetchall()
-        return [
-            {
-                "id": r[0],
-                "campaign": r[1],
-                "config": r[2],
-                "name": r[3],
-                "data": json.loads(r[4]),
-                "created_at": r[5],
-            }
-            for r in rows
-        ]
 
     # -- reading -------------------------------------------------------------------------------
     def runs(
@@ -471,11 +329,42 @@ class Store:
         return out
 
 
-def _scrubbed(kind: str, detail: Mapping[str, Any]) -> Any:
-    """A verification's detail without secrets (greedy outputs, compared char by char, kept)."""
-    return dict(detail) if kind == "greedy-outputs" else scrub_obj(dict(detail))
-
-
 #: the environments columns read from a snapshot, in the table's order
 _ENV_COLUMNS = "inferlab_version host cpu gpu_name gpu_count gpu_memory_mib driver engine_name"
 _ENV_COLUMNS += " engine_version"
+
+#: the runs columns stored as given to ``add_run``
+_RUN_COLUMNS = (
+    "campaign_id", "config_id", "environment_id", "source", "definitions", "metrics_version",
+    "label", "concurrency", "rate", "max_concurrency", "trial", "model", "started_at",
+    "ended_at", "workers", "rejected", "purpose", "trust",
+)  # fmt: skip
+
+
+def _run_json(
+    records: Sequence[RequestRecord],
+    *,
+    workload: Mapping[str, Any],
+    summary: Mapping[str, Any],
+    client_lag: Mapping[str, Any] | None,
+    warnings: Sequence[Mapping[str, Any]],
+    notes: Sequence[str],
+    trust_reasons: Sequence[Mapping[str, Any]],
+    stop: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The runs columns derived from ``add_run``'s arguments: the JSON ones, the workload's
+    hash, and the first send / last end (ns) of the records."""
+    sends = [r.send_ns for r in records if r.send_ns]
+    ends = [r.end_ns for r in records if r.end_ns]
+    return {
+        "workload_json": _dumps(dict(workload)),
+        "workload_hash": workload_hash(workload),
+        "start_ns": min(sends) if sends else None,
+        "end_ns": max(ends) if ends else None,
+        "client_lag_json": _dumps(dict(client_lag)) if client_lag is not None else None,
+        "warnings_json": _dumps(list(warnings)),
+        "summary_json": _dumps(dict(summary)),
+        "notes_json": _dumps(list(notes)),
+        "trust_json": _dumps([dict(x) for x in trust_reasons]),
+        "stop_json": _dumps(dict(stop)) if stop is not None else None,
+    }

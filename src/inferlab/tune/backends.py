@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 from inferlab.errors import ConfigError
 
@@ -72,15 +73,7 @@ class BackendVerdict:
         return f"{head} ({self.reason})" + (f"; {self.fix}" if self.fix else "")
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "engine": self.engine,
-            "n": self.n,
-            "k": self.k,
-            "backend": self.backend,
-            "uses_triton": self.uses_triton,
-            "reason": self.reason,
-            "fix": self.fix,
-        }
+        return asdict(self)
 
 
 # (pattern on the device name, capability): datasheet compute capabilities
@@ -124,11 +117,22 @@ def _env_on(env: Mapping[str, str], key: str) -> bool:
     return env.get(key, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_SGLANG_FIX = "start SGLang with --fp8-gemm-backend triton to run the tuned kernel"
+
+
+class _Verdict(Protocol):
+    """A verdict for one engine and shape: (backend name, runs Triton?, reason, fix)."""
+
+    def __call__(
+        self, name: str, triton: bool | None, reason: str, fix: str | None = None
+    ) -> BackendVerdict: ...
+
+
 def _sglang(ctx: BackendContext) -> BackendVerdict:
     env = ctx.env
-    n, k, cap = ctx.n, ctx.k, ctx.capability
+    n, k = ctx.n, ctx.k
     backend = (flag_value(ctx.argv, "--fp8-gemm-backend") or "auto").lower()
-    fix_triton = "start SGLang with --fp8-gemm-backend triton to run the tuned kernel"
+    fix_triton = _SGLANG_FIX
 
     def v(name: str, triton: bool | None, reason: str, fix: str | None = None) -> BackendVerdict:
         return BackendVerdict("sglang", n, k, name, triton, reason, fix)
@@ -156,6 +160,15 @@ def _sglang(ctx: BackendContext) -> BackendVerdict:
         return v("Triton", True, "FlashInfer falls back to Triton for K < 256")
     if backend not in ("auto",):
         return v(backend, False, f"--fp8-gemm-backend {backend}", fix_triton)
+    return _sglang_auto(ctx, v)
+
+
+def _sglang_auto(ctx: BackendContext, v: _Verdict) -> BackendVerdict:
+    """SGLang's ``--fp8-gemm-backend auto`` without an env override: by compute capability."""
+    env, n, k, cap = ctx.env, ctx.n, ctx.k, ctx.capability
+    fix_triton = _SGLANG_FIX
+    dg_shape = n % 64 == 0 and k % 128 == 0
+    cutlass_shape = n % 128 == 0 and k % 128 == 0
     if cap is None:
         return v(
             "unknown",

@@ -51,14 +51,8 @@ class KernelConfig:
 
     def to_engine(self) -> dict[str, int]:
         """The engines' JSON entry (``split_k`` is not representable there)."""
-        return {
-            "BLOCK_SIZE_M": self.block_m,
-            "BLOCK_SIZE_N": self.block_n,
-            "BLOCK_SIZE_K": self.block_k,
-            "GROUP_SIZE_M": self.group_m,
-            "num_warps": self.num_warps,
-            "num_stages": self.num_stages,
-        }
+        values = (self.block_m, self.block_n, self.block_k, self.group_m)
+        return dict(zip(ENGINE_KEYS, (*values, self.num_warps, self.num_stages)))
 
     @classmethod
     def from_engine(cls, entry: Mapping[str, object]) -> KernelConfig:

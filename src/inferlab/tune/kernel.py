@@ -278,6 +278,17 @@ def _matmul_args(m: int, n: int, k: int, ops: Any) -> list[Any]:
     return [*ptrs, m, n, k, GROUP, GROUP, *strides]
 
 
+def _meta(cfg: KernelConfig) -> dict[str, int]:
+    """The compile-time parameters of ``cfg`` (GROUP_SIZE_M and split are runtime arguments)."""
+    return {
+        "BLOCK_SIZE_M": cfg.block_m,
+        "BLOCK_SIZE_N": cfg.block_n,
+        "BLOCK_SIZE_K": cfg.block_k,
+        "num_warps": cfg.num_warps,
+        "num_stages": cfg.num_stages,
+    }
+
+
 def launch(
     cfg: KernelConfig,
     ops: Operands,
@@ -292,13 +303,7 @@ def launch(
     n, k = ops.b.shape
     tiles = _cdiv(m, cfg.block_m) * _cdiv(n, cfg.block_n)
     args = _matmul_args(m, n, k, ops)
-    meta = {
-        "BLOCK_SIZE_M": cfg.block_m,
-        "BLOCK_SIZE_N": cfg.block_n,
-        "BLOCK_SIZE_K": cfg.block_k,
-        "num_warps": cfg.num_warps,
-        "num_stages": cfg.num_stages,
-    }
+    meta = _meta(cfg)
     if cfg.split_k == 1:
         _w8a8_block_fp8_matmul[(tiles,)](*args, cfg.group_m, **meta)
         return
@@ -330,13 +335,7 @@ def launch_engine_spec(cfg: KernelConfig, ops: Operands, m: int) -> None:
     n, k = ops.b.shape
     tiles = _cdiv(m, cfg.block_m) * _cdiv(n, cfg.block_n)
     _w8a8_block_fp8_matmul_engine_spec[(tiles,)](
-        *_matmul_args(m, n, k, ops),
-        BLOCK_SIZE_M=cfg.block_m,
-        BLOCK_SIZE_N=cfg.block_n,
-        BLOCK_SIZE_K=cfg.block_k,
-        GROUP_SIZE_M=cfg.group_m,
-        num_warps=cfg.num_warps,
-        num_stages=cfg.num_stages,
+        *_matmul_args(m, n, k, ops), GROUP_SIZE_M=cfg.group_m, **_meta(cfg)
     )
 
 
@@ -346,13 +345,7 @@ def warm(cfg: KernelConfig, n: int, k: int, *, serial: bool | None = None) -> No
     serial = SPLIT_SERIAL if serial is None else serial
     ptr_dtypes = (FP8, FP8, torch.bfloat16, torch.float32, torch.float32)
     args = _matmul_args(16, n, k, ptr_dtypes)
-    meta = {
-        "BLOCK_SIZE_M": cfg.block_m,
-        "BLOCK_SIZE_N": cfg.block_n,
-        "BLOCK_SIZE_K": cfg.block_k,
-        "num_warps": cfg.num_warps,
-        "num_stages": cfg.num_stages,
-    }
+    meta = _meta(cfg)
     if cfg.split_k == 1:
         _w8a8_block_fp8_matmul.warmup(*args, cfg.group_m, grid=(1,), **meta)
         return

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from inferlab.errors import ConfigError
 from inferlab.store.imports import aiperf, guidellm, sglang, vllm
-from inferlab.store.imports._common import Content, Format, ImportedRun, load_content
+from inferlab.store.imports._common import Format, ImportedRun
+from inferlab.store.imports.content import Content, load_content
 
 __all__ = ["FORMATS", "Format", "ImportedRun", "detect", "parse_file"]
 

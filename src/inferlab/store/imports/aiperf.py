@@ -21,21 +21,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from inferlab.records import RequestRecord
+from inferlab.records import ErrorKind, RequestRecord
 from inferlab.store.imports._common import (
-    Content,
     Format,
     ImportedRun,
-    Source,
     classify_error,
     events_from_gaps,
-    load_content,
     load_label,
-    mmm,
-    sample_std,
     spread_tokens,
-    stat_key,
+    token_workload,
 )
+from inferlab.store.imports.content import Content, load_content
+from inferlab.store.imports.fieldmap import map_distribution, map_scalars
+from inferlab.store.imports.source import Source
 
 TOOL = "aiperf"
 _AGG_SUFFIX = "_aiperf.json"
@@ -59,7 +57,10 @@ _SCALARS = {
     "total_output_tokens": "output_tokens",
     "total_isl": "input_tokens",
 }
-_STATS = ("avg", "std", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99")
+#: AIPerf statistic → inferlab's ("std" is numpy's population std, converted with "count")
+_STATS = {"avg": "mean"} | {
+    k: k for k in ("std", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99")
+}
 
 
 def _is_record(o: Any) -> bool:
@@ -138,12 +139,7 @@ def _run(agg: Content | None, recs: Content | None) -> ImportedRun:
     records: list[RequestRecord] = []
     if recs is not None:
         records = _records(recs, notes)
-        ok = [r for r in records if r.ok]
-        if ok:
-            workload["output_tokens"] = mmm([r.output_tokens for r in ok])
-            ins = [r.input_tokens for r in ok if r.input_tokens is not None]
-            if ins:
-                workload["input_tokens"] = mmm(ins)
+        token_workload(records, workload)
     return ImportedRun(
         tool=TOOL,
         tool_version=version,
@@ -191,25 +187,9 @@ def _config(cfg: Source) -> tuple[str | None, int | None, float | None, dict[str
 def _aggregates(a: Source, summary: dict[str, float], notes: list[str]) -> None:
     for tag, name in _DISTS.items():
         d = a.obj_(tag)
-        if d is None:
-            continue
-        for stat in _STATS:
-            v = d.num(stat)
-            if v is None:
-                continue
-            if stat == "std":
-                n = d.int_("count")
-                sd = sample_std(v, n) if n is not None else None
-                if sd is not None:
-                    summary[f"{name}_std"] = sd
-                continue
-            for k in stat_key(name, "mean" if stat == "avg" else stat):
-                summary[k] = v
-    for tag, name in _SCALARS.items():
-        d = a.obj_(tag)
-        v = d.num("avg") if d else None
-        if v is not None:
-            summary[name] = v
+        if d is not None:
+            map_distribution(d, name, _STATS, summary, std="std")
+    map_scalars(_SCALARS, lambda tag: _avg(a, tag), summary)
     notes.append(
         "AIPerf's inter_token_latency is (request_latency − TTFT)/(OSL − 1) per request: "
         "inferlab's TPOT, mapped to tpot_ms_*; its inter_chunk_latency is inferlab's ICL "
@@ -224,72 +204,22 @@ def _aggregates(a: Source, summary: dict[str, float], notes: list[str]) -> None:
     )
 
 
+def _avg(a: Source, tag: str) -> float | None:
+    d = a.obj_(tag)
+    return d.num("avg") if d else None
+
+
 def _records(c: Content, notes: list[str]) -> list[RequestRecord]:
     records: list[RequestRecord] = []
-    spread = mismatched = 0
     for line, obj in c.docs:
-        s = Source(c, line, obj, "one AIPerf request record")
-        if not _is_record(s.obj):
-            raise s.fail("not an AIPerf record (expected 'metadata.request_start_ns')")
-        meta = s.req_obj("metadata")
-        start = meta.req_int("request_start_ns")
-        end = meta.int_("request_end_ns")
-        rec = RequestRecord(
-            index=len(records),
-            request_id=meta.str_("x_request_id") or str(len(records)),
-            send_ns=start,
-            end_ns=end or start,
-            warmup=meta.str_("benchmark_phase") == "warmup",
-        )
-        m = s.obj_("metrics")
-        val = _values(m) if m else {}
-        isl = val.get("input_sequence_length", val.get("error_isl"))
-        rec.input_tokens = int(isl) if isinstance(isl, (int, float)) else None
-        up = val.get("usage_prompt_tokens")
-        rec.usage_prompt_tokens = int(up) if isinstance(up, (int, float)) else None
-        err = s.obj_("error")
-        if err is not None or meta.obj.get("was_cancelled") is True:
-            msg = ""
-            code = None
-            if err is not None:
-                code = err.int_("code")
-                msg = " ".join(x for x in (err.str_("type"), err.str_("message")) if x)
-            rec.status = code or 0
-            rec.error_kind = classify_error(msg) if not code else classify_error("")
-            if meta.obj.get("was_cancelled") is True and err is None:
-                from inferlab.records import ErrorKind
-
-                rec.error_kind = ErrorKind.CANCELLED
-            rec.error_message = msg or "request failed (AIPerf gives no reason)"
-            records.append(rec)
-            continue
-        rec.status = 200
-        ttft = val.get("time_to_first_token")
-        osl = val.get("output_sequence_length")
-        if not isinstance(ttft, (int, float)) or not isinstance(osl, (int, float)):
-            raise s.fail(
-                "a successful record without metrics time_to_first_token and "
-                "output_sequence_length (was it a non-streaming run?)"
-            )
-        icl = val.get("inter_chunk_latency", [])
-        if isinstance(icl, (int, float)):
-            icl = [icl]
-        if not isinstance(icl, list) or not all(isinstance(x, (int, float)) for x in icl):
-            raise s.fail("metrics.inter_chunk_latency.value must be a list of numbers (ms)")
-        rec.counted_output_tokens = int(osl)
-        uc = val.get("usage_completion_tokens")
-        rec.usage_completion_tokens = int(uc) if isinstance(uc, (int, float)) else None
-        n = rec.output_tokens
-        rec.event_ns = events_from_gaps(start, ttft / 1000.0, [x / 1000.0 for x in icl])
-        rec.event_tokens = spread_tokens(len(rec.event_ns), n)
-        spread += len(rec.event_ns) < n
-        if rec.usage_completion_tokens is not None and rec.usage_completion_tokens != int(osl):
-            mismatched += 1
-            rec.warnings.append(
-                f"length: usage says {rec.usage_completion_tokens} tokens, "
-                f"AIPerf counted {int(osl)}"
-            )
-        records.append(rec)
+        records.append(_record(Source(c, line, obj, "one AIPerf request record"), len(records)))
+    ok = [r for r in records if r.ok]
+    spread = sum(len(r.event_ns) < r.output_tokens for r in ok)
+    mismatched = sum(
+        r.usage_completion_tokens is not None
+        and r.usage_completion_tokens != r.counted_output_tokens
+        for r in ok
+    )
     notes.append(
         "records: send_ns = request_start_ns (AIPerf's time.time_ns()); event_ns = send + "
         "TTFT + cumulative inter_chunk_latency (one event per content response); "
@@ -301,6 +231,71 @@ def _records(c: Content, notes: list[str]) -> list[RequestRecord]:
     if mismatched:
         notes.append(f"{mismatched} request(s): usage completion_tokens ≠ AIPerf's count")
     return records
+
+
+def _record(s: Source, index: int) -> RequestRecord:
+    """One AIPerf request record: a failure (error or cancelled) or its content events."""
+    if not _is_record(s.obj):
+        raise s.fail("not an AIPerf record (expected 'metadata.request_start_ns')")
+    meta = s.req_obj("metadata")
+    start = meta.req_int("request_start_ns")
+    end = meta.int_("request_end_ns")
+    rec = RequestRecord(
+        index=index,
+        request_id=meta.str_("x_request_id") or str(index),
+        send_ns=start,
+        end_ns=end or start,
+        warmup=meta.str_("benchmark_phase") == "warmup",
+    )
+    m = s.obj_("metrics")
+    val = _values(m) if m else {}
+    isl = val.get("input_sequence_length", val.get("error_isl"))
+    rec.input_tokens = int(isl) if isinstance(isl, (int, float)) else None
+    up = val.get("usage_prompt_tokens")
+    rec.usage_prompt_tokens = int(up) if isinstance(up, (int, float)) else None
+    err = s.obj_("error")
+    cancelled = meta.obj.get("was_cancelled") is True
+    if err is not None or cancelled:
+        msg = ""
+        code = None
+        if err is not None:
+            code = err.int_("code")
+            msg = " ".join(x for x in (err.str_("type"), err.str_("message")) if x)
+        rec.status = code or 0
+        rec.error_kind = classify_error(msg) if not code else classify_error("")
+        if cancelled and err is None:
+            rec.error_kind = ErrorKind.CANCELLED
+        rec.error_message = msg or "request failed (AIPerf gives no reason)"
+        return rec
+    _content_events(s, rec, val)
+    return rec
+
+
+def _content_events(s: Source, rec: RequestRecord, val: dict[str, Any]) -> None:
+    """Fill a successful record's events: send + TTFT + cumulative inter-chunk gaps, the
+    output tokens spread over them."""
+    rec.status = 200
+    ttft = val.get("time_to_first_token")
+    osl = val.get("output_sequence_length")
+    if not isinstance(ttft, (int, float)) or not isinstance(osl, (int, float)):
+        raise s.fail(
+            "a successful record without metrics time_to_first_token and "
+            "output_sequence_length (was it a non-streaming run?)"
+        )
+    icl = val.get("inter_chunk_latency", [])
+    if isinstance(icl, (int, float)):
+        icl = [icl]
+    if not isinstance(icl, list) or not all(isinstance(x, (int, float)) for x in icl):
+        raise s.fail("metrics.inter_chunk_latency.value must be a list of numbers (ms)")
+    rec.counted_output_tokens = int(osl)
+    uc = val.get("usage_completion_tokens")
+    rec.usage_completion_tokens = int(uc) if isinstance(uc, (int, float)) else None
+    rec.event_ns = events_from_gaps(rec.send_ns, ttft / 1000.0, [x / 1000.0 for x in icl])
+    rec.event_tokens = spread_tokens(len(rec.event_ns), rec.output_tokens)
+    if rec.usage_completion_tokens is not None and rec.usage_completion_tokens != int(osl):
+        rec.warnings.append(
+            f"length: usage says {rec.usage_completion_tokens} tokens, AIPerf counted {int(osl)}"
+        )
 
 
 def _values(m: Source) -> dict[str, Any]:

@@ -24,18 +24,34 @@ from inferlab.errors import ConfigError
 from inferlab.records import ErrorKind, RequestRecord
 from inferlab.stats.summary import describe
 from inferlab.store.imports._common import (
-    Content,
     Format,
     ImportedRun,
-    Source,
     classify_error,
     load_label,
-    mmm,
-    sample_std,
+    token_workload,
 )
+from inferlab.store.imports.content import Content
+from inferlab.store.imports.fieldmap import map_distribution, map_scalars
+from inferlab.store.imports.source import Source
 
 TOOL = "guidellm"
 _NS = 1_000_000_000
+#: latency distributions (field, inferlab name, × to ms): mean, min, max mean the same in both
+#: tools; std_dev is the population std (converted); percentiles are not mapped
+_LATENCIES = (("time_to_first_token_ms", "ttft_ms", 1.0), ("request_latency", "e2e_ms", 1000.0))
+_LATENCY_STATS = {"mean": "mean", "min": "min", "max": "max", "std_dev": "std"}
+#: distributions whose mean is the inferlab rate
+_MEANS = {
+    "requests_per_second": "request_s",
+    "output_tokens_per_second": "output_tok_s",
+    "prompt_tokens_per_second": "input_tok_s",
+    "tokens_per_second": "total_tok_s",
+    "request_concurrency": "concurrency_mean",
+}
+#: distributions whose total_sum is the inferlab count
+_SUMS = {"output_token_count": "output_tokens", "prompt_token_count": "input_tokens"}
+_TOTALS = {"successful": "ok", "errored": "failed", "incomplete": "cancelled", "total": "requests"}
+_TPOT_STATS = ("mean", "std", "min", "p50", "p90", "p95", "p99", "max")
 
 
 def sniff(c: Content) -> bool:
@@ -100,111 +116,17 @@ def _bench(b: Source, version: str | None, top: Source) -> ImportedRun:
     start = b.num("start_time")
     notes: list[str] = []
     summary: dict[str, float] = {}
-
-    # aggregates that mean the same thing in both tools: mean, min, max; std converted
-    for gkey, name, scale in (
-        ("time_to_first_token_ms", "ttft_ms", 1.0),
-        ("request_latency", "e2e_ms", 1000.0),
-    ):
-        d = _dist(metrics, gkey)
-        if d is None:
-            continue
-        for stat in ("mean", "min", "max"):
-            v = d.num(stat)
-            if v is not None:
-                summary[f"{name}_{stat}"] = v * scale
-        sd, n = d.num("std_dev"), d.int_("count")
-        if sd is not None and n is not None:
-            conv = sample_std(sd * scale, n)
-            if conv is not None:
-                summary[f"{name}_std"] = conv
-    notes.append(
-        "GuideLLM's std_dev is the population std: *_std = std_dev × √(n/(n−1)) with n = its "
-        "count; its percentiles are order statistics without interpolation (not inferlab's "
-        "linear interpolation) and are not mapped (they stay in tool_summary)"
-    )
-    notes.append(
-        "GuideLLM's request_latency ends at the end of the HTTP response, not at the last "
-        "token: e2e_ms_* from it are slightly longer than inferlab's E2E"
-    )
-    itl = _dist(metrics, "inter_token_latency_ms")
-    if itl is not None and itl.num("mean") is not None:
-        summary["itl_ms_mean"] = itl.req_num("mean")
-        notes.append(
-            "GuideLLM's inter_token_latency_ms is each request's (last − first token)/(n − 1), "
-            "weighted by n − 1 tokens: its mean is Σ(E2E − TTFT)/Σ(n − 1), the mean of all "
-            "per-token gaps = inferlab's mean ITL (itl_ms_mean); its percentiles are not ITL "
-            "percentiles and are not mapped"
-        )
-    for gkey, name in (
-        ("requests_per_second", "request_s"),
-        ("output_tokens_per_second", "output_tok_s"),
-        ("prompt_tokens_per_second", "input_tok_s"),
-        ("tokens_per_second", "total_tok_s"),
-        ("request_concurrency", "concurrency_mean"),
-    ):
-        d = _dist(metrics, gkey)
-        v = d.num("mean") if d else None
-        if v is not None:
-            summary[name] = v
-    for gkey, name in (
-        ("output_token_count", "output_tokens"),
-        ("prompt_token_count", "input_tokens"),
-    ):
-        d = _dist(metrics, gkey)
-        v = d.num("total_sum") if d else None
-        if v is not None:
-            summary[name] = v
-    totals = metrics.obj_("request_totals")
-    if totals is not None:
-        for gkey, name in (
-            ("successful", "ok"),
-            ("errored", "failed"),
-            ("incomplete", "cancelled"),
-        ):
-            v = totals.num(gkey)
-            if v is not None:
-                summary[name] = v
-        tot = totals.num("total")
-        if tot is not None:
-            summary["requests"] = tot
-
+    _aggregates(metrics, summary, notes)
     records, tpots = _records(b, notes)
     if tpots:
-        td = describe(tpots)
-        for stat in ("mean", "std", "min", "p50", "p90", "p95", "p99", "max"):
-            summary[f"tpot_ms_{stat}"] = float(getattr(td, stat))
-        summary["tpot_ms_median"] = td.p50
-        notes.append(
-            "GuideLLM's time_per_output_token_ms includes TTFT ((last token − start)/n): "
-            "converted per request to inferlab's TPOT = (TPOT_guidellm·n − TTFT)/(n − 1) "
-            "= (E2E − TTFT)/(n − 1); tpot_ms_* are inferlab statistics over requests "
-            "(GuideLLM weights its distribution by output tokens)"
-        )
-
-    model = None
-    cfg = b.obj_("config")
-    be = cfg.obj_("backend") if cfg else None
-    if be is not None:
-        model = be.str_("model")
-    if model is None:
-        spec = top.obj_("config")
-        spec = spec.obj_("spec") if spec else None
-        be = spec.obj_("backend") if spec else None
-        model = be.str_("model") if be else None
+        _tpot_summary(tpots, summary, notes)
+    model = _model(b, top)
     workload: dict[str, Any] = {}
-    spec_c = top.obj_("config")
-    spec = spec_c.obj_("spec") if spec_c else None
+    spec = _spec(top)
     data = spec.list_("data") if spec else None
     if data:
         workload["data"] = data
-    ok = [r for r in records if r.ok]
-    ins = [r.input_tokens for r in ok if r.input_tokens is not None]
-    outs = [r.output_tokens for r in ok]
-    if ins:
-        workload["input_tokens"] = mmm(ins)
-    if outs:
-        workload["output_tokens"] = mmm(outs)
+    token_workload(records, workload)
     return ImportedRun(
         tool=TOOL,
         tool_version=version,
@@ -231,6 +153,74 @@ def _bench(b: Source, version: str | None, top: Source) -> ImportedRun:
     )
 
 
+def _aggregates(metrics: Source, summary: dict[str, float], notes: list[str]) -> None:
+    """Map the aggregate distributions that mean the same in both tools into ``summary``."""
+    for gkey, name, scale in _LATENCIES:
+        d = _dist(metrics, gkey)
+        if d is not None:
+            map_distribution(d, name, _LATENCY_STATS, summary, std="std_dev", scale=scale)
+    notes.append(
+        "GuideLLM's std_dev is the population std: *_std = std_dev × √(n/(n−1)) with n = its "
+        "count; its percentiles are order statistics without interpolation (not inferlab's "
+        "linear interpolation) and are not mapped (they stay in tool_summary)"
+    )
+    notes.append(
+        "GuideLLM's request_latency ends at the end of the HTTP response, not at the last "
+        "token: e2e_ms_* from it are slightly longer than inferlab's E2E"
+    )
+    itl = _dist(metrics, "inter_token_latency_ms")
+    if itl is not None and itl.num("mean") is not None:
+        summary["itl_ms_mean"] = itl.req_num("mean")
+        notes.append(
+            "GuideLLM's inter_token_latency_ms is each request's (last − first token)/(n − 1), "
+            "weighted by n − 1 tokens: its mean is Σ(E2E − TTFT)/Σ(n − 1), the mean of all "
+            "per-token gaps = inferlab's mean ITL (itl_ms_mean); its percentiles are not ITL "
+            "percentiles and are not mapped"
+        )
+    map_scalars(_MEANS, lambda k: _dist_stat(metrics, k, "mean"), summary)
+    map_scalars(_SUMS, lambda k: _dist_stat(metrics, k, "total_sum"), summary)
+    totals = metrics.obj_("request_totals")
+    if totals is not None:
+        map_scalars(_TOTALS, totals.num, summary)
+
+
+def _dist_stat(metrics: Source, key: str, stat: str) -> float | None:
+    d = _dist(metrics, key)
+    return d.num(stat) if d else None
+
+
+def _tpot_summary(tpots: list[float], summary: dict[str, float], notes: list[str]) -> None:
+    """inferlab's TPOT statistics over requests, from the per-request conversions."""
+    td = describe(tpots)
+    for stat in _TPOT_STATS:
+        summary[f"tpot_ms_{stat}"] = float(getattr(td, stat))
+    summary["tpot_ms_median"] = td.p50
+    notes.append(
+        "GuideLLM's time_per_output_token_ms includes TTFT ((last token − start)/n): "
+        "converted per request to inferlab's TPOT = (TPOT_guidellm·n − TTFT)/(n − 1) "
+        "= (E2E − TTFT)/(n − 1); tpot_ms_* are inferlab statistics over requests "
+        "(GuideLLM weights its distribution by output tokens)"
+    )
+
+
+def _spec(top: Source) -> Source | None:
+    """The report's ``config.spec`` (newer versions), if present."""
+    cfg = top.obj_("config")
+    return cfg.obj_("spec") if cfg else None
+
+
+def _model(b: Source, top: Source) -> str | None:
+    """The model name: the benchmark's ``config.backend.model``, else the report spec's."""
+    cfg = b.obj_("config")
+    be = cfg.obj_("backend") if cfg else None
+    model = be.str_("model") if be is not None else None
+    if model is None:
+        spec = _spec(top)
+        be = spec.obj_("backend") if spec else None
+        model = be.str_("model") if be else None
+    return model
+
+
 def _t(s: Source, timings: Source | None, key: str, old: str) -> float | None:
     """A request timestamp (s): ``info.timings[key]`` (0.8+), else the older top-level
     field ``old``."""
@@ -248,52 +238,10 @@ def _records(b: Source, notes: list[str]) -> tuple[list[RequestRecord], list[flo
     for status in ("successful", "errored", "incomplete"):
         for j, raw in enumerate(reqs.list_(status) or []):
             s = reqs.sub(raw, f"requests.{status}[{j}]")
-            info = s.obj_("info")
-            timings = info.obj_("timings") if info else None
-            start = _t(s, timings, "request_start", "start_time")
-            if start is None and timings is not None:
-                start = timings.num("resolve_start")
-            end = _t(s, timings, "request_end", "end_time")
-            rec = RequestRecord(
-                index=len(records),
-                request_id=s.str_("request_id") or str(len(records)),
-                send_ns=round(start * _NS) if start else 0,
-                end_ns=round(end * _NS) if end else 0,
-            )
-            rec.input_tokens = s.int_("prompt_tokens")
-            if status != "successful":
-                err = (info.str_("error") if info else None) or s.str_("error") or ""
-                rec.error_kind = (
-                    ErrorKind.CANCELLED if status == "incomplete" else classify_error(err)
-                )
-                rec.error_message = err or f"{status} (GuideLLM gives no reason)"
-                if not rec.end_ns:
-                    rec.end_ns = rec.send_ns
-                records.append(rec)
-                continue
-            first = _t(s, timings, "first_token_iteration", "first_token_time")
-            last = _t(s, timings, "last_token_iteration", "last_token_time")
-            n = s.req_int("output_tokens")
-            if start is None or first is None or last is None:
-                raise s.fail(
-                    "a successful request without request start, first and last token times"
-                )
-            if not start <= first <= last:
-                raise s.fail(
-                    f"token times out of order (start {start}, first {first}, last {last})"
-                )
-            rec.usage_completion_tokens = n
-            if n >= 2 and last > first:
-                rec.event_ns = [round(first * _NS), round(last * _NS)]
-                rec.event_tokens = [1, n - 1]
-            else:
-                rec.event_ns = [round(first * _NS)]
-                rec.event_tokens = [max(n, 1)]
-            ttft = s.num("time_to_first_token_ms")
-            tpot_gl = s.num("time_per_output_token_ms")
-            if n >= 2 and ttft is not None and tpot_gl is not None:
-                tpots.append((tpot_gl * n - ttft) / (n - 1))
+            rec, tpot = _request(s, status, len(records))
             records.append(rec)
+            if tpot is not None:
+                tpots.append(tpot)
     if records:
         notes.append(
             "records: GuideLLM keeps only the first and last token times of a request, so "
@@ -306,6 +254,49 @@ def _records(b: Source, notes: list[str]) -> tuple[list[RequestRecord], list[flo
             "output tokens → usage_completion_tokens; prompt tokens → input_tokens"
         )
     return records, tpots
+
+
+def _request(s: Source, status: str, index: int) -> tuple[RequestRecord, float | None]:
+    """One request as a record, and inferlab's TPOT (ms) of a successful one when known."""
+    info = s.obj_("info")
+    timings = info.obj_("timings") if info else None
+    start = _t(s, timings, "request_start", "start_time")
+    if start is None and timings is not None:
+        start = timings.num("resolve_start")
+    end = _t(s, timings, "request_end", "end_time")
+    rec = RequestRecord(
+        index=index,
+        request_id=s.str_("request_id") or str(index),
+        send_ns=round(start * _NS) if start else 0,
+        end_ns=round(end * _NS) if end else 0,
+    )
+    rec.input_tokens = s.int_("prompt_tokens")
+    if status != "successful":
+        err = (info.str_("error") if info else None) or s.str_("error") or ""
+        rec.error_kind = ErrorKind.CANCELLED if status == "incomplete" else classify_error(err)
+        rec.error_message = err or f"{status} (GuideLLM gives no reason)"
+        if not rec.end_ns:
+            rec.end_ns = rec.send_ns
+        return rec, None
+    first = _t(s, timings, "first_token_iteration", "first_token_time")
+    last = _t(s, timings, "last_token_iteration", "last_token_time")
+    n = s.req_int("output_tokens")
+    if start is None or first is None or last is None:
+        raise s.fail("a successful request without request start, first and last token times")
+    if not start <= first <= last:
+        raise s.fail(f"token times out of order (start {start}, first {first}, last {last})")
+    rec.usage_completion_tokens = n
+    if n >= 2 and last > first:
+        rec.event_ns = [round(first * _NS), round(last * _NS)]
+        rec.event_tokens = [1, n - 1]
+    else:
+        rec.event_ns = [round(first * _NS)]
+        rec.event_tokens = [max(n, 1)]
+    ttft = s.num("time_to_first_token_ms")
+    tpot_gl = s.num("time_per_output_token_ms")
+    if n >= 2 and ttft is not None and tpot_gl is not None:
+        return rec, (tpot_gl * n - ttft) / (n - 1)
+    return rec, None
 
 
 FORMAT = Format(

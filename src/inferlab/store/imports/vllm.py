@@ -18,46 +18,64 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 from inferlab.records import RequestRecord
 from inferlab.store.imports._common import (
-    Content,
     Format,
     ImportedRun,
-    Source,
-    classify_error,
     events_from_gaps,
     load_label,
-    mmm,
-    read_details,
-    sample_std,
     spread_tokens,
-    stat_key,
 )
+from inferlab.store.imports.content import Content
+from inferlab.store.imports.details import (
+    DetailedFields,
+    Details,
+    detail_record,
+    detailed_run,
+    read_detailed,
+    read_details,
+)
+from inferlab.store.imports.fieldmap import StatFields
+from inferlab.store.imports.source import Source
 
 TOOL = "vllm bench serve"
-_STAT = re.compile(r"^(mean|median|std|min|max|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
-_NAMES = {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "icl_ms", "e2el": "e2e_ms"}
-_SCALARS = {
-    "completed": "ok",
-    "failed": "failed",
-    "total_input_tokens": "input_tokens",
-    "total_output_tokens": "output_tokens",
-    "request_throughput": "request_s",
-    "request_goodput": "goodput_req_s",
-    "output_throughput": "output_tok_s",
-    "total_token_throughput": "total_tok_s",
-    "max_output_tokens_per_s": "output_tok_s_max_1s",
-}
-_DETAILS = (
-    "input_lens",
-    "output_lens",
-    "start_times",
-    "ttfts",
-    "itls",
-    "generated_texts",
-    "errors",
+_FIELDS = DetailedFields(
+    tool=TOOL,
+    stats=StatFields(
+        re.compile(r"^(mean|median|std|min|max|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$"),
+        {"ttft": "ttft_ms", "tpot": "tpot_ms", "itl": "icl_ms", "e2el": "e2e_ms"},
+        frozenset({"ttft", "e2el"}),
+        "--save-detailed",
+    ),
+    scalars={
+        "completed": "ok",
+        "failed": "failed",
+        "total_input_tokens": "input_tokens",
+        "total_output_tokens": "output_tokens",
+        "request_throughput": "request_s",
+        "request_goodput": "goodput_req_s",
+        "output_throughput": "output_tok_s",
+        "total_token_throughput": "total_tok_s",
+        "max_output_tokens_per_s": "output_tok_s_max_1s",
+    },
+    workload=(
+        "dataset_name",
+        "num_prompts",
+        "random_input_len",
+        "random_output_len",
+        "input_len",
+        "output_len",
+    ),
+    arrays=(
+        "input_lens",
+        "output_lens",
+        "start_times",
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "errors",
+    ),
 )
 _NS = 1_000_000_000
 
@@ -94,7 +112,7 @@ def _rate(s: Source) -> float | None:
 
 def _run(s: Source) -> ImportedRun:
     completed = s.req_int("completed")
-    duration = s.req_num("duration")
+    s.req_num("duration")
     s.req_int("total_output_tokens")
     backend = s.str_("endpoint_type") or s.str_("backend") or ""
     notes = [
@@ -103,56 +121,9 @@ def _run(s: Source) -> ImportedRun:
     ]
     rate = _rate(s)
     conc = s.int_("max_concurrency")
-    details = all(k in s.obj for k in ("ttfts", "itls", "output_lens"))
-    records: list[RequestRecord] = []
-    counts: dict[str, int] = {}
-    workload: dict[str, Any] = {}
-    for k in (
-        "dataset_name",
-        "num_prompts",
-        "random_input_len",
-        "random_output_len",
-        "input_len",
-        "output_len",
-    ):
-        if s.obj.get(k) is not None:
-            workload[k] = s.obj[k]
-    if details:
-        records, counts = _records(s, backend, notes, workload)
-
-    summary: dict[str, float] = {}
-    for key in s.obj:
-        m = _STAT.match(key)
-        if not m:
-            continue
-        v = s.num(key)
-        if v is None:
-            continue
-        stat, metric = m.group(1), m.group(2)
-        name = _NAMES[metric]
-        if stat == "std":
-            n = completed if metric in ("ttft", "e2el") else counts.get(metric)
-            if n is None:
-                notes.append(
-                    f"{key}: numpy population std with an unknown sample count "
-                    "(no --save-detailed); left out of the summary"
-                )
-                continue
-            sd = sample_std(v, n)
-            if sd is not None:
-                summary[f"{name}_std"] = sd
-                notes.append(
-                    f"{key} is numpy's population std: {name}_std = {key} × √(n/(n−1)), n={n}"
-                )
-            continue
-        for k in stat_key(name, stat):
-            summary[k] = v
-    for key, name in _SCALARS.items():
-        v = s.num(key)
-        if v is not None:
-            summary[name] = v
+    det = read_detailed(s, _FIELDS, lambda: _records(s, notes), notes)
     failed = s.int_("failed") or 0
-    summary["requests"] = float(completed + failed)
+    det.summary["requests"] = float(completed + failed)
 
     date = s.str_("date")
     if date:
@@ -160,71 +131,63 @@ def _run(s: Source) -> ImportedRun:
             f"vLLM's 'date' ({date}, local time, no zone) is when the result was written, "
             "after the run: started_at is left unset"
         )
-    return ImportedRun(
-        tool=TOOL,
-        tool_version=None,
+    return detailed_run(
+        s,
+        _FIELDS,
+        det,
+        notes,
         definitions=(
             f"vllm bench serve ({backend or 'unknown endpoint'}): TTFT to the first chunk with "
             "choices (role-only chunk on chat); ITL per chunk gap (= inferlab ICL); "
             "E2E to the last chunk; TPOT = (E2E − TTFT)/(output_tokens − 1), excludes TTFT"
         ),
         model=s.str_("model_id"),
+        load=(conc, rate),
         label=load_label(conc, rate),
-        concurrency=conc,
-        rate=rate,
-        started_at=None,
-        duration_s=duration,
-        records=records,
-        summary=summary,
-        tool_summary={k: v for k, v in s.obj.items() if k not in _DETAILS},
-        notes=notes,
-        workload=workload,
     )
 
 
-def _records(
-    s: Source, backend: str, notes: list[str], workload: dict[str, Any]
-) -> tuple[list[RequestRecord], dict[str, int]]:
+def _records(s: Source, notes: list[str]) -> tuple[list[RequestRecord], dict[str, int]]:
     d = read_details(s)
-    ttfts, itls, out_lens, in_lens, errors, n = (
-        d.ttfts,
-        d.itls,
-        d.out_lens,
-        d.in_lens,
-        d.errors,
-        d.n,
-    )
-    starts = s.num_list("start_times", n) if "start_times" in s.obj else None
+    starts = s.num_list("start_times", d.n) if "start_times" in s.obj else None
     records: list[RequestRecord] = []
     dropped: list[float] = []  # TTFT shift of requests whose leading chunks were dropped
     spread = 0
     n_itl = n_tpot = 0
-    for i in range(n):
-        err = errors[i] if errors else ""
-        send = round(starts[i] * _NS) if starts else 0
-        rec = RequestRecord(index=i, request_id=str(i), send_ns=send)
-        rec.input_tokens = in_lens[i] if in_lens else None
-        if err or (out_lens[i] == 0 and ttfts[i] == 0.0):
-            rec.error_kind = classify_error(err)
-            rec.error_message = err or "request failed (vllm bench serve gives no reason)"
-            rec.end_ns = send
-            records.append(rec)
+    for i in range(d.n):
+        rec = detail_record(d, i, round(starts[i] * _NS) if starts else 0, TOOL)
+        records.append(rec)
+        if not rec.ok:
             continue
-        n_itl += len(itls[i])
-        n_tpot += out_lens[i] > 1
-        events = events_from_gaps(send, ttfts[i], itls[i])
-        surplus = len(events) - max(out_lens[i], 1)
+        itl, out_len = d.itls[i], d.out_lens[i]
+        n_itl += len(itl)
+        n_tpot += out_len > 1
+        events = events_from_gaps(rec.send_ns, d.ttfts[i], itl)
+        surplus = len(events) - max(out_len, 1)
         if surplus > 0:
             # more chunks than tokens: the leading ones carried no token (chat's role chunk)
-            dropped.append(sum(itls[i][:surplus]) * 1000.0)
+            dropped.append(sum(itl[:surplus]) * 1000.0)
             events = events[surplus:]
-        toks = spread_tokens(len(events), out_lens[i])
-        spread += len(events) < out_lens[i]
+        spread += len(events) < out_len
         rec.event_ns = events
-        rec.event_tokens = toks
+        rec.event_tokens = spread_tokens(len(events), out_len)
         rec.end_ns = events[-1]
-        rec.usage_completion_tokens = out_lens[i]
-        records.append(rec)
+        rec.usage_completion_tokens = out_len
+    _record_notes(s, d, records, notes, spread, dropped, bool(starts))
+    return records, {"itl": n_itl, "tpot": n_tpot}
+
+
+def _record_notes(
+    s: Source,
+    d: Details,
+    records: list[RequestRecord],
+    notes: list[str],
+    spread: int,
+    dropped: list[float],
+    starts: bool,
+) -> None:
+    """The notes on how the records were rebuilt, and on a client whose mean E2E the
+    records cannot reproduce."""
     notes.append(
         "records: event_ns = send + TTFT + cumulative ITL gaps (one event per chunk); "
         "event_tokens spread output_len over the events (first event 1 token, "
@@ -249,10 +212,10 @@ def _records(
         "output_lens (usage completion_tokens, else vLLM's tokenizer count) → "
         "usage_completion_tokens"
     )
-    ok = [i for i in range(n) if records[i].ok]
+    ok = [i for i in range(d.n) if records[i].ok]
     tool_e2e = s.num("mean_e2el_ms")
     if tool_e2e is not None and ok:
-        rebuilt = sum(ttfts[i] + sum(itls[i]) for i in ok) / len(ok) * 1000.0
+        rebuilt = sum(d.ttfts[i] + sum(d.itls[i]) for i in ok) / len(ok) * 1000.0
         if abs(tool_e2e - rebuilt) > 1e-3:
             notes.append(
                 f"vLLM's mean E2E ({tool_e2e:.4f} ms) exceeds mean(TTFT + ΣITL) = "
@@ -261,11 +224,6 @@ def _records(
                 "(the trailing usage chunk); "
                 "the records end at the last chunk in the ITL list"
             )
-    if in_lens and ok:
-        workload["input_tokens"] = mmm([in_lens[i] for i in ok])
-    if ok:
-        workload["output_tokens"] = mmm([out_lens[i] for i in ok])
-    return records, {"itl": n_itl, "tpot": n_tpot}
 
 
 FORMAT = Format(

@@ -1,0 +1,138 @@
+"""Stopping a server's process group and draining it: SIGTERM, SIGKILL after a grace period,
+then until the port is free and NVML lists none of the group's processes on a GPU."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inferlab.server.gpumem import pids_mib
+
+__all__ = ["StopReport", "signal_group", "stop_group"]
+
+
+@dataclass
+class StopReport:
+    """How the server stopped and what was checked afterwards."""
+
+    signal: str  # "SIGTERM", "SIGKILL" or "already exited"
+    exit_code: int | None
+    seconds: float
+    port_free: bool
+    gpu_check: str  # "drained", "skipped: ...", or what is still held
+    notes: list[str] = field(default_factory=list)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) != 0
+
+
+def _group_pids(pgid: int) -> set[int]:
+    pids = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if os.getpgid(int(d.name)) == pgid:
+                    pids.add(int(d.name))
+            except (ProcessLookupError, PermissionError):
+                continue
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (works for processes we did not start)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def stop_group(
+    pgid: int,
+    port: int,
+    *,
+    host: str = "local",
+    grace_s: float = 20.0,
+    drain_timeout_s: float = 60.0,
+    reap: Callable[[], int | None] | None = None,
+    cuda_visible: str | None = None,
+) -> StopReport:
+    """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
+    inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port check, and the GPU
+    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU)."""
+    t0 = time.monotonic()
+    notes: list[str] = []
+
+    def alive() -> bool:
+        if reap is not None:
+            return reap() is None
+        return _alive(pgid)
+
+    pids = _group_pids(pgid) | {pgid}
+    if not alive():
+        sent = "already exited"
+    else:
+        sent = "SIGTERM"
+        signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if alive():
+            sent = "SIGKILL"
+            notes.append(f"ignored SIGTERM for {grace_s:g} s: killed")
+            signal_group(pgid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+    # stragglers of the group (workers that outlive the parent)
+    deadline = time.monotonic() + 10
+    while _group_pids(pgid) and time.monotonic() < deadline:
+        signal_group(pgid, signal.SIGKILL)
+        time.sleep(0.1)
+    port_free = False
+    deadline = time.monotonic() + drain_timeout_s
+    while time.monotonic() < deadline:
+        if host not in ("local", "localhost", "") or _port_free(port):
+            port_free = True
+            break
+        time.sleep(0.2)
+    if not port_free:
+        notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
+    gpu = _wait_pids_gone(pids, deadline, cuda_visible)
+    if gpu.startswith("not drained"):
+        notes.append(gpu)
+    return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
+
+
+def _wait_pids_gone(pids: set[int], deadline: float, cuda_visible: str | None = None) -> str:
+    """Wait until NVML lists none of ``pids`` on the GPUs ``cuda_visible`` names (None: any):
+    "drained", "not drained: ..." or "skipped: ..." (no NVML)."""
+    if pids_mib(cuda_visible) is None:
+        return "skipped: no GPU visible through NVML"
+    while True:
+        left = {p: m for p, m in (pids_mib(cuda_visible) or {}).items() if p in pids}
+        if not left:
+            return "drained"
+        if time.monotonic() > deadline:
+            return f"not drained: {sum(left.values())} MiB still held by pids {sorted(left)}"
+        time.sleep(0.5)

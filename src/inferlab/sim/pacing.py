@@ -1,0 +1,101 @@
+"""The fixed-timing schedule: when each chunk of an answer is due, and the job that writes it.
+
+A chunk is due at the request's receipt time plus the TTFT, then ``ntokens × ITL`` later per
+chunk (with ``--jitter-ms``, a normal draw on the TTFT and on each token gap, clipped at 0).
+A :class:`~inferlab.sim.wheel.Job` on the server's timer wheel writes each chunk when due.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from array import array
+from typing import TYPE_CHECKING
+
+from inferlab.sim import api
+from inferlab.sim.faults import FAULTS, FaultJob
+from inferlab.sim.inject import stream_fault_job
+from inferlab.sim.truth import Record
+from inferlab.sim.wheel import Job, slot_of
+
+if TYPE_CHECKING:
+    from inferlab.sim.http import Conn
+    from inferlab.sim.server import SimServer
+    from inferlab.sim.truth import Request
+
+__all__ = ["Schedule", "pace"]
+
+
+class Schedule:
+    """Due times of an answer's chunks: TTFT, then ``ntokens × ITL`` per chunk (ns)."""
+
+    def __init__(self, ttft_ms: float, itl_ms: float, jitter_ms: float, seed: int) -> None:
+        self._ttft_ns = round(ttft_ms * 1e6)
+        self._itl_ns = round(itl_ms * 1e6)
+        self._jitter_ns = jitter_ms * 1e6
+        self._rng = random.Random(seed)
+
+    def dues(self, recv_ns: int, sizes: list[int]) -> list[int]:
+        """Due times (perf_counter ns) of chunks of ``sizes`` tokens received at ``recv_ns``."""
+        itl = self._itl_ns
+        jitter = self._jitter_ns
+        if jitter <= 0.0:
+            due = recv_ns + self._ttft_ns
+            dues = [due]
+            for n in sizes[1:]:
+                due += n * itl
+                dues.append(due)
+            return dues
+        gauss = self._rng.gauss
+        due = recv_ns + max(0, round(self._ttft_ns + gauss(0.0, jitter)))
+        dues = [due]
+        for n in sizes[1:]:
+            for _ in range(n):
+                due += max(0, round(itl + gauss(0.0, jitter)))
+            dues.append(due)
+        return dues
+
+
+def pace(
+    srv: SimServer,
+    conn: Conn,
+    req: Request,
+    rec: Record,
+    gen: api.GenRequest,
+    ids: list[int],
+    fault: str | None,
+) -> None:
+    """Render the answer and put it on the wheel; a ``stream`` fault paces a misbehaving one."""
+    cfg = srv.config
+    out = api.render(
+        gen,
+        rec.id,
+        int(time.time()),
+        srv._model_json,
+        srv._words,
+        ids,
+        cfg.tokens_per_chunk,
+        srv._heads.answer_head(gen.stream, req.keep_alive),
+        reported=2 * gen.max_tokens if rec.fault == "usage" else None,
+    )
+    dues = srv._schedule.dues(req.recv_ns, api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk))
+    if gen.stream:
+        rec.dues = array("q", dues)
+        rec.ntokens = array("q", out.ntokens)
+    else:
+        rec.dues = array("q", dues[-1:])
+        rec.ntokens = array("q", (gen.max_tokens,))
+    rec.completion_tokens = gen.max_tokens
+    frames = tuple(out.frames)
+    slots = array("q", [slot_of(d) for d in rec.dues])
+    job: Job | FaultJob
+    if fault is None or FAULTS[fault].stage != "stream":
+        job = Job(conn, frames, slots, rec)
+    else:
+        job = stream_fault_job(srv, conn, req, rec, gen.stream, frames, slots, fault)
+    conn.job = job
+    if out.head and fault != "hang":
+        assert conn.transport is not None
+        conn.transport.write(out.head)
+    assert srv._wheel is not None
+    srv._wheel.add(job, job.slots[0])

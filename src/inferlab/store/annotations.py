@@ -1,0 +1,148 @@
+"""What the store keeps beside the runs: verification results, log findings and analyses
+(profiles, recon snapshots, tuning results), secrets removed before they are written."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from inferlab.config.secrets import scrub_obj, scrub_text
+from inferlab.store.jsoncols import dumps, now
+
+__all__ = ["Annotations"]
+
+
+class Annotations:
+    """The verifications, findings and analyses of a :class:`~inferlab.store.Store`."""
+
+    db: sqlite3.Connection
+
+    def campaign_id(self, name: str, description: str | None = None) -> int:
+        raise NotImplementedError  # the Store's
+
+    def add_verification(
+        self,
+        config_id: int,
+        kind: str,
+        passed: bool,
+        detail: Mapping[str, Any],
+        run_id: int | None = None,
+    ) -> int:
+        """One verification result (a check, or a config's reference greedy outputs); secrets
+        in ``detail`` (argv, log lines) are removed first (``_scrubbed``)."""
+        cur = self.db.execute(
+            "INSERT INTO verifications(config_id, run_id, kind, passed, detail_json, created_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (config_id, run_id, kind, int(passed), dumps(_scrubbed(kind, detail)), now()),
+        )
+        return int(cur.lastrowid or 0)
+
+    def latest_verification(self, campaign: str, config: str, kind: str) -> dict[str, Any] | None:
+        """The newest stored verification ``kind`` of a config (by name) in a campaign."""
+        row = self.db.execute(
+            "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
+            "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind=? "
+            "ORDER BY v.id DESC LIMIT 1",
+            (campaign, config, kind),
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def add_findings(
+        self,
+        findings: Sequence[Mapping[str, Any]],
+        *,
+        campaign: str | None = None,
+        config_id: int | None = None,
+        source: str | None = None,
+    ) -> int:
+        """Store findings (dicts with kind, severity, message, evidence, action); returns count.
+
+        ``evidence`` is any JSON (line numbers, values); ``source`` names the file mined."""
+        cid = self.campaign_id(campaign) if campaign else None
+        self.db.executemany(
+            "INSERT INTO findings(campaign_id, config_id, kind, severity, message, evidence_json, "
+            "action, source, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                (
+                    cid,
+                    config_id,
+                    str(f["kind"]),
+                    str(f["severity"]),
+                    scrub_text(str(f["message"])),
+                    dumps(scrub_obj(f.get("evidence", {}))),
+                    f.get("action"),
+                    source,
+                    now(),
+                )
+                for f in findings
+            ),
+        )
+        return len(findings)
+
+    def findings(self, campaign: str) -> list[dict[str, Any]]:
+        """Stored findings of a campaign, oldest first, each with its config name (or None)."""
+        rows = self.db.execute(
+            "SELECT f.id, g.name, f.kind, f.severity, f.message, f.evidence_json, f.action, "
+            "f.source, f.created_at FROM findings f JOIN campaigns c ON c.id = f.campaign_id "
+            "LEFT JOIN configs g ON g.id = f.config_id WHERE c.name=? ORDER BY f.id",
+            (campaign,),
+        ).fetchall()
+        keys = ("id", "config", "kind", "severity", "message", "evidence", "action", "source")
+        out = []
+        for r in rows:
+            d = dict(zip(keys, r[:8]))
+            d["evidence"] = json.loads(r[5])
+            d["created_at"] = r[8]
+            out.append(d)
+        return out
+
+    def add_analysis(
+        self,
+        kind: str,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        campaign: str | None = None,
+        config_id: int | None = None,
+    ) -> int:
+        """Store one analysis (a profile, a recon snapshot, a tuning result) as JSON."""
+        cid = self.campaign_id(campaign) if campaign else None
+        cur = self.db.execute(
+            "INSERT INTO analyses(campaign_id, config_id, kind, name, data_json, created_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (cid, config_id, kind, name, dumps(dict(data)), now()),
+        )
+        return int(cur.lastrowid or 0)
+
+    def analyses(self, kind: str, campaign: str | None = None) -> list[dict[str, Any]]:
+        """Stored analyses of one kind (of a campaign, or all), oldest first.
+
+        Each is ``{"id", "campaign", "config", "name", "data", "created_at"}``."""
+        sql = (
+            "SELECT a.id, c.name, g.name, a.name, a.data_json, a.created_at FROM analyses a "
+            "LEFT JOIN campaigns c ON c.id = a.campaign_id "
+            "LEFT JOIN configs g ON g.id = a.config_id WHERE a.kind=?"
+        )
+        args: tuple[Any, ...] = (kind,)
+        if campaign is not None:
+            sql += " AND c.name=?"
+            args += (campaign,)
+        rows = self.db.execute(sql + " ORDER BY a.id", args).fetchall()
+        return [
+            {
+                "id": r[0],
+                "campaign": r[1],
+                "config": r[2],
+                "name": r[3],
+                "data": json.loads(r[4]),
+                "created_at": r[5],
+            }
+            for r in rows
+        ]
+
+
+def _scrubbed(kind: str, detail: Mapping[str, Any]) -> Any:
+    """A verification's detail without secrets (greedy outputs, compared char by char, kept)."""
+    return dict(detail) if kind == "greedy-outputs" else scrub_obj(dict(detail))
