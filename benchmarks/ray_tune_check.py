@@ -54,38 +54,47 @@ def _cfg(d: dict[str, Any]) -> Any:
     )
 
 
+def gpu_api() -> Any:
+    """The tuner's own GPU-side pieces this check re-times with (imported without a GPU;
+    tests/test_ray_gpu_check.py checks they still resolve after a module split)."""
+    from types import SimpleNamespace
+
+    from inferlab.tune import cells, gpu, timing
+
+    names = ("RETIME_LAUNCHES", "RETIME_REPLAYS", "ShapeContext", "_launchers", "_runnable")
+    names += ("alloc_shape", "kernel_samples")
+    return SimpleNamespace(
+        **{n: getattr(cells, n) for n in names},
+        require_gpu_stack=gpu.require_gpu_stack,
+        median=timing.median,
+    )
+
+
 def retime(pairs: dict[Cell, list[Any]]) -> dict[Cell, list[float]]:
     """Median µs of each config of each cell, timed together on CUDA device 0."""
-    from inferlab.tune import kernel
-    from inferlab.tune.runner import (
-        RETIME_LAUNCHES,
-        RETIME_REPLAYS,
-        ShapeContext,
-        _launchers,
-        _runnable,
-        alloc_shape,
-        kernel_samples,
-        require_gpu_stack,
-    )
-    from inferlab.tune.timing import median
+    from inferlab.tune import kernel  # torch and triton: the GPU machine only
 
-    torch = require_gpu_stack()
+    api = gpu_api()
+    torch = api.require_gpu_stack()
     torch.cuda.set_device(0)
     out: dict[Cell, list[float]] = {}
     for n, k in sorted({(c[0], c[1]) for c in pairs}):
         cells = sorted(c for c in pairs if c[:2] == (n, k))
-        sets = alloc_shape(torch, kernel, n, k, [c[2] for c in cells])
-        ctx = ShapeContext(torch, kernel, n, k, sets, None)  # type: ignore[arg-type]
+        sets = api.alloc_shape(torch, kernel, n, k, [c[2] for c in cells])
+        ctx = api.ShapeContext(torch, kernel, n, k, sets, None)  # type: ignore[arg-type]
         for cell in cells:
             cfgs = pairs[cell]
-            launcher, ncopy = _launchers(ctx, cell[2], cfgs)
-            ran = _runnable(ctx, launcher, cfgs)
+            launcher, ncopy = api._launchers(ctx, cell[2], cfgs)
+            ran = api._runnable(ctx, launcher, cfgs)
             if len(ran) != len(set(cfgs)):
                 raise SystemExit(f"N={n},K={k},M={cell[2]}: a chosen config did not run")
-            samples = kernel_samples(
-                torch, [launcher(c) for c in cfgs], max(RETIME_LAUNCHES, ncopy), RETIME_REPLAYS
+            samples = api.kernel_samples(
+                torch,
+                [launcher(c) for c in cfgs],
+                max(api.RETIME_LAUNCHES, ncopy),
+                api.RETIME_REPLAYS,
             )
-            out[cell] = [median(s) for s in samples]
+            out[cell] = [api.median(s) for s in samples]
         del sets, ctx
         torch.cuda.empty_cache()
     return out

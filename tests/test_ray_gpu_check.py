@@ -134,3 +134,12 @@ def test_tune_cross_check_on_the_real_h200_run(
     out = capsys.readouterr().out
     assert f"missing [({lost['n']}, {lost['k']}, {lost['m']})]" in out
     assert "1 cell(s) chose another config; within 3% on one GPU: not checked" in out
+
+
+def test_the_retime_uses_pieces_the_tuner_still_has() -> None:
+    """The device-only re-time reaches into the tuner's modules: a split that moves them must
+    fail here, not on the lent machine."""
+    api = rtc.gpu_api()
+    assert api.RETIME_LAUNCHES > 0 and api.RETIME_REPLAYS > 0
+    assert {"torch", "kernel", "n", "k", "sets"} <= set(api.ShapeContext.__dataclass_fields__)
+    assert api.median([3.0, 1.0, 2.0]) == 2.0
