@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inferlab.campaign.aftermath import record_stop, stop_message
 from inferlab.server import StopReport
-from inferlab.server.gpumem import GpuDrain, pids_mib, used_mib, wait_returned
+from inferlab.server.gpumem import GpuDrain, nvml_indices, pids_mib, used_mib, wait_returned
 
 
 class Replay:
@@ -38,7 +38,7 @@ def _wait(r: Replay, before: list[int] | None, **kw: object) -> GpuDrain | None:
 
 
 def test_no_nvml_here_reads_none() -> None:
-    assert used_mib() is None and pids_mib() is None
+    assert used_mib() is None and pids_mib() is None and nvml_indices("1") is None
     assert wait_returned([600]) is None  # nothing to compare with now
     assert wait_returned(None) is None
 
@@ -53,6 +53,17 @@ def test_waits_until_memory_is_back_within_tolerance() -> None:
         "128,531 + 600 MiB at stop, 700 + 610 MiB after (returned in 1.5 s)"
     )
     assert d.to_dict()["before_mib"] == [612, 600]
+
+
+def test_a_drain_names_the_nvml_gpus_its_figures_are_of(tmp_path: Path) -> None:
+    """A server Ray placed on GPU 1 of a node: its drain says so, in the line and the record
+    (what the 2×H200 check compares with nvidia-smi's per-GPU series)."""
+    r = Replay([[90_000], [700]])
+    d = _wait(r, [600], at_stop=[128_000], indices=[1])
+    assert d is not None and d.returned and d.gpu_indices == [1]
+    assert d.message().startswith("GPU 1 memory 600 MiB before launch, 128,000 MiB at stop")
+    assert d.to_dict()["gpu_indices"] == [1]
+    assert _wait(Replay([[700]]), [600]).message().startswith("GPU memory 600 MiB")  # type: ignore[union-attr]
 
 
 def test_memory_that_stays_held_is_reported_not_hidden() -> None:

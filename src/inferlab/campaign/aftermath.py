@@ -16,7 +16,7 @@ from typing import Any
 from inferlab.engines import EngineSpec, classify_log, primary_failure
 from inferlab.logs import store_log_findings
 from inferlab.server import ServerProcess, StopReport, log_tail, stop
-from inferlab.server.gpumem import GpuDrain, used_mib, wait_returned
+from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_returned
 from inferlab.store import Store
 
 __all__ = [
@@ -116,7 +116,7 @@ def stop_and_check(
     at_stop = used_mib()
     rep = stop(server)
     store_log_findings(store, server.spec.log_path, campaign=campaign, config_id=config_id)
-    drain = wait_returned(gpu_before, at_ready=gpu_ready, at_stop=at_stop)
+    drain = wait_returned(gpu_before, at_ready=gpu_ready, at_stop=at_stop, indices=nvml_indices())
     record_stop(store, config_id, rep, drain)
     failure = runtime_failure(spec, server.spec.log_path)
     if failure is not None:

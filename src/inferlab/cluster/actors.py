@@ -36,7 +36,7 @@ from inferlab.load.bench import LoadPoint, PointResult, run_bench
 from inferlab.load.http import Endpoint
 from inferlab.records import RequestRecord
 from inferlab.server import ServerProcess, StopReport, stop
-from inferlab.server.gpumem import GpuDrain, used_mib, wait_returned
+from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_returned
 from inferlab.server.scrape import Scrape, Scraper
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
@@ -252,6 +252,7 @@ class ServerActor:
             at_ready=self.gpu_ready,
             at_stop=at_stop,
             read=partial(used_mib, self.cvd),
+            indices=nvml_indices(self.cvd),
         )
         failure = runtime_failure(get_engine(self.cfg.engine), log)
         return Stopped(rep, drain, failure, log, findings)

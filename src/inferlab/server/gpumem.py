@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["GpuDrain", "pids_mib", "used_mib", "wait_returned"]
+__all__ = ["GpuDrain", "nvml_indices", "pids_mib", "used_mib", "wait_returned"]
 
 #: what may stay above the pre-launch figure once a server is gone (driver bookkeeping, another
 #: tenant's small allocations): MiB per GPU
@@ -47,6 +47,20 @@ def _indices(nv: Any, cuda_visible: str | None) -> list[int]:
             uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(r["index"]))
             r["uuid"] = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
     return [int(g["index"]) for g in visible_gpus(rows, cuda_visible)[0]]
+
+
+def nvml_indices(cuda_visible: str | None = None) -> list[int] | None:
+    """The NVML indices :func:`used_mib` reads for ``cuda_visible``, in its order (None
+    without NVML or GPU): what a drain's figures are figures of."""
+    nv = _nvml()
+    if nv is None:
+        return None
+    try:
+        return _indices(nv, cuda_visible) or None
+    except Exception:
+        return None
+    finally:
+        nv.nvmlShutdown()
 
 
 def used_mib(cuda_visible: str | None = None) -> list[int] | None:
@@ -101,14 +115,16 @@ class GpuDrain:
     returned: bool
     seconds: float  # from the start of the wait until returned (or the timeout)
     tolerance_mib: int
+    gpu_indices: list[int] | None = None  # NVML index of each figure (None: not known)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def message(self) -> str:
-        """One line: ``GPU memory 612 MiB before launch, 128,531 MiB at stop, 615 MiB after
-        (returned in 1.8 s)``."""
-        parts = [f"GPU memory {_mib(self.before_mib)} before launch"]
+        """One line: ``GPU 1 memory 612 MiB before launch, 128,531 MiB at stop, 615 MiB after
+        (returned in 1.8 s)`` (``GPU memory …`` when the NVML indices are not known)."""
+        gpus = "GPU " + ",".join(map(str, self.gpu_indices)) if self.gpu_indices else "GPU"
+        parts = [f"{gpus} memory {_mib(self.before_mib)} before launch"]
         if self.at_ready_mib is not None:
             parts.append(f"{_mib(self.at_ready_mib)} once ready")
         if self.at_stop_mib is not None:
@@ -133,9 +149,11 @@ def wait_returned(
     read: Callable[[], list[int] | None] = used_mib,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    indices: Sequence[int] | None = None,
 ) -> GpuDrain | None:
     """Wait until every GPU uses at most ``before + tolerance_mib`` again; None when there was
-    no pre-launch figure or NVML cannot be read now."""
+    no pre-launch figure or NVML cannot be read now. ``indices``: the NVML index of each
+    figure, stored with them."""
     if before is None:
         return None
     t0 = clock()
@@ -154,5 +172,6 @@ def wait_returned(
                 returned=ok,
                 seconds=waited,
                 tolerance_mib=tolerance_mib,
+                gpu_indices=list(indices) if indices is not None else None,
             )
         sleep(poll_s)
