@@ -4,8 +4,8 @@ A point is untrusted when its numbers do not measure the server:
 - ``client-lag``: the measuring client's event loop ran late (loop-lag p99 above the limit),
   so token timestamps are late by that much;
 - ``tpot-zero``: the median TPOT is below 0.1 ms (10,000 tok/s for one stream) — most requests'
-  tokens were read at once (a starved client, or a server or proxy that buffers its stream), a measurement failure and
-  not a speed;
+  tokens were read at once (a starved client, or a server or proxy that buffers its stream), a
+  measurement failure and not a speed;
 - ``interrupted``: the point was cut short (Ctrl-C): what it had is stored, never used;
 - ``all-failed``: no request of the point succeeded (a server that died, 5xx): there is no speed
   to measure, and the client's lag during the burst of errors is not reported.
