@@ -17,6 +17,7 @@ from inferlab.levers import decide
 from inferlab.models import write_tiny_model
 from inferlab.report.render import build_report, render_markdown
 from inferlab.store import Store
+from vllmcamp import campaign_head
 
 pytestmark = pytest.mark.vllm
 
@@ -42,22 +43,7 @@ def _campaign(tmp: Path, python: Path, model: Path) -> Path:
         }
     )
     p = tmp / "ngram.toml"
-    p.write_text(f"""
-[campaign]
-name = "ngram-levers"
-output = "{tmp / "out"}"
-
-[engine]
-kind = "vllm"
-launcher = "module"
-python = "{python}"
-model = "{model}"
-args = ["--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "2048",
-        "--enforce-eager"]
-env = {json.dumps(ENV).replace('":', '" =')}
-ready_timeout_s = 300
-stop_grace_s = 30
-
+    p.write_text(f"""{campaign_head("ngram-levers", tmp / "out", python, model, ENV)}
 [[config]]
 name = "baseline"
 

@@ -18,33 +18,15 @@ from inferlab.models import write_tiny_model
 from inferlab.report.data import build_report
 from inferlab.report.render import render_markdown
 from inferlab.store import Store
+from vllmcamp import campaign_head, kept_env
 
 pytestmark = pytest.mark.vllm
 
 
 def _campaign(tmp: Path, python: Path, model: Path, env: dict[str, str]) -> Path:
-    keep = {
-        k: v
-        for k, v in env.items()
-        if k.startswith(("VLLM_", "HF_", "TRANSFORMERS_", "DO_NOT", "TOKENIZERS", "PYTHONUN"))
-    }
+    keep = kept_env(env)
     p = tmp / "vllm.toml"
-    p.write_text(f"""
-[campaign]
-name = "vllm-capture"
-output = "{tmp / "out"}"
-
-[engine]
-kind = "vllm"
-launcher = "module"
-python = "{python}"
-model = "{model}"
-args = ["--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "2048",
-        "--enforce-eager"]
-env = {json.dumps(keep).replace('":', '" =')}
-ready_timeout_s = 300
-stop_grace_s = 30
-
+    p.write_text(f"""{campaign_head("vllm-capture", tmp / "out", python, model, keep)}
 [[config]]
 name = "baseline"
 

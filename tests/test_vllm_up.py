@@ -7,7 +7,6 @@ Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import ModuleType
 
@@ -19,6 +18,7 @@ from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import LaunchError, VerifyError
 from inferlab.models import write_tiny_model
 from inferlab.store import Store
+from vllmcamp import campaign_head, kept_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,28 +30,9 @@ def _env_module() -> ModuleType:
 
 
 def _campaign(tmp: Path, python: Path, model: Path, env: dict[str, str]) -> Path:
-    keep = {
-        k: v
-        for k, v in env.items()
-        if k.startswith(("VLLM_", "HF_", "TRANSFORMERS_", "DO_NOT", "TOKENIZERS", "PYTHONUN"))
-    }
+    keep = kept_env(env)
     p = tmp / "vllm.toml"
-    p.write_text(f"""
-[campaign]
-name = "vllm-cpu"
-output = "{tmp / "out"}"
-
-[engine]
-kind = "vllm"
-launcher = "module"
-python = "{python}"
-model = "{model}"
-args = ["--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "2048",
-        "--enforce-eager"]
-env = {json.dumps(keep).replace('":', '" =')}
-ready_timeout_s = 300
-stop_grace_s = 30
-
+    p.write_text(f"""{campaign_head("vllm-cpu", tmp / "out", python, model, keep)}
 [[config]]
 name = "baseline"
 
