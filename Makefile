@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# unit: the suite waits more than it computes, so the bulk runs in JOBS workers; the
+# timing-sensitive tests (marker `serial`: vllm, ray, ms-level timing) run after it, alone.
+JOBS ?= 4
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
 .PHONY: demo test lint typecheck unit bench-accuracy clean
@@ -28,7 +31,8 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
-	$(BIN)/pytest
+	rc=0; $(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope || rc=$$?; \
+		$(BIN)/pytest -m serial || rc=$$?; exit $$rc
 
 test: lint typecheck unit
 

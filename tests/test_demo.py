@@ -16,6 +16,8 @@ from inferlab.levers.specdec import HELP_THRESHOLD
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
 
+pytestmark = pytest.mark.serial  # the demo's verdicts are timed on a quiet machine
+
 
 @pytest.mark.timeout(900)
 def test_demo_sim_reproduces_the_seed_campaign(tmp_path: Path) -> None:

@@ -10,9 +10,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.sse import parse_stream
 from inferlab.records import ErrorKind
+
+pytestmark = pytest.mark.serial  # client timing accuracy (ms)
 
 
 @contextmanager

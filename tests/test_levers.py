@@ -20,6 +20,8 @@ from inferlab.logs import store_log_findings
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
 
+pytestmark = pytest.mark.serial  # predictions checked against timed measurements
+
 HERE = Path(__file__).parent
 TRACES = HERE / "fixtures" / "traces"
 MOE_LOG = (

@@ -10,7 +10,7 @@ import pytest
 
 from simproc import post_stream, start_sim
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.serial, pytest.mark.timeout(60)]  # ms-level truth
 
 MODEL = "inferlab-sim"
 TTFT_NS = 30_000_000
