@@ -159,7 +159,9 @@ def test_cli(tmp_path: Path, model_dir: Path) -> None:
     from inferlab.cli.model import model_app
 
     res = CliRunner().invoke(
-        model_app, ["random", str(tmp_path / "m"), "--preset", "test", "--workers", "2"]
+        model_app,
+        ["random", str(tmp_path / "m"), "--preset", "test", "--workers", "2"],
+        env={"COLUMNS": "200"},  # one line: a longer tmp path (xdist's popen-gwN/) wraps at 80
     )
     assert res.exit_code == 0, res.output
     assert "2,163,968 parameters, bfloat16" in res.output
