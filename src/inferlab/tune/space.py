@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from inferlab.picks import pick
 from inferlab.tune.config import KernelConfig
 
 __all__ = [
@@ -231,13 +232,8 @@ class PlanSummary:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "shapes": self.shapes,
-            "batch_sizes": self.batch_sizes,
-            "timings": self.timings,
-            "split_k_timings": self.split_k_timings,
-            "distinct_binaries": self.distinct_binaries,
-            "exhaustive_timings": self.exhaustive_timings,
-            "exhaustive_binaries": self.exhaustive_binaries,
+            **pick(self, "shapes", "batch_sizes", "timings", "split_k_timings"),
+            **pick(self, "distinct_binaries", "exhaustive_timings", "exhaustive_binaries"),
             "saving": self.saving,
             "cells": [c.__dict__ for c in self.cells],
         }
