@@ -137,13 +137,13 @@ class _OpenAiOnly(TypedDict):
 
 #: ``EngineSpec`` fields of a server that speaks only the OpenAI API: no tokenize, version or
 #: metrics path, no request field that forces the output length (``EngineSpec(**OPENAI_ONLY)``)
-OPENAI_ONLY = _OpenAiOnly(
-    tokenize_path=None,
-    version_path=None,
-    metrics_path=None,
-    ignore_eos_field=None,
-    min_tokens_field=None,
-)
+OPENAI_ONLY: _OpenAiOnly = {
+    "tokenize_path": None,
+    "version_path": None,
+    "metrics_path": None,
+    "ignore_eos_field": None,
+    "min_tokens_field": None,
+}
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,16 @@ class CpuOps:
         return int(self.start.size)
 
 
+def _columns(builder: object, names: tuple[str, ...]) -> dict[str, Any]:
+    """The builder's ``array`` columns ``names`` as numpy arrays of their own type (``d``:
+    float64, ``q``: int64), copied out of the growing buffers."""
+    out: dict[str, Any] = {}
+    for n in names:
+        a: array[Any] = getattr(builder, n)
+        out[n] = np.frombuffer(a, dtype=a.typecode).copy()
+    return out
+
+
 class _CpuBuilder:
     def __init__(self) -> None:
         self.names: list[str] = []
@@ -82,10 +92,7 @@ class _CpuBuilder:
     def build(self, ranges: list[GpuRange]) -> CpuOps:
         return CpuOps(
             names=self.names,
-            start=np.frombuffer(self.start, dtype=np.float64).copy(),
-            dur=np.frombuffer(self.dur, dtype=np.float64).copy(),
-            name_id=np.frombuffer(self.name_id, dtype=np.int64).copy(),
-            tid=np.frombuffer(self.tid, dtype=np.int64).copy(),
+            **_columns(self, ("start", "dur", "name_id", "tid")),
             ranges=[r for r in ranges if r.where == "cpu"],
         )
 
@@ -121,6 +128,13 @@ class Trace:
     @property
     def n_ops(self) -> int:
         return int(self.start.size)
+
+
+#: the ``TraceBuilder`` columns that become ``Trace`` arrays
+_GPU_COLUMNS = (
+    *("start", "dur", "name_id", "kind", "blocks", "stream", "corr"),
+    *("launch_name_id", "launch_start", "launch_dur", "launch_corr"),
+)
 
 
 class TraceBuilder:
@@ -199,19 +213,9 @@ class TraceBuilder:
             path=self.path,
             format=self.format,
             names=self.names,
-            start=np.frombuffer(self.start, dtype=np.float64).copy(),
-            dur=np.frombuffer(self.dur, dtype=np.float64).copy(),
-            name_id=np.frombuffer(self.name_id, dtype=np.int64).copy(),
-            kind=np.frombuffer(self.kind, dtype=np.int64).copy(),
-            blocks=np.frombuffer(self.blocks, dtype=np.int64).copy(),
-            stream=np.frombuffer(self.stream, dtype=np.int64).copy(),
-            corr=np.frombuffer(self.corr, dtype=np.int64).copy(),
+            **_columns(self, _GPU_COLUMNS),
             ranges=self.ranges,
             launch_names=self.launch_names,
-            launch_name_id=np.frombuffer(self.launch_name_id, dtype=np.int64).copy(),
-            launch_start=np.frombuffer(self.launch_start, dtype=np.float64).copy(),
-            launch_dur=np.frombuffer(self.launch_dur, dtype=np.float64).copy(),
-            launch_corr=np.frombuffer(self.launch_corr, dtype=np.int64).copy(),
             sm_count=self.sm_count,
             device=self.device,
             warnings=w,
