@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from inferlab.picks import pick
@@ -170,12 +170,8 @@ class BinaryKey(NamedTuple):
     GROUP_SIZE_M is a runtime argument."""
 
     kernel: str
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int
-    num_warps: int
-    num_stages: int
+    #: the config's compile-time fields (``split_k`` 1, ``group_m`` as above)
+    config: KernelConfig
 
 
 def distinct_binaries(
@@ -189,12 +185,7 @@ def distinct_binaries(
     return {
         BinaryKey(
             "plain" if c.split_k == 1 else "splitk",
-            c.block_m,
-            c.block_n,
-            c.block_k,
-            c.group_m if group_m_constexpr else 0,
-            c.num_warps,
-            c.num_stages,
+            replace(c, group_m=c.group_m if group_m_constexpr else 0, split_k=1),
         )
         for c in configs
     }
