@@ -60,6 +60,15 @@ class CpuOps:
         return int(self.start.size)
 
 
+def _intern(ids: dict[str, int], names: list[str], s: str) -> int:
+    """``s``'s index in ``names``, appended when new (``ids``: each name's index)."""
+    i = ids.get(s)
+    if i is None:
+        i = ids[s] = len(names)
+        names.append(s)
+    return i
+
+
 def _columns(builder: object, names: tuple[str, ...]) -> dict[str, Any]:
     """The builder's ``array`` columns ``names`` as numpy arrays of their own type (``d``:
     float64, ``q``: int64), copied out of the growing buffers."""
@@ -80,13 +89,9 @@ class _CpuBuilder:
     def op(self, name: str, start: float, dur: float, tid: int) -> None:
         if not 0 <= dur <= MAX_DUR_US or start != start:
             return
-        i = self._ids.get(name)
-        if i is None:
-            i = self._ids[name] = len(self.names)
-            self.names.append(name)
         self.start.append(start)
         self.dur.append(dur)
-        self.name_id.append(i)
+        self.name_id.append(_intern(self._ids, self.names, name))
         self.tid.append(tid)
 
     def build(self, ranges: list[GpuRange]) -> CpuOps:
@@ -162,11 +167,7 @@ class TraceBuilder:
         self.kernel_devices: dict[int, int] = {}  # device id → kernels seen
 
     def name(self, s: str) -> int:
-        i = self._ids.get(s)
-        if i is None:
-            i = self._ids[s] = len(self.names)
-            self.names.append(s)
-        return i
+        return _intern(self._ids, self.names, s)
 
     def op(
         self, kind: int, name: str, start: float, dur: float, blocks: int, stream: int, corr: int
@@ -183,11 +184,7 @@ class TraceBuilder:
         self.corr.append(corr)
 
     def launch(self, name: str, start: float, dur: float, corr: int) -> None:
-        i = self._lids.get(name)
-        if i is None:
-            i = self._lids[name] = len(self.launch_names)
-            self.launch_names.append(name)
-        self.launch_name_id.append(i)
+        self.launch_name_id.append(_intern(self._lids, self.launch_names, name))
         self.launch_start.append(start)
         self.launch_dur.append(dur)
         self.launch_corr.append(corr)
