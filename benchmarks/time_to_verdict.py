@@ -60,7 +60,11 @@ from inferlab.stats.verdict import Verdict, decide  # noqa: E402
 from simproc import start_sim  # noqa: E402
 
 SIM = ("--ttft-ms", "10", "--itl-ms", "2", "--jitter-ms", "1")
-TOKENS = 16
+# 64 tokens: the engine paces on 1 ms slots, so a request's TPOT lies on a grid of
+# 1 ms / (tokens - 1): with 16 tokens that grid is 3.3% of a 2 ms TPOT, larger than the 2%
+# effect and the minimum effect (a median that moves by one grid step reads as a 3.3% change);
+# with 64 it is 0.8%
+TOKENS = 64
 EFFECTS = (0.0, 0.02, 0.05, 0.10, 0.30)
 LEVELS = (1, 8, 32)
 FIXED = 200  # requests per side, as a peer's fixed-count run would
@@ -467,7 +471,7 @@ def main() -> None:
     ap.add_argument("--null", type=int, default=200, help="null pairs per concurrency")
     ap.add_argument("--per-effect", type=int, default=50, help="pairs per non-null effect and C")
     ap.add_argument("--live", type=int, default=20, help="live null pairs and 10%% pairs (C=8)")
-    ap.add_argument("--record", type=int, default=800, help="requests recorded per concurrency")
+    ap.add_argument("--record", type=int, default=2400, help="requests recorded per concurrency")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-requests", type=int, default=MAX_REQ, help="adaptive cap per side")
     ap.add_argument(
