@@ -20,8 +20,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import heapq
+import json
 import math
 import os
 import sys
@@ -42,22 +44,35 @@ from inferlab.load.adaptive import AdaptiveMonitor, AdaptivePlan, BaselineRef, b
 from inferlab.load.bench import run_bench  # noqa: E402
 from inferlab.load.progress import LightRecord  # noqa: E402
 from inferlab.sim.tokenizer import WordTokenizer  # noqa: E402
-from inferlab.stats.compare import ThroughputSample, compare_samples, compare_throughput  # noqa: E402
+from inferlab.stats.compare import (  # noqa: E402
+    HIGHER_IS_BETTER,
+    ThroughputSample,
+    compare_samples,
+    compare_throughput,
+)
 from inferlab.stats.stopping import (  # noqa: E402
     batch_means,
     block_bootstrap_median,
     block_length,
     span_batch_rates,
 )
+from inferlab.stats.verdict import Verdict, decide  # noqa: E402
 from simproc import start_sim  # noqa: E402
 
 SIM = ("--ttft-ms", "10", "--itl-ms", "2", "--jitter-ms", "1")
-TOKENS = 16
+# 64 tokens: the engine paces on 1 ms slots, so a request's TPOT lies on a grid of
+# 1 ms / (tokens - 1): with 16 tokens that grid is 3.3% of a 2 ms TPOT, larger than the 2%
+# effect and the minimum effect (a median that moves by one grid step reads as a 3.3% change);
+# with 64 it is 0.8%
+TOKENS = 64
 EFFECTS = (0.0, 0.02, 0.05, 0.10, 0.30)
 LEVELS = (1, 8, 32)
 FIXED = 200  # requests per side, as a peer's fixed-count run would
 PRECISION = 0.05
 MIN_REQ, MAX_REQ, LOOKS = 50, 800, 4
+# the smallest change claimed, by all three ways (--min-effect): the tool's default (2%, which is
+# also one of the effects, so every verdict there is a coin flip) and one on each side of it
+MIN_EFFECTS = (0.02, 0.01, 0.03)
 BLOCK = 8  # requests per resampled block (one user's consecutive requests)
 
 
@@ -124,12 +139,11 @@ def stream(
     return out
 
 
-def _claims_fixed(base: list[LightRecord], cand: list[LightRecord]) -> dict[str, str]:
-    """inferlab compare's verdicts on two fixed-count samples."""
-    out = {}
+def _verdicts_fixed(base: list[LightRecord], cand: list[LightRecord]) -> dict[str, Verdict]:
+    """inferlab compare's verdicts on two fixed-count samples, before the minimum effect
+    (``_claims`` applies it: the interval and p do not depend on it)."""
     tb = [x for x in (r.tpot_ms for r in base) if x is not None]
     tc = [x for x in (r.tpot_ms for r in cand) if x is not None]
-    out["tpot_ms"] = compare_samples("tpot_ms", [tb], [tc], resamples=1000).claim
 
     def tput(rs: list[LightRecord]) -> ThroughputSample:
         t0, t1 = min(r.send_ns for r in rs), max(r.end_ns for r in rs)
@@ -138,8 +152,20 @@ def _claims_fixed(base: list[LightRecord], cand: list[LightRecord]) -> dict[str,
         )
         return ThroughputSample((sum(r.tokens for r in rs) / ((t1 - t0) / 1e9),), tuple(rates))
 
-    out["output_tok_s"] = compare_throughput(tput(base), tput(cand)).claim
-    return out
+    return {
+        "tpot_ms": compare_samples("tpot_ms", [tb], [tc], resamples=1000, min_effect=0.0),
+        "output_tok_s": compare_throughput(tput(base), tput(cand), min_effect=0.0),
+    }
+
+
+def _claims(verdicts: dict[str, Verdict], min_effect: float) -> dict[str, str]:
+    """The claims of ``compare --min-effect`` from verdicts made with no minimum effect."""
+    return {
+        m: decide(
+            v.ratio, v.p_value, higher_is_better=HIGHER_IS_BETTER[m], min_effect=min_effect
+        ).claim
+        for m, v in verdicts.items()
+    }
 
 
 def _first(s: list[LightRecord], n: int, c: int) -> list[LightRecord]:
@@ -192,12 +218,16 @@ def _ref(s: list[LightRecord], until_ns: int, c: int) -> BaselineRef:
 
 
 def _adaptive(
-    base: list[LightRecord], cand: list[LightRecord], c: int, seed: int
+    base: list[LightRecord], cand: list[LightRecord], c: int, seed: int, min_effect: float
 ) -> tuple[dict[str, str], int, float, str]:
-    plan = AdaptivePlan(PRECISION, MIN_REQ, MAX_REQ, None, c, seed, stop_on_precision=False)
+    plan = AdaptivePlan(
+        PRECISION, MIN_REQ, MAX_REQ, None, c, seed, min_effect=min_effect, stop_on_precision=False
+    )
     mon_b, n_b, t_b = _run_monitor(base, plan)
     ref = _ref(base, t_b, c)
-    seq = AdaptivePlan(PRECISION, MIN_REQ, MAX_REQ, None, c, seed, baseline=ref, looks=LOOKS)
+    seq = AdaptivePlan(
+        PRECISION, MIN_REQ, MAX_REQ, None, c, seed, baseline=ref, looks=LOOKS, min_effect=min_effect
+    )
     mon_c, n_c, t_c = _run_monitor(cand, seq)
     metrics = (mon_c.sequential or {}).get("metrics", {})
     claims = {m: metrics.get(m, {}).get("status", "open") for m in ("tpot_ms", "output_tok_s")}
@@ -230,6 +260,44 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, mid - half), min(1.0, mid + half))
 
 
+def _end_s(s: list[LightRecord]) -> float:
+    return max(r.end_ns for r in s) / 1e9
+
+
+def _pair(
+    lanes: list[list[Req]], c: int, e: float, rng: np.random.Generator, seed: int
+) -> list[dict[str, Any]]:
+    """One A/B pair decided three ways at each minimum effect, and a second, independent 10×
+    pair (``ref2``: how often the reference agrees with itself)."""
+    n = 10 * FIXED + 2 * c
+    base, cand = stream(lanes, c, n, 0.0, rng), stream(lanes, c, n, e, rng)
+    base2, cand2 = stream(lanes, c, n, 0.0, rng), stream(lanes, c, n, e, rng)
+    fb, fc = _first(base, FIXED, c), _first(cand, FIXED, c)
+    rb, rc = _first(base, 10 * FIXED, c), _first(cand, 10 * FIXED, c)
+    v_ref, v_fixed = _verdicts_fixed(rb, rc), _verdicts_fixed(fb, fc)
+    v_ref2 = _verdicts_fixed(_first(base2, 10 * FIXED, c), _first(cand2, 10 * FIXED, c))
+    rows = []
+    for me in MIN_EFFECTS:
+        ad, n_ad, t_ad, how = _adaptive(base, cand, c, seed, me)
+        rows.append(
+            dict(
+                c=c,
+                effect=e,
+                me=me,
+                ref=_claims(v_ref, me),
+                ref2=_claims(v_ref2, me),
+                fixed=_claims(v_fixed, me),
+                adaptive=ad,
+                n_adaptive=n_ad,
+                t_fixed=_end_s(fb) + _end_s(fc),
+                t_ref=_end_s(rb) + _end_s(rc),
+                t_adaptive=t_ad,
+                how=how,
+            )
+        )
+    return rows
+
+
 def simulate(
     lanes: dict[int, list[list[Req]]], n_null: int, n_eff: int, seed: int
 ) -> list[dict[str, Any]]:
@@ -238,33 +306,7 @@ def simulate(
     for c in LEVELS:
         for e in EFFECTS:
             for i in range(n_null if e == 0 else n_eff):
-                n = 10 * FIXED + 2 * c
-                base, cand = stream(lanes[c], c, n, 0.0, rng), stream(lanes[c], c, n, e, rng)
-                ref = _claims_fixed(_first(base, 10 * FIXED, c), _first(cand, 10 * FIXED, c))
-                fixed = _claims_fixed(_first(base, FIXED, c), _first(cand, FIXED, c))
-                t_fixed = (
-                    max(r.end_ns for r in _first(base, FIXED, c))
-                    + max(r.end_ns for r in _first(cand, FIXED, c))
-                ) / 1e9
-                t_ref = (
-                    max(r.end_ns for r in _first(base, 10 * FIXED, c))
-                    + max(r.end_ns for r in _first(cand, 10 * FIXED, c))
-                ) / 1e9
-                ad, n_ad, t_ad, how = _adaptive(base, cand, c, seed + i)
-                rows.append(
-                    dict(
-                        c=c,
-                        effect=e,
-                        ref=ref,
-                        fixed=fixed,
-                        adaptive=ad,
-                        n_adaptive=n_ad,
-                        t_fixed=t_fixed,
-                        t_ref=t_ref,
-                        t_adaptive=t_ad,
-                        how=how,
-                    )
-                )
+                rows += _pair(lanes[c], c, e, rng, seed + i)
     return rows
 
 
@@ -282,6 +324,7 @@ def live(tok: Path, pairs: int) -> list[dict[str, Any]]:
         min_requests=MIN_REQ,
         max_requests=MAX_REQ,
         looks=LOOKS,
+        min_effect=MIN_EFFECTS[0],
         lag_limit_ms=1e6,
     )
     rows = []
@@ -332,10 +375,23 @@ def report(rows: list[dict[str, Any]], live_rows: list[dict[str, Any]], took: fl
         f"Fixed: {FIXED} requests per side; reference: {10 * FIXED} per side; adaptive: baseline "
         f"measured to the cap ({MAX_REQ}), candidate by sequential A/B, "
         f"{LOOKS} looks at k/{LOOKS} of {MAX_REQ}. Verdict = the claims on median TPOT and output "
-        "throughput (better / worse / ~).",
+        'throughput (better / worse / ~), both must match. "10× again": a second, independent '
+        "10× pair of the same effect: how often the reference agrees with itself (the ceiling).",
+    ]
+    for me in MIN_EFFECTS:
+        out += _table([r for r in rows if r["me"] == me], me)
+    if live_rows:
+        out.append(_live_line(rows, live_rows))
+    return out
+
+
+def _table(rows: list[dict[str, Any]], me: float) -> list[str]:
+    out = [
         "",
-        "| C | effect | pairs | adaptive requests / pair (mean) | 10× requests | ratio | adaptive = 10× | fixed = 10× | wall s: adaptive / fixed / 10× |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"**Minimum effect {me:.0%}** (a change is claimed when p < 0.05 and |change| ≥ {me:.0%}):",
+        "",
+        "| C | effect | pairs | adaptive requests / pair (mean) | 10× requests | ratio | adaptive = 10× | fixed = 10× | 10× again = 10× | wall s: adaptive / fixed / 10× |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in LEVELS:
         for e in EFFECTS:
@@ -343,49 +399,64 @@ def report(rows: list[dict[str, Any]], live_rows: list[dict[str, Any]], took: fl
             if not rs:
                 continue
             n_ad = float(np.mean([r["n_adaptive"] for r in rs]))
-            agree = sum(r["adaptive"] == r["ref"] for r in rs) / len(rs)
-            agree_f = sum(r["fixed"] == r["ref"] for r in rs) / len(rs)
+            agree = {
+                k: sum(r[k] == r["ref"] for r in rs) / len(rs)
+                for k in ("adaptive", "fixed", "ref2")
+            }
             walls = [np.mean([r[k] for r in rs]) for k in ("t_adaptive", "t_fixed", "t_ref")]
             out.append(
                 f"| {c} | {e:.0%} | {len(rs)} | {n_ad:.0f} | {20 * FIXED} | {20 * FIXED / n_ad:.1f}× | "
-                f"{agree:.0%} | {agree_f:.0%} | {walls[0]:.1f} / {walls[1]:.1f} / {walls[2]:.1f} |"
+                f"{agree['adaptive']:.0%} | {agree['fixed']:.0%} | {agree['ref2']:.0%} | "
+                f"{walls[0]:.1f} / {walls[1]:.1f} / {walls[2]:.1f} |"
             )
     allr = len(rows)
     n_all = float(np.mean([r["n_adaptive"] for r in rows]))
     agree_all = sum(r["adaptive"] == r["ref"] for r in rows)
+    ceiling = sum(r["ref2"] == r["ref"] for r in rows)
+    per_metric = {
+        k: sum(r[k][m] == r["ref"][m] for r in rows for m in r["ref"]) / (2 * allr)
+        for k in ("adaptive", "ref2")
+    }
     null = [r for r in rows if r["effect"] == 0]
     fp = sum(_any_claim(r["adaptive"]) for r in null)
     fp_f = sum(_any_claim(r["fixed"]) for r in null)
     lo, hi = wilson(fp, len(null))
     lo_f, hi_f = wilson(fp_f, len(null))
-    out += [
+    alo, ahi = wilson(agree_all, allr)
+    return [
+        *out,
         "",
         f"- All {allr} pairs: adaptive used {n_all:.0f} requests per verdict on average, "
         f"{20 * FIXED / n_all:.1f}× fewer than the 10× run, with its verdict in "
-        f"{agree_all / allr:.1%} of pairs (target: ≥ 3× fewer, ≥ 95%).",
+        f"{agree_all / allr:.1%} [{alo:.1%}, {ahi:.1%}] of pairs (target: ≥ 3× fewer, ≥ 95%); "
+        f"a second 10× run had it in {ceiling / allr:.1%}. Counted per metric (each of the "
+        f"{2 * allr} verdicts on its own): adaptive {per_metric['adaptive']:.1%}, a second 10× "
+        f"run {per_metric['ref2']:.1%}.",
         f"- False positives on the {len(null)} null pairs (any claim on either metric): adaptive "
         f"{fp} = {fp / len(null):.1%} [{lo:.1%}, {hi:.1%}] (Wilson 95%); fixed {fp_f} = "
         f"{fp_f / len(null):.1%} [{lo_f:.1%}, {hi_f:.1%}] (target ≤ 5%, upper bound ≤ 8%).",
     ]
-    if live_rows:
-        ln = [r for r in live_rows if r["effect"] == 0]
-        le = [r for r in live_rows if r["effect"] > 0]
-        sim8n = [r for r in rows if r["c"] == 8 and r["effect"] == 0]
-        sim8e = [r for r in rows if r["c"] == 8 and r["effect"] == 0.10]
-        out.append(
-            f"- Live check at C=8 (measured end to end, three sim servers): null pairs "
-            f"{sum(_any_claim(r['adaptive']) for r in ln)}/{len(ln)} claimed, "
-            f"{np.mean([r['n'] for r in ln]):.0f} requests per verdict "
-            f"(resampled: {sum(_any_claim(r['adaptive']) for r in sim8n)}/{len(sim8n)}, "
-            f"{np.mean([r['n_adaptive'] for r in sim8n]):.0f}); 10% pairs "
-            f"{sum(r['adaptive']['tpot_ms'] == 'better' for r in le)}/{len(le)} found better on TPOT, "
-            f"{np.mean([r['n'] for r in le]):.0f} requests, {np.mean([r['wall'] for r in le]):.1f} s "
-            f"per pair (resampled: {sum(r['adaptive']['tpot_ms'] == 'better' for r in sim8e)}/{len(sim8e)}, "
-            f"{np.mean([r['n_adaptive'] for r in sim8e]):.0f}). How the candidates stopped (live): "
-            + ", ".join(f"{k} {v}" for k, v in sorted(_count(r["how"] for r in live_rows).items()))
-            + "."
-        )
-    return out
+
+
+def _live_line(rows: list[dict[str, Any]], live_rows: list[dict[str, Any]]) -> str:
+    rows = [r for r in rows if r["me"] == MIN_EFFECTS[0]]
+    ln = [r for r in live_rows if r["effect"] == 0]
+    le = [r for r in live_rows if r["effect"] > 0]
+    sim8n = [r for r in rows if r["c"] == 8 and r["effect"] == 0]
+    sim8e = [r for r in rows if r["c"] == 8 and r["effect"] == 0.10]
+    return (
+        f"- Live check at C=8, minimum effect {MIN_EFFECTS[0]:.0%} (measured end to end, three "
+        f"sim servers): null pairs {sum(_any_claim(r['adaptive']) for r in ln)}/{len(ln)} claimed, "
+        f"{np.mean([r['n'] for r in ln]):.0f} requests per verdict "
+        f"(resampled: {sum(_any_claim(r['adaptive']) for r in sim8n)}/{len(sim8n)}, "
+        f"{np.mean([r['n_adaptive'] for r in sim8n]):.0f}); 10% pairs "
+        f"{sum(r['adaptive']['tpot_ms'] == 'better' for r in le)}/{len(le)} found better on TPOT, "
+        f"{np.mean([r['n'] for r in le]):.0f} requests, {np.mean([r['wall'] for r in le]):.1f} s "
+        f"per pair (resampled: {sum(r['adaptive']['tpot_ms'] == 'better' for r in sim8e)}/{len(sim8e)}, "
+        f"{np.mean([r['n_adaptive'] for r in sim8e]):.0f}). How the candidates stopped (live): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(_count(r["how"] for r in live_rows).items()))
+        + "."
+    )
 
 
 def _count(xs: Any) -> dict[str, int]:
@@ -400,18 +471,39 @@ def main() -> None:
     ap.add_argument("--null", type=int, default=200, help="null pairs per concurrency")
     ap.add_argument("--per-effect", type=int, default=50, help="pairs per non-null effect and C")
     ap.add_argument("--live", type=int, default=20, help="live null pairs and 10%% pairs (C=8)")
-    ap.add_argument("--record", type=int, default=800, help="requests recorded per concurrency")
+    ap.add_argument("--record", type=int, default=2400, help="requests recorded per concurrency")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-requests", type=int, default=MAX_REQ, help="adaptive cap per side")
+    ap.add_argument(
+        "--min-effect",
+        default=",".join(f"{m:g}" for m in MIN_EFFECTS),
+        help="smallest change claimed, comma-separated: one table each",
+    )
+    ap.add_argument("--save", type=Path, help="write the recorded lanes here (JSON)")
+    ap.add_argument("--load", type=Path, help="resample lanes recorded by --save (no recording)")
     a = ap.parse_args()
     globals()["MAX_REQ"] = a.max_requests
+    globals()["MIN_EFFECTS"] = tuple(float(m) for m in a.min_effect.split(","))
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         tok = WordTokenizer().save_hf(Path(tmp))
-        lanes = {c: record(tok, c, a.record) for c in LEVELS}
+        lanes = load_lanes(a.load) if a.load else {c: record(tok, c, a.record) for c in LEVELS}
+        if a.save:
+            save_lanes(a.save, lanes)
         rows = simulate(lanes, a.null, a.per_effect, a.seed)
         live_rows = live(tok, a.live) if a.live else []
     print("\n".join(report(rows, live_rows, time.monotonic() - t0)))
+
+
+def save_lanes(path: Path, lanes: dict[int, list[list[Req]]]) -> None:
+    """The recording, so that later runs can resample the same streams (``--load``)."""
+    data = {str(c): [[dataclasses.astuple(q) for q in ln] for ln in ls] for c, ls in lanes.items()}
+    path.write_text(json.dumps(data))
+
+
+def load_lanes(path: Path) -> dict[int, list[list[Req]]]:
+    data = json.loads(path.read_text())
+    return {int(c): [[Req(*q) for q in ln] for ln in ls] for c, ls in data.items()}
 
 
 if __name__ == "__main__":

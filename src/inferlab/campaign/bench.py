@@ -21,6 +21,7 @@ from inferlab.load.bench import (
     run_bench,
 )
 from inferlab.load.http import Endpoint
+from inferlab.picks import pick
 from inferlab.server.scrape import Scrape, Scraper, derive
 from inferlab.store import Store
 
@@ -110,22 +111,14 @@ class StoreSink:
                 source="inferlab bench",
                 definitions=DEFINITIONS,
                 metrics_version=METRICS_VERSION,
-                label=p.label,
-                concurrency=p.concurrency,
-                rate=p.rate,
-                max_concurrency=p.max_concurrency,
-                trial=res.trial,
+                **pick(p, "label", "concurrency", "rate", "max_concurrency"),
                 model=self._meta.get("model"),
                 workload=self._meta["workload"],
-                records=res.records,
                 summary=summary,
-                started_at=res.started_at,
-                ended_at=res.ended_at,
-                workers=res.workers,
+                **pick(res, "trial", "records", "started_at", "ended_at", "workers"),
                 client_lag=res.loop_lag_ms.to_json(),
                 warnings=[w.to_json() for w in res.warnings],
-                interrupted=res.interrupted,
-                rejected=res.rejected,
+                **pick(res, "interrupted", "rejected"),
                 purpose=self.purpose,
                 trust=res.trust.state,
                 trust_reasons=res.trust.to_json(),
@@ -144,6 +137,14 @@ class StoreSink:
             self.store.close()
 
 
+#: the ``[load]`` fields a ``BenchConfig`` takes as they are
+_LOAD_AS_IS = (
+    *("endpoint", "concurrency", "rate", "arrival", "burstiness", "max_concurrency"),
+    *("workload", "requests", "duration_s", "warmup", "trials", "tokenizer", "timeout_s"),
+    *("precision", "min_requests", "max_requests", "max_duration_s", "looks", "min_effect"),
+)
+
+
 def bench_config(
     camp: CampaignFile,
     url: str,
@@ -155,32 +156,13 @@ def bench_config(
     """The campaign's load section as one sweep against ``url``; ``reference``: the baseline
     of a sequential A/B, measured to the cap (a reference stopped on a lucky narrow interval
     would make candidates look different when they are not)."""
-    ld = camp.load
     return BenchConfig(
         url=url,
         model=model,
-        endpoint=ld.endpoint,
         engine=engine,
-        concurrency=ld.concurrency,
-        rate=ld.rate,
-        arrival=ld.arrival,
-        burstiness=ld.burstiness,
-        max_concurrency=ld.max_concurrency,
-        workload=ld.workload,
-        requests=ld.requests,
-        duration_s=ld.duration_s,
-        warmup=ld.warmup,
-        trials=ld.trials,
-        tokenizer=ld.tokenizer,
-        timeout_s=ld.timeout_s,
+        **pick(camp.load, *_LOAD_AS_IS),
         slo=camp.slo,
-        precision=ld.precision,
-        min_requests=ld.min_requests,
-        max_requests=ld.max_requests,
-        max_duration_s=ld.max_duration_s,
-        looks=ld.looks,
-        min_effect=ld.min_effect,
-        lag_limit_ms=ld.max_client_lag_ms,
+        lag_limit_ms=camp.load.max_client_lag_ms,
         client_cpus=client_cpus,
         stop_on_precision=not reference,
     )

@@ -30,6 +30,7 @@ from inferlab.engines.capture import CaptureRecipe, rank_of
 from inferlab.engines.logs import primary_failure
 from inferlab.errors import InferlabError
 from inferlab.load.bench import BenchEvents, LoadPoint, PointResult, run_bench
+from inferlab.load.quality import FEW_SAMPLES
 from inferlab.profile import analyze, read_trace
 from inferlab.server import ServerProcess, log_tail
 from inferlab.store import Store
@@ -80,7 +81,7 @@ class SteadyEvents(BenchEvents):
 def _point_bench(bench: BenchConfig, point: LoadPoint) -> BenchConfig:
     upd: dict[str, Any] = {"trials": 1, "concurrency": [], "rate": []}
     if bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
-        upd["requests"] = bench.min_requests
+        upd["requests"] = max(bench.min_requests, FEW_SAMPLES)  # enough for its stored p99s
     if point.concurrency is not None:
         upd["concurrency"] = [point.concurrency]
     else:

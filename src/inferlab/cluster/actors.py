@@ -34,6 +34,7 @@ from inferlab.environment import snapshot
 from inferlab.errors import InferlabError, LaunchError
 from inferlab.load.bench import LoadPoint, PointResult, run_bench
 from inferlab.load.http import Endpoint
+from inferlab.picks import pick
 from inferlab.records import RequestRecord
 from inferlab.server import ServerProcess, StopReport, stop
 from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_returned
@@ -65,9 +66,7 @@ class Placed:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "node_id": self.node_id,
-            "hostname": self.hostname,
-            "ip": self.ip,
+            **pick(self, "node_id", "hostname", "ip"),
             "actor_pid": self.pid,
             "cuda_visible_devices": self.cuda_visible_devices,
             "ray_gpu_ids": list(self.gpu_ids),

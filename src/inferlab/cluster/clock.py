@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from inferlab.picks import pick
 from inferlab.records import RequestRecord
 
 __all__ = [
@@ -56,12 +57,7 @@ class ClockOffset:
         return (self.rtt_ns + 1) // 2
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "offset_ns": self.offset_ns,
-            "rtt_ns": self.rtt_ns,
-            "bound_ns": self.bound_ns,
-            "samples": self.samples,
-        }
+        return pick(self, "offset_ns", "rtt_ns", "bound_ns", "samples")
 
 
 def estimate_offset(samples: Sequence[ClockSample]) -> ClockOffset:

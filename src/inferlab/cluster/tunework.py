@@ -29,24 +29,26 @@ class CompileItem:
 
 
 @dataclass(frozen=True)
-class ScreenItem:
-    """Screen ``configs`` at (N, K, M); ``ms`` are every M of the shape (operand sizing)."""
+class _CellItem:
+    """Work on the cell (N, K, M); ``ms`` are every M of the shape (operand sizing)."""
 
     n: int
     k: int
     m: int
     ms: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ScreenItem(_CellItem):
+    """Screen ``configs`` at the cell."""
+
     configs: tuple[KernelConfig, ...]
 
 
 @dataclass(frozen=True)
-class FinishItem:
+class FinishItem(_CellItem):
     """Re-time and check the leaders of a cell's merged screen."""
 
-    n: int
-    k: int
-    m: int
-    ms: tuple[int, ...]
     screened: tuple[Timed, ...]
     candidates: int
     source: str

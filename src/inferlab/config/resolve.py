@@ -13,6 +13,7 @@ from pathlib import Path
 from inferlab.config.campaign import CampaignFile, ConfigSpec, EngineSection, locate
 from inferlab.engines import get_engine, registered
 from inferlab.errors import ConfigError
+from inferlab.picks import pick
 
 __all__ = ["ResolvedConfig", "resolve_configs"]
 
@@ -170,13 +171,8 @@ def resolve_configs(
                 args=args,
                 env=env,
                 chain=[c.name for c in chain],
-                host=eng.host,
-                port=eng.port,
-                url=eng.url,
-                python=eng.python,
-                launcher=eng.launcher,
-                ready_timeout_s=eng.ready_timeout_s,
-                stop_grace_s=eng.stop_grace_s,
+                **pick(eng, "host", "port", "url", "python", "launcher"),
+                **pick(eng, "ready_timeout_s", "stop_grace_s", "gpus"),
                 description=cfg.description,
                 files=files,
                 tune=tune,
@@ -188,7 +184,6 @@ def resolve_configs(
                 lossless=next(
                     (c.lossless for c in reversed(chain) if c.lossless is not None), True
                 ),
-                gpus=eng.gpus,
             )
         )
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from inferlab.engines import flags as _flags
 from inferlab.engines.capture import CaptureRecipe
@@ -22,6 +22,7 @@ from inferlab.errors import ConfigError, lookup
 
 __all__ = [
     "MOE_NAMES",
+    "OPENAI_ONLY",
     "ConfigDir",
     "DetectHint",
     "EngineSpec",
@@ -124,6 +125,25 @@ class DetectHint:
     value: str
     key: str | None = None
     weight: int = 1
+
+
+class _OpenAiOnly(TypedDict):
+    tokenize_path: None
+    version_path: None
+    metrics_path: None
+    ignore_eos_field: None
+    min_tokens_field: None
+
+
+#: ``EngineSpec`` fields of a server that speaks only the OpenAI API: no tokenize, version or
+#: metrics path, no request field that forces the output length (``EngineSpec(**OPENAI_ONLY)``)
+OPENAI_ONLY: _OpenAiOnly = {
+    "tokenize_path": None,
+    "version_path": None,
+    "metrics_path": None,
+    "ignore_eos_field": None,
+    "min_tokens_field": None,
+}
 
 
 @dataclass(frozen=True)

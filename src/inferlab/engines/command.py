@@ -9,7 +9,7 @@ and drain, and the log signatures every PyTorch server shares.
 """
 
 from inferlab.engines import common
-from inferlab.engines.base import EngineSpec, Launcher, register
+from inferlab.engines.base import OPENAI_ONLY, EngineSpec, Launcher, register
 
 SIGNATURES = (
     common.cuda_oom(
@@ -28,11 +28,7 @@ SPEC = register(
     EngineSpec(
         name="command",
         description="any server started by [engine] argv (placeholders {port} {host} {model})",
-        tokenize_path=None,
-        version_path=None,
-        metrics_path=None,
-        ignore_eos_field=None,
-        min_tokens_field=None,
+        **OPENAI_ONLY,
         launchers=(Launcher("argv", (), model_flag=None),),
         log_signatures=SIGNATURES,
         argv_from_config=True,

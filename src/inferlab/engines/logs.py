@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inferlab.picks import pick
+
 __all__ = [
     "LogMatch",
     "LogSignature",
@@ -127,15 +129,9 @@ class LogMatch:
 
 def _match(s: LogSignature, line_no: int, text: str, rank: int) -> LogMatch:
     return LogMatch(
-        kind=s.kind,
-        severity=s.severity,
-        fatal=s.fatal,
+        **pick(s, "kind", "severity", "fatal", "remedy", "ready", "flags", "generic"),
         line_no=line_no,
         text=text,
-        remedy=s.remedy,
-        ready=s.ready,
-        flags=s.flags,
-        generic=s.generic,
         rank=rank,
     )
 

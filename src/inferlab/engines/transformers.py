@@ -29,7 +29,7 @@ What its source (5.17.0) and real logs say, and what inferlab does about it:
 """
 
 from inferlab.engines import common
-from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
+from inferlab.engines.base import OPENAI_ONLY, PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.evidence import EffectEvidence, Evidence
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import sig
@@ -163,11 +163,7 @@ SPEC = register(
     EngineSpec(
         name="transformers",
         description="Hugging Face transformers serve (OpenAI-compatible)",
-        tokenize_path=None,
-        version_path=None,
-        metrics_path=None,
-        ignore_eos_field=None,
-        min_tokens_field=None,
+        **OPENAI_ONLY,
         launchers=(
             Launcher("cli", ("transformers", "serve"), model_flag=""),
             Launcher(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.errors import ConfigError
+from inferlab.picks import pick
 from inferlab.profile.result import finite
 from inferlab.store import Store
 
@@ -68,9 +69,7 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "campaign": self.campaign,
-            "simulated": self.simulated,
-            "baseline": self.baseline,
+            **pick(self, "campaign", "simulated", "baseline"),
             "levers": {k: [lv.to_dict() for lv in v] for k, v in self.levers.items()},
             "predictions": [finite(r.to_dict()) for r in self.predictions],
             "notes": list(self.notes),

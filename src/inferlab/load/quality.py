@@ -6,9 +6,11 @@ from inferlab.config.bench import BenchConfig
 from inferlab.engines import get_engine
 from inferlab.load.results import BenchWarning, PointResult
 
-__all__ = ["LAG_WARN_MS", "point_warnings"]
+__all__ = ["FEW_SAMPLES", "LAG_WARN_MS", "point_warnings"]
 
 LAG_WARN_MS = 1.0
+
+FEW_SAMPLES = 100  # successful requests below which a point warns that its p99s rest on few
 
 
 def point_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWarning]:
@@ -62,7 +64,7 @@ def point_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[Ben
                 "and --tokenizer matches the served model",
             )
         )
-    if 0 < s.ok < 100:
+    if 0 < s.ok < FEW_SAMPLES:
         out.append(
             BenchWarning(
                 "few-samples",

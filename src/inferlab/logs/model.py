@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from inferlab.picks import pick
+
 __all__ = [
     "ENGINES",
     "Finding",
@@ -182,16 +184,9 @@ class LogAnalysis:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "path": self.path,
-            "engine": self.engine,
-            "recognized": self.recognized,
-            "simulated": self.simulated,
-            "lines": self.lines,
-            "bytes": self.bytes,
+            **pick(self, "path", "engine", "recognized", "simulated", "lines", "bytes"),
             "lines_visited": self.visited,
-            "compressed": self.compressed,
-            "truncated": self.truncated,
-            "engine_hits": self.engine_hits,
+            **pick(self, "compressed", "truncated", "engine_hits"),
             "seconds": round(self.seconds, 4),
             "findings": [f.to_dict() for f in self.findings],
             "series": {

@@ -60,6 +60,25 @@ class CpuOps:
         return int(self.start.size)
 
 
+def _intern(ids: dict[str, int], names: list[str], s: str) -> int:
+    """``s``'s index in ``names``, appended when new (``ids``: each name's index)."""
+    i = ids.get(s)
+    if i is None:
+        i = ids[s] = len(names)
+        names.append(s)
+    return i
+
+
+def _columns(builder: object, names: tuple[str, ...]) -> dict[str, Any]:
+    """The builder's ``array`` columns ``names`` as numpy arrays of their own type (``d``:
+    float64, ``q``: int64), copied out of the growing buffers."""
+    out: dict[str, Any] = {}
+    for n in names:
+        a: array[Any] = getattr(builder, n)
+        out[n] = np.frombuffer(a, dtype=a.typecode).copy()
+    return out
+
+
 class _CpuBuilder:
     def __init__(self) -> None:
         self.names: list[str] = []
@@ -70,22 +89,15 @@ class _CpuBuilder:
     def op(self, name: str, start: float, dur: float, tid: int) -> None:
         if not 0 <= dur <= MAX_DUR_US or start != start:
             return
-        i = self._ids.get(name)
-        if i is None:
-            i = self._ids[name] = len(self.names)
-            self.names.append(name)
         self.start.append(start)
         self.dur.append(dur)
-        self.name_id.append(i)
+        self.name_id.append(_intern(self._ids, self.names, name))
         self.tid.append(tid)
 
     def build(self, ranges: list[GpuRange]) -> CpuOps:
         return CpuOps(
             names=self.names,
-            start=np.frombuffer(self.start, dtype=np.float64).copy(),
-            dur=np.frombuffer(self.dur, dtype=np.float64).copy(),
-            name_id=np.frombuffer(self.name_id, dtype=np.int64).copy(),
-            tid=np.frombuffer(self.tid, dtype=np.int64).copy(),
+            **_columns(self, ("start", "dur", "name_id", "tid")),
             ranges=[r for r in ranges if r.where == "cpu"],
         )
 
@@ -123,6 +135,13 @@ class Trace:
         return int(self.start.size)
 
 
+#: the ``TraceBuilder`` columns that become ``Trace`` arrays
+_GPU_COLUMNS = (
+    *("start", "dur", "name_id", "kind", "blocks", "stream", "corr"),
+    *("launch_name_id", "launch_start", "launch_dur", "launch_corr"),
+)
+
+
 class TraceBuilder:
     """Accumulates GPU ops, launches and ranges; rejects absurd durations with one warning."""
 
@@ -148,11 +167,7 @@ class TraceBuilder:
         self.kernel_devices: dict[int, int] = {}  # device id → kernels seen
 
     def name(self, s: str) -> int:
-        i = self._ids.get(s)
-        if i is None:
-            i = self._ids[s] = len(self.names)
-            self.names.append(s)
-        return i
+        return _intern(self._ids, self.names, s)
 
     def op(
         self, kind: int, name: str, start: float, dur: float, blocks: int, stream: int, corr: int
@@ -169,11 +184,7 @@ class TraceBuilder:
         self.corr.append(corr)
 
     def launch(self, name: str, start: float, dur: float, corr: int) -> None:
-        i = self._lids.get(name)
-        if i is None:
-            i = self._lids[name] = len(self.launch_names)
-            self.launch_names.append(name)
-        self.launch_name_id.append(i)
+        self.launch_name_id.append(_intern(self._lids, self.launch_names, name))
         self.launch_start.append(start)
         self.launch_dur.append(dur)
         self.launch_corr.append(corr)
@@ -199,19 +210,9 @@ class TraceBuilder:
             path=self.path,
             format=self.format,
             names=self.names,
-            start=np.frombuffer(self.start, dtype=np.float64).copy(),
-            dur=np.frombuffer(self.dur, dtype=np.float64).copy(),
-            name_id=np.frombuffer(self.name_id, dtype=np.int64).copy(),
-            kind=np.frombuffer(self.kind, dtype=np.int64).copy(),
-            blocks=np.frombuffer(self.blocks, dtype=np.int64).copy(),
-            stream=np.frombuffer(self.stream, dtype=np.int64).copy(),
-            corr=np.frombuffer(self.corr, dtype=np.int64).copy(),
+            **_columns(self, _GPU_COLUMNS),
             ranges=self.ranges,
             launch_names=self.launch_names,
-            launch_name_id=np.frombuffer(self.launch_name_id, dtype=np.int64).copy(),
-            launch_start=np.frombuffer(self.launch_start, dtype=np.float64).copy(),
-            launch_dur=np.frombuffer(self.launch_dur, dtype=np.float64).copy(),
-            launch_corr=np.frombuffer(self.launch_corr, dtype=np.int64).copy(),
             sm_count=self.sm_count,
             device=self.device,
             warnings=w,

@@ -12,6 +12,7 @@ from typing import Any
 
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError
+from inferlab.picks import pick
 from inferlab.report.compare import Comparison, build_comparison
 from inferlab.report.compare_runs import config_keys
 from inferlab.report.sections import Section, build_sections
@@ -246,17 +247,10 @@ def _run_info(store: Store, r: RunRow) -> RunInfo:
     ]
     warnings += [{**x, "kind": f"untrusted: {x.get('reason')}"} for x in r.trust_reasons]
     return RunInfo(
-        id=r.id,
-        config=r.config,
-        label=r.label,
-        concurrency=r.concurrency,
-        trial=r.trial,
+        **pick(r, "id", "config", "label", "concurrency", "trial", "interrupted", "trust", "stop"),
         output_tok_s=r.summary.get("output_tok_s"),
         server=dict(server) if isinstance(server, dict) else {},
         warnings=warnings,
-        interrupted=r.interrupted,
-        trust=r.trust,
-        stop=r.stop,
     )
 
 

@@ -142,11 +142,7 @@ def _boxes(dist: dict[tuple[str, str], Quantiles], order: Sequence[str]) -> list
             order.index(k[0]) if k[0] in order else len(order),
         ),
     )
-    return [
-        Box(lb, cfg, q.p5, q.p25, q.p50, q.p75, q.p95, q.p99, q.n)
-        for cfg, lb in keys
-        for q in [dist[(cfg, lb)]]
-    ]
+    return [Box(lb, cfg, q) for cfg, lb in keys for q in [dist[(cfg, lb)]]]
 
 
 def _html_charts(report: Report) -> list[str]:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from inferlab.report.data import Quantiles
+
 __all__ = ["PALETTE", "Box", "Series", "box_chart", "line_chart", "nice_ticks"]
 
 #: colour-blind-safe (Okabe–Ito), in config order
@@ -28,18 +30,12 @@ class Series:
 
 @dataclass(frozen=True)
 class Box:
-    """One box of a grouped box chart: quantiles p5, p25, p50, p75, p95, p99 of one config
-    at one load point."""
+    """One box of a grouped box chart: the quantiles ``q`` of one config (``series``) at one
+    load point (``group``)."""
 
     group: str
     series: str
-    p5: float
-    p25: float
-    p50: float
-    p75: float
-    p95: float
-    p99: float
-    n: int
+    q: Quantiles
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -179,7 +175,7 @@ def box_chart(boxes: Sequence[Box], *, title: str, x_label: str, y_label: str) -
     """Grouped box plot: per group (load point) one box per series (config). Whiskers p5–p95,
     box p25–p75, a bar at the median, a dot at p99."""
     out = _frame(title, x_label, y_label)
-    good = [b for b in boxes if b.n > 0 and all(math.isfinite(v) for v in (b.p5, b.p99))]
+    good = [b for b in boxes if b.q.n > 0 and all(math.isfinite(v) for v in (b.q.p5, b.q.p99))]
     if not good:
         out.append(f'<text x="{_W / 2}" y="{_H / 2}" text-anchor="middle">no data</text></svg>')
         return "".join(out)
@@ -190,7 +186,7 @@ def box_chart(boxes: Sequence[Box], *, title: str, x_label: str, y_label: str) -
             groups.append(b.group)
         if b.series not in names:
             names.append(b.series)
-    yt = nice_ticks(min(0.0, min(b.p5 for b in good)), max(b.p99 for b in good))
+    yt = nice_ticks(min(0.0, min(b.q.p5 for b in good)), max(b.q.p99 for b in good))
     ymap = _Map(yt[0], yt[-1], _H - _MB, _MT)
     out += _y_axis(yt, ymap)
     gw = (_W - _ML - _MR) / len(groups)
@@ -206,22 +202,22 @@ def box_chart(boxes: Sequence[Box], *, title: str, x_label: str, y_label: str) -
             c = PALETTE[si % len(PALETTE)]
             x = cx + (si - (len(names) - 1) / 2) * bw * 1.15
             x0, x1 = x - bw / 2, x + bw / 2
-            top, bot = ymap(b.p75), ymap(b.p25)
+            top, bot = ymap(b.q.p75), ymap(b.q.p25)
             tip = (
-                f"<title>{escape(b.series)} {escape(b.group)}: p5 {b.p5:.3g}, p25 {b.p25:.3g},"
-                f" p50 {b.p50:.3g}, p75 {b.p75:.3g}, p95 {b.p95:.3g}, p99 {b.p99:.3g}"
-                f" (n={b.n})</title>"
+                f"<title>{escape(b.series)} {escape(b.group)}: p5 {b.q.p5:.3g}, p25 {b.q.p25:.3g},"
+                f" p50 {b.q.p50:.3g}, p75 {b.q.p75:.3g}, p95 {b.q.p95:.3g}, p99 {b.q.p99:.3g}"
+                f" (n={b.q.n})</title>"
             )
             out.append(
                 f"<g>{tip}"
-                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{ymap(b.p95):.1f}" y2="{ymap(b.p5):.1f}" '
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{ymap(b.q.p95):.1f}" y2="{ymap(b.q.p5):.1f}" '
                 f'stroke="{c}"/>'
                 f'<rect x="{x0:.1f}" y="{top:.1f}" width="{bw:.1f}" '
                 f'height="{max(1.0, bot - top):.1f}" fill="{c}" fill-opacity="0.25" '
                 f'stroke="{c}"/>'
-                f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{ymap(b.p50):.1f}" '
-                f'y2="{ymap(b.p50):.1f}" stroke="{c}" stroke-width="2.5"/>'
-                f'<circle cx="{x:.1f}" cy="{ymap(b.p99):.1f}" r="2.5" fill="{c}"/></g>'
+                f'<line x1="{x0:.1f}" x2="{x1:.1f}" y1="{ymap(b.q.p50):.1f}" '
+                f'y2="{ymap(b.q.p50):.1f}" stroke="{c}" stroke-width="2.5"/>'
+                f'<circle cx="{x:.1f}" cy="{ymap(b.q.p99):.1f}" r="2.5" fill="{c}"/></g>'
             )
     out += _legend(names)
     out.append("</svg>")

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from inferlab.picks import pick
+
 __all__ = ["Record", "Request", "lateness_summary"]
 
 _EMPTY = array("q")
@@ -67,18 +69,10 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id,
-            "request_id": self.request_id,
-            "endpoint": self.endpoint,
-            "stream": self.stream,
-            "recv_ns": self.recv_ns,
-            "parsed_ns": self.parsed_ns,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
+            **pick(self, "id", "request_id", "endpoint", "stream", "recv_ns", "parsed_ns"),
+            **pick(self, "prompt_tokens", "completion_tokens"),
             "chunks": [list(c) for c in zip(self.dues, self.writes, self.ntokens, strict=False)],
-            "done_ns": self.done_ns,
-            "status": self.status,
-            "fault": self.fault,
+            **pick(self, "done_ns", "status", "fault"),
         }
 
 

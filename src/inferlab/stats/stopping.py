@@ -68,6 +68,11 @@ def check_schedule(min_requests: int, max_requests: int, factor: float = CHECK_F
     return out
 
 
+def _rel_half_width(center: float, low: float, high: float) -> float:
+    """Half the interval's width over its (positive) center; inf when the center is ≤ 0."""
+    return (high - low) / 2.0 / center if center > 0 else math.inf
+
+
 @dataclass(frozen=True, slots=True)
 class BatchMeans:
     """Mean of batch rates (tok/s) with its 95% interval; ``lag1`` their lag-1
@@ -82,7 +87,7 @@ class BatchMeans:
 
     @property
     def rel_half_width(self) -> float:
-        return (self.high - self.low) / 2.0 / self.mean if self.mean > 0 else math.inf
+        return _rel_half_width(self.mean, self.low, self.high)
 
 
 def batch_means(rates: Sequence[float], level: float = 0.95) -> BatchMeans:
@@ -172,7 +177,7 @@ class MedianCI:
 
     @property
     def rel_half_width(self) -> float:
-        return (self.high - self.low) / 2.0 / self.median if self.median > 0 else math.inf
+        return _rel_half_width(self.median, self.low, self.high)
 
 
 def block_length(n: int, concurrency: int) -> int:

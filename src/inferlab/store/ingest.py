@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inferlab.picks import pick
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
 from inferlab.store.db import Store
@@ -49,16 +50,10 @@ def import_files(
                         config_id=gid,
                         environment_id=eid,
                         source=f"import:{run.tool}",
-                        definitions=run.definitions,
                         metrics_version=None,
-                        label=run.label,
-                        concurrency=run.concurrency,
-                        rate=run.rate,
-                        model=run.model,
-                        workload=run.workload,
-                        records=run.records,
+                        **pick(run, "definitions", "label", "concurrency", "rate", "model"),
+                        **pick(run, "workload", "records", "started_at"),
                         summary=summary,
-                        started_at=run.started_at,
                         notes=[*run.notes, f"tool summary: {run.tool_summary}"],
                     )
                 )

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from inferlab.picks import pick
 from inferlab.tune.config import KernelConfig
 
 __all__ = [
@@ -169,12 +170,8 @@ class BinaryKey(NamedTuple):
     GROUP_SIZE_M is a runtime argument."""
 
     kernel: str
-    block_m: int
-    block_n: int
-    block_k: int
-    group_m: int
-    num_warps: int
-    num_stages: int
+    #: the config's compile-time fields (``split_k`` 1, ``group_m`` as above)
+    config: KernelConfig
 
 
 def distinct_binaries(
@@ -188,12 +185,7 @@ def distinct_binaries(
     return {
         BinaryKey(
             "plain" if c.split_k == 1 else "splitk",
-            c.block_m,
-            c.block_n,
-            c.block_k,
-            c.group_m if group_m_constexpr else 0,
-            c.num_warps,
-            c.num_stages,
+            replace(c, group_m=c.group_m if group_m_constexpr else 0, split_k=1),
         )
         for c in configs
     }
@@ -231,13 +223,8 @@ class PlanSummary:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "shapes": self.shapes,
-            "batch_sizes": self.batch_sizes,
-            "timings": self.timings,
-            "split_k_timings": self.split_k_timings,
-            "distinct_binaries": self.distinct_binaries,
-            "exhaustive_timings": self.exhaustive_timings,
-            "exhaustive_binaries": self.exhaustive_binaries,
+            **pick(self, "shapes", "batch_sizes", "timings", "split_k_timings"),
+            **pick(self, "distinct_binaries", "exhaustive_timings", "exhaustive_binaries"),
             "saving": self.saving,
             "cells": [c.__dict__ for c in self.cells],
         }
