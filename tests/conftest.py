@@ -1,7 +1,7 @@
 """Suite-wide: every ``vllm`` or ``ray`` test is also ``serial`` (``make unit`` runs the
 ``serial`` ones alone, after the parallel pass over the rest); the slowest modules are
 collected first, so xdist's ``--dist loadscope`` starts them first and the pass does not end
-waiting on one of them."""
+waiting on one of them; the ``ray`` ones last (see ``_rank``)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,12 @@ SLOW_FIRST = (
 
 
 def _rank(item: pytest.Item) -> int:
+    """Collection rank: the slow modules first, the ``ray`` ones last: Ray's driver makes this
+    process a child subreaper (PR_SET_CHILD_SUBREAPER) and ``ray.shutdown()`` leaves it one,
+    so every orphan a later test leaves behind would stay a zombie child of pytest."""
     name = item.path.name
+    if item.get_closest_marker("ray"):
+        return len(SLOW_FIRST) + 1
     return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
 
