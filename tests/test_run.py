@@ -120,6 +120,7 @@ def _sims() -> set[str]:
     return set(out.split())
 
 
+@pytest.mark.serial  # _sims() sees every sim of this venv: another xdist worker's too
 def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     path = write(tmp_path, itl="30", requests=6)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
