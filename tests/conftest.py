@@ -26,9 +26,10 @@ SLOW_FIRST = (
 
 
 def _rank(item: pytest.Item) -> int:
-    """Collection rank: the slow modules first, the ``ray`` ones last: Ray's driver makes this
-    process a child subreaper (PR_SET_CHILD_SUBREAPER) and ``ray.shutdown()`` leaves it one,
-    so every orphan a later test leaves behind would stay a zombie child of pytest."""
+    """Collection rank: the slow modules first, the ``ray`` ones last, so nothing a Ray
+    cluster leaves behind can reach the tests after them (``ray.init`` made this process a
+    child subreaper, which kept every later orphan a zombie child of pytest, until
+    ``cluster.connect`` learned to undo it)."""
     name = item.path.name
     if item.get_closest_marker("ray"):
         return len(SLOW_FIRST) + 1

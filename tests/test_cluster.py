@@ -22,7 +22,12 @@ import ray_fakes  # noqa: E402
 from inferlab.campaign.runner import CampaignEvents, run_campaign  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
-from inferlab.cluster.connect import CLIENT_RESOURCE, REAPER_CONFIG, connect  # noqa: E402
+from inferlab.cluster.connect import (  # noqa: E402
+    CLIENT_RESOURCE,
+    REAPER_CONFIG,
+    connect,
+    is_subreaper,
+)
 from inferlab.cluster.report import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
@@ -117,6 +122,12 @@ def cluster() -> Iterator[Any]:
     finally:
         ray.shutdown()
         c.shutdown()
+
+
+def test_connecting_leaves_this_process_reaped_by_init(cluster: Any) -> None:
+    # ray.init with child-process reaping makes the driver a child subreaper (and
+    # ray.shutdown leaves it one): every orphan of a server would stay a zombie of inferlab
+    assert sys.platform != "linux" or is_subreaper() is False
 
 
 def _content(store: Store, name: str) -> dict[str, Any]:

@@ -81,10 +81,11 @@ def test_command_campaign_runs_its_argv(tmp_path: Path) -> None:
         launch = store.latest_verification("cmd", "slower", "launch")
         stop = store.latest_verification("cmd", "slower", "stop")
         levers = store.latest_verification("cmd", "slower", "lever")
+    why = [(o.config, o.status, o.message, o.log_tail[-5:]) for o in res.outcomes]
     assert {o.config: o.status for o in res.outcomes} == {
         "baseline": "measured",
         "slower": "measured",
-    }
+    }, why
     assert {r.config for r in runs} == {"baseline", "slower"} and all(
         r.n_requests == 4 for r in runs
     )

@@ -7,9 +7,11 @@ connect first (a Ray client otherwise retries an unreachable GCS for minutes).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
+import sys
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -23,6 +25,7 @@ __all__ = [
     "NodeInfo",
     "alive_nodes",
     "connect",
+    "is_subreaper",
     "own_children",
     "require_ray",
     "resolve_address",
@@ -47,6 +50,33 @@ def own_children() -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     except ValueError:  # not the main thread: nothing to restore from here
         pass
+
+
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def is_subreaper() -> bool | None:
+    """Whether this process adopts its orphaned descendants (Linux ``PR_GET_CHILD_SUBREAPER``);
+    None where that cannot be asked."""
+    if not sys.platform.startswith("linux"):
+        return None
+    flag = ctypes.c_int(0)
+    try:
+        ok = ctypes.CDLL(None).prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return None
+    return bool(flag.value) if ok else None
+
+
+def _init(ray: Any, **kwargs: Any) -> None:
+    """``ray.init``, leaving this process the subreaper it was before: with child-process
+    reaping on, Ray's core worker makes the driver a child subreaper, and ``ray.shutdown()``
+    leaves it one, so every orphan a server leaves would stay a zombie child of inferlab (and
+    keep its process group "alive" for the stop's checks) instead of being reaped by init."""
+    before = is_subreaper()
+    ray.init(**kwargs)
+    if before is False and is_subreaper():
+        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 def require_ray() -> ModuleType:
@@ -145,7 +175,7 @@ def connect(address: str, *, timeout_s: float = 10.0) -> ModuleType:
     target = resolve_address(address)
     quiet: dict[str, Any] = {"logging_level": "warning", "log_to_driver": False}
     if target is None:
-        ray.init(include_dashboard=False, _system_config=REAPER_CONFIG, **quiet)
+        _init(ray, include_dashboard=False, _system_config=REAPER_CONFIG, **quiet)
         own_children()
         return ray
     host, port = target
@@ -157,7 +187,7 @@ def connect(address: str, *, timeout_s: float = 10.0) -> ModuleType:
         )
     url = address if address.startswith("ray://") else f"{host}:{port}"
     try:
-        ray.init(address=url, **quiet)
+        _init(ray, address=url, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ConfigError(f"--ray {address}: {exc}") from None
     own_children()
