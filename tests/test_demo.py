@@ -51,6 +51,11 @@ def test_demo_sim_reproduces_the_seed_campaign(tmp_path: Path) -> None:
         c = build_comparison(store, campaign="sim-dsv4", baseline="baseline")
         profiles = store.analyses("profile", campaign="sim-dsv4")
         decision = decide(store, "sim-dsv4")
+        untrusted = [
+            (r.config, r.label, r.trust_reasons)
+            for r in store.runs(campaign="sim-dsv4")
+            if r.trust != "trusted"
+        ]
     tpot = {cfg: c.cells[(cfg, "C=1")].values["tpot_ms"] for cfg in ("baseline", "A")}
     # the story's 94 → 88 ms, on the model's clock at --time-scale 0.1
     assert tpot["baseline"] == pytest.approx(9.4, rel=0.05)
@@ -80,7 +85,7 @@ def test_demo_sim_reproduces_the_seed_campaign(tmp_path: Path) -> None:
     assert at16["baseline"] / at16["A"] <= 1 / (1 - f16)  # A cannot beat Amdahl on its kernels
     assert "Where the time goes" in html and "A at C=16 (SIMULATED)" in html
     assert "What to try next" in html and "Predictions" in html
-    _check_levers(decision, base1, tpot)
+    _check_levers(decision, base1, tpot, untrusted)
 
 
 def _span_share(profile: dict[str, Any], category: str) -> float:
@@ -89,7 +94,9 @@ def _span_share(profile: dict[str, Any], category: str) -> float:
     return float(t) / float(profile["span_us"])
 
 
-def _check_levers(d: Decision, base1: dict[str, Any], tpot: dict[str, float]) -> None:
+def _check_levers(
+    d: Decision, base1: dict[str, Any], tpot: dict[str, float], untrusted: list[Any]
+) -> None:
     """What `inferlab levers` says from the demo's own store (issue 15's "what it must show")."""
     assert d.simulated
     # 1. the under-occupied attention kernel is the first lever, near 63% at C=1
@@ -100,6 +107,10 @@ def _check_levers(d: Decision, base1: dict[str, Any], tpot: dict[str, float]) ->
     assert p1.share == pytest.approx(_span_share(base1, "attention"), rel=0.05)
     assert "64 blocks on 170 SMs" in first.summary
     rows = {(r.config, r.label): r for r in d.predictions}
+    # the Predictions table: A (at both profiled points) and B (every point); a point missing
+    # here is one with no measured ratio (an untrusted point carries none: say which)
+    want = [("A", "C=1"), ("A", "C=16"), ("B", "C=1"), ("B", "C=16"), ("B", "C=8")]
+    assert sorted(rows) == want, (sorted(rows), untrusted)
     # 2. A's line (FP8 GEMM + NCCL, the bound if free) ≥ A's measured TPOT change, within 2 points
     a1 = rows[("A", "C=1")]
     assert a1.kinds == ["fp8-gemm", "comm"] and a1.low is None and a1.high is not None
@@ -119,8 +130,7 @@ def _check_levers(d: Decision, base1: dict[str, Any], tpot: dict[str, float]) ->
     # ... and no help of 5% or more from C=8 can be claimed: the measured interval reaches
     # below the threshold (the sim's B at C=8 measured ×1.064 [1.001, 1.086] on a quiet machine)
     assert all(r.measured is not None and r.measured.low < HELP_THRESHOLD for r in (b[8], b[16]))
-    # 4. the Predictions table: A (at both profiled points) and B (every point), all consistent
-    assert sorted(rows) == [("A", "C=1"), ("A", "C=16"), ("B", "C=1"), ("B", "C=16"), ("B", "C=8")]
+    # 4. every prediction consistent with what was measured
     assert all(r.verdict == "consistent" for r in d.predictions), [
         (r.config, r.label, r.detail) for r in d.predictions
     ]
