@@ -15,6 +15,7 @@
    pairs at C=8, each side its own sim server).
 
     .venv/bin/python benchmarks/time_to_verdict.py [--null 200] [--per-effect 50] [--live 20]
+        [--min-effect 0.02,0.01,0.03] [--save LANES.json | --load LANES.json]
 """
 
 from __future__ import annotations
