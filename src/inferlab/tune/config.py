@@ -10,17 +10,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_SGLANG", "DEFAULT_VLLM", "ENGINE_KEYS", "KernelConfig", "spec_class"]
+__all__ = [
+    "DEFAULT_SGLANG",
+    "DEFAULT_VLLM",
+    "ENGINE_FIELDS",
+    "ENGINE_KEYS",
+    "KernelConfig",
+    "spec_class",
+]
 
+#: each key of one entry of an engine's config file and the ``KernelConfig`` field it sets, in
+#: the order the engines write them
+ENGINE_FIELDS = {
+    "BLOCK_SIZE_M": "block_m",
+    "BLOCK_SIZE_N": "block_n",
+    "BLOCK_SIZE_K": "block_k",
+    "GROUP_SIZE_M": "group_m",
+    "num_warps": "num_warps",
+    "num_stages": "num_stages",
+}
 #: the keys of one entry of an engine's config file, in the order the engines write them
-ENGINE_KEYS = (
-    "BLOCK_SIZE_M",
-    "BLOCK_SIZE_N",
-    "BLOCK_SIZE_K",
-    "GROUP_SIZE_M",
-    "num_warps",
-    "num_stages",
-)
+ENGINE_KEYS = tuple(ENGINE_FIELDS)
 
 
 @dataclass(frozen=True, order=True)
@@ -51,8 +61,7 @@ class KernelConfig:
 
     def to_engine(self) -> dict[str, int]:
         """The engines' JSON entry (``split_k`` is not representable there)."""
-        values = (self.block_m, self.block_n, self.block_k, self.group_m)
-        return dict(zip(ENGINE_KEYS, (*values, self.num_warps, self.num_stages)))
+        return {key: getattr(self, name) for key, name in ENGINE_FIELDS.items()}
 
     @classmethod
     def from_engine(cls, entry: Mapping[str, object]) -> KernelConfig:

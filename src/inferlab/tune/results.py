@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from inferlab.errors import TuneError
-from inferlab.tune.config import KernelConfig
+from inferlab.tune.config import ENGINE_FIELDS, KernelConfig
 
 __all__ = ["RESULT_VERSION", "CellResult", "TuneRun"]
 
@@ -70,15 +70,8 @@ class CellResult:
         kw = dict(d)
         for key in ("default", "best", "best_engine"):
             e = kw[key]
-            kw[key] = KernelConfig(
-                block_m=int(e["BLOCK_SIZE_M"]),
-                block_n=int(e["BLOCK_SIZE_N"]),
-                block_k=int(e["BLOCK_SIZE_K"]),
-                group_m=int(e["GROUP_SIZE_M"]),
-                num_warps=int(e["num_warps"]),
-                num_stages=int(e["num_stages"]),
-                split_k=int(e.get("split_k", 1)),
-            )
+            fields = {name: int(e[k]) for k, name in ENGINE_FIELDS.items()}
+            kw[key] = KernelConfig(**fields, split_k=int(e.get("split_k", 1)))
         return cls(**kw)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from inferlab.config.jsonfile import read_json
 from inferlab.errors import ConfigError
-from inferlab.tune.config import ENGINE_KEYS, KernelConfig
+from inferlab.tune.config import ENGINE_FIELDS, ENGINE_KEYS, KernelConfig
 from inferlab.tune.roofline import Ceilings, gemm_bytes, gemm_flops, roof_pct
 
 __all__ = ["RESULT_VERSION", "Cell", "TuneData", "parse_config", "parse_run", "read_run"]
@@ -39,10 +39,9 @@ def parse_config(obj: Any) -> KernelConfig:
             base = KernelConfig.from_engine(obj)
             split = int(obj.get("split_k", obj.get("SPLIT_K", 1)) or 1)
             return replace(base, split_k=split)
-        fields = ("block_m", "block_n", "block_k", "group_m", "num_warps", "num_stages")
-        if all(f in obj for f in fields):
-            bm, bn, bk, g, w, s = (int(obj[f]) for f in fields)
-            return KernelConfig(bm, bn, bk, g, w, s, int(obj.get("split_k", 1)))
+        if all(f in obj for f in ENGINE_FIELDS.values()):
+            kw = {f: int(obj[f]) for f in ENGINE_FIELDS.values()}
+            return KernelConfig(**kw, split_k=int(obj.get("split_k", 1)))
     raise ValueError(f"not a kernel config: {obj!r}")
 
 
