@@ -81,17 +81,14 @@ class ProfileMix(BaseModel):
         return self
 
 
-def _k(
-    name: str,
-    grid: tuple[int, int, int],
-    fixed: float = 0.0,
-    per_seq: float = 0.0,
-    over: float = 0.0,
-    prefill: float = 0.0,
-    draft: float = 0.0,
-    **kw: object,
-) -> KernelSpec:
-    shares = {"fixed": fixed, "per_seq": per_seq, "over": over, "prefill": prefill, "draft": draft}
+def _k(name: str, grid: tuple[int, int, int], *ordered: float, **kw: object) -> KernelSpec:
+    """A kernel whose shares come in :data:`COMPONENTS` order, by name, or both (0 where none
+    is given); the other keywords are :class:`KernelSpec` fields."""
+    if len(ordered) > len(COMPONENTS):
+        raise ValueError(f"{name}: {len(ordered)} shares for {len(COMPONENTS)} components")
+    shares: dict[str, object] = dict.fromkeys(COMPONENTS, 0.0)
+    shares.update(zip(COMPONENTS, ordered))
+    shares.update((c, kw.pop(c)) for c in COMPONENTS if c in kw)
     return KernelSpec.model_validate({"name": name, "grid": grid, "shares": shares, **kw})
 
 
