@@ -28,6 +28,7 @@ from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
 
+from .options import DbOpt
 from .render import bench_table, stdout_console
 
 __all__ = ["bench"]
@@ -186,9 +187,6 @@ _WorkersOpt = Annotated[
 _SeedOpt = Annotated[int, typer.Option(help="Seed for prompts and arrivals")]
 _TrialsOpt = Annotated[int, typer.Option(help="Repetitions of every load point")]
 _OutOpt = Annotated[Path | None, typer.Option(help="Write raw records + summaries (JSONL)")]
-_DbOpt = Annotated[
-    Path | None, typer.Option(help="Database (default $INFERLAB_DB or ./inferlab.db)")
-]
 _NoDbOpt = Annotated[bool, typer.Option("--no-db", help="Do not store the results")]
 _CampaignOpt = Annotated[str, typer.Option(help="Campaign the runs are stored under")]
 _ConfigNameOpt = Annotated[
@@ -238,7 +236,7 @@ def bench(
     seed: _SeedOpt = 0,
     trials: _TrialsOpt = 1,
     out: _OutOpt = None,
-    db: _DbOpt = None,
+    db: DbOpt = None,
     no_db: _NoDbOpt = False,
     campaign: _CampaignOpt = "bench",
     config_name: _ConfigNameOpt = None,

@@ -19,8 +19,9 @@ from inferlab.levers.render import (
     prediction_cells,
 )
 
+from .options import DbOpt
 from .render import stdout_console
-from .store import DbOpt, _open
+from .store import _open
 
 
 def _print(d: Decision, stored: int) -> None:

@@ -16,6 +16,7 @@ from inferlab.recon import ReconOptions, run_recon
 from inferlab.recon.tables import ReconTable, recon_tables
 from inferlab.store import Store, db_path
 
+from .options import DbOpt
 from .render import stdout_console
 
 __all__ = ["recon"]
@@ -58,9 +59,6 @@ _DeviceOpt = Annotated[
     typer.Option("--device", help="Also check tuned configs for this GPU (repeatable)"),
 ]
 _CampaignOpt = Annotated[str | None, typer.Option(help="Store the snapshot under this campaign")]
-_DbOpt = Annotated[
-    Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
-]
 _AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout")]
 
 
@@ -73,7 +71,7 @@ def recon(
     fetch: _FetchOpt = False,
     device: _DeviceOpt = None,
     campaign: _CampaignOpt = None,
-    db: _DbOpt = None,
+    db: DbOpt = None,
     as_json: _AsJsonOpt = False,
 ) -> None:
     """Take stock of the GPUs, the engine and its environment; nothing is changed.

@@ -9,7 +9,8 @@ import typer
 
 from inferlab.report.render import write_report
 
-from .store import DbOpt, _open
+from .options import DbOpt
+from .store import _open
 
 
 def report(

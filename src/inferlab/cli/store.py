@@ -14,11 +14,8 @@ from inferlab.errors import ConfigError
 from inferlab.store import Store, db_path
 from inferlab.store.export import export as export_lib
 
+from .options import DbOpt
 from .render import fmt, stdout_console
-
-DbOpt = Annotated[
-    Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
-]
 
 
 def _open(db: Path | None) -> Store:

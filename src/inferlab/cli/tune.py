@@ -18,6 +18,7 @@ from inferlab.tune.workflow import (
     tune_fp8_gemm,
 )
 
+from .options import DbOpt
 from .render import command
 from .tune_show import show
 
@@ -71,9 +72,6 @@ _FromResults = Annotated[
 _Campaign = Annotated[
     str | None, typer.Option("--campaign", help="Store the results in this campaign")
 ]
-_Db = Annotated[
-    Path | None, typer.Option("--db", help="Database (default $INFERLAB_DB or ./inferlab.db)")
-]
 _ServerArgs = Annotated[
     str | None,
     typer.Option("--server-args", help="The server's flags, to check it would run Triton"),
@@ -109,7 +107,7 @@ def fp8_gemm(
     dry_run: _DryRun = False,
     from_results: _FromResults = None,
     campaign: _Campaign = None,
-    db: _Db = None,
+    db: DbOpt = None,
     server_args: _ServerArgs = None,
     server_env: _ServerEnv = None,
     device_name: _DeviceName = None,

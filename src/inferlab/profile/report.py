@@ -13,16 +13,7 @@ from inferlab.report.sections import Section, register_section
 from inferlab.report.sections import md_text as _md
 from inferlab.store import Store
 
-from .render import (
-    amdahl_sentences,
-    category_rows,
-    headline,
-    kernel_rows,
-    ms,
-    occupancy_rows,
-    occupancy_sentence,
-    pct,
-)
+from . import render
 
 __all__ = ["profile_section"]
 
@@ -104,10 +95,18 @@ def _diff(out: _Out, p: dict[str, Any], base: dict[str, Any], base_name: str) ->
     for name in sorted(set(a) | set(b), key=lambda n: -abs(b.get(n, 0.0) - a.get(n, 0.0))):
         va, vb = a.get(name, 0.0), b.get(name, 0.0)
         ratio = f"×{vb / va:.2f}" if va > 0 else "–"
-        rows.append([name, ms(va), ms(vb), f"{'+' if vb >= va else ''}{ms(vb - va)}", ratio])
+        rows.append(
+            [
+                name,
+                render.ms(va),
+                render.ms(vb),
+                f"{'+' if vb >= va else ''}{render.ms(vb - va)}",
+                ratio,
+            ]
+        )
     ma, mb = base.get("mean_step") or {}, p.get("mean_step") or {}
     sa, sb = ma.get("span_us") or 0.0, mb.get("span_us") or 0.0
-    line = f"vs {base_name} at the same point: step {ms(sa)} → {ms(sb)} ms"
+    line = f"vs {base_name} at the same point: step {render.ms(sa)} → {render.ms(sb)} ms"
     if sa > 0:
         line += f" (×{sb / sa:.3f})"
     ba, bb = ma.get("batch"), mb.get("batch")
@@ -131,19 +130,19 @@ def _captured(
     rank = p["capture"].get("rank")
     which = f": rank {rank}" if rank is not None else ""
     out.head(f"{config} at {p['capture']['point']}{sim}{which}")
-    out.bullets([_capture_line(p, len(ranks)), *headline(p), occupancy_sentence(p)])
+    out.bullets([_capture_line(p, len(ranks)), *render.headline(p), render.occupancy_sentence(p)])
     spread = _spread(ranks)
-    rows = category_rows(p)
+    rows = render.category_rows(p)
     cols = list(_CAT_COLS)
     if len(ranks) > 1:
         cols.append(f"share over {len(ranks)} ranks")
         for row, r in zip(rows, p["categories"]):
             lo, hi = spread.get(r["name"], (None, None))
-            row.append("–" if lo is None else f"{pct(lo)}–{pct(hi)}")
+            row.append("–" if lo is None else f"{render.pct(lo)}–{render.pct(hi)}")
     out.table(cols, rows)
-    out.table(_K_COLS, kernel_rows(p, TOP))
-    out.table(_OCC_COLS, occupancy_rows(p, 5))
-    out.bullets(amdahl_sentences(p))
+    out.table(_K_COLS, render.kernel_rows(p, TOP))
+    out.table(_OCC_COLS, render.occupancy_rows(p, 5))
+    out.bullets(render.amdahl_sentences(p))
     if base is not None:
         _diff(out, p, base[1], base[0])
 
@@ -193,6 +192,6 @@ def profile_section(store: Store, campaign: str) -> Section | None:
 def _stored(out: _Out, name: str, p: dict[str, Any]) -> None:
     """A profile stored by hand, without a load point."""
     out.head(f"{name}: {p['segment']}")
-    out.bullets([*headline(p), occupancy_sentence(p), *amdahl_sentences(p)])
-    out.table(_CAT_COLS, category_rows(p))
-    out.table(_K_COLS, kernel_rows(p, TOP))
+    out.bullets([*render.headline(p), render.occupancy_sentence(p), *render.amdahl_sentences(p)])
+    out.table(_CAT_COLS, render.category_rows(p))
+    out.table(_K_COLS, render.kernel_rows(p, TOP))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from inferlab.sim import api
 from inferlab.sim.model import StepModel, accept_draw, step_ms
-from inferlab.sim.wheel import TimerWheel, slot_of
+from inferlab.sim.wheel import Answer, TimerWheel, slot_of
 
 if TYPE_CHECKING:
     from inferlab.sim.http import Conn as _Conn
@@ -31,25 +31,11 @@ if TYPE_CHECKING:
 __all__ = ["BatchingEngine", "Seq", "log_prefix"]
 
 
-class Seq:
+class Seq(Answer):
     """One request in the batching model: queued, then running until its last token."""
 
-    __slots__ = (
-        "conn",
-        "dead",
-        "gen",
-        "ids",
-        "joined",
-        "mid",
-        "pos",
-        "post",
-        "pre",
-        "rec",
-        "reserved",
-        "tail",
-        "words",
-        "write",
-    )
+    __slots__ = ("gen", "ids", "joined", "mid", "pos", "post", "pre", "reserved", "tail", "words")
+    conn: _Conn
 
     def __init__(
         self,
@@ -62,10 +48,7 @@ class Seq:
         mid: bytes,
         tail: bytes,
     ) -> None:
-        assert conn.transport is not None
-        self.conn = conn
-        self.write = conn.transport.write
-        self.rec = rec
+        super().__init__(conn, rec)
         self.gen = gen
         self.ids = ids
         self.words = words
@@ -75,7 +58,6 @@ class Seq:
         self.tail = tail  # usage event + [DONE] + end of the chunked body
         self.pos = 0
         self.joined = False
-        self.dead = False
         self.reserved = gen.prompt_tokens + gen.max_tokens
 
     def emit(self, n: int, due: int) -> bool:

@@ -20,10 +20,9 @@ from inferlab.sim import api
 from inferlab.sim.truth import Request
 
 if TYPE_CHECKING:
-    from inferlab.sim.batching import Seq
     from inferlab.sim.faults import FaultJob
     from inferlab.sim.server import SimServer
-    from inferlab.sim.wheel import Job
+    from inferlab.sim.wheel import Answer
 
 __all__ = ["CLIENT_GONE", "Conn", "Heads"]
 
@@ -111,7 +110,7 @@ class Conn(asyncio.Protocol):
         self.buf = bytearray()
         self.first_ns = 0
         self.pending: deque[Request] = deque()
-        self.job: Job | Seq | FaultJob | None = None
+        self.job: Answer | None = None
         self.current: Request | None = None
         self.continued = False
         self.closed = False
@@ -217,7 +216,7 @@ class Conn(asyncio.Protocol):
         self.transport.write(self.srv._head(status, len(body), req.keep_alive, ctype) + body)
         self.next()
 
-    def job_done(self, job: Job | Seq | FaultJob) -> None:
+    def job_done(self, job: Answer) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None

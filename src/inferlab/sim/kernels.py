@@ -11,6 +11,7 @@ Per component the fractions sum to 1, so a synthesized step lasts exactly what t
 A lever's saving comes out of the kernels tagged with it (``--tuned-fp8``: the FP8 block GEMM;
 ``NCCL_PROTO=LL``: the all-reduce), which is why a lever can never buy more than its kernels'
 share of the step (Amdahl): :func:`check_mix` proves every preset's mix can pay its savings.
+The mixes themselves are data: ``kernel_mixes.toml`` beside this module.
 
 ``dsv4-flash-8gpu`` tells the seed campaign's two profiles, as a function of the batch ``b``
 (a kernel with ``grid_per_seq`` launches ``grid[0] × b`` blocks):
@@ -26,9 +27,11 @@ share of the step (Amdahl): :func:`check_mix` proves every preset's mix can pay 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib import resources
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from inferlab.config.tomlcompat import tomllib
 from inferlab.errors import ConfigError
 
 __all__ = ["COMPONENTS", "MIXES", "KernelSpec", "ProfileMix", "check_mix", "get_mix"]
@@ -51,12 +54,14 @@ class KernelSpec(BaseModel):
     #: the lever whose saving comes out of this kernel's fixed part
     lever: str | None = None
 
-    @model_validator(mode="after")
-    def _known(self) -> KernelSpec:
-        bad = set(self.shares) - set(COMPONENTS)
+    @field_validator("shares")
+    @classmethod
+    def _known(cls, v: dict[str, float], info: ValidationInfo) -> dict[str, float]:
+        """Only known components; one not given is 0."""
+        bad = set(v) - set(COMPONENTS)
         if bad:
-            raise ValueError(f"{self.name}: unknown components {sorted(bad)}")
-        return self
+            raise ValueError(f"{info.data.get('name')}: unknown components {sorted(bad)}")
+        return dict.fromkeys(COMPONENTS, 0.0) | v
 
 
 class ProfileMix(BaseModel):
@@ -81,135 +86,14 @@ class ProfileMix(BaseModel):
         return self
 
 
-def _k(
-    name: str,
-    grid: tuple[int, int, int],
-    fixed: float = 0.0,
-    per_seq: float = 0.0,
-    over: float = 0.0,
-    prefill: float = 0.0,
-    draft: float = 0.0,
-    **kw: object,
-) -> KernelSpec:
-    shares = {"fixed": fixed, "per_seq": per_seq, "over": over, "prefill": prefill, "draft": draft}
-    return KernelSpec.model_validate({"name": name, "grid": grid, "shares": shares, **kw})
+def _load_mixes() -> dict[str, ProfileMix]:
+    """Every preset's kernel mix, from the package's ``kernel_mixes.toml``."""
+    text = resources.files("inferlab.sim").joinpath("kernel_mixes.toml").read_text("utf-8")
+    return {name: ProfileMix.model_validate(m) for name, m in tomllib.loads(text).items()}
 
-
-_NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_{proto}(ncclDevKernelArgsStorage<4096ul>)"
-_FP8 = "_w8a8_block_fp8_matmul"
-
-_DSV4 = ProfileMix(
-    device="SIMULATED Blackwell GPU (inferlab sim, dsv4-flash-8gpu: 170 SMs, the seed's ~170)",
-    sm_count=170,
-    layers=61,
-    kernels=(
-        # one block per (sequence, head): 64 blocks at batch 1, under-occupied up to batch 2;
-        # its large fixed part is that latency-bound launch (a second sequence costs little)
-        _k(
-            "void nsa_sparse_decode_kernel<128, 64, __nv_bfloat16>(NsaDecodeParams)",
-            (64, 1, 1),
-            fixed=0.76,
-            per_seq=0.40,
-            over=0.30,
-            grid_per_seq=True,
-        ),
-        _k(
-            "void nsa_sparse_prefill_kernel<128, 64, __nv_bfloat16>(NsaPrefillParams)",
-            (256, 16, 1),
-            prefill=0.20,
-        ),
-        # decode GEMMs read their weights once per step, and decode's small all-reduces are
-        # latency-bound: a fixed cost, whatever the batch (so a smaller share as it grows)
-        _k(_FP8, (340, 1, 1), fixed=0.091, prefill=0.30, lever="tuned_fp8"),
-        _k(_NCCL, (16, 1, 1), fixed=0.032, prefill=0.05, lever="nccl_ll"),
-        # the experts' slot GEMV on CUDA cores: more sequences route to more experts
-        _k(
-            "void moe_slot_gemv_kernel<__nv_bfloat16, 8>(MoeSlotGemvParams)",
-            (512, 1, 1),
-            0.05,
-            0.30,
-            0.515,
-            0.30,
-        ),
-        _k("nvjet_sm100_tst_128x64_64x6_2x1_v_bz_TNT", (340, 1, 1), 0.02, 0.10, 0.05, 0.05),
-        _k(
-            "void fused_add_rmsnorm_kernel<__nv_bfloat16>(RMSNormParams)",
-            (1, 1, 1),
-            0.01,
-            0.04,
-            0.025,
-            0.03,
-            grid_per_seq=True,
-        ),
-        _k("act_and_mul_kernel<silu, __nv_bfloat16>", (680, 1, 1), 0.005, 0.05, 0.03, 0.02),
-        _k(
-            "argmax_kernel<__nv_bfloat16>",
-            (1, 1, 1),
-            0.005,
-            0.013,
-            0.011,
-            draft=0.10,
-            grid_per_seq=True,
-            per_layer=False,
-        ),
-        _k(
-            "void at::native::elementwise_kernel<128, 4>(direct_copy_kernel_cuda)",
-            (680, 1, 1),
-            0.007,
-            0.063,
-            0.042,
-            0.02,
-        ),
-        _k(
-            "mtp_draft_attention_kernel<__nv_bfloat16>",
-            (64, 1, 1),
-            draft=0.35,
-            grid_per_seq=True,
-            per_layer=False,
-        ),
-        _k("mtp_draft_gemm_kernel<__nv_bfloat16>", (340, 1, 1), draft=0.40, per_layer=False),
-    ),
-    idle={"fixed": 0.02, "per_seq": 0.034, "over": 0.027, "prefill": 0.03, "draft": 0.15},
-)
-
-_GENERIC = ProfileMix(
-    device="SIMULATED H100-class GPU (inferlab sim, generic: 132 SMs)",
-    sm_count=132,
-    layers=16,
-    kernels=(
-        _k(
-            "void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)",
-            (128, 1, 1),
-            fixed=0.15,
-            per_seq=0.50,
-            over=0.50,
-            prefill=0.20,
-        ),
-        _k("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", (264, 1, 1), 0.35, 0.25, 0.25, 0.50, 0.50),
-        _k(_FP8, (264, 1, 1), 0.15, 0.10, 0.10, 0.20, lever="tuned_fp8"),
-        _k("rms_norm_kernel<c10::BFloat16>", (1, 1, 1), 0.08, 0.04, 0.04, grid_per_seq=True),
-        _k("act_and_mul_kernel<silu, c10::BFloat16>", (528, 1, 1), 0.06, 0.04, 0.04, 0.05),
-        _k(
-            "argmax_kernel<c10::BFloat16>",
-            (1, 1, 1),
-            0.05,
-            grid_per_seq=True,
-            per_layer=False,
-        ),
-        _k(
-            "void at::native::elementwise_kernel<128, 4>(direct_copy_kernel_cuda)",
-            (528, 1, 1),
-            0.06,
-            0.04,
-            0.04,
-        ),
-        _k("draft_attention_kernel<c10::BFloat16>", (64, 1, 1), draft=0.30, per_layer=False),
-    ),
-    idle={"fixed": 0.10, "per_seq": 0.03, "over": 0.03, "prefill": 0.05, "draft": 0.20},
-)
 
 #: preset name → its kernel mix
-MIXES: dict[str, ProfileMix] = {"dsv4-flash-8gpu": _DSV4, "generic": _GENERIC}
+MIXES: dict[str, ProfileMix] = _load_mixes()
 
 
 def get_mix(preset: str) -> ProfileMix:

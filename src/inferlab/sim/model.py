@@ -26,6 +26,7 @@ Times are milliseconds of the simulated engine, before ``--time-scale``.
 from __future__ import annotations
 
 import random
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,17 +44,21 @@ __all__ = [
 ]
 
 
+#: a time of the simulated engine in ms, ≥ 0
+_Ms = Annotated[float, Field(ge=0.0)]
+
+
 class SpecCosts(BaseModel):
     """Speculative-decoding costs of a preset (the draft count comes from the levers)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     accept_prob: float = Field(ge=0.0, le=1.0, description="per-draft-token acceptance p")
-    draft_fixed_ms: float = Field(ge=0.0)
-    draft_per_seq_ms: float = Field(ge=0.0)
-    verify_per_token_ms: float = Field(ge=0.0)
+    draft_fixed_ms: _Ms
+    draft_per_seq_ms: _Ms
+    verify_per_token_ms: _Ms
     verify_sat_tokens: float = Field(gt=0.0)
-    verify_per_token_over_ms: float = Field(ge=0.0)
+    verify_per_token_over_ms: _Ms
 
 
 class SpecModel(SpecCosts):
@@ -68,11 +73,11 @@ class StepCosts(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    fixed_ms: float = Field(ge=0.0)
-    per_seq_ms: float = Field(ge=0.0)
+    fixed_ms: _Ms
+    per_seq_ms: _Ms
     saturation: float = Field(gt=0.0)
-    per_seq_over_ms: float = Field(ge=0.0)
-    prefill_per_token_ms: float = Field(ge=0.0)
+    per_seq_over_ms: _Ms
+    prefill_per_token_ms: _Ms
 
 
 class StepModel(StepCosts):

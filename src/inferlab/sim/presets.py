@@ -9,13 +9,17 @@ the log lines SGLang prints when that launch dies (CUDA-graph capture out of mem
 ``docs/sim.md``): TPOT 94 ms at C=1, 24 tok/s total at C=8, 23.2 at C=16; tuned FP8 GEMM
 configs + ``NCCL_PROTO=LL`` save 4.5 + 1.5 ms per step; MTP/EAGLE with one draft token
 accepted 60% of the time (accept length 1.6) gives 15.7 tok/s at C=1 and the same total as
-config A at C=8 and C=16.
+config A at C=8 and C=16. The presets stated as they are (``generic``) are data: ``presets.toml``
+beside this module.
 """
 
 from __future__ import annotations
 
+from importlib import resources
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from inferlab.config.tomlcompat import tomllib
 from inferlab.errors import ConfigError, lookup
 from inferlab.sim.model import (
     MemoryModel,
@@ -147,43 +151,14 @@ def _dsv4() -> Preset:
     )
 
 
-def _generic() -> Preset:
-    return Preset(
-        name="generic",
-        description="a small dense model on one GPU (illustrative, not calibrated)",
-        fixed_ms=8.0,
-        per_seq_ms=0.25,
-        saturation=64.0,
-        per_seq_over_ms=0.6,
-        prefill_per_token_ms=0.02,
-        eager_penalty=1.25,
-        default_max_running=256,
-        default_cuda_graph_max_bs=256,
-        default_mem_fraction=0.85,
-        tuned_fp8_saving_ms=0.4,
-        nccl_ll_saving_ms=0.0,
-        memory=MemoryModel(
-            gpu_gib=80.0,
-            weights_fraction=0.2,
-            kv_tokens_per_fraction=600_000.0,
-            reserve_fraction=0.05,
-            graph_per_bs_fraction=0.0001,
-            spec_extra_fraction=0.02,
-        ),
-        spec=SpecCosts(
-            accept_prob=0.7,
-            draft_fixed_ms=1.0,
-            draft_per_seq_ms=0.02,
-            verify_per_token_ms=0.2,
-            verify_sat_tokens=96.0,
-            verify_per_token_over_ms=0.45,
-        ),
-        fp8_gemm_shapes=((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)),
-    )
+def _stated() -> list[Preset]:
+    """The presets stated as they are, from the package's ``presets.toml``."""
+    text = resources.files("inferlab.sim").joinpath("presets.toml").read_text("utf-8")
+    return [Preset.model_validate({"name": n, **p}) for n, p in tomllib.loads(text).items()]
 
 
 #: name → preset; ``--model-mode batching`` without ``--preset`` runs ``generic``.
-PRESETS: dict[str, Preset] = {p.name: p for p in (_dsv4(), _generic())}
+PRESETS: dict[str, Preset] = {p.name: p for p in (_dsv4(), *_stated())}
 
 
 def get_preset(name: str) -> Preset:

@@ -3,8 +3,9 @@
 Slots are 1 ms wide and keyed by absolute ``perf_counter`` milliseconds. An item due at
 ``due_ns`` goes into slot ``ceil(due_ns / 1e6)``, so it is never fired before it is due. One
 ``loop.call_at`` is armed for the earliest non-empty slot; when it fires, every item of every
-slot that has begun is fired once and re-inserted at the slot it returns. A :class:`Job` is
-the plain item: one answer's frames, each written once its slot has begun.
+slot that has begun is fired once and re-inserted at the slot it returns. An :class:`Answer` is
+what a connection writes to a client; a :class:`Job` is the plain item: one answer's frames,
+each written once its slot has begun.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
     from inferlab.sim.truth import Record
 
-__all__ = ["Job", "JobConn", "Paced", "TimerWheel", "slot_of"]
+__all__ = ["Answer", "Job", "JobConn", "Paced", "TimerWheel", "slot_of"]
 
 
 class Paced(Protocol):
@@ -33,27 +34,37 @@ class JobConn(Protocol):
 
     transport: asyncio.Transport | None
 
-    def job_done(self, job: Job) -> None: ...
+    def job_done(self, job: Answer) -> None: ...
 
 
-class Job:
+class Answer:
+    """One answer a connection writes: its transport's ``write``, its ground-truth record, and
+    ``dead`` once the client is gone (nothing more is written)."""
+
+    __slots__ = ("conn", "dead", "rec", "write")
+
+    def __init__(self, conn: JobConn, rec: Record) -> None:
+        assert conn.transport is not None
+        self.conn = conn
+        self.write = conn.transport.write
+        self.rec = rec
+        self.dead = False
+
+
+class Job(Answer):
     """One answer being paced by the wheel: ``frames[i]`` is written once ``dues[i]`` passed."""
 
-    __slots__ = ("conn", "dead", "frames", "i", "n", "rec", "slots", "write", "writes")
+    __slots__ = ("frames", "i", "n", "slots", "writes")
 
     def __init__(
         self, conn: JobConn, frames: tuple[bytes, ...], slots: array[int], rec: Record
     ) -> None:
-        assert conn.transport is not None
-        self.conn = conn
-        self.write = conn.transport.write
+        super().__init__(conn, rec)
         self.frames = frames
         self.slots = slots
         self.writes = rec.writes
-        self.rec = rec
         self.i = 0
         self.n = len(frames)
-        self.dead = False
 
     def fire(self) -> int:
         if self.dead:
