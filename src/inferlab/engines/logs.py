@@ -25,6 +25,7 @@ __all__ = [
     "LogSignature",
     "Severity",
     "clean_line",
+    "fatal_sig",
     "match_signatures",
     "primary_failure",
     "sig",
@@ -106,6 +107,30 @@ def sig(
         ready=ready,
         generic=generic,
         source=source,
+    )
+
+
+def fatal_sig(
+    kind: str,
+    pattern: str,
+    *,
+    remedy: str = "",
+    flags: Sequence[str] = (),
+    generic: bool = False,
+    source: str = "",
+    ignorecase: bool = False,
+) -> LogSignature:
+    """A line after which the server does not serve (severity ``error``, ``fatal``)."""
+    return sig(
+        kind,
+        pattern,
+        "error",
+        fatal=True,
+        remedy=remedy,
+        flags=flags,
+        generic=generic,
+        source=source,
+        ignorecase=ignorecase,
     )
 
 
