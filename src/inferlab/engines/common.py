@@ -19,6 +19,7 @@ __all__ = [
     "fp8_gemm_default_config",
     "gpu_engine_evidence",
     "hf_model_not_found",
+    "kernel_config_warnings",
     "moe_config_fallback",
     "moe_default_config",
     "nccl_error",
@@ -139,6 +140,13 @@ def moe_config_fallback() -> LogSignature:
         remedy="the fused-MoE config was tuned for another Triton version; retune for this one",
         source="sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
     )
+
+
+def kernel_config_warnings(*, triton_fallback: bool = False) -> tuple[LogSignature, ...]:
+    """The warnings of an engine whose block-FP8 GEMM and fused-MoE kernels read tuned config
+    files (``triton_fallback``: it also falls back to a config tuned for another Triton)."""
+    fallback = (moe_config_fallback(),) if triton_fallback else ()
+    return (fp8_gemm_default_config(), moe_default_config(), *fallback)
 
 
 def serving_failures(

@@ -12,7 +12,7 @@ starting the main loop" and (newer) "llama_server: listening on http://…" come
 from inferlab.engines import common
 from inferlab.engines.base import DetectHint, EngineSpec, Launcher, NativeApi, register
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import fatal_sig, sig
+from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "tools/server/server.cpp metrics handler (no fixture dump)"
@@ -114,10 +114,9 @@ SIGNATURES = (
         flags=("--n-gpu-layers", "--ctx-size", "--parallel"),
         source="src/llama-model.cpp / ggml-backend messages (no fixture log)",
     ),
-    fatal_sig(
+    generic_fatal(
         "model_load_failed",
         r"failed to load model|error loading model|unable to load model",
-        generic=True,
         remedy="see the error logged above it",
         source="tools/server/server.cpp messages (no fixture log)",
     ),

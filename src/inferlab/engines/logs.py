@@ -26,6 +26,7 @@ __all__ = [
     "Severity",
     "clean_line",
     "fatal_sig",
+    "generic_fatal",
     "match_signatures",
     "primary_failure",
     "sig",
@@ -132,6 +133,12 @@ def fatal_sig(
         source=source,
         ignorecase=ignorecase,
     )
+
+
+def generic_fatal(kind: str, pattern: str, *, remedy: str, source: str) -> LogSignature:
+    """A fatal line that follows from another failure (``generic``: a more specific fatal line,
+    when present, is the root cause)."""
+    return fatal_sig(kind, pattern, generic=True, remedy=remedy, source=source)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, Nati
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import LogSignature, fatal_sig, sig
+from inferlab.engines.logs import LogSignature, fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "sglang/srt/metrics/collector.py"
@@ -226,23 +226,19 @@ SIGNATURES = (
         "--model-path does not resolve: check the path (it must contain config.json), the "
         "repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE",
     ),
-    fatal_sig(
+    generic_fatal(
         "scheduler_exception",
         r"Scheduler hit an exception",
-        generic=True,
         remedy="see the exception that follows it",
         source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
     ),
-    fatal_sig(
+    generic_fatal(
         "child_failed",
         r"Received sigquit from a child process|Subprocess \S+ \(pid=\d+\) crashed",
-        generic=True,
         remedy="a scheduler/detokenizer process died: see its error above",
         source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
     ),
-    common.fp8_gemm_default_config(),
-    common.moe_default_config(),
-    common.moe_config_fallback(),
+    *common.kernel_config_warnings(triton_fallback=True),
 )
 
 SYNTAX = FlagSyntax(

@@ -32,7 +32,7 @@ from inferlab.engines import common
 from inferlab.engines.base import OPENAI_ONLY, PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.evidence import EffectEvidence, Evidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import fatal_sig, sig
+from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 
 _FIX = "tests/fixtures/transformers/"
 
@@ -68,10 +68,9 @@ SIGNATURES = (
         source=_FIX + "transformers-5.17.0_tiny-cpu_cb-worker-dead.log; "
         "generation/continuous_batching/cache.py messages",
     ),
-    fatal_sig(
+    generic_fatal(
         "cb_worker_dead",
         r"Error in generation loop:|CB worker is dead|CB worker died",
-        generic=True,
         remedy="the continuous-batching worker died (root cause on the same line or above): "
         "every later request gets 503 until the server is restarted",
         source=_FIX + "transformers-5.17.0_tiny-cpu_cb-worker-dead.log",

@@ -14,7 +14,7 @@ from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.capture import VLLM_CAPTURE
 from inferlab.engines.evidence import VLLM_NON_DEFAULT, EffectEvidence, EnvEvidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import fatal_sig, sig
+from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "vllm/v1/metrics/loggers.py (names as declared; exposition adds _total to counters)"
@@ -215,15 +215,13 @@ SIGNATURES = (
         model_extra=r"Invalid repository ID or local directory specified|No supported config "
         r"format found in|Could not detect config format",
     ),
-    fatal_sig(
+    generic_fatal(
         "engine_init_failed",
         r"Engine core initialization failed",
-        generic=True,
         remedy="see the root cause logged above it",
         source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
     ),
-    common.fp8_gemm_default_config(),
-    common.moe_default_config(),
+    *common.kernel_config_warnings(),
 )
 
 SYNTAX = FlagSyntax(
