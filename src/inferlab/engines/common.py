@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from inferlab.engines.base import MOE_NAMES, ConfigDir, DetectHint, fp8_gemm_names
 from inferlab.engines.evidence import NCCL_ENV, ArgsDump, EffectEvidence, EnvEvidence, Evidence
-from inferlab.engines.logs import LogSignature, sig
+from inferlab.engines.logs import LogSignature, fatal_sig, sig
 
 __all__ = [
     "address_in_use",
@@ -19,6 +19,7 @@ __all__ = [
     "fp8_gemm_default_config",
     "gpu_engine_evidence",
     "hf_model_not_found",
+    "kernel_config_warnings",
     "moe_config_fallback",
     "moe_default_config",
     "nccl_error",
@@ -29,11 +30,9 @@ __all__ = [
 
 
 def cuda_oom(remedy: str, flags: tuple[str, ...] = ()) -> LogSignature:
-    return sig(
+    return fatal_sig(
         "cuda_oom",
         r"torch\.(?:cuda\.)?OutOfMemoryError|CUDA out of memory|CUDA error: out of memory",
-        "error",
-        fatal=True,
         remedy=remedy,
         flags=flags,
         source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
@@ -47,11 +46,9 @@ NCCL_DEBUG_HINT = (
 
 
 def nccl_watchdog_timeout(remedy: str = "") -> LogSignature:
-    return sig(
+    return fatal_sig(
         "nccl_watchdog_timeout",
         r"Watchdog caught collective operation timeout",
-        "error",
-        fatal=True,
         remedy=remedy
         or "a collective never completed: a rank died, hung or is unreachable; " + NCCL_DEBUG_HINT,
         source="nccl_errors/sglang-issue3368_dsr1-2x8-a800_watchdog-allreduce-timeout-after-load.log",
@@ -60,11 +57,9 @@ def nccl_watchdog_timeout(remedy: str = "") -> LogSignature:
 
 def nccl_error(remedy: str = "") -> LogSignature:
     # "NCCL error: {error_str}" also appears as source text in tracebacks: not a match
-    return sig(
+    return fatal_sig(
         "nccl_error",
         r"\bNCCL error(?: in)?: (?!\{)",
-        "error",
-        fatal=True,
         remedy=remedy or NCCL_DEBUG_HINT,
         source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log, "
         "nccl_errors/vllm-issue16707_ray-init-device-nccl-unhandled-system-error.log",
@@ -85,11 +80,9 @@ def nccl_warning() -> LogSignature:
 def address_in_use(remedy: str, flags: tuple[str, ...] = ("--port",)) -> LogSignature:
     # Python: "[Errno 98] Address already in use"; uvicorn: "[Errno 98] error while attempting
     # to bind on address ('0.0.0.0', 8000): address already in use"; torch TCPStore: EADDRINUSE
-    return sig(
+    return fatal_sig(
         "address_in_use",
         r"address already in use|\bEADDRINUSE\b",
-        "error",
-        fatal=True,
         remedy=remedy,
         flags=flags,
         ignorecase=True,
@@ -106,11 +99,9 @@ def hf_model_not_found(remedy: str, extra: str = "") -> LogSignature:
     ]
     if extra:
         patterns.append(extra)
-    return sig(
+    return fatal_sig(
         "model_not_found",
         "|".join(patterns),
-        "error",
-        fatal=True,
         remedy=remedy,
         source="messages of transformers / huggingface_hub / Python (no fixture log)",
     )
@@ -149,6 +140,13 @@ def moe_config_fallback() -> LogSignature:
         remedy="the fused-MoE config was tuned for another Triton version; retune for this one",
         source="sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
     )
+
+
+def kernel_config_warnings(*, triton_fallback: bool = False) -> tuple[LogSignature, ...]:
+    """The warnings of an engine whose block-FP8 GEMM and fused-MoE kernels read tuned config
+    files (``triton_fallback``: it also falls back to a config tuned for another Triton)."""
+    fallback = (moe_config_fallback(),) if triton_fallback else ()
+    return (fp8_gemm_default_config(), moe_default_config(), *fallback)
 
 
 def serving_failures(

@@ -12,7 +12,7 @@ starting the main loop" and (newer) "llama_server: listening on http://…" come
 from inferlab.engines import common
 from inferlab.engines.base import DetectHint, EngineSpec, Launcher, NativeApi, register
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import sig
+from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "tools/server/server.cpp metrics handler (no fixture dump)"
@@ -92,40 +92,31 @@ SIGNATURES = (
         remedy="the HTTP port is open but the model is still loading (/health answers 503)",
         source="startup/llamacpp-issue15831_b6374-vulkan-server-startup-header.log",
     ),
-    sig(
+    fatal_sig(
         "address_in_use",
         r"couldn't bind HTTP server socket",
-        "error",
-        fatal=True,
         remedy="another process holds the port: stop it or choose another [engine] port",
         flags=("--port",),
         source="tools/server/server.cpp message (no fixture log)",
     ),
-    sig(
+    fatal_sig(
         "model_not_found",
         r"failed to open GGUF file|gguf_init_from_file: failed to open",
-        "error",
-        fatal=True,
         remedy="the -m path does not exist or is not readable: check it (a .gguf file)",
         flags=("--model",),
         source="ggml/src/gguf.cpp message (no fixture log)",
     ),
-    sig(
+    fatal_sig(
         "out_of_memory",
         r"(?:unable|failed) to allocate \S+ buffer",
-        "error",
-        fatal=True,
         remedy="the model or KV cache does not fit: lower -ngl (offload fewer layers), "
         "-c (context), -np (slots), or quantize the KV cache (-ctk/-ctv q8_0)",
         flags=("--n-gpu-layers", "--ctx-size", "--parallel"),
         source="src/llama-model.cpp / ggml-backend messages (no fixture log)",
     ),
-    sig(
+    generic_fatal(
         "model_load_failed",
         r"failed to load model|error loading model|unable to load model",
-        "error",
-        fatal=True,
-        generic=True,
         remedy="see the error logged above it",
         source="tools/server/server.cpp messages (no fixture log)",
     ),

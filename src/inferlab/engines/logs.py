@@ -25,6 +25,8 @@ __all__ = [
     "LogSignature",
     "Severity",
     "clean_line",
+    "fatal_sig",
+    "generic_fatal",
     "match_signatures",
     "primary_failure",
     "sig",
@@ -107,6 +109,36 @@ def sig(
         generic=generic,
         source=source,
     )
+
+
+def fatal_sig(
+    kind: str,
+    pattern: str,
+    *,
+    remedy: str = "",
+    flags: Sequence[str] = (),
+    generic: bool = False,
+    source: str = "",
+    ignorecase: bool = False,
+) -> LogSignature:
+    """A line after which the server does not serve (severity ``error``, ``fatal``)."""
+    return sig(
+        kind,
+        pattern,
+        "error",
+        fatal=True,
+        remedy=remedy,
+        flags=flags,
+        generic=generic,
+        source=source,
+        ignorecase=ignorecase,
+    )
+
+
+def generic_fatal(kind: str, pattern: str, *, remedy: str, source: str) -> LogSignature:
+    """A fatal line that follows from another failure (``generic``: a more specific fatal line,
+    when present, is the root cause)."""
+    return fatal_sig(kind, pattern, generic=True, remedy=remedy, source=source)
 
 
 @dataclass(frozen=True)

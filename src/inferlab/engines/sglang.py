@@ -11,7 +11,7 @@ from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, Nati
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import LogSignature, sig
+from inferlab.engines.logs import LogSignature, fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "sglang/srt/metrics/collector.py"
@@ -168,11 +168,9 @@ _CAPTURE_SRC = (
 
 def _capture_failed(kind: str, more: str = "") -> LogSignature:
     """A fatal "Capture cuda graph failed" line (``more``: what else the line must say)."""
-    return sig(
+    return fatal_sig(
         kind,
         r"Capture cuda graph failed(?!: \{)" + more,
-        "error",
-        fatal=True,
         remedy=_GRAPH_REMEDY,
         flags=_GRAPH_FLAGS,
         source=_CAPTURE_SRC,
@@ -190,11 +188,9 @@ SIGNATURES = (
     # "Capture cuda graph failed: {e}" is also source text in tracebacks: not a match
     _capture_failed("oom_cuda_graph_capture", r".*(?:out of memory|OutOfMemory)"),
     _capture_failed("cuda_graph_capture_failed"),
-    sig(
+    fatal_sig(
         "not_enough_memory",
         r"Not enough memory\. Please try to increase --mem-fraction-static",
-        "error",
-        fatal=True,
         remedy="no room left for the KV cache after the weights: raise --mem-fraction-static, "
         "add GPUs (--tp-size), or use a smaller/quantized model",
         flags=("--mem-fraction-static", "--tp-size"),
@@ -205,12 +201,10 @@ SIGNATURES = (
         "--max-running-requests or --chunked-prefill-size; or add GPUs (--tp-size)",
         ("--mem-fraction-static", "--cuda-graph-max-bs", "--max-running-requests"),
     ),
-    sig(
+    fatal_sig(
         "max_model_len_too_large",
         r"Error\W+(?:Warning: )?User-specified context_length \(\d+\) is greater than the "
         r"derived context_length",
-        "error",
-        fatal=True,
         remedy="--context-length exceeds the model's context: lower it; only with RoPE "
         "scaling configured set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
         flags=("--context-length",),
@@ -232,27 +226,19 @@ SIGNATURES = (
         "--model-path does not resolve: check the path (it must contain config.json), the "
         "repo id spelling, HF_TOKEN for gated repos, HF_HUB_OFFLINE",
     ),
-    sig(
+    generic_fatal(
         "scheduler_exception",
         r"Scheduler hit an exception",
-        "error",
-        fatal=True,
-        generic=True,
         remedy="see the exception that follows it",
         source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
     ),
-    sig(
+    generic_fatal(
         "child_failed",
         r"Received sigquit from a child process|Subprocess \S+ \(pid=\d+\) crashed",
-        "error",
-        fatal=True,
-        generic=True,
         remedy="a scheduler/detokenizer process died: see its error above",
         source="nccl_errors/sglang-0.5.8post1_nccl-bootstrap-mismatch-remote-exited.log",
     ),
-    common.fp8_gemm_default_config(),
-    common.moe_default_config(),
-    common.moe_config_fallback(),
+    *common.kernel_config_warnings(triton_fallback=True),
 )
 
 SYNTAX = FlagSyntax(

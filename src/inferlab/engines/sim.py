@@ -20,7 +20,7 @@ from inferlab.engines.base import (
 )
 from inferlab.engines.capture import SIM_CAPTURE
 from inferlab.engines.evidence import NCCL_ENV, SGLANG_SERVER_ARGS, Evidence
-from inferlab.engines.logs import sig
+from inferlab.engines.logs import fatal_sig, sig
 from inferlab.engines.sglang import METRICS as SGLANG_METRICS
 from inferlab.engines.sglang import SIGNATURES as SGLANG_SIGNATURES
 from inferlab.engines.sglang import SPEC_EFFECT
@@ -33,11 +33,9 @@ SIGNATURES = (
         ready=True,
         source="src/inferlab/cli/sim.py (serve_cmd's ready line)",
     ),
-    sig(
+    fatal_sig(
         "address_in_use",
         r"address already in use",
-        "error",
-        fatal=True,
         remedy="another process holds the port: stop it or choose another port (0: a free one)",
         flags=("--port",),
         ignorecase=True,

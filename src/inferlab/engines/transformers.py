@@ -32,7 +32,7 @@ from inferlab.engines import common
 from inferlab.engines.base import OPENAI_ONLY, PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.evidence import EffectEvidence, Evidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import sig
+from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 
 _FIX = "tests/fixtures/transformers/"
 
@@ -58,11 +58,9 @@ SIGNATURES = (
         _OOM_REMEDY,
         ("--cb-max-memory-percent", "--cb-num-blocks", "--cb-max-batch-tokens"),
     ),
-    sig(
+    fatal_sig(
         "cb_cache_too_large",
         r"Memory footprint \d+ is more than available memory \d+|No positive solution \(root =",
-        "error",
-        fatal=True,
         remedy="the continuous-batching cache asked for (--cb-num-blocks × --cb-block-size, "
         "--cb-max-batch-tokens) does not fit in --cb-max-memory-percent of the free memory: "
         "lower them or leave them unset (inferred from memory)",
@@ -70,49 +68,38 @@ SIGNATURES = (
         source=_FIX + "transformers-5.17.0_tiny-cpu_cb-worker-dead.log; "
         "generation/continuous_batching/cache.py messages",
     ),
-    sig(
+    generic_fatal(
         "cb_worker_dead",
         r"Error in generation loop:|CB worker is dead|CB worker died",
-        "error",
-        fatal=True,
-        generic=True,
         remedy="the continuous-batching worker died (root cause on the same line or above): "
         "every later request gets 503 until the server is restarted",
         source=_FIX + "transformers-5.17.0_tiny-cpu_cb-worker-dead.log",
     ),
-    sig(
+    fatal_sig(
         "accelerate_missing",
         r"requires `accelerate`",
-        "error",
-        fatal=True,
         remedy="transformers serve places the model with a device_map: pip install accelerate "
         "in the engine's Python",
         source=_FIX + "transformers-5.17.0_tiny-cpu_no-accelerate.log",
     ),
-    sig(
+    fatal_sig(
         "serve_deps_missing",
         r"Missing dependencies for serving",
-        "error",
-        fatal=True,
         remedy="pip install 'transformers[serving]' (fastapi, uvicorn, pydantic, openai) in the "
         "engine's Python",
         source="transformers/cli/serve.py message (no fixture log)",
     ),
-    sig(
+    fatal_sig(
         "bad_attn_implementation",
         r"Unsupported attention implementation: ",
-        "error",
-        fatal=True,
         remedy="--attn-implementation takes eager, sdpa, flash_attention_2, flash_attention_3, "
         "flex_attention or a hub kernel (kernels-community/...)",
         flags=("--attn-implementation",),
         source=_FIX + "transformers-5.17.0_bad-attn-implementation.log",
     ),
-    sig(
+    fatal_sig(
         "bad_dtype",
         r"Unsupported dtype: ",
-        "error",
-        fatal=True,
         remedy="--dtype takes auto or a torch dtype name (bfloat16, float16, float32)",
         flags=("--dtype",),
         source="transformers/cli/serving/model_manager.py message (no fixture log)",

@@ -14,7 +14,7 @@ from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.capture import VLLM_CAPTURE
 from inferlab.engines.evidence import VLLM_NON_DEFAULT, EffectEvidence, EnvEvidence
 from inferlab.engines.flags import FlagSyntax
-from inferlab.engines.logs import sig
+from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
 
 _SRC = "vllm/v1/metrics/loggers.py (names as declared; exposition adds _total to counters)"
@@ -177,11 +177,9 @@ SIGNATURES = (
         source="startup/vllm-0.10.1.1_qwen2-7b-a100_full-startup_terminal-wrapped.log, "
         "startup/vllm-0.10.1.1_gpt-oss-120b-ray-tp4_full-startup_ansi.log",
     ),
-    sig(
+    fatal_sig(
         "oom_sampler_warmup",
         r"CUDA out of memory occurred when warming up sampler",
-        "error",
-        fatal=True,
         remedy="lower --max-num-seqs (the sampler warm-up allocates for that many requests) "
         "or --gpu-memory-utilization",
         flags=("--max-num-seqs", "--gpu-memory-utilization"),
@@ -191,22 +189,18 @@ SIGNATURES = (
         _OOM_REMEDY,
         ("--gpu-memory-utilization", "--max-num-seqs", "--max-model-len", "--enforce-eager"),
     ),
-    sig(
+    fatal_sig(
         "kv_cache_too_small",
         r"larger than the available KV cache memory|larger than the maximum number of tokens "
         r"that can be stored in KV cache|No available memory for the cache blocks",
-        "error",
-        fatal=True,
         remedy="the KV cache cannot hold one max-length request: lower --max-model-len (vLLM "
         "prints an estimate), raise --gpu-memory-utilization, or add GPUs",
         flags=("--max-model-len", "--gpu-memory-utilization"),
         source="vllm/v1/core/kv_cache_utils.py message (no fixture log)",
     ),
-    sig(
+    fatal_sig(
         "max_model_len_too_large",
         r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",
-        "error",
-        fatal=True,
         remedy="--max-model-len exceeds the model's context (max_position_embeddings): lower "
         "it; only with RoPE scaling configured set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
         flags=("--max-model-len",),
@@ -221,17 +215,13 @@ SIGNATURES = (
         model_extra=r"Invalid repository ID or local directory specified|No supported config "
         r"format found in|Could not detect config format",
     ),
-    sig(
+    generic_fatal(
         "engine_init_failed",
         r"Engine core initialization failed",
-        "error",
-        fatal=True,
-        generic=True,
         remedy="see the root cause logged above it",
         source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
     ),
-    common.fp8_gemm_default_config(),
-    common.moe_default_config(),
+    *common.kernel_config_warnings(),
 )
 
 SYNTAX = FlagSyntax(

@@ -14,7 +14,8 @@ from inferlab.logs.detectors import detect
 from inferlab.logs.model import ENGINES, LogAnalysis, UntunedGemm, UntunedMoe
 from inferlab.logs.parsers import ANCHORS, markers, visitor
 from inferlab.logs.reader import open_log, scan
-from inferlab.logs.state import LogState, milestone_list, ooms, untuned_gemms, untuned_moes
+from inferlab.logs.readout import milestone_list, ooms, untuned_gemms, untuned_moes
+from inferlab.logs.state import LogState
 from inferlab.store import Store
 
 __all__ = ["analyze_log", "store_log_findings", "untuned_fp8_gemms", "untuned_moe"]

@@ -1,5 +1,5 @@
 """What the sinks gather from one log (``LogState``: bounded, nothing grows with the log's
-size), and the model objects the detectors and ``analyze_log`` read out of it."""
+size); ``inferlab.logs.readout`` turns it into model objects."""
 
 from __future__ import annotations
 
@@ -9,14 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferlab.logs.model import (
-    Milestone,
-    OomEvent,
-    SeriesPoint,
-    TunedConfig,
-    UntunedGemm,
-    UntunedMoe,
-)
+from inferlab.logs.model import Milestone, SeriesPoint, TunedConfig
 
 __all__ = [
     "LEVEL_CAP",
@@ -27,10 +20,6 @@ __all__ = [
     "Shape",
     "SpecStats",
     "lines_add",
-    "milestone_list",
-    "ooms",
-    "untuned_gemms",
-    "untuned_moes",
 ]
 
 #: series points kept in memory (thinned by 2 when full)
@@ -260,44 +249,3 @@ class LogState:
             return
         m = _TIME.search(text)
         self.milestones[name] = Milestone(name, line, m.group(0) if m else None, values, engine, 1)
-
-
-def milestone_list(st: LogState) -> list[Milestone]:
-    return sorted(st.milestones.values(), key=lambda m: m.line)
-
-
-def ooms(st: LogState) -> list[OomEvent]:
-    return [
-        OomEvent(o.where, o.where_from, tuple(o.lines), o.message, o.asked, o.free, o.total, o.gpu)
-        for o in st.ooms
-    ]
-
-
-def untuned_gemms(st: LogState) -> list[UntunedGemm]:
-    """Default-config FP8 GEMM shapes, first-seen order, minus shapes proven tuned."""
-    return [
-        UntunedGemm(k[0], k[1], k[2], k[3], k[4], tuple(s.lines))
-        for k, s in st.gemms.items()
-        if k not in st.tuned_gemms
-    ]
-
-
-def untuned_moes(st: LogState) -> list[UntunedMoe]:
-    """Untuned fused-MoE shapes, first-seen order, minus shapes proven tuned."""
-    out = []
-    for k, s in st.moes.items():
-        if k[:5] in st.tuned_moes and k[5] == "default":
-            continue
-        out.append(
-            UntunedMoe(
-                e=k[0],
-                n=k[1],
-                device=k[2],
-                dtype=k[3],
-                lines=tuple(s.lines),
-                block_shape=k[4],
-                reason=k[5],
-                triton_version=s.extra.get("triton_version"),
-            )
-        )
-    return out

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from inferlab.errors import ConfigError
+from inferlab.picks import pick
 
 __all__ = [
     "BOS_TOKEN",
@@ -267,21 +268,23 @@ def check_heads(spec: LlamaDims) -> None:
         raise ConfigError("head_dim must be even (rotary embeddings)")
 
 
+#: what a ``LlamaDims`` declares, by the names ``LlamaShape`` gives them
+_DIMS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "max_position_embeddings",
+    "rope_theta",
+    "rms_norm_eps",
+)
+
+
 def llama_shape(spec: LlamaDims, vocab_size: int, dtype: str) -> LlamaShape:
     """The ``config.json`` shape of ``spec`` with ``vocab_size`` rows of embeddings."""
-    return LlamaShape(
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        head_dim=spec.hidden_size // spec.num_attention_heads,
-        vocab_size=vocab_size,
-        max_position_embeddings=spec.max_position_embeddings,
-        rope_theta=spec.rope_theta,
-        rms_norm_eps=spec.rms_norm_eps,
-        dtype=dtype,
-    )
+    head_dim = spec.hidden_size // spec.num_attention_heads
+    return LlamaShape(**pick(spec, *_DIMS), head_dim=head_dim, vocab_size=vocab_size, dtype=dtype)
 
 
 def _dump(path: Path, obj: Any) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from inferlab.logs.detectors.registry import detector
 from inferlab.logs.model import ENGINES, Finding
-from inferlab.logs.state import LogState, ooms
+from inferlab.logs.readout import ooms
+from inferlab.logs.state import LogState
 
 __all__: list[str] = []
 

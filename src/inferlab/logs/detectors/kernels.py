@@ -8,7 +8,8 @@ from typing import Any
 from inferlab.logs.detectors.registry import detector, listing
 from inferlab.logs.formats import ADVICE
 from inferlab.logs.model import ENGINES, Finding
-from inferlab.logs.state import LogState, untuned_gemms, untuned_moes
+from inferlab.logs.readout import untuned_gemms, untuned_moes
+from inferlab.logs.state import LogState
 
 __all__: list[str] = []
 

@@ -33,7 +33,10 @@ __all__ = [
     "AT",
     "END",
     "FMT",
+    "GEN_TPS",
     "MORE",
+    "QUEUED",
+    "RUNNING",
     "TEXT",
     "USED",
     "VALUES",
@@ -69,6 +72,13 @@ class Field:
     optional: bool = False
     keys: tuple[str, ...] = ()
     pattern: re.Pattern[str] | None = None
+
+
+#: the values of a series point that every engine's stats line prints as plain numbers
+#: (``SeriesPoint``'s names and units)
+RUNNING = Field("running", int, "requests")
+QUEUED = Field("queued", int, "requests")
+GEN_TPS = Field("gen_tps", float, "tokens/s")
 
 
 @dataclass(frozen=True)

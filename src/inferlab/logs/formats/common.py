@@ -158,35 +158,38 @@ _NCCL = (
 # -- launch flags, wherever the log shows them (command line, ServerArgs, engine config) ------
 
 
-def _flag(name: str, prefix: tuple[str, ...], pattern: str) -> LineFormat:
-    value = (Field("value", str, "as printed"),)
-    return LineFormat(
-        f"flag-{name}", None, "flag", prefix, value, re.compile(pattern), tags={"flag": name}
-    )
+#: how an engine's args dump spells ``name`` before its value: SGLang's ``ServerArgs(name=...)``
+#: repr (``='`` before a text), vLLM's ``non-default args: {'name': ...}`` dict
+_REPR, _REPR_TEXT, _DICT = "=", "='", r"['\"]?[:=] ?"
+_INT, _DEC, _WORD = r"\d+", r"[\d.]+", r"\w+"
+
+
+def _flag(
+    name: str, prefix: tuple[str, ...], value: str, dumped: str = _REPR, flag: str = ""
+) -> LineFormat:
+    """A launch flag's value, as the command line (``flag``, by default ``--name-with-dashes``
+    and a space or ``=``) or the args dump (``name`` then ``dumped``) spells it."""
+    flag = flag or "--" + name.replace("_", "-") + "[ =]"
+    pattern = re.compile(f"(?:{flag}|{name}{dumped})(?P<value>{value})")
+    fields = (Field("value", str, "as printed"),)
+    return LineFormat(f"flag-{name}", None, "flag", prefix, fields, pattern, tags={"flag": name})
 
 
 _FLAGS = (
-    _flag("mem_fraction_static", ("fraction",),
-          r"(?:--mem-fraction-static[ =]|mem_fraction_static=)(?P<value>[\d.]+)"),
-    _flag("gpu_memory_utilization", ("memory_utilization", "memory-utilization"),
-          r"(?:--gpu-memory-utilization[ =]|gpu_memory_utilization['\"]?[:=] ?)(?P<value>[\d.]+)"),
-    _flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"),
-          r"(?:--cuda-graph-max-bs[ =]|cuda_graph_max_bs=)(?P<value>\d+)"),
-    _flag("speculative_algorithm", ("speculative",),
-          r"(?:--speculative-algorithm[ =]|speculative_algorithm=')(?P<value>\w+)"),
-    _flag("speculative_num_steps", ("speculative",),
-          r"(?:--speculative-num-steps[ =]|speculative_num_steps=)(?P<value>\d+)"),
-    _flag("speculative_num_draft_tokens", ("speculative",),
-          r"(?:--speculative-num-draft-tokens[ =]|speculative_num_draft_tokens=)(?P<value>\d+)"),
-    _flag("speculative_eagle_topk", ("speculative",),
-          r"(?:--speculative-eagle-topk[ =]|speculative_eagle_topk=)(?P<value>\d+)"),
-    _flag("num_speculative_tokens", ("speculative", "spec_tokens"),
-          r"(?:num_speculative_tokens['\"]?[:=] ?|num_spec_tokens=)(?P<value>\d+)"),
-    _flag("max_running_requests", ("running-requests", "running_requests"),
-          r"(?:--max-running-requests[ =]|max_running_requests=)(?P<value>\d+)"),
-    _flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"),
-          r"(?:--max-num-seqs[ =]|max_num_seqs['\"]?[:=] ?)(?P<value>\d+)"),
-)  # fmt: skip
+    _flag("mem_fraction_static", ("fraction",), _DEC),
+    _flag("gpu_memory_utilization", ("memory_utilization", "memory-utilization"), _DEC, _DICT),
+    _flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"), _INT),
+    _flag("speculative_algorithm", ("speculative",), _WORD, _REPR_TEXT),
+    _flag("speculative_num_steps", ("speculative",), _INT),
+    _flag("speculative_num_draft_tokens", ("speculative",), _INT),
+    _flag("speculative_eagle_topk", ("speculative",), _INT),
+    # vLLM's SpeculativeConfig repr spells it num_spec_tokens
+    _flag(
+        "num_speculative_tokens", ("speculative", "spec_tokens"), _INT, _DICT, "num_spec_tokens="
+    ),
+    _flag("max_running_requests", ("running-requests", "running_requests"), _INT),
+    _flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"), _INT, _DICT),
+)
 
 # -- startup, any engine -----------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from inferlab.logs.formats import base
 from inferlab.logs.formats.base import Field, LineFormat, Wrap, f_, i_, s_, step
 from inferlab.logs.formats.values import lenient_float, lenient_int, split_pairs
 
@@ -16,9 +17,9 @@ MARKERS = ("sglang/", "sglang.")
 #: a batch line's values, in this order in every batch format (kinds ``batch.decode`` and
 #: ``batch.prefill``: the series it is a point of)
 POINT = (
-    Field("running", int, "requests"),
-    Field("queued", int, "requests"),
-    Field("gen_tps", float, "tokens/s"),
+    base.RUNNING,
+    base.QUEUED,
+    base.GEN_TPS,
     Field("kv_usage", float, "fraction"),
     Field("accept_len", float, "tokens/step", optional=True),
     Field("accept_rate", float, "fraction", optional=True),

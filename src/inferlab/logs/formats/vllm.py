@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from inferlab.logs.formats import base
 from inferlab.logs.formats.base import Advice, Field, LineFormat, Wrap, f_, i_, s_, step
 from inferlab.logs.formats.values import lenient_float, lenient_int, percent
 
@@ -41,9 +42,9 @@ def count_items(v: str) -> int:
 #: backend's own KV cache usage counts as the KV usage when the line has no ``Swapped``
 STATS = (
     Field("prompt_tps", float, "tokens/s"),
-    Field("gen_tps", float, "tokens/s"),
-    Field("running", int, "requests"),
-    Field("queued", int, "requests"),
+    base.GEN_TPS,
+    base.RUNNING,
+    base.QUEUED,
     Field("kv_usage", percent, "fraction", optional=True),
     Field("cpu_kv_usage", percent, "fraction", optional=True),
     Field("swapped", str, "", optional=True),
