@@ -38,6 +38,7 @@ from inferlab.store import Store
 __all__ = [
     "SteadyEvents",
     "captured_points",
+    "point_bench",
     "profile_config",
     "profiled_pass",
     "profiles_missing",
@@ -78,10 +79,14 @@ class SteadyEvents(BenchEvents):
         self.inner.point_finished(result)
 
 
-def _point_bench(bench: BenchConfig, point: LoadPoint) -> BenchConfig:
+def point_bench(bench: BenchConfig, point: LoadPoint, requests: int | None = None) -> BenchConfig:
+    """``bench`` at ``point`` alone, one trial; ``requests``: a fixed count (default: the
+    same, or for ``auto`` enough load to capture beside and for its stored p99s)."""
     upd: dict[str, Any] = {"trials": 1, "concurrency": [], "rate": []}
-    if bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
-        upd["requests"] = max(bench.min_requests, FEW_SAMPLES)  # enough for its stored p99s
+    if requests is not None:
+        upd["requests"] = requests
+    elif bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
+        upd["requests"] = max(bench.min_requests, FEW_SAMPLES)
     if point.concurrency is not None:
         upd["concurrency"] = [point.concurrency]
     else:
@@ -189,7 +194,7 @@ def profiled_pass(
     worker.start()
     load_error: str | None = None
     try:
-        run_bench(_point_bench(bench, point), ev, None, [sink])
+        run_bench(point_bench(bench, point), ev, None, [sink])
     except InferlabError as exc:
         load_error = str(exc)
     finally:

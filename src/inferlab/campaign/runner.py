@@ -29,6 +29,7 @@ from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
 from inferlab.campaign.predictions import predict_now
+from inferlab.campaign.recheck import RecheckTodo, recheck_pass, recheck_todo
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
 from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for
@@ -145,7 +146,33 @@ def run_campaign(
             if out.status == "interrupted":
                 result.interrupted = True
                 break
+        if camp.load.recheck_baseline and not result.interrupted:
+            _recheck_step(plan, store, events, no_verify, result)
     return result
+
+
+def _recheck_step(
+    plan: Plan, store: Store, events: CampaignEvents, no_verify: bool, result: CampaignResult
+) -> None:
+    """The baseline launched again and rechecked at every point it has measured and not
+    rechecked yet (``campaign.recheck``); its outcome is "BASELINE (recheck)"."""
+    base = plan.baseline or plan.configs[0]
+    if base.name not in {c.name for c in plan.configs}:
+        return
+    with store.transaction():
+        gid = config_row(store, plan.campaign, base)
+    todo = recheck_todo(store, gid, plan.points, plan.trials)
+    if not todo:
+        return
+    events.message(f"{base.name}: launched again to recheck {', '.join(todo)} (order effects)")
+    measure = functools.partial(
+        _measure, plan, base, gid, set(), store, events, no_verify, recheck=todo
+    )
+    out = _run_config(base.name, measure)
+    out.config = f"{base.name} (recheck)"
+    result.outcomes.append(out)
+    events.config_done(out)
+    result.interrupted = out.status == "interrupted"
 
 
 @contextlib.contextmanager
@@ -227,13 +254,13 @@ def _measure(
     events: CampaignEvents,
     no_verify: bool,
     held: Held,
+    recheck: RecheckTodo | None = None,
 ) -> ConfigOutcome:
-    """Files, server, verification, lever evidence, every load point, the profiled passes
-    (``[profile]``); each undone on exit."""
+    """Files, server, verification, lever evidence, then every load point and the profiled
+    passes (``[profile]``), or (``recheck``) the baseline's recheck; each undone on exit."""
     camp = plan.campaign
     base = plan.baseline or plan.configs[0]
     say = events.message
-    sink: StoreSink | None = None
     with (
         config_files(camp, base, cfg, store=store, config_id=gid, say=say) as (cfg, inst),
         _endpoint(plan, cfg, gid, store, events, held) as (url, log),
@@ -246,31 +273,67 @@ def _measure(
         check_applied(
             base, cfg, url=url, log_path=log, installed=inst, store=store, config_id=gid, say=say
         )
-        ref = camp.load.sequential and cfg.name == baseline_name(camp)
-        bench = bench_config(
-            camp, url, model, cfg.api or cfg.engine, plan.cpus.client, reference=ref
+        if recheck is not None:
+            return _recheck(plan, cfg, gid, url, model, recheck, store, events, held)
+        return _sweep(plan, cfg, gid, url, model, todo, store, events, held)
+
+
+def _sweep(
+    plan: Plan,
+    cfg: ResolvedConfig,
+    gid: int,
+    url: str,
+    model: str,
+    todo: set[tuple[str, int]],
+    store: Store,
+    events: CampaignEvents,
+    held: Held,
+) -> ConfigOutcome:
+    """The ``todo`` cells of the config's load points, then its profiled passes."""
+    camp = plan.campaign
+    ref = camp.load.sequential and cfg.name == baseline_name(camp)
+    bench = bench_config(camp, url, model, cfg.api or cfg.engine, plan.cpus.client, reference=ref)
+    env = {"cpu_split": plan.cpus.to_json()}
+    sink = StoreSink(
+        store, bench, camp.campaign.name, cfg.name, config_id=gid, environment_extra=env
+    )
+    refs = {}
+    if sequential_for(camp, cfg.name):
+        refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
+    watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
+    try:
+        res = (
+            run_bench(bench, events, None, [*watch, sink], cells=todo, baselines=refs)
+            if todo
+            else None
         )
-        env = {"cpu_split": plan.cpus.to_json()}
-        sink = StoreSink(
-            store, bench, camp.campaign.name, cfg.name, config_id=gid, environment_extra=env
-        )
-        refs = {}
-        if sequential_for(camp, cfg.name):
-            refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
-        watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
-        try:
-            res = (
-                run_bench(bench, events, None, [*watch, sink], cells=todo, baselines=refs)
-                if todo
-                else None
-            )
-        except (ServerRejected, ConnectError) as exc:
-            return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
-        if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
-            return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
-        if res is not None and res.interrupted:
-            return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
-        notes = profiled.profile_config(
-            camp, cfg, gid, bench, plan.points, store, events, held.server
-        )
-        return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)
+    except (ServerRejected, ConnectError) as exc:
+        return ConfigOutcome(cfg.name, "failed", str(exc), sink.run_ids)
+    if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
+        return ConfigOutcome(cfg.name, "failed", watch[0].exited, sink.run_ids)
+    if res is not None and res.interrupted:
+        return ConfigOutcome(cfg.name, "interrupted", "", sink.run_ids)
+    notes = profiled.profile_config(camp, cfg, gid, bench, plan.points, store, events, held.server)
+    return ConfigOutcome(cfg.name, "measured", "; ".join(notes), sink.run_ids)
+
+
+def _recheck(
+    plan: Plan,
+    cfg: ResolvedConfig,
+    gid: int,
+    url: str,
+    model: str,
+    todo: RecheckTodo,
+    store: Store,
+    events: CampaignEvents,
+    held: Held,
+) -> ConfigOutcome:
+    """The baseline's recheck pass (``campaign.recheck``) on its server, launched again."""
+    camp = plan.campaign
+    bench = bench_config(camp, url, model, cfg.api or cfg.engine, plan.cpus.client)
+    env = {"cpu_split": plan.cpus.to_json()}
+    sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid,
+                     purpose="recheck", environment_extra=env)  # fmt: skip
+    watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
+    status, message = recheck_pass(bench, plan.points, todo, sink, events, watch)
+    return ConfigOutcome(cfg.name, status, message, sink.run_ids)

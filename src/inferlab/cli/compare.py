@@ -18,6 +18,7 @@ from inferlab.report.compare import (
     Comparison,
     build_comparison,
     cell_text,
+    recheck_md,
     render_csv,
     render_md,
     to_json,
@@ -85,6 +86,8 @@ def compare(
             con.print(t)
         for cfg, s in c.saturation.items():
             con.print(f"{escape(cfg)}: {escape(s.sentence)}", highlight=False)
+        for line in recheck_md(c.rechecks):
+            con.print(escape(line), highlight=False)
         err = Console(stderr=True)
         for cell in c.cells.values():
             for w in cell.warnings:

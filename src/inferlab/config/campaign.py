@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     ValidationError,
     field_validator,
     model_validator,
@@ -185,6 +186,8 @@ class LoadSection(_Closed):
     sequential: bool = False
     looks: int = Field(default=4, ge=3, le=5)
     min_effect: float = Field(default=0.02, ge=0, lt=1)
+    #: after the last config, the baseline again at every point (order effects, drift)
+    recheck_baseline: StrictBool = False
     max_client_lag_ms: float = Field(default=1.0, gt=0)
     #: CPUs of the measuring client ("6,7"); default: 1 per 256 streams, the last ones
     client_cpus: str | None = None

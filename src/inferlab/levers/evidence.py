@@ -15,6 +15,7 @@ from inferlab.errors import ConfigError
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.recheck import recheck_points
 
 __all__ = [
     "ConfigEvidence",
@@ -103,6 +104,8 @@ class Evidence:
     configs: dict[str, ConfigEvidence]
     loose_profiles: list[StoredProfile]  # stored without a config
     recon: list[dict[str, Any]]
+    #: concurrency → why no measured ratio there counts (the baseline drifted, store.recheck)
+    refused: dict[int, str] = field(default_factory=dict)
 
     @property
     def baseline(self) -> str | None:
@@ -253,4 +256,18 @@ def gather(store: Store, campaign: str) -> Evidence:
         configs=configs,
         loose_profiles=loose,
         recon=[a["data"] for a in store.analyses("recon", campaign=campaign)],
+        refused=_drifted(store, campaign, next(iter(configs), None)),
     )
+
+
+def _drifted(store: Store, campaign: str, baseline: str | None) -> dict[int, str]:
+    """The closed-loop points where the baseline's recheck moved (default thresholds, the
+    same as the measured ratios of ``levers.predict``)."""
+    if baseline is None:
+        return {}
+    out: dict[int, str] = {}
+    for p in recheck_points(store, campaign, baseline):
+        c = parse_point(p.label)
+        if p.drift and c is not None:
+            out[c] = p.reason()
+    return out

@@ -298,6 +298,9 @@ def _rows_at(
     opts: LeverOptions,
     notes: list[str],
 ) -> list[PredictionRow]:
+    if c in ev.refused:  # a refused verdict is not a measurement
+        notes.append(f"{cand.name} at C={c}: no measured ratio: {ev.refused[c]}")
+        return []
     parts = [(k, _part(ev, ref, k, c, stored, cand.first_run_at, opts)) for k in kinds]
     missing = [k for k, p in parts if p is None]
     if missing:

@@ -24,6 +24,7 @@ from inferlab.report.compare_runs import (
     select_runs,
     throughput_sample,
 )
+from inferlab.report.recheck import apply_rechecks, recheck_md
 from inferlab.report.verdicts import (
     claim_text,
     group_trust,
@@ -45,12 +46,14 @@ from inferlab.stats.compare import (
 )
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.recheck import RecheckPoint
 
 __all__ = [
     "METRICS",
     "Cell",
     "Comparison",
     "build_comparison",
+    "recheck_md",
     "render_csv",
     "render_md",
     "to_json",
@@ -87,6 +90,8 @@ class Comparison:
     min_effect: float
     alpha: float
     forced: bool
+    #: the baseline's recheck per load point (``store.recheck``); empty when not rechecked
+    rechecks: list[RecheckPoint] = field(default_factory=list)
 
 
 def _verdicts(
@@ -240,6 +245,7 @@ def build_comparison(
             if cand.levers and not force:  # a diff item that did not take effect: no claim
                 cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
+    rechecks = apply_rechecks(store, first[base], cells, alpha, min_effect)
     return Comparison(
         base,
         configs,
@@ -251,6 +257,7 @@ def build_comparison(
         min_effect,
         alpha,
         bool(bad),
+        rechecks,
     )
 
 
@@ -316,6 +323,7 @@ def render_md(c: Comparison) -> list[str]:
     if warns:
         out += ["", "### Measurement-quality warnings", ""]
         out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
+    out += recheck_md(c.rechecks)
     reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
     if reasons:
         out += ["", "### Why each verdict", ""]

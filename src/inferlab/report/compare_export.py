@@ -41,6 +41,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
             cfg: [{"field": d.field, "a": d.a, "b": d.b} for d in ds]
             for cfg, ds in c.differences.items()
         },
+        "recheck": [p.to_json() for p in c.rechecks],
     }
 
 

@@ -10,9 +10,11 @@ from inferlab.report.compare import METRICS
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Quantiles, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
+from inferlab.report.recheck import RECHECK_HEAD, RECHECK_NOTE, recheck_rows, recheck_title
 from inferlab.report.safe import show_controls
 from inferlab.report.svg import Box, Series, box_chart, line_chart
 from inferlab.report.verdicts import claim_class, stop_text
+from inferlab.store.recheck import RecheckPoint
 
 __all__ = ["render_html"]
 
@@ -127,7 +129,20 @@ def _html_verdicts(report: Report) -> list[str]:
     else:
         out.append("<li>fewer than two concurrency points: no saturation estimate</li>")
     out.append("</ul>")
-    return out
+    return out + _html_recheck(c.rechecks)
+
+
+def _html_recheck(rechecks: Sequence[RecheckPoint]) -> list[str]:
+    """The baseline recheck table (nothing when the baseline was not rechecked)."""
+    if not rechecks:
+        return []
+    out = [f"<h3>{_h(recheck_title(rechecks))}</h3>", f"<p>{_h(RECHECK_NOTE)}</p>", "<table><tr>"]
+    out += [f"<th>{_h(x)}</th>" for x in RECHECK_HEAD]
+    out.append("</tr>")
+    for row in recheck_rows(rechecks):
+        out.append("<tr>" + "".join(f"<td>{_h(x)}</td>" for x in row) + "</tr>")
+    out.append("</table><ul>")
+    return [*out, *(f"<li>{_h(p.line())}</li>" for p in rechecks), "</ul>"]
 
 
 def _boxes(dist: dict[tuple[str, str], Quantiles], order: Sequence[str]) -> list[Box]:

@@ -9,6 +9,7 @@ from inferlab.report.compare import METRICS
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
+from inferlab.report.recheck import recheck_md
 from inferlab.report.safe import show_controls
 from inferlab.report.verdicts import num, stop_text
 
@@ -75,7 +76,7 @@ def _md_verdicts(report: Report) -> list[str]:
         out += [f"- **{_md(cfg)}**: {_md(s.sentence)}" for cfg, s in c.saturation.items()]
     else:
         out.append("- fewer than two concurrency points: no saturation estimate")
-    return [*out, ""]
+    return [*out, *recheck_md(c.rechecks, _md), ""]
 
 
 def _md_latency(report: Report) -> list[str]:

@@ -2,6 +2,8 @@
 
 - A cell whose baseline or candidate point is **untrusted** (client lag over its limit, a TPOT
   median of 0, an interrupted point) gets no claim: "untrusted: client lag", with the fix.
+- A cell at a load point where the **baseline recheck** found the baseline itself moved
+  (``store.recheck``) gets no claim either: "not comparable: baseline drift", with the ratio.
 - A candidate point that was stopped by the **sequential A/B** against this baseline carries
   the decision of its last look (Lan–DeMets O'Brien–Fleming boundary, repeated 95% interval):
   that is its verdict for the primary metrics (median TPOT, output throughput), and the cell
@@ -25,6 +27,7 @@ __all__ = [
     "group_trust",
     "num",
     "ratio_text",
+    "refused_verdict",
     "sequential_verdict",
     "stop_text",
     "untrusted_verdict",
@@ -43,11 +46,16 @@ def group_trust(runs: Iterable[RunRow]) -> tuple[str | None, list[dict[str, str]
     return trust_from_json(reasons).label, reasons
 
 
+def refused_verdict(reason: str) -> Verdict:
+    """No claim and no ratio, for ``reason``."""
+    nan = math.nan
+    return Verdict(Interval(nan, nan, nan, 0.95), None, "~", reason)
+
+
 def untrusted_verdict(label: str, reasons: list[dict[str, str]], side: str) -> Verdict:
     """No claim: the reason names the problem (of the baseline or the candidate) and the fix."""
-    nan = math.nan
     what = "; ".join(f"{x.get('message')} — fix: {x.get('fix')}" for x in reasons)
-    return Verdict(Interval(nan, nan, nan, 0.95), None, "~", f"{label} ({side}): {what}")
+    return refused_verdict(f"{label} ({side}): {what}")
 
 
 def sequential_verdict(

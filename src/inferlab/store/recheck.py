@@ -1,0 +1,144 @@
+"""The baseline recheck read back: the baseline's first pass and its recheck (``runs.purpose =
+'recheck'``, measured after every other config, ``[load] recheck_baseline``) compared at each
+load point with the A/B's own machinery (``compare_throughput`` on output throughput,
+``compare_samples`` on median TPOT, the same ``alpha`` and ``min_effect``).
+
+A point where either metric moved beyond ``min_effect`` *drifted*: the baseline itself is not
+what the candidates were measured against, so no candidate verdict there is comparable (an
+order effect, machine load, thermal state, warm caches). The raw runs stay as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from inferlab.stats.verdict import Verdict, compare_samples, compare_throughput
+from inferlab.store.db import Store
+from inferlab.store.groups import RunGroup, per_request, throughput_sample
+from inferlab.store.rows import RunRow
+
+__all__ = ["RECHECK_METRICS", "RecheckPoint", "recheck_points"]
+
+#: metric → its name in the sentences (the sequential A/B's primary metrics)
+RECHECK_METRICS = {"output_tok_s": "output throughput", "tpot_ms": "median TPOT"}
+
+
+@dataclass
+class RecheckPoint:
+    """One load point of the baseline: output throughput (tok/s, mean over trials) of its first
+    pass and of its recheck, and the recheck-vs-first verdict per metric."""
+
+    label: str
+    first_tok_s: float
+    recheck_tok_s: float
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    untrusted: str | None = None  # a side untrusted: drift not assessed
+    simulated: bool = False
+
+    @property
+    def drift(self) -> bool:
+        return self.untrusted is None and any(v.claim != "~" for v in self.verdicts.values())
+
+    @property
+    def shown(self) -> tuple[str, Verdict]:
+        """The metric the sentences quote: the first that drifted, else output throughput."""
+        moved = [(m, v) for m, v in self.verdicts.items() if v.claim != "~"]
+        return (moved or list(self.verdicts.items()))[0]
+
+    def ratio_text(self) -> str:
+        """ "×0.810 [0.760, 0.860] output throughput" (recheck / first pass, 95% interval)."""
+        m, v = self.shown
+        r = v.ratio
+        lo, hi = (("?" if math.isnan(x) else f"{x:.3f}") for x in (r.low, r.high))
+        return f"×{r.estimate:.3f} [{lo}, {hi}] {RECHECK_METRICS[m]}"
+
+    def line(self) -> str:
+        """The point's recheck in one sentence (definition + interval)."""
+        sim = "SIMULATED " if self.simulated else ""
+        if self.untrusted:
+            return f"{sim}baseline rechecked at {self.label}: {self.untrusted}, drift not assessed"
+        what = "DRIFT: verdicts here are refused" if self.drift else "no drift"
+        return (
+            f"{sim}baseline rechecked at {self.label}: {self.ratio_text()} "
+            f"(recheck / first pass), {what}"
+        )
+
+    def reason(self) -> str:
+        """Why a candidate verdict at this point is refused."""
+        return (
+            f"the baseline itself moved {self.ratio_text()} between its first pass and its "
+            "recheck (order effect or drift): verdicts here are not comparable"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        def nan(x: float) -> float | None:
+            return None if math.isnan(x) else x
+
+        return {
+            "label": self.label,
+            "first_output_tok_s": nan(self.first_tok_s),
+            "recheck_output_tok_s": nan(self.recheck_tok_s),
+            "drift": self.drift,
+            "untrusted": self.untrusted,
+            "simulated": self.simulated,
+            "verdicts": {m: v.to_json() for m, v in self.verdicts.items()},
+            "line": self.line(),
+        }
+
+
+def _groups(store: Store, runs: list[RunRow]) -> dict[str, RunGroup]:
+    out: dict[str, RunGroup] = {}
+    for r in runs:
+        g = out.setdefault(r.label, RunGroup([], []))
+        g.runs.append(r)
+        g.records.append(store.requests(r.id))
+    return out
+
+
+def _mean_tok_s(g: RunGroup) -> float:
+    return sum(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs) / len(g.runs)
+
+
+def _point(label: str, a: RunGroup, b: RunGroup, alpha: float, min_effect: float) -> RecheckPoint:
+    p = RecheckPoint(label, _mean_tok_s(a), _mean_tok_s(b))
+    p.simulated = any(r.environment.get("engine_name") == "sim" for r in a.runs + b.runs)
+    bad = [r for r in a.runs + b.runs if r.trust == "untrusted"]
+    if bad:
+        side = "recheck" if any(r.purpose == "recheck" for r in bad) else "first pass"
+        p.untrusted = f"{side} untrusted (client lag or an unusable point)"
+        return p
+    p.verdicts["output_tok_s"] = compare_throughput(
+        throughput_sample(a), throughput_sample(b), alpha=alpha, min_effect=min_effect
+    )
+    p.verdicts["tpot_ms"] = compare_samples(
+        "tpot_ms",
+        [per_request("tpot_ms", x) for x in a.records],
+        [per_request("tpot_ms", x) for x in b.records],
+        alpha=alpha,
+        min_effect=min_effect,
+    )
+    return p
+
+
+def recheck_points(
+    store: Store, campaign: str, baseline: str, *, alpha: float = 0.05, min_effect: float = 0.02
+) -> list[RecheckPoint]:
+    """The baseline's rechecked load points, in run order (none when it was not rechecked).
+    Only first-pass runs of the content the recheck measured (the same config hash) count."""
+    again = [
+        r
+        for r in store.runs(campaign=campaign, config=baseline, purpose="recheck")
+        if not r.interrupted
+    ]
+    if not again:
+        return []
+    hashes = {r.config_hash for r in again}
+    first = [
+        r
+        for r in store.runs(campaign=campaign, config=baseline)
+        if not r.interrupted and r.config_hash in hashes
+    ]
+    a, b = _groups(store, first), _groups(store, again)
+    return [_point(lb, a[lb], b[lb], alpha, min_effect) for lb in b if lb in a]

@@ -1,0 +1,192 @@
+"""The baseline recheck (``[load] recheck_baseline``): real sim servers launched by
+``run_campaign`` through a ``command`` engine whose wrapper counts its launches and serves the
+baseline's second launch slower; real SQLite. The drift is found, the candidate's verdict at
+that point refused with the reason, the baseline's measured samples untouched."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.runner import make_plan, run_campaign
+from inferlab.errors import ConfigError
+from inferlab.levers.evidence import gather
+from inferlab.report.compare import build_comparison, render_md, to_json
+from inferlab.report.data import build_report
+from inferlab.report.html_page import render_html
+from inferlab.report.markdown import render_markdown
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.store import Store
+from inferlab.store.recheck import recheck_points
+
+pytestmark = pytest.mark.serial  # timed load points against real servers
+
+#: the wrapper: counts its launches in a file; on launch number SLOW it multiplies --itl-ms
+WRAPPER = """
+import os, sys
+counter, slow = sys.argv[1], int(sys.argv[2])
+argv = sys.argv[sys.argv.index("--") + 1:]
+n = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+open(counter, "w").write(str(n))
+if n == slow:
+    i = argv.index("--itl-ms") + 1
+    argv[i] = str(float(argv[i]) * 2)
+os.execv(argv[0], argv)
+"""
+
+CAMPAIGN = """
+[campaign]
+name = "{name}"
+output = "{out}"
+
+[engine]
+kind = "command"
+argv = ["{python}", "{wrap}", "{counter}", "{slow}", "--", "{python}", "-m", "inferlab.cli.main",
+        "sim", "serve", "--host", "{{host}}", "--port", "{{port}}", "--model", "{{model}}"]
+args = ["--itl-ms", "4"]
+model = "recheck-sim"
+health = "/health"
+metrics = "/metrics"
+api = "sim"  # the reference engine: its numbers say SIMULATED
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "noop"
+extends = "baseline"
+env = {{ INFERLAB_TEST_NOOP = "1" }}  # a lever that cannot matter
+
+[verify]
+probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
+length_tokens = 4
+
+[load]
+workload = {{ input_tokens = 8, output_tokens = 8 }}
+concurrency = [1]
+requests = 30
+min_effect = 0.1
+recheck_baseline = {recheck}
+tokenizer = "{tok}"
+"""
+
+
+@dataclass
+class Done:
+    path: Path
+    db: Path
+    counter: Path
+    name: str
+
+
+def _campaign(tmp: Path, name: str, slow: int, recheck: str = "true") -> tuple[Path, Path]:
+    tok = tmp / "tok"
+    if not tok.exists():
+        WordTokenizer(4096).save_hf(tok)
+    wrap = tmp / "wrap.py"
+    wrap.write_text(WRAPPER)
+    counter = tmp / f"{name}.launches"
+    path = tmp / f"{name}.toml"
+    fields = {"out": tmp / name, "python": sys.executable, "wrap": wrap, "counter": counter}
+    path.write_text(CAMPAIGN.format(name=name, slow=slow, recheck=recheck, tok=tok, **fields))
+    return path, counter
+
+
+def _run(tmp: Path, name: str, slow: int) -> Done:
+    path, counter = _campaign(tmp, name, slow)
+    db = tmp / f"{name}.db"
+    with Store(db) as store:
+        res = run_campaign(path, store=store)
+    assert [(o.config, o.status) for o in res.outcomes] == [
+        ("baseline", "measured"),
+        ("noop", "measured"),
+        ("baseline (recheck)", "measured"),
+    ], [o.message for o in res.outcomes]
+    return Done(path, db, counter, name)
+
+
+@pytest.fixture(scope="module")
+def drift(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Done]:
+    """Launch 3 (the baseline's recheck) serves at twice the ITL."""
+    yield _run(tmp_path_factory.mktemp("drift"), "drift", slow=3)
+
+
+@pytest.fixture(scope="module")
+def steady(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Done]:
+    """No launch is slowed: the same timing twice."""
+    yield _run(tmp_path_factory.mktemp("steady"), "steady", slow=0)
+
+
+def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
+    with Store(drift.db) as store:
+        measured = store.runs(campaign=drift.name, config="baseline")
+        again = store.runs(campaign=drift.name, config="baseline", purpose="recheck")
+        assert [r.purpose for r in again] == ["recheck"] and again[0].label == "C=1"
+        assert len(measured) == 1 and measured[0].n_requests == 30  # the first pass, unchanged
+        assert again[0].n_requests == 30  # the count its first pass recorded
+        points = recheck_points(store, drift.name, "baseline", min_effect=0.1)
+        c = build_comparison(store, campaign=drift.name, min_effect=0.1)
+        js = to_json(c)
+        md = "\n".join(render_md(c))
+        ev = gather(store, drift.name)
+        html = render_html(build_report(store, drift.name))
+        report_md = render_markdown(build_report(store, drift.name))
+    assert drift.counter.read_text() == "3"
+    (p,) = points
+    assert p.untrusted is None, [r.trust_reasons for r in measured + again]
+    ratio = p.verdicts["output_tok_s"].ratio
+    print(f"drift: {p.line()}")  # the numbers the report quotes
+    assert p.drift and ratio.high < 0.9  # ITL ×2: throughput about ×0.5, beyond min_effect
+    assert p.verdicts["tpot_ms"].claim == "worse"
+    cell = c.cells[("noop", "C=1")]
+    assert cell.blocked == "not comparable: baseline drift"
+    for v in cell.verdicts.values():
+        assert v.claim == "~" and "the baseline itself moved ×0." in v.reason
+        assert "verdicts here are not comparable" in v.reason
+    assert js["recheck"][0]["drift"] is True and js["recheck"][0]["label"] == "C=1"
+    assert "| C=1 |" in md and "| yes |" in md and "DRIFT" in md
+    assert "not comparable: baseline drift" in md
+    assert 1 in ev.refused and "baseline itself moved" in ev.refused[1]
+    assert "Baseline recheck" in html and "<td>yes</td>" in html
+    assert "Baseline recheck" in report_md and "SIMULATED" in report_md
+
+
+def test_no_drift_keeps_the_verdicts(steady: Done) -> None:
+    with Store(steady.db) as store:
+        c = build_comparison(store, campaign=steady.name, min_effect=0.1)
+        ev = gather(store, steady.name)
+    (p,) = c.rechecks
+    print(f"steady: {p.line()}")
+    assert not p.drift and "no drift" in p.line() and "(recheck / first pass)" in p.line()
+    assert p.line().startswith("SIMULATED baseline rechecked at C=1: ×")
+    cell = c.cells[("noop", "C=1")]
+    assert cell.blocked is None
+    assert all("baseline itself moved" not in v.reason for v in cell.verdicts.values())
+    assert not ev.refused
+
+
+def test_resume_does_not_repeat_a_finished_recheck_and_finishes_a_cut_one(steady: Done) -> None:
+    with Store(steady.db) as store:
+        res = run_campaign(steady.path, store=store, resume=True)
+        assert all(o.status == "skipped" for o in res.outcomes)
+        assert steady.counter.read_text() == "3"  # nothing launched again
+        with store.transaction():  # the recheck cut short by a Ctrl-C: stored interrupted
+            store.db.execute("UPDATE runs SET interrupted = 1 WHERE purpose = 'recheck'")
+        res = run_campaign(steady.path, store=store, resume=True)
+        assert [o.status for o in res.outcomes] == ["skipped", "skipped", "measured"]
+        assert steady.counter.read_text() == "4"  # only the baseline, for its recheck
+        again = store.runs(campaign=steady.name, purpose="recheck")
+        assert [r.interrupted for r in again] == [True, False]
+        assert len(store.runs(campaign=steady.name, config="baseline")) == 1
+
+
+def test_recheck_must_be_a_boolean(tmp_path: Path) -> None:
+    path, _ = _campaign(tmp_path, "bad", slow=0, recheck='"yes"')
+    with pytest.raises(ConfigError, match=r"load\.recheck_baseline"):
+        make_plan(path)
