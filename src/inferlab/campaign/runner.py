@@ -10,7 +10,8 @@ pending kernel-config files restored (``campaign.orphans``), and what the store 
 fails to launch or verify is stored with its classified failure, log tail and remedy, and the
 campaign goes on. ``resume`` skips finished cells of configs whose content hash is unchanged
 (a changed config is a new config: its old results are never mixed in). Only one server of a
-campaign runs at a time.
+campaign runs at a time. With ``[load] recheck_baseline``, the baseline is launched once more
+after the last config and every point rechecked (``campaign.recheck``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, ConnectError, InferlabError, ServerRejected
 from inferlab.load.bench import BenchEvents, run_bench
 from inferlab.store import Store
+from inferlab.store.recheck import recheck_points
 
 #: the plan's names too (``campaign.plan``): the runner is where callers have taken them from
 __all__ = [
@@ -170,6 +172,10 @@ def _recheck_step(
     )
     out = _run_config(base.name, measure)
     out.config = f"{base.name} (recheck)"
+    if out.status == "measured":  # told with the campaign's own minimum effect
+        points = recheck_points(store, plan.campaign.campaign.name, base.name,
+                                min_effect=plan.campaign.load.min_effect)  # fmt: skip
+        out.message = "; ".join(p.line() for p in points) or out.message
     result.outcomes.append(out)
     events.config_done(out)
     result.interrupted = out.status == "interrupted"

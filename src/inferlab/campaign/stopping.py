@@ -29,8 +29,12 @@ def sequential_for(camp: CampaignFile, config: str) -> bool:
 def stopping_lines(camp: CampaignFile) -> list[str]:
     """How the load points stop, as the plan prints it."""
     ld = camp.load
+    again = [
+        f"baseline recheck: {camp.config[0].name} launched again after the last config, every "
+        "point re-measured with its first pass's request counts (order effects, drift)"
+    ]
     if ld.requests != "auto":
-        return []
+        return again if ld.recheck_baseline else []
     cap = f"max {ld.max_requests}" if ld.max_requests else "no cap"
     dur = f", at most {ld.max_duration_s:g} s" if ld.max_duration_s else ""
     out = [
@@ -43,7 +47,7 @@ def stopping_lines(camp: CampaignFile) -> list[str]:
             f"requests a point): {ld.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
             f"equivalence within ±{ld.min_effect:.0%}"
         )
-    return out
+    return out + (again if ld.recheck_baseline else [])
 
 
 def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, BaselineRef]:

@@ -39,7 +39,8 @@ class RunRow:
     environment: dict[str, Any]
     metrics_version: int | None
     n_requests: int
-    #: "measure", or "profiled" (the load replayed while a profile was captured)
+    #: "measure", "profiled" (the load replayed while a profile was captured) or "recheck"
+    #: (the baseline measured again after the last config, ``store.recheck``)
     purpose: str = "measure"
     #: 'trusted' | 'untrusted' (runs stored before schema 5 are assessed when read)
     trust: str = "trusted"

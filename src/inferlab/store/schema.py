@@ -8,7 +8,8 @@ Format history (``meta.schema_version``):
   3 (inferlab 0.2.0) ``requests.client``: the client host that measured a request (load from
     several hosts, ``inferlab bench --ray --clients N``); NULL for one host.
   4 ``runs.purpose``: 'measure' (default), or 'profiled' for the load replayed while a profile
-    was captured; profiled runs never enter verdicts, resume accounting or sweep tables.
+    was captured (later also 'recheck': the baseline's recheck, ``store.recheck``); neither
+    ever enters verdicts, resume accounting or sweep tables.
   5 trust and stopping: ``runs.trust`` ('trusted' | 'untrusted'; NULL for
     runs stored before, assessed when read), ``runs.trust_json`` (reasons with their fixes),
     ``runs.stop_json`` (why an adaptive or sequential point stopped, achieved half-widths,
