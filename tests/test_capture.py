@@ -321,7 +321,7 @@ def test_rank_files_of_a_remote_server_go_through_ssh(
 
 
 def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
-    from inferlab.campaign.profiled import _point_bench
+    from inferlab.campaign.profiled import point_bench
     from inferlab.config.bench import BenchConfig
     from inferlab.load.quality import FEW_SAMPLES
     from inferlab.load.results import LoadPoint
@@ -334,7 +334,7 @@ def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
             min_requests=min_requests,
             max_requests=400,
         )
-        return _point_bench(auto, LoadPoint("C=1", concurrency=1))
+        return point_bench(auto, LoadPoint("C=1", concurrency=1))
 
     assert bench(50).requests == FEW_SAMPLES == 100  # no few-samples warning on a stored pass
     assert bench(150).requests == 150 and bench(150).concurrency == [1]
