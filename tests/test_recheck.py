@@ -5,6 +5,8 @@ that point refused with the reason, the baseline's measured samples untouched.""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ import pytest
 from inferlab.campaign.runner import make_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.levers.evidence import gather
-from inferlab.report.compare import build_comparison, render_md, to_json
+from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
 from inferlab.report.data import build_report
 from inferlab.report.html_page import render_html
 from inferlab.report.markdown import render_markdown
@@ -72,6 +74,7 @@ workload = {{ input_tokens = 8, output_tokens = 8 }}
 concurrency = [1]
 requests = 30
 min_effect = 0.1
+max_client_lag_ms = 5  # a shared 2-core machine; the effects under test are >= 10% of 30+ ms
 recheck_baseline = {recheck}
 tokenizer = "{tok}"
 """
@@ -134,6 +137,7 @@ def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
         c = build_comparison(store, campaign=drift.name, min_effect=0.1)
         js = to_json(c)
         md = "\n".join(render_md(c))
+        csv = render_csv(c)
         ev = gather(store, drift.name)
         html = render_html(build_report(store, drift.name))
         report_md = render_markdown(build_report(store, drift.name))
@@ -150,11 +154,31 @@ def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
         assert v.claim == "~" and "the baseline itself moved ×0." in v.reason
         assert "verdicts here are not comparable" in v.reason
     assert js["recheck"][0]["drift"] is True and js["recheck"][0]["label"] == "C=1"
+    noop = next(x for x in js["cells"] if x["config"] == "noop")
+    assert "baseline itself moved" in noop["baseline_drift"]
+    assert "baseline_drift" in csv
     assert "| C=1 |" in md and "| yes |" in md and "DRIFT" in md
     assert "not comparable: baseline drift" in md
     assert 1 in ev.refused and "baseline itself moved" in ev.refused[1]
     assert "Baseline recheck" in html and "<td>yes</td>" in html
     assert "Baseline recheck" in report_md and "SIMULATED" in report_md
+
+
+def test_the_cli_shows_the_recheck(drift: Done) -> None:
+    """``inferlab compare`` (table and --json) and ``inferlab report`` carry it."""
+    cli = [sys.executable, "-m", "inferlab.cli.main"]
+    base = ["compare", "--db", str(drift.db), "--campaign", drift.name, "--min-effect", "0.1"]
+    js = json.loads(subprocess.run([*cli, *base, "--format", "json"], check=True,
+                                   capture_output=True, text=True).stdout)  # fmt: skip
+    assert js["recheck"][0]["drift"] is True
+    table = subprocess.run([*cli, *base], check=True, capture_output=True, text=True).stdout
+    assert "Baseline recheck (order effects) — SIMULATED" in table
+    assert "not comparable: baseline drift" in table
+    out = drift.db.parent / "report"
+    subprocess.run([*cli, "report", drift.name, "--db", str(drift.db), "--out", str(out)],
+                   check=True, capture_output=True)  # fmt: skip
+    md = (out / "report.md").read_text()
+    assert "| C=1 |" in md and "| yes |" in md
 
 
 def test_no_drift_keeps_the_verdicts(steady: Done) -> None:
@@ -166,7 +190,7 @@ def test_no_drift_keeps_the_verdicts(steady: Done) -> None:
     assert not p.drift and "no drift" in p.line() and "(recheck / first pass)" in p.line()
     assert p.line().startswith("SIMULATED baseline rechecked at C=1: ×")
     cell = c.cells[("noop", "C=1")]
-    assert cell.blocked is None
+    assert cell.drift is None and cell.blocked != "not comparable: baseline drift"
     assert all("baseline itself moved" not in v.reason for v in cell.verdicts.values())
     assert not ev.refused
 

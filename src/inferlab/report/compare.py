@@ -76,6 +76,7 @@ class Cell:
     untrusted_reasons: list[dict[str, str]] = field(default_factory=list)
     blocked: str | None = None  # why no claim at all (its or the baseline's trust)
     looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
+    drift: str | None = None  # why refused: the baseline moved at this point (its recheck)
 
 
 @dataclass

@@ -33,6 +33,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
                 "untrusted": cell.untrusted_reasons,
                 "settled_at": cell.looks,
                 "lever_not_applied": cell.levers,
+                "baseline_drift": cell.drift,
             }
             for cell in c.cells.values()
         ],
@@ -64,5 +65,6 @@ def render_csv(c: Comparison) -> str:
                 else ("",) * 5
             )
             row = [cell.config, cell.label, cell.trials, m, cell.values.get(m), *r]
-            w.writerow([*row, ";".join(d.field for d in cell.forced), ";".join(cell.levers)])
+            bad = [d.field for d in cell.forced] + (["baseline_drift"] if cell.drift else [])
+            w.writerow([*row, ";".join(bad), ";".join(cell.levers)])
     return buf.getvalue()

@@ -41,7 +41,7 @@ def apply_rechecks(
             continue
         for (_, label), cell in cells.items():
             if label == p.label and cell.verdicts:
-                cell.blocked = "not comparable: baseline drift"
+                cell.blocked, cell.drift = "not comparable: baseline drift", p.reason()
                 cell.verdicts = {m: refused_verdict(p.reason()) for m in cell.verdicts}
     return out
 
