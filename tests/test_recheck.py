@@ -1,7 +1,8 @@
 """The baseline recheck (``[load] recheck_baseline``): real sim servers launched by
 ``run_campaign`` through a ``command`` engine whose wrapper counts its launches and serves the
 baseline's second launch slower; real SQLite. The drift is found, the candidate's verdict at
-that point refused with the reason, the baseline's measured samples untouched."""
+that point refused with the reason unless it holds against both passes of the baseline (A-B-A),
+the baseline's measured samples untouched."""
 
 from __future__ import annotations
 
@@ -26,6 +27,14 @@ from inferlab.store import Store
 from inferlab.store.recheck import recheck_points
 
 pytestmark = pytest.mark.serial  # timed load points against real servers
+
+#: a candidate with a real effect, larger than the drift (ITL 4 ms → 1.5 ms)
+FAST = """
+[[config]]
+name = "fast"
+extends = "baseline"
+set = { "--itl-ms" = "1.5" }
+"""
 
 #: the wrapper: counts its launches in a file; on launch number SLOW it multiplies --itl-ms
 WRAPPER = """
@@ -64,7 +73,7 @@ name = "baseline"
 name = "noop"
 extends = "baseline"
 env = {{ INFERLAB_TEST_NOOP = "1" }}  # a lever that cannot matter
-
+{extra}
 [verify]
 probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
 length_tokens = 4
@@ -88,7 +97,9 @@ class Done:
     name: str
 
 
-def _campaign(tmp: Path, name: str, slow: int, recheck: str = "true") -> tuple[Path, Path]:
+def _campaign(
+    tmp: Path, name: str, slow: int, recheck: str = "true", extra: str = ""
+) -> tuple[Path, Path]:
     tok = tmp / "tok"
     if not tok.exists():
         WordTokenizer(4096).save_hf(tok)
@@ -97,27 +108,27 @@ def _campaign(tmp: Path, name: str, slow: int, recheck: str = "true") -> tuple[P
     counter = tmp / f"{name}.launches"
     path = tmp / f"{name}.toml"
     fields = {"out": tmp / name, "python": sys.executable, "wrap": wrap, "counter": counter}
-    path.write_text(CAMPAIGN.format(name=name, slow=slow, recheck=recheck, tok=tok, **fields))
+    text = CAMPAIGN.format(name=name, slow=slow, recheck=recheck, tok=tok, extra=extra, **fields)
+    path.write_text(text)
     return path, counter
 
 
-def _run(tmp: Path, name: str, slow: int) -> Done:
-    path, counter = _campaign(tmp, name, slow)
+def _run(tmp: Path, name: str, slow: int, extra: str = "") -> Done:
+    path, counter = _campaign(tmp, name, slow, extra=extra)
     db = tmp / f"{name}.db"
     with Store(db) as store:
         res = run_campaign(path, store=store)
-    assert [(o.config, o.status) for o in res.outcomes] == [
-        ("baseline", "measured"),
-        ("noop", "measured"),
-        ("baseline (recheck)", "measured"),
-    ], [o.message for o in res.outcomes]
+    configs = ["baseline", "noop", *(["fast"] if extra else []), "baseline (recheck)"]
+    assert [(o.config, o.status) for o in res.outcomes] == [(c, "measured") for c in configs], [
+        o.message for o in res.outcomes
+    ]
     return Done(path, db, counter, name)
 
 
 @pytest.fixture(scope="module")
 def drift(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Done]:
-    """Launch 3 (the baseline's recheck) serves at twice the ITL."""
-    yield _run(tmp_path_factory.mktemp("drift"), "drift", slow=3)
+    """Launch 4 (the baseline's recheck, after noop and fast) serves at twice the ITL."""
+    yield _run(tmp_path_factory.mktemp("drift"), "drift", slow=4, extra=FAST)
 
 
 @pytest.fixture(scope="module")
@@ -141,18 +152,24 @@ def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
         ev = gather(store, drift.name)
         html = render_html(build_report(store, drift.name))
         report_md = render_markdown(build_report(store, drift.name))
-    assert drift.counter.read_text() == "3"
+    assert drift.counter.read_text() == "4"
     (p,) = points
     assert p.untrusted is None, [r.trust_reasons for r in measured + again]
     ratio = p.verdicts["output_tok_s"].ratio
     print(f"drift: {p.line()}")  # the numbers the report quotes
     assert p.drift and ratio.high < 0.9  # ITL ×2: throughput about ×0.5, beyond min_effect
     assert p.verdicts["tpot_ms"].claim == "worse"
-    cell = c.cells[("noop", "C=1")]
-    assert cell.blocked == "not comparable: baseline drift"
-    for v in cell.verdicts.values():
+    cell = c.cells[("noop", "C=1")]  # ~ against the first pass, better against the recheck
+    assert {"output_tok_s", "tpot_ms"} <= set(cell.drift_refused), cell.verdicts
+    for m in cell.drift_refused:
+        v = cell.verdicts[m]
         assert v.claim == "~" and "the baseline itself moved ×0." in v.reason
-        assert "verdicts here are not comparable" in v.reason
+        assert "verdicts here are not comparable" in v.reason and "against the recheck" in v.reason
+    fast = c.cells[("fast", "C=1")]  # better than both passes of the baseline: it stands
+    assert fast.blocked is None and fast.drift is None
+    for m in ("output_tok_s", "tpot_ms"):
+        v = fast.verdicts[m]
+        assert v.claim == "better" and "the same against the baseline's recheck" in v.reason, m
     assert js["recheck"][0]["drift"] is True and js["recheck"][0]["label"] == "C=1"
     noop = next(x for x in js["cells"] if x["config"] == "noop")
     assert "baseline itself moved" in noop["baseline_drift"]

@@ -22,7 +22,6 @@ from inferlab.report.compare_runs import (
     measured,
     per_request,
     select_runs,
-    throughput_sample,
 )
 from inferlab.report.recheck import apply_rechecks, recheck_md
 from inferlab.report.verdicts import (
@@ -39,13 +38,12 @@ from inferlab.stats.compare import (
     Saturation,
     Verdict,
     check_comparable,
-    compare_samples,
-    compare_throughput,
     find_saturation,
     quality_warnings,
 )
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.groups import group_verdict
 from inferlab.store.recheck import RecheckPoint
 
 __all__ = [
@@ -77,6 +75,18 @@ class Cell:
     blocked: str | None = None  # why no claim at all (its or the baseline's trust)
     looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
     drift: str | None = None  # why refused: the baseline moved at this point (its recheck)
+    drift_refused: list[str] = field(default_factory=list)  # the metrics refused for it
+
+    def no_claim(self, metric: str) -> str | None:
+        """Why the cell makes no claim on ``metric`` ("untrusted: client lag", "not
+        comparable: baseline drift"); None when its verdict (if any) stands."""
+        if self.blocked:
+            return self.blocked
+        if metric in self.drift_refused:
+            return "not comparable: baseline drift"
+        if metric not in self.verdicts and self.untrusted:
+            return self.untrusted
+        return None
 
 
 @dataclass
@@ -117,18 +127,8 @@ def _verdicts(
         seq = sequential_verdict(cg.runs[0], m, base, min_effect) if len(cg.runs) == 1 else None
         if seq is not None:
             out[m], cand.looks[m] = seq
-        elif m == "output_tok_s":
-            out[m] = compare_throughput(
-                throughput_sample(bg), throughput_sample(cg), alpha=alpha, min_effect=min_effect
-            )
         else:
-            out[m] = compare_samples(
-                m,
-                [per_request(m, recs) for recs in bg.records],
-                [per_request(m, recs) for recs in cg.records],
-                alpha=alpha,
-                min_effect=min_effect,
-            )
+            out[m] = group_verdict(m, bg, cg, alpha=alpha, min_effect=min_effect)
     return out
 
 
@@ -246,7 +246,7 @@ def build_comparison(
             if cand.levers and not force:  # a diff item that did not take effect: no claim
                 cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
-    rechecks = apply_rechecks(store, first[base], cells, alpha, min_effect)
+    rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect)
     return Comparison(
         base,
         configs,
@@ -274,8 +274,9 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
     digits = METRICS[metric][2]
     text = num(cell.values.get(metric, math.nan), digits)
     v = cell.verdicts.get(metric)
-    if cell.blocked or (v is None and cell.untrusted):
-        text += f" {cell.blocked or cell.untrusted}"
+    refusal = cell.no_claim(metric)
+    if refusal:
+        text += f" {refusal}"
     elif v is not None:
         r = v.ratio
         if math.isnan(r.estimate):

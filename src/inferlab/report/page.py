@@ -30,8 +30,9 @@ def cell_parts(c: Comparison, cfg: str, label: str, metric: str) -> tuple[str, s
         return "–", "", "", ""
     value = num(cell.values.get(metric, math.nan), METRICS[metric][2])
     v = cell.verdicts.get(metric)
-    if cell.blocked or (v is None and cell.untrusted):
-        return value, "", "~", cell.blocked or cell.untrusted or ""
+    refusal = cell.no_claim(metric)
+    if refusal:
+        return value, "", "~", refusal
     if v is None:
         return value, "", "", ""
     r, says = v.ratio, claim_text(v, None, cell.looks.get(metric))

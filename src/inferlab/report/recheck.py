@@ -1,13 +1,17 @@
-"""The baseline recheck in a comparison: candidate verdicts refused where the baseline drifted
-(``store.recheck``), and the recheck as a table (point, first pass, recheck, ratio, drift)."""
+"""The baseline recheck in a comparison: where the baseline drifted (``store.recheck``), a
+candidate's verdict kept only when it holds against both passes (A-B-A), and the recheck as a
+table (point, first pass, recheck, ratio, drift)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from inferlab.report.verdicts import num, refused_verdict
+from inferlab.report.verdicts import num, ratio_text, refused_verdict
+from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow, Store
+from inferlab.store.groups import RunGroup, group_verdict
 from inferlab.store.recheck import RecheckPoint, recheck_points
 
 if TYPE_CHECKING:
@@ -25,25 +29,56 @@ __all__ = [
 RECHECK_HEAD = ("point", "first pass (tok/s)", "recheck (tok/s)", "ratio [95% interval]", "drift")
 RECHECK_NOTE = (
     "The baseline launched again after every other config and measured with the same request "
-    "counts; ratio = recheck / first pass. Where it drifted beyond the minimum effect, no "
-    "candidate verdict at that point is claimed."
+    "counts; ratio = recheck / first pass. Where it drifted beyond the minimum effect, a "
+    "candidate's verdict there stands only when it reads the same against the recheck."
 )
 
 
 def apply_rechecks(
-    store: Store, base: RunRow, cells: dict[tuple[str, str], Cell], alpha: float, min_effect: float
+    store: Store,
+    base: RunRow,
+    cells: dict[tuple[str, str], Cell],
+    groups: Mapping[tuple[str, str], RunGroup],
+    alpha: float,
+    min_effect: float,
 ) -> list[RecheckPoint]:
-    """The baseline's recheck (same ``alpha`` and ``min_effect`` as the A/B); every candidate
-    verdict at a point where the baseline drifted is refused, with the drift as the reason."""
+    """The baseline's recheck (same ``alpha`` and ``min_effect`` as the A/B). Where the
+    baseline drifted, a candidate's verdict stands only when it reads the same against the
+    recheck (A-B-A: the claim holds against both passes of the baseline); else it is refused,
+    with the drift as the reason (``Cell.drift_refused``). A cell with no verdict left is
+    blocked."""
     out = recheck_points(store, base.campaign, base.config, alpha=alpha, min_effect=min_effect)
     for p in out:
-        if not p.drift:
+        if not p.drift or p.again is None:
             continue
-        for (_, label), cell in cells.items():
-            if label == p.label and cell.verdicts:
-                cell.blocked, cell.drift = "not comparable: baseline drift", p.reason()
-                cell.verdicts = {m: refused_verdict(p.reason()) for m in cell.verdicts}
+        for key, cell in cells.items():
+            if key[1] != p.label or not cell.verdicts or cell.blocked or key not in groups:
+                continue
+            for m, v in list(cell.verdicts.items()):
+                again = group_verdict(m, p.again, groups[key], alpha=alpha, min_effect=min_effect)
+                cell.verdicts[m] = _bracketed(p, v, again)
+                if v.claim != again.claim:
+                    cell.drift_refused.append(m)
+            if cell.drift_refused:
+                cell.drift = p.reason()
+            if set(cell.drift_refused) == set(cell.verdicts):
+                cell.blocked = "not comparable: baseline drift"
     return out
+
+
+def _bracketed(p: RecheckPoint, first: Verdict, again: Verdict) -> Verdict:
+    """``first`` (against the baseline's first pass) where ``again`` (against its recheck)
+    makes the same claim, else refused."""
+    if first.claim == again.claim:
+        return replace(
+            first,
+            reason=f"{first.reason}; the same against the baseline's recheck "
+            f"({ratio_text(again.ratio)}), which drifted",
+        )
+    return refused_verdict(
+        f"{p.reason()}; against the first pass {first.claim} {ratio_text(first.ratio)}, "
+        f"against the recheck {again.claim} {ratio_text(again.ratio)}"
+    )
 
 
 def recheck_title(rechecks: Sequence[RecheckPoint]) -> str:

@@ -10,10 +10,10 @@ from inferlab.errors import ConfigError
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import batch_rates, tpot_ms
 from inferlab.stats.stopping import request_span_rates
-from inferlab.stats.verdict import ThroughputSample
+from inferlab.stats.verdict import ThroughputSample, Verdict, compare_samples, compare_throughput
 from inferlab.store.rows import RunRow
 
-__all__ = ["RunGroup", "measured", "per_request", "throughput_sample"]
+__all__ = ["RunGroup", "group_verdict", "measured", "per_request", "throughput_sample"]
 
 
 @dataclass
@@ -46,6 +46,24 @@ def throughput_sample(g: RunGroup) -> ThroughputSample:
     if len(g.runs) == 1:
         rates = _batch_rates(g.runs[0], g.records[0])
     return ThroughputSample(trials=trials, batch_rates=rates)
+
+
+def group_verdict(
+    metric: str, a: RunGroup, b: RunGroup, *, alpha: float = 0.05, min_effect: float = 0.02
+) -> Verdict:
+    """``b`` against ``a`` on ``metric`` from the raw samples: output throughput by
+    ``compare_throughput``, a per-request metric (ms) by ``compare_samples`` on its median."""
+    if metric == "output_tok_s":
+        return compare_throughput(
+            throughput_sample(a), throughput_sample(b), alpha=alpha, min_effect=min_effect
+        )
+    return compare_samples(
+        metric,
+        [per_request(metric, recs) for recs in a.records],
+        [per_request(metric, recs) for recs in b.records],
+        alpha=alpha,
+        min_effect=min_effect,
+    )
 
 
 def _batch_rates(run: RunRow, records: list[RequestRecord]) -> tuple[float, ...]:

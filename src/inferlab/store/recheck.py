@@ -3,9 +3,10 @@
 load point with the A/B's own machinery (``compare_throughput`` on output throughput,
 ``compare_samples`` on median TPOT, the same ``alpha`` and ``min_effect``).
 
-A point where either metric moved beyond ``min_effect`` *drifted*: the baseline itself is not
-what the candidates were measured against, so no candidate verdict there is comparable (an
-order effect, machine load, thermal state, warm caches). The raw runs stay as they are.
+A point where either metric moved beyond ``min_effect`` *drifted* (an order effect, machine
+load, thermal state, warm caches): the baseline itself is not what the candidates were measured
+against, so a candidate's verdict there stands only when it reads the same against the recheck
+(``report.recheck``). The raw runs stay as they are.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferlab.stats.verdict import Verdict, compare_samples, compare_throughput
+from inferlab.stats.verdict import Verdict
 from inferlab.store.db import Store
-from inferlab.store.groups import RunGroup, per_request, throughput_sample
+from inferlab.store.groups import RunGroup, group_verdict
 from inferlab.store.rows import RunRow
 
 __all__ = ["RECHECK_METRICS", "RecheckPoint", "recheck_points"]
@@ -36,6 +37,8 @@ class RecheckPoint:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     untrusted: str | None = None  # a side untrusted: drift not assessed
     simulated: bool = False
+    #: the recheck's runs and records (the candidates' claims are checked against them too)
+    again: RunGroup | None = field(default=None, repr=False)
 
     @property
     def drift(self) -> bool:
@@ -59,7 +62,11 @@ class RecheckPoint:
         sim = "SIMULATED " if self.simulated else ""
         if self.untrusted:
             return f"{sim}baseline rechecked at {self.label}: {self.untrusted}, drift not assessed"
-        what = "DRIFT: verdicts here are refused" if self.drift else "no drift"
+        what = (
+            "DRIFT: a verdict here stands only if it holds against both"
+            if self.drift
+            else "no drift"
+        )
         return (
             f"{sim}baseline rechecked at {self.label}: {self.ratio_text()} "
             f"(recheck / first pass), {what}"
@@ -109,16 +116,9 @@ def _point(label: str, a: RunGroup, b: RunGroup, alpha: float, min_effect: float
         side = "recheck" if any(r.purpose == "recheck" for r in bad) else "first pass"
         p.untrusted = f"{side} untrusted (client lag or an unusable point)"
         return p
-    p.verdicts["output_tok_s"] = compare_throughput(
-        throughput_sample(a), throughput_sample(b), alpha=alpha, min_effect=min_effect
-    )
-    p.verdicts["tpot_ms"] = compare_samples(
-        "tpot_ms",
-        [per_request("tpot_ms", x) for x in a.records],
-        [per_request("tpot_ms", x) for x in b.records],
-        alpha=alpha,
-        min_effect=min_effect,
-    )
+    p.again = b
+    for m in RECHECK_METRICS:
+        p.verdicts[m] = group_verdict(m, a, b, alpha=alpha, min_effect=min_effect)
     return p
 
 
