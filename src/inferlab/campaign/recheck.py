@@ -3,7 +3,8 @@ launched again (the same config, verified again) and every load point re-measure
 request count its first pass counted there — a fixed count, not adaptive, so both passes
 measure the same thing. Stored as runs with ``purpose = 'recheck'``: no verdict, resume
 accounting or sweep table of the measurements reads them; ``store.recheck`` compares the two
-passes and ``compare`` refuses the candidate verdicts of a point where the baseline moved.
+passes; where the baseline moved, ``compare`` keeps a candidate's verdict only when it holds
+against both passes (``report.recheck``).
 """
 
 from __future__ import annotations

@@ -243,10 +243,11 @@ def build_comparison(
             cand.levers = not_applied(store, first[cfg])
             bg, cg, base_cell = groups[(base, label)], groups[(cfg, label)], cells[(base, label)]
             cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
-            if cand.levers and not force:  # a diff item that did not take effect: no claim
-                cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
-    saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect)
+    for cand in cells.values():  # a diff item that did not take effect: no claim
+        if cand.levers and not force:
+            cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
+    saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
         base,
         configs,
