@@ -128,7 +128,8 @@ def with_profiling(
     base = capture_base(camp, cfg)
     if create and is_local(cfg):
         Path(base).mkdir(parents=True, exist_ok=True)
-    add = recipe.launch(base, engine_version)
+    steps = camp.profile.steps if camp.profile is not None else 20
+    add = recipe.launch(base, engine_version, steps)
     launched = replace(cfg, args=[*cfg.args, *add.args], env={**cfg.env, **add.env})
     return launched, add.describe()
 
@@ -214,6 +215,9 @@ class Controller:
             if self.load_done.is_set():
                 raise CaptureFailed("start-failed", "the load ended before it was steady")
         r = self.recipe
+        pattern = r.rank_pattern(self.prefix)
+        # files already there belong to earlier captures (vLLM 0.26 names them all alike)
+        before = frozenset(f.path for f in self.files.list(self.directory, pattern, r.exclude))
         body = r.body(self.directory, self.prefix, self.prof.steps, self.prof.activities,
                       self.prof.with_stack)  # fmt: skip
         status, text = _post(self.url + r.start_path, body, 60.0)
@@ -230,9 +234,10 @@ class Controller:
         self.found = wait_complete(
             self.files,
             self.directory,
-            r.rank_pattern(self.prefix),
+            pattern,
             r.exclude,
             self.ranks,
+            ignore=before,
             deadline=self._deadline,
             timeout_s=self.prof.timeout_s,
             max_bytes=int(self.prof.max_trace_mb * 2**20),

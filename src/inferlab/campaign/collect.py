@@ -171,14 +171,15 @@ def wait_complete(
     max_bytes: int,
     done: Callable[[], bool] = lambda: False,
     poll_s: float = 0.5,
+    ignore: frozenset[str] = frozenset(),
 ) -> list[RankFile]:
     """Wait until ``ranks`` files match, each complete; ``done()`` True means no more will come
-    (then what is there is taken). ``deadline()`` is the current time limit (``monotonic``;
+    (then what is there is taken); files whose path is in ``ignore`` never count. ``deadline()`` is the current time limit (``monotonic``;
     ``timeout_s`` is what it allows, for messages). Raises :class:`CaptureFailed` (timeout, no
     files, truncated, too large)."""
     last: dict[str, int] = {}
     while True:
-        found = files.list(directory, pattern, exclude)
+        found = [f for f in files.list(directory, pattern, exclude) if f.path not in ignore]
         big = [f for f in found if f.size > max_bytes]
         if big:
             raise CaptureFailed(

@@ -52,6 +52,12 @@ def random_cmd(
     dtype: Annotated[
         str, typer.Option("--dtype", help="Weight dtype written: bfloat16 or float32.")
     ] = "bfloat16",
+    quant: Annotated[
+        str,
+        typer.Option(
+            "--quant", help="none, or fp8-block: projections in 128x128 block FP8 (vLLM, SGLang)."
+        ),
+    ] = "none",
     workers: Annotated[
         int | None, typer.Option("--workers", help="Threads drawing tensors (default: CPUs).")
     ] = None,
@@ -66,10 +72,11 @@ def random_cmd(
 
     from inferlab.models import write_random_model
 
-    info = write_random_model(out, preset, seed=seed, dtype=dtype, workers=workers)
+    info = write_random_model(out, preset, seed=seed, dtype=dtype, quant=quant, workers=workers)
+    kind = info.dtype if info.quant == "none" else f"{info.quant} (rest {info.dtype})"
     Console().print(
         f"wrote random Llama model ({info.preset}) to [bold]{info.path}[/bold]: "
-        f"{info.num_parameters:,} parameters, {info.dtype}, {info.size_bytes / 1e9:.2f} GB, "
+        f"{info.num_parameters:,} parameters, {kind}, {info.size_bytes / 1e9:.2f} GB, "
         f"seed {info.seed}, in {info.seconds:.1f} s",
         highlight=False,
     )

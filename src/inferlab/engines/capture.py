@@ -62,8 +62,8 @@ class CaptureRecipe:
     """How one engine records traces on request (see the module docstring)."""
 
     engine: str
-    #: (output dir, engine version or None) → launch additions
-    launch: Callable[[str, str | None], CaptureLaunch]
+    #: (output dir, engine version or None, steps per capture) → launch additions
+    launch: Callable[[str, str | None, int], CaptureLaunch]
     #: (capture dir, prefix, steps, activities, stack) → the JSON body of ``start_path``
     body: Callable[[str, str, int, Sequence[str], bool], dict[str, Any]]
     #: the engine args → how many rank files one capture writes
@@ -132,7 +132,7 @@ def _sglang_body(
     }
 
 
-def _sglang_launch(out: str, version: str | None) -> CaptureLaunch:
+def _sglang_launch(out: str, version: str | None, steps: int) -> CaptureLaunch:
     return CaptureLaunch(env={"SGLANG_TORCH_PROFILER_DIR": out})
 
 
@@ -162,18 +162,23 @@ def _version_tuple(v: str | None) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (999, 0)
 
 
-def _vllm_launch(out: str, version: str | None) -> CaptureLaunch:
-    """``--profiler-config`` from 0.13 on (unknown version: assumed recent), else the env."""
-    if _version_tuple(version) < (0, 13):
+def _vllm_launch(out: str, version: str | None, steps: int) -> CaptureLaunch:
+    """``--profiler-config`` from 0.13 on (unknown version: assumed recent), else the env.
+    From 0.26 on it carries ``max_iterations`` too: 0.26's ``/start_profile`` takes no body
+    (``entrypoints/serve/profile/api_router.py``), so the limit must be set at launch."""
+    v = _version_tuple(version)
+    if v < (0, 13):
         return CaptureLaunch(
             env={"VLLM_TORCH_PROFILER_DIR": out, "VLLM_TORCH_PROFILER_WITH_STACK": "0"}
         )
-    cfg = {
+    cfg: dict[str, Any] = {
         "profiler": "torch",
         "torch_profiler_dir": out,
         "ignore_frontend": True,
         "torch_profiler_with_stack": False,
     }
+    if v >= (0, 26):
+        cfg["max_iterations"] = steps + 1
     return CaptureLaunch(args=("--profiler-config", json.dumps(cfg, separators=(",", ":"))))
 
 
@@ -189,9 +194,11 @@ VLLM_CAPTURE = CaptureRecipe(
     launch=_vllm_launch,
     body=_vllm_body,
     ranks=vllm_ranks,
-    rank_glob="{prefix}_*.pt.trace.json*",
+    # 0.32 names a capture's files {prefix}_dp0_..._rank0.{ns}.pt.trace.json.gz; 0.26 ignores
+    # the prefix (dp0_..._rank0.{ns}...): a capture's files are the new ones in the directory
+    rank_glob="*rank*.pt.trace.json*",
     exclude=("*async_llm*", "*.txt"),
     dir_per_capture=False,
-    source="vllm 0.32.0 vllm/v1/worker/gpu_worker.py (Worker.profile trace name), "
+    source="vllm 0.32.0 and 0.26.0 vllm/v1/worker/gpu_worker.py (Worker.profile trace name), "
     "vllm/profiler/wrapper.py (tensorboard_trace_handler)",
 )

@@ -190,6 +190,16 @@ SIGNATURES = (
         ("--gpu-memory-utilization", "--max-num-seqs", "--max-model-len", "--enforce-eager"),
     ),
     fatal_sig(
+        "free_memory_below_utilization",
+        r"Free memory on device .*on startup is less than desired GPU memory utilization",
+        remedy="vLLM asks for --gpu-memory-utilization × the GPU's total memory and that much is "
+        "not free at start (the line gives free/total): lower --gpu-memory-utilization below "
+        "free/total, or stop what holds the GPU (an earlier server's EngineCore child)",
+        flags=("--gpu-memory-utilization",),
+        source="vllm 0.26.0 vllm/v1/worker/utils.py request_memory (message); "
+        "tests/fixtures/vllm_gpu/ (the H200 log)",
+    ),
+    fatal_sig(
         "kv_cache_too_small",
         r"larger than the available KV cache memory|larger than the maximum number of tokens "
         r"that can be stored in KV cache|No available memory for the cache blocks",

@@ -5,7 +5,10 @@ vocabulary: 1.1 B parameters, 2.2 GB in bfloat16), deterministic from a seed, wr
 torch: numpy draws each tensor from its own generator (seed, tensor index), so tensors can be
 made on several threads and the file is byte-identical whatever the thread count. Weights are
 written as bfloat16 (round to nearest even) or float32 into one ``model.safetensors``
-(``inferlab.models.safetensors``), streamed tensor by tensor.
+(``inferlab.models.safetensors``), streamed tensor by tensor. ``quant = "fp8-block"`` writes
+the attention and MLP projections as 128 × 128 block FP8 with their ``weight_scale_inv``
+(``inferlab.models.fp8``), as vLLM and SGLang load DeepSeek-style checkpoints: the same float32
+draws as the bfloat16 twin of that seed, so the two differ by the quantization alone.
 
 The construction of ``inferlab.models.tiny`` keeps the model from ever emitting a special or
 non-printable token (residual channel 0 is a constant that only forbidden LM-head rows read,
@@ -23,11 +26,13 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from inferlab.errors import ConfigError
+from inferlab.models.fp8 import QUANTIZATION_CONFIG, quantize_blocks
 from inferlab.models.safetensors import TensorEntry, write_safetensors
 from inferlab.models.tokenizer import (
     Construction,
@@ -37,12 +42,18 @@ from inferlab.models.tokenizer import (
     write_hf_files,
 )
 
-__all__ = ["DTYPES", "PRESETS", "RandomModelInfo", "RandomSpec", "write_random_model"]
+__all__ = ["DTYPES", "PRESETS", "QUANTS", "RandomModelInfo", "RandomSpec", "write_random_model"]
 
 F32 = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 #: weight dtypes inferlab can write (torch names) → safetensors dtype
 DTYPES = {"bfloat16": "BF16", "float32": "F32"}
+#: quantized checkpoints: the attention and MLP projections in 128 × 128 block FP8
+#: (``inferlab.models.fp8``), the rest in bfloat16; "none" is the unquantized twin
+QUANTS = ("none", "fp8-block")
+#: the tensors a quantized checkpoint stores in FP8
+_LINEAR = ("_proj.weight",)
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,7 @@ class RandomModelInfo:
     preset: str
     seed: int
     dtype: str
+    quant: str
     num_parameters: int
     size_bytes: int
     seconds: float
@@ -159,11 +171,11 @@ def _maker(
     return make
 
 
-def _ordered(fn: Callable[[int], bytes], n: int, workers: int | None) -> Iterator[bytes]:
+def _ordered(fn: Callable[[int], T], n: int, workers: int | None) -> Iterator[T]:
     """``fn(0) … fn(n-1)`` in order, computed on threads, at most 2 × workers ahead (memory)."""
     k = workers or min(16, os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=k) as pool:
-        pending: deque[Future[bytes]] = deque()
+        pending: deque[Future[T]] = deque()
         for i in range(n):
             pending.append(pool.submit(fn, i))
             if len(pending) >= 2 * k:
@@ -179,7 +191,7 @@ def bf16_bytes(a: F32) -> bytes:
     return bytes(rounded.astype("<u2").tobytes())
 
 
-def _checked(out: Path, preset: str, dtype: str, spec: RandomSpec | None) -> RandomSpec:
+def _checked(out: Path, preset: str, dtype: str, quant: str, spec: RandomSpec | None) -> RandomSpec:
     """The spec to write (``ConfigError`` naming the option for bad input)."""
     if spec is None:
         if preset not in PRESETS:
@@ -187,10 +199,30 @@ def _checked(out: Path, preset: str, dtype: str, spec: RandomSpec | None) -> Ran
         spec = PRESETS[preset]
     if dtype not in DTYPES:
         raise ConfigError(f"--dtype: unknown {dtype!r}; expected one of {', '.join(DTYPES)}")
+    if quant not in QUANTS:
+        raise ConfigError(f"--quant: unknown {quant!r}; expected one of {', '.join(QUANTS)}")
+    if quant != "none" and dtype != "bfloat16":
+        raise ConfigError(f"--quant {quant} keeps the other tensors in bfloat16: drop --dtype")
     spec.validate()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} exists and is not a directory")
     return spec
+
+
+def _entries(
+    names: list[tuple[str, tuple[int, ...]]], st: str, quant: str
+) -> list[list[TensorEntry]]:
+    """Per base tensor, what the file holds: the tensor, or FP8 codes and their block scales."""
+    out: list[list[TensorEntry]] = []
+    for n, shape in names:
+        if quant == "fp8-block" and n.endswith(_LINEAR):
+            blocks = tuple(-(-d // 128) for d in shape)
+            out.append(
+                [TensorEntry(n, "F8_E4M3", shape), TensorEntry(n + "_scale_inv", "F32", blocks)]
+            )
+        else:
+            out.append([TensorEntry(n, st, shape)])
+    return out
 
 
 def write_random_model(
@@ -199,39 +231,51 @@ def write_random_model(
     *,
     seed: int = 0,
     dtype: str = "bfloat16",
+    quant: str = "none",
     spec: RandomSpec | None = None,
     workers: int | None = None,
 ) -> RandomModelInfo:
-    """Write the ``preset`` model (or ``spec``) into ``out`` (created; files overwritten)."""
+    """Write the ``preset`` model (or ``spec``) into ``out`` (created; files overwritten).
+
+    ``quant = "fp8-block"`` stores the projections as block FP8 (``inferlab.models.fp8``):
+    the same float32 draws as the unquantized twin of that seed, quantized."""
     import time
 
     t0 = time.monotonic()
     out = Path(out)
-    spec = _checked(out, preset, dtype, spec)
+    spec = _checked(out, preset, dtype, quant, spec)
     out.mkdir(parents=True, exist_ok=True)
     tt = train_tokenizer(spec.tokenizer_vocab)
     forbidden = np.array(sorted({*tt.forbidden, *range(tt.vocab_size, spec.vocab_size)}))
     make = _maker(spec, forbidden, seed)
     names = _tensors(spec)
     st = DTYPES[dtype]
+    groups = _entries(names, st, quant)
 
-    def encode(i: int) -> bytes:
+    def encode(i: int) -> list[bytes]:
         a = make(i, *names[i])
-        return bf16_bytes(a) if st == "BF16" else bytes(a.astype("<f4").tobytes())
+        if len(groups[i]) == 2:
+            codes, scale = quantize_blocks(a)
+            return [codes.tobytes(), scale.astype("<f4").tobytes()]
+        return [bf16_bytes(a) if st == "BF16" else bytes(a.astype("<f4").tobytes())]
 
-    entries = [TensorEntry(n, st, shape) for n, shape in names]
-    size = write_safetensors(
-        out / "model.safetensors", entries, _ordered(encode, len(names), workers)
-    )
+    def chunks() -> Iterator[bytes]:
+        for parts in _ordered(encode, len(names), workers):
+            yield from parts
+
+    entries = [e for g in groups for e in g]
+    size = write_safetensors(out / "model.safetensors", entries, chunks())
     shape = llama_shape(spec, spec.vocab_size, dtype)
     meta = {
         "generator": "inferlab.models.random",
         "preset": preset,
         "seed": seed,
+        **({"quant": quant} if quant != "none" else {}),
         "spec": asdict(spec),
         "tokenizer_vocab_size": tt.vocab_size,
     }
-    files = tuple(sorted((*write_hf_files(out, tt, shape, meta), "model.safetensors")))
+    extra = {"quantization_config": QUANTIZATION_CONFIG} if quant == "fp8-block" else {}
+    files = tuple(sorted((*write_hf_files(out, tt, shape, meta, extra), "model.safetensors")))
     return RandomModelInfo(
-        out, preset, seed, dtype, spec.num_parameters, size, time.monotonic() - t0, files
+        out, preset, seed, dtype, quant, spec.num_parameters, size, time.monotonic() - t0, files
     )

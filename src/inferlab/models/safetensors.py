@@ -21,13 +21,13 @@ from inferlab.errors import InferlabError
 __all__ = ["ITEMSIZE", "TensorEntry", "read_header", "write_safetensors"]
 
 #: bytes per element of the dtypes written here
-ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4}
+ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1}
 
 
 @dataclass(frozen=True)
 class TensorEntry:
     name: str
-    dtype: str  # safetensors dtype: BF16 | F16 | F32
+    dtype: str  # safetensors dtype: BF16 | F16 | F32 | F8_E4M3
     shape: tuple[int, ...]
 
     @property

@@ -291,8 +291,10 @@ def _dump(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def _llama_config(shape: LlamaShape, tt: TrainedTokenizer, inferlab: dict[str, Any]) -> Any:
-    return {
+def _llama_config(
+    shape: LlamaShape, tt: TrainedTokenizer, inferlab: dict[str, Any], extra: dict[str, Any]
+) -> Any:
+    return extra | {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
         "hidden_size": shape.hidden_size,
@@ -348,11 +350,16 @@ def _tokenizer_config(tt: TrainedTokenizer, model_max_length: int) -> Any:
 
 
 def write_hf_files(
-    out: Path, tt: TrainedTokenizer, shape: LlamaShape, inferlab: dict[str, Any]
+    out: Path,
+    tt: TrainedTokenizer,
+    shape: LlamaShape,
+    inferlab: dict[str, Any],
+    extra: dict[str, Any] | None = None,
 ) -> tuple[str, ...]:
-    """Write everything but the weights into ``out``; returns the file names written."""
+    """Write everything but the weights into ``out`` (``extra``: more ``config.json`` keys,
+    e.g. ``quantization_config``); returns the file names written."""
     (out / "tokenizer.json").write_text(tt.tok.to_str(pretty=True) + "\n")
-    _dump(out / "config.json", _llama_config(shape, tt, inferlab))
+    _dump(out / "config.json", _llama_config(shape, tt, inferlab, extra or {}))
     _dump(
         out / "generation_config.json",
         {"_from_model_config": True, "bos_token_id": tt.bos_id, "eos_token_id": tt.eos_id},

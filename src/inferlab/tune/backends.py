@@ -8,9 +8,12 @@ block-FP8 GEMM backend from the GPU, their flags and environment, and the shape:
   ``SGLANG_ENABLE_JIT_DEEPGEMM=0``), then FlashInfer on Blackwell, then CUTLASS on sm_90+, else
   Triton. DeepGEMM falls back to Triton when N % 64 or K % 128 ≠ 0, CUTLASS when N % 128 or
   K % 128 ≠ 0, FlashInfer when K < 256. ``--fp8-gemm-backend triton`` forces Triton.
-- vLLM (``W8A8BlockFp8LinearOp``): DeepGEMM when ``VLLM_USE_DEEP_GEMM`` is on and N % 64 = K % 128
-  = 0 on sm_90/sm_100, else CUTLASS block-FP8 on sm_90+ when N and K are multiples of 128, else
-  Triton.
+- vLLM (``W8A8BlockFp8LinearOp``, before 0.2x): DeepGEMM when ``VLLM_USE_DEEP_GEMM`` is on and
+  N % 64 = K % 128 = 0 on sm_90/sm_100, else CUTLASS block-FP8 on sm_90+ when N and K are
+  multiples of 128, else Triton. vLLM 0.26 (``model_executor/kernels/linear/__init__.py``,
+  ``_POSSIBLE_FP8_BLOCK_KERNELS``) tries FlashInfer+DeepGEMM, DeepGEMM, CUTLASS, Marlin, then
+  Triton; ``--linear-backend triton`` keeps only Triton, and ``VLLM_DISABLED_KERNELS`` (class
+  names, comma-separated) removes kernels from the list.
 
 These rules follow the engines' source; versions differ, so a verdict says what it assumed.
 """
@@ -208,6 +211,17 @@ def _sglang_auto(ctx: BackendContext, v: _Verdict) -> BackendVerdict:
     return v("Triton", True, "CUTLASS falls back to Triton: N or K not a multiple of 128")
 
 
+#: vLLM 0.26's block-FP8 kernels tried before Triton (VLLM_DISABLED_KERNELS names)
+_VLLM_BEFORE_TRITON = frozenset(
+    {
+        "FlashInferFp8DeepGEMMDynamicBlockScaledKernel",
+        "DeepGemmFp8BlockScaledMMKernel",
+        "CutlassFp8BlockScaledMMKernel",
+        "MarlinFP8ScaledMMLinearKernel",
+    }
+)
+
+
 def _vllm(ctx: BackendContext) -> BackendVerdict:
     env = ctx.env
     n, k, cap = ctx.n, ctx.k, ctx.capability
@@ -215,6 +229,12 @@ def _vllm(ctx: BackendContext) -> BackendVerdict:
     def v(name: str, triton: bool | None, reason: str, fix: str | None = None) -> BackendVerdict:
         return BackendVerdict("vllm", n, k, name, triton, reason, fix)
 
+    forced = flag_value(ctx.argv, "--linear-backend")
+    if forced is not None and forced.lower().replace("-", "_") == "triton":
+        return v("Triton", True, "--linear-backend triton: vLLM runs only its Triton kernels")
+    disabled = set(env.get("VLLM_DISABLED_KERNELS", "").split(","))
+    if disabled >= _VLLM_BEFORE_TRITON:
+        return v("Triton", True, "VLLM_DISABLED_KERNELS disables every kernel tried before Triton")
     if cap is None:
         return v(
             "unknown",
@@ -234,14 +254,15 @@ def _vllm(ctx: BackendContext) -> BackendVerdict:
             False,
             f"sm_{cap[0]}{cap[1]}, VLLM_USE_DEEP_GEMM on (the default in recent vLLM when "
             "deep_gemm is installed)",
-            "set VLLM_USE_DEEP_GEMM=0; vLLM then uses CUTLASS where N and K are multiples of 128",
+            "pass --linear-backend triton (vLLM 0.26+), or set VLLM_USE_DEEP_GEMM=0 (older "
+            "vLLM then uses CUTLASS where N and K are multiples of 128)",
         )
     if n % 128 == 0 and k % 128 == 0:
         return v(
             "CUTLASS",
             False,
             f"sm_{cap[0]}{cap[1]}: CUTLASS block-FP8 runs every shape with N, K multiples of 128",
-            "vLLM has no switch to prefer Triton here; tune only shapes it sends to Triton",
+            "pass --linear-backend triton (vLLM 0.26+) so that the tuned files are read",
         )
     return v("Triton", True, "N or K not a multiple of 128: CUTLASS cannot run it")
 
