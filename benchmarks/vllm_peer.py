@@ -150,7 +150,7 @@ def _inferlab_row(r: dict[str, Any]) -> dict[str, float] | None:
     return {
         "ttft_p50": s["ttft_ms"]["p50"],
         "tpot_p50": s["tpot_ms"]["p50"],
-        "tok_s": s["output_throughput"],
+        "tok_s": s["output_tok_s"],
         "tokens": s["output_tokens"],
     }
 

@@ -64,7 +64,11 @@ IMAGE_TORCH = {"torch": "2.11.0+cu130", "torchaudio": "2.11.0+cu130",
 #: never imported for a dense Llama on FLASH_ATTN with the Triton/CUTLASS FP8 linear kernels
 #: (read in vLLM 0.26's source: each is imported inside a function or behind a has_* check)
 SKIP = frozenset(
-    ["torch", "torchaudio", "torchvision", "triton", "tokenspeed-mla", "tokenspeed-triton", "tilelang", "pynvvideocodec", "torchcodec", "nvidia-cutlass-dsl-libs-cu12", "humming-kernels", "fastapi-cloud-cli", "fastsafetensors"]
+    {
+        "torch", "torchaudio", "torchvision", "triton", "tokenspeed-mla", "tokenspeed-triton",
+        "tilelang", "pynvvideocodec", "torchcodec", "nvidia-cutlass-dsl-libs-cu12",
+        "humming-kernels", "fastapi-cloud-cli", "fastsafetensors",
+    }
 )  # fmt: skip
 #: the image's own, where vLLM's pins differ (numba 0.65 needs numpy < 2.4; the image has 2.5)
 KEEP_IMAGE = frozenset({"numpy", "numba", "llvmlite", "setuptools"})
@@ -148,9 +152,16 @@ def resolve() -> None:
     image = dict(line.strip().split("==", 1) for line in FREEZE.read_text().splitlines()
                  if "==" in line)  # fmt: skip
     image = {canonicalize_name(k): v for k, v in image.items()}
-    env = {"python_version": "3.12", "python_full_version": "3.12.3", "platform_machine":
-           "x86_64", "platform_system": "Linux", "sys_platform": "linux", "os_name": "posix",
-           "implementation_name": "cpython", "platform_python_implementation": "CPython"}  # fmt: skip
+    env = {
+        "python_version": "3.12",
+        "python_full_version": "3.12.3",
+        "platform_machine": "x86_64",
+        "platform_system": "Linux",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
     carry: dict[str, str] = {}
     extras: dict[str, set[str]] = {}
 

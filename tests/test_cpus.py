@@ -56,7 +56,7 @@ def test_cpu_lists() -> None:
         parse_cpu_list("4-2")
 
 
-def test_auto_split_gives_the_client_one_cpu_per_256_streams(tmp_path: Path) -> None:
+def test_auto_split_gives_the_client_one_cpu_per_16_streams_up_to_a_quarter(tmp_path: Path) -> None:
     c = load_campaign(camp(tmp_path, c=8, model="m"))
     split = plan_cpus(c, 8, host=(0, 1))
     assert (split.server, split.client, split.source) == ((0,), (1,), "auto")
@@ -65,8 +65,12 @@ def test_auto_split_gives_the_client_one_cpu_per_256_streams(tmp_path: Path) -> 
         "VLLM_CPU_NUM_OF_RESERVED_CPU": "1",
     }
     big = plan_cpus(c, 600, host=tuple(range(8)))
-    assert big.server == (0, 1, 2, 3, 4) and big.client == (5, 6, 7)
-    assert big.server_env["VLLM_CPU_OMP_THREADS_BIND"] == "0-3"  # the last one for the frontend
+    assert big.server == (0, 1, 2, 3, 4, 5) and big.client == (6, 7)  # a quarter of 8
+    assert big.server_env["VLLM_CPU_OMP_THREADS_BIND"] == "0-4"  # the last one for the frontend
+    gpu = plan_cpus(c, 128, host=tuple(range(16)))  # the H200 host: 16 CPUs, C=128
+    assert gpu.client == (12, 13, 14, 15) and gpu.server == tuple(range(12))
+    assert plan_cpus(c, 8, host=tuple(range(16))).client == (15,)
+    assert plan_cpus(c, 17, host=tuple(range(16))).client == (14, 15)
     sim = plan_cpus(load_campaign(camp(tmp_path, kind="sim")), 8, host=(0, 1, 2, 3))
     assert sim.server_env == {"OMP_NUM_THREADS": "3"}
     assert plan_cpus(c, 8, host=(0,)).server is None  # one CPU: nothing to split

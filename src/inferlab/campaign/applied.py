@@ -81,7 +81,9 @@ def _read_lines(path: Path | None) -> list[str]:
             data = f.read(_MAX_LOG)
     except OSError:
         return []
-    return data.decode("utf-8", "replace").splitlines()
+    # lines as the log analyzer numbers them: split at \n only (progress bars write \r)
+    lines = data.decode("utf-8", "replace").split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _get(url: str, timeout_s: float) -> bytes | None:

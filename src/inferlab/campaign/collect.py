@@ -174,9 +174,9 @@ def wait_complete(
     ignore: frozenset[str] = frozenset(),
 ) -> list[RankFile]:
     """Wait until ``ranks`` files match, each complete; ``done()`` True means no more will come
-    (then what is there is taken); files whose path is in ``ignore`` never count. ``deadline()`` is the current time limit (``monotonic``;
-    ``timeout_s`` is what it allows, for messages). Raises :class:`CaptureFailed` (timeout, no
-    files, truncated, too large)."""
+    (then what is there is taken); files whose path is in ``ignore`` never count.
+    ``deadline()`` is the current time limit (``monotonic``; ``timeout_s`` is what it allows,
+    for messages). Raises :class:`CaptureFailed` (timeout, no files, truncated, too large)."""
     last: dict[str, int] = {}
     while True:
         found = [f for f in files.list(directory, pattern, exclude) if f.path not in ignore]

@@ -64,7 +64,12 @@ def target_dir(cfg: ResolvedConfig, kind: str) -> str:
     """The directory on the engine's host where ``cfg``'s engine reads ``kind`` files."""
     spec = get_engine(cfg.engine)
     cd = config_dir(spec, kind)
-    got = file_op(_python(cfg), {"op": "locate", "package": cd.package}, host=cfg.host)
+    got = file_op(
+        _python(cfg),
+        {"op": "locate", "package": cd.package},
+        host=cfg.host,
+        pythonpath=cfg.env.get("PYTHONPATH"),  # an engine installed with --target: its own path
+    )
     if not got.get("dir"):
         raise ConfigError(
             f"engine.python: {cd.package} is not installed in {_python(cfg)}"

@@ -189,7 +189,8 @@ class LoadSection(_Closed):
     #: after the last config, the baseline again at every point (order effects, drift)
     recheck_baseline: StrictBool = False
     max_client_lag_ms: float = Field(default=1.0, gt=0)
-    #: CPUs of the measuring client ("6,7"); default: 1 per 256 streams, the last ones
+    #: CPUs of the measuring client ("6,7"); default: 1 per 16 streams (at most a quarter of
+    #: the CPUs), the last ones
     client_cpus: str | None = None
 
     @field_validator("requests")

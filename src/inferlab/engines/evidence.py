@@ -32,13 +32,20 @@ __all__ = [
 ]
 
 
+#: an enum's repr inside a dumped dict (vLLM 0.26: ``<DynamicShapesType.BACKED: 'backed'>``)
+_ENUM_REPR = re.compile(r"<([A-Za-z_][\w.]*): ('(?:[^'\\]|\\.)*'|-?\d+)>")
+
+
 def parse_dict_literal(text: str) -> dict[str, Any] | None:
-    """A Python dict literal (``{'port': 8126, 'speculative_config': {...}}``), or None."""
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+    """A Python dict literal (``{'port': 8126, 'speculative_config': {...}}``), or None; an
+    enum's repr in it (``<Kind.NAME: 'value'>``) reads as its value."""
+    for src in (text, _ENUM_REPR.sub(r"\2", text)):
+        try:
+            value = ast.literal_eval(src)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        return value if isinstance(value, dict) else None
+    return None
 
 
 def parse_call_kwargs(text: str) -> dict[str, Any] | None:

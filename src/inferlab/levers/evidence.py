@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from inferlab.errors import ConfigError
@@ -184,6 +184,29 @@ def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> 
         ev.first_run_at = min(starts) if starts else None
 
 
+#: a profiled decode step this much longer than the measured TPOT was slowed by the profiler
+PROFILER_SLOWDOWN = 1.10
+
+
+def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> StoredProfile:
+    """``p`` with its decode span taken at the measured TPOT of its point when the profiler
+    visibly slowed the step (span > 1.1 × steps × TPOT). Kernel times barely move under the
+    profiler but the host's time between them does (H200, vLLM 0.26, C=1: 4.54 ms profiled
+    steps, 3.07 ms measured TPOT), so shares of the profiled span understate each kernel's
+    share of the real step, and Amdahl ceilings drawn from them would be too low to bound."""
+    sw = sweep.get(p.concurrency) if p.concurrency is not None else None
+    n = len(p.data.get("steps") or [])
+    span = float(p.data.get("span_us") or 0.0)
+    if sw is None or n == 0 or sw.tpot_ms <= 0 or span <= PROFILER_SLOWDOWN * n * sw.tpot_ms * 1e3:
+        return p
+    step = sw.tpot_ms * 1e3
+    mean = dict(p.data.get("mean_step") or {})
+    busy = float(mean.get("busy_us") or 0.0)
+    mean.update(span_us=max(step, busy), idle_us=max(step - busy, 0.0))
+    data = {**p.data, "span_us": n * max(step, busy), "profiled_span_us": span, "mean_step": mean}
+    return replace(p, data=data)
+
+
 def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
     """Decode profiles, one per (config, load point): the newest of the lowest rank."""
     best: dict[tuple[str | None, int | None], StoredProfile] = {}
@@ -240,7 +263,7 @@ def gather(store: Store, campaign: str) -> Evidence:
     loose: list[StoredProfile] = []
     for p in _profiles(store, campaign):
         if p.config in configs:
-            configs[p.config].profiles.append(p)
+            configs[p.config].profiles.append(at_measured_step(p, configs[p.config].sweep))
         else:
             loose.append(p)
     for f in store.findings(campaign):

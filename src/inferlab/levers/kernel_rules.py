@@ -44,9 +44,14 @@ def profile_basis(profiles: Sequence[StoredProfile]) -> str:
         kind = verdict.split(": ", 1)[1].split(";")[0] if ": " in verdict else "no verdict"
         sim = ", SIMULATED" if p.simulated else ""
         where = "an unknown load point" if p.concurrency is None else p.label
-        out.append(
-            f"profile {p.name} at {where} ({len(p.data.get('steps') or [])} steps; {kind}{sim})"
-        )
+        n = len(p.data.get("steps") or [])
+        slowed = ""
+        if p.data.get("profiled_span_us") and n:
+            slowed = (
+                f"; its step taken at the measured TPOT, {p.data['span_us'] / n / 1e3:.2f} ms, "
+                f"not the profiled {float(p.data['profiled_span_us']) / n / 1e3:.2f} ms"
+            )
+        out.append(f"profile {p.name} at {where} ({n} steps; {kind}{sim}{slowed})")
     return "; ".join(out)
 
 

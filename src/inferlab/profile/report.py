@@ -148,9 +148,16 @@ def _captured(
 
 
 def _latest_capture(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The ranks of the newest capture (its run) among several of one config and point."""
-    last = max(r["data"]["capture"].get("run_id") or 0 for r in rows)
-    return [r["data"] for r in rows if (r["data"]["capture"].get("run_id") or 0) == last]
+    """The ranks of the newest capture among several of one config and point: the run of the
+    newest stored analysis (a trace analyzed again later, with no run, supersedes as levers'
+    evidence does), each rank once, its newest analysis."""
+    newest = max(rows, key=lambda r: int(r["id"]))
+    run = newest["data"]["capture"].get("run_id")
+    same = [r for r in rows if r["data"]["capture"].get("run_id") == run]
+    by_rank: dict[int, dict[str, Any]] = {}
+    for r in sorted(same, key=lambda r: int(r["id"])):
+        by_rank[int(r["data"]["capture"].get("rank") or 0)] = r
+    return [by_rank[k]["data"] for k in sorted(by_rank)]
 
 
 @register_section("profile")

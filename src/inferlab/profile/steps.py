@@ -18,6 +18,7 @@ from .trace import GpuRange, Trace
 
 __all__ = [
     "DEFAULT_PATTERNS",
+    "VLLM_PATTERNS",
     "find_steps",
     "gap_steps",
     "pattern_for",
@@ -26,9 +27,17 @@ __all__ = [
 ]
 
 #: segment → step-name pattern (``re.search``, case-insensitive). SGLang names its prefill
-#: spans ``step[EXTEND ...]``.
+#: spans ``step[EXTEND ...]``; vLLM (0.26, 0.32) names each engine step
+#: ``execute_context_<n>(<tokens>)_generation_<m>(<tokens>)``: a decode step schedules no
+#: prompt (n = 0), a step with prompts (chunked prefill mixes both) counts as prefill.
 DEFAULT_PATTERNS = {"decode": r"decode", "prefill": r"prefill|extend"}
 ALL_PATTERN = r"decode|prefill|extend"
+#: tried when no range matches the default pattern: vLLM's own step names
+VLLM_PATTERNS = {
+    "decode": r"execute_context_0\(0\)_generation_[1-9]",
+    "prefill": r"execute_context_[1-9]",
+    "all": r"execute_context_",
+}
 #: the batch a step name states: SGLang ``step[DECODE bs=16]``, vLLM
 #: ``execute_context_<n>(<tokens>)_generation_<m>(<tokens>)`` (n + m requests)
 _BATCH = (
@@ -87,7 +96,26 @@ def find_steps(
     tr: Trace, segment: str, pattern: str | None, gap_us: float | None
 ) -> tuple[list[GpuRange], str]:
     """The segment's steps, sorted, and a sentence saying where they came from."""
-    rx = pattern_for(segment, pattern)
+    rxs = [pattern_for(segment, pattern)]
+    if pattern is None:
+        rxs.append(re.compile(VLLM_PATTERNS.get(segment, VLLM_PATTERNS["all"]), re.IGNORECASE))
+    for rx in rxs:
+        found = _named_steps(tr, rx)
+        if found is not None:
+            return found
+    if pattern is not None:
+        names = sorted({r.name for r in tr.ranges})
+        if names:
+            raise ConfigError(
+                f"--steps {rxs[0].pattern!r}: no range of {tr.path} matches; its ranges are: "
+                + ", ".join(names[:12])
+                + (" …" if len(names) > 12 else "")
+            )
+    return gap_steps(tr, gap_us), "idle gaps"
+
+
+def _named_steps(tr: Trace, rx: re.Pattern[str]) -> tuple[list[GpuRange], str] | None:
+    """Steps from the ranges ``rx`` names: on the GPU row, or host ranges projected to it."""
     pat = rx.pattern
     gpu = [r for r in tr.ranges if r.where == "gpu" and rx.search(r.name)]
     if gpu:
@@ -101,15 +129,7 @@ def find_steps(
             return sorted(proj, key=lambda r: r.start), (
                 f"{what} matching {pat!r}, projected to the GPU by correlation"
             )
-    if pattern is not None:
-        names = sorted({r.name for r in tr.ranges})
-        if names:
-            raise ConfigError(
-                f"--steps {pat!r}: no range of {tr.path} matches; its ranges are: "
-                + ", ".join(names[:12])
-                + (" …" if len(names) > 12 else "")
-            )
-    return gap_steps(tr, gap_us), "idle gaps"
+    return None
 
 
 def gap_steps(tr: Trace, gap_us: float | None) -> list[GpuRange]:

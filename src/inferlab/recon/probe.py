@@ -123,9 +123,17 @@ print("INFERLAB-PROBE " + json.dumps(out))
 """
 
 
+#: the engine's own import path, for an engine installed outside its interpreter's
+#: site-packages (``pip install --target DIR``): set it to DIR (scripts/h200_vllm.sh does)
+ENGINE_PYTHONPATH = "INFERLAB_ENGINE_PYTHONPATH"
+
+
 def subprocess_env() -> dict[str, str]:
-    """This environment without what would make another interpreter import our packages."""
+    """This environment without what would make another interpreter import our packages;
+    ``$INFERLAB_ENGINE_PYTHONPATH``, when set, becomes its ``PYTHONPATH``."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if os.environ.get(ENGINE_PYTHONPATH):
+        env["PYTHONPATH"] = os.environ[ENGINE_PYTHONPATH]
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
     env.setdefault("DO_NOT_TRACK", "1")
     return env

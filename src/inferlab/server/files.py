@@ -123,31 +123,41 @@ def _local(host: str) -> bool:
     return host in ("local", "localhost", "")
 
 
-def file_op_argv(python: str, host: str = "local") -> list[str]:
-    """The argv that runs the script in ``python`` on ``host`` (``local`` or an ssh target)."""
+def file_op_argv(python: str, host: str = "local", pythonpath: str | None = None) -> list[str]:
+    """The argv that runs the script in ``python`` on ``host`` (``local`` or an ssh target);
+    ``pythonpath``: the engine's own import path (its config's ``PYTHONPATH``)."""
     if _local(host):
         return [python, "-c", SCRIPT]
-    remote = shlex.join([python, "-c", SCRIPT])
+    pre = ["env", f"PYTHONPATH={pythonpath}"] if pythonpath else []
+    remote = shlex.join([*pre, python, "-c", SCRIPT])
     return ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", host, remote]
 
 
 def file_op(
-    python: str, request: dict[str, Any], *, host: str = "local", timeout_s: float = 60.0
+    python: str,
+    request: dict[str, Any],
+    *,
+    host: str = "local",
+    timeout_s: float = 60.0,
+    pythonpath: str | None = None,
 ) -> dict[str, Any]:
-    """Run one operation (see the module docstring) in the engine's Python; a failure to run
-    it, or an error it reports, is a ``ConfigError`` naming the Python and the operation."""
+    """Run one operation (see the module docstring) in the engine's Python, with the engine's
+    own ``pythonpath`` when it has one; a failure to run it, or an error it reports, is a
+    ``ConfigError`` naming the Python and the operation."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     where = python if _local(host) else f"{host}:{python}"
     what = f"{request.get('op')} {request.get('dir') or request.get('package') or ''}".strip()
     try:
         proc = subprocess.run(
-            file_op_argv(python, host),
+            file_op_argv(python, host, pythonpath),
             input=json.dumps(request),
             capture_output=True,
             text=True,
             timeout=timeout_s,
             check=False,
-            # the engine's own packages only: nothing of ours on its path
-            env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")},
+            env=env,  # the engine's own packages only: nothing of ours on its path
         )
     except subprocess.TimeoutExpired:
         raise ConfigError(f"{where}: {what}: no answer within {timeout_s:.0f} s") from None
