@@ -143,7 +143,7 @@ class SimThread:
     def _serve(
         self, config: SimConfig, on_ready: Callable[[str], None], log: Callable[[str], None] | None
     ) -> bool:
-        server = SimServer(config, log=log)  # StartupFailure: run_engine logs it, exit 1
+        server = SimServer(config, log=log, env=self.env)  # StartupFailure: exit 1
         self.server = server
         if self._stop.is_set():  # stopped during its startup delay
             return False

@@ -20,7 +20,7 @@ import gc
 import json
 import os
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
@@ -49,7 +49,14 @@ _FLUSH_S = 1.0
 class SimServer:
     """The reference engine. ``await start()`` binds and serves; ``await stop()`` ends it."""
 
-    def __init__(self, config: SimConfig, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: SimConfig,
+        log: Callable[[str], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``env``: the environment it reads (``SGLANG_TORCH_PROFILER_DIR``; default: this
+        process's)."""
         self.config = config
         self._log = log
         self._engine: BatchingEngine | None = None
@@ -59,7 +66,7 @@ class SimServer:
             preset = get_preset(config.preset or "generic")
             self.step_model = resolve(preset, config.levers)  # may raise StartupFailure
             self._profiler = SimProfiler(
-                preset, self.step_model, config.levers, config.tp_size, config.time_scale
+                preset, self.step_model, config.levers, config.tp_size, config.time_scale, env
             )
         self.tokenizer = WordTokenizer(config.vocab_size)
         self._words = [b" " + w.encode() for w in self.tokenizer.vocab]
