@@ -4,10 +4,11 @@ The seam (a clock) where verdicts and trust are made independent of the machine 
 ``ModelClock`` gives each sweep against the reference engine a result sink, placed before the
 store's, that clears the engine's ground truth as a point begins (``DELETE /truth``), reads it
 back when it ends (``GET /truth``), re-times the point's records on the model clock
-(``sim.clock``), puts the injected loop lag (ms, per load-point label; 0 elsewhere) in place of
-the client's own, and derives the point's summary, trust and warnings again (``load.point``).
-For the reference engine only; what it removes is exactly what ``benchmarks/`` measures (the
-client's accuracy, trust under load).
+(``sim.clock``; a closed-loop point that stopped at its count or duration also with its users'
+requests back to back), puts the injected loop lag (ms, per load-point label; 0 elsewhere) in
+place of the client's own, and derives the point's summary, trust and warnings again
+(``load.point``). For the reference engine only; what it removes is exactly what
+``benchmarks/`` measures (the client's accuracy, trust under load).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from inferlab.config.bench import BenchConfig
 from inferlab.errors import SimError
 from inferlab.load.point import judge, summary_of
 from inferlab.load.results import LoadPoint, PointResult
-from inferlab.sim.clock import on_model_clock
+from inferlab.sim.clock import back_to_back, on_model_clock
 from inferlab.stats.summary import describe
 
 __all__ = ["ModelClock", "ModelClockSink"]
@@ -72,6 +73,8 @@ class ModelClockSink:
         body = _call("GET", self.url + "/truth").decode()
         truth = [json.loads(line) for line in body.splitlines() if line.strip()]
         done = on_model_clock(res.records, truth)
+        if res.point.concurrency is not None and res.stop is None:
+            back_to_back(res.records, res.point.concurrency)
         self.retimed += done.retimed
         self.kept += done.kept
         res.summary = summary_of(self.cfg, res.records, res.stop)

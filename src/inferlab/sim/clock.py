@@ -5,20 +5,23 @@ due (``chunks``: due, written, tokens), on ``perf_counter_ns`` of the same host 
 client's own timestamps. ``on_model_clock`` puts a client's records on that clock: sent at
 arrival, each token-bearing event at its chunk's due time, ended at the last one. What the
 client, the kernel and a loaded machine add (late writes, late reads) is gone (token counts
-and everything else the client read are kept), so what is
+and everything else the client read are kept). ``back_to_back`` takes out the client's
+turnaround too: in closed loop each user sends its next request the moment its last one ended,
+so a point's window, and its throughput, are the timing model's as well, so what is
 derived from the records is the timing model's own: a verdict or a trust flag read from them
 does not depend on the wall clock of the machine that ran them.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from inferlab.records import RequestRecord
 
-__all__ = ["Retimed", "on_model_clock"]
+__all__ = ["Retimed", "back_to_back", "on_model_clock"]
 
 
 @dataclass(frozen=True)
@@ -51,3 +54,24 @@ def on_model_clock(records: Sequence[RequestRecord], truth: Iterable[Mapping[str
         rec.end_ns = rec.event_ns[-1] if rec.event_ns else rec.send_ns
         retimed += 1
     return Retimed(retimed, len(records) - retimed)
+
+
+def back_to_back(records: Sequence[RequestRecord], users: int) -> None:
+    """Shift the measured (non-warmup) records of a closed-loop point of ``users`` users, in
+    the order they were sent, so that the first ``users`` start together and every later one
+    starts the moment the earliest-free user's last request ended (each keeps its own
+    durations)."""
+    todo = sorted((r for r in records if not r.warmup and r.end_ns), key=lambda r: r.send_ns)
+    if not todo or users < 1:
+        return
+    t0 = todo[0].send_ns
+    free: list[int] = []
+    for rec in todo:
+        start = t0 if len(free) < users else heapq.heappop(free)
+        shift = start - rec.send_ns
+        rec.send_ns += shift
+        rec.end_ns += shift
+        rec.event_ns = [t + shift for t in rec.event_ns]
+        if rec.scheduled_ns is not None:
+            rec.scheduled_ns += shift
+        heapq.heappush(free, max(rec.end_ns, rec.send_ns))
