@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
+from simproc import group_pids
 
 CAMPAIGN = """
 [campaign]
@@ -105,26 +107,15 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
         assert sum(1 for k in c.configs if k.startswith("fast@")) == 2
 
 
-def _sims() -> set[str]:
-    """Reference engines started from this environment's Python (the machine is shared: other
-    checkouts run theirs)."""
-    out = subprocess.run(
-        [
-            "pgrep",
-            "-f",
-            f"^{Path(sys.executable).parent}/python[0-9.]* -m inferlab.cli.main sim serve",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout
-    return set(out.split())
+def _server_groups(out: Path) -> set[int]:
+    """Process groups of the campaign's running servers, from its orphan records (each test's
+    own output directory: no other test's servers in it)."""
+    return {int(json.loads(f.read_text())["pgid"]) for f in (out / ".running").glob("*.json")}
 
 
-@pytest.mark.serial  # _sims() sees every sim of this venv: another xdist worker's too
 def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     path = write(tmp_path, itl="30", requests=6)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
-    before = _sims()
     proc = subprocess.Popen(
         [sys.executable, "-m", "inferlab.cli.main", "run", str(path)],
         stdout=subprocess.PIPE,
@@ -136,11 +127,15 @@ def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     while time.monotonic() < deadline and not (tmp_path / "db").exists():
         time.sleep(0.2)
     time.sleep(6)  # launched, verified, measuring
+    groups = _server_groups(tmp_path / "out")
+    assert groups, "no server running after 6 s"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert "--resume continues" in err
-    assert _sims() <= before  # the campaign's server was stopped, not left behind
+    # the campaign's server (its whole process group) was stopped, not left behind
+    assert not any(group_pids(g) for g in groups), groups
+    assert not _server_groups(tmp_path / "out")
     done = subprocess.run(
         [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--resume"],
         capture_output=True,
