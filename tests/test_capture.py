@@ -189,6 +189,7 @@ def test_an_absent_endpoint_is_named(tmp_path: Path) -> None:
         ctl.run()
     finally:
         srv.shutdown()
+        srv.server_close()
     assert ctl.error is not None and ctl.error.reason == "endpoint-absent"
     assert "/start_profile answered 404" in str(ctl.error)
 
