@@ -10,6 +10,7 @@ is free and, where NVML sees a GPU, until the memory the server held is released
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -285,7 +286,10 @@ def _ssh_failure(spec: LaunchSpec, lines: Sequence[str], code: int) -> str | Non
 
 
 def _kill_group(server: ServerProcess) -> None:
+    """SIGKILL the server's group and reap its leader (no zombie, no unwaited handle)."""
     signal_group(server.proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        server.proc.wait(10)
 
 
 def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
