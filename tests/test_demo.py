@@ -193,8 +193,10 @@ def _check_levers(d: Decision, base1: dict[str, Any], trusted: set[tuple[str, st
             assert "helps at C=1" in spec.summary
         assert all(v is not None and v < HELP_THRESHOLD for c, v in low.items() if c >= 8)
         saturated = [c for c in low if c >= 8]
-        if saturated:
-            assert f"not from C={min(saturated)}" in spec.summary, spec.summary
+        if saturated:  # the band's first point without help, after the ones that help
+            first = f"C={min(saturated)} (×"
+            said = f"not from {first}" if 1 in low else f"does not help from {first}"
+            assert said in spec.summary, spec.summary
     b = {p: r for (cfg, p), r in rows.items() if cfg == "B"}
     assert all(r.kinds == ["spec-decode"] and r.measured is not None for r in b.values())
     if "C=1" in b:  # B helps at C=1 ...

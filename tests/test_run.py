@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
@@ -76,7 +77,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
 def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
     path = write(tmp_path)
     with Store(tmp_path / "db") as store:
-        res = run_campaign(path, store=store)
+        res = run_campaign(path, store=store, clock=ModelClock())
         status = {o.config: o.status for o in res.outcomes}
         assert status == {
             "baseline": "measured",
@@ -97,11 +98,13 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
         assert c.cells[("fast", "C=1")].verdicts["tpot_ms"].claim == "better"
         with pytest.raises(ConfigError, match="use --resume"):
             run_campaign(path, store=store)
-        again = run_campaign(path, store=store, resume=True)
+        again = run_campaign(path, store=store, resume=True, clock=ModelClock())
         assert {o.config: o.status for o in again.outcomes}["baseline"] == "skipped"
         assert len(store.runs(campaign="simrun")) == 8  # nothing measured twice
         # a changed config is a new config: measured again, old results kept apart
-        changed = run_campaign(write(tmp_path, fast="2"), store=store, resume=True)
+        changed = run_campaign(
+            write(tmp_path, fast="2"), store=store, resume=True, clock=ModelClock()
+        )
         assert {o.config: o.status for o in changed.outcomes}["fast"] == "measured"
         c = build_comparison(store, campaign="simrun", baseline="baseline")
         assert sum(1 for k in c.configs if k.startswith("fast@")) == 2
