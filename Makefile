@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# unit: the suite waits more than it computes, so the bulk runs in JOBS workers; the
-# timing-sensitive tests (marker `serial`: vllm, ray, ms-level timing) run after it, alone.
+# unit: the suite waits more than it computes, so the bulk runs in JOBS workers; the tests
+# that need a machine-wide resource (marker `serial(reason=...)`: all CPUs for vllm and the
+# demo, the Ray head) run after it, alone. Verdicts and trust are tested on the reference
+# engine's model clock (inferlab.campaign.clock), so no test is serial for its timing.
 JOBS ?= 4
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 

@@ -1,13 +1,21 @@
-"""Suite-wide: every ``vllm`` or ``ray`` test is also ``serial`` (``make unit`` runs the
-``serial`` ones alone, after the parallel pass over the rest); the slowest modules are
-collected first, so xdist's ``--dist loadscope`` starts them first and the pass does not end
-waiting on one of them; the ``ray`` ones last (see ``_rank``)."""
+"""Suite-wide: a ``serial`` test (``make unit`` runs them alone, after the parallel pass over
+the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
+collection refuses a ``serial`` marker without a reason. Every ``vllm`` or ``ray`` test is
+``serial`` with its marker's reason (``ALONE``). The slowest modules are collected first, so
+xdist's ``--dist loadscope`` starts them first and the pass does not end waiting on one of
+them; the ``ray`` ones last (see ``_rank``)."""
 
 from __future__ import annotations
 
 import pytest
 
-ALONE = ("vllm", "ray")
+#: markers whose tests are serial, and the machine-wide resource each needs
+ALONE = {
+    "vllm": "all CPUs: a vLLM CPU server's OpenMP threads take every CPU of the host (and its "
+    "first run builds the shared venv under ~/.cache/inferlab)",
+    "ray": "the Ray head: a local multi-node Ray cluster (its ports, its /tmp/ray session and "
+    "the driver's process reaping) is one per machine",
+}
 
 #: the slowest modules of the parallel pass (30–60 s each on 2 CPUs, 2026-12-01), slowest first
 SLOW_FIRST = (
@@ -15,6 +23,8 @@ SLOW_FIRST = (
     "test_fault_matrix.py",
     "test_up.py",
     "test_run.py",
+    "test_levers.py",  # left the serial pass (model clock): ~60 s
+    "test_recheck.py",  # left the serial pass (model clock): ~50 s
     "test_bench.py",
     "test_tune_cli.py",
     "test_compare.py",
@@ -36,8 +46,27 @@ def _rank(item: pytest.Item) -> int:
     return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
 
+def serial_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` is serial (None: it is not); ``pytest.UsageError`` for a ``serial``
+    marker without a reason."""
+    marks = list(item.iter_markers("serial"))
+    if not marks:
+        return None
+    reasons = [str(m.kwargs.get("reason") or "").strip() for m in marks]
+    if not all(reasons):
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.serial needs reason=: the machine-wide resource the "
+            "test needs (a fixed port range, all CPUs, the Ray head); a test that is serial "
+            "only because it flips on timing should read the model clock instead "
+            "(inferlab.campaign.clock)"
+        )
+    return reasons[0]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if any(item.get_closest_marker(m) for m in ALONE):
-            item.add_marker(pytest.mark.serial)
+        for name, reason in ALONE.items():
+            if item.get_closest_marker(name) and not item.get_closest_marker("serial"):
+                item.add_marker(pytest.mark.serial(reason=reason))
+        serial_reason(item)
     items.sort(key=_rank)  # stable: every module keeps its own order

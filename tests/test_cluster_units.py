@@ -315,5 +315,6 @@ def test_the_guard_takes_the_server_down_with_its_launcher() -> None:
             time.sleep(0.1)
         assert group_pids(pgid) == []
     finally:
+        parent.stdout.close()
         if group_pids(pgid):
             os.killpg(pgid, 9)

@@ -26,8 +26,6 @@ from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from simproc import start_sim
 
-pytestmark = pytest.mark.serial  # timed load points against real servers
-
 FIX = Path(__file__).parent / "fixtures" / "engine_logs" / "prometheus"
 
 CAMPAIGN = """

@@ -261,7 +261,6 @@ def _one_request(url: str, max_tokens: int) -> tuple[Exchange, int]:
     return run_loop(go())
 
 
-@pytest.mark.serial  # arrival after the server's write stamp, by microseconds: needs a quiet machine
 def test_memory_stays_bounded_under_a_10mib_line_and_a_drip() -> None:
     with start_sim(*FAST, "--fault", "oversized", "--fault-after", "1") as sim:
         ex, peak = _one_request(sim.url, 4)
@@ -278,7 +277,9 @@ def test_memory_stays_bounded_under_a_10mib_line_and_a_drip() -> None:
     assert len(parsed.event_ns) == 4 and parsed.saw_done
     body = ex.body()
     assert len(body) > 400 and len(ex.pieces) <= body.count(b"\n") + 2  # not one per byte
-    # each event is stamped when its last byte arrived: after the server finished writing it
+    # each event is stamped when its last byte arrived: after the server wrote it (its stamp
+    # is taken before the write: no race), and long before the next event's last byte (1 ms a
+    # byte): 50 ms is 20× the client's lag p99 on a busy 2-CPU machine
     for arrival, (_, written, _) in zip(parsed.event_ns, t["chunks"], strict=True):
         assert 0 < arrival - written < 50_000_000
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign import files as lever_files
+from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.config.campaign import load_campaign
@@ -226,7 +227,9 @@ def test_campaign_installs_checks_and_restores(
         'set = { "--time-scale" = "0.05" }\n'  # faster for another reason than its files
     )
     with Store(tmp_path / "db") as store:
-        res = run_campaign(campaign(tmp_path, engine_python, extra), store=store)
+        res = run_campaign(
+            campaign(tmp_path, engine_python, extra), store=store, clock=ModelClock()
+        )
         status = {o.config: (o.status, o.message) for o in res.outcomes}
         levers = {c: store.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}
         base_log = Path(store.latest_verification("files", "baseline", "launch")["log_path"])

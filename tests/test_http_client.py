@@ -10,13 +10,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import pytest
-
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.sse import parse_stream
 from inferlab.records import ErrorKind
-
-pytestmark = pytest.mark.serial  # client timing accuracy (ms)
 
 
 @contextmanager
@@ -29,13 +25,17 @@ def tcp_server(handler: Callable[[socket.socket], None]) -> Iterator[int]:
     srv.settimeout(0.2)
     stop = threading.Event()
 
+    def serve(conn: socket.socket) -> None:
+        with conn:  # closed however the handler ends
+            handler(conn)
+
     def loop() -> None:
         while not stop.is_set():
             try:
                 conn, _ = srv.accept()
             except TimeoutError:
                 continue
-            threading.Thread(target=handler, args=(conn,), daemon=True).start()
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
 
     th = threading.Thread(target=loop, daemon=True)
     th.start()
@@ -240,5 +240,8 @@ def test_ttft_is_not_inflated_by_a_nagle_server() -> None:
         p = parse_stream(ex.pieces, ex.end_ns)  # type: ignore[attr-defined]
         client_ttft = p.event_ns[0] - ex.send_ns  # type: ignore[attr-defined]
         errors.append((client_ttft - (first - recv)) / 1e6)
-    # the first request runs on a fresh connection, which ACKs quickly anyway
+    # the first request runs on a fresh connection, which ACKs quickly anyway. The margin, from
+    # the measured spread: the median error read 0.19-0.23 ms in 5 runs at load 2.1 on 2 CPUs
+    # (max 3.9 ms), the delayed ACK adds ~20 ms; the client's accuracy itself is measured in
+    # benchmarks/ (client_accuracy.py, ttft_anomaly.py)
     assert statistics.median(errors[1:]) < 5.0, errors

@@ -1,6 +1,8 @@
 """``inferlab levers`` against a stored campaign built the way a user builds one: a real
-``inferlab run`` on the reference engine (the seed campaign's preset, time-scaled), the H200
-fixture traces stored with ``inferlab profile --campaign --config --point``, a real SGLang log's
+``inferlab run`` on the reference engine (the seed campaign's preset, time-scaled; its servers
+on threads of this process, its points read on the engine's model clock, so the predictions
+are checked against the timing model's measurements, not the machine's), the H200 fixture
+traces stored with ``inferlab profile --campaign --config --point``, a real SGLang log's
 findings — then the levers, the stored predictions, the Predictions table and the report."""
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.launch import InProcessSim
 from inferlab.campaign.runner import run_campaign
 from inferlab.levers import Decision, LeverOptions, decide, stored_predictions
 from inferlab.logs import store_log_findings
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
-
-pytestmark = pytest.mark.serial  # predictions checked against timed measurements
 
 HERE = Path(__file__).parent
 TRACES = HERE / "fixtures" / "traces"
@@ -73,7 +75,6 @@ enabled = false
 workload = {{ kind = "random", input_tokens = 64, output_tokens = 16 }}
 concurrency = [1, 8, 16]
 duration_s = 1.5
-max_client_lag_ms = 1e6  # the levers are under test here, not trust (tests/test_trust.py)
 """
 
 
@@ -99,7 +100,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     first.write_text((HEAD + TAIL).format(out=tmp / "out"))
     full.write_text((HEAD + REST + TAIL).format(out=tmp / "out"))
     with Store(path) as store:
-        run_campaign(first, store=store)
+        run_campaign(first, store=store, launcher=InProcessSim(), clock=ModelClock())
     db_ = ["--campaign", "decide", "--db", str(path)]
     cli(
         "profile",
@@ -139,7 +140,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = cli("levers", "decide", "--db", str(path))  # ranks and stores the predictions
     assert "stored" in out.stdout
     with Store(path) as store:
-        res = run_campaign(full, store=store, resume=True)
+        res = run_campaign(
+            full, store=store, resume=True, launcher=InProcessSim(), clock=ModelClock()
+        )
     assert {o.config: o.status for o in res.outcomes} == {
         "baseline": "skipped",
         "A": "measured",

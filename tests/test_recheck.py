@@ -1,8 +1,9 @@
 """The baseline recheck (``[load] recheck_baseline``): real sim servers launched by
 ``run_campaign`` through a ``command`` engine whose wrapper counts its launches and serves the
-baseline's second launch slower; real SQLite. The drift is found, the candidate's verdict at
-that point refused with the reason unless it holds against both passes of the baseline (A-B-A),
-the baseline's measured samples untouched."""
+baseline's second launch slower; real SQLite; every point read on the engine's model clock
+(``campaign.clock``), so the drift and the verdicts are the timing model's, not the machine's.
+The drift is found, the candidate's verdict at that point refused with the reason unless it
+holds against both passes of the baseline (A-B-A), the baseline's measured samples untouched."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.runner import make_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.levers.evidence import gather
@@ -25,8 +27,6 @@ from inferlab.report.markdown import render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from inferlab.store.recheck import recheck_points
-
-pytestmark = pytest.mark.serial  # timed load points against real servers
 
 #: a candidate with a real effect, larger than the drift (ITL 4 ms → 1.5 ms)
 FAST = """
@@ -83,7 +83,6 @@ workload = {{ input_tokens = 8, output_tokens = 8 }}
 concurrency = [1]
 requests = 30
 min_effect = 0.1
-max_client_lag_ms = 5  # a shared 2-core machine; the effects under test are >= 10% of 30+ ms
 recheck_baseline = {recheck}
 tokenizer = "{tok}"
 """
@@ -117,7 +116,7 @@ def _run(tmp: Path, name: str, slow: int, extra: str = "") -> Done:
     path, counter = _campaign(tmp, name, slow, extra=extra)
     db = tmp / f"{name}.db"
     with Store(db) as store:
-        res = run_campaign(path, store=store)
+        res = run_campaign(path, store=store, clock=ModelClock())
     configs = ["baseline", "noop", *(["fast"] if extra else []), "baseline (recheck)"]
     assert [(o.config, o.status) for o in res.outcomes] == [(c, "measured") for c in configs], [
         o.message for o in res.outcomes
@@ -214,12 +213,12 @@ def test_no_drift_keeps_the_verdicts(steady: Done) -> None:
 
 def test_resume_does_not_repeat_a_finished_recheck_and_finishes_a_cut_one(steady: Done) -> None:
     with Store(steady.db) as store:
-        res = run_campaign(steady.path, store=store, resume=True)
+        res = run_campaign(steady.path, store=store, resume=True, clock=ModelClock())
         assert all(o.status == "skipped" for o in res.outcomes)
         assert steady.counter.read_text() == "3"  # nothing launched again
         with store.transaction():  # the recheck cut short by a Ctrl-C: stored interrupted
             store.db.execute("UPDATE runs SET interrupted = 1 WHERE purpose = 'recheck'")
-        res = run_campaign(steady.path, store=store, resume=True)
+        res = run_campaign(steady.path, store=store, resume=True, clock=ModelClock())
         assert [o.status for o in res.outcomes] == ["skipped", "skipped", "measured"]
         assert steady.counter.read_text() == "4"  # only the baseline, for its recheck
         again = store.runs(campaign=steady.name, purpose="recheck")

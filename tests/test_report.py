@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign.bench import bench_with_record
+from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError
 from inferlab.report.render import build_report, render_html, render_markdown, write_report
@@ -27,7 +28,8 @@ FAST = f"fast{EVIL}"
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Campaign 'rep': base (ITL 6 ms) and FAST (ITL 3 ms) at C=1,2,4; a third config that
+    """Campaign 'rep' (read on the engine's model clock): base (ITL 6 ms) and FAST (ITL 3 ms)
+    at C=1,2,4; a third config that
     failed to launch, with a log tail carrying a script tag; a passed probe."""
     tmp = tmp_path_factory.mktemp("rep")
     tok = WordTokenizer().save_hf(tmp / "tok")
@@ -43,7 +45,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 workload=WorkloadSpec(input_tokens=8, output_tokens=12),
                 lag_limit_ms=1e6,  # the report's verdict cells are under test, not trust
             )
-            bench_with_record(cfg, db=path, campaign="rep", config=name)
+            bench_with_record(cfg, db=path, campaign="rep", config=name, clock=ModelClock())
     with Store(path) as store, store.transaction():
         cid = store.campaign_id("rep")
         bad = store.config_id(

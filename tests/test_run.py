@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
+from simproc import group_pids
 
 CAMPAIGN = """
 [campaign]
@@ -74,7 +77,7 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
 def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
     path = write(tmp_path)
     with Store(tmp_path / "db") as store:
-        res = run_campaign(path, store=store)
+        res = run_campaign(path, store=store, clock=ModelClock())
         status = {o.config: o.status for o in res.outcomes}
         assert status == {
             "baseline": "measured",
@@ -95,36 +98,27 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
         assert c.cells[("fast", "C=1")].verdicts["tpot_ms"].claim == "better"
         with pytest.raises(ConfigError, match="use --resume"):
             run_campaign(path, store=store)
-        again = run_campaign(path, store=store, resume=True)
+        again = run_campaign(path, store=store, resume=True, clock=ModelClock())
         assert {o.config: o.status for o in again.outcomes}["baseline"] == "skipped"
         assert len(store.runs(campaign="simrun")) == 8  # nothing measured twice
         # a changed config is a new config: measured again, old results kept apart
-        changed = run_campaign(write(tmp_path, fast="2"), store=store, resume=True)
+        changed = run_campaign(
+            write(tmp_path, fast="2"), store=store, resume=True, clock=ModelClock()
+        )
         assert {o.config: o.status for o in changed.outcomes}["fast"] == "measured"
         c = build_comparison(store, campaign="simrun", baseline="baseline")
         assert sum(1 for k in c.configs if k.startswith("fast@")) == 2
 
 
-def _sims() -> set[str]:
-    """Reference engines started from this environment's Python (the machine is shared: other
-    checkouts run theirs)."""
-    out = subprocess.run(
-        [
-            "pgrep",
-            "-f",
-            f"^{Path(sys.executable).parent}/python[0-9.]* -m inferlab.cli.main sim serve",
-        ],
-        capture_output=True,
-        text=True,
-    ).stdout
-    return set(out.split())
+def _server_groups(out: Path) -> set[int]:
+    """Process groups of the campaign's running servers, from its orphan records (each test's
+    own output directory: no other test's servers in it)."""
+    return {int(json.loads(f.read_text())["pgid"]) for f in (out / ".running").glob("*.json")}
 
 
-@pytest.mark.serial  # _sims() sees every sim of this venv: another xdist worker's too
 def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     path = write(tmp_path, itl="30", requests=6)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
-    before = _sims()
     proc = subprocess.Popen(
         [sys.executable, "-m", "inferlab.cli.main", "run", str(path)],
         stdout=subprocess.PIPE,
@@ -136,11 +130,15 @@ def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     while time.monotonic() < deadline and not (tmp_path / "db").exists():
         time.sleep(0.2)
     time.sleep(6)  # launched, verified, measuring
+    groups = _server_groups(tmp_path / "out")
+    assert groups, "no server running after 6 s"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err[-2000:]
     assert "--resume continues" in err
-    assert _sims() <= before  # the campaign's server was stopped, not left behind
+    # the campaign's server (its whole process group) was stopped, not left behind
+    assert not any(group_pids(g) for g in groups), groups
+    assert not _server_groups(tmp_path / "out")
     done = subprocess.run(
         [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--resume"],
         capture_output=True,

@@ -63,6 +63,7 @@ def metrics_server(pages: list[str]) -> Iterator[str]:
         yield f"http://127.0.0.1:{srv.server_address[1]}/metrics"
     finally:
         srv.shutdown()
+        srv.server_close()
 
 
 def test_vllm_spec_decode_derivations() -> None:

@@ -83,6 +83,8 @@ def test_a_served_engine_reads_its_package_configs(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
     assert info["simulated"] is True and info["tuned_fp8_share"] == 1.0
     log = err.read_text()
     assert log.count("Using configuration from") == 4 and "Using default" not in log

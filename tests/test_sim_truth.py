@@ -10,7 +10,12 @@ import pytest
 
 from simproc import post_stream, start_sim
 
-pytestmark = [pytest.mark.serial, pytest.mark.timeout(60)]  # ms-level truth
+pytestmark = pytest.mark.timeout(60)
+
+#: how late a chunk may be written (ms). The dues are exact (the model clock); the writes are
+#: the wall clock's: measured 1.1-1.3 ms mean, 1.7-2.1 ms max in 5 runs of the first test at
+#: load 1.7-2.1 on 2 CPUs (a 1 ms timer wheel); the bounds are ~10× that
+LATE_MAX_MS, LATE_MEAN_MS = 20, 5
 
 MODEL = "inferlab-sim"
 TTFT_NS = 30_000_000
@@ -37,13 +42,13 @@ def test_schedule_is_exact_and_writes_are_never_early() -> None:
             assert cur[0] - prev[0] == cur[2] * ITL_NS
         for due, write, _ in chunks:
             assert write >= due
-            assert write - due < 20_000_000  # low load: late by far less than one ITL
+            assert write - due < LATE_MAX_MS * 1_000_000
         assert rec["done_ns"] >= chunks[-1][1]
     assert summary["simulated"] is True
     assert summary["requests"] == 4 and summary["chunks"] == 32
     lateness = summary["lateness_ms"]
-    assert 0 <= lateness["p50"] <= lateness["p99"] <= lateness["max"] < 20
-    assert lateness["mean"] < 5
+    assert 0 <= lateness["p50"] <= lateness["p99"] <= lateness["max"] < LATE_MAX_MS
+    assert lateness["mean"] < LATE_MEAN_MS
 
 
 def test_non_stream_is_written_at_the_last_due_time() -> None:

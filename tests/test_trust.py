@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign.bench import bench_with_record
+from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.report.compare import build_comparison, cell_text, render_md
 from inferlab.report.render import build_report, render_markdown
@@ -24,17 +25,19 @@ from simproc import start_sim
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """base (ITL 6 ms); fast (ITL 3 ms) measured under a lag limit no client meets; burst (every
-    token written at once, so read at once: TPOT 0)."""
+    """On the engine's model clock, the default 1 ms lag limit: base (ITL 6 ms, no lag);
+    fast (ITL 3 ms) with 3 ms of client lag injected at every point; burst (every token
+    written at once: TPOT 0)."""
     tmp = tmp_path_factory.mktemp("trust")
     tok = WordTokenizer().save_hf(tmp / "tok")
     path = tmp / "t.db"
+    lagged = ModelClock(lag_ms={"C=1": 3.0, "C=2": 3.0})
     runs = [
-        (("--itl-ms", "6"), "base", 1e6),
-        (("--itl-ms", "3"), "fast", 1e-6),
-        (("--itl-ms", "0"), "burst", 1e6),  # every token written at once
+        (("--itl-ms", "6"), "base", ModelClock()),
+        (("--itl-ms", "3"), "fast", lagged),
+        (("--itl-ms", "0"), "burst", ModelClock()),  # every token written at once
     ]
-    for args, name, limit in runs:
+    for args, name, clock in runs:
         with start_sim("--ttft-ms", "5", *args) as sim:
             cfg = BenchConfig(
                 url=sim.url,
@@ -43,9 +46,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 requests=12,
                 tokenizer=tok,
                 workload=WorkloadSpec(input_tokens=8, output_tokens=16),
-                lag_limit_ms=limit,
             )
-            bench_with_record(cfg, db=path, campaign="t", config=name)
+            bench_with_record(cfg, db=path, campaign="t", config=name, clock=clock)
     return path
 
 
@@ -55,6 +57,7 @@ def test_untrusted_runs_are_stored_with_reason_and_fix(db: Path) -> None:
     assert runs[("base", "C=1")].trust == "trusted"
     fast = runs[("fast", "C=1")]
     assert fast.trust == "untrusted" and fast.trust_reasons[0]["reason"] == "client-lag"
+    assert "p99 3.00 ms > 1 ms" in fast.trust_reasons[0]["message"]
     assert "client_cpus" in fast.trust_reasons[0]["fix"]
     burst = runs[("burst", "C=2")]
     assert burst.summary["tpot_ms"]["p50"] < 0.1  # TPOT_ZERO_MS: a burst, however it was read

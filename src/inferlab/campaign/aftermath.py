@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,11 +111,13 @@ def stop_and_check(
     *,
     gpu_before: list[int] | None,
     gpu_ready: list[int] | None = None,
+    stopper: Callable[[ServerProcess], StopReport] = stop,
 ) -> tuple[RuntimeFailure | None, str]:
-    """Stop ``server``; store its log findings, the stop + GPU drain check and a runtime
-    failure. Returns the failure (None when the log has no fatal line) and the stop line."""
+    """Stop ``server`` (with ``stopper``: its launcher's stop); store its log findings, the
+    stop + GPU drain check and a runtime failure. Returns the failure (None when the log has
+    no fatal line) and the stop line."""
     at_stop = used_mib()
-    rep = stop(server)
+    rep = stopper(server)
     store_log_findings(store, server.spec.log_path, campaign=campaign, config_id=config_id)
     drain = wait_returned(gpu_before, at_ready=gpu_ready, at_stop=at_stop, indices=nvml_indices())
     record_stop(store, config_id, rep, drain)

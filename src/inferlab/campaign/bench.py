@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab import METRICS_VERSION
+from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.urls import redact_url
@@ -176,9 +177,11 @@ def bench_with_record(
     db: Path | None = None,
     campaign: str = "bench",
     config: str | None = None,
+    clock: ModelClock | None = None,
 ) -> tuple[BenchResult, list[int]]:
-    """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids."""
-    sinks: list[ResultSink] = []
+    """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids.
+    ``clock``: the reference engine's points read on its model clock (``campaign.clock``)."""
+    sinks: list[ResultSink] = [clock.sink(cfg.url, cfg)] if clock is not None else []
     env = None
     if cfg.client_cpus:
         cpus = format_cpu_list(cfg.client_cpus)

@@ -1,34 +1,55 @@
 """Launching one campaign config: its argv, its health URL, its orphan record, its store row.
 
-``launch_config`` starts the server (``inferlab.server``), records it against orphans
+``launch_config`` starts the server through a :class:`Launcher`, records it against orphans
 (``campaign.orphans``) as soon as the process exists, and waits until it is ready, failing fast
 on the engine's fatal log signatures; a launch that fails or is interrupted is stopped and its
-record dropped.
+record dropped. The ``Launcher`` is the seam between a campaign and its servers' processes (as
+httpx's ``Transport`` is between a client and the network): :data:`SUBPROCESS`, the default,
+starts each as a process group (``inferlab.server``); :class:`InProcessSim` serves the
+reference engine on a thread of this process (``sim.inprocess``), for tests whose subject is
+not the process.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
+import socket
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from inferlab.campaign import files as lever_files
 from inferlab.campaign import orphans
 from inferlab.campaign.cpus import CpuSplit
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
+from inferlab.config.secrets import scrub_text
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.engines.base import classify_log
 from inferlab.engines.logs import primary_failure
-from inferlab.errors import ConfigError
-from inferlab.server import LaunchSpec, ServerProcess, free_port, launch, stop, wait_ready
+from inferlab.errors import ConfigError, LaunchError
+from inferlab.server import (
+    LaunchSpec,
+    ServerProcess,
+    StopReport,
+    free_port,
+    launch,
+    stop,
+    wait_ready,
+)
+from inferlab.server.lifecycle import FatalCheck
 from inferlab.store import Store
 
 __all__ = [
+    "SUBPROCESS",
+    "InProcessSim",
+    "Launcher",
+    "SubprocessLauncher",
     "config_row",
     "fatal_check",
     "health_path",
@@ -74,6 +95,106 @@ def server_url(server: ServerProcess, cfg: ResolvedConfig) -> str:
     return server.spec.health_url.removesuffix(health_path(cfg))
 
 
+class Launcher(Protocol):
+    """Where a config's server is started, waited for and stopped."""
+
+    #: whether its servers can outlive this process (then they are recorded against orphans)
+    outlives: bool
+
+    def start(self, spec: LaunchSpec) -> ServerProcess:
+        """Start the server (not yet ready)."""
+        ...
+
+    def wait_ready(self, server: ServerProcess, fatal: FatalCheck | None) -> float:
+        """Seconds until it answered its health path; ``LaunchError`` when it does not."""
+        ...
+
+    def stop(self, server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
+        """Stop it and say how (``StopReport``)."""
+        ...
+
+
+class SubprocessLauncher:
+    """Each server a process group of its own (``inferlab.server``): the default."""
+
+    outlives = True
+
+    def start(self, spec: LaunchSpec) -> ServerProcess:
+        return launch(spec)
+
+    def wait_ready(self, server: ServerProcess, fatal: FatalCheck | None) -> float:
+        return wait_ready(server, fatal=fatal)
+
+    def stop(self, server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
+        return stop(server, drain_timeout_s=drain_timeout_s)
+
+
+SUBPROCESS: Launcher = SubprocessLauncher()
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+class InProcessSim:
+    """The reference engine's configs (a ``sim serve`` command line: kind ``sim``, or a
+    ``command`` that runs it) served on a thread of this process, on loopback; its log lines
+    go to the launch's log file as the real server's do. Nothing outlives this process, so
+    nothing is recorded against orphans; CPU pinning does not apply."""
+
+    outlives = False
+
+    def start(self, spec: LaunchSpec) -> ServerProcess:
+        from inferlab.sim.inprocess import SimThread, serve_config  # the engine, only when used
+
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = threading.Lock()
+
+        def log(line: str) -> None:
+            with lock, spec.log_path.open("a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+        log(f"# inferlab launch {spec.name} (in process): {scrub_text(shlex.join(spec.argv))}")
+        try:
+            config, command = serve_config(spec.argv, spec.env)
+        except ConfigError as exc:  # what the real command would print before exiting
+            log(f"Error: {exc}")
+            raise LaunchError(
+                f"{spec.name}: {exc}",
+                kind="not-startable",
+                remedy="fix the config's sim serve options (inferlab sim serve --help)",
+                log_path=spec.log_path,
+                tail=[f"Error: {exc}"],
+            ) from None
+        thread = SimThread(config, spec.env, command, log).start()
+        return ServerProcess(spec, thread, time.monotonic())
+
+    def wait_ready(self, server: ServerProcess, fatal: FatalCheck | None) -> float:
+        return wait_ready(server, fatal=fatal, poll_s=0.05, kill=self._end)
+
+    def _end(self, server: ServerProcess) -> None:
+        server.proc.terminate()
+
+    def stop(self, server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
+        t0 = time.monotonic()
+        gone = server.proc.poll() is not None
+        self._end(server)
+        try:
+            code: int | None = server.proc.wait(server.spec.stop_grace_s)
+        except Exception:  # subprocess.TimeoutExpired: still serving after the grace period
+            code = None
+        return StopReport(
+            signal="already exited" if gone else "SIGTERM",
+            exit_code=code,
+            seconds=time.monotonic() - t0,
+            port_free=_port_free(server.spec.port),
+            gpu_check="skipped: in-process reference engine",
+            notes=[] if code is not None else ["still serving after the grace period"],
+        )
+
+
 def launch_config(
     camp: CampaignFile,
     cfg: ResolvedConfig,
@@ -81,6 +202,7 @@ def launch_config(
     python: str | None = None,
     guard: bool = False,
     cpus: CpuSplit | None = None,
+    launcher: Launcher = SUBPROCESS,
 ) -> ServerProcess:
     """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). With
     ``cpus``, its process group runs on the server's CPUs, the engine's thread knob set to
@@ -88,7 +210,7 @@ def launch_config(
     is recorded against orphans (``campaign.orphans``) from the moment it exists; a launch that
     fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
     this process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves
-    it running)."""
+    it running). ``launcher``: where it runs (see the module docstring)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
     addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
@@ -116,12 +238,13 @@ def launch_config(
         cpus=cpus.server if cpus else None,
         guard=guard,
     )
-    server = launch(ls)
-    orphans.remember(output_dir(camp), cfg.name, server)
+    server = launcher.start(ls)
+    if launcher.outlives:
+        orphans.remember(output_dir(camp), cfg.name, server)
     try:
-        wait_ready(server, fatal=fatal_check(spec))
+        launcher.wait_ready(server, fatal_check(spec))
     except BaseException:
-        stop(server, drain_timeout_s=10.0)
+        launcher.stop(server, drain_timeout_s=10.0)
         orphans.forget(output_dir(camp), cfg.name)
         raise
     return server

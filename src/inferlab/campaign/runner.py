@@ -24,8 +24,16 @@ from pathlib import Path
 
 from inferlab.campaign import capture, profiled
 from inferlab.campaign.bench import StoreSink, bench_config
+from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.files import target_dir
-from inferlab.campaign.launch import config_row, output_dir, served_model, server_url
+from inferlab.campaign.launch import (
+    SUBPROCESS,
+    Launcher,
+    config_row,
+    output_dir,
+    served_model,
+    server_url,
+)
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
@@ -105,9 +113,14 @@ def run_campaign(
     resume: bool = False,
     no_verify: bool = False,
     only: Sequence[str] = (),
+    launcher: Launcher = SUBPROCESS,
+    clock: ModelClock | None = None,
 ) -> CampaignResult:
     """Run every config of the campaign (or those named in ``only``, in file order); see the
-    module docstring for the order and rules."""
+    module docstring for the order and rules. ``launcher``: where the servers run
+    (``campaign.launch``: subprocesses by default); ``clock``: the reference engine's points
+    read on its model clock, with an injected client lag (``campaign.clock``)."""
+    seams = functools.partial(Held, launcher=launcher, clock=clock)
     events = events or CampaignEvents()
     plan = select_configs(make_plan(path), only)
     camp = plan.campaign
@@ -139,7 +152,7 @@ def run_campaign(
                 continue
             events.config_started(cfg, i, len(plan.configs))
             measure = functools.partial(_measure, plan, cfg, gid, todo, store, events, no_verify)
-            out = _run_config(cfg.name, measure)
+            out = _run_config(cfg.name, measure, seams())
             result.outcomes.append(out)
             events.config_done(out)
             if out.status == "measured" and not predict_now(store, name, events):
@@ -149,12 +162,17 @@ def run_campaign(
                 result.interrupted = True
                 break
         if camp.load.recheck_baseline and not result.interrupted:
-            _recheck_step(plan, store, events, no_verify, result)
+            _recheck_step(plan, store, events, no_verify, result, seams())
     return result
 
 
 def _recheck_step(
-    plan: Plan, store: Store, events: CampaignEvents, no_verify: bool, result: CampaignResult
+    plan: Plan,
+    store: Store,
+    events: CampaignEvents,
+    no_verify: bool,
+    result: CampaignResult,
+    held: Held,
 ) -> None:
     """The baseline launched again and rechecked at every point it has measured and not
     rechecked yet (``campaign.recheck``); its outcome is "BASELINE (recheck)"."""
@@ -170,7 +188,7 @@ def _recheck_step(
     measure = functools.partial(
         _measure, plan, base, gid, set(), store, events, no_verify, recheck=todo
     )
-    out = _run_config(base.name, measure)
+    out = _run_config(base.name, measure, held)
     out.config = f"{base.name} (recheck)"
     if out.status == "measured":  # told with the campaign's own minimum effect
         points = recheck_points(store, plan.campaign.campaign.name, base.name,
@@ -224,10 +242,9 @@ def _verified(
     )
 
 
-def _run_config(name: str, measure: Callable[[Held], ConfigOutcome]) -> ConfigOutcome:
-    """Config ``name``'s ``measure``, its failures (and a known death of its server) turned
-    into its outcome."""
-    held = Held()
+def _run_config(name: str, measure: Callable[[Held], ConfigOutcome], held: Held) -> ConfigOutcome:
+    """Config ``name``'s ``measure`` (its server held in ``held``), its failures (and a known
+    death of its server) turned into its outcome."""
     try:
         out = measure(held)
     except StepFailed as f:
@@ -307,9 +324,10 @@ def _sweep(
     if sequential_for(camp, cfg.name):
         refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
     watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
+    clock = [held.clock.sink(url, bench)] if held.clock is not None else []
     try:
         res = (
-            run_bench(bench, events, None, [*watch, sink], cells=todo, baselines=refs)
+            run_bench(bench, events, None, [*watch, *clock, sink], cells=todo, baselines=refs)
             if todo
             else None
         )
@@ -341,5 +359,6 @@ def _recheck(
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid,
                      purpose="recheck", environment_extra=env)  # fmt: skip
     watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
-    status, message = recheck_pass(bench, plan.points, todo, sink, events, watch)
+    clock = [held.clock.sink(url, bench)] if held.clock is not None else []
+    status, message = recheck_pass(bench, plan.points, todo, sink, events, [*watch, *clock])
     return ConfigOutcome(cfg.name, status, message, sink.run_ids)

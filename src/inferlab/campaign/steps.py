@@ -20,8 +20,9 @@ from inferlab.campaign import files as lever_files
 from inferlab.campaign import orphans
 from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
 from inferlab.campaign.applied import LeverItem, check_levers, gather, item_lines, record_levers
+from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.cpus import CpuSplit
-from inferlab.campaign.launch import launch_config, output_dir
+from inferlab.campaign.launch import SUBPROCESS, Launcher, launch_config, output_dir
 from inferlab.campaign.tunestep import baseline_log, tuned_config
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
@@ -94,12 +95,15 @@ def config_files(
 @dataclass
 class Held:
     """The config's server while it runs, NVML's used MiB per GPU before its launch and once
-    it was ready, and what killed it while it served (``campaign.aftermath``)."""
+    it was ready, and what killed it while it served (``campaign.aftermath``); where it runs
+    (``launcher``) and, with ``clock``, the clock its points are read on (``campaign.clock``)."""
 
     server: ServerProcess | None = None
     gpu_before: list[int] | None = None
     gpu_ready: list[int] | None = None
     failure: RuntimeFailure | None = None
+    launcher: Launcher = SUBPROCESS
+    clock: ModelClock | None = None
 
 
 @contextlib.contextmanager
@@ -122,7 +126,9 @@ def server_running(
     held.gpu_before = used_mib()
     say(f"{cfg.name}: launching ...")
     try:
-        held.server = server = launch_config(camp, cfg, guard=True, cpus=cpus)
+        held.server = server = launch_config(
+            camp, cfg, guard=True, cpus=cpus, launcher=held.launcher
+        )
     except LaunchError as exc:
         if exc.log_path:
             store_log_findings(store, str(exc.log_path), campaign=name, config_id=config_id)
@@ -148,6 +154,7 @@ def server_running(
             name,
             gpu_before=held.gpu_before,
             gpu_ready=held.gpu_ready,
+            stopper=held.launcher.stop,
         )
         orphans.forget(output_dir(camp), cfg.name)
         say(f"{cfg.name}: {line}")

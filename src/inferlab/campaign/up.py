@@ -36,6 +36,7 @@ from inferlab.config.secrets import scrub_argv
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, VerifyError
 from inferlab.server import ServerProcess, StopReport, stop, stop_group
+from inferlab.server.lifecycle import Proc
 from inferlab.store import Store
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
@@ -152,6 +153,11 @@ def _verify_up(
     return rep
 
 
+#: the process handles of the servers ``up`` started in this process and left running, by
+#: pid: a dropped handle of a live child warns (ResourceWarning); ``down`` reaps what it stops
+_LEFT_RUNNING: dict[int, Proc] = {}
+
+
 def _write_state(
     state: Path, cfg: ResolvedConfig, server: ServerProcess, url: str, split: CpuSplit
 ) -> None:
@@ -212,6 +218,7 @@ def _up_launched(
             raise
         _write_state(state, cfg, server, url, split)
         orphans.forget(out, cfg.name)  # the state file owns it now
+        _LEFT_RUNNING[server.pid] = server.proc
     sp = server.spec
     return UpResult(
         cfg.name, url, model, sp.log_path, server.pid, sp.port, server.ready_s, rep, sp.argv,
@@ -267,11 +274,13 @@ def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str
     pending = {p.config: p for p in lever_files.pending_manifests(output_dir(camp))}
     for st in states:
         d = json.loads(st.read_text())
+        held = _LEFT_RUNNING.pop(int(d["pid"]), None)  # started by this process: reap it
         rep = stop_group(
             int(d["pid"]),
             int(d["port"]),
             host=d.get("host", "local"),
             grace_s=float(d.get("grace_s", 20.0)),
+            reap=held.poll if held is not None else None,
         )
         st.unlink()
         inst = pending.get(str(d["config"]))

@@ -29,11 +29,12 @@ from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_c
 from inferlab.load.worker import Item, WorkerJob
 from inferlab.load.workload import Prompt, build_body, make_prompts
 from inferlab.records import RequestRecord
-from inferlab.stats.metrics import summarize
+from inferlab.stats.metrics import PointSummary, summarize
+from inferlab.stats.stopping import StopRecord
 from inferlab.stats.summary import describe
 from inferlab.stats.trust import assess
 
-__all__ = ["Sweep", "auto_workers", "run_point"]
+__all__ = ["Sweep", "auto_workers", "judge", "run_point", "summary_of"]
 
 _STREAMS_PER_WORKER = 256
 
@@ -266,6 +267,32 @@ def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResu
     return _result(sw, point, trial, records, m, started_at)
 
 
+def summary_of(
+    cfg: BenchConfig, records: list[RequestRecord], stop: StopRecord | None
+) -> PointSummary:
+    """The point's summary: over its steady window when it stopped adaptively (``stop``),
+    else over every measured request."""
+    slo = dict(slo_ttft_ms=cfg.slo.ttft_ms, slo_tpot_ms=cfg.slo.tpot_ms, slo_e2e_ms=cfg.slo.e2e_ms)
+    if stop is not None:
+        return summarize_steady(records, stop.window_ns, seed=cfg.seed, **slo)
+    return summarize(records, seed=cfg.seed, **slo)
+
+
+def judge(cfg: BenchConfig, res: PointResult) -> None:
+    """Set the point's trust (``stats.trust``) and measurement-quality warnings from its
+    summary and client loop lag."""
+    summary, lag = res.summary, res.loop_lag_ms
+    res.trust = assess(
+        lag_p99_ms=lag.p99 if lag.count else None,
+        tpot_median_ms=summary.tpot_ms.p50 if summary.tpot_ms.count else None,
+        interrupted=res.interrupted,
+        lag_limit_ms=cfg.lag_limit_ms,
+        workers=res.workers,
+        failed=(summary.requests - summary.ok, summary.requests),
+    )
+    res.warnings = point_warnings(cfg, res, res.workers)
+
+
 def _result(
     sw: Sweep,
     point: LoadPoint,
@@ -275,35 +302,21 @@ def _result(
     started_at: str,
 ) -> PointResult:
     cfg = sw.cfg
-    slo = dict(slo_ttft_ms=cfg.slo.ttft_ms, slo_tpot_ms=cfg.slo.tpot_ms, slo_e2e_ms=cfg.slo.e2e_ms)
     stop = None
     if cfg.adaptive and m.monitor is not None:
         stop = final_stop(records, m.monitor, m.finish_ns, m.interrupted, point.concurrency or 1)
-        summary = summarize_steady(records, stop.window_ns, seed=cfg.seed, **slo)
-    else:
-        summary = summarize(records, seed=cfg.seed, **slo)
-    lag = describe([x / 1e6 for x in m.lag_ns])
-    interrupted = m.interrupted and m.rejected is None
     res = PointResult(
         point=point,
         records=records,
-        summary=summary,
-        loop_lag_ms=lag,
+        summary=summary_of(cfg, records, stop),
+        loop_lag_ms=describe([x / 1e6 for x in m.lag_ns]),
         workers=m.workers,
-        interrupted=interrupted,
+        interrupted=m.interrupted and m.rejected is None,
         rejected=m.rejected,
         trial=trial,
         started_at=started_at,
         ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        trust=assess(
-            lag_p99_ms=lag.p99 if lag.count else None,
-            tpot_median_ms=summary.tpot_ms.p50 if summary.tpot_ms.count else None,
-            interrupted=interrupted,
-            lag_limit_ms=cfg.lag_limit_ms,
-            workers=m.workers,
-            failed=(summary.requests - summary.ok, summary.requests),
-        ),
         stop=stop,
     )
-    res.warnings = point_warnings(cfg, res, m.workers)
+    judge(cfg, res)
     return res

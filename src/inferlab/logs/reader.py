@@ -133,7 +133,8 @@ def open_log(path: str | Path) -> tuple[BinaryIO, str | None]:
     except OSError as exc:
         raise LogError(f"{p}: cannot read: {exc.strerror or exc}") from None
     if head.startswith(b"\x1f\x8b"):
-        return gzip.GzipFile(fileobj=fh, mode="rb"), "gzip"  # type: ignore[return-value]
+        fh.close()  # a GzipFile given a fileobj never closes it: this one owns its file
+        return gzip.GzipFile(p, mode="rb"), "gzip"  # type: ignore[return-value]
     for magic, name in _MAGIC:
         if head.startswith(magic):
             fh.close()

@@ -69,7 +69,8 @@ def _open(path: Path) -> IO[bytes]:
     magic = fh.read(2)
     fh.seek(0)
     if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+        fh.close()  # a GzipFile given a fileobj never closes it: this one owns its file
+        return gzip.GzipFile(path, mode="rb")  # type: ignore[return-value]
     return fh
 
 

@@ -10,6 +10,7 @@ is free and, where NVML sees a GPU, until the memory the server held is released
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -22,6 +23,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from inferlab.config.secrets import scrub_text
 from inferlab.cpus import pin_child
@@ -30,7 +32,9 @@ from inferlab.server.stop import StopReport, signal_group, stop_group
 
 __all__ = [
     "BASE_ENV_KEYS",
+    "FatalCheck",
     "LaunchSpec",
+    "Proc",
     "ServerProcess",
     "clean_env",
     "free_port",
@@ -100,10 +104,28 @@ class LaunchSpec:
     guard: bool = False  # local: killed with its launcher (``inferlab.server.guard``)
 
 
+class Proc(Protocol):
+    """What is used of a launched server's process: a ``Popen``, or a stand-in with its
+    ``pid``, ``returncode``, ``poll()``, ``wait(timeout)`` and ``terminate()`` (an in-process
+    server)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def terminate(self) -> None: ...
+
+
 @dataclass
 class ServerProcess:
     spec: LaunchSpec
-    proc: subprocess.Popen[bytes]
+    proc: Proc
     started: float  # time.monotonic() at launch
     ready_s: float | None = None
 
@@ -182,10 +204,13 @@ def wait_ready(
     fatal: FatalCheck | None = None,
     poll_s: float = 0.5,
     on_tick: Callable[[float], None] | None = None,
+    kill: Callable[[ServerProcess], None] | None = None,
 ) -> float:
     """Poll health until ready; returns seconds to ready. Raises ``LaunchError`` (classified,
     with the log tail and a remedy) when the process exits, a fatal log line appears, or the
-    deadline passes. ``fatal(lines)`` returns ``(kind, matched line, remedy)`` or None."""
+    deadline passes. ``fatal(lines)`` returns ``(kind, matched line, remedy)`` or None;
+    ``kill`` ends a server that will not come up (default: SIGKILL to its process group)."""
+    kill = kill or _kill_group
     spec = server.spec
     deadline = server.started + spec.ready_timeout_s
     seen = 0
@@ -202,13 +227,13 @@ def wait_ready(
             hit = fatal(lines)
             if hit is not None:
                 kind, line, remedy = hit
-                _kill_group(server, signal.SIGKILL)
+                kill(server)
                 raise _launch_error(spec, f"{kind}: {line.strip()}", kind, remedy)
         code = server.proc.poll()
         if code is not None:
             raise _exited(spec, code, fatal)
         if time.monotonic() > deadline:
-            _kill_group(server, signal.SIGKILL)
+            kill(server)
             raise _launch_error(
                 spec,
                 f"not ready after {spec.ready_timeout_s:g} s "
@@ -260,8 +285,11 @@ def _ssh_failure(spec: LaunchSpec, lines: Sequence[str], code: int) -> str | Non
     return f"ssh to {spec.host} failed: {msg}"
 
 
-def _kill_group(server: ServerProcess, sig: int) -> None:
-    signal_group(server.proc.pid, sig)
+def _kill_group(server: ServerProcess) -> None:
+    """SIGKILL the server's group and reap its leader (no zombie, no unwaited handle)."""
+    signal_group(server.proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        server.proc.wait(10)
 
 
 def stop(server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:

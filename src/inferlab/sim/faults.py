@@ -217,12 +217,15 @@ class FaultJob(Job):
         self.rest = b"".join(self.frames[self.i :])
 
     def _drip(self) -> int:
-        """One byte now; a token chunk's write time is when its event's last byte went out."""
+        """One byte now; a token chunk's write time is when its event's last byte was handed
+        to the kernel (stamped before the write, as every chunk's is: no byte can arrive
+        before it)."""
         pos = self.pos
+        now = perf_counter_ns()
         self.write(self.rest[pos : pos + 1])
         self.pos = pos = pos + 1
         if self.k < len(self.ends) and pos == self.ends[self.k]:
-            self.writes.append(perf_counter_ns())
+            self.writes.append(now)
             self.k += 1
         if pos == len(self.rest):
             self.conn.job_done(self)

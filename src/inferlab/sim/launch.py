@@ -18,7 +18,7 @@ from inferlab.sim.presets import StartupFailure
 from inferlab.sim.server import serve
 from inferlab.sim.startup import prepare
 
-__all__ = ["LEVER_FIELDS", "config_from_options", "run_engine"]
+__all__ = ["LEVER_FIELDS", "Serve", "config_from_options", "run_engine"]
 
 #: the SGLang flags the batching model reads, as ``SimConfig.levers`` fields
 LEVER_FIELDS = (
@@ -32,6 +32,9 @@ LEVER_FIELDS = (
     "tuned_fp8",
 )
 _DEFAULT_TTFT_MS, _DEFAULT_ITL_MS = 50.0, 10.0
+
+#: serves a config: (config, on_ready, log) → whether the ``exit`` fault struck
+Serve = Callable[[SimConfig, Callable[[str], None], "Callable[[str], None] | None"], bool]
 
 
 def config_from_options(
@@ -59,12 +62,17 @@ def run_engine(
     command: str,
     log: Callable[[str], None],
     on_ready: Callable[[str], None],
+    *,
+    serve_with: Serve = serve,
+    sleep: Callable[[float], object] = time.sleep,
 ) -> int:
     """Serve ``config`` after its startup delay; the exit status: 0 after SIGINT/SIGTERM, 1
     when the model cannot start (its log lines say why) or the ``exit`` fault struck.
 
     ``command`` (the whole argv, as real servers log it) and SGLang's startup lines go to
-    ``log``; ``on_ready`` receives the base URL once the server listens.
+    ``log``; ``on_ready`` receives the base URL once the server listens. ``serve_with`` serves
+    (default: under uvloop until a signal; ``sim.inprocess``: on a thread until stopped) and
+    ``sleep`` waits the startup delay (s).
     """
     batching = config.batching
     # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
@@ -81,9 +89,9 @@ def run_engine(
 
     if config.startup_s:
         log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
-        time.sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
+        sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
     try:
-        crashed = serve(config, on_ready=ready, log=log if batching else None)
+        crashed = serve_with(config, ready, log if batching else None)
     except StartupFailure as exc:
         for line in exc.lines:
             log(f"[SIMULATED] {line}")

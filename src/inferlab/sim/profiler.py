@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,13 @@ class SimProfiler:
     """The capture state of one simulated server (batching mode only)."""
 
     def __init__(
-        self, preset: Preset, model: StepModel, levers: Levers, tp_size: int, time_scale: float
+        self,
+        preset: Preset,
+        model: StepModel,
+        levers: Levers,
+        tp_size: int,
+        time_scale: float,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.mix = get_mix(preset.name)
         savings = {"tuned_fp8": preset.tuned_fp8_saving_ms, "nccl_ll": preset.nccl_ll_saving_ms}
@@ -81,6 +88,7 @@ class SimProfiler:
         self.tp_size, self.time_scale = tp_size, time_scale
         self.capture: Capture | None = None
         self.captures = 0
+        self.env = os.environ if env is None else env  # SGLANG_TORCH_PROFILER_DIR
 
     @property
     def active(self) -> bool:
@@ -91,7 +99,7 @@ class SimProfiler:
         if self.capture is not None:
             raise ProfileRequestError("Profiling is already in progress. Call /stop_profile first.")
         out, steps, acts, prefix = _body(obj)
-        base = out or os.environ.get("SGLANG_TORCH_PROFILER_DIR") or "/tmp"
+        base = out or self.env.get("SGLANG_TORCH_PROFILER_DIR") or "/tmp"
         self.captures += 1
         self.capture = Capture(Path(base), prefix, steps, acts, f"{time.time():.6f}")
         return self.capture

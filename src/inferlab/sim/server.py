@@ -20,7 +20,7 @@ import gc
 import json
 import os
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
@@ -41,7 +41,7 @@ from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.sim.truth import Record, Request, lateness_summary
 from inferlab.sim.wheel import TimerWheel
 
-__all__ = ["SimServer", "serve"]
+__all__ = ["SimServer", "serve", "serve_until"]
 
 _FLUSH_S = 1.0
 
@@ -49,7 +49,14 @@ _FLUSH_S = 1.0
 class SimServer:
     """The reference engine. ``await start()`` binds and serves; ``await stop()`` ends it."""
 
-    def __init__(self, config: SimConfig, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: SimConfig,
+        log: Callable[[str], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``env``: the environment it reads (``SGLANG_TORCH_PROFILER_DIR``; default: this
+        process's)."""
         self.config = config
         self._log = log
         self._engine: BatchingEngine | None = None
@@ -59,7 +66,7 @@ class SimServer:
             preset = get_preset(config.preset or "generic")
             self.step_model = resolve(preset, config.levers)  # may raise StartupFailure
             self._profiler = SimProfiler(
-                preset, self.step_model, config.levers, config.tp_size, config.time_scale
+                preset, self.step_model, config.levers, config.tp_size, config.time_scale, env
             )
         self.tokenizer = WordTokenizer(config.vocab_size)
         self._words = [b" " + w.encode() for w in self.tokenizer.vocab]
@@ -260,6 +267,26 @@ def _run(coro: Coroutine[Any, Any, None]) -> None:
     uvloop.run(coro)
 
 
+async def serve_until(
+    server: SimServer,
+    stopped: asyncio.Event,
+    on_ready: Callable[[str], None] | None = None,
+) -> bool:
+    """Start ``server``, tell ``on_ready`` its base URL, serve until ``stopped`` is set or the
+    ``exit`` fault strikes (then True), stop it (ground truth flushed)."""
+    await server.start()
+    try:
+        if on_ready is not None:
+            on_ready(server.url)
+        waits = [asyncio.ensure_future(e.wait()) for e in (stopped, server.exited)]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+    finally:
+        await server.stop()
+    return server.exited.is_set()
+
+
 def serve(
     config: SimConfig,
     on_ready: Callable[[str], None] | None = None,
@@ -273,27 +300,21 @@ def serve(
     """
     server = SimServer(config, log=log)
 
-    async def main() -> None:
-        await server.start()
+    def ready(url: str) -> None:
         # A full collection over everything imported took 50-100 ms in the middle of a 256-stream
         # run (every chunk due then was written that late): freeze what exists at start. Per
         # stream, only the job and its record stay tracked (frames, dues, writes are untracked).
         gc.collect()
         gc.freeze()
+        if on_ready is not None:
+            on_ready(url)
+
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         stopped = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stopped.set)
-        try:
-            if on_ready is not None:
-                on_ready(server.url)
-            crashed = asyncio.ensure_future(server.exited.wait())
-            await asyncio.wait(
-                [asyncio.ensure_future(stopped.wait()), crashed],
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            await server.stop()
+        await serve_until(server, stopped, ready)
 
     _run(main())
     return server.exited.is_set()
