@@ -5,7 +5,11 @@ waiting on one of them; the ``ray`` ones last (see ``_rank``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+
+from support.cli import CliResult, run_cli
 
 ALONE = ("vllm", "ray")
 
@@ -41,3 +45,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if any(item.get_closest_marker(m) for m in ALONE):
             item.add_marker(pytest.mark.serial)
     items.sort(key=_rank)  # stable: every module keeps its own order
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """``cli(*args, input=None, env=None, cwd=None)``: ``inferlab ARGS...`` run in this process
+    through its real entry point; ``.exit_code``, ``.stdout``, ``.stderr`` (tests/support/cli.py)."""
+    return run_cli
