@@ -1,5 +1,7 @@
 """How long the ``inferlab`` command takes to start: ``--help``, a few commands' ``--help``, and
-the bare ``import inferlab.cli.main``, each a fresh Python, ``--repeat`` times.
+the bare ``import inferlab.cli.main``, each a fresh Python, ``--repeat`` times; and
+``inferlab sim serve --port 0`` until it prints its "listening on" line (the reference engine
+every campaign and most tests start).
 
 Prints, per case, the median wall time and the spread (min, p25–p75, max) in ms, then the top
 ten of ``python -X importtime -m inferlab --help`` by cumulative import time. With
@@ -37,7 +39,9 @@ CASES: dict[str, list[str]] = {
     "inferlab compare --help": [PY, "-m", "inferlab", "compare", "--help"],
     "inferlab sim serve --help": [PY, "-m", "inferlab", "sim", "serve", "--help"],
     'python -c "import inferlab.cli.main"': [PY, "-c", "import inferlab.cli.main"],
+    "inferlab sim serve: until listening": [PY, "-m", "inferlab", "sim", "serve", "--port", "0"],
 }
+_READY = "listening on "
 
 
 def loadavg() -> str:
@@ -55,13 +59,31 @@ def _env(src: Path | None) -> dict[str, str]:
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of one run (it must exit 0)."""
+    """Wall seconds of one run (it must exit 0); of a server, until its ready line."""
+    if "serve" in argv:
+        return _until_ready(argv, env)
     t0 = time.perf_counter()
     p = subprocess.run(argv, env=env, capture_output=True, timeout=120)
     took = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"{argv}: exit {p.returncode}\n{p.stderr.decode()[-2000:]}")
     return took
+
+
+def _until_ready(argv: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    p = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if _READY in line:
+                return time.perf_counter() - t0
+        raise SystemExit(f"{argv}: exited {p.wait()} before it listened")
+    finally:
+        p.terminate()
+        p.wait(10)
 
 
 def spread(xs: list[float]) -> str:

@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,8 @@ from typer.testing import CliRunner
 
 from inferlab.cli.lazy import LazyGroup, load_command
 from inferlab.cli.main import COMMANDS, app
-from support.cli import CliResult
+from support.cli import Cli
 
-Cli = Callable[..., CliResult]
 HEAVY = ("scipy", "numpy", "pandas", "pyarrow")
 
 _PROBE = """

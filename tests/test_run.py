@@ -15,6 +15,7 @@ from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
+from support.cli import Cli
 
 CAMPAIGN = """
 [campaign]
@@ -121,7 +122,7 @@ def _sims() -> set[str]:
 
 
 @pytest.mark.serial  # _sims() sees every sim of this venv: another xdist worker's too
-def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_server_and_resume_finishes(cli: Cli, tmp_path: Path) -> None:
     path = write(tmp_path, itl="30", requests=6)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     before = _sims()
@@ -141,14 +142,8 @@ def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     assert proc.returncode == 130, err[-2000:]
     assert "--resume continues" in err
     assert _sims() <= before  # the campaign's server was stopped, not left behind
-    done = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--resume"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = cli("run", str(path), "--resume", env={"INFERLAB_DB": str(tmp_path / "db")})
+    assert done.exit_code == 0, done.stderr[-2000:]
     with Store(tmp_path / "db") as store:
         runs = [r for r in store.runs(campaign="simrun") if not r.interrupted]
     assert {(r.config, r.label, r.trial) for r in runs} >= {

@@ -22,12 +22,12 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from typer.testing import CliRunner
 
-__all__ = ["CliResult", "run_cli"]
+__all__ = ["Cli", "CliResult", "run_cli"]
 
 #: the environment every in-process call starts from (a test's ``env`` overrides it)
 BASE_ENV: Mapping[str, str | None] = {"COLUMNS": "200"}
@@ -47,6 +47,10 @@ class CliResult:
             f"<inferlab {' '.join(self.args)}: exit {self.exit_code}\n"
             f"--- stdout\n{self.stdout}--- stderr\n{self.stderr}>"
         )
+
+
+#: the ``cli`` fixture's type: ``cli(*args, input=None, env=None, cwd=None) -> CliResult``
+Cli = Callable[..., CliResult]
 
 
 def _code(code: object) -> int:
