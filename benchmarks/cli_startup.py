@@ -60,7 +60,7 @@ def _env(src: Path | None) -> dict[str, str]:
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
     """Wall seconds of one run (it must exit 0); of a server, until its ready line."""
-    if "serve" in argv:
+    if "serve" in argv and "--help" not in argv:
         return _until_ready(argv, env)
     t0 = time.perf_counter()
     p = subprocess.run(argv, env=env, capture_output=True, timeout=120)
