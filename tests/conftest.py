@@ -7,7 +7,11 @@ them; the ``ray`` ones last (see ``_rank``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+
+from support.cli import CliResult, run_cli
 
 #: markers whose tests are serial, and the machine-wide resource each needs
 ALONE = {
@@ -70,3 +74,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.serial(reason=reason))
         serial_reason(item)
     items.sort(key=_rank)  # stable: every module keeps its own order
+
+
+@pytest.fixture
+def cli() -> Callable[..., CliResult]:
+    """``cli(*args, input=None, env=None, cwd=None)``: ``inferlab ARGS...`` run in this process
+    through its real entry point; ``.exit_code``, ``.stdout``, ``.stderr`` (tests/support/cli.py)."""
+    return run_cli

@@ -1,9 +1,9 @@
-"""``inferlab bench`` against the reference engine as a real subprocess on loopback."""
+"""``inferlab bench`` against the reference engine as a real subprocess on loopback (the command
+in process, but for Ctrl-C: a real SIGINT to a real ``inferlab bench``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +19,7 @@ from inferlab.records import ErrorKind
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import itl_ms
 from simproc import start_sim
+from support.cli import Cli
 
 
 @pytest.fixture(scope="module")
@@ -197,26 +198,11 @@ def test_unreachable_url_fails_fast() -> None:
     assert time.monotonic() - t0 < 5
 
 
-_TMP_DB = os.path.join(__import__("tempfile").mkdtemp(prefix="inferlab-test-"), "t.db")
-
-
-def _cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", "INFERLAB_DB": _TMP_DB, **(env or {})},
-    )
-
-
-def test_cli_bench_out_json_and_no_secret(tokdir: Path, tmp_path: Path) -> None:
+def test_cli_bench_out_json_and_no_secret(cli: Cli, tokdir: Path, tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
     secret = "sk-test-SECRET-1234567890"
     with start_sim("--ttft-ms", "2", "--itl-ms", "1") as sim:
-        p = _cli(
+        p = cli(
             "bench",
             "--url",
             sim.url,
@@ -237,9 +223,9 @@ def test_cli_bench_out_json_and_no_secret(tokdir: Path, tmp_path: Path) -> None:
             "--out",
             str(out),
             "--json",
-            env={"MY_KEY": secret},
+            env={"MY_KEY": secret, "INFERLAB_DB": str(tmp_path / "t.db")},
         )
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     doc = json.loads(p.stdout)
     assert [x["label"] for x in doc["points"]] == ["C=1", "C=2"]
     assert doc["points"][0]["summary"]["ok"] == 6
@@ -252,9 +238,12 @@ def test_cli_bench_out_json_and_no_secret(tokdir: Path, tmp_path: Path) -> None:
     assert "C=1" in p.stderr  # the table goes to stderr with --json
 
 
-def test_cli_table_and_user_errors(tokdir: Path) -> None:
+def test_cli_table_and_user_errors(
+    cli: Cli, tokdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INFERLAB_DB", str(tmp_path / "t.db"))
     with start_sim("--ttft-ms", "2", "--itl-ms", "1") as sim:
-        p = _cli(
+        p = cli(
             "bench",
             "--url",
             sim.url,
@@ -271,22 +260,22 @@ def test_cli_table_and_user_errors(tokdir: Path) -> None:
             "--tokenizer",
             str(tokdir),
         )
-        assert p.returncode == 0, p.stderr
+        assert p.exit_code == 0, p.stderr
         assert "C=2" in p.stdout and "TTFT" in p.stdout
-        bad = _cli("bench", "--url", sim.url, "-c", "1,x", "--requests", "4")
-        assert bad.returncode == 2 and "--concurrency" in bad.stderr
+        bad = cli("bench", "--url", sim.url, "-c", "1,x", "--requests", "4")
+        assert bad.exit_code == 2 and "--concurrency" in bad.stderr
         assert "Traceback" not in bad.stderr
-        bad = _cli("bench", "--url", sim.url, "-c", "1")
-        assert bad.returncode == 2 and "--requests or --duration" in bad.stderr
-        bad = _cli("bench", "--url", sim.url, "-c", "1", "--requests", "2", "--slo", "ttft=3")
-        assert bad.returncode == 2 and "unknown key 'ttft'" in bad.stderr
-        bad = _cli(
+        bad = cli("bench", "--url", sim.url, "-c", "1")
+        assert bad.exit_code == 2 and "--requests or --duration" in bad.stderr
+        bad = cli("bench", "--url", sim.url, "-c", "1", "--requests", "2", "--slo", "ttft=3")
+        assert bad.exit_code == 2 and "unknown key 'ttft'" in bad.stderr
+        bad = cli(
             "bench", "--url", sim.url, "-c", "1", "--requests", "2", "--tokenizer", "/nonexistent"
         )
-        assert bad.returncode == 2 and "/nonexistent" in bad.stderr
-        bad = _cli("bench", "--url", "ftp://x", "-c", "1", "--requests", "2")
-        assert bad.returncode == 2 and "--url" in bad.stderr
-        bad = _cli(
+        assert bad.exit_code == 2 and "/nonexistent" in bad.stderr
+        bad = cli("bench", "--url", "ftp://x", "-c", "1", "--requests", "2")
+        assert bad.exit_code == 2 and "--url" in bad.stderr
+        bad = cli(
             "bench",
             "--url",
             sim.url,
@@ -297,7 +286,7 @@ def test_cli_table_and_user_errors(tokdir: Path) -> None:
             "--api-key-env",
             "SURELY_UNSET_VAR",
         )
-        assert bad.returncode == 2 and "SURELY_UNSET_VAR" in bad.stderr
+        assert bad.exit_code == 2 and "SURELY_UNSET_VAR" in bad.stderr
 
 
 def test_ctrl_c_writes_what_was_measured(tokdir: Path, tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import gzip
 import http.server
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -28,6 +27,7 @@ from inferlab.report.data import build_report
 from inferlab.report.render import render_markdown
 from inferlab.server import LaunchSpec, launch
 from inferlab.store import Store
+from support.cli import Cli
 
 CAMPAIGN = """
 [campaign]
@@ -267,21 +267,17 @@ def test_a_server_that_died_during_the_capture_is_a_classified_launch_failure(
     assert "--mem-fraction-static" in fail.remedy
 
 
-def test_cli_stores_a_manual_profile_for_a_config_and_point(tmp_path: Path) -> None:
+def test_cli_stores_a_manual_profile_for_a_config_and_point(cli: Cli, tmp_path: Path) -> None:
     trace = Path(__file__).parent / "fixtures" / "traces" / "vllm_cpu_decode_c1.pt.trace.json.gz"
     db = tmp_path / "db"
     with Store(db) as store, store.transaction():
         store.config_id(store.campaign_id("cap"), "baseline", engine="vllm", model="m")
-
-    def cli(*a: str) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "inferlab.cli.main", "profile", str(trace), "--db", str(db)]
-        return subprocess.run([*argv, *a], capture_output=True, text=True, check=False)
-
-    r = cli("--campaign", "cap", "--config", "baseline", "--point", "16")
-    assert r.returncode == 2 and "--point: expected a closed-loop load point" in r.stderr
-    assert cli("--config", "baseline").returncode == 2  # where to? needs --campaign
-    r = cli("--campaign", "cap", "--config", "baseline", "--point", "C=1", "--json")
-    assert r.returncode == 0, r.stderr
+    profile = ("profile", str(trace), "--db", str(db))
+    r = cli(*profile, "--campaign", "cap", "--config", "baseline", "--point", "16")
+    assert r.exit_code == 2 and "--point: expected a closed-loop load point" in r.stderr
+    assert cli(*profile, "--config", "baseline").exit_code == 2  # where to? needs --campaign
+    r = cli(*profile, "--campaign", "cap", "--config", "baseline", "--point", "C=1", "--json")
+    assert r.exit_code == 0, r.stderr
     with Store(db) as store:
         (row,) = store.analyses("profile", campaign="cap")
         md = render_markdown(build_report(store, "cap"))

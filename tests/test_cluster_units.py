@@ -35,6 +35,7 @@ from inferlab.stats.metrics import summarize
 from inferlab.stats.summary import describe
 from inferlab.store import Store
 from simproc import group_pids, start_sim
+from support.cli import Cli
 
 
 @pytest.mark.parametrize(
@@ -225,37 +226,26 @@ def test_bad_addresses_are_refused_quickly() -> None:
     assert time.monotonic() - t0 < 5
 
 
-def _cli(*args: str, pre: str = "") -> subprocess.CompletedProcess[str]:
-    code = (
-        pre
-        + "import sys; from inferlab.cli.main import main; sys.argv = ['inferlab', *sys.argv[1:]]; main()"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "200"},
-        timeout=60,
-    )
-
-
-def test_cli_bad_input_without_a_cluster(tmp_path: Path) -> None:
+def test_cli_bad_input_without_a_cluster(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     camp = tmp_path / "c.toml"
     camp.write_text(
         '[campaign]\nname = "x"\n[engine]\nkind = "sim"\n[[config]]\nname = "a"\n'
         "[load]\nconcurrency = [1]\nrequests = 2\n"
     )
-    # the extra not installed: a Python where `import ray` fails
-    p = _cli("run", str(camp), "--ray", "auto", pre="import sys; sys.modules['ray'] = None; ")
-    assert p.returncode == 2 and "pip install 'inferlab[ray]'" in p.stderr, p.stderr
+    with monkeypatch.context() as m:  # the extra not installed: `import ray` fails
+        m.setitem(sys.modules, "ray", None)
+        p = cli("run", str(camp), "--ray", "auto")
+    assert p.exit_code == 2 and "pip install 'inferlab[ray]'" in p.stderr, p.stderr
     t0 = time.monotonic()
-    p = _cli("run", str(camp), "--ray", "127.0.0.1:1")
-    assert p.returncode == 2 and "cannot reach a Ray cluster at 127.0.0.1:1" in p.stderr
+    p = cli("run", str(camp), "--ray", "127.0.0.1:1")
+    assert p.exit_code == 2 and "cannot reach a Ray cluster at 127.0.0.1:1" in p.stderr
     assert time.monotonic() - t0 < 10
-    p = _cli("bench", "--url", "http://127.0.0.1:1", "-c", "1", "--requests", "1", "--clients", "2")
-    assert p.returncode == 2 and "--clients: needs --ray" in p.stderr
-    p = _cli("tune", "fp8-gemm", "--shape", "7168,2048", "--ray", "auto", "--devices", "0")
-    assert p.returncode == 2 and "--ray: Ray gives each actor one GPU" in p.stderr
+    p = cli("bench", "--url", "http://127.0.0.1:1", "-c", "1", "--requests", "1", "--clients", "2")
+    assert p.exit_code == 2 and "--clients: needs --ray" in p.stderr
+    p = cli("tune", "fp8-gemm", "--shape", "7168,2048", "--ray", "auto", "--devices", "0")
+    assert p.exit_code == 2 and "--ray: Ray gives each actor one GPU" in p.stderr
 
 
 def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(

@@ -6,8 +6,6 @@ one of them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from inferlab.load.detect import detect_engine, unknown_field_hint
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from simproc import start_sim
+from support.cli import Cli, CliResult
 
 FIX = Path(__file__).parent / "fixtures" / "engine_logs" / "prometheus"
 
@@ -201,7 +200,7 @@ def test_a_refused_field_gets_a_hint(replay: tuple[str, type[_Replay]], tmp_path
     assert unknown_field_hint("HTTP 400: bad temperature", get_engine("vllm")) is None
 
 
-def test_verify_checks_a_running_configs_levers(tmp_path: Path) -> None:
+def test_verify_checks_a_running_configs_levers(cli: Cli, tmp_path: Path) -> None:
     camp = tmp_path / "c.toml"
     camp.write_text(
         f'[campaign]\nname = "v"\noutput = "{tmp_path}/out"\n[engine]\nkind = "sim"\n'
@@ -210,16 +209,15 @@ def test_verify_checks_a_running_configs_levers(tmp_path: Path) -> None:
     )
     with start_sim("--itl-ms", "3") as sim:
 
-        def verify(config: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, "-m", "inferlab.cli.main", "verify", "--url", sim.url,
-                 "--model", "inferlab-sim", "--levers", f"{camp}:{config}",
-                 "--log", sim._stderr_path, "--no-default-probes"],
-                capture_output=True, text=True, env={**os.environ, "COLUMNS": "250"}, check=False,
+        def verify(config: str) -> CliResult:
+            return cli(
+                "verify", "--url", sim.url, "--model", "inferlab-sim", "--levers",
+                f"{camp}:{config}", "--log", sim._stderr_path, "--no-default-probes",
+                env={"COLUMNS": "250"},
             )  # fmt: skip
 
         ok, bad = verify("fast"), verify("slow")
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.exit_code == 0, ok.stdout + ok.stderr
     assert "engine sim (/v1/models owned_by 'inferlab-sim'" in ok.stdout
     assert "fast: lever ✓ --itl-ms: applied — itl_ms=3.0 in /get_server_info" in ok.stdout
-    assert bad.returncode == 1 and "slow: lever ✗ --itl-ms: not-applied" in bad.stdout
+    assert bad.exit_code == 1 and "slow: lever ✗ --itl-ms: not-applied" in bad.stdout

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from inferlab.report.compare import build_comparison, render_csv, render_md, to_
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from simproc import start_sim
+from support.cli import Cli
 
 
 @pytest.fixture(scope="module")
@@ -100,26 +98,16 @@ def test_bad_selections(db: Path) -> None:
             build_comparison(store, selectors=["99999"])
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
-def test_cli_formats_and_errors(db: Path, tmp_path: Path) -> None:
-    p = _cli("compare", "--db", str(db), "--campaign", "ab", "--baseline", "base")
-    assert p.returncode == 0, p.stderr
+def test_cli_formats_and_errors(cli: Cli, db: Path, tmp_path: Path) -> None:
+    p = cli("compare", "--db", str(db), "--campaign", "ab", "--baseline", "base")
+    assert p.exit_code == 0, p.stderr
     assert "median TPOT" in p.stdout and "better" in p.stdout
-    j = _cli("compare", "--db", str(db), "--campaign", "ab", "--format", "json")
+    j = cli("compare", "--db", str(db), "--campaign", "ab", "--format", "json")
     assert json.loads(j.stdout)["baseline"] == "base"
-    refused = _cli("compare", "--db", str(db), "base", "longer")
-    assert refused.returncode == 2 and "workload_hash" in refused.stderr
+    refused = cli("compare", "--db", str(db), "base", "longer")
+    assert refused.exit_code == 2 and "workload_hash" in refused.stderr
     assert "Traceback" not in refused.stderr
-    missing = _cli("compare", "--db", str(tmp_path / "none.db"), "--campaign", "x")
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
-    listed = _cli("runs", "--db", str(db), "--campaign", "ab")
-    assert listed.returncode == 0 and listed.stdout.count("inferlab bench") == 12
+    missing = cli("compare", "--db", str(tmp_path / "none.db"), "--campaign", "x")
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    listed = cli("runs", "--db", str(db), "--campaign", "ab")
+    assert listed.exit_code == 0 and listed.stdout.count("inferlab bench") == 12

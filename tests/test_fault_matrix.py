@@ -29,6 +29,7 @@ from inferlab.sim.faults import FAULTS, OVERSIZED_BYTES
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from simproc import start_sim
+from support.cli import Cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -344,20 +345,15 @@ def test_campaign_goes_on_after_a_server_exits_mid_run(tmp_path: Path) -> None:
         assert "already exited" in stop
 
 
-def test_cli_bench_reports_faults_and_exits_zero(tokdir: Path, tmp_path: Path) -> None:
+def test_cli_bench_reports_faults_and_exits_zero(cli: Cli, tokdir: Path, tmp_path: Path) -> None:
     """``inferlab bench`` itself against a server sending 10 MiB events: exit 0, no traceback,
     the failures counted by kind in the warning."""
-    import os
-    import subprocess
-    import sys
-
     with start_sim(*FAST, "--fault", "oversized", "--fault-every", "2") as sim:
-        p = subprocess.run(
-            [sys.executable, "-m", "inferlab.cli.main", "bench", "--url", sim.url, "-c", "2",
-             "--requests", "6", "--input-tokens", "8", "--output-tokens", "6", "--engine", "sim",
-             "--tokenizer", str(tokdir), "--db", str(tmp_path / "cli.db")],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+        p = cli(
+            "bench", "--url", sim.url, "-c", "2", "--requests", "6", "--input-tokens", "8",
+            "--output-tokens", "6", "--engine", "sim", "--tokenizer", str(tokdir),
+            "--db", str(tmp_path / "cli.db"),
         )  # fmt: skip
-    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.exit_code == 0, p.stderr[-2000:]
     assert "Traceback" not in p.stderr
     assert "3 of 6 requests failed (oversized 3)" in p.stderr.replace("\n", " ")

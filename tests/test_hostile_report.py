@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -28,6 +25,7 @@ from inferlab.logs import store_log_findings
 from inferlab.report.render import write_report
 from inferlab.store import Store
 from inferlab.verify.checks import GreedyOutputs, _equivalence
+from support.cli import run_cli
 from test_report import _browser_dom
 
 pytestmark = pytest.mark.timeout(300)
@@ -74,16 +72,6 @@ workload = {{ input_tokens = 8, output_tokens = 8 }}
 concurrency = [1]
 requests = 4
 """
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
 
 
 def _fill(tmp: Path) -> Path:
@@ -140,8 +128,8 @@ def _fill(tmp: Path) -> Path:
         (["recon", "--campaign", "hostile"], {"NCCL_DEBUG": hostile("recon")}),
         (["import", str(tmp / "vllm.json"), "--campaign", "hostile"], None),
     ):
-        r = _cli(*args, "--db", str(db), env=env)
-        assert r.returncode == 0, (args, r.stderr[-2000:])
+        r = run_cli(*args, "--db", str(db), env=env)
+        assert r.exit_code == 0, (args, r.stderr[-2000:])
     return db
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +10,7 @@ import pytest
 from inferlab.errors import ConfigError
 from inferlab.store import Store
 from inferlab.store.ingest import import_files
+from support.cli import Cli
 
 FIX = Path(__file__).parent / "fixtures" / "imports"
 VLLM = FIX / "vllm-0.17.1_bench-serve_save-result_llama31-8b_conc12_run1.json"
@@ -57,25 +55,12 @@ def test_damaged_file_imports_nothing(tmp_path: Path) -> None:
         assert store.runs() == []  # every file is parsed before anything is stored
 
 
-def test_cli_import(tmp_path: Path) -> None:
-    env = {**os.environ, "COLUMNS": "200"}
+def test_cli_import(cli: Cli, tmp_path: Path) -> None:
     db = str(tmp_path / "i.db")
-    ok = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "import", str(VLLM), "--db", db],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert ok.returncode == 0, ok.stderr
+    ok = cli("import", str(VLLM), "--db", db)
+    assert ok.exit_code == 0, ok.stderr
     assert "vllm bench serve, 1 run(s)" in ok.stderr
     unknown = tmp_path / "x.json"
     unknown.write_text('{"hello": 1}')
-    bad = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "import", str(unknown), "--db", db],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert bad.returncode == 2 and "x.json" in bad.stderr and "Traceback" not in bad.stderr
+    bad = cli("import", str(unknown), "--db", db)
+    assert bad.exit_code == 2 and "x.json" in bad.stderr and "Traceback" not in bad.stderr

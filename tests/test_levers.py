@@ -8,9 +8,6 @@ findings — then the levers, the stored predictions, the Predictions table and 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ from inferlab.levers import Decision, LeverOptions, decide, stored_predictions
 from inferlab.logs import store_log_findings
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
+from support.cli import Cli, CliResult, run_cli
 
 HERE = Path(__file__).parent
 TRACES = HERE / "fixtures" / "traces"
@@ -78,16 +76,10 @@ duration_s = 1.5
 """
 
 
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    if check:
-        assert r.returncode == 0, r.stderr[-2000:]
+def _ok(*args: str) -> CliResult:
+    """``inferlab ARGS...`` in process, which must succeed (the module fixture's steps)."""
+    r = run_cli(*args)
+    assert r.exit_code == 0, r.stderr[-2000:]
     return r
 
 
@@ -102,7 +94,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Store(path) as store:
         run_campaign(first, store=store, launcher=InProcessSim(), clock=ModelClock())
     db_ = ["--campaign", "decide", "--db", str(path)]
-    cli(
+    _ok(
         "profile",
         str(TRACES / "cudagraph_decode_trace.json.gz"),
         *db_,
@@ -111,7 +103,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--point",
         "C=1",
     )
-    cli(
+    _ok(
         "profile",
         str(TRACES / "fp8_decode_default.json.gz"),
         *db_,
@@ -122,7 +114,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     rules = tmp / "moe.toml"
     rules.write_text('[[rule]]\ncategory = "moe"\npattern = "vectorized_gather_kernel"\n')
-    cli(
+    _ok(
         "profile",
         str(TRACES / "moe_decode_trace.json.gz"),
         *db_,
@@ -133,11 +125,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "--categories",
         str(rules),
     )
-    cli("profile", str(TRACES / "fp8_decode_tuned.json.gz"), *db_)  # no config, no point
+    _ok("profile", str(TRACES / "fp8_decode_tuned.json.gz"), *db_)  # no config, no point
     with Store(path) as store:
         gid = store.db.execute("SELECT id FROM configs WHERE name='qwen-moe'").fetchone()[0]
         store_log_findings(store, MOE_LOG, campaign="decide", config_id=gid)
-    out = cli("levers", "decide", "--db", str(path))  # ranks and stores the predictions
+    out = _ok("levers", "decide", "--db", str(path))  # ranks and stores the predictions
     assert "stored" in out.stdout
     with Store(path) as store:
         res = run_campaign(
@@ -301,28 +293,29 @@ def test_predictions_are_stored_once_with_their_time(db: Path) -> None:
     assert fp8["model"] == "amdahl" and {p["label"] for p in fp8["points"]} == {"C=1", "C=16"}
 
 
-def test_cli_json_options_and_refusals(db: Path, tmp_path: Path) -> None:
+def test_cli_json_options_and_refusals(cli: Cli, db: Path, tmp_path: Path) -> None:
     r = cli(
         "levers", "decide", "--db", str(db), "--json", "--config", "A", "--accept-length", "1.3"
     )
+    assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["simulated"] is True and list(out["levers"]) == ["A"]
     (spec,) = [lv for lv in out["levers"]["A"] if lv["kind"] == "spec-decode"]
     assert "τ=1.30" in spec["title"] and "given (--accept-length)" in spec["evidence"][1]
     assert {p["config"] for p in out["predictions"]} == {"A", "B"}
-    bad = cli("levers", "decide", "--db", str(db), "--accept-length", "2.5", check=False)
-    assert bad.returncode == 2 and "expected 1 < τ ≤ 2" in bad.stderr
-    bad = cli("levers", "decide", "--db", str(db), "--accept-length", "1", check=False)
-    assert bad.returncode == 2 and "1 < τ ≤ 2" in bad.stderr
-    bad = cli("levers", "decide", "--db", str(db), "--config", "nope", check=False)
+    bad = cli("levers", "decide", "--db", str(db), "--accept-length", "2.5")
+    assert bad.exit_code == 2 and "expected 1 < τ ≤ 2" in bad.stderr
+    bad = cli("levers", "decide", "--db", str(db), "--accept-length", "1")
+    assert bad.exit_code == 2 and "1 < τ ≤ 2" in bad.stderr
+    bad = cli("levers", "decide", "--db", str(db), "--config", "nope")
     assert (
-        bad.returncode == 2 and "'nope' is not a config" in bad.stderr and "baseline" in bad.stderr
+        bad.exit_code == 2 and "'nope' is not a config" in bad.stderr and "baseline" in bad.stderr
     )
     empty = tmp_path / "empty.db"
     with Store(empty) as store, store.transaction():
         store.config_id(store.campaign_id("bare"), "baseline", engine="sim", model=None)
-    bad = cli("levers", "bare", "--db", str(empty), check=False)
-    assert bad.returncode == 2
+    bad = cli("levers", "bare", "--db", str(empty))
+    assert bad.exit_code == 2
     assert (
         "nothing to rank: capture a profile (`[profile]`) or store one with `inferlab "
         "profile --campaign`" in " ".join(bad.stderr.split())
@@ -336,9 +329,8 @@ def test_cli_json_options_and_refusals(db: Path, tmp_path: Path) -> None:
         str(empty),
         "--point",
         "16",
-        check=False,
     )
-    assert bad.returncode == 2 and "--point: expected a closed-loop load point such as C=16" in (
+    assert bad.exit_code == 2 and "--point: expected a closed-loop load point such as C=16" in (
         bad.stderr
     )
     with Store(db) as store, pytest.raises(Exception, match="--draft-cost"):

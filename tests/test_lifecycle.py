@@ -85,6 +85,21 @@ def test_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
     assert any("ignored SIGTERM" in n for n in rep.notes)
 
 
+def test_stopping_a_server_this_process_started_but_does_not_wait_for(tmp_path: Path) -> None:
+    """``down`` in the process that ran ``up`` (a library caller, an in-process test): the
+    server dies a zombie child of this process, which is no straggler to wait for."""
+    from inferlab.server.stop import _group_pids, _zombie, stop_group
+
+    port = free_port()
+    s = launch(spec(tmp_path, [sys.executable, script(tmp_path), str(port)], port))
+    wait_ready(s)
+    rep = stop_group(s.pid, port, grace_s=5)  # by pid, as `down` does: no reap
+    assert rep.signal == "SIGTERM" and rep.port_free
+    assert _zombie(s.pid) is True and _group_pids(s.pid) == set()
+    assert rep.seconds < 10  # not the 10 s the straggler loop gives a group that stays
+    assert s.proc.wait(5) is not None
+
+
 def test_exit_before_ready_is_classified_with_log_tail(tmp_path: Path) -> None:
     port = free_port()
     code = "print('OSError: [Errno 98] Address already in use', flush=True); raise SystemExit(1)"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from inferlab.logs import (
     untuned_moe,
 )
 from inferlab.logs.plot import series_lines, sparkline
+from support.cli import Cli
 
 FIX = Path(__file__).parent / "fixtures" / "engine_logs"
 CPU = Path(__file__).parent / "fixtures" / "vllm_cpu"
@@ -559,22 +558,17 @@ def test_sparklines() -> None:
 # -- CLI --------------------------------------------------------------------------------------
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "logs", "analyze", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
-def test_cli_table_json_and_exit_codes(tmp_path: Path) -> None:
-    r = _cli(str(OOM / "sglang-issue5285_deepep-h20-capture-oom-traceback.log"))
-    assert r.returncode == 0, r.stderr
+def test_cli_table_json_and_exit_codes(cli: Cli, tmp_path: Path) -> None:
+    r = cli("logs", "analyze", str(OOM / "sglang-issue5285_deepep-h20-capture-oom-traceback.log"))
+    assert r.exit_code == 0, r.stderr
     assert "oom-graph-capture" in r.stdout and "OOM during CUDA-graph capture" in r.stdout
-    r = _cli(str(VLLM / "tt-inference-server-246_vllm-v0-metrics-py-wrapped.log"), "--json")
-    assert r.returncode == 0
+    r = cli(
+        "logs",
+        "analyze",
+        str(VLLM / "tt-inference-server-246_vllm-v0-metrics-py-wrapped.log"),
+        "--json",
+    )
+    assert r.exit_code == 0
     (doc,) = json.loads(r.stdout)["files"]
     assert doc["engine"] == "vllm" and doc["series"]["total"] == 6
     assert doc["series"]["points"][0] == {
@@ -588,13 +582,13 @@ def test_cli_table_json_and_exit_codes(tmp_path: Path) -> None:
         "prompt_tps": 0.0,
     }
     prom = FIX / "prometheus/sglang-pr1853_early-sglang-metrics-name-label.log"
-    r = _cli(str(prom), str(CPU / "startup_ok.log"))
-    assert r.returncode == 2 and "perf-advice" in r.stdout
+    r = cli("logs", "analyze", str(prom), str(CPU / "startup_ok.log"))
+    assert r.exit_code == 2 and "perf-advice" in r.stdout
     assert "no SGLang, vLLM or llama.cpp lines among 15 lines" in r.stderr
     bad = tmp_path / "x.bz2"
     bad.write_bytes(b"BZh91AY&SY" + b"\x00" * 10)
-    r = _cli(str(bad))
-    assert r.returncode == 2 and "x.bz2: a bzip2-compressed file" in r.stderr
+    r = cli("logs", "analyze", str(bad))
+    assert r.exit_code == 2 and "x.bz2: a bzip2-compressed file" in r.stderr
     assert "Traceback" not in r.stderr
 
 

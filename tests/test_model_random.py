@@ -17,6 +17,7 @@ from inferlab.models import PRESETS, RandomSpec, write_random_model
 from inferlab.models.random import bf16_bytes
 from inferlab.models.safetensors import read_header
 from llama_ref import forward
+from support.cli import Cli
 
 
 @pytest.fixture(scope="module")
@@ -153,16 +154,9 @@ def test_bad_input_is_a_config_error(tmp_path: Path) -> None:
         write_random_model(tmp_path / "file", "test")
 
 
-def test_cli(tmp_path: Path, model_dir: Path) -> None:
-    from typer.testing import CliRunner
-
-    from inferlab.cli.model import model_app
-
-    res = CliRunner().invoke(
-        model_app,
-        ["random", str(tmp_path / "m"), "--preset", "test", "--workers", "2"],
-        env={"COLUMNS": "200"},  # one line: a longer tmp path (xdist's popen-gwN/) wraps at 80
-    )
-    assert res.exit_code == 0, res.output
-    assert "2,163,968 parameters, bfloat16" in res.output
+def test_cli(cli: Cli, tmp_path: Path, model_dir: Path) -> None:
+    # COLUMNS=200 (the fixture's): one line, where a longer tmp path (xdist's popen-gwN/) wraps
+    res = cli("model", "random", tmp_path / "m", "--preset", "test", "--workers", "2")
+    assert res.exit_code == 0, res.stderr
+    assert "2,163,968 parameters, bfloat16" in res.stdout
     assert _digest(tmp_path / "m") == _digest(model_dir)

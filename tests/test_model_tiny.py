@@ -13,6 +13,7 @@ import pytest
 from inferlab.models import TinySpec, write_tiny_model
 from inferlab.models.tiny import CHAT_TEMPLATE
 from llama_ref import forward as _forward
+from support.cli import Cli
 
 pytest.importorskip("safetensors")
 
@@ -142,13 +143,9 @@ def test_deterministic(tmp_path: Path, model_dir: Path) -> None:
     assert _digest(a)["tokenizer.json"] == _digest(c)["tokenizer.json"]
 
 
-def test_cli_writes_model(tmp_path: Path, model_dir: Path) -> None:
-    from typer.testing import CliRunner
-
-    from inferlab.cli.model import model_app
-
-    res = CliRunner().invoke(model_app, ["tiny", str(tmp_path / "m"), "--seed", "0"])
-    assert res.exit_code == 0, res.output
+def test_cli_writes_model(cli: Cli, tmp_path: Path, model_dir: Path) -> None:
+    res = cli("model", "tiny", tmp_path / "m", "--seed", "0")
+    assert res.exit_code == 0, res.stderr
     assert _digest(tmp_path / "m") == _digest(model_dir)
 
 

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import re
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ from inferlab.profile.kineto import _general
 from inferlab.profile.trace import TraceBuilder
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
+from support.cli import Cli
 
 TRACES = Path(__file__).parent / "fixtures" / "traces"
 MOE = TRACES / "moe_decode_trace.json.gz"
@@ -421,22 +419,10 @@ def test_not_a_trace_and_a_foreign_sqlite(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------- CLI
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
-
-
-def test_cli_json_store_and_report_section(tmp_path: Path) -> None:
+def test_cli_json_store_and_report_section(cli: Cli, tmp_path: Path) -> None:
     db = tmp_path / "p.db"
-    r = _cli("profile", str(GRAPH), "--json", "--campaign", "prof", "--db", str(db), cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+    r = cli("profile", str(GRAPH), "--json", "--campaign", "prof", "--db", str(db), cwd=tmp_path)
+    assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["mean_step"]["kernels"] == 813 and data["graph_launches"] == 16
     with Store(db) as store:
@@ -449,9 +435,9 @@ def test_cli_json_store_and_report_section(tmp_path: Path) -> None:
     assert "direct_copy_kernel_cuda" in html
 
 
-def test_cli_tables_diff_and_errors(tmp_path: Path) -> None:
-    r = _cli("profile", str(MOE), "--vs", str(GRAPH), "--top", "5", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+def test_cli_tables_diff_and_errors(cli: Cli, tmp_path: Path) -> None:
+    r = cli("profile", str(MOE), "--vs", str(GRAPH), "--top", "5", cwd=tmp_path)
+    assert r.exit_code == 0, r.stderr
     out = r.stdout
     assert "kernels busy 4.67 of 20.3 ms per decode step (23%): launch-bound" in out
     assert "vectorized_gather_kernel<long>" in out and "45.2%" in out
@@ -459,12 +445,12 @@ def test_cli_tables_diff_and_errors(tmp_path: Path) -> None:
     assert "categories: B vs A (ms per step)" in out and "A = " in out
     bad = tmp_path / "bad.json"
     bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel" "name": "k"}]}')
-    r = _cli("profile", str(bad), cwd=tmp_path)
-    assert r.returncode == 2
+    r = cli("profile", str(bad), cwd=tmp_path)
+    assert r.exit_code == 2
     assert "Traceback" not in r.stderr
     assert re.search(r"error: .*bad\.json: invalid JSON at byte 45 \(line 1, column 46\)", r.stderr)
-    r = _cli("profile", str(MOE), "--segment", "verify", cwd=tmp_path)
-    assert r.returncode == 2 and "--segment: expected decode, prefill or all" in r.stderr
+    r = cli("profile", str(MOE), "--segment", "verify", cwd=tmp_path)
+    assert r.exit_code == 2 and "--segment: expected decode, prefill or all" in r.stderr
 
 
 def test_fp8_gemm_share_bounds_and_predicts_what_tuning_bought() -> None:

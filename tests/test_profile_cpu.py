@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from cputrace import cpu_facts
 from inferlab.errors import ConfigError
 from inferlab.profile import analyze, diff_profiles, read_trace
+from support.cli import Cli
 
 FIX = Path(__file__).parent / "fixtures" / "traces"
 VLLM_CPU = FIX / "vllm_cpu_decode_c1.pt.trace.json.gz"
@@ -74,21 +73,10 @@ def test_cpu_and_gpu_profiles_are_not_diffed() -> None:
         diff_profiles(gpu, cpu)
 
 
-def test_cli_json_in_cpu_mode() -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "profile", str(VLLM_CPU), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr
+def test_cli_json_in_cpu_mode(cli: Cli) -> None:
+    r = cli("profile", str(VLLM_CPU), "--json")
+    assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["mode"] == "cpu" and d["mean_step"]["span_us"] > 0
-    text = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "profile", str(VLLM_CPU), "--top", "3"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"COLUMNS": "160", "PATH": "/usr/bin:/bin"},
-    ).stdout
+    text = cli("profile", str(VLLM_CPU), "--top", "3", env={"COLUMNS": "160"}).stdout
     assert "CPU mode: no GPU activity" in text and "CPU ops (self time)" in text

@@ -8,7 +8,6 @@ holds against both passes of the baseline (A-B-A), the baseline's measured sampl
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from inferlab.report.markdown import render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from inferlab.store.recheck import recheck_points
+from support.cli import Cli
 
 #: a candidate with a real effect, larger than the drift (ITL 4 ms → 1.5 ms)
 FAST = """
@@ -180,19 +180,22 @@ def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
     assert "Baseline recheck" in report_md and "SIMULATED" in report_md
 
 
-def test_the_cli_shows_the_recheck(drift: Done) -> None:
+def test_the_cli_shows_the_recheck(cli: Cli, drift: Done) -> None:
     """``inferlab compare`` (table and --json) and ``inferlab report`` carry it."""
-    cli = [sys.executable, "-m", "inferlab.cli.main"]
+
+    def ok(*args: str) -> str:
+        r = cli(*args)
+        assert r.exit_code == 0, r.stderr
+        return r.stdout
+
     base = ["compare", "--db", str(drift.db), "--campaign", drift.name, "--min-effect", "0.1"]
-    js = json.loads(subprocess.run([*cli, *base, "--format", "json"], check=True,
-                                   capture_output=True, text=True).stdout)  # fmt: skip
+    js = json.loads(ok(*base, "--format", "json"))
     assert js["recheck"][0]["drift"] is True
-    table = subprocess.run([*cli, *base], check=True, capture_output=True, text=True).stdout
+    table = ok(*base)
     assert "Baseline recheck (order effects) — SIMULATED" in table
     assert "not comparable: baseline drift" in table
     out = drift.db.parent / "report"
-    subprocess.run([*cli, "report", drift.name, "--db", str(drift.db), "--out", str(out)],
-                   check=True, capture_output=True)  # fmt: skip
+    ok("report", drift.name, "--db", str(drift.db), "--out", str(out))
     md = (out / "report.md").read_text()
     assert "| C=1 |" in md and "| yes |" in md
 

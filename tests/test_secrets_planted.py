@@ -12,15 +12,13 @@ derives from the log (findings, tails, the report) is checked everywhere else.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from inferlab.sim.tokenizer import WordTokenizer
 from simproc import start_sim
+from support.cli import run_cli
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -63,16 +61,6 @@ requests = 4
 """
 
 
-def _cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **env},
-    )
-
-
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Run a campaign, a bench, the report and every export; returns (the directory holding
@@ -109,9 +97,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             *(["export", str(out / f"req.{f}"), "--what", "requests"] for f in ("csv", "jsonl")),
         ]
         for args in runs:
-            r = _cli(*args, env=env)
+            r = run_cli(*args, env=env)
             printed += [r.stdout, r.stderr]
-            assert r.returncode in (0, 1), (args, r.stderr[-2000:])
+            assert r.exit_code in (0, 1), (args, r.stderr[-2000:])
     return tmp, "\n".join(printed)
 
 

@@ -1,4 +1,5 @@
-"""``inferlab sim`` as a user runs it."""
+"""``inferlab sim`` as a user runs it: ``sim serve`` as the real server process it is (its exit
+codes included), ``sim tokenizer`` in process."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from simproc import start_sim
+from support.cli import Cli
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -56,9 +58,9 @@ def test_ready_line_and_clean_exit_on_sigterm() -> None:
         assert "Traceback" not in sim.stderr()
 
 
-def test_tokenizer_command(tmp_path: Path) -> None:
-    done = _sim("tokenizer", str(tmp_path / "tok"), "--vocab-size", "100")
-    assert done.returncode == 0, done.stderr
+def test_tokenizer_command(cli: Cli, tmp_path: Path) -> None:
+    done = cli("sim", "tokenizer", str(tmp_path / "tok"), "--vocab-size", "100")
+    assert done.exit_code == 0, done.stderr
     assert (tmp_path / "tok" / "tokenizer.json").is_file()
-    done = _sim("tokenizer", str(tmp_path / "bad"), "--vocab-size", "1")
-    assert done.returncode == 2 and "--vocab-size" in done.stderr
+    done = cli("sim", "tokenizer", str(tmp_path / "bad"), "--vocab-size", "1")
+    assert done.exit_code == 2 and "--vocab-size" in done.stderr

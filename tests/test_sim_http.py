@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from simproc import (
     sse_events,
     start_sim,
 )
+from support.cli import Cli
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -167,7 +166,7 @@ def test_prompt_as_token_ids(sim: SimProc) -> None:
     assert json.loads(raw)["usage"]["prompt_tokens"] == 4
 
 
-def test_tokenize_matches_word_and_hf_tokenizer(sim: SimProc, tmp_path: Path) -> None:
+def test_tokenize_matches_word_and_hf_tokenizer(cli: Cli, sim: SimProc, tmp_path: Path) -> None:
     tok = WordTokenizer()
     text = "baba bebe zzz " + tok.decode(list(range(1, 60)))
     status, raw = sim.request("POST", "/tokenize", {"model": MODEL, "prompt": text})
@@ -178,13 +177,8 @@ def test_tokenize_matches_word_and_hf_tokenizer(sim: SimProc, tmp_path: Path) ->
     assert reply["max_model_len"] == 32768
 
     out = tmp_path / "tok"
-    done = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "sim", "tokenizer", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    done = cli("sim", "tokenizer", str(out))
+    assert done.exit_code == 0, done.stderr
     hf = Tokenizer.from_file(str(out / "tokenizer.json"))
     assert len(hf.encode(text, add_special_tokens=True).ids) == reply["count"]
     assert hf.encode(text).ids == reply["tokens"]

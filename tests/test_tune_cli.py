@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM, KernelConfig
 from inferlab.tune.runner import RESULT_VERSION as RUNNER_VERSION
 from inferlab.tune.runner import CellResult, TuneRun
 from inferlab.tune.saved import RESULT_VERSION, parse_run
+from support.cli import Cli
 
 FIX = Path(__file__).parent / "fixtures"
 VLLM_FILE = (
@@ -35,16 +34,6 @@ SGL_FILE = (
 )
 V3 = FIX / "tune" / "deepseek-v3-config.json"
 CEIL = {"copy_gbps": 4270.0, "fp8_tflops": 1314.0}  # measured on the H200 (fixture)
-
-
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
 
 
 def _cfg(key: str) -> KernelConfig:
@@ -87,9 +76,9 @@ def test_versions_agree() -> None:
     assert RESULT_VERSION == RUNNER_VERSION
 
 
-def test_dry_run_shows_plan_and_saving() -> None:
-    p = _cli("tune", "fp8-gemm", "--shape", "7168,2048", "--shape", "2112,7168", "--dry-run")
-    assert p.returncode == 0, p.stderr
+def test_dry_run_shows_plan_and_saving(cli: Cli) -> None:
+    p = cli("tune", "fp8-gemm", "--shape", "7168,2048", "--shape", "2112,7168", "--dry-run")
+    assert p.exit_code == 0, p.stderr
     out = p.stdout
     assert "2 shape(s) × 18 batch sizes" in out
     assert "N=7168,K=2048" in out and "N=2112,K=7168" in out
@@ -98,12 +87,12 @@ def test_dry_run_shows_plan_and_saving() -> None:
     assert "fewer timings" in out
 
 
-def test_dry_run_vllm_model_config_and_json() -> None:
-    p = _cli(
+def test_dry_run_vllm_model_config_and_json(cli: Cli) -> None:
+    p = cli(
         "tune", "fp8-gemm", "--model-config", str(V3), "--tp", "8", "--engine", "vllm",
         "--batch-sizes", "1,16", "--no-split-k", "--dry-run", "--json",
     )  # fmt: skip
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     doc = json.loads(p.stdout)
     assert len(doc["shapes"]) == 8 and doc["batch_sizes"] == [1, 16]
     assert doc["plan"]["split_k_timings"] == 0
@@ -112,16 +101,16 @@ def test_dry_run_vllm_model_config_and_json() -> None:
     assert "block_shape=[128,128].json" in p.stderr  # the plan goes to stderr with --json
 
 
-def test_dry_run_warns_when_engine_would_not_run_triton() -> None:
+def test_dry_run_warns_when_engine_would_not_run_triton(cli: Cli) -> None:
     # no GPU and no device named: the capability is unknown, so the verdict says so
-    p = _cli("tune", "fp8-gemm", "--shape", "4096,7168", "--dry-run")
-    assert p.returncode == 0
+    p = cli("tune", "fp8-gemm", "--shape", "4096,7168", "--dry-run")
+    assert p.exit_code == 0
     assert "cannot tell" in p.stderr
-    p = _cli(
+    p = cli(
         "tune", "fp8-gemm", "--shape", "4096,7168", "--dry-run",
         "--server-args", "--tp 8 --fp8-gemm-backend triton",
     )  # fmt: skip
-    assert p.returncode == 0 and "warning" not in p.stderr
+    assert p.exit_code == 0 and "warning" not in p.stderr
 
 
 @pytest.mark.parametrize(
@@ -136,9 +125,9 @@ def test_dry_run_warns_when_engine_would_not_run_triton() -> None:
         (("--shape", "1,128", "--devices", "x"), "--devices 'x'"),
     ],
 )
-def test_errors_are_one_red_line(args: tuple[str, ...], needle: str) -> None:
-    p = _cli("tune", "fp8-gemm", *args, "--dry-run")
-    assert p.returncode == 2
+def test_errors_are_one_red_line(cli: Cli, args: tuple[str, ...], needle: str) -> None:
+    p = cli("tune", "fp8-gemm", *args, "--dry-run")
+    assert p.exit_code == 2
     assert needle in p.stderr and "Traceback" not in p.stderr
     assert p.stderr.strip().startswith("error:")
 
@@ -151,40 +140,40 @@ def test_errors_are_one_red_line(args: tuple[str, ...], needle: str) -> None:
     ],
 )
 def test_bad_values_are_named_before_the_gpu_is_looked_for(
-    args: tuple[str, ...], needle: str
+    cli: Cli, args: tuple[str, ...], needle: str
 ) -> None:
     """Without --dry-run (and without a GPU here) a mistyped value is still the error shown."""
-    p = _cli("tune", "fp8-gemm", *args)
-    assert p.returncode == 2 and needle in p.stderr and "needs an NVIDIA GPU" not in p.stderr
+    p = cli("tune", "fp8-gemm", *args)
+    assert p.exit_code == 2 and needle in p.stderr and "needs an NVIDIA GPU" not in p.stderr
 
 
-def test_without_gpu_says_what_is_missing() -> None:
+def test_without_gpu_says_what_is_missing(cli: Cli) -> None:
     try:
         import torch  # noqa: F401
     except ImportError:
         pass
     else:
         pytest.skip("torch is installed here")
-    p = _cli("tune", "fp8-gemm", "--shape", "7168,2048")
-    assert p.returncode == 2 and "Traceback" not in p.stderr
+    p = cli("tune", "fp8-gemm", "--shape", "7168,2048")
+    assert p.exit_code == 2 and "Traceback" not in p.stderr
     assert "tuning needs an NVIDIA GPU with torch and triton (found: torch not installed)" in (
         p.stderr.replace("\n", " ")
     )
     assert "--dry-run" in p.stderr
 
 
-def test_from_results_merges_stores_and_reports(tmp_path: Path) -> None:
+def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> None:
     run = _run_json(tmp_path / "run.json")
     out = tmp_path / "configs"
     out.mkdir()
     shipped = out / VLLM_FILE.name
     shutil.copyfile(VLLM_FILE, shipped)
     db = tmp_path / "t.db"
-    p = _cli(
+    p = cli(
         "tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out", str(out),
         "--campaign", "dsv3", "--db", str(db), "--json",
     )  # fmt: skip
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     doc = json.loads(p.stdout)
     assert [(f["n"], f["k"]) for f in doc["files"]] == [(2112, 7168), (7168, 2048)]
 
@@ -218,8 +207,8 @@ def test_from_results_merges_stores_and_reports(tmp_path: Path) -> None:
     assert rows[0]["data"]["cells"][0]["default_samples_us"] == [62.8]
 
     rep = tmp_path / "rep"
-    p = _cli("report", "dsv3", "--db", str(db), "--out", str(rep))
-    assert p.returncode == 0, p.stderr
+    p = cli("report", "dsv3", "--db", str(db), "--out", str(rep))
+    assert p.exit_code == 0, p.stderr
     md = (rep / "report.md").read_text()
     html = (rep / "report.html").read_text()
     assert "## FP8 GEMM tuning" in md
@@ -229,49 +218,49 @@ def test_from_results_merges_stores_and_reports(tmp_path: Path) -> None:
     assert '<h2 id="tuning">' in html and "<script" not in html
 
 
-def test_from_results_rewrites_identically(tmp_path: Path) -> None:
+def test_from_results_rewrites_identically(cli: Cli, tmp_path: Path) -> None:
     run = _run_json(tmp_path / "run.json")
     out = tmp_path / "o"
     for _ in range(2):
-        p = _cli("tune", "fp8-gemm", "--from-results", str(run), "--out", str(out))
-        assert p.returncode == 0, p.stderr
+        p = cli("tune", "fp8-gemm", "--from-results", str(run), "--out", str(out))
+        assert p.exit_code == 0, p.stderr
     f = out / "N=7168,K=2048,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
     assert "unchanged [1, 16, 64]" in p.stdout
     assert len(json.loads(f.read_text())) == 3
 
 
-def test_from_results_subset_and_errors(tmp_path: Path) -> None:
+def test_from_results_subset_and_errors(cli: Cli, tmp_path: Path) -> None:
     run = _run_json(tmp_path / "run.json")
-    p = _cli(
+    p = cli(
         "tune", "fp8-gemm", "--from-results", str(run), "--shape", "7168,2048",
         "--batch-sizes", "16", "--out", str(tmp_path / "o"), "--json",
     )  # fmt: skip
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     assert [(c["n"], c["m"]) for c in json.loads(p.stdout)["cells"]] == [(7168, 16)]
-    p = _cli("tune", "fp8-gemm", "--from-results", str(run), "--shape", "1,128")
-    assert p.returncode == 2 and "no results for N=1,K=128" in p.stderr
+    p = cli("tune", "fp8-gemm", "--from-results", str(run), "--shape", "1,128")
+    assert p.exit_code == 2 and "no results for N=1,K=128" in p.stderr
     bad = tmp_path / "bad.json"
     bad.write_text('{"device_name": "x", "results": [{"n": 1}]}')
-    p = _cli("tune", "fp8-gemm", "--from-results", str(bad))
-    assert p.returncode == 2 and str(bad) in p.stderr and "results[0]" in p.stderr
+    p = cli("tune", "fp8-gemm", "--from-results", str(bad))
+    assert p.exit_code == 2 and str(bad) in p.stderr and "results[0]" in p.stderr
     newer = json.loads(run.read_text()) | {"version": RESULT_VERSION + 1}
     bad.write_text(json.dumps(newer))
-    p = _cli("tune", "fp8-gemm", "--from-results", str(bad))
-    assert p.returncode == 2 and "upgrade inferlab" in p.stderr
+    p = cli("tune", "fp8-gemm", "--from-results", str(bad))
+    assert p.exit_code == 2 and "upgrade inferlab" in p.stderr
 
 
-def test_corrupt_existing_engine_file_stops_before_writing(tmp_path: Path) -> None:
+def test_corrupt_existing_engine_file_stops_before_writing(cli: Cli, tmp_path: Path) -> None:
     run = _run_json(tmp_path / "run.json")
     out = tmp_path / "o"
     out.mkdir()
     broken = out / VLLM_FILE.name
     broken.write_text('{"1": ')
-    p = _cli("tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out", str(out))
-    assert p.returncode == 2 and str(broken) in p.stderr and "not valid JSON" in p.stderr
+    p = cli("tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out", str(out))
+    assert p.exit_code == 2 and str(broken) in p.stderr and "not valid JSON" in p.stderr
     assert broken.read_text() == '{"1": '
 
 
-def test_install_into_a_real_interpreters_engine(tmp_path: Path) -> None:
+def test_install_into_a_real_interpreters_engine(cli: Cli, tmp_path: Path) -> None:
     env = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(env)
     site = next((env / "lib").glob("python3*/site-packages"))
@@ -286,20 +275,20 @@ def test_install_into_a_real_interpreters_engine(tmp_path: Path) -> None:
     ]
     run = tmp_path / "run.json"
     run.write_text(json.dumps(TuneRun("NVIDIA_H20", 1, CEIL, cells, 5.0, 1.0).to_json()))
-    p = _cli(
+    p = cli(
         "tune", "fp8-gemm", "--from-results", str(run), "--install-into", "sglang",
         "--python", str(env / "bin" / "python"),
     )  # fmt: skip
-    assert p.returncode == 0, p.stderr
+    assert p.exit_code == 0, p.stderr
     data = json.loads(target.read_text())
     assert len(data) == 19 and data["8"] == _cfg("BM16_BN32_G1_w4_s4").to_engine()
     assert list(data).index("200") == list(data).index("128") + 1
     assert str(target) in p.stdout.replace("\n", "")
-    p = _cli(
+    p = cli(
         "tune", "fp8-gemm", "--from-results", str(run), "--install-into", "vllm",
         "--python", str(env / "bin" / "python"),
     )  # fmt: skip
-    assert p.returncode == 2 and "vllm is not installed" in p.stderr
+    assert p.exit_code == 2 and "vllm is not installed" in p.stderr
 
 
 def test_parse_run_accepts_the_runners_json(tmp_path: Path) -> None:
@@ -311,23 +300,21 @@ def test_parse_run_accepts_the_runners_json(tmp_path: Path) -> None:
     assert run.engine_configs()[(2112, 7168)][1] == _cfg("BM16_BN64_G1_w8_s5")
 
 
-def test_from_log_dry_run_names_files_for_the_logs_gpu() -> None:
+def test_from_log_dry_run_names_files_for_the_logs_gpu(cli: Cli) -> None:
     log = (
         FIX
         / "engine_logs"
         / "sglang_fp8_default"
         / "sglang-pr5675_h20-w8a8-default-single-line.log"
     )
-    p = _cli("tune", "fp8-gemm", "--from-log", str(log), "--dry-run")
-    assert p.returncode == 0, p.stderr
+    p = cli("tune", "fp8-gemm", "--from-log", str(log), "--dry-run")
+    assert p.exit_code == 0, p.stderr
     assert "N=2112,K=7168" in p.stdout and f"{log.name}:1" in p.stdout
     assert "device_name=NVIDIA_H20,dtype=fp8_w8a8,block_shape=[128, 128].json" in p.stdout
     # H20 is sm_90: SGLang's default would run DeepGEMM for this shape
     assert "would run DeepGEMM" in p.stderr
-    p = _cli(
-        "tune", "fp8-gemm", "--from-log", str(log), "--dry-run", "--device-name", "NVIDIA H200"
-    )
-    assert p.returncode == 0, p.stderr
+    p = cli("tune", "fp8-gemm", "--from-log", str(log), "--dry-run", "--device-name", "NVIDIA H200")
+    assert p.exit_code == 0, p.stderr
     err = p.stderr.replace("\n", " ")
     assert "the log was written on NVIDIA_H20, but this GPU is NVIDIA_H200" in err
     assert "device_name=NVIDIA_H200" in p.stdout

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from inferlab.config.campaign import load_campaign
 from inferlab.config.resolve import resolve_configs
 from inferlab.errors import ConfigError, LaunchError, VerifyError
 from inferlab.store import Store
+from support.cli import Cli
 
 CAMPAIGN = """
 [campaign]
@@ -148,36 +146,18 @@ def test_design_campaign_resolves_to_the_story(tmp_path: Path) -> None:
     assert "0.60" in mtp.args and "0.70" not in mtp.args and "0.70" in base.args
 
 
-def test_cli_up_down(tmp_path: Path) -> None:
+def test_cli_up_down(cli: Cli, tmp_path: Path) -> None:
     path = camp(tmp_path)
-    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
-    r = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "baseline"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert r.returncode == 0, r.stderr
+    env = {"INFERLAB_DB": str(tmp_path / "db")}
+    r = cli("up", str(path), "baseline", env=env)
+    assert r.exit_code == 0, r.stderr
     assert "ok probe" in r.stdout and "log:" in r.stdout
     state = json.loads((tmp_path / "out" / ".servers" / "baseline.json").read_text())
     assert state["url"].startswith("http://127.0.0.1:")
-    bad = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "broken"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert bad.returncode == 3 and "launch failed (exited)" in bad.stderr
-    d = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "down", str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert d.returncode == 0 and "baseline: stopped by SIGTERM" in d.stdout
+    bad = cli("up", str(path), "broken", env=env)
+    assert bad.exit_code == 3 and "launch failed (exited)" in bad.stderr
+    d = cli("down", str(path), env=env)
+    assert d.exit_code == 0 and "baseline: stopped by SIGTERM" in d.stdout
 
 
 SEED = """
@@ -201,20 +181,14 @@ enabled = false
 """
 
 
-def test_cli_up_mines_the_launch_log(tmp_path: Path) -> None:
+def test_cli_up_mines_the_launch_log(cli: Cli, tmp_path: Path) -> None:
     """A launch that dies prints, after the classification and the log tail, what the log
     miner finds in it: the OOM in CUDA-graph capture with the memory fraction to try."""
     path = tmp_path / "seed.toml"
     path.write_text(SEED.format(out=tmp_path / "out"))
-    env = {**os.environ, "COLUMNS": "300", "INFERLAB_DB": str(tmp_path / "db")}
-    r = subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "mtp"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert r.returncode == 3, r.stderr
+    env = {"COLUMNS": "300", "INFERLAB_DB": str(tmp_path / "db")}
+    r = cli("up", str(path), "mtp", env=env)
+    assert r.exit_code == 3, r.stderr
     assert "launch failed (oom_cuda_graph_capture)" in r.stderr
     assert "oom-graph-capture: OOM during CUDA-graph capture at --mem-fraction-static 0.70" in (
         r.stderr

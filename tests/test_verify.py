@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from inferlab.config.campaign import Probe, VerifySection
 from inferlab.engines import get_engine
 from inferlab.verify import verify_endpoint
 from simproc import start_sim
+from support.cli import Cli
 
 SIM = get_engine("sim")
 
@@ -65,20 +63,10 @@ def test_greedy_equivalence() -> None:
     assert eq.detail["prompts"][0]["first_divergence_char"] is not None
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inferlab.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
-def test_cli_save_and_against(tmp_path: Path) -> None:
+def test_cli_save_and_against(cli: Cli, tmp_path: Path) -> None:
     db = str(tmp_path / "v.db")
     with start_sim("--ttft-ms", "1", "--itl-ms", "1") as sim:
-        saved = _cli(
+        saved = cli(
             "verify",
             "--url",
             sim.url,
@@ -94,8 +82,8 @@ def test_cli_save_and_against(tmp_path: Path) -> None:
             "--db",
             db,
         )
-        assert saved.returncode == 0, saved.stdout + saved.stderr
-        again = _cli(
+        assert saved.exit_code == 0, saved.stdout + saved.stderr
+        again = cli(
             "verify",
             "--url",
             sim.url,
@@ -109,12 +97,12 @@ def test_cli_save_and_against(tmp_path: Path) -> None:
             "--db",
             db,
         )
-        assert again.returncode == 0 and "match 8/8 (100%)" in again.stdout
-        paris = _cli("verify", "--url", sim.url, "--model", "inferlab-sim", "--engine", "sim")
-        assert paris.returncode == 1 and "FAILED probe" in paris.stdout
-        none = _cli(
+        assert again.exit_code == 0 and "match 8/8 (100%)" in again.stdout
+        paris = cli("verify", "--url", sim.url, "--model", "inferlab-sim", "--engine", "sim")
+        assert paris.exit_code == 1 and "FAILED probe" in paris.stdout
+        none = cli(
             "verify", "--url", sim.url, "--model", "inferlab-sim", "--against", "zzz", "--db", db
         )
-        assert none.returncode == 2 and "no stored greedy outputs for config 'zzz'" in none.stderr
-        bad = _cli("verify", "--url", sim.url, "--model", "m", "--probe", "no separator")
-        assert bad.returncode == 2 and "--probe" in bad.stderr
+        assert none.exit_code == 2 and "no stored greedy outputs for config 'zzz'" in none.stderr
+        bad = cli("verify", "--url", sim.url, "--model", "m", "--probe", "no separator")
+        assert bad.exit_code == 2 and "--probe" in bad.stderr

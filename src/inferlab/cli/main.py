@@ -3,77 +3,124 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from inferlab.cli.lazy import LazyCommand, LazyGroup
 from inferlab.errors import InferlabError
+
+#: every command: where it lives and the line ``inferlab --help`` lists (its help's first
+#: paragraph; tests/test_cli_lazy.py holds them equal), in the order the list shows
+COMMANDS: dict[str, LazyCommand] = {
+    "bench": LazyCommand(
+        "inferlab.cli.bench:bench",
+        "Measure a running endpoint across concurrency levels or request rates.",
+    ),
+    "demo": LazyCommand(
+        "inferlab.cli.demo:demo", "Run the whole method on a real vLLM (CPU) campaign, end to end."
+    ),
+    "runs": LazyCommand(
+        "inferlab.cli.store:runs", "List the stored runs (one per load point × trial)."
+    ),
+    "compare": LazyCommand(
+        "inferlab.cli.compare:compare", "Compare configs at each load point against the baseline."
+    ),
+    "export": LazyCommand(
+        "inferlab.cli.store:export", "Write runs or their requests as CSV, JSONL or Parquet."
+    ),
+    "import": LazyCommand(
+        "inferlab.cli.store:import_", "Import other benchmark tools' results into the store."
+    ),
+    "verify": LazyCommand(
+        "inferlab.cli.verify:verify",
+        "Check that a running server answers correctly before it is measured.",
+    ),
+    "run": LazyCommand(
+        "inferlab.cli.run:run",
+        "Launch, verify, measure, store and stop every config of the campaign, then report.",
+    ),
+    "report": LazyCommand(
+        "inferlab.cli.report:report",
+        "Write report.md and report.html for a campaign, from the store only.",
+    ),
+    "profile": LazyCommand(
+        "inferlab.cli.profile:profile",
+        "Show where the GPU time of a decode (or prefill) step goes.",
+    ),
+    "levers": LazyCommand(
+        "inferlab.cli.levers:levers",
+        "Rank each config's levers by their ceiling at every profiled load point.",
+    ),
+    "up": LazyCommand(
+        "inferlab.cli.up:up", "Launch CONFIG, wait until ready, verify it, and leave it running."
+    ),
+    "down": LazyCommand("inferlab.cli.up:down", "Stop servers left running by `inferlab up`."),
+    "recon": LazyCommand(
+        "inferlab.cli.recon:recon",
+        "Take stock of the GPUs, the engine and its environment; nothing is changed.",
+    ),
+    "sim": LazyCommand(
+        "inferlab.cli.sim:sim_app",
+        "The reference engine: a SIMULATED OpenAI-compatible server with known timing.",
+    ),
+    "model": LazyCommand(
+        "inferlab.cli.model:model_app",
+        "Models inferlab makes itself, so real engines run without downloading weights.",
+    ),
+    "logs": LazyCommand(
+        "inferlab.cli.logs:logs_app", "Mine server logs (SGLang, vLLM, llama.cpp) for findings."
+    ),
+    "tune": LazyCommand(
+        "inferlab.cli.tune:tune_app",
+        "Tune kernel configs for the shapes a server runs, and install them for the engine.",
+    ),
+}
+
+
+class _Commands(LazyGroup):
+    table = COMMANDS
+
 
 app = typer.Typer(
     name="inferlab",
     help="Measurement-driven optimization of LLM inference serving.",
+    cls=_Commands,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
-err_console = Console(stderr=True)
+
+@app.callback()
+def _root() -> None:
+    """(no options of its own: the commands are in COMMANDS)"""
 
 
-def _register() -> None:
-    from inferlab.cli import sim as sim_cli
-    from inferlab.cli.bench import bench
-    from inferlab.cli.compare import compare
-    from inferlab.cli.demo import demo
-    from inferlab.cli.levers import levers
-    from inferlab.cli.logs import logs_app
-    from inferlab.cli.model import model_app
-    from inferlab.cli.profile import profile
-    from inferlab.cli.recon import recon
-    from inferlab.cli.render import command
-    from inferlab.cli.report import report
-    from inferlab.cli.run import run
-    from inferlab.cli.store import export, import_, runs
-    from inferlab.cli.tune import tune_app
-    from inferlab.cli.up import down, up
-    from inferlab.cli.verify import verify
+def _error(markup: str) -> None:
+    """One line on stderr; the console is made here, so it writes to the ``sys.stderr`` and
+    width of this invocation (an in-process test swaps both)."""
+    from rich.console import Console
 
-    for name, fn in (
-        ("bench", bench),
-        ("demo", demo),
-        ("runs", runs),
-        ("compare", compare),
-        ("export", export),
-        ("import", import_),
-        ("verify", verify),
-        ("run", run),
-        ("report", report),
-        ("profile", profile),
-        ("levers", levers),
-        ("up", up),
-        ("down", down),
-        ("recon", recon),
-    ):
-        command(app, name)(fn)
-    app.add_typer(sim_cli.sim_app, name="sim")
-    app.add_typer(model_app, name="model")
-    app.add_typer(logs_app, name="logs")
-    app.add_typer(tune_app, name="tune")
+    Console(stderr=True).print(markup, highlight=False, soft_wrap=True)
 
 
-def main() -> None:
-    """Entry point: the one error boundary. An ``InferlabError`` is a red line and exit code 2."""
-    _register()
+def main(argv: Sequence[str] | None = None, prog_name: str | None = None) -> None:
+    """Entry point: the one error boundary. An ``InferlabError`` is a red line and exit code 2.
+
+    ``argv``: the arguments (default ``sys.argv[1:]``); ``prog_name``: the name usage lines show
+    (default: as invoked)."""
     try:
-        rc = app(standalone_mode=False)
+        rc = app(args=argv, prog_name=prog_name, standalone_mode=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except InferlabError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        from rich.markup import escape
+
+        _error(f"[red]error:[/red] {escape(str(exc))}")
         sys.exit(2)
     except KeyboardInterrupt:
-        err_console.print("[yellow]interrupted[/yellow]")
+        _error("[yellow]interrupted[/yellow]")
         sys.exit(130)
     except SystemExit:
         raise

@@ -5,13 +5,14 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from inferlab.load.bench import BenchResult, PointResult
+if TYPE_CHECKING:
+    from inferlab.load.bench import BenchResult, PointResult
 
 __all__ = ["bench_table", "command", "fmt", "help_text", "stdout_console"]
 

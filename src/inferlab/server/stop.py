@@ -40,12 +40,24 @@ def _port_free(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) != 0
 
 
+def _zombie(pid: int) -> bool | None:
+    """Whether ``pid`` has exited and waits to be reaped (None: /proc cannot say)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return None
+
+
 def _group_pids(pgid: int) -> set[int]:
+    """The live processes of group ``pgid``. A zombie is left out: it holds no port, memory or
+    GPU and no signal moves it; only its parent's wait removes it (a server that ``up`` started
+    in a process that is still running, a library caller's say, stays one until then)."""
     pids = set()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if os.getpgid(int(d.name)) == pgid:
+                if os.getpgid(int(d.name)) == pgid and not _zombie(int(d.name)):
                     pids.add(int(d.name))
             except (ProcessLookupError, PermissionError):
                 continue
@@ -54,17 +66,16 @@ def _group_pids(pgid: int) -> set[int]:
 
 def _alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie (works for processes we did not start)."""
+    zombie = _zombie(pid)
+    if zombie is not None:
+        return not zombie
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
         return True
+    return True
 
 
 def stop_group(

@@ -9,6 +9,9 @@ ch. 19). ``crossing_probabilities`` evaluates it by recursive numerical integrat
 ``spending_boundaries`` solves look by look for the ``c_k`` that spends exactly
 ``α(t_k) − α(t_{k−1})`` (Lan & DeMets 1983), and ``obrien_fleming_boundaries`` finds the
 constant of the classic design ``c_k = C / √t_k``. docs/compare.md gives the numbers.
+
+scipy is imported in the functions that use it: it costs about 1 s on 2 CPUs, which every
+``inferlab`` command that reaches this module would otherwise pay at start.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize, stats
 
 __all__ = [
     "LookDecision",
@@ -43,6 +45,8 @@ def ld_obrien_fleming(
     α(t) = 2 − 2 Φ(z_{1−α/2} / √t) (Lan & DeMets 1983). With ``one_sided_alpha`` a, the
     convention of gsDesign's ``sfLDOF`` for a symmetric design: each side spends
     2 − 2 Φ(z_{1−a/2} / √t), twice that in all (``alpha`` is then ignored)."""
+    from scipy import stats
+
     if one_sided_alpha is not None:
         za = float(stats.norm.ppf(1.0 - one_sided_alpha / 2.0))
         return lambda t: 0.0 if t <= 0 else float(4.0 * stats.norm.sf(za / math.sqrt(min(t, 1.0))))
@@ -73,6 +77,8 @@ class _State:
 
     @classmethod
     def first(cls, bound: float, t: float) -> _State:
+        from scipy import stats
+
         b = bound * math.sqrt(t)
         grid = np.linspace(-b, b, _GRID)
         dens = stats.norm.pdf(grid / math.sqrt(t)) / math.sqrt(t)
@@ -81,6 +87,8 @@ class _State:
     def cross(self, sd: float, bound: float) -> float:
         """P(still running, then |S| ≥ ``bound`` after an increment of standard deviation
         ``sd``)."""
+        from scipy import stats
+
         g, m = self.grid, self.dens * self.weights
         tail = stats.norm.sf((bound - g) / sd) + stats.norm.cdf((-bound - g) / sd)
         return float(np.sum(m * tail))
@@ -97,6 +105,8 @@ class _State:
 def crossing_probabilities(bounds: Sequence[float], info: Sequence[float]) -> list[float]:
     """P(first |Z_k| ≥ c_k at look k) under the null, for z-scale ``bounds`` c_k at
     information fractions ``info``."""
+    from scipy import stats
+
     t = _check_info(info)
     if len(bounds) != t.size:
         raise ValueError("one boundary per look")
@@ -112,6 +122,8 @@ def crossing_probabilities(bounds: Sequence[float], info: Sequence[float]) -> li
 
 @functools.lru_cache(maxsize=64)
 def _spending(info: tuple[float, ...], spend: Callable[[float], float]) -> tuple[float, ...]:
+    from scipy import optimize, stats
+
     t = _check_info(info)
     bounds: list[float] = []
     spent = 0.0
@@ -147,6 +159,8 @@ def spending_boundaries(info: Sequence[float], spend: Callable[[float], float]) 
 def obrien_fleming_boundaries(info: Sequence[float], alpha: float = 0.05) -> list[float]:
     """The classic O'Brien–Fleming design: c_k = C / √t_k with C chosen so the total null
     crossing probability is ``alpha`` (two-sided)."""
+    from scipy import optimize
+
     t = _check_info(info)
 
     def excess(c: float) -> float:

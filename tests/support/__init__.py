@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (the in-process CLI runner, ...); fixtures in tests/conftest.py."""
