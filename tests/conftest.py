@@ -1,9 +1,11 @@
 """Suite-wide: a ``serial`` test (``make unit`` runs them alone, after the parallel pass over
 the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
-collection refuses a ``serial`` marker without a reason. Every ``vllm`` or ``ray`` test is
-``serial`` with its marker's reason (``ALONE``). The slowest modules are collected first, so
-xdist's ``--dist loadscope`` starts them first and the pass does not end waiting on one of
-them; the ``ray`` ones last (see ``_rank``)."""
+collection refuses a ``serial`` marker without a reason. Every ``vllm`` test is ``serial`` with
+its marker's reason (``ALONE``). The ``ray`` tests are not: they all live in one module, which
+``--dist loadscope`` gives to one worker, so only one Ray head exists at a time (and
+``cluster.connect`` restores the process-reaping flag ``ray.init`` changes, so nothing a cluster
+leaves behind reaches the worker's later tests). The slowest modules are collected first, so
+the pass does not end waiting on one of them."""
 
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ from support.cli import CliResult, run_cli
 ALONE = {
     "vllm": "all CPUs: a vLLM CPU server's OpenMP threads take every CPU of the host (and its "
     "first run builds the shared venv under ~/.cache/inferlab)",
-    "ray": "the Ray head: a local multi-node Ray cluster (its ports, its /tmp/ray session and "
-    "the driver's process reaping) is one per machine",
 }
 
 #: the slowest modules of the parallel pass (30–60 s each on 2 CPUs, 2026-12-01), slowest first
 SLOW_FIRST = (
+    "test_demo.py",  # the whole `inferlab demo --sim`, ~160 s: it starts first
+    "test_cluster.py",  # the Ray tests, ~80 s, in one worker (one Ray head at a time)
     "test_orphans.py",
     "test_fault_matrix.py",
     "test_up.py",
@@ -40,13 +42,8 @@ SLOW_FIRST = (
 
 
 def _rank(item: pytest.Item) -> int:
-    """Collection rank: the slow modules first, the ``ray`` ones last, so nothing a Ray
-    cluster leaves behind can reach the tests after them (``ray.init`` made this process a
-    child subreaper, which kept every later orphan a zombie child of pytest, until
-    ``cluster.connect`` learned to undo it)."""
+    """Collection rank: the slow modules first (``--dist loadscope`` starts them first)."""
     name = item.path.name
-    if item.get_closest_marker("ray"):
-        return len(SLOW_FIRST) + 1
     return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
 

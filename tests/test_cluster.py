@@ -277,15 +277,17 @@ def test_load_from_two_client_hosts_merges_on_the_driver_clock(
             assert abs(h["offset_ns"] - skew) <= h["bound_ns"] + 1_000_000, h
         # uncorrected, one host's sends would be 3 s in the future and the other's 2 s ago
         assert all(before < r.send_ns < r.end_ns < after for r in p.records)
-        assert 18 < p.summary.ttft_ms.p50 < 35  # latencies are durations: untouched
-        assert p.summary.duration_s < 2.0
+        # latencies are durations, untouched by the ±2-3 s clock skews: bounds wide enough for a
+        # loaded machine (this module runs in the parallel pass), far below a skew's error
+        assert 18 < p.summary.ttft_ms.p50 < 1000
+        assert p.summary.duration_s < 2.5
     with Store(tmp_path / "b.db") as st:
         stored = st.requests(ids[0])
         assert len({r.client for r in stored}) == 2 and None not in {r.client for r in stored}
         assert st.runs(run_ids=[ids[0]])[0].summary["clients"]["window_error_ms"] >= 0
         rows = client_rows(st, "bench")  # the report splits latency by client host
         assert len(rows) == 2 * 2 and {r[3] for r in rows} == {r.client for r in stored}
-        assert all(18 < float(r[5]) < 35 for r in rows)
+        assert all(18 < float(r[5]) < 1000 for r in rows)
         sec = cluster_section(st, "bench")
         assert sec is not None and all(r[3] in sec.markdown for r in rows)
 

@@ -1,5 +1,6 @@
 """The suite's own rules (tests/conftest.py): a ``serial`` test names the machine-wide resource
-it needs, and ``vllm``/``ray`` tests are serial with their marker's reason."""
+it needs, ``vllm`` tests are serial with their marker's reason, and ``ray`` tests are not (one
+module, one worker)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,12 @@ def test_serial_tests_say_why(pytester: pytest.Pytester) -> None:
         "import pytest\n\n"
         "@pytest.mark.serial(reason='a fixed port range: 8000-8010')\n"
         "def test_ports():\n    pass\n\n"
+        "@pytest.mark.vllm\n"
+        "def test_engine():\n    pass\n\n"
         "@pytest.mark.ray\n"
         "def test_cluster():\n    pass\n\n"
         "def test_plain():\n    pass\n"
     )
     res = pytester.runpytest("--collect-only", "-q", "-m", "serial")
     assert res.ret == 0
-    res.stdout.fnmatch_lines(["*test_ports", "*test_cluster", "2/3 tests collected*"])
+    res.stdout.fnmatch_lines(["*test_ports", "*test_engine", "2/4 tests collected*"])

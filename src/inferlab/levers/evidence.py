@@ -193,7 +193,11 @@ def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> Store
     visibly slowed the step (span > 1.1 × steps × TPOT). Kernel times barely move under the
     profiler but the host's time between them does (H200, vLLM 0.26, C=1: 4.54 ms profiled
     steps, 3.07 ms measured TPOT), so shares of the profiled span understate each kernel's
-    share of the real step, and Amdahl ceilings drawn from them would be too low to bound."""
+    share of the real step, and Amdahl ceilings drawn from them would be too low to bound.
+    A SIMULATED trace is left alone: it is synthesized from the timing model, at the story's
+    time rather than the server's ``--time-scale``, and no profiler slows it."""
+    if p.simulated:
+        return p
     sw = sweep.get(p.concurrency) if p.concurrency is not None else None
     n = len(p.data.get("steps") or [])
     span = float(p.data.get("span_us") or 0.0)
