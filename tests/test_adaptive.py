@@ -55,11 +55,15 @@ def test_auto_stops_on_precision_and_marks_ramp_up_and_drain(tokdir: Path) -> No
     assert hw["output_tok_s"] is not None and hw["output_tok_s"] <= 0.08
     ramp = [r for r in p.records if r.dropped == "ramp-up"]
     drain = [r for r in p.records if r.dropped == "drain"]
-    assert len(ramp) == 4 == stop.ramp_up and len(drain) == stop.drain <= 4
+    assert len(ramp) == 4 == stop.ramp_up and len(drain) == stop.drain >= 1
     assert p.summary.requests == stop.requests == sum(1 for r in p.records if r.counted)
     assert stop.window_ns is not None
     w0, w1 = stop.window_ns
     assert w0 == max(r.end_ns for r in ramp) and all(r.end_ns > w1 for r in drain)
+    # in flight at the stop: one a user; a user may send once more before it sees the stop (a
+    # busy machine widens that gap: 5 were seen) and that one is drain too, never counted; a
+    # request lasts > 100 ms here, far longer than the stop takes to reach the workers
+    assert len(drain) <= 2 * 4
     assert p.summary.duration_s == pytest.approx((w1 - w0) / 1e9)
     assert 2.5 < p.summary.tpot_ms.p50 < 5.0
     assert p.trust.state in ("trusted", "untrusted")  # lag depends on the machine; it is judged
