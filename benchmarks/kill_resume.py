@@ -298,12 +298,12 @@ def campaign_under_kills(
 
 def _files_lever(work: Path) -> tuple[Path, Path, Path]:
     """(tuned config directory, an engine Python with its own inferlab copy, that copy's
-    kernel-config directory) for the ``files`` lever (the helpers of tests/test_files_lever.py)."""
+    kernel-config directory) for the ``files`` lever (the helpers of tests/support/pkgcopy.py)."""
     sys.path.insert(0, str(ROOT.parent / "tests"))
     from inferlab.sim.presets import get_preset
     from inferlab.tune.config import DEFAULT_SGLANG
     from inferlab.tune.files import write_config_file
-    from pkgcopy import isolated_inferlab, sim_configs
+    from support.pkgcopy import isolated_inferlab, sim_configs
 
     python = isolated_inferlab(work / "engine")
     tuned = work / "tuned"

@@ -58,7 +58,7 @@ from inferlab.stats.stopping import (  # noqa: E402
     span_batch_rates,
 )
 from inferlab.stats.verdict import Verdict, decide  # noqa: E402
-from simproc import start_sim  # noqa: E402
+from support.simproc import start_sim  # noqa: E402
 
 SIM = ("--ttft-ms", "10", "--itl-ms", "2", "--jitter-ms", "1")
 # 64 tokens: the engine paces on 1 ms slots, so a request's TPOT lies on a grid of

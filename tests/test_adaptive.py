@@ -19,7 +19,7 @@ from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.load.adaptive import baseline_ref
 from inferlab.load.bench import run_bench
 from inferlab.sim.tokenizer import WordTokenizer
-from simproc import start_sim
+from support.simproc import start_sim
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,9 @@ from inferlab.engines.evidence import (
     parse_call_kwargs,
     same_value,
 )
+from support import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 VLLM = FIX / "vllm_cpu"
 LEV = FIX / "levers"
 FP8 = FIX / "engine_logs" / "sglang_fp8_default"

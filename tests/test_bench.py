@@ -18,8 +18,8 @@ from inferlab.load.bench import run_bench
 from inferlab.records import ErrorKind
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import itl_ms
-from simproc import start_sim
 from support.cli import Cli
+from support.simproc import start_sim
 
 
 @pytest.fixture(scope="module")

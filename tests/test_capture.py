@@ -27,6 +27,7 @@ from inferlab.report.data import build_report
 from inferlab.report.render import render_markdown
 from inferlab.server import LaunchSpec, launch
 from inferlab.store import Store
+from support import FIXTURES
 from support.cli import Cli
 
 CAMPAIGN = """
@@ -268,7 +269,7 @@ def test_a_server_that_died_during_the_capture_is_a_classified_launch_failure(
 
 
 def test_cli_stores_a_manual_profile_for_a_config_and_point(cli: Cli, tmp_path: Path) -> None:
-    trace = Path(__file__).parent / "fixtures" / "traces" / "vllm_cpu_decode_c1.pt.trace.json.gz"
+    trace = FIXTURES / "traces" / "vllm_cpu_decode_c1.pt.trace.json.gz"
     db = tmp_path / "db"
     with Store(db) as store, store.transaction():
         store.config_id(store.campaign_id("cap"), "baseline", engine="vllm", model="m")

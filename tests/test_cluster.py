@@ -18,7 +18,6 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-import ray_fakes  # noqa: E402
 from inferlab.campaign.runner import CampaignEvents, run_campaign  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
@@ -34,7 +33,8 @@ from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
 from inferlab.errors import ConfigError, TuneError  # noqa: E402
 from inferlab.store import Store  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
-from simproc import group_pids, start_sim  # noqa: E402
+from support import ray_fakes  # noqa: E402
+from support.simproc import group_pids, start_sim  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 

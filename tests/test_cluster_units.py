@@ -34,8 +34,8 @@ from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
 from inferlab.stats.summary import describe
 from inferlab.store import Store
-from simproc import group_pids, start_sim
 from support.cli import Cli
+from support.simproc import group_pids, start_sim
 
 
 @pytest.mark.parametrize(

@@ -22,10 +22,11 @@ from inferlab.load.bench import run_bench
 from inferlab.load.detect import detect_engine, unknown_field_hint
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
-from simproc import start_sim
+from support import FIXTURES
 from support.cli import Cli, CliResult
+from support.simproc import start_sim
 
-FIX = Path(__file__).parent / "fixtures" / "engine_logs" / "prometheus"
+FIX = FIXTURES / "engine_logs" / "prometheus"
 
 CAMPAIGN = """
 [campaign]
@@ -170,7 +171,7 @@ def test_detects_engines_by_their_metrics_and_models(replay: tuple[str, type[_Re
     }
     found = detect_engine(url)
     assert found.engine == "sglang" and "/metrics names sglang:*" in found.evidence, found
-    vllm_metrics = (Path(__file__).parent / "fixtures/vllm_cpu/metrics.prom").read_bytes()
+    vllm_metrics = (FIXTURES / "vllm_cpu/metrics.prom").read_bytes()
     h.routes = {"/v1/models": (200, b'{"data": []}'), "/metrics": (200, vllm_metrics)}
     assert detect_engine(url).engine == "vllm"
     h.routes = {"/v1/models": (200, b'{"data": [{"id": "m", "owned_by": "huggingface"}]}')}

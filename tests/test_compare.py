@@ -14,8 +14,8 @@ from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
-from simproc import start_sim
 from support.cli import Cli
+from support.simproc import start_sim
 
 
 @pytest.fixture(scope="module")

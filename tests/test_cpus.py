@@ -18,7 +18,7 @@ from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, LoadPoint, run_bench
 from inferlab.server import LaunchSpec, free_port, launch, stop
 from inferlab.sim.tokenizer import WordTokenizer
-from simproc import start_sim
+from support.simproc import start_sim
 
 CAMPAIGN = """
 [campaign]

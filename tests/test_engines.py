@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -29,9 +28,10 @@ from inferlab.engines import (
 from inferlab.engines.flags import FlagSyntax, apply, diff, is_flag, parse
 from inferlab.engines.prometheus import MetricDef, PrometheusParseError, select
 from inferlab.errors import ConfigError
+from support import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "engine_logs"
-VLLM_CPU = Path(__file__).parent / "fixtures" / "vllm_cpu"
+FIX = FIXTURES / "engine_logs"
+VLLM_CPU = FIXTURES / "vllm_cpu"
 ENGINES = ["command", "llamacpp", "openai", "sglang", "sim", "transformers", "vllm"]
 
 

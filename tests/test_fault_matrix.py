@@ -28,8 +28,8 @@ from inferlab.records import ErrorKind, RequestRecord
 from inferlab.sim.faults import FAULTS, OVERSIZED_BYTES
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
-from simproc import start_sim
 from support.cli import Cli
+from support.simproc import start_sim
 
 pytestmark = pytest.mark.timeout(120)
 

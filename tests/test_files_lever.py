@@ -27,9 +27,9 @@ from inferlab.sim.presets import get_preset
 from inferlab.store import Store
 from inferlab.tune.config import DEFAULT_SGLANG
 from inferlab.tune.files import write_config_file
-from pkgcopy import isolated_inferlab, sim_configs
+from support import ROOT
+from support.pkgcopy import isolated_inferlab, sim_configs
 
-ROOT = Path(__file__).resolve().parent.parent
 SAVED_RUN = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"  # real, 2×H200
 GENERIC = get_preset("generic")
 

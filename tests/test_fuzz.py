@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import (
+from support.fuzzing import (
     FIX,
     ROOT,
     byte_mutation,

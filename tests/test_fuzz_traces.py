@@ -18,7 +18,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import (
+from inferlab.load.sse import parse_stream
+from inferlab.profile import read_trace
+from inferlab.sim import api
+from inferlab.sim.tokenizer import WordTokenizer
+from support.fuzzing import (
     FIX,
     byte_mutation,
     fuzz,
@@ -28,10 +32,6 @@ from fuzzing import (
     tree_target,
     write,
 )
-from inferlab.load.sse import parse_stream
-from inferlab.profile import read_trace
-from inferlab.sim import api
-from inferlab.sim.tokenizer import WordTokenizer
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -25,12 +25,12 @@ from inferlab.logs import store_log_findings
 from inferlab.report.render import write_report
 from inferlab.store import Store
 from inferlab.verify.checks import GreedyOutputs, _equivalence
+from support import ROOT
 from support.cli import run_cli
 from test_report import _browser_dom
 
 pytestmark = pytest.mark.timeout(300)
 
-ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests/fixtures"
 MARK = "document.documentElement.setAttribute('data-pwned','1');window.__pwned=1"
 BIDI = "\u202e\u2066\u2067\u2068\u2069\u202a\u202b\u202c\u202d\u200e\u200f\u061c"

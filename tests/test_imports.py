@@ -18,8 +18,9 @@ from inferlab.records import ErrorKind
 from inferlab.stats.metrics import itl_ms, summarize, tpot_ms
 from inferlab.store.imports import FORMATS, ImportedRun, detect, parse_file
 from inferlab.store.imports._common import sample_std, spread_tokens
+from support import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "imports"
+FIX = FIXTURES / "imports"
 SGLANG = FIX / "sglang-bench-serving-output-file_llama33-70b-h200_online.jsonl"
 VLLM = FIX / "vllm-0.17.1_bench-serve_save-result_llama31-8b_conc12_run1.json"
 

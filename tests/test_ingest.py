@@ -10,9 +10,10 @@ import pytest
 from inferlab.errors import ConfigError
 from inferlab.store import Store
 from inferlab.store.ingest import import_files
+from support import FIXTURES
 from support.cli import Cli
 
-FIX = Path(__file__).parent / "fixtures" / "imports"
+FIX = FIXTURES / "imports"
 VLLM = FIX / "vllm-0.17.1_bench-serve_save-result_llama31-8b_conc12_run1.json"
 SGLANG = FIX / "sglang-bench-serving-output-file_llama33-70b-h200_online.jsonl"
 

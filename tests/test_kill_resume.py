@@ -7,11 +7,12 @@ running, and the kernel-config files a config installed are restored.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 from kill_resume import Kill, campaign_under_kills
 
 pytestmark = pytest.mark.timeout(600)

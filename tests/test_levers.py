@@ -20,18 +20,16 @@ from inferlab.levers import Decision, LeverOptions, decide, stored_predictions
 from inferlab.logs import store_log_findings
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
+from support import FIXTURES
 from support.cli import Cli, CliResult, run_cli
 
-HERE = Path(__file__).parent
-TRACES = HERE / "fixtures" / "traces"
+TRACES = FIXTURES / "traces"
 MOE_LOG = (
-    HERE / "fixtures/engine_logs/sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-"
+    FIXTURES / "engine_logs/sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-"
     "triton_h100.log"
 )
 
-FP8_LOG = (
-    HERE / "fixtures/engine_logs/sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log"
-)
+FP8_LOG = FIXTURES / "engine_logs/sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log"
 
 HEAD = """
 [campaign]

@@ -17,7 +17,7 @@ from inferlab.levers import decide
 from inferlab.models import write_tiny_model
 from inferlab.report.render import build_report, render_markdown
 from inferlab.store import Store
-from vllmcamp import campaign_head
+from support.vllmcamp import campaign_head
 
 pytestmark = pytest.mark.vllm
 

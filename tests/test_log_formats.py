@@ -18,9 +18,10 @@ from inferlab.logs.parsers import ANCHORS, KINDS, visitor
 from inferlab.logs.reader import Lookahead
 from inferlab.logs.sinks import SINKS
 from inferlab.logs.state import LogState
+from support import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "engine_logs"
-CPU = Path(__file__).parent / "fixtures" / "vllm_cpu"
+FIX = FIXTURES / "engine_logs"
+CPU = FIXTURES / "vllm_cpu"
 WRAPPED = FIX / "vllm_metrics_log" / "tt-inference-server-246_vllm-v0-metrics-py-wrapped.log"
 
 

@@ -23,10 +23,11 @@ from inferlab.logs import (
     untuned_moe,
 )
 from inferlab.logs.plot import series_lines, sparkline
+from support import FIXTURES, ROOT
 from support.cli import Cli
 
-FIX = Path(__file__).parent / "fixtures" / "engine_logs"
-CPU = Path(__file__).parent / "fixtures" / "vllm_cpu"
+FIX = FIXTURES / "engine_logs"
+CPU = FIXTURES / "vllm_cpu"
 SGL = FIX / "sglang_decode"
 FP8 = FIX / "sglang_fp8_default"
 OOM = FIX / "oom_graph_capture"
@@ -703,7 +704,7 @@ def test_reservoir_is_the_textbook_one() -> None:
 
 
 def _mixed_log(path: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import log_throughput
     finally:

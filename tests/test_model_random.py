@@ -16,8 +16,8 @@ from inferlab.errors import ConfigError
 from inferlab.models import PRESETS, RandomSpec, write_random_model
 from inferlab.models.random import bf16_bytes
 from inferlab.models.safetensors import read_header
-from llama_ref import forward
 from support.cli import Cli
+from support.llama_ref import forward
 
 
 @pytest.fixture(scope="module")

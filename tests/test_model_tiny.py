@@ -12,8 +12,8 @@ import pytest
 
 from inferlab.models import TinySpec, write_tiny_model
 from inferlab.models.tiny import CHAT_TEMPLATE
-from llama_ref import forward as _forward
 from support.cli import Cli
+from support.llama_ref import forward as _forward
 
 pytest.importorskip("safetensors")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from inferlab.campaign.orphans import process_identity, reap
 from inferlab.store import Store
-from pkgcopy import isolated_inferlab, sim_configs
+from support.pkgcopy import isolated_inferlab, sim_configs
 
 CAMPAIGN = """
 [campaign]

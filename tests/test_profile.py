@@ -18,9 +18,10 @@ from inferlab.profile.kineto import _general
 from inferlab.profile.trace import TraceBuilder
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
+from support import FIXTURES
 from support.cli import Cli
 
-TRACES = Path(__file__).parent / "fixtures" / "traces"
+TRACES = FIXTURES / "traces"
 MOE = TRACES / "moe_decode_trace.json.gz"
 GRAPH = TRACES / "cudagraph_decode_trace.json.gz"
 

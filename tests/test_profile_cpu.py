@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cputrace import cpu_facts
 from inferlab.errors import ConfigError
 from inferlab.profile import analyze, diff_profiles, read_trace
+from support import FIXTURES
 from support.cli import Cli
+from support.cputrace import cpu_facts
 
-FIX = Path(__file__).parent / "fixtures" / "traces"
+FIX = FIXTURES / "traces"
 VLLM_CPU = FIX / "vllm_cpu_decode_c1.pt.trace.json.gz"
 MOE = FIX / "moe_decode_trace.json.gz"
 

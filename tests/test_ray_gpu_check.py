@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import ray_gpu_check as rgc
 import ray_tune_check as rtc
 from inferlab.campaign.aftermath import record_stop
@@ -21,7 +23,7 @@ from inferlab.server.gpumem import GpuDrain
 from inferlab.store import Store
 
 UUID = ["GPU-5c1d2e3f-0a1b-2c3d-4e5f-60718293a4b5", "GPU-9e8d7c6b-5a49-3827-1605-f4e3d2c1b0a9"]
-ONE_TUNE = Path(__file__).resolve().parents[1] / "benchmarks/fp8_gemm_tune_h200/tune_full_1gpu.json"
+ONE_TUNE = ROOT / "benchmarks/fp8_gemm_tune_h200/tune_full_1gpu.json"
 
 
 def _store(path: Path, drain_gpu: dict[str, int]) -> None:

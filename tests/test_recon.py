@@ -26,8 +26,9 @@ from inferlab.recon.probe import probe_python
 from inferlab.recon.server import probe_server
 from inferlab.recon.tuned import NeededShape, match_needed, parse_config_name, scan_dir
 from inferlab.store import Store
-from simproc import start_sim
+from support import FIXTURES
 from support.cli import Cli, CliResult
+from support.simproc import start_sim
 
 
 def _has_nvidia_driver() -> bool:
@@ -412,8 +413,8 @@ def test_moe_shapes_from_a_real_sglang_log(tmp_path: Path) -> None:
     from inferlab.recon.core import needed_from_log
 
     log = (
-        Path(__file__).parent
-        / "fixtures/engine_logs/sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log"
+        FIXTURES
+        / "engine_logs/sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log"
     )
     moe_root = tmp_path / "configs"
     (moe_root / "triton_3_4_0").mkdir(parents=True)

@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 
 from inferlab.recon import engine_config_dirs
+from support import FIXTURES
 
 pytestmark = pytest.mark.vllm
 
 LOG = (
-    Path(__file__).parent
-    / "fixtures/engine_logs/sglang_fp8_default"
+    FIXTURES
+    / "engine_logs/sglang_fp8_default"
     / "vllm-benchmarks-deepgemm-readme_h100_w8a8-default-and-using-configuration.log"
 )
 H100 = "NVIDIA_H100_80GB_HBM3"

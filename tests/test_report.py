@@ -19,8 +19,9 @@ from inferlab.report.render import build_report, render_html, render_markdown, w
 from inferlab.report.svg import nice_ticks
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
-from simproc import start_sim
+from support import ROOT
 from support.cli import Cli
+from support.simproc import start_sim
 
 EVIL = "<script>alert(1)</script>"
 FAST = f"fast{EVIL}"
@@ -216,9 +217,6 @@ def test_real_browser_renders_without_errors(db: Path, tmp_path: Path) -> None:
     assert "Campaign report: rep" in dom
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
     assert "<script" not in dom.lower()
-
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_section_in_one_report_renders_safely(cli: Cli, db: Path, tmp_path: Path) -> None:

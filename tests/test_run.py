@@ -17,8 +17,8 @@ from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
-from simproc import group_pids
 from support.cli import Cli
+from support.simproc import group_pids
 
 CAMPAIGN = """
 [campaign]

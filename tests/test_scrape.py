@@ -6,16 +6,15 @@ import http.server
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from inferlab.engines import get_engine
 from inferlab.server.scrape import Scraper, derive, scrape_once
+from support import FIXTURES
 
 SGLANG_DUMP = (
-    Path(__file__).parent
-    / "fixtures"
+    FIXTURES
     / "engine_logs"
     / "prometheus"
     / "sglang-docs-production_metrics_llama31-8b-full-dump.log"

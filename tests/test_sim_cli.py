@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simproc import start_sim
 from support.cli import Cli
+from support.simproc import start_sim
 
 pytestmark = pytest.mark.timeout(60)
 

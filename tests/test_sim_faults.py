@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from simproc import (
+from support.simproc import (
     dechunk,
     raw_connect,
     raw_post,

@@ -11,7 +11,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from inferlab.sim.tokenizer import WordTokenizer
-from simproc import (
+from support.cli import Cli
+from support.simproc import (
     SimProc,
     dechunk,
     post_stream,
@@ -22,7 +23,6 @@ from simproc import (
     sse_events,
     start_sim,
 )
-from support.cli import Cli
 
 pytestmark = pytest.mark.timeout(60)
 

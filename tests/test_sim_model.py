@@ -15,7 +15,7 @@ from inferlab.engines.base import classify_log
 from inferlab.engines.prometheus import parse_prometheus
 from inferlab.sim.model import SpecModel, StepModel, accept_draw, mean_accept_length, step_ms
 from inferlab.sim.presets import PRESETS, Levers, StartupFailure, resolve
-from simproc import SimProc, post_stream, start_sim
+from support.simproc import SimProc, post_stream, start_sim
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,7 +16,7 @@ from inferlab.sim.kernels import MIXES, check_mix
 from inferlab.sim.model import step_ms
 from inferlab.sim.presets import PRESETS, Levers, resolve
 from inferlab.sim.tracegen import StepRecord, TraceContext, kernel_times, write_trace
-from simproc import start_sim
+from support.simproc import start_sim
 
 DSV4 = PRESETS["dsv4-flash-8gpu"]
 A = Levers(tuned_fp8=True, nccl_proto="LL")

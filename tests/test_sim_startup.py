@@ -18,7 +18,7 @@ from inferlab.sim.presets import Levers, get_preset, resolve
 from inferlab.sim.startup import fp8_lookup, nccl_lines, prepare, server_args
 from inferlab.tune.config import DEFAULT_SGLANG
 from inferlab.tune.files import write_config_file
-from pkgcopy import isolated_inferlab, sim_configs
+from support.pkgcopy import isolated_inferlab, sim_configs
 
 READY = "inferlab sim (SIMULATED engine) listening on "
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from simproc import post_stream, start_sim
+from support.simproc import post_stream, start_sim
 
 pytestmark = pytest.mark.timeout(60)
 

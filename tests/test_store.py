@@ -19,7 +19,7 @@ from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import SCHEMA_VERSION, Store
 from inferlab.store.export import export
 from inferlab.store.schema import MIGRATIONS
-from simproc import start_sim
+from support.simproc import start_sim
 
 
 def _records() -> list[RequestRecord]:

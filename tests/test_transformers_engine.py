@@ -20,13 +20,14 @@ from inferlab.engines import classify_log, get_engine, primary_failure
 from inferlab.errors import ConfigError
 from inferlab.load.workload import Prompt, build_body
 from inferlab.recon.flags import parse_help
+from support import FIXTURES, ROOT
 
-FIX = Path(__file__).parent / "fixtures" / "transformers"
+FIX = FIXTURES / "transformers"
 OOM_LOG = (
-    Path(__file__).parent
-    / "fixtures/engine_logs/oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log"
+    FIXTURES
+    / "engine_logs/oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log"
 )
-EXAMPLE = Path(__file__).parents[1] / "src/inferlab/examples/transformers-gpu.toml"
+EXAMPLE = ROOT / "src/inferlab/examples/transformers-gpu.toml"
 SPEC = get_engine("transformers")
 ENV = {
     "INFERLAB_GPU_MODEL": "/m/1b",

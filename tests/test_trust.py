@@ -20,7 +20,7 @@ from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.trust import assess
 from inferlab.store import Store
-from simproc import start_sim
+from support.simproc import start_sim
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,10 @@ from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM, KernelConfig
 from inferlab.tune.runner import RESULT_VERSION as RUNNER_VERSION
 from inferlab.tune.runner import CellResult, TuneRun
 from inferlab.tune.saved import RESULT_VERSION, parse_run
+from support import FIXTURES
 from support.cli import Cli
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 VLLM_FILE = (
     FIX
     / "tune"

@@ -19,8 +19,9 @@ from inferlab.tune.files import (
     render_config,
     write_config_file,
 )
+from support import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "tune"
+FIX = FIXTURES / "tune"
 VLLM = (
     FIX / "vllm" / "N=2112,K=7168,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json"
 )

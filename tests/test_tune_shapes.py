@@ -19,8 +19,9 @@ from inferlab.tune.shapes import (
     shapes_from_log,
     shapes_from_model_config,
 )
+from support import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = FIXTURES
 V3 = FIX / "tune" / "deepseek-v3-config.json"
 LOGS = FIX / "engine_logs" / "sglang_fp8_default"
 H20_LOG = LOGS / "sglang-pr5675_h20-w8a8-default-single-line.log"

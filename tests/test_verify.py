@@ -7,8 +7,8 @@ from pathlib import Path
 from inferlab.config.campaign import Probe, VerifySection
 from inferlab.engines import get_engine
 from inferlab.verify import verify_endpoint
-from simproc import start_sim
 from support.cli import Cli
+from support.simproc import start_sim
 
 SIM = get_engine("sim")
 

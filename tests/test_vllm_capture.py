@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from cputrace import cpu_facts
 from inferlab.campaign.runner import run_campaign
 from inferlab.models import write_tiny_model
 from inferlab.report.data import build_report
 from inferlab.report.render import render_markdown
 from inferlab.store import Store
-from vllmcamp import campaign_head, kept_env
+from support.cputrace import cpu_facts
+from support.vllmcamp import campaign_head, kept_env
 
 pytestmark = pytest.mark.vllm
 

@@ -25,7 +25,6 @@ import pytest
 
 from inferlab.models import write_tiny_model
 
-ROOT = Path(__file__).resolve().parents[1]
 READY_DEADLINE_S = 180.0
 PROMPT = "Capital of France in one word?"
 

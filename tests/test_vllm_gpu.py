@@ -29,9 +29,9 @@ from inferlab.logs import analyze_log
 from inferlab.profile import analyze, read_trace
 from inferlab.recon.flags import parse_help
 from inferlab.tune.backends import BackendContext, triton_verdict
+from support import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-GPU = Path(__file__).parent / "fixtures" / "vllm_gpu"
+GPU = FIXTURES / "vllm_gpu"
 ALL_BEFORE_TRITON = (
     "FlashInferFp8DeepGEMMDynamicBlockScaledKernel,DeepGemmFp8BlockScaledMMKernel,"
     "CutlassFp8BlockScaledMMKernel,MarlinFP8ScaledMMLinearKernel"

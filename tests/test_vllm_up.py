@@ -18,9 +18,7 @@ from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import LaunchError, VerifyError
 from inferlab.models import write_tiny_model
 from inferlab.store import Store
-from vllmcamp import campaign_head, kept_env
-
-ROOT = Path(__file__).resolve().parents[1]
+from support.vllmcamp import campaign_head, kept_env
 
 
 def _env_module() -> ModuleType:

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from inferlab.errors import InferlabError
+from support import FIXTURES as FIX
+from support import ROOT
 
 __all__ = ["EXAMPLES", "FIX", "ROOT", "byte_mutation", "fuzz", "hard_limit",
            "parses_or_names_file", "paths_of", "tree_mutation", "tree_target", "write"]  # fmt: skip
 
-ROOT = Path(__file__).resolve().parents[1]
-FIX = ROOT / "tests/fixtures"
 EXAMPLES = int(os.environ.get("INFERLAB_FUZZ_EXAMPLES", "0")) or None
 HARD_LIMIT_S = 10  # a single example running this long is a hang
 
