@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -62,3 +64,24 @@ def forward(
         x = x + g @ w[p + "mlp.down_proj.weight"].T
     x = _rms(x, w["model.norm.weight"], eps)
     return np.asarray(x[-1] @ w["lm_head.weight"].T)
+
+
+def load(model_dir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The tiny model's config and its weights as written."""
+    from safetensors.numpy import load_file
+
+    cfg = json.loads((model_dir / "config.json").read_text())
+    return cfg, load_file(str(model_dir / "model.safetensors"))
+
+
+def load64(model_dir: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """As ``load``, the weights in float64 (what ``forward`` computes in)."""
+    cfg, w = load(model_dir)
+    return cfg, {k: a.astype(np.float64) for k, a in w.items()}
+
+
+def tokenizer(model_dir: Path) -> Any:
+    """The model's own tokenizer (``tokenizers``)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(model_dir / "tokenizer.json"))

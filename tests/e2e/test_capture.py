@@ -1,0 +1,133 @@
+"""Profiles captured inside a campaign: the reference engine (SGLang's endpoints), real files,
+a real HTTP server for the faults, the real store and report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.runner import run_campaign
+from inferlab.report.data import build_report
+from inferlab.report.render import render_markdown
+from inferlab.store import Store
+
+CAMPAIGN = """
+[campaign]
+name = "cap"
+output = "{out}"
+
+[engine]
+kind = "{kind}"
+# --time-scale 0.1: a decode step at C=16 takes ~69 ms, so the batch stays at ~16 while the
+# client's turnaround is under a step (its lag p99 on a busy 2-CPU machine: 1.5-2.5 ms); at
+# 0.01 a step was ~7 ms and a loaded machine's turnaround let the batch sag (attention led)
+args = ["--preset", "dsv4-flash-8gpu", "--time-scale", "0.1", "--tp-size", "2"]
+{url}
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "A"
+extends = "baseline"
+args = ["--tuned-fp8"]
+env = {{ NCCL_PROTO = "LL" }}
+
+[verify]
+enabled = false
+
+[load]
+workload = {{ kind = "random", input_tokens = 32, output_tokens = 24 }}
+concurrency = [1, 16]
+duration_s = 1.0
+
+[profile]
+{profile}
+"""
+
+
+def write(tmp: Path, profile: str = 'at = ["C=16"]', kind: str = "sim", url: str = "") -> Path:
+    p = tmp / "c.toml"
+    p.write_text(CAMPAIGN.format(out=tmp / "out", kind=kind, url=url, profile=profile))
+    return p
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    tmp = tmp_path_factory.mktemp("cap")
+    path = write(tmp, 'at = ["C=16"]\nsteps = 20')
+    with Store(tmp / "db") as store:
+        res = run_campaign(path, store=store)
+    assert [o.status for o in res.outcomes] == ["measured", "measured"], res.outcomes
+    assert all("profiled C=16: 2 rank trace(s)" in o.message for o in res.outcomes)
+    yield path, tmp / "db"
+
+
+def test_profiled_passes_are_stored_apart(campaign: tuple[Path, Path]) -> None:
+    path, db = campaign
+    with Store(db) as store:
+        measured = store.runs(campaign="cap")
+        every = store.runs(campaign="cap", purpose=None)
+        rows = store.analyses("profile", campaign="cap")
+        launch_detail = store.db.execute(
+            "SELECT detail_json FROM verifications WHERE kind = 'launch' AND passed = 1"
+        ).fetchall()
+    assert sorted((r.config, r.label) for r in measured) == [
+        ("A", "C=1"),
+        ("A", "C=16"),
+        ("baseline", "C=1"),
+        ("baseline", "C=16"),
+    ]
+    prof = [r for r in every if r.purpose == "profiled"]
+    assert sorted((r.config, r.label) for r in prof) == [("A", "C=16"), ("baseline", "C=16")]
+    assert all("profiling on (SGLANG_TORCH_PROFILER_DIR=" in d for (d,) in launch_detail)
+    assert len(rows) == 4
+    for r in rows:
+        cap = r["data"]["capture"]
+        f = Path(cap["path"])
+        assert f.is_file() and f.stat().st_size == cap["size_bytes"]
+        assert f.parent.parent == path.parent / "out" / "profiles" / r["config"]
+        assert cap["point"] == "C=16" and cap["ranks"] == 2 and cap["rank"] in (0, 1)
+        assert cap["engine"] == "sim" and cap["simulated"] and cap["mode"] == "gpu"
+        assert cap["steps"] == 20 and cap["run_id"] in {x.id for x in prof}
+        # under C=16 load the MoE slot GEMV leads; the attention's grid grew with the batch
+        top = r["data"]["kernel_rows"][0]
+        assert top["category"] == "moe" and "moe_slot_gemv" in top["name"]
+        low = {o["name"] for o in r["data"]["occupancy"]}
+        assert not any("nsa_sparse_decode" in n for n in low), low
+        assert r["data"]["mean_step"]["span_us"] > 0 and r["data"]["verdict"]
+
+
+def test_report_shows_where_the_time_goes(campaign: tuple[Path, Path]) -> None:
+    _, db = campaign
+    with Store(db) as store:
+        md = render_markdown(build_report(store, "cap"))
+    sec = md.split("## Where the time goes", 1)[1]
+    assert "### baseline at C=16 (SIMULATED): rank 0" in sec
+    assert "### A at C=16 (SIMULATED): rank 0" in sec and "share over 2 ranks" in sec
+    assert "SIMULATED trace (synthesized" in sec and "vs baseline at the same point" in sec
+    assert "moe_slot_gemv_kernel" in sec and "GPU-bound" in sec and "on 170 SMs" in sec
+
+
+def test_resume_keeps_captured_profiles(campaign: tuple[Path, Path]) -> None:
+    path, db = campaign
+    with Store(db) as store:
+        again = run_campaign(path, store=store, resume=True)
+        assert [o.status for o in again.outcomes] == ["skipped", "skipped"]
+        assert len(store.analyses("profile", campaign="cap")) == 4
+
+
+def test_a_trace_over_the_bound_is_a_finding_and_the_campaign_goes_on(tmp_path: Path) -> None:
+    path = write(tmp_path, 'at = ["C=16"]\nconfigs = ["baseline"]\nmax_trace_mb = 0.001')
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store)
+        assert [o.status for o in res.outcomes] == ["measured", "measured"]
+        assert "profile at C=16 failed (too-large)" in res.outcomes[0].message
+        (f,) = [x for x in store.findings("cap") if x["kind"] == "profile-capture-failed"]
+        assert len(store.runs(campaign="cap")) == 4 and store.analyses("profile") == []
+    assert f["config"] == "baseline"
+    assert "over max_trace_mb" in f["message"] and "inferlab profile TRACE" in f["action"]

@@ -1,0 +1,183 @@
+"""Kernel-config files as a config's lever: checked at plan time, installed into the engine's
+package for that config only, restored exactly (also after a crash), and proven applied (or
+not) by the engine's own kernel-config lines.
+
+The engine is the reference engine installed in a Python of its own (``tests/pkgcopy.py``), so
+its package directory (``inferlab/sim/configs/``) is a real one that belongs to the test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.notes import plan_notes
+from inferlab.campaign.runner import make_plan, run_campaign
+from inferlab.errors import ConfigError
+from inferlab.report.compare import build_comparison, cell_text
+from inferlab.report.render import build_report, render_markdown
+from inferlab.sim.presets import get_preset
+from inferlab.store import Store
+from inferlab.tune.config import DEFAULT_SGLANG
+from inferlab.tune.files import write_config_file
+from support import ROOT
+from support.pkgcopy import isolated_inferlab, sim_configs
+
+SAVED_RUN = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"  # real, 2×H200
+GENERIC = get_preset("generic")
+
+
+@pytest.fixture(scope="module")
+def engine_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return isolated_inferlab(tmp_path_factory.mktemp("engine"))
+
+
+@pytest.fixture
+def configs_dir(engine_python: Path) -> Path:
+    d = sim_configs(engine_python)
+    assert not d.exists()  # every test leaves the package as it was
+    yield d
+    if d.is_file():
+        d.unlink()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def tuned_dir(path: Path, shapes: tuple[tuple[int, int], ...], device: str) -> Path:
+    """SGLang-named files for ``shapes`` (the engines' default tiles), written by the tuner's
+    own writer."""
+    for n, k in shapes:
+        write_config_file(path, "sglang", n, k, device, {1: DEFAULT_SGLANG, 64: DEFAULT_SGLANG})
+    return path
+
+
+CAMPAIGN = """
+[campaign]
+name = "files"
+output = "{out}"
+
+[engine]
+kind = "sim"
+python = "{python}"
+args = ["--preset", "generic", "--time-scale", "0.2"]
+env = {{ NCCL_DEBUG = "INFO" }}
+ready_timeout_s = 60
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "A"
+extends = "baseline"
+env = {{ NCCL_PROTO = "LL" }}
+files = {{ fp8_gemm = "tuned" }}
+set = {{ "--max-running-requests" = "64" }}
+{extra}
+[verify]
+probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
+length_tokens = 4
+
+[load]
+workload = {{ input_tokens = 16, output_tokens = 8 }}
+concurrency = [1]
+requests = 8
+max_client_lag_ms = 1e6  # the files lever is under test here, not trust (tests/test_trust.py)
+"""
+
+
+def campaign(tmp: Path, python: Path, extra: str = "") -> Path:
+    p = tmp / "c.toml"
+    p.write_text(CAMPAIGN.format(out=tmp / "out", python=python, extra=extra))
+    return p
+
+
+def test_an_engine_not_installed_in_its_python(tmp_path: Path) -> None:
+    tuned = tuned_dir(tmp_path / "tuned", ((4096, 4096),), "NVIDIA H100 80GB HBM3")
+    p = tmp_path / "c.toml"
+    p.write_text(
+        f'[campaign]\nname = "x"\noutput = "{tmp_path}/out"\n[engine]\nkind = "sglang"\n'
+        f'model = "m"\npython = "{sys.executable}"\n[[config]]\nname = "base"\n[[config]]\n'
+        f'name = "A"\nfiles = {{ fp8_gemm = "{tuned}" }}\n[load]\nconcurrency = [1]\n'
+        "requests = 1\n"
+    )
+    make_plan(p)  # the plan (and --dry-run) shows; running it names the missing package
+    with (
+        Store(tmp_path / "db") as store,
+        pytest.raises(
+            ConfigError, match=rf"engine.python: sglang is not installed in {sys.executable}"
+        ),
+    ):
+        run_campaign(p, store=store)
+    p.write_text(p.read_text().replace('kind = "sglang"', 'kind = "openai"\nurl = "http://x"'))
+    with pytest.raises(ConfigError, match=r"engine 'openai' reads no fp8_gemm config files"):
+        make_plan(p)
+
+
+# ------------------------------------------------------------------------- a whole campaign
+
+
+def test_campaign_installs_checks_and_restores(
+    tmp_path: Path, engine_python: Path, configs_dir: Path
+) -> None:
+    tuned_dir(tmp_path / "tuned", GENERIC.fp8_gemm_shapes, "NVIDIA H100 80GB HBM3")
+    extra = (
+        '\n[[config]]\nname = "T"\nextends = "baseline"\ntune = { fp8_gemm = "from-log" }\n'
+        f'\n[[config]]\nname = "S"\nextends = "baseline"\ntune = {{ fp8_gemm = "{SAVED_RUN}" }}\n'
+        'set = { "--time-scale" = "0.05" }\n'  # faster for another reason than its files
+    )
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(
+            campaign(tmp_path, engine_python, extra), store=store, clock=ModelClock()
+        )
+        status = {o.config: (o.status, o.message) for o in res.outcomes}
+        levers = {c: store.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}
+        base_log = Path(store.latest_verification("files", "baseline", "launch")["log_path"])
+        plain = build_comparison(store, campaign="files", metrics=["tpot_ms"])
+        forced = build_comparison(store, campaign="files", metrics=["tpot_ms"], force=True)
+        md = render_markdown(build_report(store, "files"))
+        path = tmp_path / "c.toml"
+        notes = plan_notes(make_plan(path), store)  # what a resumed run's plan shows
+        configs_dir.mkdir()  # as `tune fp8-gemm --install-into` would leave it, for good
+        (
+            configs_dir / "N=1,K=1,device_name=X,dtype=fp8_w8a8,block_shape=[128, 128].json"
+        ).write_text("{}")
+        drift = plan_notes(make_plan(path), store)
+        shutil.rmtree(configs_dir)
+    assert status["baseline"][0] == "measured" and status["A"][0] == "measured", status
+    assert levers["baseline"] is None  # no diff: nothing to prove
+    items = {i["item"]: i for i in levers["A"]["items"]}
+    assert items["files fp8_gemm"]["status"] == "applied", items
+    assert "Using configuration from" in items["files fp8_gemm"]["evidence"]
+    assert items["env NCCL_PROTO"]["status"] == "applied"
+    assert "NCCL_PROTO set by environment to LL" in items["env NCCL_PROTO"]["evidence"]
+    assert items["--max-running-requests"]["status"] == "applied"
+    # no GPU here: the tuning step says so, and how to go on without one
+    assert status["T"][0] == "failed" and "needs an NVIDIA GPU" in status["T"][1], status["T"]
+    assert "tune = { fp8_gemm = " in status["T"][1]
+    # a saved run tuned on H200s: installed, but this engine runs NVIDIA_H100 shapes
+    s_items = {i["item"]: i for i in levers["S"]["items"]}
+    assert status["S"][0] == "measured"
+    assert s_items["files fp8_gemm"]["status"] == "not-applied"
+    assert "default W8A8 Block FP8 config" in s_items["files fp8_gemm"]["evidence"]
+    assert not configs_dir.exists()  # restored exactly: the sim shipped none
+    assert "Using default W8A8 Block FP8 kernel config" in base_log.read_text()
+    made = sorted(p.name for p in (tmp_path / "out/tuned/S-fp8_gemm/files").iterdir())
+    assert len(made) == 4 and all("device_name=NVIDIA_H200" in n for n in made)
+    summary = json.loads((tmp_path / "out/tuned/S-fp8_gemm/done.json").read_text())
+    assert summary["how"] == str(SAVED_RUN)
+    # S measured faster, but its lever did not take effect: no claim without --force
+    cell, fcell = plain.cells[("S", "C=1")], forced.cells[("S", "C=1")]
+    assert cell.levers == ["files fp8_gemm"] and cell.verdicts["tpot_ms"].claim == "~"
+    assert "lever not applied" in cell.verdicts["tpot_ms"].reason
+    assert fcell.verdicts["tpot_ms"].claim == "better"
+    assert "(lever not applied)" in cell_text(plain, "S", "C=1", "tpot_ms")
+    assert plain.cells[("A", "C=1")].levers == []
+    assert "## Levers applied" in md and "| S | files fp8_gemm | ✗ |" in md
+    assert "| A | env NCCL_PROTO | ✓ |" in md
+    assert "A: lever (stored) ✓ files fp8_gemm: applied" in "\n".join(notes)
+    assert not any("differs from the original" in n for n in notes)
+    assert any("differs from the original" in n and "1 added" in n for n in drift), drift

@@ -1,0 +1,88 @@
+"""``lossless = false`` (greedy equivalence recorded, not gating) and ``run --config`` on a real
+campaign of reference-engine servers; the stop check's message with the drain figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.runner import make_plan, run_campaign
+from inferlab.errors import ConfigError
+from inferlab.store import Store
+
+CAMPAIGN = """
+[campaign]
+name = "lossy"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "2", "--itl-ms", "1"]
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "other-numbers"
+extends = "baseline"
+args = ["--seed", "4"]
+lossless = false
+
+[[config]]
+name = "inherits"
+extends = "other-numbers"
+
+[[config]]
+name = "claims-lossless"
+extends = "other-numbers"
+lossless = true
+
+[verify]
+probes = []
+equivalent_to = "baseline"
+equivalence_prompts = 2
+
+[load]
+workload = {{ input_tokens = 8, output_tokens = 8 }}
+concurrency = [2]
+requests = 4
+"""
+
+
+def _write(tmp: Path) -> Path:
+    p = tmp / "c.toml"
+    p.write_text(CAMPAIGN.format(out=tmp / "out"))
+    return p
+
+
+def test_campaign_measures_a_lossy_config_and_refuses_a_false_claim(tmp_path: Path) -> None:
+    p = _write(tmp_path)
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(p, store=store, only=["baseline", "other-numbers", "claims-lossless"])
+        status = {o.config: o.status for o in res.outcomes}
+        rows = store.db.execute(
+            "SELECT g.name, v.kind, v.passed, v.detail_json FROM verifications v "
+            "JOIN configs g ON g.id = v.config_id ORDER BY v.id"
+        ).fetchall()
+    assert status == {
+        "baseline": "measured",
+        "other-numbers": "measured",
+        "claims-lossless": "verify-failed",
+    }
+    eq = {n: (passed, json.loads(d)) for n, k, passed, d in rows if k == "equivalence"}
+    assert eq["other-numbers"][0] == 0 and eq["other-numbers"][1]["gating"] is False
+    assert eq["other-numbers"][1]["message"].startswith("not gating (lossless = false): ")
+    assert eq["claims-lossless"][1]["gating"] is True
+    stops = [json.loads(d) for n, k, _, d in rows if k == "stop"]
+    assert len(stops) == 3 and all(s["message"].startswith("SIGTERM after ") for s in stops)
+    assert all(s["gpu_memory"] is None for s in stops)  # no NVML here: nothing to compare
+
+
+def test_unknown_config_is_named(tmp_path: Path) -> None:
+    with Store(tmp_path / "db") as store, pytest.raises(ConfigError, match="--config 'nope'"):
+        run_campaign(_write(tmp_path), store=store, only=["nope"])
+    assert len(make_plan(_write(tmp_path)).configs) == 4

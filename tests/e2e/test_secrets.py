@@ -1,0 +1,66 @@
+"""Secrets are redacted by their exact names, never by substring: every flag of vLLM's CPU build
+(its real ``--help=all``) and every field of SGLang's ``ServerArgs`` (a real repr) keeps its
+value, except the few that carry a secret; every secret form is redacted in argv, env, logs,
+the stored config, the launch record and the printed plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inferlab.store import Store
+
+RUN = """
+[campaign]
+name = "sec"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "5"]
+env = {{ HF_TOKEN = "hf_plantedplantedplanted00", NCCL_PROTO = "LL" }}
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "chunks"
+set = {{ "--tokens-per-chunk" = "2" }}
+
+[[config]]
+name = "keyed"
+args = ["--api-key", "sk-planted-0123456789abcdef"]  # the client has no key: verify fails
+
+[verify]
+probes = [{{ prompt = "hi", expect = '\\w' }}]
+
+[load]
+concurrency = [1]
+requests = 2
+"""
+
+
+def test_a_campaign_leaves_no_planted_secret_behind(tmp_path: Path) -> None:
+    from inferlab.campaign.runner import run_campaign
+
+    path = tmp_path / "c.toml"
+    path.write_text(RUN.format(out=tmp_path / "out"))
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store)
+        tables = [
+            r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        dump = "\n".join(
+            repr(row) for t in tables for row in store.db.execute(f"SELECT * FROM {t}")
+        )
+        levers = store.latest_verification("sec", "chunks", "lever")
+    status = {o.config: o.status for o in res.outcomes}
+    assert status == {"baseline": "measured", "chunks": "measured", "keyed": "verify-failed"}
+    assert "sk-planted" not in dump and "hf_planted" not in dump
+    assert '"--tokens-per-chunk","2"' in dump  # the lever keeps its value
+    assert levers is not None and levers["items"][0]["status"] == "applied", levers
+    # a server log holds the server's own output (it echoes its argv, as engines do); the lines
+    # inferlab writes into it carry no secret
+    for log in (tmp_path / "out" / "logs").glob("*.log"):
+        ours = [ln for ln in log.read_text().splitlines() if ln.startswith("# inferlab")]
+        assert ours and not any("sk-planted" in ln for ln in ours), ours
+    assert all("sk-planted" not in o.message + " ".join(o.log_tail) for o in res.outcomes)

@@ -1,0 +1,85 @@
+"""The shipped campaign files validate, resolve and plan; ${VAR} expansion."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferlab.campaign.demo import EXAMPLES
+from inferlab.campaign.runner import make_plan, render_plan
+
+ENV = {
+    "INFERLAB_VLLM_PYTHON": "/venv/bin/python",
+    "INFERLAB_TINY_MODEL": "/m/tiny",
+    "INFERLAB_CPU_PRELOAD": "/venv/lib/libiomp5.so",
+    "MODEL_DIR": "/models/dsv4",
+    "MODEL": "llama",
+    "TOKENIZER_DIR": "/tok",
+    "EAGLE": "/eagle",
+    "INFERLAB_GPU_MODEL": "/m/1b",
+    "INFERLAB_TRANSFORMERS_PYTHON": "/opt/py/bin/python3",
+    "INFERLAB_SERVE_PYTHONPATH": "/tmp/site",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vllm-cpu.toml",
+        "sglang-dsv4-mtp.toml",
+        "vllm-spec-decode.toml",
+        "transformers-serve.toml",
+        "transformers-gpu.toml",
+    ],
+)
+def test_examples_plan(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / name)
+    text = "\n".join(render_plan(plan))
+    assert plan.cells >= 6 and "vs baseline" in text
+    assert "${" not in text
+
+
+def test_seed_campaign_tunes_its_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "sglang-dsv4-mtp.toml")
+    by = {c.name: c for c in plan.configs}
+    assert by["A"].tune == {"fp8_gemm": "from-log"} and by["B"].tune_owner == {"fp8_gemm": "A"}
+    assert "SGLANG_FP8_CONFIG_DIR" not in by["A"].env and by["A"].env["NCCL_PROTO"] == "LL"
+    text = "\n".join(render_plan(plan))
+    assert "tune fp8_gemm: from-log" in text and "env NCCL_PROTO=LL; files fp8_gemm" in text
+
+
+def test_transformers_serve_is_a_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "transformers-serve.toml")
+    text = "\n".join(render_plan(plan))
+    assert "argv: transformers serve llama --host 127.0.0.1 --port <free>" in text
+    assert plan.configs[1].api == "openai" and plan.bench.endpoint == "chat"
+
+
+def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "vllm-cpu.toml")
+    by = {c.name: c for c in plan.configs}
+    assert set(by) == {"baseline", "ngram", "ngram-iomp", "max-seqs-4"}
+    assert by["ngram-iomp"].env["LD_PRELOAD"] == "/venv/lib/libiomp5.so"
+    assert "--speculative-config" in by["ngram-iomp"].args
+    assert by["max-seqs-4"].args[-2:] == ["--max-num-seqs", "4"]
+    assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8", "C=16"]
+    assert plan.campaign.load.requests == "auto" and plan.campaign.load.sequential
+    assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in plan.campaign.engine.env  # the split sets it
+    prof = plan.campaign.profile
+    assert prof is not None and prof.at == ["C=1"] and prof.configs == ["baseline", "ngram"]
+    text = "\n".join(render_plan(plan))
+    assert text.count("profiling on (--profiler-config") == 2
+
+
+def test_sim_demo_profiles_the_seed_points() -> None:
+    plan = make_plan(EXAMPLES / "sim-dsv4.toml")
+    prof = plan.campaign.profile
+    assert prof is not None and prof.at == ["C=1", "C=16"] and prof.configs == ["baseline", "A"]
+    assert "profiling on (SGLANG_TORCH_PROFILER_DIR=" in "\n".join(render_plan(plan))

@@ -1,0 +1,156 @@
+"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
+matching, NCCL variables, a real server, the store and the report. Everything real: git
+subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from inferlab.config.secrets import REDACTED
+from inferlab.environment import gpu_info, nvml_gpus
+from inferlab.recon.git import repo_info
+from support.cli import Cli, CliResult
+
+
+def _has_nvidia_driver() -> bool:
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
+
+
+# -- GPUs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(_has_nvidia_driver(), reason="this machine has an NVIDIA driver")
+def test_no_gpu_is_said_plainly_and_nothing_crashes(cli: Cli) -> None:
+    gpus, system = nvml_gpus()
+    assert gpus == []
+    assert system["note"].startswith("NVML not available: no NVIDIA driver")
+    assert gpu_info() == {"gpu_count": 0, "gpu_note": system["note"]}
+    p = cli("recon")
+    assert p.exit_code == 0, p.stderr
+    assert "NVML not available: no NVIDIA driver" in p.stdout
+    assert "not inspected (pass --engine and/or --python)" in p.stdout
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+
+def _one_red_line(p: CliResult, *needles: str) -> None:
+    assert p.exit_code == 2, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr
+    assert p.stderr.startswith("error: "), p.stderr
+    for n in needles:
+        assert n in p.stderr, p.stderr
+
+
+def test_bad_python_is_named(cli: Cli, tmp_path: Path) -> None:
+    _one_red_line(cli("recon", "--python", str(tmp_path / "nope")), "--python", "does not exist")
+    _one_red_line(cli("recon", "--python", str(tmp_path)), "--python", "is a directory")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    _one_red_line(cli("recon", "--python", str(text)), "--python", "not executable")
+    sh = tmp_path / "fake-python"
+    sh.write_text("#!/bin/sh\necho 'I am not python' >&2\nexit 3\n")
+    sh.chmod(0o755)
+    _one_red_line(
+        cli("recon", "--python", str(sh)),
+        "--python",
+        "is not a Python interpreter",
+        "exit 3",
+        "I am not python",
+    )
+
+
+def test_bad_engine_repo_url_log_are_named(cli: Cli, tmp_path: Path) -> None:
+    _one_red_line(cli("recon", "--engine", "tgi"), "--engine", "known: sglang, transformers, vllm")
+    _one_red_line(cli("recon", "--repo", str(tmp_path)), "--repo", "is not a git checkout")
+    _one_red_line(cli("recon", "--repo", str(tmp_path / "x")), "--repo", "is not a directory")
+    _one_red_line(cli("recon", "--url", "localhost:8000"), "--url", "http(s)://HOST")
+    _one_red_line(cli("recon", "--log", str(tmp_path / "x.log")), "--log", "is not a file")
+
+
+# -- git -------------------------------------------------------------------------------------
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _commit(repo: Path, name: str) -> str:
+    (repo / name).write_text(name + "\n")
+    _git(repo, "add", name)
+    _git(repo, "commit", "-q", "-m", f"add {name}")
+    return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A bare "upstream", a clone of it (the checkout), and a second clone that pushes two
+    more commits upstream after the checkout was cloned."""
+    upstream = tmp_path / "upstream.git"
+    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
+    seed = tmp_path / "seed"
+    _git(tmp_path, "clone", "-q", str(upstream), str(seed))
+    _git(seed, "checkout", "-q", "-b", "main")
+    _commit(seed, "a")
+    _git(seed, "push", "-q", "origin", "main")
+    work = tmp_path / "work"
+    _git(tmp_path, "clone", "-q", str(upstream), str(work))
+    _commit(seed, "b")
+    _commit(seed, "c")
+    _git(seed, "push", "-q", "origin", "main")
+    return upstream, work
+
+
+def test_checkout_without_upstream_and_cli_table(cli: Cli, tmp_path: Path) -> None:
+    repo = tmp_path / "solo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "dev")
+    sha = _commit(repo, "x")
+    info = repo_info(repo)
+    assert info.commit == sha and info.upstream is None and info.behind is None
+    assert info.errors == ["no upstream tracking branch: commits behind cannot be counted"]
+    p = cli("recon", "--repo", str(repo))
+    assert p.exit_code == 0, p.stderr
+    assert sha[:12] in p.stdout and "no upstream tracking branch" in p.stdout
+
+
+def test_cli_json_behind_after_fetch(cli: Cli, checkout: tuple[Path, Path]) -> None:
+    _, work = checkout
+    plain = json.loads(cli("recon", "--repo", str(work), "--json").stdout)
+    assert plain["repo"]["behind"] == 0 and plain["repo_source"] == "--repo"
+    p = cli("recon", "--repo", str(work), "--fetch")
+    assert p.exit_code == 0, p.stderr
+    assert "2 (ahead 0), fetched now" in p.stdout
+
+
+def test_cli_shows_nccl_env_never_secrets(cli: Cli) -> None:
+    p = cli(
+        "recon",
+        "--json",
+        env={"NCCL_DEBUG": "INFO", "NCCL_P2P_DISABLE": "1", "SGLANG_API_KEY": "hunter2-secret"},
+    )
+    assert p.exit_code == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["env"]["nccl"]["NCCL_DEBUG"] == "INFO"
+    assert data["env"]["nccl"]["NCCL_P2P_DISABLE"] == "1"
+    assert data["env"]["engine"]["SGLANG_API_KEY"] == REDACTED
+    assert "hunter2" not in p.stdout and "hunter2" not in p.stderr

@@ -1,0 +1,152 @@
+"""Fuzzing the readers of files users write or other tools produce: campaign files (TOML,
+YAML), server logs, benchmark results of other tools, tuned kernel-config JSON — each from the
+real fixtures (property and settings: ``tests/fuzzing.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inferlab.campaign.runner import make_plan
+from inferlab.config.campaign import load_campaign
+from inferlab.errors import ConfigError
+from support.fuzzing import (
+    ROOT,
+    byte_mutation,
+    fuzz,
+    parses_or_names_file,
+    tree_mutation,
+    tree_target,
+    write,
+)
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+# ----------------------------------------------------------------------------- campaign files
+
+CAMPAIGNS = sorted((ROOT / "examples").glob("*.toml"))
+CAMPAIGN_TEXT = [p.read_bytes() for p in CAMPAIGNS]
+CAMPAIGN_TREES = tree_target([tomllib.loads(p.read_text()) for p in CAMPAIGNS])
+
+
+@fuzz(150)
+@given(data=st.data())
+def test_campaign_toml_mutated(tmp: Path, data: st.DataObject) -> None:
+    seed = data.draw(st.sampled_from(CAMPAIGN_TEXT))
+    parses_or_names_file(make_plan, write(tmp, "c.toml", data.draw(byte_mutation(seed))))
+
+
+@fuzz(150)
+@given(data=st.data())
+def test_campaign_yaml_tree_mutated(tmp: Path, data: st.DataObject) -> None:
+    seeds, paths = CAMPAIGN_TREES
+    i = data.draw(st.integers(0, len(seeds) - 1))
+    text = yaml.safe_dump(data.draw(tree_mutation(seeds[i], paths[i]))).encode()
+    if data.draw(st.booleans()):
+        text = data.draw(byte_mutation(text))
+    parses_or_names_file(make_plan, write(tmp, "c.yaml", text))
+
+
+# --- Adaptive load points against the reference engine: precision, cap, duration, sequential A/B,
+
+
+SEQ_CAMPAIGN = """
+[campaign]
+name = "seq"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "5", "--itl-ms", "4", "--jitter-ms", "0.3"]
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "fast"
+extends = "baseline"
+set = {{ "--itl-ms" = "2" }}
+
+[verify]
+enabled = false
+
+[load]
+workload = {{ input_tokens = 8, output_tokens = 10 }}
+concurrency = [2]
+requests = "auto"
+min_requests = 30
+max_requests = 160
+sequential = true
+max_client_lag_ms = 1e6  # the sequential rule is under test here, not trust
+"""
+
+
+def test_sequential_campaign_settings_are_checked(tmp_path: Path) -> None:
+    from inferlab.config.campaign import load_campaign
+    from inferlab.errors import ConfigError
+
+    path = tmp_path / "bad.toml"
+    text = SEQ_CAMPAIGN.format(out=tmp_path).replace('requests = "auto"', "requests = 20")
+    path.write_text(text)
+    with pytest.raises(
+        ConfigError, match=r"bad.toml:\d+: load: .*sequential = true needs requests"
+    ):
+        load_campaign(path)
+    path.write_text(
+        SEQ_CAMPAIGN.format(out=tmp_path).replace("min_requests = 30", "precision = 1.5")
+    )
+    with pytest.raises(
+        ConfigError, match=r"bad.toml:\d+: load.precision: Input should be less than 1"
+    ):
+        load_campaign(path)
+
+
+# --- The shipped campaign files validate, resolve and plan; ${VAR} expansion.
+
+
+def test_unset_variable_is_named_with_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SURELY_UNSET_X", raising=False)
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "vllm"\nmodel = "${SURELY_UNSET_X}"\n'
+        '[[config]]\nname = "a"\n'
+    )
+    with pytest.raises(ConfigError, match=r"c.toml:5: \$\{SURELY_UNSET_X\} is not set"):
+        load_campaign(p)
+
+
+def test_yaml_campaign_with_line_numbers(tmp_path: Path) -> None:
+    p = tmp_path / "c.yaml"
+    p.write_text(
+        "campaign:\n  name: y\nengine:\n  kind: sim\nconfig:\n  - name: base\n"
+        "  - name: fast\n    extends: base\n    set: {--itl-ms: '2'}\n"
+        "load:\n  concurrency: [1]\n  requests: 2\n"
+    )
+    plan = make_plan(p)
+    assert [c.name for c in plan.configs] == ["base", "fast"]
+    assert plan.configs[1].args == ["--itl-ms", "2"]
+    p.write_text(
+        "campaign:\n  name: y\nengine:\n  kind: sim\nconfig:\n  - name: base\n"
+        "  - name: fast\n    extendz: base\n"
+    )
+    with pytest.raises(ConfigError, match=r"c.yaml:8: config.1.extendz: unknown field"):
+        load_campaign(p)

