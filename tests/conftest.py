@@ -10,6 +10,7 @@ the pass does not end waiting on one of them."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -21,29 +22,32 @@ ALONE = {
     "first run builds the shared venv under ~/.cache/inferlab)",
 }
 
-#: the slowest modules of the parallel pass (30–60 s each on 2 CPUs, 2026-12-01), slowest first
+#: the slowest modules of the parallel pass (30–60 s each on 2 CPUs, 2026-12-01), slowest first,
+#: by their path under tests/
 SLOW_FIRST = (
-    "test_demo.py",  # the whole `inferlab demo --sim`, ~160 s: it starts first
-    "test_cluster.py",  # the Ray tests, ~80 s, in one worker (one Ray head at a time)
-    "test_orphans.py",
-    "test_fault_matrix.py",
-    "test_up.py",
-    "test_run.py",
-    "test_levers.py",  # left the serial pass (model clock): ~60 s
-    "test_recheck.py",  # left the serial pass (model clock): ~50 s
-    "test_bench.py",
-    "test_tune_cli.py",
-    "test_compare.py",
-    "test_capture.py",
-    "test_kill_resume.py",
-    "test_secrets_planted.py",
-    "test_recon.py",
+    "e2e/test_demo.py",  # the whole `inferlab demo --sim`, ~160 s: it starts first
+    "e2e/test_cluster.py",  # the Ray tests, ~80 s, in one worker (one Ray head at a time)
+    "e2e/test_orphans.py",
+    "e2e/test_fault_matrix.py",
+    "e2e/test_up.py",
+    "e2e/test_run.py",
+    "e2e/test_levers.py",  # left the serial pass (model clock): ~60 s
+    "e2e/test_recheck.py",  # left the serial pass (model clock): ~50 s
+    "e2e/test_bench.py",
+    "unit/cli/test_tune.py",
+    "unit/report/test_compare.py",
+    "e2e/test_capture.py",
+    "e2e/test_kill_resume.py",
+    "e2e/test_secrets_planted.py",
+    "e2e/test_recon.py",
 )
+TESTS = Path(__file__).resolve().parent
 
 
 def _rank(item: pytest.Item) -> int:
     """Collection rank: the slow modules first (``--dist loadscope`` starts them first)."""
-    name = item.path.name
+    path = item.path.resolve()
+    name = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else path.name
     return SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
 
 

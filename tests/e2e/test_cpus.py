@@ -1,4 +1,5 @@
-"""CPU isolation: lists, the split policy, the engine's thread knob, pinning real processes."""
+"""CPU isolation end to end: the measuring client of a sweep against the reference engine (a
+real subprocess) runs on the client's CPUs."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ model's and does not depend on the machine; at every *trusted* point, the decisi
 documents (docs/design.md, examples/sim-dsv4.toml); at every untrusted point, that it is
 labelled with its reason and yields no claim and no measured ratio. It runs in the parallel
 pass, beside other tests: a busier machine makes more points untrusted, never a wrong claim. The same decisions, made
-on the engine's model clock whatever the machine, are in tests/test_levers.py."""
+on the engine's model clock whatever the machine, are in tests/e2e/test_levers.py."""
 
 from __future__ import annotations
 

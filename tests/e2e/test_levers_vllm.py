@@ -59,7 +59,7 @@ enabled = false
 workload = {{ kind = "random", input_tokens = 64, output_tokens = 48 }}
 concurrency = [1, 4]
 requests = 8
-max_client_lag_ms = 1e6  # the levers are under test here, not trust (tests/test_trust.py)
+max_client_lag_ms = 1e6  # the levers are under test here, not trust (tests/unit/stats/test_trust.py)
 tokenizer = "{model}"
 """)
     return p

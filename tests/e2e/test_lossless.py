@@ -1,5 +1,5 @@
 """``lossless = false`` (greedy equivalence recorded, not gating) and ``run --config`` on a real
-campaign of reference-engine servers; the stop check's message with the drain figures."""
+campaign of reference-engine servers."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
-matching, NCCL variables, a real server, the store and the report. Everything real: git
-subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+"""``recon`` against the reference engine as a real subprocess: the server probe, what is
+stored and what the report shows."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ workload = {{ input_tokens = 16, output_tokens = 16 }}
 concurrency = [1, 4]
 requests = {requests}
 trials = 2
-max_client_lag_ms = 1e6  # verdicts are under test here, not trust (test_trust.py)
+max_client_lag_ms = 1e6  # verdicts are under test here, not trust (tests/unit/stats/test_trust.py)
 """
 
 

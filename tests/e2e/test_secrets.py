@@ -1,7 +1,5 @@
-"""Secrets are redacted by their exact names, never by substring: every flag of vLLM's CPU build
-(its real ``--help=all``) and every field of SGLang's ``ServerArgs`` (a real repr) keeps its
-value, except the few that carry a secret; every secret form is redacted in argv, env, logs,
-the stored config, the launch record and the printed plan."""
+"""A campaign of reference-engine configs (real processes) leaves no planted secret in its
+store, logs or output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The SIMULATED engine's continuous-batching model: step math, presets, the seed story."""
+"""The SIMULATED engine's continuous-batching model as a real subprocess serves it: the seed
+story's TPOTs, saturation, the speculative-decoding OOM, metrics and the decode log, queueing."""
 
 from __future__ import annotations
 

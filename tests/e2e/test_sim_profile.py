@@ -1,5 +1,5 @@
-"""The reference engine's profiles: SGLang's endpoints and file names, and traces whose shares
-agree with the preset's own timing model (the seed's profile; config A bounded by Amdahl)."""
+"""The reference engine's profile endpoints as a real subprocess serves them: SGLang's
+endpoints and file names; a fixed-timing engine cannot profile."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
-split, GPU identity under CUDA_VISIBLE_DEVICES, the client column, the sim's startup delay,
-and the bad input that needs no cluster."""
+"""The reference engine as a real subprocess starting: its startup delay before it listens,
+and the kernel configs a served engine reads from its own package copy."""
 
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ def test_the_sim_waits_its_startup_delay_before_listening() -> None:
         assert "loading weights (a 1.5 s startup delay)" in sim.stderr()
 
 
-# --- The reference engine's startup lines speak SGLang: its args as ``server_args=ServerArgs(...)``
+# --- the package's own kernel configs read by a served engine (an isolated inferlab copy)
 
 
 READY = "inferlab sim (SIMULATED engine) listening on "

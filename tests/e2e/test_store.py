@@ -1,4 +1,4 @@
-"""The SQLite store: raw samples round-trip, versions, bad files, crash safety, export."""
+"""The store's crash safety: a sweep SIGKILLed mid-point loses only the unfinished point."""
 
 from __future__ import annotations
 

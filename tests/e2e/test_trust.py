@@ -1,5 +1,4 @@
-"""Untrusted points (client lag over its limit, TPOT 0, interrupted) are stored as such and
-never carry a claim in compare or the report."""
+"""An interrupted adaptive point (SIGINT to a real ``inferlab bench``) is kept and untrusted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""CPU isolation: lists, the split policy, the engine's thread knob, pinning real processes."""
+"""CPU lists and pinning (``inferlab.cpus``): parse and format, and a launched server with its
+children on their CPUs (real processes)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The 2×H200 checks of issue 20 (``benchmarks/ray_gpu_check.py``, ``ray_tune_check.py``) on a
-store written by the real stop/launch recorders and a sampler CSV in nvidia-smi's own
-``--format=csv,noheader`` spelling (two H200s, real UUID and MiB formats), and on the real
-one-H200 tune run of ``benchmarks/fp8_gemm_tune_h200``."""
+"""The 2×H200 checks of issue 20 (``benchmarks/ray_gpu_check.py``) on a store written by the
+real stop/launch recorders and a sampler CSV in nvidia-smi's own ``--format=csv,noheader``
+spelling (two H200s, real UUID and MiB formats)."""
 
 from __future__ import annotations
 

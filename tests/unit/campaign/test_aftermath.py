@@ -1,6 +1,5 @@
-"""GPU memory around a server's life (``inferlab.server.gpumem``) and the stop check stored
-with it. NVML is the seam: without a GPU here the readers answer None (checked for real); the
-drain wait is checked with a replayed reader and clock."""
+"""What a campaign records after a server stops (``campaign.aftermath``): the stop check
+with the GPU memory drain, and a runtime failure classified from the server's log."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ def test_stop_check_fails_when_memory_does_not_come_back(tmp_path: Path) -> None
     assert detail["message"].endswith("610 MiB after (returned in 1.8 s)")
 
 
-# --- The ``transformers`` engine (``transformers serve`` 5.17): argv against its real ``--help``,
+# --- a transformers server's runtime failure, classified from its log after the stop
 
 
 FIX = FIXTURES / "transformers"

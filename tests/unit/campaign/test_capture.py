@@ -1,5 +1,5 @@
-"""Profiles captured inside a campaign: the reference engine (SGLang's endpoints), real files,
-a real HTTP server for the faults, the real store and report."""
+"""The ``[profile]`` section at plan time and the capture controller (``campaign.capture``):
+errors name the field, the plan says profiling is on, an absent endpoint is named."""
 
 from __future__ import annotations
 

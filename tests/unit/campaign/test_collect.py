@@ -1,5 +1,5 @@
-"""Profiles captured inside a campaign: the reference engine (SGLang's endpoints), real files,
-a real HTTP server for the faults, the real store and report."""
+"""Collecting a capture's rank files (``campaign.collect``): waited for and checked, locally
+and from a remote server through ssh."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""CPU isolation: lists, the split policy, the engine's thread knob, pinning real processes."""
+"""The CPU split of a campaign (``campaign.cpus``): the policy, the campaign file's settings
+and their errors, off and remote servers, the plan's line."""
 
 from __future__ import annotations
 

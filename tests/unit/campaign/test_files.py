@@ -2,7 +2,7 @@
 package for that config only, restored exactly (also after a crash), and proven applied (or
 not) by the engine's own kernel-config lines.
 
-The engine is the reference engine installed in a Python of its own (``tests/pkgcopy.py``), so
+The engine is the reference engine installed in a Python of its own (``tests/support/pkgcopy.py``), so
 its package directory (``inferlab/sim/configs/``) is a real one that belongs to the test."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ length_tokens = 4
 workload = {{ input_tokens = 16, output_tokens = 8 }}
 concurrency = [1]
 requests = 8
-max_client_lag_ms = 1e6  # the files lever is under test here, not trust (tests/test_trust.py)
+max_client_lag_ms = 1e6  # the files lever is under test here, not trust (tests/unit/stats/test_trust.py)
 """
 
 

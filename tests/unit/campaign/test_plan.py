@@ -1,4 +1,4 @@
-"""``inferlab run``: a whole campaign on reference-engine configs (real processes, real store)."""
+"""The plan of a campaign and ``run --dry-run`` (``campaign.plan``), nothing launched."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ workload = {{ input_tokens = 16, output_tokens = 16 }}
 concurrency = [1, 4]
 requests = {requests}
 trials = 2
-max_client_lag_ms = 1e6  # verdicts are under test here, not trust (test_trust.py)
+max_client_lag_ms = 1e6  # verdicts are under test here, not trust (tests/unit/stats/test_trust.py)
 """
 
 

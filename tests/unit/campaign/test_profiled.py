@@ -1,5 +1,5 @@
-"""Profiles captured inside a campaign: the reference engine (SGLang's endpoints), real files,
-a real HTTP server for the faults, the real store and report."""
+"""Profiled passes (``campaign.profiled``): a server that died during the capture is a
+classified launch failure; an adaptive pass runs enough requests for its p99s."""
 
 from __future__ import annotations
 

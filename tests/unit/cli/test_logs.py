@@ -1,7 +1,4 @@
-"""Log mining on real engine logs (tests/fixtures/engine_logs, tests/fixtures/vllm_cpu).
-
-Values are the ones printed in the fixture lines (checked by hand). Lines marked "constructed"
-are written from the engines' own message formats where no real log has that message."""
+"""``inferlab logs`` in process: the table, JSON and exit codes on real engine logs."""
 
 from __future__ import annotations
 

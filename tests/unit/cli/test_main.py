@@ -1,6 +1,6 @@
-"""The ``inferlab`` command's start: commands registered lazily (inferlab.cli.lazy, the table in
-inferlab.cli.main), what a start imports, the in-process runner of tests/support/cli.py, and the
-few true-subprocess smoke tests of the entry point (exit codes, ``python -m inferlab``).
+"""The ``inferlab`` entry point: the in-process runner of tests/support/cli.py (env, cwd,
+usage errors and typos), and the few true-subprocess smoke tests (exit codes,
+``python -m inferlab``, a command's ``--help``).
 
 How long a start takes is measured in benchmarks/cli_startup.py, not here."""
 

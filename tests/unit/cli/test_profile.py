@@ -1,5 +1,6 @@
-"""Profiles captured inside a campaign: the reference engine (SGLang's endpoints), real files,
-a real HTTP server for the faults, the real store and report."""
+"""``inferlab profile`` in process: a manual profile stored for a config and point, JSON, the
+store and the report section, tables, diff, errors, CPU mode; real traces
+(tests/fixtures/traces)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_cli_stores_a_manual_profile_for_a_config_and_point(cli: Cli, tmp_path: 
     assert "### baseline at C=1\n" in md and "CPU mode" in md
 
 
-# --- ``inferlab profile`` on two real H200 Kineto traces (facts from the recording session, in
+# --- ``inferlab profile`` on two real H200 Kineto traces: JSON, the store, tables, diff
 
 
 TRACES = FIXTURES / "traces"
@@ -78,7 +79,7 @@ def test_cli_tables_diff_and_errors(cli: Cli, tmp_path: Path) -> None:
     assert r.exit_code == 2 and "--segment: expected decode, prefill or all" in r.stderr
 
 
-# --- CPU mode of ``inferlab profile``: a real vLLM (CPU build) trace, checked against sums of its
+# --- CPU mode: a real vLLM (CPU build) trace
 
 
 FIX = FIXTURES / "traces"

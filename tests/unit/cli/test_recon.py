@@ -1,6 +1,5 @@
-"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
-matching, NCCL variables, a real server, the store and the report. Everything real: git
-subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+"""``inferlab recon`` in process without an engine: bad input, a Python without the engine,
+git checkouts (real git subprocesses), the table and JSON, NCCL variables without secrets."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
-split, GPU identity under CUDA_VISIBLE_DEVICES, the client column, the sim's startup delay,
-and the bad input that needs no cluster."""
+"""``inferlab run`` in process without launching anything: bad input without a Ray cluster,
+``--dry-run`` prints the levers and never the secrets."""
 
 from __future__ import annotations
 
@@ -38,7 +37,7 @@ def test_cli_bad_input_without_a_cluster(
     assert p.exit_code == 2 and "--ray: Ray gives each actor one GPU" in p.stderr
 
 
-# --- Secrets are redacted by their exact names, never by substring: every flag of vLLM's CPU build
+# --- ``run --dry-run`` prints the levers, never the secrets
 
 
 CAMPAIGN = """

@@ -1,5 +1,4 @@
-"""``inferlab sim`` as a user runs it: ``sim serve`` as the real server process it is (its exit
-codes included), ``sim tokenizer`` in process."""
+"""``inferlab sim tokenizer`` in process."""
 
 from __future__ import annotations
 

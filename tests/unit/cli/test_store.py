@@ -1,4 +1,4 @@
-"""``inferlab import``: real result files of other tools into the store, all or nothing."""
+"""``inferlab import`` in process: real result files of other tools into the store."""
 
 from __future__ import annotations
 

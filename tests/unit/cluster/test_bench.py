@@ -1,6 +1,5 @@
-"""The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
-split, GPU identity under CUDA_VISIBLE_DEVICES, the client column, the sim's startup delay,
-and the bad input that needs no cluster."""
+"""The cluster's load, no Ray started (``cluster.bench``): split so it adds up, merged and
+summarized on the driver's clock."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
-split, GPU identity under CUDA_VISIBLE_DEVICES, the client column, the sim's startup delay,
-and the bad input that needs no cluster."""
+"""Clocks across hosts, no Ray started (``cluster.clock``): Cristian's offset, a skewed
+clock, records moved to the driver's clock with their durations unchanged."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
-split, GPU identity under CUDA_VISIBLE_DEVICES, the client column, the sim's startup delay,
-and the bad input that needs no cluster."""
+"""Connecting to a Ray cluster (``cluster.connect``): bad addresses refused quickly."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
-split, GPU identity under CUDA_VISIBLE_DEVICES, the client column, the sim's startup delay,
-and the bad input that needs no cluster."""
+"""Placement, no Ray started (``cluster.placement``): bundles and the fit check name the
+config and the largest node."""
 
 from __future__ import annotations
 

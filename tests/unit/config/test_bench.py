@@ -1,12 +1,5 @@
-"""Adaptive load points against the reference engine: precision, cap, duration, sequential A/B,
-ramp-up and drain marking, and the bad inputs named.
-
-The stopping rules decide live, on the wall clock (the model clock re-times a point only once
-it has ended), so what depends on timing has a margin taken from the measured spread: 3 runs
-at load 0.8-1.6 on 2 CPUs (2026-12-01) stopped on precision after 68-104 requests (cap 300),
-half-widths TPOT 1.2-1.5% and tok/s 1.6-2.1% (bounds 5% and 8%), median TPOT 2.98-3.00 ms
-(bounds 2.5-5); the A/B ITL 4 vs 2 ms settled at look 1 after 52-53 requests (bound 100),
-TPOT ×0.50 (bound 0.7), |z| 49-68 against a boundary of 2.8-3.6."""
+"""The bench config (``config.bench``): bad adaptive (``requests = "auto"``) settings name
+the field."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Fuzzing the readers of files users write or other tools produce: campaign files (TOML,
-YAML), server logs, benchmark results of other tools, tuned kernel-config JSON — each from the
-real fixtures (property and settings: ``tests/fuzzing.py``)."""
+"""Campaign files (``config.campaign``): fuzzed TOML and YAML from the shipped examples
+(settings: tests/support/fuzzing.py), the checks of a sequential campaign's settings,
+``${VAR}`` expansion and YAML with line numbers."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_campaign_yaml_tree_mutated(tmp: Path, data: st.DataObject) -> None:
     parses_or_names_file(make_plan, write(tmp, "c.yaml", text))
 
 
-# --- Adaptive load points against the reference engine: precision, cap, duration, sequential A/B,
+# --- adaptive load points: the settings a sequential campaign needs
 
 
 SEQ_CAMPAIGN = """
@@ -118,7 +118,7 @@ def test_sequential_campaign_settings_are_checked(tmp_path: Path) -> None:
         load_campaign(path)
 
 
-# --- The shipped campaign files validate, resolve and plan; ${VAR} expansion.
+# --- ${VAR} expansion and YAML campaign files, with line numbers
 
 
 def test_unset_variable_is_named_with_its_line(

@@ -1,5 +1,5 @@
-"""``lossless = false`` (greedy equivalence recorded, not gating) and ``run --config`` on a real
-campaign of reference-engine servers; the stop check's message with the drain figures."""
+"""Resolving a campaign's configs (``config.resolve``): ``lossless`` inherited and restated,
+resolution errors name the file and line, the design's campaign resolves to its story."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_lossless_is_inherited_and_can_be_restated(tmp_path: Path) -> None:
     assert [by[n].lossless for n in by] == [True, False, False, True]
 
 
-# --- ``inferlab up`` / ``down`` on a campaign of reference-engine configs (real processes).
+# --- resolving a campaign's configs: errors name the file and line; the design's story
 
 
 def test_resolution_errors_name_file_and_line(tmp_path: Path) -> None:

@@ -1,10 +1,6 @@
-"""Engine knowledge (inferlab.engines): launch argv, flags, request fields, Prometheus metric
-names and parser, log signatures.
-
-Log signatures and metric names are checked on the real logs and ``/metrics`` dumps under
-tests/fixtures/engine_logs/ (see SOURCES.md there). Signatures that have no real log in that set
-are checked on single lines written from the engine's message format, marked "constructed".
-"""
+"""Engine knowledge (inferlab.engines): the registry, each spec's consistency, request fields,
+paths, launch argv and its refusals, GPUs per config from the parallel flags. Flags, metrics
+and log signatures: test_flags.py, test_prometheus.py, test_logs.py."""
 
 from __future__ import annotations
 
@@ -207,7 +203,7 @@ def test_launch_refusals() -> None:
             get_engine(engine).launch_argv("m", host="h", port=1, python="py", args=args)
 
 
-# --- The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
+# --- GPUs per config, from the engines' parallel flags
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,5 @@
-"""Lever-applied evidence, checked against real engine output: vLLM CPU's ``non-default args``
-and its ``/metrics`` after n-gram speculative decoding, SGLang's ``server_args=ServerArgs(...)``,
-NCCL's ``set by environment`` lines, and both engines' kernel-config lines."""
+"""Lever-applied evidence (``engines.evidence``): the args dumps of real logs parse, and how
+values compare."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Engine knowledge (inferlab.engines): launch argv, flags, request fields, Prometheus metric
-names and parser, log signatures.
-
-Log signatures and metric names are checked on the real logs and ``/metrics`` dumps under
-tests/fixtures/engine_logs/ (see SOURCES.md there). Signatures that have no real log in that set
-are checked on single lines written from the engine's message format, marked "constructed".
-"""
+"""Engine log signatures (``engines.logs``) on every real log of tests/fixtures/engine_logs/
+(see SOURCES.md there) and on constructed lines where no real log has the message."""
 
 from __future__ import annotations
 

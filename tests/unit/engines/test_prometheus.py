@@ -1,10 +1,5 @@
-"""Engine knowledge (inferlab.engines): launch argv, flags, request fields, Prometheus metric
-names and parser, log signatures.
-
-Log signatures and metric names are checked on the real logs and ``/metrics`` dumps under
-tests/fixtures/engine_logs/ (see SOURCES.md there). Signatures that have no real log in that set
-are checked on single lines written from the engine's message format, marked "constructed".
-"""
+"""Prometheus text (``engines.prometheus``): format corners, real SGLang and vLLM dumps, metric
+definitions and the fixtures they cite."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The arithmetic of ``inferlab levers``, pinned against hand-computed cases: Amdahl ceilings,
-the speculative-decoding band, interpolation of the baseline TPOT, combined predictions and the
-verdicts (above the bound, below, consistent)."""
+"""Amdahl ceilings (``levers.amdahl``), pinned against hand-computed cases: the TPOT change
+and a category's share of the span."""
 
 from __future__ import annotations
 

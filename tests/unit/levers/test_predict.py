@@ -1,6 +1,5 @@
-"""The arithmetic of ``inferlab levers``, pinned against hand-computed cases: Amdahl ceilings,
-the speculative-decoding band, interpolation of the baseline TPOT, combined predictions and the
-verdicts (above the bound, below, consistent)."""
+"""Predictions (``levers.predict``), pinned against hand-computed cases: the verdicts above,
+below and consistent, and combined predictions."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The arithmetic of ``inferlab levers``, pinned against hand-computed cases: Amdahl ceilings,
-the speculative-decoding band, interpolation of the baseline TPOT, combined predictions and the
-verdicts (above the bound, below, consistent)."""
+"""Speculative decoding's arithmetic (``levers.specdec``), pinned against hand-computed cases:
+the band, interpolation of the baseline TPOT, the accept-length range, each engine's flags."""
 
 from __future__ import annotations
 

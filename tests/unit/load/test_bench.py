@@ -1,5 +1,4 @@
-"""``inferlab bench`` against the reference engine as a real subprocess on loopback (the command
-in process, but for Ctrl-C: a real SIGINT to a real ``inferlab bench``)."""
+"""``run_bench`` without a server: an unreachable URL fails fast."""
 
 from __future__ import annotations
 

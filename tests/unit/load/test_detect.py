@@ -1,7 +1,5 @@
-"""Any engine: a ``command`` campaign runs a server from its own argv through the whole
-lifecycle; ``bench``/``verify`` without ``--engine`` detect the engine from what it says, send
-engine-specific fields only to an engine known to take them, and explain a refusal that names
-one of them."""
+"""Engine detection (``load.detect``) from what an engine says (a replayed server on
+loopback): by its metrics and models, and a hint for a refused field."""
 
 from __future__ import annotations
 

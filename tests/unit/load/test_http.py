@@ -247,7 +247,7 @@ def test_ttft_is_not_inflated_by_a_nagle_server() -> None:
     assert statistics.median(errors[1:]) < 5.0, errors
 
 
-# --- Planted secrets: a unique secret in every place a user might put one, then a grep of
+# --- credentials in a URL go out as basic auth and never into its repr
 
 
 def test_url_credentials_go_out_as_basic_auth() -> None:

@@ -1,4 +1,4 @@
-"""Workloads: exact prompt lengths with real tokenizers, prompt files and their errors."""
+"""Arrival schedules (``load.schedule``)."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ def test_event_end_finds_terminators_across_reads() -> None:
     assert event_end(b"\n\n", b"rest") == 0  # that terminator was counted with its own read
 
 
-# --- Fuzzing the readers of what servers and profilers produce: Kineto traces, Nsight Systems
+# --- fuzzing: the SSE decoder never raises (settings: tests/support/fuzzing.py)
 
 
 # ----------------------------------------------------------------------------- SSE decoder

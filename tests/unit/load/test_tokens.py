@@ -1,4 +1,5 @@
-"""Statistics against hand-computed cases."""
+"""Token counts (``load.tokens``): apportioned chunks, the word tokenizer against its Hugging
+Face form."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def test_apportion() -> None:
     assert apportion(3, []) == []
 
 
-# --- Workloads: exact prompt lengths with real tokenizers, prompt files and their errors.
+# --- the word tokenizer's counts against its Hugging Face form
 
 
 def test_word_tokenizer_counts_match() -> None:

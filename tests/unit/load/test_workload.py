@@ -1,4 +1,5 @@
-"""Workloads: exact prompt lengths with real tokenizers, prompt files and their errors."""
+"""Workloads (``load.workload``): exact prompt lengths with real tokenizers, prompt files and
+their errors, request bodies."""
 
 from __future__ import annotations
 

@@ -685,7 +685,7 @@ def test_capture_traceback_needs_an_unfinished_capture(tmp_path: Path) -> None:
     assert f["evidence"]["lines"] == [1, 2, 3, 5]  # type: ignore[index]
 
 
-# --- Fuzzing the readers of files users write or other tools produce: campaign files (TOML,
+# --- fuzzing: server logs random, mutated, truncated (settings: tests/support/fuzzing.py)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
-"""Fuzzing the readers of what servers and profilers produce: Kineto traces, Nsight Systems
-exports and the SSE decoder — from a real H200 trace, the real nsys schema and the reference
-engine's wire format (property and settings: ``tests/fuzzing.py``)."""
+"""Kineto traces (``profile.kineto``): fuzzed from a real H200 trace (settings:
+tests/support/fuzzing.py) and the fast parser against the general one."""
 
 from __future__ import annotations
 
@@ -88,7 +87,7 @@ def test_kineto_truncated(tmp: Path, data: st.DataObject) -> None:
     parses_or_names_file(read_trace, write(tmp, "t.json.gz" if gz else "t.json", raw[:cut]))
 
 
-# --- ``inferlab profile`` on two real H200 Kineto traces (facts from the recording session, in
+# --- the fast Kineto parser against the general one, on the real traces
 
 
 TRACES = FIXTURES / "traces"

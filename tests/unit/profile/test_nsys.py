@@ -1,6 +1,5 @@
-"""Fuzzing the readers of what servers and profilers produce: Kineto traces, Nsight Systems
-exports and the SSE decoder — from a real H200 trace, the real nsys schema and the reference
-engine's wire format (property and settings: ``tests/fuzzing.py``)."""
+"""Nsight Systems exports (``profile.nsys``), written in the real schema (tests/support/nsys.py):
+steps, categories, occupancy, a foreign SQLite file, and fuzzed exports."""
 
 from __future__ import annotations
 
@@ -81,7 +80,7 @@ def test_nsys_mutated(tmp: Path, data: st.DataObject) -> None:
         leftover.unlink()
 
 
-# --- ``inferlab profile`` on two real H200 Kineto traces (facts from the recording session, in
+# --- an Nsight Systems export (tests/support/nsys.py): steps, categories, occupancy
 
 
 @pytest.mark.parametrize("old", [False, True])

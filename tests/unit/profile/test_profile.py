@@ -1,5 +1,5 @@
-"""``inferlab profile`` on two real H200 Kineto traces (facts from the recording session, in
-tests/fixtures/traces/README.md), an Nsight-style SQLite export built here, and broken inputs."""
+"""``inferlab.profile`` on two real H200 Kineto traces (facts from the recording session, in
+tests/fixtures/traces/README.md), categories, diffs and broken inputs."""
 
 from __future__ import annotations
 

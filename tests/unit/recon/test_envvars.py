@@ -1,6 +1,4 @@
-"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
-matching, NCCL variables, a real server, the store and the report. Everything real: git
-subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+"""The environment in effect (``recon.envvars``): NCCL and engine groups, secrets redacted."""
 
 from __future__ import annotations
 

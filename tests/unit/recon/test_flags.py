@@ -1,6 +1,4 @@
-"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
-matching, NCCL variables, a real server, the store and the report. Everything real: git
-subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+"""Flag families from real argparse ``--help`` output (``recon.flags``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
-matching, NCCL variables, a real server, the store and the report. Everything real: git
-subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+"""Git checkouts (``recon.git``, real git subprocesses): commits behind, no network without
+``--fetch``, an engine package recognised only when tracked."""
 
 from __future__ import annotations
 

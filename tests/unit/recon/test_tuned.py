@@ -1,6 +1,5 @@
-"""``inferlab recon`` without an engine: bad input, git checkouts, --help parsing, tuned-config
-matching, NCCL variables, a real server, the store and the report. Everything real: git
-subprocesses, argparse help text, the reference engine over HTTP, SQLite."""
+"""Tuned kernel configs (``recon.tuned``): SGLang's names and Triton subdirectories, MoE
+shapes from a real SGLang log."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_cli_formats_and_errors(cli: Cli, db: Path, tmp_path: Path) -> None:
     assert listed.exit_code == 0 and listed.stdout.count("inferlab bench") == 12
 
 
-# --- The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
+# --- configs measured on different GPU models are not compared unless forced
 
 
 def _rec(i: int, send: int, client: str | None = None) -> RequestRecord:

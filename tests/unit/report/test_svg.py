@@ -1,5 +1,4 @@
-"""``inferlab report`` on a real store filled by real sweeps against the reference engine, and
-the HTML opened by a real headless browser."""
+"""Axis ticks of the report's SVG charts (``report.svg``)."""
 
 from __future__ import annotations
 

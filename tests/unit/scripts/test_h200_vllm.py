@@ -1,8 +1,4 @@
-"""vLLM 0.26 on the H200, from what that run left (tests/fixtures/vllm_gpu/, 2026-12-01): its
-launch logs (default and tuned block-FP8 configs, n-gram, the memory lever that failed and its
-remedy), its ``--help``, a profiler trace recorded under load at C=1, and the peer comparison.
-The engine knowledge, the log mining, the applied check and the profile attribution are tested
-against them; the scripts that made them are tested for their argument handling."""
+"""``scripts/h200_vllm.sh``: its argument handling (bad arguments, a part that was not carried)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The launcher seam (``campaign.launch``) and the model clock (``campaign.clock``): a campaign
-whose servers run on threads of this process (the reference engine, ``sim.inprocess``), read on
-the engine's model clock with an injected client lag; real HTTP on loopback, real SQLite."""
+"""The model clock's re-timing (``sim.clock``): back to back takes out the client's
+turnaround and keeps each duration."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The launcher seam (``campaign.launch``) and the model clock (``campaign.clock``): a campaign
-whose servers run on threads of this process (the reference engine, ``sim.inprocess``), read on
-the engine's model clock with an injected client lag; real HTTP on loopback, real SQLite."""
+"""The in-process reference engine (``sim.inprocess``): its parser takes every option of
+``sim serve``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The SIMULATED engine's continuous-batching model: step math, presets, the seed story."""
+"""The SIMULATED engine's continuous-batching model (``sim.model``): step math by hand and the
+presets' numbers against the seed story."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The reference engine's profiles: SGLang's endpoints and file names, and traces whose shares
-agree with the preset's own timing model (the seed's profile; config A bounded by Amdahl)."""
+"""The reference engine's traces (``sim.tracegen``): shares that agree with the preset's own
+timing model (the seed's profile at C=1 and C=16; config A bounded by Amdahl)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statistics against hand-computed cases."""
+"""Per-request metrics and point summaries (``stats.metrics``) against hand-computed cases."""
 
 from __future__ import annotations
 

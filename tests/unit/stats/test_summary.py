@@ -1,4 +1,4 @@
-"""Statistics against hand-computed cases."""
+"""Descriptive statistics (``stats.summary``) against hand-computed cases."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Untrusted points (client lag over its limit, TPOT 0, interrupted) are stored as such and
-never carry a claim in compare or the report."""
+"""Untrusted points (client lag over its limit, TPOT 0) are stored as such and never carry a
+claim in compare or the report (``stats.trust``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SQLite store: raw samples round-trip, versions, bad files, crash safety, export."""
+"""Export from the store (``store.export``): every format."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The SQLite store: raw samples round-trip, versions, bad files, crash safety, export."""
+"""The SQLite store: raw samples round-trip, versions, bad files, transactions, what a config
+row keeps (levers, never secrets), the client host of each request."""
 
 from __future__ import annotations
 
@@ -264,7 +265,7 @@ def test_v2_runs_become_measurements_and_profiled_passes_stay_apart(tmp_path: Pa
         assert len(store.requests(prof)) == len(_records())  # the raw samples are kept
 
 
-# --- The cluster's pure parts (no Ray started): GPUs per config, placement, clocks, the load
+# --- the client host of each request (a cluster's load) is stored
 
 
 def _rec(i: int, send: int, client: str | None = None) -> RequestRecord:
@@ -304,7 +305,7 @@ def test_the_client_host_of_each_request_is_stored(tmp_path: Path) -> None:
         assert [r.client for r in st.requests(rid)] == ["h1:aa", None]
 
 
-# --- Secrets are redacted by their exact names, never by substring: every flag of vLLM's CPU build
+# --- the store keeps the levers and drops the secrets
 
 
 def test_the_store_keeps_levers_and_drops_secrets(tmp_path: Path) -> None:

@@ -168,7 +168,7 @@ def test_engine_lookup_reads_merged_file(tmp_path: Path) -> None:
     assert nearest == NEW.to_engine()
 
 
-# --- Fuzzing the readers of files users write or other tools produce: campaign files (TOML,
+# --- fuzzing: tuned kernel-config JSON mutated (settings: tests/support/fuzzing.py)
 
 
 @pytest.fixture(scope="module")

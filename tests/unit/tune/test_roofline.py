@@ -1,6 +1,4 @@
-"""The GPU half of ``inferlab tune fp8-gemm`` as far as it runs without a GPU: the planning of
-the search (anchors/neighbours, work units, device split, merge), the roofline arithmetic, the
-timing helpers, the result records, and the clear error when torch is absent."""
+"""The roofline (``tune.roofline``) against the measurement table; copies to cover three L2s."""
 
 from __future__ import annotations
 

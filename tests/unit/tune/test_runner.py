@@ -1,6 +1,6 @@
-"""The GPU half of ``inferlab tune fp8-gemm`` as far as it runs without a GPU: the planning of
-the search (anchors/neighbours, work units, device split, merge), the roofline arithmetic, the
-timing helpers, the result records, and the clear error when torch is absent."""
+"""The GPU half of ``inferlab tune fp8-gemm`` as far as it runs without a GPU (``tune.runner``):
+the planning of the search (anchors/neighbours, work units, device split, merge), the result
+records, and the clear error when torch is absent."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""``inferlab tune fp8-gemm`` as a user runs it: the plan, the errors, and the CPU half of a real
-run — a saved run (``TuneRun.to_json()``) written into real engine files, stored in a real
-SQLite store, installed into a real interpreter's engine package, and shown by
-``inferlab report``."""
+"""Saved tune runs (``tune.saved``): the versions agree and the runner's JSON parses."""
 
 from __future__ import annotations
 

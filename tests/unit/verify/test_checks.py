@@ -1,5 +1,4 @@
-"""``lossless = false`` (greedy equivalence recorded, not gating) and ``run --config`` on a real
-campaign of reference-engine servers; the stop check's message with the drain figures."""
+"""Verification checks (``verify.checks``): a non-gating failure does not fail verification."""
 
 from __future__ import annotations
 

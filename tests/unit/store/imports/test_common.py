@@ -1,8 +1,4 @@
-"""Importers of other tools' benchmark results (inferlab.store.imports).
-
-Every fixture under tests/fixtures/imports/ is a real file written by the tool itself; the
-checks recompute the tool's own numbers from the records by hand.
-"""
+"""The importers' shared arithmetic (``store.imports._common``)."""
 
 from __future__ import annotations
 

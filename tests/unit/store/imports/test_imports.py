@@ -602,7 +602,7 @@ def test_sglang_newer_fields_and_trace_rate(tmp_path: Path) -> None:
     assert b.label == "C=2"
 
 
-# --- Fuzzing the readers of files users write or other tools produce: campaign files (TOML,
+# --- fuzzing: the importers on mutated real files (settings: tests/support/fuzzing.py)
 
 
 @pytest.fixture(scope="module")
