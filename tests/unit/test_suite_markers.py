@@ -8,6 +8,8 @@ import pytest
 
 from support import ROOT
 
+pytest_plugins = ["pytester"]
+
 CONFTEST = (ROOT / "tests" / "conftest.py").read_text()
 INI = "[pytest]\nmarkers =\n    serial: x\n    ray: x\n    vllm: x\n"
 

@@ -27,6 +27,10 @@ def test_cli_bad_input_without_a_cluster(
         m.setitem(sys.modules, "ray", None)
         p = cli("run", str(camp), "--ray", "auto")
     assert p.exit_code == 2 and "pip install 'inferlab[ray]'" in p.stderr, p.stderr
+    # imported first: ray's import sets RAY_CLIENT_MODE, which the in-process runner would
+    # read as the command's change to the process (the file did it first, before the split)
+    import ray  # noqa: F401
+
     t0 = time.monotonic()
     p = cli("run", str(camp), "--ray", "127.0.0.1:1")
     assert p.exit_code == 2 and "cannot reach a Ray cluster at 127.0.0.1:1" in p.stderr
