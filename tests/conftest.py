@@ -9,12 +9,14 @@ the pass does not end waiting on one of them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from support.cli import CliResult, run_cli
+from support.simproc import SimFactory, start_sim_thread
 
 #: markers whose tests are serial, and the machine-wide resource each needs
 ALONE = {
@@ -39,7 +41,6 @@ SLOW_FIRST = (
     "e2e/test_capture.py",
     "e2e/test_kill_resume.py",
     "e2e/test_secrets_planted.py",
-    "e2e/test_recon.py",
 )
 TESTS = Path(__file__).resolve().parent
 
@@ -82,3 +83,14 @@ def cli() -> Callable[..., CliResult]:
     """``cli(*args, input=None, env=None, cwd=None)``: ``inferlab ARGS...`` run in this process
     through its real entry point; ``.exit_code``, ``.stdout``, ``.stderr`` (tests/support/cli.py)."""
     return run_cli
+
+
+@pytest.fixture
+def sim_server() -> Iterator[SimFactory]:
+    """``sim_server(*args, env=None)``: the reference engine (``inferlab sim serve --port 0
+    ARGS``) on a thread of this process, where the subject is not the process; stopped when
+    the test ends. In tests/e2e/ the same call starts a real subprocess (tests/e2e/conftest.py).
+    The handle: ``.url``, ``.request()``, ``.truth()``, ``.summary()``, ``.clear_truth()``,
+    ``.stderr()``, ``.stop()`` (tests/support/simproc.py)."""
+    with contextlib.ExitStack() as stack:
+        yield lambda *args, env=None: stack.enter_context(start_sim_thread(*args, env=env))

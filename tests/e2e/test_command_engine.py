@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
-from inferlab.load.detect import detect_engine
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from support.cli import Cli, CliResult
@@ -82,13 +81,6 @@ def test_command_campaign_runs_its_argv(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------- detection
-
-
-def test_detects_the_reference_engine() -> None:
-    with start_sim() as sim:
-        found = detect_engine(sim.url)
-    assert found.engine == "sim", found
-    assert "/v1/models owned_by 'inferlab-sim'" in found.evidence
 
 
 def test_verify_checks_a_running_configs_levers(cli: Cli, tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-"""Test helper: the reference engine as a real subprocess (``inferlab sim serve --port 0``)."""
+"""Test helper: the reference engine (``inferlab sim serve --port 0``), as a real subprocess
+(``start_sim``) or on a thread of this process (``start_sim_thread``, ``inferlab.sim.inprocess``)
+where the subject is not the process; both give a handle with the same HTTP helpers."""
 
 from __future__ import annotations
 
@@ -13,20 +15,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 READY = "inferlab sim (SIMULATED engine) listening on "
 
+#: the ``sim_server`` fixture's type: ``sim_server(*args, env=None) -> SimClient``
+SimFactory = Callable[..., "SimClient"]
 
-class SimProc:
-    """A running ``inferlab sim serve``; ``url`` is ``http://127.0.0.1:PORT``."""
 
-    def __init__(self, proc: subprocess.Popen[str], url: str, stderr_path: str) -> None:
-        self.proc = proc
+class SimClient:
+    """HTTP helpers against a running reference engine; ``url`` is ``http://127.0.0.1:PORT``."""
+
+    def __init__(self, url: str) -> None:
         self.url = url
-        self._stderr_path = stderr_path
         parts = urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
@@ -72,6 +75,15 @@ class SimProc:
     def clear_truth(self) -> None:
         status, _ = self.request("DELETE", "/truth")
         assert status == 200
+
+
+class SimProc(SimClient):
+    """A running ``inferlab sim serve`` process."""
+
+    def __init__(self, proc: subprocess.Popen[str], url: str, stderr_path: str) -> None:
+        super().__init__(url)
+        self.proc = proc
+        self._stderr_path = stderr_path
 
     def stderr(self) -> str:
         with open(self._stderr_path, encoding="utf-8", errors="replace") as fh:
@@ -134,7 +146,7 @@ def start_sim(
             os.unlink(stderr_path)
 
 
-def raw_connect(sim: SimProc, timeout: float = 5.0) -> socket.socket:
+def raw_connect(sim: SimClient, timeout: float = 5.0) -> socket.socket:
     """A plain TCP socket to the engine."""
     return socket.create_connection((sim.host, sim.port), timeout=timeout)
 
@@ -208,7 +220,7 @@ def split_response(raw: bytes) -> tuple[int, dict[str, str], bytes]:
 
 
 def post_stream(
-    sim: SimProc, path: str, body: Any, headers: Mapping[str, str] | None = None
+    sim: SimClient, path: str, body: Any, headers: Mapping[str, str] | None = None
 ) -> tuple[int, dict[str, str], list[str]]:
     """POST a streaming request on a raw socket; returns (status, headers, SSE data values)."""
     with raw_connect(sim) as sock:
@@ -234,3 +246,49 @@ def group_pids(pgid: int) -> list[int]:
             if stat[0] != "Z" and int(stat[2]) == pgid:
                 out.append(int(d.name))
     return out
+
+
+class SimInProcess(SimClient):
+    """``inferlab sim serve`` on a thread of this process (``SimThread``); ``stderr()`` is its
+    log (what the process would print), ``server`` the running ``SimServer``."""
+
+    def __init__(self, thread: Any, url: str, lines: list[str]) -> None:
+        super().__init__(url)
+        self.thread = thread
+        self.server = thread.server
+        self._lines = lines
+
+    def stderr(self) -> str:
+        return "".join(line + "\n" for line in self._lines)
+
+    def stop(self, timeout: float = 5.0) -> int:
+        """Stop serving, as SIGTERM stops the process; returns the exit code."""
+        self.thread.terminate()
+        return int(self.thread.wait(timeout))
+
+
+@contextlib.contextmanager
+def start_sim_thread(
+    *cli_args: str, env: Mapping[str, str] | None = None, ready_timeout: float = 30.0
+) -> Iterator[SimInProcess]:
+    """As ``start_sim``, on a thread of this process: the same argv (``sim serve --port 0
+    ARGS``), the same environment (this process's, ``env`` over it); stopped on exit."""
+    from inferlab.sim.inprocess import SimThread, serve_config
+
+    full_env = {**os.environ, **(env or {})}
+    config, command = serve_config(["sim", "serve", "--port", "0", *cli_args], full_env)
+    lines: list[str] = []
+    thread = SimThread(config, full_env, command, lines.append).start()
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while thread.url is None:
+            if thread.poll() is not None:
+                raise RuntimeError(f"sim exited ({thread.returncode}): " + "\n".join(lines))
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sim not ready after {ready_timeout} s: {lines[-3:]}")
+            time.sleep(0.01)
+        sim = SimInProcess(thread, thread.url, lines)
+        yield sim
+    finally:
+        thread.terminate()
+        thread.wait(10)

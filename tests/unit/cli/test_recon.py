@@ -8,13 +8,16 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from inferlab.config.secrets import REDACTED
 from inferlab.environment import gpu_info, nvml_gpus
 from inferlab.recon.git import repo_info
+from inferlab.store import Store
 from support.cli import Cli, CliResult
+from support.simproc import SimFactory
 
 
 def _has_nvidia_driver() -> bool:
@@ -153,3 +156,44 @@ def test_cli_shows_nccl_env_never_secrets(cli: Cli) -> None:
     assert data["env"]["nccl"]["NCCL_P2P_DISABLE"] == "1"
     assert data["env"]["engine"]["SGLANG_API_KEY"] == REDACTED
     assert "hunter2" not in p.stdout and "hunter2" not in p.stderr
+
+
+# -- store and report ------------------------------------------------------------------------
+
+
+def _stored(db: Path, campaign: str) -> list[dict[str, Any]]:
+    with Store(db) as store:
+        return store.analyses("recon", campaign=campaign)
+
+
+def test_stored_and_reported(cli: Cli, tmp_path: Path, sim_server: SimFactory) -> None:
+    db = tmp_path / "r.db"
+    sim = sim_server()
+    p = cli(
+        "recon",
+        "--url",
+        sim.url,
+        "--campaign",
+        "c1",
+        "--db",
+        str(db),
+        env={"NCCL_ALGO": "Ring<script>"},
+    )
+    assert p.exit_code == 0, p.stderr
+    assert "stored as analysis" in p.stderr
+    (row,) = _stored(db, "c1")
+    assert row["data"]["recon_version"] == 1
+    assert row["data"]["env"]["nccl"]["NCCL_ALGO"] == "Ring<script>"
+    assert row["name"] == row["data"]["host"]
+    assert [e["path"] for e in row["data"]["server"]["endpoints"]][0] == "/v1/models"
+    out = tmp_path / "out"
+    rep = cli("report", "c1", "--db", str(db), "--out", str(out))
+    assert rep.exit_code == 0, rep.stderr
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    assert "## Environment recon" in md and f"### Recon of {row['name']}" in md
+    assert "| nccl | NCCL_ALGO | Ring&lt;script&gt; |" in md
+    assert "/v1/models" in md and "NCCL, CUDA and engine variables in effect" in md
+    assert '<h2 id="recon">Environment recon</h2>' in html
+    assert "Ring&lt;script&gt;" in html and "Ring<script>" not in html
+    _one_red_line(cli("recon", "--db", str(db)), "--db", "--campaign")

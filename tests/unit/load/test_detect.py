@@ -18,6 +18,7 @@ from inferlab.load.bench import run_bench
 from inferlab.load.detect import detect_engine, unknown_field_hint
 from inferlab.sim.tokenizer import WordTokenizer
 from support import FIXTURES
+from support.simproc import SimFactory
 
 FIX = FIXTURES / "engine_logs" / "prometheus"
 
@@ -101,3 +102,10 @@ def test_a_refused_field_gets_a_hint(replay: tuple[str, type[_Replay]], tmp_path
     assert "HTTP 422" in msg and "Unexpected keys in the request" in msg
     assert "refuses 'ignore_eos', 'min_tokens'" in msg and "--engine openai" in msg
     assert unknown_field_hint("HTTP 400: bad temperature", get_engine("vllm")) is None
+
+
+def test_detects_the_reference_engine(sim_server: SimFactory) -> None:
+    sim = sim_server()
+    found = detect_engine(sim.url)
+    assert found.engine == "sim", found
+    assert "/v1/models owned_by 'inferlab-sim'" in found.evidence

@@ -17,7 +17,7 @@ from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import summarize
 from inferlab.store import Store
 from support.cli import Cli
-from support.simproc import start_sim
+from support.simproc import start_sim_thread
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp / "cmp.db"
 
     def sweep(itl: str, name: str, campaign: str = "ab", out_tokens: int = 16) -> None:
-        with start_sim("--ttft-ms", "8", "--itl-ms", itl, "--jitter-ms", "0.3") as sim:
+        with start_sim_thread("--ttft-ms", "8", "--itl-ms", itl, "--jitter-ms", "0.3") as sim:
             cfg = BenchConfig(
                 url=sim.url,
                 engine="sim",

@@ -19,7 +19,7 @@ from inferlab.store import Store
 from support import ROOT
 from support.browser import browser_dom
 from support.cli import Cli
-from support.simproc import start_sim
+from support.simproc import start_sim_thread
 
 EVIL = "<script>alert(1)</script>"
 FAST = f"fast{EVIL}"
@@ -34,7 +34,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tok = WordTokenizer().save_hf(tmp / "tok")
     path = tmp / "rep.db"
     for itl, name in (("6", "base"), ("3", FAST)):
-        with start_sim("--ttft-ms", "5", "--itl-ms", itl) as sim:
+        with start_sim_thread("--ttft-ms", "5", "--itl-ms", itl) as sim:
             cfg = BenchConfig(
                 url=sim.url,
                 engine="sim",

@@ -15,7 +15,7 @@ from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.trust import assess
 from inferlab.store import Store
-from support.simproc import start_sim
+from support.simproc import start_sim_thread
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (("--itl-ms", "0"), "burst", ModelClock()),  # every token written at once
     ]
     for args, name, clock in runs:
-        with start_sim("--ttft-ms", "5", *args) as sim:
+        with start_sim_thread("--ttft-ms", "5", *args) as sim:
             cfg = BenchConfig(
                 url=sim.url,
                 engine="sim",
