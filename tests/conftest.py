@@ -10,12 +10,16 @@ the pass does not end waiting on one of them."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from support.campaign import CampaignToml, write_campaign
 from support.cli import CliResult, run_cli
+from support.pkgcopy import isolated_inferlab, sim_configs
 from support.simproc import SimFactory, start_sim_thread
 
 #: markers whose tests are serial, and the machine-wide resource each needs
@@ -86,6 +90,19 @@ def cli() -> Callable[..., CliResult]:
 
 
 @pytest.fixture
+def campaign_toml(tmp_path: Path) -> CampaignToml:
+    """``campaign_toml(file="c.toml", **overrides)``: the default campaign (one reference-engine
+    config, ``baseline``, 4 requests at C=1; tests/support/campaign.py says which overrides
+    update a section and which replace it) written to ``tmp_path / file``, its output in
+    ``tmp_path / "out"``; returns the file's path."""
+
+    def write(file: str = "c.toml", **overrides: Any) -> Path:
+        return write_campaign(tmp_path / file, **overrides)
+
+    return write
+
+
+@pytest.fixture
 def sim_server() -> Iterator[SimFactory]:
     """``sim_server(*args, env=None)``: the reference engine (``inferlab sim serve --port 0
     ARGS``) on a thread of this process, where the subject is not the process; stopped when
@@ -94,3 +111,22 @@ def sim_server() -> Iterator[SimFactory]:
     ``.stderr()``, ``.stop()`` (tests/support/simproc.py)."""
     with contextlib.ExitStack() as stack:
         yield lambda *args, env=None: stack.enter_context(start_sim_thread(*args, env=env))
+
+
+@pytest.fixture(scope="module")
+def engine_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python with an inferlab of its own (tests/support/pkgcopy.py): an engine package
+    directory a test may change (the files lever), one per module."""
+    return isolated_inferlab(tmp_path_factory.mktemp("engine"))
+
+
+@pytest.fixture
+def configs_dir(engine_python: Path) -> Iterator[Path]:
+    """That Python's reference-engine kernel-config directory, absent before the test (every
+    test leaves the package as it was) and removed after it."""
+    d = sim_configs(engine_python)
+    assert not d.exists()
+    yield d
+    if d.is_file():
+        d.unlink()
+    shutil.rmtree(d, ignore_errors=True)

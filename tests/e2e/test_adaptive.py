@@ -18,6 +18,8 @@ from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.load.adaptive import baseline_ref
 from inferlab.load.bench import run_bench
 from inferlab.sim.tokenizer import WordTokenizer
+from support.campaign import CampaignToml
+from support.campaigns import SEQUENTIAL
 from support.simproc import start_sim
 
 
@@ -98,46 +100,14 @@ def test_sequential_ab_settles_a_real_difference_at_an_early_look(tokdir: Path) 
     assert tpot["status"] == "better" and tpot["ratio"] < 0.7 and abs(tpot["z"]) >= tpot["boundary"]
 
 
-SEQ_CAMPAIGN = """
-[campaign]
-name = "seq"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "5", "--itl-ms", "4", "--jitter-ms", "0.3"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "fast"
-extends = "baseline"
-set = {{ "--itl-ms" = "2" }}
-
-[verify]
-enabled = false
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 10 }}
-concurrency = [2]
-requests = "auto"
-min_requests = 30
-max_requests = 160
-sequential = true
-max_client_lag_ms = 1e6  # the sequential rule is under test here, not trust
-"""
-
-
-def test_campaign_sequential_ab_says_which_look_settled_it(tmp_path: Path) -> None:
+def test_campaign_sequential_ab_says_which_look_settled_it(
+    campaign_toml: CampaignToml, tmp_path: Path
+) -> None:
     from inferlab.campaign.runner import make_plan, render_plan, run_campaign
     from inferlab.report.compare import build_comparison, cell_text
     from inferlab.store import Store
 
-    path = tmp_path / "seq.toml"
-    path.write_text(SEQ_CAMPAIGN.format(out=tmp_path / "out"))
+    path = campaign_toml("seq.toml", **SEQUENTIAL)
     plan_text = "\n".join(render_plan(make_plan(path)))
     assert "requests: auto — stop at ±5%" in plan_text and "sequential A/B vs baseline" in plan_text
     with Store(tmp_path / "db") as store:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,54 +13,19 @@ from inferlab.campaign.runner import run_campaign
 from inferlab.report.data import build_report
 from inferlab.report.render import render_markdown
 from inferlab.store import Store
-
-CAMPAIGN = """
-[campaign]
-name = "cap"
-output = "{out}"
-
-[engine]
-kind = "{kind}"
-# --time-scale 0.1: a decode step at C=16 takes ~69 ms, so the batch stays at ~16 while the
-# client's turnaround is under a step (its lag p99 on a busy 2-CPU machine: 1.5-2.5 ms); at
-# 0.01 a step was ~7 ms and a loaded machine's turnaround let the batch sag (attention led)
-args = ["--preset", "dsv4-flash-8gpu", "--time-scale", "0.1", "--tp-size", "2"]
-{url}
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "A"
-extends = "baseline"
-args = ["--tuned-fp8"]
-env = {{ NCCL_PROTO = "LL" }}
-
-[verify]
-enabled = false
-
-[load]
-workload = {{ kind = "random", input_tokens = 32, output_tokens = 24 }}
-concurrency = [1, 16]
-duration_s = 1.0
-
-[profile]
-{profile}
-"""
+from support.campaign import write_campaign
+from support.campaigns import capture
 
 
-def write(tmp: Path, profile: str = 'at = ["C=16"]', kind: str = "sim", url: str = "") -> Path:
-    p = tmp / "c.toml"
-    p.write_text(CAMPAIGN.format(out=tmp / "out", kind=kind, url=url, profile=profile))
-    return p
+def write(tmp: Path, kind: str = "sim", url: str | None = None, **profile: Any) -> Path:
+    """The profiled campaign (``support.campaigns.capture``); ``profile``: its ``[profile]``."""
+    return write_campaign(tmp / "c.toml", **capture(kind, url, **profile))
 
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     tmp = tmp_path_factory.mktemp("cap")
-    path = write(tmp, 'at = ["C=16"]\nsteps = 20')
+    path = write(tmp, at=["C=16"], steps=20)
     with Store(tmp / "db") as store:
         res = run_campaign(path, store=store)
     assert [o.status for o in res.outcomes] == ["measured", "measured"], res.outcomes
@@ -122,7 +88,7 @@ def test_resume_keeps_captured_profiles(campaign: tuple[Path, Path]) -> None:
 
 
 def test_a_trace_over_the_bound_is_a_finding_and_the_campaign_goes_on(tmp_path: Path) -> None:
-    path = write(tmp_path, 'at = ["C=16"]\nconfigs = ["baseline"]\nmax_trace_mb = 0.001')
+    path = write(tmp_path, at=["C=16"], configs=["baseline"], max_trace_mb=0.001)
     with Store(tmp_path / "db") as store:
         res = run_campaign(path, store=store)
         assert [o.status for o in res.outcomes] == ["measured", "measured"]

@@ -9,51 +9,16 @@ from pathlib import Path
 from inferlab.campaign.runner import make_plan, render_plan, run_campaign
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
+from support.campaign import write_campaign
+from support.campaigns import command
 from support.cli import Cli, CliResult
 from support.simproc import start_sim
-
-CAMPAIGN = """
-[campaign]
-name = "cmd"
-output = "{out}"
-
-[engine]
-kind = "command"
-argv = ["{python}", "-m", "inferlab.cli.main", "sim", "serve", "--host", "{{host}}",
-        "--port", "{{port}}", "--model", "{{model}}"]
-args = ["--itl-ms", "2"]  # the levers: set/unset edit these, appended after argv
-model = "served-by-a-command"
-health = "/health"
-metrics = "/metrics"
-api = "openai"
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "slower"
-extends = "baseline"
-set = {{ "--itl-ms" = "4" }}
-
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
-length_tokens = 4
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 8 }}
-concurrency = [1]
-requests = 4
-tokenizer = "{tok}"
-"""
 
 
 def test_command_campaign_runs_its_argv(tmp_path: Path) -> None:
     tok = tmp_path / "tok"
     WordTokenizer(4096).save_hf(tok)
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(out=tmp_path / "out", python=sys.executable, tok=tok))
+    path = write_campaign(tmp_path / "c.toml", **command(sys.executable, tok))
     text = "\n".join(render_plan(make_plan(path)))
     assert "--port <free>" in text and "--model served-by-a-command" in text
     assert "vs baseline: ~ --itl-ms: 2 → 4" in text

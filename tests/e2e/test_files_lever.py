@@ -12,6 +12,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,77 +24,18 @@ from inferlab.report.compare import build_comparison, cell_text
 from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
-from inferlab.tune.config import DEFAULT_SGLANG
-from inferlab.tune.files import write_config_file
 from support import ROOT
-from support.pkgcopy import isolated_inferlab, sim_configs
+from support.campaign import write_campaign
+from support.campaigns import files
+from support.pkgcopy import tuned_dir
 
 SAVED_RUN = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"  # real, 2×H200
 GENERIC = get_preset("generic")
 
 
-@pytest.fixture(scope="module")
-def engine_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return isolated_inferlab(tmp_path_factory.mktemp("engine"))
-
-
-@pytest.fixture
-def configs_dir(engine_python: Path) -> Path:
-    d = sim_configs(engine_python)
-    assert not d.exists()  # every test leaves the package as it was
-    yield d
-    if d.is_file():
-        d.unlink()
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def tuned_dir(path: Path, shapes: tuple[tuple[int, int], ...], device: str) -> Path:
-    """SGLang-named files for ``shapes`` (the engines' default tiles), written by the tuner's
-    own writer."""
-    for n, k in shapes:
-        write_config_file(path, "sglang", n, k, device, {1: DEFAULT_SGLANG, 64: DEFAULT_SGLANG})
-    return path
-
-
-CAMPAIGN = """
-[campaign]
-name = "files"
-output = "{out}"
-
-[engine]
-kind = "sim"
-python = "{python}"
-args = ["--preset", "generic", "--time-scale", "0.2"]
-env = {{ NCCL_DEBUG = "INFO" }}
-ready_timeout_s = 60
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "A"
-extends = "baseline"
-env = {{ NCCL_PROTO = "LL" }}
-files = {{ fp8_gemm = "tuned" }}
-set = {{ "--max-running-requests" = "64" }}
-{extra}
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
-length_tokens = 4
-
-[load]
-workload = {{ input_tokens = 16, output_tokens = 8 }}
-concurrency = [1]
-requests = 8
-max_client_lag_ms = 1e6  # the files lever is under test here, not trust (tests/unit/stats/test_trust.py)
-"""
-
-
-def campaign(tmp: Path, python: Path, extra: str = "") -> Path:
-    p = tmp / "c.toml"
-    p.write_text(CAMPAIGN.format(out=tmp / "out", python=python, extra=extra))
-    return p
+def campaign(tmp: Path, python: Path, *more: dict[str, Any]) -> Path:
+    """The files-lever campaign (``support.campaigns.files``), ``more`` configs after A."""
+    return write_campaign(tmp / "c.toml", **files(python, *more))
 
 
 def test_an_engine_not_installed_in_its_python(tmp_path: Path) -> None:
@@ -125,14 +67,12 @@ def test_campaign_installs_checks_and_restores(
     tmp_path: Path, engine_python: Path, configs_dir: Path
 ) -> None:
     tuned_dir(tmp_path / "tuned", GENERIC.fp8_gemm_shapes, "NVIDIA H100 80GB HBM3")
-    extra = (
-        '\n[[config]]\nname = "T"\nextends = "baseline"\ntune = { fp8_gemm = "from-log" }\n'
-        f'\n[[config]]\nname = "S"\nextends = "baseline"\ntune = {{ fp8_gemm = "{SAVED_RUN}" }}\n'
-        'set = { "--time-scale" = "0.05" }\n'  # faster for another reason than its files
-    )
+    tuned = {"name": "T", "extends": "baseline", "tune": {"fp8_gemm": "from-log"}}
+    saved = {"name": "S", "extends": "baseline", "tune": {"fp8_gemm": SAVED_RUN}}
+    saved["set"] = {"--time-scale": "0.05"}  # faster for another reason than its files
     with Store(tmp_path / "db") as store:
         res = run_campaign(
-            campaign(tmp_path, engine_python, extra), store=store, clock=ModelClock()
+            campaign(tmp_path, engine_python, tuned, saved), store=store, clock=ModelClock()
         )
         status = {o.config: (o.status, o.message) for o in res.outcomes}
         levers = {c: store.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}

@@ -12,6 +12,8 @@ import sysconfig
 from pathlib import Path
 
 import inferlab
+from inferlab.tune.config import DEFAULT_SGLANG
+from inferlab.tune.files import write_config_file
 
 
 def isolated_inferlab(root: Path) -> Path:
@@ -33,3 +35,11 @@ def sim_configs(python: Path) -> Path:
     """The reference engine's kernel-config directory of that Python's inferlab."""
     site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
     return site / "inferlab" / "sim" / "configs"
+
+
+def tuned_dir(path: Path, shapes: tuple[tuple[int, int], ...], device: str) -> Path:
+    """SGLang-named files for ``shapes`` (the engines' default tiles), written by the tuner's
+    own writer."""
+    for n, k in shapes:
+        write_config_file(path, "sglang", n, k, device, {1: DEFAULT_SGLANG, 64: DEFAULT_SGLANG})
+    return path

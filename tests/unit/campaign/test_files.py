@@ -7,8 +7,8 @@ its package directory (``inferlab/sim/configs/``) is a real one that belongs to 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,75 +19,16 @@ from inferlab.config.resolve import resolve_configs
 from inferlab.errors import ConfigError
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
-from inferlab.tune.config import DEFAULT_SGLANG
-from inferlab.tune.files import write_config_file
-from support.pkgcopy import isolated_inferlab, sim_configs
+from support.campaign import write_campaign
+from support.campaigns import files
+from support.pkgcopy import tuned_dir
 
 GENERIC = get_preset("generic")
 
 
-@pytest.fixture(scope="module")
-def engine_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return isolated_inferlab(tmp_path_factory.mktemp("engine"))
-
-
-@pytest.fixture
-def configs_dir(engine_python: Path) -> Path:
-    d = sim_configs(engine_python)
-    assert not d.exists()  # every test leaves the package as it was
-    yield d
-    if d.is_file():
-        d.unlink()
-    shutil.rmtree(d, ignore_errors=True)
-
-
-def tuned_dir(path: Path, shapes: tuple[tuple[int, int], ...], device: str) -> Path:
-    """SGLang-named files for ``shapes`` (the engines' default tiles), written by the tuner's
-    own writer."""
-    for n, k in shapes:
-        write_config_file(path, "sglang", n, k, device, {1: DEFAULT_SGLANG, 64: DEFAULT_SGLANG})
-    return path
-
-
-CAMPAIGN = """
-[campaign]
-name = "files"
-output = "{out}"
-
-[engine]
-kind = "sim"
-python = "{python}"
-args = ["--preset", "generic", "--time-scale", "0.2"]
-env = {{ NCCL_DEBUG = "INFO" }}
-ready_timeout_s = 60
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "A"
-extends = "baseline"
-env = {{ NCCL_PROTO = "LL" }}
-files = {{ fp8_gemm = "tuned" }}
-set = {{ "--max-running-requests" = "64" }}
-{extra}
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
-length_tokens = 4
-
-[load]
-workload = {{ input_tokens = 16, output_tokens = 8 }}
-concurrency = [1]
-requests = 8
-max_client_lag_ms = 1e6  # the files lever is under test here, not trust (tests/unit/stats/test_trust.py)
-"""
-
-
-def campaign(tmp: Path, python: Path, extra: str = "") -> Path:
-    p = tmp / "c.toml"
-    p.write_text(CAMPAIGN.format(out=tmp / "out", python=python, extra=extra))
-    return p
+def campaign(tmp: Path, python: Path, *more: dict[str, Any]) -> Path:
+    """The files-lever campaign (``support.campaigns.files``), ``more`` configs after A."""
+    return write_campaign(tmp / "c.toml", **files(python, *more))
 
 
 # ------------------------------------------------------------------------- bad input

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 from inferlab.campaign.runner import make_plan
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
+from support.campaign import CampaignToml
+from support.campaigns import SEQUENTIAL
 from support.fuzzing import (
     ROOT,
     byte_mutation,
@@ -65,53 +67,18 @@ def test_campaign_yaml_tree_mutated(tmp: Path, data: st.DataObject) -> None:
 # --- adaptive load points: the settings a sequential campaign needs
 
 
-SEQ_CAMPAIGN = """
-[campaign]
-name = "seq"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "5", "--itl-ms", "4", "--jitter-ms", "0.3"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "fast"
-extends = "baseline"
-set = {{ "--itl-ms" = "2" }}
-
-[verify]
-enabled = false
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 10 }}
-concurrency = [2]
-requests = "auto"
-min_requests = 30
-max_requests = 160
-sequential = true
-max_client_lag_ms = 1e6  # the sequential rule is under test here, not trust
-"""
-
-
-def test_sequential_campaign_settings_are_checked(tmp_path: Path) -> None:
+def test_sequential_campaign_settings_are_checked(campaign_toml: CampaignToml) -> None:
     from inferlab.config.campaign import load_campaign
     from inferlab.errors import ConfigError
 
-    path = tmp_path / "bad.toml"
-    text = SEQ_CAMPAIGN.format(out=tmp_path).replace('requests = "auto"', "requests = 20")
-    path.write_text(text)
+    load = SEQUENTIAL["load"]
+    path = campaign_toml("bad.toml", **{**SEQUENTIAL, "load": {**load, "requests": 20}})
     with pytest.raises(
         ConfigError, match=r"bad.toml:\d+: load: .*sequential = true needs requests"
     ):
         load_campaign(path)
-    path.write_text(
-        SEQ_CAMPAIGN.format(out=tmp_path).replace("min_requests = 30", "precision = 1.5")
-    )
+    precise = {**load, "min_requests": None, "precision": 1.5}
+    path = campaign_toml("bad.toml", **{**SEQUENTIAL, "load": precise})
     with pytest.raises(
         ConfigError, match=r"bad.toml:\d+: load.precision: Input should be less than 1"
     ):

@@ -10,52 +10,12 @@ import pytest
 from inferlab.config.campaign import load_campaign
 from inferlab.config.resolve import resolve_configs
 from inferlab.errors import ConfigError
-
-CAMPAIGN = """
-[campaign]
-name = "lossy"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "2", "--itl-ms", "1"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "other-numbers"
-extends = "baseline"
-args = ["--seed", "4"]
-lossless = false
-
-[[config]]
-name = "inherits"
-extends = "other-numbers"
-
-[[config]]
-name = "claims-lossless"
-extends = "other-numbers"
-lossless = true
-
-[verify]
-probes = []
-equivalent_to = "baseline"
-equivalence_prompts = 2
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 8 }}
-concurrency = [2]
-requests = 4
-"""
+from support.campaign import write_campaign
+from support.campaigns import LOSSY
 
 
 def _write(tmp: Path) -> Path:
-    p = tmp / "c.toml"
-    p.write_text(CAMPAIGN.format(out=tmp / "out"))
-    return p
+    return write_campaign(tmp / "c.toml", **LOSSY)
 
 
 def test_lossless_is_inherited_and_can_be_restated(tmp_path: Path) -> None:
