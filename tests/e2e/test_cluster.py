@@ -34,75 +34,60 @@ from inferlab.errors import ConfigError, TuneError  # noqa: E402
 from inferlab.store import Store  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
 from support import ray_fakes  # noqa: E402
+from support.campaign import write_campaign  # noqa: E402
 from support.simproc import group_pids, start_sim  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
 OBJ = 80 * 2**20  # the smallest object store Ray accepts is 75 MiB
 
-CAMPAIGN = """
-[campaign]
-name = "{name}"
-output = "{out}"
 
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "10", "--itl-ms", "4", "--startup-s", "1"]
-ready_timeout_s = 60
-stop_grace_s = 5
-gpus = {gpus}
-
-[cluster]
-server_cpus = {cpus}
-client_cpus = {cpus}
-
-{configs}
-
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w' }}]
-{equiv}
-equivalence_prompts = 2
-
-[load]
-workload = {{ input_tokens = 16, output_tokens = 16 }}
-concurrency = {conc}
-requests = {requests}
-trials = {trials}
-"""
+FIVE = [
+    {"name": "baseline"},
+    {"name": "fast", "extends": "baseline", "set": {"--itl-ms": "3"}},
+    {"name": "slow", "extends": "baseline", "set": {"--itl-ms": "15"}},
+    {"name": "broken", "set": {"--ttft-ms": "-1"}},
+    {"name": "reseeded", "extends": "baseline", "args": ["--seed", "4"]},
+]
+TWO = [{"name": "keeper"}, {"name": "victim", "set": {"--itl-ms": "5"}}]
 
 
-def configs(*specs: tuple[str, str]) -> str:
-    """``[[config]]`` tables: (name, the rest of its lines)."""
-    return "".join(f'[[config]]\nname = "{name}"\n{rest}\n\n' for name, rest in specs)
-
-
-FIVE = configs(
-    ("baseline", ""),
-    ("fast", 'extends = "baseline"\nset = { "--itl-ms" = "3" }'),
-    ("slow", 'extends = "baseline"\nset = { "--itl-ms" = "15" }'),
-    ("broken", 'set = { "--ttft-ms" = "-1" }'),
-    ("reseeded", 'extends = "baseline"\nargs = ["--seed", "4"]'),
-)
-TWO = configs(("keeper", ""), ("victim", 'set = { "--itl-ms" = "5" }'))
-
-
-def campaign(tmp: Path, name: str, configs: str, **kw: Any) -> Path:
-    vals = {
-        "name": name,
-        "out": tmp / "out",
-        "gpus": 1,
-        "cpus": 0.5,
-        "configs": configs,
-        "equiv": 'equivalent_to = "baseline"',
-        "conc": "[1, 2]",
-        "requests": 8,
-        "trials": 2,
-        **kw,
-    }
-    tmp.mkdir(parents=True, exist_ok=True)
-    p = tmp / f"{name}.toml"
-    p.write_text(CAMPAIGN.format(**vals))
-    return p
+def campaign(
+    tmp: Path,
+    name: str,
+    configs: list[dict[str, Any]],
+    *,
+    gpus: int = 1,
+    cpus: float = 0.5,
+    equiv: bool = True,
+    conc: tuple[int, ...] = (1, 2),
+    requests: int = 8,
+    trials: int = 2,
+) -> Path:
+    """``configs`` of the reference engine (1 s to start), each ``gpus`` GPUs, server and
+    client ``cpus`` each; greedy equivalence to the baseline unless not ``equiv``."""
+    verify: dict[str, Any] = {"probes": [{"prompt": "hi", "expect": r"\w"}]}
+    if equiv:
+        verify["equivalent_to"] = "baseline"
+    verify["equivalence_prompts"] = 2
+    return write_campaign(
+        tmp / f"{name}.toml",
+        name=name,
+        engine={
+            "args": ["--ttft-ms", "10", "--itl-ms", "4", "--startup-s", "1"],
+            "ready_timeout_s": 60,
+            "gpus": gpus,
+        },
+        cluster={"server_cpus": cpus, "client_cpus": cpus},
+        config=configs,
+        verify=verify,
+        load={
+            "workload": {"input_tokens": 16, "output_tokens": 16},
+            "concurrency": list(conc),
+            "requests": requests,
+            "trials": trials,
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -321,9 +306,10 @@ def test_tuning_spreads_items_over_every_gpu_and_merges_each_shape(cluster: Any)
 
 
 def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
-    dies = 'args = ["--fault", "exit", "--fault-at-s", "4"]\nset = { "--itl-ms" = "25" }'
-    two = configs(("solo", ""), ("dies", dies))  # "dies" exits 4 s after its first request
-    path = campaign(tmp_path, "cli", two, equiv="", conc="[1]", requests=4, trials=3)
+    dies = {"name": "dies", "args": ["--fault", "exit", "--fault-at-s", "4"]}
+    dies["set"] = {"--itl-ms": "25"}  # "dies" exits 4 s after its first request
+    two = [{"name": "solo"}, dies]
+    path = campaign(tmp_path, "cli", two, equiv=False, conc=(1,), requests=4, trials=3)
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "cli.db")}
     cmd = [sys.executable, "-m", "inferlab.cli.main", "run", str(path), "--ray", cluster.address]
     kw: dict[str, Any] = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path}
@@ -366,7 +352,7 @@ class _LoseNode(CampaignEvents):
 def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
     cluster: Any, tmp_path: Path
 ) -> None:
-    path = campaign(tmp_path, "lossy", TWO, cpus=1, equiv="", conc="[1]", requests=6, trials=3)
+    path = campaign(tmp_path, "lossy", TWO, cpus=1, equiv=False, conc=(1,), requests=6, trials=3)
     with Store(tmp_path / "l.db") as st:
         events = _LoseNode(cluster, st)
         res = run_campaign_ray(path, store=st, address=cluster.address, events=events)

@@ -28,6 +28,7 @@ from inferlab.records import ErrorKind, RequestRecord
 from inferlab.sim.faults import FAULTS, OVERSIZED_BYTES
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
+from support.campaign import write_campaign
 from support.cli import Cli
 from support.simproc import start_sim
 
@@ -285,40 +286,17 @@ def test_memory_stays_bounded_under_a_10mib_line_and_a_drip() -> None:
         assert 0 < arrival - written < 50_000_000
 
 
-CAMPAIGN = """
-[campaign]
-name = "crash"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "2", "--itl-ms", "1"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "crashy"
-args = ["--fault", "exit", "--fault-every", "9"]
-
-[[config]]
-name = "steady"
-
-[verify]
-enabled = false
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 8 }}
-concurrency = [1, 2, 4]
-requests = 6
-"""
-
-
 def test_campaign_goes_on_after_a_server_exits_mid_run(tmp_path: Path) -> None:
     """crashy's server exits at its 9th request (C=2): C=1 stays stored, C=2 is stored as
     interrupted with its 6 requests, C=4 is never measured against the dead port, the config is
     failed with the exit named, and the next config is measured."""
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(out=tmp_path / "out"))
+    crashy = {"name": "crashy", "args": ["--fault", "exit", "--fault-every", "9"]}
+    path = write_campaign(
+        tmp_path / "c.toml",
+        name="crash",
+        config=[crashy, {"name": "steady"}],
+        load={"concurrency": [1, 2, 4], "requests": 6},
+    )
     with Store(tmp_path / "db") as store:
         res = run_campaign(path, store=store)
         out = {o.config: o for o in res.outcomes}

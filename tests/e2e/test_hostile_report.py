@@ -27,6 +27,7 @@ from inferlab.store import Store
 from inferlab.verify.checks import GreedyOutputs, _equivalence
 from support import ROOT
 from support.browser import browser_dom
+from support.campaign import write_campaign
 from support.cli import run_cli
 
 pytestmark = pytest.mark.timeout(300)
@@ -49,41 +50,16 @@ def hostile(field: str) -> str:
 
 FIELDS = ("model", "probe", "output", "log", "kernel", "recon", "import")
 
-CAMPAIGN = """
-[campaign]
-name = "hostile"
-output = "{out}"
-
-[engine]
-kind = "sim"
-model = {model}
-args = ["--ttft-ms", "2", "--itl-ms", "1"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "base"
-
-[verify]
-probes = [{{ prompt = {prompt}, expect = '\\w' }}]
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 8 }}
-concurrency = [1]
-requests = 4
-"""
-
 
 def _fill(tmp: Path) -> Path:
     """A store where each field of FIELDS carries its payload, each put there by its command."""
     db = tmp / "h.db"
-    path = tmp / "c.toml"
-    path.write_text(
-        CAMPAIGN.format(
-            out=tmp / "out",
-            model=json.dumps(hostile("model")),
-            prompt=json.dumps(hostile("probe")),
-        )
+    path = write_campaign(
+        tmp / "c.toml",
+        name="hostile",
+        engine={"model": hostile("model")},
+        config=[{"name": "base"}],
+        verify={"probes": [{"prompt": hostile("probe"), "expect": r"\w"}]},
     )
     with Store(db) as store:
         res = run_campaign(path, store=store)

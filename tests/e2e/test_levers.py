@@ -21,6 +21,8 @@ from inferlab.logs import store_log_findings
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
 from support import FIXTURES
+from support.campaign import write_campaign
+from support.campaigns import EAGLE, SEED
 from support.cli import Cli, CliResult, run_cli
 
 TRACES = FIXTURES / "traces"
@@ -31,47 +33,26 @@ MOE_LOG = (
 
 FP8_LOG = FIXTURES / "engine_logs/sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log"
 
-HEAD = """
-[campaign]
-name = "decide"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--preset", "dsv4-flash-8gpu", "--mem-fraction-static", "0.70", "--time-scale", "0.1"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-"""
-REST = """
-[[config]]
-name = "A"
-extends = "baseline"
-args = ["--tuned-fp8"]
-env = {{ NCCL_PROTO = "LL" }}
-
-[[config]]
-name = "B-first-try"
-extends = "A"
-args = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
-        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]
-
-[[config]]
-name = "B"
-extends = "B-first-try"
-set = {{ "--mem-fraction-static" = "0.60", "--cuda-graph-max-bs" = "16" }}
-"""
-TAIL = """
-[verify]
-enabled = false
-
-[load]
-workload = {{ kind = "random", input_tokens = 64, output_tokens = 16 }}
-concurrency = [1, 8, 16]
-duration_s = 1.5
-"""
+#: the seed story's campaign (baseline first, alone; then A, B-first-try, B), 1.5 s a point
+DECIDE = dict(
+    name="decide",
+    args=[*SEED, "--time-scale", "0.1"],
+    load={
+        "workload": {"kind": "random", "input_tokens": 64, "output_tokens": 16},
+        "concurrency": [1, 8, 16],
+        "requests": None,
+        "duration_s": 1.5,
+    },
+)
+LEVERS = [
+    {"name": "A", "extends": "baseline", "args": ["--tuned-fp8"], "env": {"NCCL_PROTO": "LL"}},
+    {"name": "B-first-try", "extends": "A", "args": EAGLE},
+    {
+        "name": "B",
+        "extends": "B-first-try",
+        "set": {"--mem-fraction-static": "0.60", "--cuda-graph-max-bs": "16"},
+    },
+]
 
 
 def _ok(*args: str) -> CliResult:
@@ -86,9 +67,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """baseline measured; profiles and a log stored; predictions recorded; then A, B measured."""
     tmp = tmp_path_factory.mktemp("levers")
     path = tmp / "db"
-    first, full = tmp / "first.toml", tmp / "full.toml"
-    first.write_text((HEAD + TAIL).format(out=tmp / "out"))
-    full.write_text((HEAD + REST + TAIL).format(out=tmp / "out"))
+    first = write_campaign(tmp / "first.toml", **DECIDE)
+    full = write_campaign(tmp / "full.toml", **DECIDE, config=[{"name": "baseline"}, *LEVERS])
     with Store(path) as store:
         run_campaign(first, store=store, launcher=InProcessSim(), clock=ModelClock())
     db_ = ["--campaign", "decide", "--db", str(path)]

@@ -9,40 +9,22 @@ from pathlib import Path
 from inferlab.campaign.runner import run_campaign
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
-
-CAMPAIGN = """
-[campaign]
-name = "logmine"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--preset", "dsv4-flash-8gpu", "--mem-fraction-static", "0.70",
-        "--time-scale", "0.02", "--decode-log-interval", "2"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "base"
-
-[[config]]
-name = "mtp"
-args = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
-        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]
-
-[verify]
-enabled = false
-
-[load]
-workload = {{ kind = "random", input_tokens = 16, output_tokens = 48 }}
-concurrency = [1, 8, 16]
-requests = 16
-"""
+from support.campaign import write_campaign
+from support.campaigns import EAGLE, SEED
 
 
 def test_runner_stores_log_findings_and_report_shows_them(tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(out=tmp_path / "out"))
+    path = write_campaign(
+        tmp_path / "c.toml",
+        name="logmine",
+        args=[*SEED, "--time-scale", "0.02", "--decode-log-interval", "2"],
+        config=[{"name": "base"}, {"name": "mtp", "args": EAGLE}],
+        load={
+            "workload": {"kind": "random", "input_tokens": 16, "output_tokens": 48},
+            "concurrency": [1, 8, 16],
+            "requests": 16,
+        },
+    )
     with Store(tmp_path / "db") as store:
         res = run_campaign(path, store=store)
         assert {o.config: o.status for o in res.outcomes} == {

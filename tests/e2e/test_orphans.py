@@ -12,40 +12,35 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from inferlab.campaign.orphans import process_identity, reap
 from inferlab.store import Store
+from support.campaign import write_campaign
 from support.pkgcopy import isolated_inferlab, sim_configs
 
-CAMPAIGN = """
-[campaign]
-name = "orph"
-output = "{out}"
 
-[engine]
-kind = "sim"
-python = "{python}"
-args = ["--ttft-ms", "5", "--itl-ms", "40"]
-ready_timeout_s = 60
-stop_grace_s = 5
+def orph(python: object, *, files: bool = True) -> dict[str, Any]:
+    """baseline and A (ITL 40 → 30 ms; with ``files``, A installs the tuned files of
+    ``tuned/``), served by ``python``, 6 requests at C=1,2."""
+    a = {"name": "A", "extends": "baseline", "set": {"--itl-ms": "30"}}
+    if files:
+        a = {"name": "A", "extends": "baseline", "files": {"fp8_gemm": "tuned"}, "set": a["set"]}
+    return dict(
+        name="orph",
+        engine={
+            "python": python,
+            "args": ["--ttft-ms", "5", "--itl-ms", "40"],
+            "ready_timeout_s": 60,
+        },
+        config=[{"name": "baseline"}, a],
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 24},
+            "concurrency": [1, 2],
+            "requests": 6,
+        },
+    )
 
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "A"
-extends = "baseline"
-files = {{ fp8_gemm = "tuned" }}
-set = {{ "--itl-ms" = "30" }}
-
-[verify]
-enabled = false
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 24 }}
-concurrency = [1, 2]
-requests = 6
-"""
 
 FILE = "N=4096,K=4096,device_name=NVIDIA_H100_80GB_HBM3,dtype=fp8_w8a8,block_shape=[128, 128].json"
 
@@ -70,9 +65,8 @@ def test_kill_9_mid_config_then_resume(tmp_path: Path) -> None:
     python = isolated_inferlab(tmp_path / "engine")
     (tmp_path / "tuned").mkdir()
     (tmp_path / "tuned" / FILE).write_text('{"1": {"BLOCK_SIZE_M": 64}}\n')
-    path = tmp_path / "c.toml"
+    path = write_campaign(tmp_path / "c.toml", **orph(python))
     out = tmp_path / "out"
-    path.write_text(CAMPAIGN.format(out=out, python=python))
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
 
     # 1. `inferlab up` killed while its server starts: the server outlives it (up leaves its
@@ -126,11 +120,8 @@ def test_kill_9_mid_config_then_resume(tmp_path: Path) -> None:
 
 def test_the_orphan_of_a_killed_up_is_stopped_by_the_next_run(tmp_path: Path) -> None:
     """The same as above, read in the first run's own words (a separate campaign)."""
-    path = tmp_path / "c.toml"
+    path = write_campaign(tmp_path / "c.toml", **orph(sys.executable, files=False))
     out = tmp_path / "out"
-    path.write_text(CAMPAIGN.format(out=out, python=sys.executable).replace(
-        'files = { fp8_gemm = "tuned" }\n', ""
-    ))  # fmt: skip
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     up = subprocess.Popen(
         [sys.executable, "-m", "inferlab.cli.main", "up", str(path), "A"],

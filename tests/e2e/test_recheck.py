@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,15 +27,13 @@ from inferlab.report.markdown import render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from inferlab.store.recheck import recheck_points
+from support.campaign import write_campaign
+from support.campaigns import PROBE_HI, SERVE_ON
 from support.cli import Cli
 
 #: a candidate with a real effect, larger than the drift (ITL 4 ms → 1.5 ms)
-FAST = """
-[[config]]
-name = "fast"
-extends = "baseline"
-set = { "--itl-ms" = "1.5" }
-"""
+#: a candidate with a real effect, larger than the drift (ITL 4 ms → 1.5 ms)
+FAST = {"name": "fast", "extends": "baseline", "set": {"--itl-ms": "1.5"}}
 
 #: the wrapper: counts its launches in a file; on launch number SLOW it multiplies --itl-ms
 WRAPPER = """
@@ -49,44 +48,6 @@ if n == slow:
 os.execv(argv[0], argv)
 """
 
-CAMPAIGN = """
-[campaign]
-name = "{name}"
-output = "{out}"
-
-[engine]
-kind = "command"
-argv = ["{python}", "{wrap}", "{counter}", "{slow}", "--", "{python}", "-m", "inferlab.cli.main",
-        "sim", "serve", "--host", "{{host}}", "--port", "{{port}}", "--model", "{{model}}"]
-args = ["--itl-ms", "4"]
-model = "recheck-sim"
-health = "/health"
-metrics = "/metrics"
-api = "sim"  # the reference engine: its numbers say SIMULATED
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "noop"
-extends = "baseline"
-env = {{ INFERLAB_TEST_NOOP = "1" }}  # a lever that cannot matter
-{extra}
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
-length_tokens = 4
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 8 }}
-concurrency = [1]
-requests = 30
-min_effect = 0.1
-recheck_baseline = {recheck}
-tokenizer = "{tok}"
-"""
-
 
 @dataclass
 class Done:
@@ -97,27 +58,46 @@ class Done:
 
 
 def _campaign(
-    tmp: Path, name: str, slow: int, recheck: str = "true", extra: str = ""
+    tmp: Path, name: str, slow: int, recheck: object = True, *more: dict[str, Any]
 ) -> tuple[Path, Path]:
+    """The reference engine behind the launch-counting wrapper (``WRAPPER``: launch ``slow``
+    serves at twice the ITL); baseline, noop (a lever that cannot matter), ``more``."""
     tok = tmp / "tok"
     if not tok.exists():
         WordTokenizer(4096).save_hf(tok)
     wrap = tmp / "wrap.py"
     wrap.write_text(WRAPPER)
     counter = tmp / f"{name}.launches"
-    path = tmp / f"{name}.toml"
-    fields = {"out": tmp / name, "python": sys.executable, "wrap": wrap, "counter": counter}
-    text = CAMPAIGN.format(name=name, slow=slow, recheck=recheck, tok=tok, extra=extra, **fields)
-    path.write_text(text)
+    serve = [sys.executable, "-m", "inferlab.cli.main", "sim", "serve", *SERVE_ON]
+    engine = {
+        "kind": "command",
+        "argv": [sys.executable, wrap, counter, str(slow), "--", *serve],
+        "args": ["--itl-ms", "4"],
+        "model": "recheck-sim",
+        "health": "/health",
+        "metrics": "/metrics",
+        "api": "sim",  # the reference engine: its numbers say SIMULATED
+    }
+    noop = {"name": "noop", "extends": "baseline", "env": {"INFERLAB_TEST_NOOP": "1"}}
+    load = {"requests": 30, "min_effect": 0.1, "recheck_baseline": recheck, "tokenizer": tok}
+    path = write_campaign(
+        tmp / f"{name}.toml",
+        name=name,
+        output=tmp / name,
+        engine=engine,
+        config=[{"name": "baseline"}, noop, *more],
+        verify=PROBE_HI,
+        load=load,
+    )
     return path, counter
 
 
-def _run(tmp: Path, name: str, slow: int, extra: str = "") -> Done:
-    path, counter = _campaign(tmp, name, slow, extra=extra)
+def _run(tmp: Path, name: str, slow: int, *more: dict[str, Any]) -> Done:
+    path, counter = _campaign(tmp, name, slow, True, *more)
     db = tmp / f"{name}.db"
     with Store(db) as store:
         res = run_campaign(path, store=store, clock=ModelClock())
-    configs = ["baseline", "noop", *(["fast"] if extra else []), "baseline (recheck)"]
+    configs = ["baseline", "noop", *(c["name"] for c in more), "baseline (recheck)"]
     assert [(o.config, o.status) for o in res.outcomes] == [(c, "measured") for c in configs], [
         o.message for o in res.outcomes
     ]
@@ -127,13 +107,13 @@ def _run(tmp: Path, name: str, slow: int, extra: str = "") -> Done:
 @pytest.fixture(scope="module")
 def drift(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Done]:
     """Launch 4 (the baseline's recheck, after noop and fast) serves at twice the ITL."""
-    yield _run(tmp_path_factory.mktemp("drift"), "drift", slow=4, extra=FAST)
+    yield _run(tmp_path_factory.mktemp("drift"), "drift", 4, FAST)
 
 
 @pytest.fixture(scope="module")
 def steady(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Done]:
     """No launch is slowed: the same timing twice."""
-    yield _run(tmp_path_factory.mktemp("steady"), "steady", slow=0)
+    yield _run(tmp_path_factory.mktemp("steady"), "steady", 0)
 
 
 def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
@@ -230,6 +210,6 @@ def test_resume_does_not_repeat_a_finished_recheck_and_finishes_a_cut_one(steady
 
 
 def test_recheck_must_be_a_boolean(tmp_path: Path) -> None:
-    path, _ = _campaign(tmp_path, "bad", slow=0, recheck='"yes"')
+    path, _ = _campaign(tmp_path, "bad", 0, "yes")
     with pytest.raises(ConfigError, match=r"load\.recheck_baseline"):
         make_plan(path)

@@ -6,42 +6,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferlab.store import Store
-
-RUN = """
-[campaign]
-name = "sec"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "5"]
-env = {{ HF_TOKEN = "hf_plantedplantedplanted00", NCCL_PROTO = "LL" }}
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "chunks"
-set = {{ "--tokens-per-chunk" = "2" }}
-
-[[config]]
-name = "keyed"
-args = ["--api-key", "sk-planted-0123456789abcdef"]  # the client has no key: verify fails
-
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w' }}]
-
-[load]
-concurrency = [1]
-requests = 2
-"""
+from support.campaign import write_campaign
 
 
 def test_a_campaign_leaves_no_planted_secret_behind(tmp_path: Path) -> None:
     from inferlab.campaign.runner import run_campaign
 
-    path = tmp_path / "c.toml"
-    path.write_text(RUN.format(out=tmp_path / "out"))
+    engine = {
+        "args": ["--ttft-ms", "5"],
+        "env": {"HF_TOKEN": "hf_plantedplantedplanted00", "NCCL_PROTO": "LL"},
+        "ready_timeout_s": None,
+        "stop_grace_s": None,
+    }
+    configs = [
+        {"name": "baseline"},
+        {"name": "chunks", "set": {"--tokens-per-chunk": "2"}},
+        # the client has no key: verify fails
+        {"name": "keyed", "args": ["--api-key", "sk-planted-0123456789abcdef"]},
+    ]
+    path = write_campaign(
+        tmp_path / "c.toml",
+        name="sec",
+        engine=engine,
+        config=configs,
+        verify={"probes": [{"prompt": "hi", "expect": r"\w"}]},
+        load={"workload": None, "requests": 2},
+    )
     with Store(tmp_path / "db") as store:
         res = run_campaign(path, store=store)
         tables = [

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.sim.tokenizer import WordTokenizer
+from support.campaign import write_campaign
 from support.cli import run_cli
 from support.simproc import start_sim
 
@@ -32,34 +33,6 @@ SECRETS = {
 # non-secret flags whose names look like secrets to a substring match (the levers issue)
 KEPT = ("--tokens-per-chunk", "2")
 
-CAMPAIGN = """
-[campaign]
-name = "secrets"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "2", "--itl-ms", "1", "{kept0}", "{kept1}"]
-env = {{ HF_TOKEN = "{hf}", OPENAI_API_KEY = "{oa}", NCCL_PROTO = "LL" }}
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "base"
-
-[[config]]
-name = "keyed"
-args = ["--api-key", "{argv}"]
-
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w' }}]
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 8 }}
-concurrency = [1]
-requests = 4
-"""
-
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
@@ -69,16 +42,19 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp / "out"
     db = tmp / "s.db"
     env = {"INFERLAB_DB": str(db), "MY_KEY": SECRETS["api-key-env"]}
-    camp = tmp / "c.toml"
-    camp.write_text(
-        CAMPAIGN.format(
-            out=out,
-            kept0=KEPT[0],
-            kept1=KEPT[1],
-            hf=SECRETS["HF_TOKEN"],
-            oa=SECRETS["OPENAI_API_KEY"],
-            argv=SECRETS["argv --api-key"],
-        )
+    env_secrets = {"HF_TOKEN": SECRETS["HF_TOKEN"], "OPENAI_API_KEY": SECRETS["OPENAI_API_KEY"]}
+    camp = write_campaign(
+        tmp / "c.toml",
+        name="secrets",
+        engine={
+            "args": ["--ttft-ms", "2", "--itl-ms", "1", *KEPT],
+            "env": {**env_secrets, "NCCL_PROTO": "LL"},
+        },
+        config=[
+            {"name": "base"},
+            {"name": "keyed", "args": ["--api-key", SECRETS["argv --api-key"]]},
+        ],
+        verify={"probes": [{"prompt": "hi", "expect": r"\w"}]},
     )
     printed = []
     tok = WordTokenizer().save_hf(tmp / "tok")

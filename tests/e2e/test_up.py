@@ -11,48 +11,34 @@ import pytest
 from inferlab.campaign.up import down, up
 from inferlab.errors import ConfigError, LaunchError, VerifyError
 from inferlab.store import Store
+from support.campaign import CampaignToml, write_campaign
+from support.campaigns import EAGLE, SEED
 from support.cli import Cli
-
-CAMPAIGN = """
-[campaign]
-name = "simtest"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "5", "--itl-ms", "2"]
-ready_timeout_s = 30
-stop_grace_s = 5
-{port}
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "chunky"
-extends = "baseline"
-set = {{ "--tokens-per-chunk" = "4", "--itl-ms" = "1" }}
-
-[[config]]
-name = "reseeded"
-extends = "baseline"
-args = ["--seed", "9"]
-
-[[config]]
-name = "broken"
-set = {{ "--ttft-ms" = "-5" }}
-
-[verify]
-probes = [{{ prompt = "hello", expect = '^ \\w+' }}]
-equivalent_to = "baseline"
-equivalence_prompts = 3
-"""
 
 
 def camp(tmp: Path, port: int | None = None) -> Path:
-    p = tmp / "camp.toml"
-    p.write_text(CAMPAIGN.format(out=tmp / "out", port=f"port = {port}" if port else ""))
-    return p
+    return write_campaign(
+        tmp / "camp.toml",
+        name="simtest",
+        args=["--ttft-ms", "5", "--itl-ms", "2"],
+        engine={"port": port},
+        config=[
+            {"name": "baseline"},
+            {
+                "name": "chunky",
+                "extends": "baseline",
+                "set": {"--tokens-per-chunk": "4", "--itl-ms": "1"},
+            },
+            {"name": "reseeded", "extends": "baseline", "args": ["--seed", "9"]},
+            {"name": "broken", "set": {"--ttft-ms": "-5"}},
+        ],
+        verify={
+            "probes": [{"prompt": "hello", "expect": r"^ \w+"}],
+            "equivalent_to": "baseline",
+            "equivalence_prompts": 3,
+        },
+        load=None,
+    )
 
 
 def test_up_verify_equivalence_down(tmp_path: Path) -> None:
@@ -113,32 +99,13 @@ def test_cli_up_down(cli: Cli, tmp_path: Path) -> None:
     assert d.exit_code == 0 and "baseline: stopped by SIGTERM" in d.stdout
 
 
-SEED = """
-[campaign]
-name = "uptest"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--preset", "dsv4-flash-8gpu", "--mem-fraction-static", "0.70", "--time-scale", "0.02"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "mtp"
-args = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
-        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]
-
-[verify]
-enabled = false
-"""
-
-
-def test_cli_up_mines_the_launch_log(cli: Cli, tmp_path: Path) -> None:
+def test_cli_up_mines_the_launch_log(cli: Cli, tmp_path: Path, campaign_toml: CampaignToml) -> None:
     """A launch that dies prints, after the classification and the log tail, what the log
     miner finds in it: the OOM in CUDA-graph capture with the memory fraction to try."""
-    path = tmp_path / "seed.toml"
-    path.write_text(SEED.format(out=tmp_path / "out"))
+    mtp = {"name": "mtp", "args": EAGLE}
+    path = campaign_toml(
+        "seed.toml", name="uptest", args=[*SEED, "--time-scale", "0.02"], config=[mtp], load=None
+    )
     env = {"COLUMNS": "300", "INFERLAB_DB": str(tmp_path / "db")}
     r = cli("up", str(path), "mtp", env=env)
     assert r.exit_code == 3, r.stderr

@@ -58,7 +58,7 @@ def toml_value(v: Any) -> str:
     if isinstance(v, int | float):
         return repr(v)
     if isinstance(v, str | Path):
-        return json.dumps(str(v), ensure_ascii=False)
+        return json.dumps(str(v)).replace("\x7f", "\\u007f")
     if isinstance(v, Mapping):
         return "{ " + ", ".join(f"{_key(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
     if isinstance(v, list | tuple):

@@ -6,7 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOSSY", "SEQUENTIAL", "capture", "command", "files", "simrun"]
+__all__ = ["EAGLE", "LOSSY", "SEED", "SEQUENTIAL", "capture", "command", "files", "simrun"]
+
+#: the seed story's preset and memory fraction (``sim serve`` options; a ``--time-scale`` follows)
+SEED = ["--preset", "dsv4-flash-8gpu", "--mem-fraction-static", "0.70"]
+#: speculative decoding as the seed story's B asks for it (EAGLE, 1 step, top-1, 2 draft tokens)
+EAGLE = ["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "1",
+         "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"]  # fmt: skip
 
 #: the placeholders a ``command`` engine's argv fills (``{host}`` ``{port}`` ``{model}``)
 SERVE_ON = ["--host", "{host}", "--port", "{port}", "--model", "{model}"]

@@ -14,46 +14,7 @@ from inferlab.campaign.runner import run_campaign
 from inferlab.report.compare import build_comparison
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
-
-CAMPAIGN = """
-[campaign]
-name = "seam"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "8", "--itl-ms", "6", "--jitter-ms", "0.4"]
-ready_timeout_s = 30
-stop_grace_s = 5
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "same"
-extends = "baseline"
-env = {{ INFERLAB_TEST_NOOP = "1" }}
-
-[[config]]
-name = "fast"
-extends = "baseline"
-set = {{ "--itl-ms" = "4" }}
-
-[[config]]
-name = "broken"
-extends = "baseline"
-set = {{ "--jitter-ms" = "-1" }}
-
-[verify]
-probes = [{{ prompt = "hi", expect = '\\w', max_tokens = 4 }}]
-length_tokens = 4
-
-[load]
-workload = {{ input_tokens = 8, output_tokens = 12 }}
-concurrency = [1, 2]
-requests = 16
-tokenizer = "{tok}"
-"""
+from support.campaign import write_campaign
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +22,24 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The campaign run in process on the model clock, 3 ms of client lag injected at C=2."""
     tmp = tmp_path_factory.mktemp("seam")
     tok = WordTokenizer().save_hf(tmp / "tok")
-    path = tmp / "seam.toml"
-    path.write_text(CAMPAIGN.format(out=tmp / "out", tok=tok))
+    path = write_campaign(
+        tmp / "seam.toml",
+        name="seam",
+        args=["--ttft-ms", "8", "--itl-ms", "6", "--jitter-ms", "0.4"],
+        config=[
+            {"name": "baseline"},
+            {"name": "same", "extends": "baseline", "env": {"INFERLAB_TEST_NOOP": "1"}},
+            {"name": "fast", "extends": "baseline", "set": {"--itl-ms": "4"}},
+            {"name": "broken", "extends": "baseline", "set": {"--jitter-ms": "-1"}},
+        ],
+        verify={"probes": [{"prompt": "hi", "expect": r"\w", "max_tokens": 4}], "length_tokens": 4},
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 12},
+            "concurrency": [1, 2],
+            "requests": 16,
+            "tokenizer": tok,
+        },
+    )
     db = tmp / "seam.db"
     with Store(db) as store:
         res = run_campaign(

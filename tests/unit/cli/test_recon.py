@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from inferlab.environment import gpu_info, nvml_gpus
 from inferlab.recon.git import repo_info
 from inferlab.store import Store
 from support.cli import Cli, CliResult
+from support.git import commit, git, make_checkout
 from support.simproc import SimFactory
 
 
@@ -83,50 +82,17 @@ def test_bad_engine_repo_url_log_are_named(cli: Cli, tmp_path: Path) -> None:
 # -- git -------------------------------------------------------------------------------------
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def _commit(repo: Path, name: str) -> str:
-    (repo / name).write_text(name + "\n")
-    _git(repo, "add", name)
-    _git(repo, "commit", "-q", "-m", f"add {name}")
-    return _git(repo, "rev-parse", "HEAD")
-
-
 @pytest.fixture
 def checkout(tmp_path: Path) -> tuple[Path, Path]:
-    """A bare "upstream", a clone of it (the checkout), and a second clone that pushes two
-    more commits upstream after the checkout was cloned."""
-    upstream = tmp_path / "upstream.git"
-    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
-    seed = tmp_path / "seed"
-    _git(tmp_path, "clone", "-q", str(upstream), str(seed))
-    _git(seed, "checkout", "-q", "-b", "main")
-    _commit(seed, "a")
-    _git(seed, "push", "-q", "origin", "main")
-    work = tmp_path / "work"
-    _git(tmp_path, "clone", "-q", str(upstream), str(work))
-    _commit(seed, "b")
-    _commit(seed, "c")
-    _git(seed, "push", "-q", "origin", "main")
-    return upstream, work
+    """(upstream, checkout): the checkout two commits behind (``support.git.make_checkout``)."""
+    return make_checkout(tmp_path)
 
 
 def test_checkout_without_upstream_and_cli_table(cli: Cli, tmp_path: Path) -> None:
     repo = tmp_path / "solo"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "dev")
-    sha = _commit(repo, "x")
+    git(repo, "init", "-q", "-b", "dev")
+    sha = commit(repo, "x")
     info = repo_info(repo)
     assert info.commit == sha and info.upstream is None and info.behind is None
     assert info.errors == ["no upstream tracking branch: commits behind cannot be counted"]

@@ -12,6 +12,7 @@ import pytest
 from inferlab.config.secrets import (
     REDACTED,
 )
+from support.campaign import CampaignToml
 from support.cli import Cli
 
 
@@ -44,33 +45,22 @@ def test_cli_bad_input_without_a_cluster(
 # --- ``run --dry-run`` prints the levers, never the secrets
 
 
-CAMPAIGN = """
-[campaign]
-name = "sec"
-output = "{out}"
-
-[engine]
-kind = "sim"
-args = ["--ttft-ms", "5", "--api-key", "sk-planted-0123456789abcdef"]
-env = {{ HF_TOKEN = "hf_plantedplantedplanted00", NCCL_PROTO = "LL" }}
-
-[[config]]
-name = "baseline"
-
-[[config]]
-name = "B"
-extends = "baseline"
-set = {{ "--max-total-tokens" = "4096" }}
-
-[load]
-concurrency = [1]
-requests = 2
-"""
-
-
-def test_dry_run_prints_levers_never_secrets(cli: Cli, tmp_path: Path) -> None:
-    path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(out=tmp_path / "out"))
+def test_dry_run_prints_levers_never_secrets(cli: Cli, campaign_toml: CampaignToml) -> None:
+    path = campaign_toml(
+        name="sec",
+        engine={
+            "args": ["--ttft-ms", "5", "--api-key", "sk-planted-0123456789abcdef"],
+            "env": {"HF_TOKEN": "hf_plantedplantedplanted00", "NCCL_PROTO": "LL"},
+            "ready_timeout_s": None,
+            "stop_grace_s": None,
+        },
+        config=[
+            {"name": "baseline"},
+            {"name": "B", "extends": "baseline", "set": {"--max-total-tokens": "4096"}},
+        ],
+        verify=None,
+        load={"workload": None, "requests": 2},
+    )
     p = cli("run", str(path), "--dry-run", env={"COLUMNS": "250"})
     assert p.exit_code == 0, p.stderr
     assert "sk-planted" not in p.stdout + p.stderr and "hf_planted" not in p.stdout + p.stderr

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from inferlab.store import Store
-from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM, KernelConfig
-from inferlab.tune.runner import CellResult, TuneRun
+from inferlab.tune.config import DEFAULT_SGLANG
+from inferlab.tune.runner import TuneRun
 from inferlab.tune.saved import RESULT_VERSION
 from support import FIXTURES
 from support.cli import Cli
+from support.tunerun import CEIL, cell, config, run_json
 
 FIX = FIXTURES
 VLLM_FILE = (
@@ -33,43 +34,6 @@ SGL_FILE = (
     / "N=2304,K=7168,device_name=NVIDIA_H20,dtype=fp8_w8a8,block_shape=[128, 128].json"
 )
 V3 = FIX / "tune" / "deepseek-v3-config.json"
-CEIL = {"copy_gbps": 4270.0, "fp8_tflops": 1314.0}  # measured on the H200 (fixture)
-
-
-def _cfg(key: str) -> KernelConfig:
-    from inferlab.tune.saved import parse_config
-
-    return parse_config(key)
-
-
-def _cell(
-    n: int, k: int, m: int, default_us: float, best: str, best_us: float, engine: str | None = None,
-    engine_us: float | None = None, default: KernelConfig = DEFAULT_VLLM,
-) -> CellResult:  # fmt: skip
-    b, e = _cfg(best), _cfg(engine or best)
-    eu = engine_us if engine_us is not None else best_us
-    return CellResult(
-        n=n, k=k, m=m, default=default, default_us=default_us, best=b, best_us=best_us,
-        best_engine=e, best_engine_us=eu, samples_us=[eu * 0.99, eu, eu * 1.01], tflops=0.0,
-        gbps=0.0, roof_pct=0.0, rel_err=1.2e-3, candidates=112, screened=112,
-        best_samples_us=[best_us], default_samples_us=[default_us],
-    )  # fmt: skip
-
-
-def _run_json(path: Path, device: str = "NVIDIA_H200") -> Path:
-    """Times from fp8_block_gemm_h200.md (N=2112,K=7168 and N=7168,K=2048, M=1/16/64); the split-K
-    winner at N=2112 M=1 (11.0 µs) is constructed for this test, not a measurement."""
-    cells = [
-        _cell(2112, 7168, 1, 62.8, "BM16_BN64_G1_w4_s4_k4", 11.0, "BM16_BN64_G1_w8_s5", 22.6),
-        _cell(2112, 7168, 16, 62.7, "BM16_BN64_G1_w8_s5", 23.2),
-        _cell(2112, 7168, 64, 63.2, "BM64_BN64_G1_w4_s5", 22.4),
-        _cell(7168, 2048, 1, 26.5, "BM16_BN64_G1_w8_s5", 8.9),
-        _cell(7168, 2048, 16, 18.8, "BM16_BN64_G1_w8_s5", 9.0),
-        _cell(7168, 2048, 64, 19.0, "BM64_BN64_G1_w4_s5", 9.4),
-    ]
-    run = TuneRun(device, 1, CEIL, cells, wall_s=41.5, compile_s=15.2, binaries=94)
-    path.write_text(json.dumps(run.to_json(), indent=2))
-    return path
 
 
 def test_dry_run_shows_plan_and_saving(cli: Cli) -> None:
@@ -159,7 +123,7 @@ def test_without_gpu_says_what_is_missing(cli: Cli) -> None:
 
 
 def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> None:
-    run = _run_json(tmp_path / "run.json")
+    run = run_json(tmp_path / "run.json")
     out = tmp_path / "configs"
     out.mkdir()
     shipped = out / VLLM_FILE.name
@@ -178,8 +142,8 @@ def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> Non
     merged = json.loads(shipped.read_text())
     original = json.loads(VLLM_FILE.read_text())
     assert list(merged) == list(original)
-    assert merged["1"] == _cfg("BM16_BN64_G1_w8_s5").to_engine()
-    assert merged["64"] == _cfg("BM64_BN64_G1_w4_s5").to_engine()
+    assert merged["1"] == config("BM16_BN64_G1_w8_s5").to_engine()
+    assert merged["64"] == config("BM64_BN64_G1_w4_s5").to_engine()
     assert {m: merged[m] for m in merged if m not in ("1", "16", "64")} == {
         m: original[m] for m in original if m not in ("1", "16", "64")
     }
@@ -215,7 +179,7 @@ def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> Non
 
 
 def test_from_results_rewrites_identically(cli: Cli, tmp_path: Path) -> None:
-    run = _run_json(tmp_path / "run.json")
+    run = run_json(tmp_path / "run.json")
     out = tmp_path / "o"
     for _ in range(2):
         p = cli("tune", "fp8-gemm", "--from-results", str(run), "--out", str(out))
@@ -226,7 +190,7 @@ def test_from_results_rewrites_identically(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_from_results_subset_and_errors(cli: Cli, tmp_path: Path) -> None:
-    run = _run_json(tmp_path / "run.json")
+    run = run_json(tmp_path / "run.json")
     p = cli(
         "tune", "fp8-gemm", "--from-results", str(run), "--shape", "7168,2048",
         "--batch-sizes", "16", "--out", str(tmp_path / "o"), "--json",
@@ -246,7 +210,7 @@ def test_from_results_subset_and_errors(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_corrupt_existing_engine_file_stops_before_writing(cli: Cli, tmp_path: Path) -> None:
-    run = _run_json(tmp_path / "run.json")
+    run = run_json(tmp_path / "run.json")
     out = tmp_path / "o"
     out.mkdir()
     broken = out / VLLM_FILE.name
@@ -266,8 +230,8 @@ def test_install_into_a_real_interpreters_engine(cli: Cli, tmp_path: Path) -> No
     target = pkg / "srt" / "layers" / "quantization" / "configs" / SGL_FILE.name
     shutil.copyfile(SGL_FILE, target)
     cells = [
-        _cell(2304, 7168, 8, 60.0, "BM16_BN32_G1_w4_s4", 20.0, default=DEFAULT_SGLANG),
-        _cell(2304, 7168, 200, 70.0, "BM64_BN64_G1_w4_s3", 30.0, default=DEFAULT_SGLANG),
+        cell(2304, 7168, 8, 60.0, "BM16_BN32_G1_w4_s4", 20.0, default=DEFAULT_SGLANG),
+        cell(2304, 7168, 200, 70.0, "BM64_BN64_G1_w4_s3", 30.0, default=DEFAULT_SGLANG),
     ]
     run = tmp_path / "run.json"
     run.write_text(json.dumps(TuneRun("NVIDIA_H20", 1, CEIL, cells, 5.0, 1.0).to_json()))
@@ -277,7 +241,7 @@ def test_install_into_a_real_interpreters_engine(cli: Cli, tmp_path: Path) -> No
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     data = json.loads(target.read_text())
-    assert len(data) == 19 and data["8"] == _cfg("BM16_BN32_G1_w4_s4").to_engine()
+    assert len(data) == 19 and data["8"] == config("BM16_BN32_G1_w4_s4").to_engine()
     assert list(data).index("200") == list(data).index("128") + 1
     assert str(target) in p.stdout.replace("\n", "")
     p = cli(

@@ -10,23 +10,9 @@ from inferlab.cluster.bench import merge_point, split_config
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, PointResult
-from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
 from inferlab.stats.summary import describe
-
-
-def _rec(i: int, send: int, client: str | None = None) -> RequestRecord:
-    return RequestRecord(
-        index=i,
-        request_id=f"r{i}",
-        send_ns=send,
-        end_ns=send + 50_000_000,
-        status=200,
-        event_ns=[send + 20_000_000, send + 30_000_000, send + 50_000_000],
-        event_tokens=[1, 1, 1],
-        usage_completion_tokens=3,
-        client=client,
-    )
+from support.records import rec
 
 
 def test_the_load_is_split_so_it_adds_up() -> None:
@@ -56,7 +42,7 @@ def test_merged_point_is_summarized_on_the_driver_clock() -> None:
 
     parts = []
     for i, (host, skew) in enumerate([("a", 3_000_000_000), ("b", -2_000_000_000)]):
-        recs = [_rec(i, 10_000_000_000 + skew + i * 10_000_000)]
+        recs = [rec(i, 10_000_000_000 + skew + i * 10_000_000)]
         pr = PointResult(LoadPoint("C=1", concurrency=1), recs, summarize(recs), describe([]), 1)
         parts.append((host, Measured(pr, [], {}, placed), ClockOffset(skew, 1_000_000, 8)))
     res = merge_point(LoadPoint("C=2", concurrency=2), 0, parts, cfg, 10_000_000_000)

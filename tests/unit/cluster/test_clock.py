@@ -14,7 +14,7 @@ from inferlab.cluster.clock import (
     on_driver_clock,
     window_error_ns,
 )
-from inferlab.records import RequestRecord
+from support.records import rec
 
 
 def test_cristian_offset_keeps_the_minimum_rtt_exchange() -> None:
@@ -39,27 +39,13 @@ def test_measure_offset_against_a_skewed_clock() -> None:
     assert abs(off.offset_ns - skew) <= off.bound_ns + 1000
 
 
-def _rec(i: int, send: int, client: str | None = None) -> RequestRecord:
-    return RequestRecord(
-        index=i,
-        request_id=f"r{i}",
-        send_ns=send,
-        end_ns=send + 50_000_000,
-        status=200,
-        event_ns=[send + 20_000_000, send + 30_000_000, send + 50_000_000],
-        event_tokens=[1, 1, 1],
-        usage_completion_tokens=3,
-        client=client,
-    )
-
-
 def test_records_move_to_the_driver_clock_with_durations_unchanged() -> None:
-    r = _rec(0, 7_000_000_000)
+    r = rec(0, 7_000_000_000)
     r.scheduled_ns = 6_999_000_000
     d = on_driver_clock(r, 5_000_000_000, "h1:abcd")
     assert (d.send_ns, d.scheduled_ns, d.client) == (2_000_000_000, 1_999_000_000, "h1:abcd")
     assert (d.ttft_ns, d.e2e_ns, d.end_ns - d.send_ns) == (r.ttft_ns, r.e2e_ns, 50_000_000)
     assert r.client is None  # the original is left alone
-    recs = [on_driver_clock(_rec(0, 100), 0, "a"), on_driver_clock(_rec(1, 200), 0, "b")]
+    recs = [on_driver_clock(rec(0, 100), 0, "a"), on_driver_clock(rec(1, 200), 0, "b")]
     assert window_error_ns(recs, {"a": 300, "b": 400}) == 700
     assert window_error_ns(recs[:1], {"a": 300}) == 0

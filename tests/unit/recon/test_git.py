@@ -4,58 +4,25 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from inferlab.recon.git import repo_info
+from support.git import commit, git, make_checkout
 
 # -- git -------------------------------------------------------------------------------------
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    }
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def _commit(repo: Path, name: str) -> str:
-    (repo / name).write_text(name + "\n")
-    _git(repo, "add", name)
-    _git(repo, "commit", "-q", "-m", f"add {name}")
-    return _git(repo, "rev-parse", "HEAD")
-
-
 @pytest.fixture
 def checkout(tmp_path: Path) -> tuple[Path, Path]:
-    """A bare "upstream", a clone of it (the checkout), and a second clone that pushes two
-    more commits upstream after the checkout was cloned."""
-    upstream = tmp_path / "upstream.git"
-    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(upstream))
-    seed = tmp_path / "seed"
-    _git(tmp_path, "clone", "-q", str(upstream), str(seed))
-    _git(seed, "checkout", "-q", "-b", "main")
-    _commit(seed, "a")
-    _git(seed, "push", "-q", "origin", "main")
-    work = tmp_path / "work"
-    _git(tmp_path, "clone", "-q", str(upstream), str(work))
-    _commit(seed, "b")
-    _commit(seed, "c")
-    _git(seed, "push", "-q", "origin", "main")
-    return upstream, work
+    """(upstream, checkout): the checkout two commits behind (``support.git.make_checkout``)."""
+    return make_checkout(tmp_path)
 
 
 def test_commits_behind_need_a_fetch(checkout: tuple[Path, Path]) -> None:
     upstream, work = checkout
-    head = _git(work, "rev-parse", "HEAD")
+    head = git(work, "rev-parse", "HEAD")
     before = set(os.listdir(work / ".git"))
     info = repo_info(work)
     assert info.commit == head and info.branch == "main" and info.upstream == "origin/main"
@@ -63,12 +30,12 @@ def test_commits_behind_need_a_fetch(checkout: tuple[Path, Path]) -> None:
     assert info.subject == "add a"
     # no fetch happened: nothing new in .git (a fetch writes FETCH_HEAD), refs unchanged
     assert set(os.listdir(work / ".git")) == before and "FETCH_HEAD" not in before
-    assert _git(work, "rev-parse", "origin/main") == head
+    assert git(work, "rev-parse", "origin/main") == head
 
     fetched = repo_info(work, fetch=True)
     assert fetched.fetched and fetched.behind == 2 and fetched.ahead == 0
     assert fetched.last_fetch is not None and fetched.errors == []
-    _commit(work, "local")
+    commit(work, "local")
     (work / "a").write_text("changed\n")
     again = repo_info(work)
     assert again.behind == 2 and again.ahead == 1 and again.dirty and not again.fetched
@@ -78,7 +45,7 @@ def test_no_network_without_fetch_and_a_failed_fetch_is_recorded(
     checkout: tuple[Path, Path], tmp_path: Path
 ) -> None:
     _, work = checkout
-    _git(work, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    git(work, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     quiet = repo_info(work)  # the remote is unreachable, but nothing tries to reach it
     assert quiet.errors == [] and quiet.behind == 0
     loud = repo_info(work, fetch=True)
@@ -91,11 +58,11 @@ def test_engine_package_in_a_checkout_is_recognised_only_when_tracked(tmp_path: 
 
     repo = tmp_path / "sglang-src"
     (repo / "python" / "sglang").mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q", "-b", "main")
     (repo / "python" / "sglang" / "__init__.py").write_text("")
     assert is_tracked_package(repo / "python" / "sglang") is None  # not committed yet
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "sglang")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "sglang")
     assert is_tracked_package(repo / "python" / "sglang") == repo.resolve()
     venv_pkg = repo / ".venv" / "site-packages" / "vllm"  # a venv that sits in a checkout
     venv_pkg.mkdir(parents=True)

@@ -11,12 +11,12 @@ from inferlab.campaign.bench import bench_with_record
 from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError, NotComparable
-from inferlab.records import RequestRecord
 from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import summarize
 from inferlab.store import Store
 from support.cli import Cli
+from support.records import rec
 from support.simproc import start_sim_thread
 
 
@@ -118,20 +118,6 @@ def test_cli_formats_and_errors(cli: Cli, db: Path, tmp_path: Path) -> None:
 # --- configs measured on different GPU models are not compared unless forced
 
 
-def _rec(i: int, send: int, client: str | None = None) -> RequestRecord:
-    return RequestRecord(
-        index=i,
-        request_id=f"r{i}",
-        send_ns=send,
-        end_ns=send + 50_000_000,
-        status=200,
-        event_ns=[send + 20_000_000, send + 30_000_000, send + 50_000_000],
-        event_tokens=[1, 1, 1],
-        usage_completion_tokens=3,
-        client=client,
-    )
-
-
 def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(
     tmp_path: Path,
 ) -> None:
@@ -146,7 +132,7 @@ def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(
                 gid = st.config_id(cid, name, engine="sim", model="m")
                 eid = st.environment_id({**base, "gpu_name": gpu, "ray_node_id": node * 40})
                 for trial in range(2):
-                    recs = [_rec(i, 10**9 * (i + 1)) for i in range(4)]
+                    recs = [rec(i, 10**9 * (i + 1)) for i in range(4)]
                     st.add_run(
                         campaign_id=cid, config_id=gid, environment_id=eid,
                         source="inferlab bench", definitions="inferlab/1", metrics_version=1,

@@ -10,77 +10,18 @@ from pathlib import Path
 import pytest
 
 from inferlab.errors import StoreError
-from inferlab.records import ErrorKind, RequestRecord
 from inferlab.store import SCHEMA_VERSION, Store
 from inferlab.store.schema import MIGRATIONS
-
-
-def _records() -> list[RequestRecord]:
-    ok = RequestRecord(
-        0,
-        "a",
-        send_ns=10**15,
-        end_ns=10**15 + 9_000_000,
-        status=200,
-        event_ns=[10**15 + 5_000_000, 10**15 + 7_123_457, 10**15 + 8_999_999],
-        event_tokens=[1, 3, 2],
-        usage_completion_tokens=6,
-        input_tokens=12,
-        requested_output_tokens=6,
-        finish_reason="length",
-        warnings=["w1"],
-    )
-    bad = RequestRecord(
-        1,
-        "b",
-        warmup=True,
-        scheduled_ns=5,
-        send_ns=7,
-        end_ns=9,
-        status=503,
-        error_kind=ErrorKind.HTTP,
-        error_message="HTTP 503: overloaded",
-    )
-    return [ok, bad]
-
-
-def _add(store: Store, label: str = "C=1", trial: int = 0, **kw: object) -> int:
-    with store.transaction():
-        cid = store.campaign_id("c")
-        gid = store.config_id(
-            cid,
-            "base",
-            engine="vllm",
-            model="m",
-            argv=["--api-key", "sk-SECRET-ARG", "--tp", "2"],
-            env={"HF_TOKEN": "hf_SECRET_ENV", "NCCL_PROTO": "LL"},
-        )
-        eid = store.environment_id({"inferlab_version": "x", "gpu_name": "H200", "gpu_count": 8})
-        return store.add_run(
-            campaign_id=cid,
-            config_id=gid,
-            environment_id=eid,
-            source="inferlab bench",
-            definitions="inferlab/1",
-            metrics_version=1,
-            label=label,
-            concurrency=1,
-            rate=None,
-            trial=trial,
-            model="m",
-            workload={"kind": "random", "input_tokens": 12},
-            records=_records(),
-            summary={"ok": 1, "output_tok_s": 5.0},
-            **kw,
-        )  # type: ignore[arg-type]
+from support.records import rec
+from support.stored import add_run, sample_records
 
 
 def test_raw_samples_round_trip_exactly(tmp_path: Path) -> None:
     with Store(tmp_path / "x.db") as store:
-        rid = _add(store)
+        rid = add_run(store)
         got = store.requests(rid)
         runs = store.runs(campaign="c")
-    assert got == _records()
+    assert got == sample_records()
     assert len(runs) == 1 and runs[0].n_requests == 2 and runs[0].environment["gpu_count"] == 8
     assert runs[0].summary == {"ok": 1, "output_tok_s": 5.0}
 
@@ -131,7 +72,7 @@ def test_v1_database_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
 
 def test_trust_stop_and_dropped_round_trip(tmp_path: Path) -> None:
     with Store(tmp_path / "x.db") as store:
-        rid = _add(
+        rid = add_run(
             store,
             trust="untrusted",
             trust_reasons=[{"reason": "client-lag", "message": "m", "fix": "f"}],
@@ -204,7 +145,7 @@ def test_locked_database_is_a_clear_error(tmp_path: Path) -> None:
             Store(tmp_path / "x.db", timeout_s=0.2) as store,
             pytest.raises(StoreError, match="x.db: database is locked"),
         ):
-            _add(store)
+            add_run(store)
     finally:
         holder.execute("ROLLBACK")
         holder.close()
@@ -212,7 +153,7 @@ def test_locked_database_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_secrets_never_reach_the_file(tmp_path: Path) -> None:
     with Store(tmp_path / "x.db") as store:
-        _add(store)
+        add_run(store)
         cfg = store.db.execute("SELECT argv_json, env_json FROM configs").fetchone()
         store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert json.loads(cfg[0]) == ["--api-key", "<redacted>", "--tp", "2"]
@@ -258,28 +199,14 @@ def test_v2_runs_become_measurements_and_profiled_passes_stay_apart(tmp_path: Pa
     db.close()
     with Store(path) as store:
         (old,) = (r.id for r in store.runs(campaign="c"))
-        prof = _add(store, "C=1", purpose="profiled")
+        prof = add_run(store, "C=1", purpose="profiled")
         assert [r.id for r in store.runs(campaign="c")] == [old]
         both = store.runs(campaign="c", purpose=None)
         assert [(r.id, r.purpose) for r in both] == [(old, "measure"), (prof, "profiled")]
-        assert len(store.requests(prof)) == len(_records())  # the raw samples are kept
+        assert len(store.requests(prof)) == len(sample_records())  # the raw samples are kept
 
 
 # --- the client host of each request (a cluster's load) is stored
-
-
-def _rec(i: int, send: int, client: str | None = None) -> RequestRecord:
-    return RequestRecord(
-        index=i,
-        request_id=f"r{i}",
-        send_ns=send,
-        end_ns=send + 50_000_000,
-        status=200,
-        event_ns=[send + 20_000_000, send + 30_000_000, send + 50_000_000],
-        event_tokens=[1, 1, 1],
-        usage_completion_tokens=3,
-        client=client,
-    )
 
 
 def test_the_client_host_of_each_request_is_stored(tmp_path: Path) -> None:
@@ -299,7 +226,7 @@ def test_the_client_host_of_each_request_is_stored(tmp_path: Path) -> None:
                 rate=None,
                 model="m",
                 workload={},
-                records=[_rec(0, 100, "h1:aa"), _rec(1, 200)],
+                records=[rec(0, 100, "h1:aa"), rec(1, 200)],
                 summary={},
             )
         assert [r.client for r in st.requests(rid)] == ["h1:aa", None]

@@ -5,48 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inferlab.tune.config import DEFAULT_VLLM, KernelConfig
 from inferlab.tune.runner import RESULT_VERSION as RUNNER_VERSION
-from inferlab.tune.runner import CellResult, TuneRun
 from inferlab.tune.saved import RESULT_VERSION, parse_run
-
-CEIL = {"copy_gbps": 4270.0, "fp8_tflops": 1314.0}  # measured on the H200 (fixture)
-
-
-def _cfg(key: str) -> KernelConfig:
-    from inferlab.tune.saved import parse_config
-
-    return parse_config(key)
-
-
-def _cell(
-    n: int, k: int, m: int, default_us: float, best: str, best_us: float, engine: str | None = None,
-    engine_us: float | None = None, default: KernelConfig = DEFAULT_VLLM,
-) -> CellResult:  # fmt: skip
-    b, e = _cfg(best), _cfg(engine or best)
-    eu = engine_us if engine_us is not None else best_us
-    return CellResult(
-        n=n, k=k, m=m, default=default, default_us=default_us, best=b, best_us=best_us,
-        best_engine=e, best_engine_us=eu, samples_us=[eu * 0.99, eu, eu * 1.01], tflops=0.0,
-        gbps=0.0, roof_pct=0.0, rel_err=1.2e-3, candidates=112, screened=112,
-        best_samples_us=[best_us], default_samples_us=[default_us],
-    )  # fmt: skip
-
-
-def _run_json(path: Path, device: str = "NVIDIA_H200") -> Path:
-    """Times from fp8_block_gemm_h200.md (N=2112,K=7168 and N=7168,K=2048, M=1/16/64); the split-K
-    winner at N=2112 M=1 (11.0 µs) is constructed for this test, not a measurement."""
-    cells = [
-        _cell(2112, 7168, 1, 62.8, "BM16_BN64_G1_w4_s4_k4", 11.0, "BM16_BN64_G1_w8_s5", 22.6),
-        _cell(2112, 7168, 16, 62.7, "BM16_BN64_G1_w8_s5", 23.2),
-        _cell(2112, 7168, 64, 63.2, "BM64_BN64_G1_w4_s5", 22.4),
-        _cell(7168, 2048, 1, 26.5, "BM16_BN64_G1_w8_s5", 8.9),
-        _cell(7168, 2048, 16, 18.8, "BM16_BN64_G1_w8_s5", 9.0),
-        _cell(7168, 2048, 64, 19.0, "BM64_BN64_G1_w4_s5", 9.4),
-    ]
-    run = TuneRun(device, 1, CEIL, cells, wall_s=41.5, compile_s=15.2, binaries=94)
-    path.write_text(json.dumps(run.to_json(), indent=2))
-    return path
+from support.tunerun import CEIL, config, run_json
 
 
 def test_versions_agree() -> None:
@@ -54,9 +15,9 @@ def test_versions_agree() -> None:
 
 
 def test_parse_run_accepts_the_runners_json(tmp_path: Path) -> None:
-    data = json.loads(_run_json(tmp_path / "r.json").read_text())
+    data = json.loads(run_json(tmp_path / "r.json").read_text())
     run = parse_run(data)
     assert (
         run.devices == 1 and run.ceilings == CEIL and run.shapes() == [(2112, 7168), (7168, 2048)]
     )
-    assert run.engine_configs()[(2112, 7168)][1] == _cfg("BM16_BN64_G1_w8_s5")
+    assert run.engine_configs()[(2112, 7168)][1] == config("BM16_BN64_G1_w8_s5")
