@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 # that need a machine-wide resource (marker `serial(reason=...)`: all CPUs for vllm and the
 # demo, the Ray head) run after it, alone. Verdicts and trust are tested on the reference
 # engine's model clock (inferlab.campaign.clock), so no test is serial for its timing.
+# One package's unit tests alone: $(BIN)/pytest tests/unit/<package> -q (docs/testing.md).
 JOBS ?= 4
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 

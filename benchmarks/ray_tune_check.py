@@ -56,7 +56,7 @@ def _cfg(d: dict[str, Any]) -> Any:
 
 def gpu_api() -> Any:
     """The tuner's own GPU-side pieces this check re-times with (imported without a GPU;
-    tests/test_ray_gpu_check.py checks they still resolve after a module split)."""
+    tests/unit/benchmarks/test_ray_tune_check.py checks they still resolve after a module split)."""
     from types import SimpleNamespace
 
     from inferlab.tune import cells, gpu, timing

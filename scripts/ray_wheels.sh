@@ -14,7 +14,7 @@
 #   - Ray core's dependencies the image lacks (its METADATA's unconditional Requires-Dist:
 #     click, filelock, pyyaml, requests are there; jsonschema with attrs, referencing,
 #     jsonschema-specifications, rpds-py; msgpack; protobuf; packaging ≥ 24.2), at the
-#     versions tests/test_cluster.py runs with.
+#     versions tests/e2e/test_cluster.py runs with.
 # RAY_WHEEL=PATH uses a downloaded wheel (default: /tmp/raywhl/…, else pip download).
 set -euo pipefail
 cd "$(dirname "$0")/.."

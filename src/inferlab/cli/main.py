@@ -11,7 +11,7 @@ from inferlab.cli.lazy import LazyCommand, LazyGroup
 from inferlab.errors import InferlabError
 
 #: every command: where it lives and the line ``inferlab --help`` lists (its help's first
-#: paragraph; tests/test_cli_lazy.py holds them equal), in the order the list shows
+#: paragraph; tests/unit/cli/test_lazy.py holds them equal), in the order the list shows
 COMMANDS: dict[str, LazyCommand] = {
     "bench": LazyCommand(
         "inferlab.cli.bench:bench",
