@@ -19,7 +19,7 @@ from inferlab.records import ErrorKind
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import itl_ms
 from support.cli import Cli
-from support.simproc import start_sim
+from support.simproc import SimFactory, start_sim
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +40,10 @@ def cfg(url: str, tokdir: Path | None = None, **kw: object) -> BenchConfig:
     return BenchConfig(**base)  # type: ignore[arg-type]
 
 
-def test_sweep_matches_ground_truth_per_request(tokdir: Path) -> None:
-    with start_sim("--ttft-ms", "30", "--itl-ms", "4") as sim:
-        res = run_bench(cfg(sim.url, tokdir, concurrency=[1, 4], requests=12, warmup=2))
-        truth = {t["request_id"]: t for t in sim.truth()}
+def test_sweep_matches_ground_truth_per_request(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server("--ttft-ms", "30", "--itl-ms", "4")
+    res = run_bench(cfg(sim.url, tokdir, concurrency=[1, 4], requests=12, warmup=2))
+    truth = {t["request_id"]: t for t in sim.truth()}
     assert [p.point.label for p in res.points] == ["C=1", "C=4"]
     for p in res.points:
         assert p.summary.requests == 12 and p.summary.ok == 12
@@ -67,17 +67,17 @@ def test_sweep_matches_ground_truth_per_request(tokdir: Path) -> None:
     assert c1.output_tok_s > 0 and c1.ttft_mean_ci.low <= c1.ttft_ms.mean <= c1.ttft_mean_ci.high
 
 
-def test_multi_token_chunks_spread_itl(tokdir: Path) -> None:
-    with start_sim("--ttft-ms", "10", "--itl-ms", "5", "--tokens-per-chunk", "4") as sim:
-        res = run_bench(
-            cfg(
-                sim.url,
-                tokdir,
-                concurrency=[1],
-                requests=4,
-                workload=WorkloadSpec(input_tokens=8, output_tokens=13),
-            )
+def test_multi_token_chunks_spread_itl(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server("--ttft-ms", "10", "--itl-ms", "5", "--tokens-per-chunk", "4")
+    res = run_bench(
+        cfg(
+            sim.url,
+            tokdir,
+            concurrency=[1],
+            requests=4,
+            workload=WorkloadSpec(input_tokens=8, output_tokens=13),
         )
+    )
     r = res.points[0].records[0]
     assert r.event_tokens == [1, 4, 4, 4]
     gaps = itl_ms(r)
@@ -87,20 +87,20 @@ def test_multi_token_chunks_spread_itl(tokdir: Path) -> None:
     assert s.icl_ms.p50 > 3 * s.itl_ms.p50
 
 
-def test_open_loop_rate_and_queue_delay(tokdir: Path) -> None:
-    with start_sim("--ttft-ms", "5", "--itl-ms", "1") as sim:
-        res = run_bench(
-            cfg(
-                sim.url,
-                tokdir,
-                concurrency=[],
-                rate=[40.0],
-                requests=20,
-                arrival="gamma",
-                burstiness=0.5,
-                max_concurrency=4,
-            )
+def test_open_loop_rate_and_queue_delay(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server("--ttft-ms", "5", "--itl-ms", "1")
+    res = run_bench(
+        cfg(
+            sim.url,
+            tokdir,
+            concurrency=[],
+            rate=[40.0],
+            requests=20,
+            arrival="gamma",
+            burstiness=0.5,
+            max_concurrency=4,
         )
+    )
     p = res.points[0]
     assert p.point.label.startswith("rate=40/s")
     assert p.summary.ok == 20
@@ -109,26 +109,26 @@ def test_open_loop_rate_and_queue_delay(tokdir: Path) -> None:
     assert p.summary.peak_concurrency <= 4
 
 
-def test_duration_stop(tokdir: Path) -> None:
-    with start_sim("--ttft-ms", "5", "--itl-ms", "1") as sim:
-        t0 = time.monotonic()
-        res = run_bench(cfg(sim.url, tokdir, requests=None, duration_s=1.0))
-        took = time.monotonic() - t0
+def test_duration_stop(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server("--ttft-ms", "5", "--itl-ms", "1")
+    t0 = time.monotonic()
+    res = run_bench(cfg(sim.url, tokdir, requests=None, duration_s=1.0))
+    took = time.monotonic() - t0
     s = res.points[0].summary
     assert s.ok > 10
     assert took < 20
     assert s.duration_s < 1.5
 
 
-def test_server_tokenizer_when_no_local_one() -> None:
-    with start_sim("--ttft-ms", "1", "--itl-ms", "1") as sim:
-        res = run_bench(cfg(sim.url, None, requests=4))
+def test_server_tokenizer_when_no_local_one(sim_server: SimFactory) -> None:
+    sim = sim_server("--ttft-ms", "1", "--itl-ms", "1")
+    res = run_bench(cfg(sim.url, None, requests=4))
     r = res.points[0].records[0]
     assert r.input_tokens == 16 and r.counted_output_tokens == 12
 
 
-def test_faults_are_classified_not_raised(tokdir: Path) -> None:
-    with start_sim(
+def test_faults_are_classified_not_raised(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server(
         "--ttft-ms",
         "2",
         "--itl-ms",
@@ -139,37 +139,33 @@ def test_faults_are_classified_not_raised(tokdir: Path) -> None:
         "3",
         "--fault-every",
         "2",
-    ) as sim:
-        res = run_bench(cfg(sim.url, tokdir, requests=8))
+    )
+    res = run_bench(cfg(sim.url, tokdir, requests=8))
     s = res.points[0].summary
     assert s.ok == 4 and s.errors == {"truncated": 4}
     assert any(w.kind == "errors" for w in res.points[0].warnings)
     assert s.ttft_ms.count == 4  # errors never enter latency
 
 
-def test_stall_hits_the_stall_timeout(tokdir: Path) -> None:
-    with start_sim(
-        "--ttft-ms", "2", "--itl-ms", "1", "--fault", "stall", "--fault-after", "2"
-    ) as sim:
-        t0 = time.monotonic()
-        res = run_bench(cfg(sim.url, tokdir, requests=2, stall_timeout_s=0.5))
-        took = time.monotonic() - t0
+def test_stall_hits_the_stall_timeout(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server("--ttft-ms", "2", "--itl-ms", "1", "--fault", "stall", "--fault-after", "2")
+    t0 = time.monotonic()
+    res = run_bench(cfg(sim.url, tokdir, requests=2, stall_timeout_s=0.5))
+    took = time.monotonic() - t0
     recs = res.points[0].records
     assert {r.error_kind for r in recs} == {ErrorKind.STALL}
     assert all(len(r.event_ns) == 2 for r in recs)
     assert took < 15
 
 
-def test_malformed_and_http500(tokdir: Path) -> None:
-    with start_sim(
+def test_malformed_and_http500(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server(
         "--fault", "malformed", "--fault-after", "1", "--ttft-ms", "1", "--itl-ms", "1"
-    ) as sim:
-        res = run_bench(cfg(sim.url, tokdir, requests=2))
+    )
+    res = run_bench(cfg(sim.url, tokdir, requests=2))
     assert {r.error_kind for r in res.points[0].records} == {ErrorKind.MALFORMED}
-    with start_sim(
-        "--fault", "http500", "--fault-every", "2", "--ttft-ms", "1", "--itl-ms", "1"
-    ) as sim:
-        res = run_bench(cfg(sim.url, tokdir, concurrency=[1], requests=4))
+    sim = sim_server("--fault", "http500", "--fault-every", "2", "--ttft-ms", "1", "--itl-ms", "1")
+    res = run_bench(cfg(sim.url, tokdir, concurrency=[1], requests=4))
     bad = [r for r in res.points[0].records if not r.ok]
     assert len(bad) == 2 and all(r.status == 500 for r in bad)
     assert all("simulated internal error" in (r.error_message or "") for r in bad)
@@ -185,33 +181,35 @@ def test_wrong_model_stops_with_the_servers_message(tokdir: Path, tmp_path: Path
     assert len([x for x in lines if x["type"] == "request"]) < 50  # it stopped early
 
 
-def test_cli_bench_out_json_and_no_secret(cli: Cli, tokdir: Path, tmp_path: Path) -> None:
+def test_cli_bench_out_json_and_no_secret(
+    sim_server: SimFactory, cli: Cli, tokdir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "run.jsonl"
     secret = "sk-test-SECRET-1234567890"
-    with start_sim("--ttft-ms", "2", "--itl-ms", "1") as sim:
-        p = cli(
-            "bench",
-            "--url",
-            sim.url,
-            "--concurrency",
-            "1,2",
-            "--requests",
-            "6",
-            "--input-tokens",
-            "8",
-            "--output-tokens",
-            "5",
-            "--engine",
-            "sim",
-            "--tokenizer",
-            str(tokdir),
-            "--api-key-env",
-            "MY_KEY",
-            "--out",
-            str(out),
-            "--json",
-            env={"MY_KEY": secret, "INFERLAB_DB": str(tmp_path / "t.db")},
-        )
+    sim = sim_server("--ttft-ms", "2", "--itl-ms", "1")
+    p = cli(
+        "bench",
+        "--url",
+        sim.url,
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "6",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "5",
+        "--engine",
+        "sim",
+        "--tokenizer",
+        str(tokdir),
+        "--api-key-env",
+        "MY_KEY",
+        "--out",
+        str(out),
+        "--json",
+        env={"MY_KEY": secret, "INFERLAB_DB": str(tmp_path / "t.db")},
+    )
     assert p.exit_code == 0, p.stderr
     doc = json.loads(p.stdout)
     assert [x["label"] for x in doc["points"]] == ["C=1", "C=2"]
@@ -226,54 +224,54 @@ def test_cli_bench_out_json_and_no_secret(cli: Cli, tokdir: Path, tmp_path: Path
 
 
 def test_cli_table_and_user_errors(
-    cli: Cli, tokdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sim_server: SimFactory, cli: Cli, tokdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("INFERLAB_DB", str(tmp_path / "t.db"))
-    with start_sim("--ttft-ms", "2", "--itl-ms", "1") as sim:
-        p = cli(
-            "bench",
-            "--url",
-            sim.url,
-            "-c",
-            "2",
-            "--requests",
-            "4",
-            "--input-tokens",
-            "8",
-            "--output-tokens",
-            "4",
-            "--engine",
-            "sim",
-            "--tokenizer",
-            str(tokdir),
-        )
-        assert p.exit_code == 0, p.stderr
-        assert "C=2" in p.stdout and "TTFT" in p.stdout
-        bad = cli("bench", "--url", sim.url, "-c", "1,x", "--requests", "4")
-        assert bad.exit_code == 2 and "--concurrency" in bad.stderr
-        assert "Traceback" not in bad.stderr
-        bad = cli("bench", "--url", sim.url, "-c", "1")
-        assert bad.exit_code == 2 and "--requests or --duration" in bad.stderr
-        bad = cli("bench", "--url", sim.url, "-c", "1", "--requests", "2", "--slo", "ttft=3")
-        assert bad.exit_code == 2 and "unknown key 'ttft'" in bad.stderr
-        bad = cli(
-            "bench", "--url", sim.url, "-c", "1", "--requests", "2", "--tokenizer", "/nonexistent"
-        )
-        assert bad.exit_code == 2 and "/nonexistent" in bad.stderr
-        bad = cli("bench", "--url", "ftp://x", "-c", "1", "--requests", "2")
-        assert bad.exit_code == 2 and "--url" in bad.stderr
-        bad = cli(
-            "bench",
-            "--url",
-            sim.url,
-            "-c",
-            "1",
-            "--requests",
-            "2",
-            "--api-key-env",
-            "SURELY_UNSET_VAR",
-        )
-        assert bad.exit_code == 2 and "SURELY_UNSET_VAR" in bad.stderr
+    sim = sim_server("--ttft-ms", "2", "--itl-ms", "1")
+    p = cli(
+        "bench",
+        "--url",
+        sim.url,
+        "-c",
+        "2",
+        "--requests",
+        "4",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--engine",
+        "sim",
+        "--tokenizer",
+        str(tokdir),
+    )
+    assert p.exit_code == 0, p.stderr
+    assert "C=2" in p.stdout and "TTFT" in p.stdout
+    bad = cli("bench", "--url", sim.url, "-c", "1,x", "--requests", "4")
+    assert bad.exit_code == 2 and "--concurrency" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    bad = cli("bench", "--url", sim.url, "-c", "1")
+    assert bad.exit_code == 2 and "--requests or --duration" in bad.stderr
+    bad = cli("bench", "--url", sim.url, "-c", "1", "--requests", "2", "--slo", "ttft=3")
+    assert bad.exit_code == 2 and "unknown key 'ttft'" in bad.stderr
+    bad = cli(
+        "bench", "--url", sim.url, "-c", "1", "--requests", "2", "--tokenizer", "/nonexistent"
+    )
+    assert bad.exit_code == 2 and "/nonexistent" in bad.stderr
+    bad = cli("bench", "--url", "ftp://x", "-c", "1", "--requests", "2")
+    assert bad.exit_code == 2 and "--url" in bad.stderr
+    bad = cli(
+        "bench",
+        "--url",
+        sim.url,
+        "-c",
+        "1",
+        "--requests",
+        "2",
+        "--api-key-env",
+        "SURELY_UNSET_VAR",
+    )
+    assert bad.exit_code == 2 and "SURELY_UNSET_VAR" in bad.stderr
 
 
 def test_ctrl_c_writes_what_was_measured(tokdir: Path, tmp_path: Path) -> None:
@@ -326,10 +324,10 @@ def test_ctrl_c_writes_what_was_measured(tokdir: Path, tmp_path: Path) -> None:
     assert "C=2 (interrupted)" in stdout
 
 
-def test_several_worker_processes_closed_and_open(tokdir: Path) -> None:
-    with start_sim("--ttft-ms", "5", "--itl-ms", "2") as sim:
-        res = run_bench(cfg(sim.url, tokdir, concurrency=[5], rate=[50.0], requests=20, workers=2))
-        truth = {t["request_id"] for t in sim.truth()}
+def test_several_worker_processes_closed_and_open(sim_server: SimFactory, tokdir: Path) -> None:
+    sim = sim_server("--ttft-ms", "5", "--itl-ms", "2")
+    res = run_bench(cfg(sim.url, tokdir, concurrency=[5], rate=[50.0], requests=20, workers=2))
+    truth = {t["request_id"] for t in sim.truth()}
     closed, opened = res.points
     for p in (closed, opened):
         assert p.workers == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from support.simproc import post_stream, start_sim
+from support.simproc import SimFactory, post_stream, start_sim
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,14 +22,14 @@ TTFT_NS = 30_000_000
 ITL_NS = 4_000_000
 
 
-def test_schedule_is_exact_and_writes_are_never_early() -> None:
-    with start_sim("--ttft-ms", "30", "--itl-ms", "4", "--tokens-per-chunk", "3") as sim:
-        for i in range(4):
-            body = {"model": MODEL, "prompt": f"baba {i}", "max_tokens": 20, "stream": True}
-            status, _, _ = post_stream(sim, "/v1/completions", body)
-            assert status == 200
-        truth = sim.truth()
-        summary = sim.summary()
+def test_schedule_is_exact_and_writes_are_never_early(sim_server: SimFactory) -> None:
+    sim = sim_server("--ttft-ms", "30", "--itl-ms", "4", "--tokens-per-chunk", "3")
+    for i in range(4):
+        body = {"model": MODEL, "prompt": f"baba {i}", "max_tokens": 20, "stream": True}
+        status, _, _ = post_stream(sim, "/v1/completions", body)
+        assert status == 200
+    truth = sim.truth()
+    summary = sim.summary()
     assert len(truth) == 4
     for rec in truth:
         assert rec["status"] == 200 and rec["fault"] is None and rec["stream"] is True
@@ -51,50 +51,50 @@ def test_schedule_is_exact_and_writes_are_never_early() -> None:
     assert lateness["mean"] < LATE_MEAN_MS
 
 
-def test_non_stream_is_written_at_the_last_due_time() -> None:
-    with start_sim("--ttft-ms", "20", "--itl-ms", "2") as sim:
-        status, _ = sim.request("POST", "/v1/completions", {"prompt": "baba", "max_tokens": 6})
-        assert status == 200
-        (rec,) = sim.truth()
+def test_non_stream_is_written_at_the_last_due_time(sim_server: SimFactory) -> None:
+    sim = sim_server("--ttft-ms", "20", "--itl-ms", "2")
+    status, _ = sim.request("POST", "/v1/completions", {"prompt": "baba", "max_tokens": 6})
+    assert status == 200
+    (rec,) = sim.truth()
     assert rec["stream"] is False
     ((due, write, n),) = rec["chunks"]
     assert n == 6 and due - rec["recv_ns"] == 20_000_000 + 5 * 2_000_000 and write >= due
 
 
-def test_jitter_keeps_dues_ordered_and_varies_gaps() -> None:
-    with start_sim("--ttft-ms", "10", "--itl-ms", "2", "--jitter-ms", "1", "--seed", "3") as sim:
-        post_stream(sim, "/v1/completions", {"prompt": "baba", "max_tokens": 30, "stream": True})
-        (rec,) = sim.truth()
+def test_jitter_keeps_dues_ordered_and_varies_gaps(sim_server: SimFactory) -> None:
+    sim = sim_server("--ttft-ms", "10", "--itl-ms", "2", "--jitter-ms", "1", "--seed", "3")
+    post_stream(sim, "/v1/completions", {"prompt": "baba", "max_tokens": 30, "stream": True})
+    (rec,) = sim.truth()
     dues = [c[0] for c in rec["chunks"]]
     gaps = {b - a for a, b in itertools.pairwise(dues)}
     assert all(g >= 0 for g in gaps) and len(gaps) > 5
     assert all(w >= d for d, w, _ in rec["chunks"])
 
 
-def test_request_id_header_and_errors_are_in_truth() -> None:
-    with start_sim() as sim:
-        body = {"model": MODEL, "messages": [{"role": "user", "content": "baba"}], "max_tokens": 2}
-        status, _ = sim.request(
-            "POST", "/v1/chat/completions", {**body, "stream": True}, {"X-Request-Id": "req-42"}
-        )
-        assert status == 200
-        status, _ = sim.request("POST", "/v1/chat/completions", {**body, "model": "nope"})
-        assert status == 404
-        ok, missing = sim.truth()
+def test_request_id_header_and_errors_are_in_truth(sim_server: SimFactory) -> None:
+    sim = sim_server()
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "baba"}], "max_tokens": 2}
+    status, _ = sim.request(
+        "POST", "/v1/chat/completions", {**body, "stream": True}, {"X-Request-Id": "req-42"}
+    )
+    assert status == 200
+    status, _ = sim.request("POST", "/v1/chat/completions", {**body, "model": "nope"})
+    assert status == 404
+    ok, missing = sim.truth()
     assert ok["request_id"] == "req-42" and ok["endpoint"] == "chat" and ok["status"] == 200
     assert ok["id"].startswith("chatcmpl-") and ok["prompt_tokens"] == 1
     assert missing["request_id"] is None and missing["status"] == 404 and missing["chunks"] == []
 
 
-def test_delete_truth_clears_it() -> None:
-    with start_sim("--ttft-ms", "1", "--itl-ms", "1") as sim:
-        sim.request("POST", "/v1/completions", {"prompt": "baba", "max_tokens": 2})
-        assert len(sim.truth()) == 1
-        sim.clear_truth()
-        assert sim.truth() == []
-        assert sim.summary()["requests"] == 0
-        sim.request("POST", "/v1/completions", {"prompt": "baba", "max_tokens": 2})
-        assert len(sim.truth()) == 1
+def test_delete_truth_clears_it(sim_server: SimFactory) -> None:
+    sim = sim_server("--ttft-ms", "1", "--itl-ms", "1")
+    sim.request("POST", "/v1/completions", {"prompt": "baba", "max_tokens": 2})
+    assert len(sim.truth()) == 1
+    sim.clear_truth()
+    assert sim.truth() == []
+    assert sim.summary()["requests"] == 0
+    sim.request("POST", "/v1/completions", {"prompt": "baba", "max_tokens": 2})
+    assert len(sim.truth()) == 1
 
 
 def test_truth_file_is_flushed_at_sigterm(tmp_path: Path) -> None:
