@@ -26,18 +26,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import random
 import re
-import selectors
 import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent
 
@@ -130,6 +132,12 @@ def run_to_end(campaign: Path, db: Path, cwd: Path) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
+def _pump(stream: IO[str], out: queue.Queue[str | None]) -> None:
+    for line in stream:
+        out.put(line)
+    out.put(None)
+
+
 def run_killed(campaign: Path, db: Path, cwd: Path, kill: Kill, nth: int, last: str) -> Kill:
     """Run the campaign; SIGKILL the runner ``kill.delay_s`` after the ``nth`` line opening
     ``kill.phase`` (or let it finish when that never comes); ``last``: the last config."""
@@ -139,15 +147,19 @@ def run_killed(campaign: Path, db: Path, cwd: Path, kill: Kill, nth: int, last: 
     )  # fmt: skip
     assert proc.stderr is not None
     rx = re.compile(PHASES[kill.phase].replace("{last}", re.escape(last)))
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stderr, selectors.EVENT_READ)
+    # one thread reads the lines as they come: select() on the pipe beside a buffered
+    # readline() saw lines only once more bytes arrived, so a kill could miss its line
+    lines: queue.Queue[str | None] = queue.Queue()
+    pump = threading.Thread(target=_pump, args=(proc.stderr, lines), daemon=True)
+    pump.start()
     config, seen = "", 0
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        if not sel.select(1.0):
+        try:
+            line = lines.get(timeout=1.0)
+        except queue.Empty:
             continue
-        line = proc.stderr.readline()
-        if not line:
+        if line is None:
             break
         if m := re.search(r"config \d+/\d+: (\S+)", line):
             config = m.group(1)
@@ -160,7 +172,6 @@ def run_killed(campaign: Path, db: Path, cwd: Path, kill: Kill, nth: int, last: 
                 os.kill(proc.pid, signal.SIGKILL)
                 kill.killed, kill.seen = True, line.strip()[:80]
                 break
-    sel.close()
     proc.wait(60)
     proc.stderr.close()
     return kill
