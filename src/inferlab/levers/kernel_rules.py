@@ -87,7 +87,7 @@ FP8 = _Tuning(
     "untuned-fp8-gemm",
     "fp8_gemm",
     "inferlab tune fp8-gemm --from-log SERVER_LOG",
-    (r"^flag --tuned-fp8$", r"^files fp8_gemm$"),
+    (r"^flag --tuned-fp8$", r"^(files|tune) fp8_gemm$"),
 )
 MOE = _Tuning(
     "moe",
@@ -96,7 +96,7 @@ MOE = _Tuning(
     "untuned-moe",
     "fused_moe",
     "tune the fused-MoE kernel for the logged shapes (docs/levers.md)",
-    (r"^files moe$",),
+    (r"^(files|tune) moe$",),
 )
 
 

@@ -45,7 +45,8 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
 
 def diff_items(a: ConfigEvidence, b: ConfigEvidence) -> list[str]:
     """What changes from config ``a`` to ``b``: ``flag --x``, ``env NAME``, ``files KIND``,
-    ``extra KEY``, ``engine``, ``model`` (flags folded by ``b``'s engine's spelling)."""
+    ``tune KIND``, ``extra KEY``, ``engine``, ``model`` (flags folded by ``b``'s engine's
+    spelling)."""
     out = ["engine"] if a.engine != b.engine else []
     try:
         changes = get_engine(b.engine or "openai").diff(a.argv, b.argv)
@@ -53,10 +54,12 @@ def diff_items(a: ConfigEvidence, b: ConfigEvidence) -> list[str]:
         changes = flag_diff(a.argv, b.argv)
     out += [f"flag {c.flag}" for c in changes]
     out += [f"env {k}" for k in sorted(set(a.env) | set(b.env)) if a.env.get(k) != b.env.get(k)]
-    fa, fb = a.extra.get("files") or {}, b.extra.get("files") or {}
-    if isinstance(fa, dict) and isinstance(fb, dict):
-        out += [f"files {k}" for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
-    for k in sorted((set(a.extra) | set(b.extra)) - {"files"}):
+    for section in ("files", "tune"):  # one item per kernel kind: a tuned file installed
+        fa, fb = a.extra.get(section) or {}, b.extra.get(section) or {}
+        if isinstance(fa, dict) and isinstance(fb, dict):
+            keys = sorted(set(fa) | set(fb))
+            out += [f"{section} {k}" for k in keys if fa.get(k) != fb.get(k)]
+    for k in sorted((set(a.extra) | set(b.extra)) - {"files", "tune"}):
         if a.extra.get(k) != b.extra.get(k):
             out.append(f"extra {k}")
     return out

@@ -36,3 +36,22 @@ def test_combined_prediction_adds_shares_and_multiplies_bands() -> None:
     spec = _Part(1.1, 1.6, False, None)
     low, high = _combine([("fp8-gemm", fp8), ("spec-decode", spec)])
     assert low == pytest.approx(1.1) and high == pytest.approx(1.6 / 0.96)
+
+
+def test_a_tune_section_is_a_lever_item_the_fp8_rule_explains() -> None:
+    """A config that installs tuned FP8 tiles with ``tune = {fp8_gemm = ...}`` (the H200 vLLM
+    campaign's A) differs by ``tune fp8_gemm``, which the FP8-GEMM rule predicts; an unknown
+    extra key stays an unexplained ``extra`` item."""
+    from inferlab.levers.evidence import ConfigEvidence
+    from inferlab.levers.predict import diff_items
+    from inferlab.levers.registry import rules_for
+
+    base = ConfigEvidence("baseline", "vllm", ["--max-model-len", "2048"], {}, {})
+    tuned = ConfigEvidence(
+        "A", "vllm", ["--max-model-len", "2048"], {}, {"tune": {"fp8_gemm": "run.json"}, "x": 1}
+    )
+    items = diff_items(base, tuned)
+    assert items == ["tune fp8_gemm", "extra x"]
+    assert [r.kind for r in rules_for("tune fp8_gemm")] == ["fp8-gemm"]
+    assert [r.kind for r in rules_for("files fp8_gemm")] == ["fp8-gemm"]
+    assert rules_for("extra x") == []
