@@ -92,7 +92,7 @@ def _diff(out: _Out, p: dict[str, Any], base: dict[str, Any], base_name: str) ->
         return
     a, b = _per_step(base), _per_step(p)
     rows = []
-    for name in sorted(set(a) | set(b), key=lambda n: -abs(b.get(n, 0.0) - a.get(n, 0.0))):
+    for name in sorted(set(a) | set(b), key=lambda n: (-abs(b.get(n, 0.0) - a.get(n, 0.0)), n)):
         va, vb = a.get(name, 0.0), b.get(name, 0.0)
         ratio = f"×{vb / va:.2f}" if va > 0 else "–"
         rows.append(

@@ -1,0 +1,161 @@
+"""Golden dumps of everything a user reads, from committed stores and fixtures (issue 27).
+
+    python scripts/golden.py write   # (re)write tests/fixtures/golden/ from the current code
+    python scripts/golden.py check   # regenerate and diff against tests/fixtures/golden/; rc 1
+
+The inputs never change: the stores under ``tests/fixtures/golden/stores/`` (a ``demo --sim``
+store), ``benchmarks/results/h200-*.db`` (the H200 ``transformers serve`` and vLLM stores) and
+every server log under ``tests/fixtures/``. For each store and campaign: ``compare --format``
+json, csv and md; ``report`` (report.md); ``levers --json``; ``export`` of runs (CSV, JSONL) and
+of requests (their digest: first lines, line count, SHA-256); ``runs``. For each log: ``logs
+analyze --json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``, ``<ROOT>``) so
+that a refactor's dumps are byte-identical to the ones before it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+GOLDEN = FIXTURES / "golden"
+STORES = GOLDEN / "stores"
+#: the committed stores: a ``demo --sim`` store (golden/stores/) and the H200 runs' stores
+RESULTS = ROOT / "benchmarks" / "results"
+LOG_SUFFIXES = (".log", ".log.gz")
+_TS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| UTC)?")
+_EPOCH = re.compile(
+    r'("(?:created|started|ended|finished|made|at|ts|time)[a-z_]*"\s*:\s*)\d{9,}(\.\d+)?'
+)
+
+
+def _inferlab(*args: str, cwd: Path) -> str:
+    env = dict(os.environ, COLUMNS="200", NO_COLOR="1", TERM="dumb")
+    env.pop("INFERLAB_DB", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inferlab", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return f"rc={proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
+
+
+#: how long the analysis itself took (logs analyze: "seconds"), the one wall-clock field
+_ELAPSED = re.compile(r'("seconds"\s*:\s*)\d+(\.\d+)?')
+
+
+def _normalise(text: str, tmp: Path) -> str:
+    text = text.replace(str(tmp), "<TMP>").replace(str(ROOT), "<ROOT>")
+    text = _ELAPSED.sub(r"\1<ELAPSED>", text)
+    text = _TS.sub("<TS>", text)
+    return _EPOCH.sub(r"\1<TS>", text)
+
+
+def _digest(text: str) -> str:
+    """A large export as its first lines, its line count and the SHA-256 of the whole (after
+    normalisation), so the golden files stay small."""
+    lines = text.splitlines()
+    head = "\n".join(lines[:5])
+    return f"{head}\n... {len(lines)} lines, sha256 {hashlib.sha256(text.encode()).hexdigest()}\n"
+
+
+def _campaigns(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT name FROM campaigns ORDER BY name").fetchall()
+    finally:
+        con.close()
+    return [str(r[0]) for r in rows if r[0]]
+
+
+def _logs() -> list[Path]:
+    found = []
+    for path in sorted(FIXTURES.rglob("*")):
+        if GOLDEN in path.parents or not path.is_file():
+            continue
+        if path.name.endswith(LOG_SUFFIXES):
+            found.append(path)
+    return found
+
+
+def dumps() -> dict[str, str]:
+    """Every golden dump, by its file name under tests/fixtures/golden/."""
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="golden-") as t:
+        tmp = Path(t)
+        for store in sorted(STORES.glob("*.db")) + sorted(RESULTS.glob("h200-*.db")):
+            for campaign in _campaigns(store):
+                db = tmp / f"{store.stem}.db"  # a fresh copy each campaign: levers writes
+                shutil.copy(store, db)
+                key = f"{store.stem}.{campaign}"
+                for fmt in ("json", "csv", "md"):
+                    out[f"{key}.compare.{fmt}"] = _inferlab(
+                        "compare", "--db", str(db), "--campaign", campaign, "--format", fmt, cwd=tmp
+                    )
+                out[f"{key}.runs.txt"] = _inferlab("runs", "--db", str(db), cwd=tmp)
+                rep = tmp / f"report-{key}"
+                log = _inferlab("report", campaign, "--db", str(db), "--out", str(rep), cwd=tmp)
+                md = rep / "report.md"
+                out[f"{key}.report.md"] = md.read_text() if md.exists() else log
+                for what in ("runs", "requests"):
+                    for suffix in ("csv", "jsonl"):
+                        dest = tmp / f"{key}.{what}.{suffix}"
+                        log = _inferlab(
+                            "export", str(dest), "--db", str(db), "--what", what,
+                            "--campaign", campaign, cwd=tmp,
+                        )  # fmt: skip
+                        text = dest.read_text() if dest.exists() else log
+                        out[f"{key}.export-{what}.{suffix}"] = (
+                            _digest(_normalise(text, tmp)) if what == "requests" else text
+                        )
+                out[f"{key}.levers.json"] = _inferlab(
+                    "levers", campaign, "--db", str(db), "--json", cwd=tmp
+                )
+        for log_path in _logs():
+            rel = log_path.relative_to(FIXTURES).as_posix().replace("/", "__")
+            out[f"logs.{rel}.json"] = _inferlab("logs", "analyze", "--json", str(log_path), cwd=tmp)
+        return {name: _normalise(text, tmp) for name, text in out.items()}
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] not in (["write"], ["check"]):
+        print(__doc__, file=sys.stderr)
+        return 2
+    current = dumps()
+    if argv[1] == "write":
+        for old in GOLDEN.glob("*.*"):
+            if old.is_file():
+                old.unlink()
+        for name, text in current.items():
+            (GOLDEN / name).write_text(text)
+        print(f"wrote {len(current)} golden dumps to {GOLDEN.relative_to(ROOT)}")
+        return 0
+    bad = 0
+    names = {p.name for p in GOLDEN.glob("*.*") if p.is_file()}
+    for name in sorted(names | set(current)):
+        want = (GOLDEN / name).read_text() if name in names else ""
+        have = current.get(name, "")
+        if want != have:
+            bad += 1
+            diff = difflib.unified_diff(
+                want.splitlines(), have.splitlines(), f"golden/{name}", "now", lineterm="", n=1
+            )
+            print("\n".join(list(diff)[:40]))
+    print(f"{len(current)} dumps, {bad} differ from tests/fixtures/golden/")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))

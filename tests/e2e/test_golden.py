@@ -1,0 +1,43 @@
+"""What a user reads does not change unless a change means it to (issue 27's golden dumps).
+
+``scripts/golden.py`` regenerates every dump (compare JSON/CSV/Markdown, report.md, levers
+JSON, exports, runs, logs analyze JSON) from committed stores and log fixtures; a refactor must
+leave them byte-identical, timestamps and paths aside. A change that means to alter one runs
+``python scripts/golden.py write`` and commits the diff with its reason."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+from support import ROOT
+
+
+def _golden():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("golden", ROOT / "scripts" / "golden.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["golden"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_golden_dump_is_unchanged() -> None:
+    golden = _golden()
+    now = golden.dumps()
+    stored = {p.name: p.read_text() for p in golden.GOLDEN.glob("*.*") if p.is_file()}
+    assert sorted(now) == sorted(stored), "dumps added or removed: python scripts/golden.py write"
+    changed = [name for name in sorted(now) if now[name] != stored[name]]
+    assert not changed, f"changed: {changed} (python scripts/golden.py check shows the diff)"
+    assert any(n.endswith(".report.md") for n in now) and len(now) > 80
+
+
+def test_timestamps_and_paths_are_normalised() -> None:
+    """Each dump comes from its own process (its own PYTHONHASHSEED): the report's profile diff
+    once ordered tied rows by set order and differed from run to run; only times and paths
+    may differ, and those are normalised."""
+    golden = _golden()
+    text = golden._normalise(
+        f'at 2026-12-02T04:00:40+0000 in {ROOT}/x, "seconds": 0.04', ROOT / "t"
+    )
+    assert text == 'at <TS> in <ROOT>/x, "seconds": <ELAPSED>'
