@@ -90,12 +90,28 @@ def _logs() -> list[Path]:
     return found
 
 
+#: the stores the dumps are made from; each must be committed (``*.db`` is ignored: git add -f)
+INPUT_STORES = (
+    STORES / "demo-sim.db",
+    RESULTS / "h200-transformers.db",
+    RESULTS / "h200-vllm.db",
+)
+
+
+def inputs() -> list[Path]:
+    """Every file the dumps are made from: the stores and the log fixtures."""
+    return [*INPUT_STORES, *_logs()]
+
+
 def dumps() -> dict[str, str]:
     """Every golden dump, by its file name under tests/fixtures/golden/."""
+    missing = [str(p.relative_to(ROOT)) for p in INPUT_STORES if not p.is_file()]
+    if missing:
+        raise SystemExit(f"golden: the committed store(s) {', '.join(missing)} are missing")
     out: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="golden-") as t:
         tmp = Path(t)
-        for store in sorted(STORES.glob("*.db")) + sorted(RESULTS.glob("h200-*.db")):
+        for store in INPUT_STORES:
             for campaign in _campaigns(store):
                 db = tmp / f"{store.stem}.db"  # a fresh copy each campaign: levers writes
                 shutil.copy(store, db)

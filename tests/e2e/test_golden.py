@@ -8,6 +8,7 @@ leave them byte-identical, timestamps and paths aside. A change that means to al
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 
 from support import ROOT
@@ -41,3 +42,15 @@ def test_timestamps_and_paths_are_normalised() -> None:
         f'at 2026-12-02T04:00:40+0000 in {ROOT}/x, "seconds": 0.04', ROOT / "t"
     )
     assert text == 'at <TS> in <ROOT>/x, "seconds": <ELAPSED>'
+
+
+def test_every_input_is_committed() -> None:
+    """A store the dumps come from must be in git, not only on the machine that wrote them:
+    ``*.db`` is ignored, and a clean clone once had no demo store (CI failed on it)."""
+    golden = _golden()
+    inputs = [str(p.relative_to(ROOT)) for p in golden.inputs()]
+    tracked = subprocess.run(
+        ["git", "ls-files", "--", *inputs], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert sorted(set(inputs) - set(tracked)) == []
+    assert len(inputs) > 60
