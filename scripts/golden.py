@@ -56,8 +56,17 @@ def _inferlab(*args: str, cwd: Path) -> str:
 _ELAPSED = re.compile(r'("seconds"\s*:\s*)\d+(\.\d+)?')
 
 
+#: a checkout's root written into a committed store where it was made (a launch line, a trace's
+#: path): whatever that root was, the part before .venv/bin/, src/inferlab/ or inferlab-out/
+#: (not an image's /opt/... install, which is the same everywhere)
+_STORED_ROOT = re.compile(
+    r"(?<![\w>.-])/(?!opt/)(?:[\w.+-]+/)+?(?=\.venv/bin/|src/inferlab/|inferlab-out/)"
+)
+
+
 def _normalise(text: str, tmp: Path) -> str:
     text = text.replace(str(tmp), "<TMP>").replace(str(ROOT), "<ROOT>")
+    text = _STORED_ROOT.sub("<ROOT>/", text)
     text = _ELAPSED.sub(r"\1<ELAPSED>", text)
     text = _TS.sub("<TS>", text)
     return _EPOCH.sub(r"\1<TS>", text)

@@ -42,6 +42,16 @@ def test_timestamps_and_paths_are_normalised() -> None:
         f'at 2026-12-02T04:00:40+0000 in {ROOT}/x, "seconds": 0.04', ROOT / "t"
     )
     assert text == 'at <TS> in <ROOT>/x, "seconds": <ELAPSED>'
+    # a store made in another checkout (CI clones to another path) names that checkout's root
+    made_elsewhere = golden._normalise(
+        "launch: /work/main/.venv/bin/python -I /work/main/src/inferlab/server/guard.py; "
+        "trace /check/w/inferlab-out/a/rank0.json <ROOT>/src/inferlab/x.py /usr/bin/env",
+        ROOT / "t",
+    )
+    assert made_elsewhere == (
+        "launch: <ROOT>/.venv/bin/python -I <ROOT>/src/inferlab/server/guard.py; "
+        "trace <ROOT>/inferlab-out/a/rank0.json <ROOT>/src/inferlab/x.py /usr/bin/env"
+    )
 
 
 def test_every_input_is_committed() -> None:
