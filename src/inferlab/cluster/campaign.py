@@ -28,8 +28,9 @@ from inferlab.campaign.up import output_dir
 from inferlab.cluster.connect import alive_nodes, connect
 from inferlab.cluster.placement import Need, check_fit, config_need, node_fits
 from inferlab.cluster.shared import Shared
-from inferlab.cluster.task import ConfigRun
+from inferlab.cluster.task import Cell, ConfigRun
 from inferlab.config.campaign import CampaignFile
+from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 from inferlab.store import Store
@@ -123,15 +124,15 @@ def run_campaign_ray(
     )
     result = CampaignResult(name, [])
     with campaign_lock(camp):
-        outcomes = _queue(sh, plan, needs, resume)
+        runs, outcomes = _queue(sh, plan, needs, resume)
         try:
-            _drive(sh, poll_s)
+            _drive(sh, list(runs.values()), poll_s)
         except KeyboardInterrupt:
             result.interrupted = True
-            for run in sh.runs.values():
+            for run in runs.values():
                 if not run.done:
                     run.interrupt()
-    for run in sh.runs.values():
+    for run in runs.values():
         assert run.outcome is not None
         outcomes[run.name] = run.outcome
     result.outcomes = [outcomes[c.name] for c in plan.configs]
@@ -143,11 +144,12 @@ def run_campaign_ray(
 
 def _queue(
     sh: Shared, plan: Plan, needs: dict[str, Need], resume: bool
-) -> dict[str, ConfigOutcome]:
-    """A ``ConfigRun`` in ``sh.runs`` for every config with cells to measure; the outcomes of
-    those skipped (every cell already measured)."""
+) -> tuple[dict[str, ConfigRun], dict[str, ConfigOutcome]]:
+    """A ``ConfigRun`` for every config with cells to measure (each told the run it must
+    match, when that one runs too); the outcomes of those skipped (every cell measured)."""
     store, name = sh.store, plan.campaign.campaign.name
     order = [(p.label, t) for p in plan.points for t in range(plan.trials)]
+    queued: list[tuple[int, ResolvedConfig, int, list[Cell]]] = []
     skipped: dict[str, ConfigOutcome] = {}
     for i, cfg in enumerate(plan.configs):
         with store.transaction():
@@ -155,16 +157,22 @@ def _queue(
         done = done_cells(store, name, gid) if resume else set()
         todo = [c for c in order if c not in done]
         if todo:
-            sh.runs[cfg.name] = ConfigRun(sh, cfg, gid, todo, needs[cfg.name], i)
+            queued.append((i, cfg, gid, todo))
             continue
         skipped[cfg.name] = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
         sh.events.config_done(skipped[cfg.name])
-    return skipped
+    runs = {
+        cfg.name: ConfigRun(sh, cfg, gid, todo, needs[cfg.name], i, len(queued))
+        for i, cfg, gid, todo in queued
+    }
+    ref = runs.get(sh.camp.verify.equivalent_to or "")
+    for run in runs.values():
+        run.reference = ref if ref is not run else None
+    return runs, skipped
 
 
-def _drive(sh: Shared, poll_s: float) -> None:
+def _drive(sh: Shared, runs: list[ConfigRun], poll_s: float) -> None:
     """Wait on every config's pending actor call at once; hand each result to its config."""
-    runs = list(sh.runs.values())
     last_watch = 0.0
     while not all(r.done for r in runs):
         for r in runs:

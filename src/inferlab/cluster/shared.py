@@ -1,18 +1,19 @@
-"""What every config of one ``run --ray`` shares, on the driver's side."""
+"""What every config of one ``run --ray`` shares, on the driver's side.
+
+The driver (:mod:`inferlab.cluster.campaign`) owns the runs of the configs
+(:class:`inferlab.cluster.task.ConfigRun`); each reads this, and nothing here knows them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from inferlab.campaign.runner import CampaignEvents
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store
-
-if TYPE_CHECKING:
-    from inferlab.cluster.task import ConfigRun
 
 __all__ = ["Shared"]
 
@@ -28,7 +29,6 @@ class Shared:
     events: CampaignEvents
     no_verify: bool
     resume_hint: str
-    runs: dict[str, ConfigRun] = field(default_factory=dict)
     recon_nodes: set[str] = field(default_factory=set)
     take_recon: bool = True
     baseline: ResolvedConfig | None = None  # every config's levers are checked against it

@@ -29,19 +29,29 @@ from inferlab.errors import InferlabError
 from inferlab.records import ErrorKind
 from inferlab.verify import VerifyReport
 
-__all__ = ["ConfigRun"]
+__all__ = ["Cell", "ConfigRun"]
 
 Cell = tuple[str, int]
 
 
 class ConfigRun:
-    """The steps of one config (see the module docstring). ``pending`` is the actor call
-    waited on and what to do with its result."""
+    """The steps of one config (see the module docstring): config ``index`` of the ``total``
+    this driver runs. ``pending`` is the actor call waited on and what to do with its result;
+    ``reference`` is the run whose greedy outputs this one must match (set by the driver)."""
 
     def __init__(
-        self, sh: Shared, cfg: ResolvedConfig, gid: int, todo: list[Cell], need: Need, index: int
+        self,
+        sh: Shared,
+        cfg: ResolvedConfig,
+        gid: int,
+        todo: list[Cell],
+        need: Need,
+        index: int,
+        total: int,
     ) -> None:
         self.sh, self.cfg, self.gid, self.need, self.index = sh, cfg, gid, need, index
+        self.total = total
+        self.reference: ConfigRun | None = None
         self.todo = list(todo)
         self.state = "new"
         self.pending: tuple[Any, Callable[[Any], None]] | None = None
@@ -114,7 +124,7 @@ class ConfigRun:
         node = ray.util.placement_group_table(self.pg)["bundles_to_node_id"].get(0)
         recon = self.sh.take_recon and node not in self.sh.recon_nodes
         self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
-        self.sh.events.config_started(self.cfg, self.index, len(self.sh.runs))
+        self.sh.events.config_started(self.cfg, self.index, self.total)
         self._wait(self.server.launch.remote(recon), self._launched, "launching")
 
     def _launched(self, got: Launched) -> None:
@@ -175,15 +185,10 @@ class ConfigRun:
         """Whether a config that must match this one's greedy outputs may verify now."""
         return self.done or self.state in ("measuring", "stopping")
 
-    def _reference(self) -> ConfigRun | None:
-        """The config of this run whose greedy outputs this one must match (not itself)."""
-        other = self.sh.runs.get(self.sh.camp.verify.equivalent_to or "")
-        return other if other is not self else None
-
     def tick(self) -> None:
         """Ask for a placement once the reference config holds one (so it can never wait for
         a node its dependents hold), and verify once the reference has verified."""
-        ref = self._reference()
+        ref = self.reference
         if self.state == "new" and (ref is None or ref.state not in ("new", "placing")):
             self.place()
         if self.state != "verify-wait" or self.launched is None:

@@ -23,8 +23,7 @@ from inferlab.sim.model import StepModel, accept_draw, step_ms
 from inferlab.sim.wheel import Answer, TimerWheel, slot_of
 
 if TYPE_CHECKING:
-    from inferlab.sim.http import Conn as _Conn
-    from inferlab.sim.server import SimServer
+    from inferlab.sim.host import Client, SimHost
     from inferlab.sim.truth import Record as _Record
     from inferlab.sim.truth import Request as _Request
 
@@ -35,11 +34,11 @@ class Seq(Answer):
     """One request in the batching model: queued, then running until its last token."""
 
     __slots__ = ("gen", "ids", "joined", "mid", "pos", "post", "pre", "reserved", "tail", "words")
-    conn: _Conn
+    conn: Client
 
     def __init__(
         self,
-        conn: _Conn,
+        conn: Client,
         rec: _Record,
         gen: api.GenRequest,
         ids: list[int],
@@ -90,14 +89,14 @@ class Seq(Answer):
 class BatchingEngine:
     """The continuous-batching decode loop: one :class:`TimerWheel` item, fired at step ends."""
 
-    def __init__(self, srv: SimServer, model: StepModel, wheel: TimerWheel) -> None:
+    def __init__(self, srv: SimHost, model: StepModel, wheel: TimerWheel) -> None:
         cfg = srv.config
         self.srv = srv
         self.model = model
         self.wheel = wheel
         self.scale_ns = cfg.time_scale * 1e6
         self.interval = cfg.decode_log_interval
-        self.log = srv._log
+        self.log = srv.log
         self.rng = random.Random(cfg.seed)
         self.queue: deque[Seq] = deque()
         self.running: list[Seq] = []
@@ -121,7 +120,7 @@ class BatchingEngine:
     # -- requests ----------------------------------------------------------------------------
 
     def submit(
-        self, conn: _Conn, req: _Request, rec: _Record, gen: api.GenRequest, ids: list[int]
+        self, conn: Client, req: _Request, rec: _Record, gen: api.GenRequest, ids: list[int]
     ) -> None:
         srv = self.srv
         if gen.prompt_tokens + gen.max_tokens > self.model.kv_tokens:
@@ -131,23 +130,23 @@ class BatchingEngine:
                 f"SIMULATED KV cache ({self.model.kv_tokens} tokens)",
                 "BadRequestError",
             )
-            srv._fail(conn, rec, 400, body)
+            srv.fail(conn, rec, 400, body)
             return
         created = int(time.time())
         rec.completion_tokens = gen.max_tokens
         rec.dues = array("q")
         rec.ntokens = array("q")
         assert conn.transport is not None
-        head = srv._heads.answer_head(gen.stream, req.keep_alive)
+        head = srv.answer_head(gen.stream, req.keep_alive)
         if gen.stream:
-            parts = api.stream_parts(gen, rec.id, created, srv._model_json)
+            parts = api.stream_parts(gen, rec.id, created, srv.model_json)
             pre, mid, tail = parts.pre, parts.mid, parts.tail
             conn.transport.write(head + parts.role)
         else:
-            out = api.render(gen, rec.id, created, srv._model_json, srv._words, ids, 1, head)
+            out = api.render(gen, rec.id, created, srv.model_json, srv.words, ids, 1, head)
             pre = mid = b""
             tail = out.frames[0]
-        seq = Seq(conn, rec, gen, ids, srv._words, pre, mid, tail)
+        seq = Seq(conn, rec, gen, ids, srv.words, pre, mid, tail)
         conn.job = seq
         self.queue.append(seq)
         if not self.busy:
@@ -194,11 +193,11 @@ class BatchingEngine:
             return -1
         self.busy = True
         dur = step_ms(self.model, len(self.running), joining)
-        prof = self.srv._profiler
+        prof = self.srv.profiler
         if prof is not None and prof.active:
             new = sum(1 for s in self.running if s.joined)
             if prof.record(start, len(self.running), joining, new):
-                self.srv._profile_steps_done()
+                self.srv.profile_steps_done()
         self.cuda_graph = len(self.running) <= self.model.cuda_graph_max_bs
         self.step_end = start + round(dur * self.scale_ns)
         return slot_of(self.step_end)

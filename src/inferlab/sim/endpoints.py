@@ -1,5 +1,6 @@
 """The reference engine's endpoints other than generation: health, model card, tokenize,
-ground truth, metrics and SGLang's profiling pair. Each is ``handler(server, conn, request)``."""
+ground truth, metrics and SGLang's profiling pair. Each is ``handler(host, conn, request)``
+(:class:`~inferlab.sim.host.SimHost`, :class:`~inferlab.sim.host.Client`)."""
 
 from __future__ import annotations
 
@@ -17,31 +18,30 @@ from inferlab.sim.profiler import ProfileRequestError
 from inferlab.sim.startup import server_args
 
 if TYPE_CHECKING:
-    from inferlab.sim.http import Conn
-    from inferlab.sim.server import SimServer
+    from inferlab.sim.host import Client, SimHost
     from inferlab.sim.truth import Request
 
 __all__ = ["ROUTES", "Handler", "profile_steps_done"]
 
-Handler = Callable[["SimServer", "Conn", "Request"], None]
+Handler = Callable[["SimHost", "Client", "Request"], None]
 _PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
 
 
-def _health(srv: SimServer, conn: Conn, req: Request) -> None:
+def _health(srv: SimHost, conn: Client, req: Request) -> None:
     conn.respond(200, b"")
 
 
-def _version(srv: SimServer, conn: Conn, req: Request) -> None:
+def _version(srv: SimHost, conn: Client, req: Request) -> None:
     body = {"version": __version__, "engine": "inferlab-sim", "simulated": True}
     conn.respond(200, json.dumps(body).encode())
 
 
-def _server_info(srv: SimServer, conn: Conn, req: Request) -> None:
+def _server_info(srv: SimHost, conn: Client, req: Request) -> None:
     body = {**server_args(srv.config), "version": __version__, "simulated": True}
     conn.respond(200, json.dumps(body).encode())
 
 
-def _models(srv: SimServer, conn: Conn, req: Request) -> None:
+def _models(srv: SimHost, conn: Client, req: Request) -> None:
     card = {
         "id": srv.config.model,
         "object": "model",
@@ -55,7 +55,7 @@ def _models(srv: SimServer, conn: Conn, req: Request) -> None:
     conn.respond(200, json.dumps({"object": "list", "data": [card]}).encode())
 
 
-def _tokenize(srv: SimServer, conn: Conn, req: Request) -> None:
+def _tokenize(srv: SimHost, conn: Client, req: Request) -> None:
     obj = api.load_object(req.body)
     if not isinstance(obj, api.ApiError):
         model = obj.get("model")
@@ -72,29 +72,28 @@ def _tokenize(srv: SimServer, conn: Conn, req: Request) -> None:
         conn.respond(200, out)
 
 
-def _truth_get(srv: SimServer, conn: Conn, req: Request) -> None:
+def _truth_get(srv: SimHost, conn: Client, req: Request) -> None:
     body = "".join(json.dumps(r) + "\n" for r in srv.truth()).encode()
     conn.respond(200, body, b"application/x-ndjson")
 
 
-def _truth_summary(srv: SimServer, conn: Conn, req: Request) -> None:
+def _truth_summary(srv: SimHost, conn: Client, req: Request) -> None:
     conn.respond(200, json.dumps(srv.lateness_summary()).encode())
 
 
-def _truth_delete(srv: SimServer, conn: Conn, req: Request) -> None:
+def _truth_delete(srv: SimHost, conn: Client, req: Request) -> None:
     srv.clear_truth()
     conn.respond(200, b"{}")
 
 
-def _metrics(srv: SimServer, conn: Conn, req: Request) -> None:
-    if srv._engine is not None:
-        body = srv._engine.metrics_text()
-    else:
+def _metrics(srv: SimHost, conn: Client, req: Request) -> None:
+    body = srv.batching_metrics()
+    if body is None:
         body = (
             "# inferlab sim (SIMULATED engine), fixed-timing mode: no batching model\n"
             "# HELP sglang:num_requests_total Finished requests (SIMULATED).\n"
             "# TYPE sglang:num_requests_total counter\n"
-            f"sglang:num_requests_total {srv._ngen}\n"
+            f"sglang:num_requests_total {srv.generations}\n"
         )
     conn.respond(200, body.encode(), _PROMETHEUS)
 
@@ -102,8 +101,8 @@ def _metrics(srv: SimServer, conn: Conn, req: Request) -> None:
 # -- profiling (SGLang's endpoints; :mod:`inferlab.sim.profiler`) ------------------------------
 
 
-def _start_profile(srv: SimServer, conn: Conn, req: Request) -> None:
-    prof = srv._profiler
+def _start_profile(srv: SimHost, conn: Client, req: Request) -> None:
+    prof = srv.profiler
     obj = api.load_object(req.body) if req.body.strip() else {}
     if prof is None or isinstance(obj, api.ApiError):
         msg = "profiling needs --preset or --model-mode batching (SIMULATED steps)"
@@ -115,16 +114,16 @@ def _start_profile(srv: SimServer, conn: Conn, req: Request) -> None:
     except ProfileRequestError as exc:
         conn.respond(400, api.error_body(400, str(exc), "BadRequestError"))
         return
-    if srv._log is not None:
-        srv._log(
+    if srv.log is not None:
+        srv.log(
             f"{log_prefix()} Profiling starts. Traces will be saved to: {cap.out_dir} "
             f"(with profile id: {cap.profile_id})"
         )
     conn.respond(200, b"Start profiling. (SIMULATED)\n", b"text/plain; charset=utf-8")
 
 
-def _stop_profile(srv: SimServer, conn: Conn, req: Request) -> None:
-    prof = srv._profiler
+def _stop_profile(srv: SimHost, conn: Client, req: Request) -> None:
+    prof = srv.profiler
     try:
         if prof is None:
             raise ProfileRequestError("profiling needs --preset or --model-mode batching")
@@ -143,19 +142,19 @@ def _stop_profile(srv: SimServer, conn: Conn, req: Request) -> None:
     fut.add_done_callback(done)
 
 
-def _profile_written(srv: SimServer, f: asyncio.Future[list[Path]], out: Path) -> None:
-    if srv._log is None:
+def _profile_written(srv: SimHost, f: asyncio.Future[list[Path]], out: Path) -> None:
+    if srv.log is None:
         return
     exc = f.exception()
     if exc is not None:
-        srv._log(f"{log_prefix()} Profiling failed: cannot write traces to {out}: {exc}")
+        srv.log(f"{log_prefix()} Profiling failed: cannot write traces to {out}: {exc}")
     else:
-        srv._log(f"{log_prefix()} Profiling done. Traces are saved to: {out}")
+        srv.log(f"{log_prefix()} Profiling done. Traces are saved to: {out}")
 
 
-def profile_steps_done(srv: SimServer) -> None:
+def profile_steps_done(srv: SimHost) -> None:
     """``num_steps`` reached: stop and write, answering nobody (as SGLang does)."""
-    prof = srv._profiler
+    prof = srv.profiler
     assert prof is not None
     cap = prof.stop()
     fut = asyncio.get_running_loop().run_in_executor(None, prof.write, cap)

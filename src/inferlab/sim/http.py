@@ -21,7 +21,7 @@ from inferlab.sim.truth import Request
 
 if TYPE_CHECKING:
     from inferlab.sim.faults import FaultJob
-    from inferlab.sim.server import SimServer
+    from inferlab.sim.host import ConnHost
     from inferlab.sim.wheel import Answer
 
 __all__ = ["CLIENT_GONE", "Conn", "Heads"]
@@ -102,9 +102,10 @@ def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str], int]:
 
 
 class Conn(asyncio.Protocol):
-    """One client connection: parses requests, answers them in order."""
+    """One client connection: parses requests, answers them in order (a
+    :class:`~inferlab.sim.host.Client` of its ``srv``)."""
 
-    def __init__(self, srv: SimServer) -> None:
+    def __init__(self, srv: ConnHost) -> None:
         self.srv = srv
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
@@ -123,17 +124,17 @@ class Conn(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.srv._conns.add(self)
+        self.srv.connected(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.srv._conns.discard(self)
+        self.srv.disconnected(self)
         job = self.job
         if job is not None and not job.dead:
             job.dead = True
             self.job = None
             job.rec.status = CLIENT_GONE
-            self.srv._finish(job.rec)
+            self.srv.finish(job.rec)
 
     def data_received(self, data: bytes) -> None:
         now = perf_counter_ns()
@@ -197,7 +198,7 @@ class Conn(asyncio.Protocol):
         self.buf.clear()
         if self.transport is not None:
             body = api.error_body(status, message, "BadRequestError")
-            self.transport.write(self.srv._head(status, len(body), False) + body)
+            self.transport.write(self.srv.head(status, len(body), False) + body)
             self.transport.close()
         self.closed = True
 
@@ -207,27 +208,27 @@ class Conn(asyncio.Protocol):
         if self.closed:
             return
         self.current = req
-        self.srv._route(self, req)
+        self.srv.route(self, req)
 
     def respond(self, status: int, body: bytes, ctype: bytes = b"application/json") -> None:
         """Write a complete answer to the current request now."""
         req = self.current
         assert req is not None and self.transport is not None
-        self.transport.write(self.srv._head(status, len(body), req.keep_alive, ctype) + body)
+        self.transport.write(self.srv.head(status, len(body), req.keep_alive, ctype) + body)
         self.next()
 
     def job_done(self, job: Answer) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
-        self.srv._finish(rec)
+        self.srv.finish(rec)
         self.next()
 
     def job_failed(self, job: FaultJob, close: bool) -> None:
         rec = job.rec
         rec.done_ns = perf_counter_ns()
         self.job = None
-        self.srv._finish(rec)
+        self.srv.finish(rec)
         if close and self.transport is not None:
             self.closed = True
             self.transport.close()

@@ -16,8 +16,7 @@ from inferlab.sim.http import CLIENT_GONE
 if TYPE_CHECKING:
     from array import array
 
-    from inferlab.sim.http import Conn
-    from inferlab.sim.server import SimServer
+    from inferlab.sim.host import Client, SimHost
     from inferlab.sim.truth import Record, Request
 
 __all__ = ["answer_fault", "exit_now", "stream_fault_job"]
@@ -26,7 +25,7 @@ _EVENT_FAULTS = ("malformed", "nodata", "garbage", "oversized")
 
 
 def answer_fault(
-    srv: SimServer, conn: Conn, req: Request, rec: Record, fault: str, usage: bool
+    srv: SimHost, conn: Client, req: Request, rec: Record, fault: str, usage: bool
 ) -> bool:
     """Inject an ``answer``/``server`` fault; False when it leaves the answer to be paced
     (``usage`` marks the record and the answer reports the wrong count)."""
@@ -39,21 +38,21 @@ def answer_fault(
     rec.fault = fault
     answer = status_answer(fault)
     if answer is None:  # notsse
-        srv._fail(conn, rec, 200, not_sse_body(), b"text/html; charset=utf-8")
+        srv.fail(conn, rec, 200, not_sse_body(), b"text/html; charset=utf-8")
         return True
     status, extra, body = answer
     assert conn.transport is not None and conn.current is not None
-    conn.transport.write(srv._head(status, len(body), req.keep_alive, extra=extra) + body)
+    conn.transport.write(srv.head(status, len(body), req.keep_alive, extra=extra) + body)
     rec.status = status
     rec.done_ns = perf_counter_ns()
-    srv._finish(rec)
+    srv.finish(rec)
     conn.next()
     return True
 
 
 def stream_fault_job(
-    srv: SimServer,
-    conn: Conn,
+    srv: SimHost,
+    conn: Client,
     req: Request,
     rec: Record,
     stream: bool,
@@ -67,24 +66,23 @@ def stream_fault_job(
     at = cfg.fault_after if stream and fault != "hang" else 0
     if not stream and fault in _EVENT_FAULTS:
         body = bad_body(fault)
-        frames = (srv._head(200, len(body), req.keep_alive) + body,)
+        frames = (srv.head(200, len(body), req.keep_alive) + body,)
         fault = "malformed" if fault == "nodata" else fault
     return FaultJob(conn, frames, slots, rec, fault, at, round(cfg.drip_ms * 1e6))
 
 
-def exit_now(srv: SimServer, trigger: Record | None) -> None:
+def exit_now(srv: SimHost, trigger: Record | None) -> None:
     """The ``exit`` fault: stop listening and drop every connection, as a crash would;
     every request in flight (and ``trigger``) is recorded with ``fault: "exit"``."""
     if srv.exited.is_set():
         return
     srv.exited.set()
-    if srv._server is not None:
-        srv._server.close()
+    srv.stop_listening()
     if trigger is not None:
         trigger.fault, trigger.status = "exit", CLIENT_GONE
         trigger.done_ns = perf_counter_ns()
-        srv._finish(trigger)
-    for conn in list(srv._conns):
+        srv.finish(trigger)
+    for conn in srv.clients():
         if conn.job is not None and not conn.job.dead:
             conn.job.rec.fault = "exit"
         if conn.transport is not None:

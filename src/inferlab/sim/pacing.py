@@ -2,7 +2,8 @@
 
 A chunk is due at the request's receipt time plus the TTFT, then ``ntokens × ITL`` later per
 chunk (with ``--jitter-ms``, a normal draw on the TTFT and on each token gap, clipped at 0).
-A :class:`~inferlab.sim.wheel.Job` on the server's timer wheel writes each chunk when due.
+A :class:`~inferlab.sim.wheel.Job` on the server's timer wheel writes each chunk when due
+(:class:`Pacer`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from inferlab.sim.truth import Record
 from inferlab.sim.wheel import Job, slot_of
 
 if TYPE_CHECKING:
-    from inferlab.sim.http import Conn
-    from inferlab.sim.server import SimServer
+    from inferlab.sim.host import Client, SimHost
     from inferlab.sim.truth import Request
+    from inferlab.sim.wheel import TimerWheel
 
-__all__ = ["Schedule", "pace"]
+__all__ = ["Pacer", "Schedule"]
 
 
 class Schedule:
@@ -56,46 +57,57 @@ class Schedule:
         return dues
 
 
-def pace(
-    srv: SimServer,
-    conn: Conn,
-    req: Request,
-    rec: Record,
-    gen: api.GenRequest,
-    ids: list[int],
-    fault: str | None,
-) -> None:
-    """Render the answer and put it on the wheel; a ``stream`` fault paces a misbehaving one."""
-    cfg = srv.config
-    out = api.render(
-        gen,
-        rec.id,
-        int(time.time()),
-        srv._model_json,
-        srv._words,
-        ids,
-        cfg.tokens_per_chunk,
-        srv._heads.answer_head(gen.stream, req.keep_alive),
-        reported=2 * gen.max_tokens if rec.fault == "usage" else None,
-    )
-    dues = srv._schedule.dues(req.recv_ns, api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk))
-    if gen.stream:
-        rec.dues = array("q", dues)
-        rec.ntokens = array("q", out.ntokens)
-    else:
-        rec.dues = array("q", dues[-1:])
-        rec.ntokens = array("q", (gen.max_tokens,))
-    rec.completion_tokens = gen.max_tokens
-    frames = tuple(out.frames)
-    slots = array("q", [slot_of(d) for d in rec.dues])
-    job: Job | FaultJob
-    if fault is None or FAULTS[fault].stage != "stream":
-        job = Job(conn, frames, slots, rec)
-    else:
-        job = stream_fault_job(srv, conn, req, rec, gen.stream, frames, slots, fault)
-    conn.job = job
-    if out.head and fault != "hang":
-        assert conn.transport is not None
-        conn.transport.write(out.head)
-    assert srv._wheel is not None
-    srv._wheel.add(job, job.slots[0])
+class Pacer:
+    """Fixed-timing mode: renders each answer and puts it on ``wheel``, its chunks due as
+    ``schedule`` says."""
+
+    def __init__(self, host: SimHost, schedule: Schedule, wheel: TimerWheel) -> None:
+        self.host = host
+        self.schedule = schedule
+        self.wheel = wheel
+
+    def pace(
+        self,
+        conn: Client,
+        req: Request,
+        rec: Record,
+        gen: api.GenRequest,
+        ids: list[int],
+        fault: str | None,
+    ) -> None:
+        """Render the answer and put it on the wheel; a ``stream`` fault paces a misbehaving
+        one."""
+        host = self.host
+        cfg = host.config
+        out = api.render(
+            gen,
+            rec.id,
+            int(time.time()),
+            host.model_json,
+            host.words,
+            ids,
+            cfg.tokens_per_chunk,
+            host.answer_head(gen.stream, req.keep_alive),
+            reported=2 * gen.max_tokens if rec.fault == "usage" else None,
+        )
+        sizes = api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk)
+        dues = self.schedule.dues(req.recv_ns, sizes)
+        if gen.stream:
+            rec.dues = array("q", dues)
+            rec.ntokens = array("q", out.ntokens)
+        else:
+            rec.dues = array("q", dues[-1:])
+            rec.ntokens = array("q", (gen.max_tokens,))
+        rec.completion_tokens = gen.max_tokens
+        frames = tuple(out.frames)
+        slots = array("q", [slot_of(d) for d in rec.dues])
+        job: Job | FaultJob
+        if fault is None or FAULTS[fault].stage != "stream":
+            job = Job(conn, frames, slots, rec)
+        else:
+            job = stream_fault_job(host, conn, req, rec, gen.stream, frames, slots, fault)
+        conn.job = job
+        if out.head and fault != "hang":
+            assert conn.transport is not None
+            conn.transport.write(out.head)
+        self.wheel.add(job, job.slots[0])

@@ -1,11 +1,11 @@
 """The reference engine: an OpenAI-compatible HTTP/1.1 server whose timing is known exactly.
 
-Hand-written HTTP on ``asyncio.Protocol`` (:mod:`inferlab.sim.http`, run under uvloop). A
-request's receipt time is taken when its first byte arrives; its token chunks are due at fixed
-offsets from that time (TTFT, then ``ntokens × ITL`` per chunk, :mod:`inferlab.sim.pacing`)
-and are written by one :class:`TimerWheel`. Faults are injected on purpose
-(:mod:`inferlab.sim.inject`). Every finished request leaves its ground truth: when each chunk
-was due and when it was written.
+Hand-written HTTP on ``asyncio.Protocol`` (:mod:`inferlab.sim.http`, run under uvloop), which
+meets the server at :mod:`inferlab.sim.host`. A request's receipt time is taken when its first
+byte arrives; its token chunks are due at fixed offsets from that time (TTFT, then
+``ntokens × ITL`` per chunk, :mod:`inferlab.sim.pacing`) and are written by one
+:class:`TimerWheel`. Faults are injected on purpose (:mod:`inferlab.sim.inject`). Every
+finished request leaves its ground truth: when each chunk was due and when it was written.
 
 With ``--preset`` / ``--model-mode batching`` one decode loop (:mod:`inferlab.sim.batching`, a
 single item on the same wheel) replaces the fixed schedule: each step's duration comes from the
@@ -21,6 +21,7 @@ import json
 import os
 import signal
 from collections.abc import Callable, Coroutine, Mapping
+from functools import partial
 from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
@@ -29,12 +30,13 @@ from inferlab.errors import SimError
 from inferlab.sim import api
 from inferlab.sim.batching import BatchingEngine
 from inferlab.sim.config import SimConfig
-from inferlab.sim.endpoints import ROUTES, Handler, profile_steps_done
+from inferlab.sim.endpoints import ROUTES, profile_steps_done
 from inferlab.sim.faults import FAULTS, FaultPlan
+from inferlab.sim.host import Client
 from inferlab.sim.http import Conn, Heads
 from inferlab.sim.inject import answer_fault, exit_now
 from inferlab.sim.model import StepModel
-from inferlab.sim.pacing import Schedule, pace
+from inferlab.sim.pacing import Pacer, Schedule
 from inferlab.sim.presets import get_preset, resolve
 from inferlab.sim.profiler import SimProfiler
 from inferlab.sim.tokenizer import WordTokenizer
@@ -47,7 +49,9 @@ _FLUSH_S = 1.0
 
 
 class SimServer:
-    """The reference engine. ``await start()`` binds and serves; ``await stop()`` ends it."""
+    """The reference engine. ``await start()`` binds and serves; ``await stop()`` ends it.
+
+    It is the :class:`~inferlab.sim.host.SimHost` of its connections and request handlers."""
 
     def __init__(
         self,
@@ -58,19 +62,20 @@ class SimServer:
         """``env``: the environment it reads (``SGLANG_TORCH_PROFILER_DIR``; default: this
         process's)."""
         self.config = config
-        self._log = log
+        self.log = log
         self._engine: BatchingEngine | None = None
+        self._pacer: Pacer | None = None
         self.step_model: StepModel | None = None
-        self._profiler: SimProfiler | None = None
+        self.profiler: SimProfiler | None = None
         if config.batching:
             preset = get_preset(config.preset or "generic")
             self.step_model = resolve(preset, config.levers)  # may raise StartupFailure
-            self._profiler = SimProfiler(
+            self.profiler = SimProfiler(
                 preset, self.step_model, config.levers, config.tp_size, config.time_scale, env
             )
         self.tokenizer = WordTokenizer(config.vocab_size)
-        self._words = [b" " + w.encode() for w in self.tokenizer.vocab]
-        self._model_json = json.dumps(config.model)
+        self.words = [b" " + w.encode() for w in self.tokenizer.vocab]
+        self.model_json = json.dumps(config.model)
         self._schedule = Schedule(config.ttft_ms, config.itl_ms, config.jitter_ms, config.seed)
         self._faults = FaultPlan(
             config.fault, config.fault_every, config.fault_at_s, config.fault_for_s
@@ -81,18 +86,18 @@ class SimServer:
         self._ngen = 0
         self._records: list[Record] = []
         self._unflushed: list[str] = []
-        self._conns: set[Conn] = set()
+        self._conns: set[Client] = set()
         self._server: asyncio.AbstractServer | None = None
         self._wheel: TimerWheel | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self._heads = Heads()
-        self._head = self._heads.head
         self.port = 0
-        self._routes: dict[str, dict[str, Handler]] = {
-            **ROUTES,
-            "/v1/completions": {"POST": SimServer._completions},
-            "/v1/chat/completions": {"POST": SimServer._chat},
+        self._routes: dict[str, dict[str, Callable[[Client, Request], None]]] = {
+            path: {method: partial(handler, self) for method, handler in methods.items()}
+            for path, methods in ROUTES.items()
         }
+        self._routes["/v1/completions"] = {"POST": self._completions}
+        self._routes["/v1/chat/completions"] = {"POST": self._chat}
 
     @property
     def url(self) -> str:
@@ -109,6 +114,7 @@ class SimServer:
         self._wheel = TimerWheel(loop)
         if self.step_model is not None:
             self._engine = BatchingEngine(self, self.step_model, self._wheel)
+        self._pacer = Pacer(self, self._schedule, self._wheel)
         try:
             self._server = await loop.create_server(
                 lambda: Conn(self),
@@ -174,14 +180,56 @@ class SimServer:
         self.flush()
         self._flush_handle = asyncio.get_running_loop().call_later(_FLUSH_S, self._flush_tick)
 
-    def _finish(self, rec: Record) -> None:
+    def finish(self, rec: Record) -> None:
+        """Keep the ground truth of a finished generation request (and queue it for
+        ``truth_path``)."""
         self._records.append(rec)
         if self.config.truth_path is not None:
             self._unflushed.append(json.dumps(rec.to_dict()) + "\n")
 
-    # -- HTTP --------------------------------------------------------------------------------
+    # -- HTTP: what connections and handlers use (:class:`~inferlab.sim.host.SimHost`) ------
 
-    def _route(self, conn: Conn, req: Request) -> None:
+    @property
+    def generations(self) -> int:
+        """Valid generation requests received since start."""
+        return self._ngen
+
+    def connected(self, conn: Client) -> None:
+        self._conns.add(conn)
+
+    def disconnected(self, conn: Client) -> None:
+        self._conns.discard(conn)
+
+    def clients(self) -> list[Client]:
+        """The open connections, now."""
+        return list(self._conns)
+
+    def stop_listening(self) -> None:
+        """Close the listening socket; open connections stay."""
+        if self._server is not None:
+            self._server.close()
+
+    def head(
+        self,
+        status: int,
+        length: int | None,
+        keep_alive: bool,
+        ctype: bytes = b"application/json",
+        extra: bytes = b"",
+    ) -> bytes:
+        """The head of an answer (``length`` None: a chunked body; ``extra``: header lines)."""
+        return self._heads.head(status, length, keep_alive, ctype, extra)
+
+    def answer_head(self, stream: bool, keep_alive: bool) -> bytes:
+        """A generation answer's head (SSE, or JSON with ``content-length: %d`` to fill in)."""
+        return self._heads.answer_head(stream, keep_alive)
+
+    def batching_metrics(self) -> str | None:
+        """The batching model's Prometheus text (None: fixed-timing mode)."""
+        return None if self._engine is None else self._engine.metrics_text()
+
+    def route(self, conn: Client, req: Request) -> None:
+        """Answer ``req``, the current request of ``conn``."""
         key = self.config.api_key
         if (
             key
@@ -200,19 +248,19 @@ class SimServer:
         if handler is None:
             conn.respond(405, b'{"detail":"Method Not Allowed"}')
             return
-        handler(self, conn, req)
+        handler(conn, req)
 
-    def _profile_steps_done(self) -> None:
+    def profile_steps_done(self) -> None:
         """``num_steps`` reached: stop and write, answering nobody (as SGLang does)."""
         profile_steps_done(self)
 
-    def _completions(self, conn: Conn, req: Request) -> None:
+    def _completions(self, conn: Client, req: Request) -> None:
         self._generate(conn, req, "completions")
 
-    def _chat(self, conn: Conn, req: Request) -> None:
+    def _chat(self, conn: Client, req: Request) -> None:
         self._generate(conn, req, "chat")
 
-    def _generate(self, conn: Conn, req: Request, endpoint: api.Endpoint) -> None:
+    def _generate(self, conn: Client, req: Request, endpoint: api.Endpoint) -> None:
         cfg = self.config
         self._nreq += 1
         prefix = "chatcmpl-" if endpoint == "chat" else "cmpl-"
@@ -224,7 +272,7 @@ class SimServer:
             else api.parse_generation(endpoint, obj, cfg.model, cfg.max_model_len, self.tokenizer)
         )
         if isinstance(gen, api.ApiError):
-            self._fail(conn, rec, gen.status, gen.body())
+            self.fail(conn, rec, gen.status, gen.body())
             return
         rec.stream = gen.stream
         rec.prompt_tokens = gen.prompt_tokens
@@ -242,20 +290,22 @@ class SimServer:
         if self._engine is not None:
             self._engine.submit(conn, req, rec, gen, ids)
         else:
-            pace(self, conn, req, rec, gen, ids, fault)
+            assert self._pacer is not None
+            self._pacer.pace(conn, req, rec, gen, ids, fault)
 
-    def _fail(
+    def fail(
         self,
-        conn: Conn,
+        conn: Client,
         rec: Record,
         status: int,
         body: bytes,
         ctype: bytes = b"application/json",
     ) -> None:
+        """Answer a generation request with an error now and keep its ground truth."""
         rec.status = status
         conn.respond(status, body, ctype)
         rec.done_ns = perf_counter_ns()
-        self._finish(rec)
+        self.finish(rec)
 
 
 def _run(coro: Coroutine[Any, Any, None]) -> None:
