@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from inferlab.config.bench import SLO, WorkloadSpec, check_auto
+from inferlab.config.search import SearchSection
 from inferlab.config.tomlcompat import tomllib
 from inferlab.cpus import parse_cpu_list
 from inferlab.errors import ConfigError
@@ -245,6 +246,7 @@ class CampaignFile(_Closed):
     slo: SLO = SLO()
     profile: ProfileSection | None = None
     cluster: ClusterSection = ClusterSection()
+    search: SearchSection | None = None  # inferlab optimize (docs/optimize.md)
 
 
 # -- loading with positions ------------------------------------------------------------------
@@ -296,15 +298,21 @@ def locate(text: str, loc: tuple[int | str, ...]) -> int | None:
             i += 1
             continue
         name = re.escape(part)
-        heads = [j for j in range(lo, hi) if re.match(rf"^\s*\[\[\s*{name}\s*\]\]", lines[j])]
+        heads = [  # [[name]], or [[parent.name]] inside the parent's table
+            j for j in range(lo, hi) if re.match(rf"^\s*\[\[\s*([\w-]+\.)*{name}\s*\]\]", lines[j])
+        ]
         if heads:  # TOML array of tables
             k = heads[min(idx or 0, len(heads) - 1)]
             lo, hi = k, next_header(k + 1, hi)
             i += 2 if idx is not None else 1
             continue
         tbl = first(rf"^\s*\[\s*{name}\s*\]", lo, hi)
-        if tbl is not None:  # TOML table
-            lo, hi = tbl, next_header(tbl + 1, hi)
+        if tbl is not None:  # TOML table, with its [name.sub] / [[name.sub]] tables
+            sub = re.compile(rf"^\s*\[\[?\s*{name}\.")
+            end = next_header(tbl + 1, hi)
+            while end < hi and sub.match(lines[end]):
+                end = next_header(end + 1, hi)
+            lo, hi = tbl, end
             i += 1
             continue
         key = first(rf"^\s*(-\s*)?[\"']?{name}[\"']?\s*[=:]", lo, hi)

@@ -1,0 +1,132 @@
+"""The ``[search]`` section of a campaign: what ``inferlab optimize`` searches and how long.
+
+Each ``[[search.dim]]`` is one lever: a flag (its values, a numeric range, or its presence),
+an environment variable, or a kernel-config ``files`` kind (a directory per value, ``"none"``
+for the untuned default). The baseline is the campaign's first config; every trial is that
+config with one value per dimension.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["Objective", "SearchDim", "SearchSection", "short_name"]
+
+#: what the search maximises or minimises, read at ``at`` (capacity: over the sweep)
+Objective = Literal["output_tok_s", "tpot_ms", "goodput", "capacity"]
+
+#: a value a dimension can take (TOML scalars)
+Value = str | int | float | bool
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def short_name(key: str) -> str:
+    """The initials of a flag or variable, for trial names: ``--max-num-seqs`` → ``mns``,
+    ``NCCL_PROTO`` → ``np``."""
+    words = [w for w in re.split(r"[-_.]+", key.lower()) if w]
+    return "".join(w[0] for w in words) or "x"
+
+
+class SearchDim(_Closed):
+    """One searched lever: exactly one of ``flag``, ``env``, ``files``; for a flag, exactly one
+    of ``values``, ``low``/``high`` (a numeric range; ``log`` for a log scale; integers when
+    both ends are) or ``presence = true`` (the flag given or not)."""
+
+    flag: str | None = None
+    env: str | None = None
+    files: Literal["fp8_gemm", "moe"] | None = None
+    values: list[Value] | None = Field(default=None, min_length=1)
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    presence: bool = False
+    #: the dimension's part of a trial's name (default: the flag's initials)
+    short: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9]*$")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SearchDim:
+        kinds = [k for k in ("flag", "env", "files") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of flag, env, files")
+        if self.flag is not None and not self.flag.startswith("-"):
+            raise ValueError(f"flag {self.flag!r}: a flag starts with '-'")
+        ranged = self.low is not None or self.high is not None
+        forms = sum([self.values is not None, ranged, self.presence])
+        if forms != 1:
+            raise ValueError("give exactly one of values, low/high, presence = true")
+        if self.presence and self.flag is None:
+            raise ValueError("presence = true is for a flag")
+        if ranged:
+            if self.flag is None:
+                raise ValueError("low/high is for a flag")
+            if self.low is None or self.high is None or not self.low < self.high:
+                raise ValueError("a range needs low < high")
+            if self.log and self.low <= 0:
+                raise ValueError("log = true needs low > 0")
+        if self.values is not None and len(set(map(repr, self.values))) != len(self.values):
+            raise ValueError("values repeat")
+        return self
+
+    @property
+    def key(self) -> str:
+        """What the dimension sets: ``--max-num-seqs``, ``env NCCL_PROTO``, ``files fp8_gemm``."""
+        if self.flag is not None:
+            return self.flag
+        if self.env is not None:
+            return f"env {self.env}"
+        return f"files {self.files}"
+
+    @property
+    def label(self) -> str:
+        """Its part of a trial's name."""
+        if self.short:
+            return self.short
+        return short_name(self.flag or self.env or f"files-{self.files}")
+
+    @property
+    def integer(self) -> bool:
+        return (
+            self.low is not None
+            and self.high is not None
+            and float(self.low).is_integer()
+            and float(self.high).is_integer()
+        )
+
+
+class SearchSection(_Closed):
+    """``inferlab optimize``: the objective, where it is read, the budget and the stop rules."""
+
+    objective: Objective = "output_tok_s"
+    #: the load point the objective is read at ("C=8"); not for capacity
+    at: str | None = Field(default=None, pattern=r"^(C=\d+|rate=[0-9.]+/s)$")
+    budget_trials: int = Field(default=12, ge=1, le=1000)
+    budget_minutes: float | None = Field(default=None, gt=0)
+    #: a dimension whose Amdahl bound is below this is pruned; the A/B's minimum effect too
+    min_effect: float = Field(default=0.02, ge=0, lt=1)
+    #: stop after this many trials in a row that did not beat the incumbent
+    patience: int = Field(default=6, ge=1)
+    sampler: Literal["tpe", "random", "grid"] = "tpe"
+    seed: int = 0
+    dim: list[SearchDim] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _at(self) -> SearchSection:
+        if self.objective != "capacity" and self.at is None:
+            raise ValueError(f"objective {self.objective!r} needs at = 'C=N' (where it is read)")
+        keys = [d.key for d in self.dim]
+        dup = sorted({k for k in keys if keys.count(k) > 1})
+        if dup:
+            raise ValueError(f"dimension {dup[0]!r} is given twice")
+        labels = [d.label for d in self.dim]
+        clash = sorted({x for x in labels if labels.count(x) > 1})
+        if clash:
+            raise ValueError(
+                f"two dimensions are both named {clash[0]!r} in trial names: set short"
+            )
+        return self

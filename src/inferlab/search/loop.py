@@ -1,0 +1,242 @@
+"""The search loop: Optuna proposes (ask), an evaluator launches and measures the trial against
+the incumbent (a sequential A/B), the loop records and tells. The incumbent changes only on a
+``better`` verdict; the loop stops at the budget, after ``patience`` trials in a row without one,
+when the space is exhausted, or when no dimension is left (every bound below the minimum
+effect). The sampler's state is rebuilt from the recorded trials, never kept apart: a resumed
+search replays them into a fresh study."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import optuna
+from optuna.samplers import BaseSampler, RandomSampler, TPESampler
+from optuna.trial import FrozenTrial, TrialState, create_trial
+
+from inferlab.config.campaign import ConfigSpec
+from inferlab.config.search import SearchSection
+
+from .space import Params, Space
+
+__all__ = [
+    "Evaluator",
+    "SearchResult",
+    "StopReason",
+    "TrialRecord",
+    "TrialResult",
+    "Verdict",
+    "run_search",
+]
+
+#: the sequential A/B's verdict on a trial against the incumbent
+Verdict = Literal["better", "worse", "equivalent", "undecided"]
+StopReason = Literal["budget_trials", "budget_minutes", "patience", "exhausted", "no_dimension"]
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """What measuring one trial gave: the objective's estimate at the search's point (its
+    unit: tok/s, ms, share or concurrency) and the verdict against the incumbent; a trial that
+    failed to launch or verify has ``status = "failed"`` and its classified reason."""
+
+    status: Literal["ok", "failed"]
+    value: float | None = None
+    verdict: Verdict | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial as it is stored: its number, config name, values, result, the incumbent it was
+    judged against and why it was chosen."""
+
+    index: int
+    name: str
+    params: dict[str, Any]
+    result: TrialResult
+    against: str
+    chosen_by: str
+
+
+class Evaluator(Protocol):
+    """Measures a trial config against the named incumbent (already measured)."""
+
+    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult: ...
+
+
+@dataclass
+class SearchResult:
+    """The trials in order, the incumbent's path (config names, the baseline first), the
+    pruned dimensions (key → why) and why the search stopped."""
+
+    trials: list[TrialRecord]
+    path: list[str]
+    stopped: StopReason
+    pruned: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def best(self) -> str:
+        return self.path[-1]
+
+
+def _sampler(section: SearchSection, space: Space) -> tuple[BaseSampler, int]:
+    """The sampler and how many of its first trials are random (its start-up)."""
+    if section.sampler == "random":
+        return RandomSampler(seed=section.seed), 0
+    if section.sampler == "grid":  # the grid's points are enqueued, in a seeded order
+        return RandomSampler(seed=section.seed), 0
+    startup = max(2, min(5, section.budget_trials // 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        tpe = TPESampler(
+            seed=section.seed,
+            n_startup_trials=startup,
+            multivariate=True,
+        )
+    return tpe, startup
+
+
+def _direction(section: SearchSection) -> Literal["minimize", "maximize"]:
+    return "minimize" if section.objective == "tpot_ms" else "maximize"
+
+
+def _told_value(section: SearchSection, r: TrialResult, worst: float) -> float:
+    """The value a failed trial is told as: worse than every measured one."""
+    if r.status == "ok" and r.value is not None and math.isfinite(r.value):
+        return r.value
+    if _direction(section) == "minimize":
+        return worst * 10.0 if worst > 0 else 1e9
+    return 0.0
+
+
+def _frozen(space: Space, rec: TrialRecord, value: float) -> FrozenTrial:
+    return create_trial(
+        params=dict(rec.params),
+        distributions=space.distributions(),
+        value=value,
+        state=TrialState.COMPLETE,
+        user_attrs={"name": rec.name},
+        constraints={"failed": _infeasible(rec.result)},
+    )
+
+
+def _infeasible(r: TrialResult) -> float:
+    """A trial that failed (launch, OOM, verification) violates the "failed" constraint (> 0)."""
+    return 0.0 if r.status == "ok" else 1.0
+
+
+class _Loop:
+    """One search's state: the study, the records, the incumbent's path."""
+
+    def __init__(self, space: Space, section: SearchSection, history: Sequence[TrialRecord]):
+        self.space, self.section = space, section
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # the library never prints
+        self.sampler, self.startup = _sampler(section, space)
+        self.study = optuna.create_study(direction=_direction(section), sampler=self.sampler)
+        self.trials: list[TrialRecord] = []
+        self.path = [space.baseline.name]
+        self.since_better = 0
+        for rec in history:
+            self.add(rec)
+        if section.sampler == "grid":
+            for params in space.grid_points(section.seed):
+                if self.recorded(params) is None:
+                    self.study.enqueue_trial(params)
+
+    def worst(self) -> float:
+        vals = [t.result.value for t in self.trials if t.result.value is not None]
+        if not vals:
+            return 0.0
+        return max(vals) if _direction(self.section) == "minimize" else min(vals)
+
+    def add(self, rec: TrialRecord, asked: optuna.Trial | None = None) -> None:
+        """Record a trial, tell the study (the asked trial, or a replayed one), move the
+        incumbent on a ``better`` verdict against the current incumbent."""
+        value = _told_value(self.section, rec.result, self.worst())
+        self.trials.append(rec)
+        if asked is None:
+            self.study.add_trial(_frozen(self.space, rec, value))
+        else:
+            asked.set_constraint("failed", _infeasible(rec.result))
+            asked.set_user_attr("name", rec.name)
+            self.study.tell(asked, value)
+        if rec.result.verdict == "better" and rec.against == self.path[-1]:
+            self.path.append(rec.name)
+            self.since_better = 0
+        else:
+            self.since_better += 1
+
+    def recorded(self, params: Params) -> TrialRecord | None:
+        return next((t for t in self.trials if dict(t.params) == dict(params)), None)
+
+    def chosen_by(self) -> str:
+        n = len(self.trials)
+        if self.section.sampler != "tpe":
+            return f"{self.section.sampler} sampler"
+        if n < self.startup:
+            return f"TPE start-up (random, {n + 1} of {self.startup})"
+        return f"TPE (multivariate, from {n} trials)"
+
+    def stop(self, started: float, now: float) -> StopReason | None:
+        s = self.section
+        if len(self.trials) >= s.budget_trials:
+            return "budget_trials"
+        if s.budget_minutes is not None and (now - started) / 60.0 >= s.budget_minutes:
+            return "budget_minutes"
+        if self.since_better >= s.patience:
+            return "patience"
+        if len(self.trials) >= self.space.size():
+            return "exhausted"
+        return None
+
+    def propose(self) -> tuple[optuna.Trial, Params] | None:
+        """The sampler's next values not tried yet; a repeat is told its recorded value (the
+        sampler learns nothing new, the grid marks it visited); None after 32 repeats."""
+        for _ in range(32):
+            trial = self.study.ask(self.space.distributions())
+            params = dict(trial.params)
+            before = self.recorded(params)
+            if before is None:
+                return trial, params
+            trial.set_constraint("failed", _infeasible(before.result))
+            self.study.tell(trial, _told_value(self.section, before.result, self.worst()))
+        return None
+
+
+def run_search(
+    space: Space,
+    section: SearchSection,
+    evaluator: Evaluator,
+    *,
+    history: Sequence[TrialRecord] = (),
+    pruned: dict[str, str] | None = None,
+    on_trial: Callable[[TrialRecord], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> SearchResult:
+    """Search ``space`` (its dimensions already pruned; ``pruned`` says which went and why)
+    until a stop rule holds; ``history`` is a resumed search's recorded trials."""
+    if not space.dims:
+        return SearchResult([], [space.baseline.name], "no_dimension", dict(pruned or {}))
+    loop = _Loop(space, section, history)
+    started = clock()
+    while (reason := loop.stop(started, clock())) is None:
+        proposed = loop.propose()
+        if proposed is None:
+            reason = "exhausted"
+            break
+        asked, params = proposed
+        index = len(loop.trials) + 1
+        config = space.config(index, params)
+        chosen_by = loop.chosen_by()
+        incumbent = loop.path[-1]
+        result = evaluator.evaluate(config, incumbent)
+        rec = TrialRecord(index, config.name, dict(params), result, incumbent, chosen_by)
+        loop.add(rec, asked)
+        if on_trial is not None:
+            on_trial(rec)
+    return SearchResult(loop.trials, loop.path, reason, dict(pruned or {}))

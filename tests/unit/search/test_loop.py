@@ -1,0 +1,219 @@
+"""The search loop on a stated surface: Optuna proposes, the incumbent moves only on a
+``better`` verdict, the stop rules hold, failures are data, a resumed search replays its trials.
+
+The evaluator is a known function of the trial's flags (the surface), judged against the
+incumbent's value with the search's minimum effect: the loop's logic is the subject, not a
+server's timing (the server-backed evaluator is tested in tests/e2e)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferlab.config.campaign import ConfigSpec, load_campaign
+from inferlab.config.search import SearchSection
+from inferlab.errors import ConfigError
+from inferlab.search import Space, TrialResult, run_search
+
+MNS = [4, 8, 16, 32, 64]
+MBT = [512, 1024, 2048, 4096]
+
+
+def surface(mns: int, mbt: int) -> float:
+    """Output tok/s of a stated engine: best at mns=32, mbt=2048 (1000 tok/s)."""
+    return 1000.0 - 40.0 * abs(MNS.index(mns) - 3) ** 2 - 60.0 * abs(MBT.index(mbt) - 2)
+
+
+class Surface:
+    """Measures a trial as ``surface`` of its flags; ``fail`` lists values that fail to launch."""
+
+    def __init__(self, section: SearchSection, fail: tuple[int, ...] = ()) -> None:
+        self.section, self.fail = section, fail
+        self.values: dict[str, float] = {"baseline": surface(8, 1024)}
+        self.calls: list[str] = []
+
+    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult:
+        self.calls.append(config.name)
+        mns, mbt = int(config.set["--max-num-seqs"]), int(config.set["--max-num-batched-tokens"])
+        if mns in self.fail:
+            return TrialResult("failed", reason="oom_graph_capture")
+        v = surface(mns, mbt)
+        self.values[config.name] = v
+        ref, eff = self.values[incumbent], self.section.min_effect
+        verdict = (
+            "better" if v > ref * (1 + eff) else "worse" if v < ref / (1 + eff) else "equivalent"
+        )
+        return TrialResult("ok", v, verdict)  # type: ignore[arg-type]
+
+
+def section(**kw: Any) -> SearchSection:
+    base: dict[str, Any] = {
+        "objective": "output_tok_s",
+        "at": "C=8",
+        "budget_trials": 12,
+        "dim": [
+            {"flag": "--max-num-seqs", "values": MNS},
+            {"flag": "--max-num-batched-tokens", "values": MBT},
+        ],
+    }
+    return SearchSection.model_validate(base | kw)
+
+
+BASE = ConfigSpec(name="baseline")
+
+
+def test_tpe_finds_the_stated_optimum_and_the_incumbent_moves_only_on_better() -> None:
+    s = section(budget_trials=14, patience=14)
+    ev = Surface(s)
+    result = run_search(Space(tuple(s.dim), BASE), s, ev)
+    assert result.path[0] == "baseline"
+    assert result.best == "t{:02d}-mns32-mnbt2048".format(
+        int(next(t.index for t in result.trials if t.name.endswith("mns32-mnbt2048")))
+    )
+    # each step of the path was judged better than the one before it
+    for a, b in zip(result.path, result.path[1:], strict=False):
+        rec = next(t for t in result.trials if t.name == b)
+        assert rec.against == a and rec.result.verdict == "better"
+    assert len({tuple(sorted(t.params.items())) for t in result.trials}) == len(result.trials)
+    assert result.stopped in ("budget_trials", "patience")
+    assert result.trials[0].chosen_by.startswith("TPE start-up")
+    assert result.trials[-1].chosen_by.startswith("TPE (multivariate")
+
+
+def test_stops_by_patience_when_nothing_beats_the_incumbent() -> None:
+    s = section(budget_trials=20, patience=3)
+    ev = Surface(s)
+    ev.values["baseline"] = 10_000.0  # nothing can beat it
+    result = run_search(Space(tuple(s.dim), BASE), s, ev)
+    assert result.stopped == "patience" and len(result.trials) == 3
+    assert result.path == ["baseline"]
+
+
+def test_a_small_space_is_exhausted_and_a_grid_walks_it_once() -> None:
+    s = section(
+        sampler="grid",
+        budget_trials=50,
+        patience=50,
+        dim=[
+            {"flag": "--max-num-seqs", "values": [16, 32]},
+            {"flag": "--max-num-batched-tokens", "values": [2048]},
+        ],
+    )
+    result = run_search(Space(tuple(s.dim), BASE), s, Surface(s))
+    assert result.stopped == "exhausted"
+    assert sorted(t.name.split("-", 1)[1] for t in result.trials) == [
+        "mns16-mnbt2048",
+        "mns32-mnbt2048",
+    ]
+
+
+def test_failures_are_recorded_and_the_search_goes_on() -> None:
+    s = section(budget_trials=12, patience=12, seed=3)
+    ev = Surface(s, fail=(64,))
+    result = run_search(Space(tuple(s.dim), BASE), s, ev)
+    failed = [t for t in result.trials if t.result.status == "failed"]
+    assert all(t.params["--max-num-seqs"] == 64 for t in failed)
+    assert all(t.result.reason == "oom_graph_capture" for t in failed)
+    assert len(result.trials) == 12 and len(failed) < 4  # the failing region is avoided
+    assert not any(t in result.path for t in (f.name for f in failed))
+
+
+def test_a_resumed_search_replays_its_trials_and_goes_on_from_there() -> None:
+    s = section(budget_trials=10, patience=10, seed=7)
+    space = Space(tuple(s.dim), BASE)
+    whole = run_search(space, s, Surface(s))
+    first = run_search(space, s.model_copy(update={"budget_trials": 4}), Surface(s))
+    ev = Surface(s)
+    ev.values.update({t.name: t.result.value or 0.0 for t in first.trials})
+    resumed = run_search(space, s, ev, history=first.trials)
+    assert resumed.trials[:4] == first.trials
+    assert len(ev.calls) == 6 and ev.calls[0].startswith("t05-")
+    assert resumed.path[: len(first.path)] == first.path
+    seen = [tuple(sorted(t.params.items())) for t in resumed.trials]
+    assert len(set(seen)) == len(seen)
+    assert whole.stopped == resumed.stopped == "budget_trials"
+
+
+def test_no_dimension_left_stops_before_anything_runs() -> None:
+    s = section()
+    ev = Surface(s)
+    result = run_search(Space((), BASE), s, ev, pruned={"--max-num-seqs": "bound ×1.01"})
+    assert result.stopped == "no_dimension" and ev.calls == []
+    assert result.pruned == {"--max-num-seqs": "bound ×1.01"}
+
+
+def test_a_trial_is_a_named_config_over_the_baseline() -> None:
+    s = section(
+        dim=[
+            {"flag": "--max-num-seqs", "values": [32]},
+            {"flag": "--enable-chunked-prefill", "presence": True},
+            {"env": "NCCL_PROTO", "values": ["Simple", "LL"]},
+            {"files": "fp8_gemm", "values": ["none", "tuned/"], "short": "fp8"},
+            {"flag": "--gpu-memory-utilization", "low": 0.8, "high": 0.95},
+        ]
+    )
+    space = Space(tuple(s.dim), BASE)
+    params = {
+        "--max-num-seqs": 32,
+        "--enable-chunked-prefill": False,
+        "env NCCL_PROTO": "LL",
+        "files fp8_gemm": "none",
+        "--gpu-memory-utilization": 0.912345,
+    }
+    cfg = space.config(3, params)
+    assert cfg.name == "t03-mns32-ecpoff-npll-fp8none-gmu0.9123"
+    assert cfg.extends == "baseline"
+    assert cfg.set == {
+        "--max-num-seqs": 32,
+        "--enable-chunked-prefill": False,
+        "--gpu-memory-utilization": 0.9123,
+    }
+    assert cfg.env == {"NCCL_PROTO": "LL"} and cfg.files == {}
+    assert space.config(4, params | {"files fp8_gemm": "tuned/"}).files == {"fp8_gemm": "tuned/"}
+    assert space.size() == float("inf")
+    with pytest.raises(ConfigError, match="needs listed values"):
+        space.grid()
+
+
+def _campaign(tmp_path: Path, search: str) -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[campaign]\nname = "s"\n[engine]\nkind = "sim"\n[[config]]\nname = "baseline"\n' + search
+    )
+    return p
+
+
+@pytest.mark.parametrize(
+    ("search", "line", "message"),
+    [
+        ('[search]\nat = "C=8"\n[[search.dim]]\nflag = "--x"\nenv = "Y"\nvalues = [1]\n', 9,
+         "exactly one of flag, env, files"),
+        ('[search]\nat = "C=8"\n[[search.dim]]\nflag = "--x"\n', 9,
+         "exactly one of values, low/high, presence"),
+        ('[search]\n[[search.dim]]\nflag = "--x"\nvalues = [1, 2]\n', 7,
+         "needs at = 'C=N'"),
+        ('[search]\nat = "C=8"\n[[search.dim]]\nflag = "--x"\nlow = 0\nhigh = 4\nlog = true\n',
+         9, "log = true needs low > 0"),
+        ('[search]\nat = "C=8"\n[[search.dim]]\nenv = "A_BX"\nvalues = [1]\n'
+         '[[search.dim]]\nenv = "A_BY"\nvalues = [2]\n', 7, "both named 'ab'"),
+    ],
+)  # fmt: skip
+def test_a_bad_search_section_names_the_file_line_and_field(
+    tmp_path: Path, search: str, line: int, message: str
+) -> None:
+    p = _campaign(tmp_path, search)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_campaign(p)
+    assert f"{p}:{line}: search" in str(err.value)
+
+
+def test_a_good_search_section_loads() -> None:
+    camp = load_campaign(Path(__file__).parent / "search.toml")
+    assert camp.search is not None
+    assert [d.key for d in camp.search.dim] == [
+        "--max-num-seqs",
+        "--max-num-batched-tokens",
+        "env NCCL_PROTO",
+    ]
