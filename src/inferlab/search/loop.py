@@ -116,7 +116,7 @@ def _told_value(section: SearchSection, r: TrialResult, worst: float) -> float:
 
 def _frozen(space: Space, rec: TrialRecord, value: float) -> FrozenTrial:
     return create_trial(
-        params=dict(rec.params),
+        params=space.encode(rec.params),
         distributions=space.distributions(),
         value=value,
         state=TrialState.COMPLETE,
@@ -146,7 +146,7 @@ class _Loop:
         if section.sampler == "grid":
             for params in space.grid_points(section.seed):
                 if self.recorded(params) is None:
-                    self.study.enqueue_trial(params)
+                    self.study.enqueue_trial(self.space.encode(params))
 
     def worst(self) -> float:
         vals = [t.result.value for t in self.trials if t.result.value is not None]
@@ -199,7 +199,7 @@ class _Loop:
         sampler learns nothing new, the grid marks it visited); None after 32 repeats."""
         for _ in range(32):
             trial = self.study.ask(self.space.distributions())
-            params = dict(trial.params)
+            params = self.space.decode(trial.params)
             before = self.recorded(params)
             if before is None:
                 return trial, params

@@ -22,7 +22,7 @@ from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchDim, SearchSection
 from inferlab.errors import ConfigError
 
-__all__ = ["Params", "Space", "distribution", "value_text"]
+__all__ = ["Params", "Space", "distribution", "ordinal", "value_text"]
 
 #: a trial's values, by dimension key (``--max-num-seqs``, ``env NCCL_PROTO``, ``files moe``)
 Params = Mapping[str, Any]
@@ -31,10 +31,23 @@ Params = Mapping[str, Any]
 UNTUNED = "none"
 
 
+def ordinal(dim: SearchDim) -> bool:
+    """Whether a listed dimension's values are numbers in ascending order: the sampler then
+    sees their rank (an integer), so that neighbouring values inform each other."""
+    vals = dim.values
+    if vals is None or len(vals) < 3:
+        return False
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+        return False
+    return all(float(a) < float(b) for a, b in itertools.pairwise(vals))
+
+
 def distribution(dim: SearchDim) -> BaseDistribution:
-    """The Optuna distribution of one dimension."""
+    """The Optuna distribution of one dimension (an ordinal one: the rank of its value)."""
     if dim.presence:
         return CategoricalDistribution([False, True])
+    if dim.values is not None and ordinal(dim):
+        return IntDistribution(0, len(dim.values) - 1)
     if dim.values is not None:
         return CategoricalDistribution(list(dim.values))
     assert dim.low is not None and dim.high is not None
@@ -76,6 +89,22 @@ class Space:
     def distributions(self) -> dict[str, BaseDistribution]:
         return {d.key: distribution(d) for d in self.dims}
 
+    def encode(self, params: Params) -> dict[str, Any]:
+        """A trial's values as the sampler sees them (an ordinal dimension: the rank)."""
+        out = dict(params)
+        for d in self.dims:
+            if d.values is not None and ordinal(d) and d.key in out:
+                out[d.key] = list(d.values).index(out[d.key])
+        return out
+
+    def decode(self, sampled: Params) -> dict[str, Any]:
+        """The sampler's values as the trial's (an ordinal dimension's rank → its value)."""
+        out = dict(sampled)
+        for d in self.dims:
+            if d.values is not None and ordinal(d) and d.key in out:
+                out[d.key] = d.values[int(out[d.key])]
+        return out
+
     def size(self) -> float:
         """How many distinct trials the space holds (``inf`` with a float range)."""
         n = 1.0
@@ -94,7 +123,9 @@ class Space:
         out: dict[str, list[Any]] = {}
         for d in self.dims:
             dist = distribution(d)
-            if isinstance(dist, CategoricalDistribution):
+            if d.values is not None:
+                out[d.key] = list(d.values)
+            elif isinstance(dist, CategoricalDistribution):
                 out[d.key] = list(dist.choices)
             elif isinstance(dist, IntDistribution) and dist.high - dist.low < 4096:
                 out[d.key] = list(range(dist.low, dist.high + 1))
