@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
+from inferlab.secrets import scrub_text
+
 __all__ = [
     "ConfigError",
     "ConnectError",
@@ -93,8 +95,6 @@ class LaunchError(InferlabError):
         log_path: object = None,
         tail: list[str] | None = None,
     ) -> None:
-        from inferlab.config.secrets import scrub_text
-
         super().__init__(scrub_text(message))
         self.kind = kind
         self.remedy = remedy

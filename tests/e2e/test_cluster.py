@@ -27,10 +27,10 @@ from inferlab.cluster.connect import (  # noqa: E402
     connect,
     is_subreaper,
 )
-from inferlab.cluster.report import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
 from inferlab.errors import ConfigError, TuneError  # noqa: E402
+from inferlab.report.sections.cluster import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.store import Store  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
 from support import ray_fakes  # noqa: E402

@@ -28,12 +28,12 @@ from typing import Any
 
 from inferlab.campaign.files import Installed
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.config.secrets import scrub_text
 from inferlab.engines import EngineSpec, get_engine, parse_prometheus
 from inferlab.engines.evidence import EnvEvidence, field_name, same_value
 from inferlab.engines.flags import Change
 from inferlab.logs import analyze_log
 from inferlab.recon.tuned import parse_config_name
+from inferlab.secrets import scrub_text
 from inferlab.store import Store
 
 __all__ = ["LeverItem", "Sources", "check_levers", "gather", "item_lines", "record_levers"]

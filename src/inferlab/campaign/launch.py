@@ -28,11 +28,11 @@ from inferlab.campaign import orphans
 from inferlab.campaign.cpus import CpuSplit
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.config.secrets import scrub_text
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.engines.base import classify_log
 from inferlab.engines.logs import primary_failure
 from inferlab.errors import ConfigError, LaunchError
+from inferlab.secrets import scrub_text
 from inferlab.server import (
     LaunchSpec,
     ServerProcess,

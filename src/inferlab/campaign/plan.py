@@ -13,14 +13,15 @@ from inferlab.campaign import capture
 from inferlab.campaign.bench import bench_config
 from inferlab.campaign.cpus import CpuSplit, plan_cpus
 from inferlab.campaign.files import check_files
+from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.stopping import stopping_lines
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
-from inferlab.config.resolve import ResolvedConfig, resolve_configs
-from inferlab.config.secrets import REDACTED, scrub_argv, scrub_env
+from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, plan_points
+from inferlab.secrets import REDACTED, scrub_argv, scrub_env
 
 __all__ = ["Plan", "make_plan", "render_plan", "select_configs"]
 

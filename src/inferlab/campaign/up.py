@@ -29,12 +29,13 @@ from inferlab.campaign.launch import (
     server_url,
 )
 from inferlab.campaign.orphans import recover_campaign
+from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.steps import check_applied, config_files
 from inferlab.config.campaign import CampaignFile, load_campaign
-from inferlab.config.resolve import ResolvedConfig, resolve_configs
-from inferlab.config.secrets import scrub_argv
+from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, VerifyError
+from inferlab.secrets import scrub_argv
 from inferlab.server import ServerProcess, StopReport, stop, stop_group
 from inferlab.server.lifecycle import Proc
 from inferlab.store import Store

@@ -12,11 +12,11 @@ from rich.markup import escape
 
 from inferlab.campaign.files import pending_manifests
 from inferlab.campaign.launch import output_dir
+from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.steps import check_applied
 from inferlab.campaign.up import find_config
 from inferlab.config.bench import validation_message
 from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection, load_campaign
-from inferlab.config.resolve import resolve_configs
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 from inferlab.load.detect import detect_engine

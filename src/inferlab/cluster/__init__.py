@@ -7,3 +7,29 @@ writes the store. Nothing here imports ``ray`` until a cluster is asked for
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferlab.faces import lazy_face
+
+if TYPE_CHECKING:
+    from inferlab.cluster.bench import bench_ray
+    from inferlab.cluster.campaign import check_cluster_plan, placement_lines, run_campaign_ray
+    from inferlab.cluster.tune import tune_shapes_ray
+
+__all__ = [
+    "bench_ray",
+    "check_cluster_plan",
+    "placement_lines",
+    "run_campaign_ray",
+    "tune_shapes_ray",
+]
+
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "inferlab.cluster.bench": ("bench_ray",),
+        "inferlab.cluster.campaign": ("check_cluster_plan", "placement_lines", "run_campaign_ray"),
+        "inferlab.cluster.tune": ("tune_shapes_ray",),
+    },
+)

@@ -1,0 +1,53 @@
+"""Typed, closed config models (pydantic, ``extra=forbid``): the campaign file, a load
+sweep, a resolved config, and the readers they share."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from inferlab.faces import lazy_face
+
+if TYPE_CHECKING:
+    from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
+    from inferlab.config.campaign import (
+        CampaignFile,
+        ConfigSpec,
+        EngineSection,
+        load_campaign,
+        locate,
+    )
+    from inferlab.config.jsonfile import read_json
+    from inferlab.config.resolve import ResolvedConfig
+    from inferlab.config.urls import redact_url
+
+__all__ = [
+    "SLO",
+    "BenchConfig",
+    "CampaignFile",
+    "ConfigSpec",
+    "EngineSection",
+    "ResolvedConfig",
+    "WorkloadSpec",
+    "load_campaign",
+    "locate",
+    "read_json",
+    "redact_url",
+    "validation_message",
+]
+
+__getattr__ = lazy_face(
+    __name__,
+    {
+        "inferlab.config.bench": ("SLO", "BenchConfig", "WorkloadSpec", "validation_message"),
+        "inferlab.config.campaign": (
+            "CampaignFile",
+            "ConfigSpec",
+            "EngineSection",
+            "load_campaign",
+            "locate",
+        ),
+        "inferlab.config.jsonfile": ("read_json",),
+        "inferlab.config.resolve": ("ResolvedConfig",),
+        "inferlab.config.urls": ("redact_url",),
+    },
+)

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from inferlab.config.secrets import scrub_env
+from inferlab.secrets import scrub_env
 
 __all__ = ["ENV_GROUPS", "env_in_effect"]
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from inferlab.config.secrets import REDACTED, is_secret_name
 from inferlab.errors import ConfigError
+from inferlab.secrets import REDACTED, is_secret_name
 
 __all__ = ["Endpoint", "ServerProbe", "check_url", "probe_server"]
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from inferlab.config.secrets import scrub_text
 from inferlab.cpus import pin_child
 from inferlab.errors import LaunchError
+from inferlab.secrets import scrub_text
 from inferlab.server.stop import StopReport, signal_group, stop_group
 
 __all__ = [

@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inferlab.config.secrets import scrub_obj, scrub_text
+from inferlab.secrets import scrub_obj, scrub_text
 from inferlab.store.jsoncols import dumps, now
 
 __all__ = ["Annotations"]

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from inferlab.config.secrets import scrub_argv, scrub_env
 from inferlab.errors import StoreError
 from inferlab.records import RequestRecord
+from inferlab.secrets import scrub_argv, scrub_env
 from inferlab.store.annotations import Annotations
 from inferlab.store.jsoncols import dumps as _dumps
 from inferlab.store.jsoncols import now as _now

@@ -1,4 +1,5 @@
-"""Tuning results: read a saved run, derive the per-(shape, M) table, store it, report it.
+"""Tuning results: read a saved run, derive the per-(shape, M) table, store it (the report's
+section is ``report.sections.tuning``).
 
 Definitions (every number in the table):
 
@@ -16,15 +17,12 @@ Definitions (every number in the table):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from html import escape
 from typing import Any
 
-from inferlab.report.sections import Section, register_section
-from inferlab.report.sections import md_text as _md
 from inferlab.store import Store
 from inferlab.tune.saved import TuneData
 
-__all__ = ["COLUMNS", "analysis_records", "store_run", "table_rows", "tuning_section"]
+__all__ = ["COLUMNS", "analysis_records", "num", "store_run", "table_rows"]
 
 
 def analysis_records(
@@ -71,10 +69,11 @@ def store_run(
         ]
 
 
-# -- the report section -----------------------------------------------------------------------
+# -- the per-M table (shown by `inferlab tune show` and the report) ---------------------------
 
 
-def _f(x: Any, digits: int = 1) -> str:
+def num(x: Any, digits: int = 1) -> str:
+    """A table number: ``digits`` decimals with thousands separators, "–" for none."""
     return "–" if x is None else f"{float(x):,.{digits}f}"
 
 
@@ -98,66 +97,16 @@ def table_rows(cells: Iterable[Mapping[str, Any]]) -> list[list[str]]:
     return [
         [
             str(c["m"]),
-            _f(c["default_us"]),
-            _f(c["tuned_us"]),
-            f"{_f(c['speedup'], 2)}×",
-            _f(c["tflops"], 0),
-            _f(c["gbps"], 0),
-            _f(c.get("roof_pct"), 0),
+            num(c["default_us"]),
+            num(c["tuned_us"]),
+            f"{num(c['speedup'], 2)}×",
+            num(c["tflops"], 0),
+            num(c["gbps"], 0),
+            num(c.get("roof_pct"), 0),
             str(c["tuned"]),
-            _f(c.get("split_us")),
-            _f(c.get("split_roof_pct"), 0),
+            num(c.get("split_us")),
+            num(c.get("split_roof_pct"), 0),
             str(c.get("split") or "–"),
         ]
         for c in sorted(cells, key=lambda c: int(c["m"]))
     ]
-
-
-_DEFINITION = (
-    "Median kernel times (CUDA-graph replay over rotating inputs larger than L2). Tuned: the best "
-    "config the engine can run. TFLOP/s = 2MNK / tuned time; GB/s = (A + B + C + scales bytes) / "
-    "tuned time; % roof = max(2MNK / fp8 peak, bytes / copy bandwidth) / tuned time, ceilings "
-    "measured at the start of the run. Split-K configs run only in the inferlab kernel and are "
-    "never written to engine files."
-)
-
-
-@register_section("tuning")
-def tuning_section(store: Store, campaign: str) -> Section | None:
-    """W8A8 block-FP8 GEMM tuning results of ``campaign`` (latest run per shape)."""
-    rows = store.analyses("tune", campaign)
-    if not rows:
-        return None
-    latest: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        latest[r["name"]] = r
-    md: list[str] = [_md(_DEFINITION), ""]
-    html: list[str] = [f'<p class="muted">{escape(_DEFINITION)}</p>']
-    for name, r in latest.items():
-        d = r["data"]
-        ceil = d.get("ceilings") or {}
-        head = (
-            f"{name} on {d.get('device_name', '?')} ({d.get('engine', '?')}); ceilings: copy "
-            f"{_f(ceil.get('copy_gbps'), 0)} GB/s, fp8 {_f(ceil.get('fp8_tflops'), 0)} TFLOP/s; "
-            f"stored {r['created_at']}"
-        )
-        md += [f"### {_md(head)}", ""]
-        md.append("| " + " | ".join(COLUMNS) + " |")
-        md.append("|" + "---|" * len(COLUMNS))
-        html.append(f"<h3>{escape(head)}</h3>")
-        html.append("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS))
-        html.append("</tr></thead><tbody>")
-        for row in table_rows(d.get("cells") or []):
-            md.append("| " + " | ".join(_md(x) for x in row) + " |")
-            html.append("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in row) + "</tr>")
-        html.append("</tbody></table>")
-        md.append("")
-        for f in d.get("files") or []:
-            line = f"wrote {f.get('path')} (M added {f.get('added')}, replaced {f.get('replaced')})"
-            md.append(f"- {_md(line)}")
-            html.append(f"<p>{escape(line)}</p>")
-        for w in d.get("warnings") or []:
-            md.append(f"- warning: {_md(w)}")
-            html.append(f'<p class="warn">warning: {escape(w)}</p>')
-        md.append("")
-    return Section("tuning", "FP8 GEMM tuning", "\n".join(md), "\n".join(html))

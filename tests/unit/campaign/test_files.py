@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from inferlab.campaign import files as lever_files
+from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.runner import make_plan, render_plan
 from inferlab.config.campaign import load_campaign
-from inferlab.config.resolve import resolve_configs
 from inferlab.errors import ConfigError
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store

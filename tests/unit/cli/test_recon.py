@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.config.secrets import REDACTED
 from inferlab.environment import gpu_info, nvml_gpus
 from inferlab.recon.git import repo_info
+from inferlab.secrets import REDACTED
 from inferlab.store import Store
 from support.cli import Cli, CliResult
 from support.git import commit, git, make_checkout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.config.secrets import (
+from inferlab.secrets import (
     REDACTED,
 )
 from support.campaign import CampaignToml

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from inferlab.config.secrets import REDACTED
 from inferlab.recon.envvars import env_in_effect
+from inferlab.secrets import REDACTED
 
 # -- environment and server ------------------------------------------------------------------
 

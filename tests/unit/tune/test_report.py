@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferlab.report.sections import build_sections
+from inferlab.report.sections.tuning import tuning_section
 from inferlab.store import Store
 from inferlab.tune.config import DEFAULT_SGLANG
-from inferlab.tune.report import store_run, tuning_section
+from inferlab.tune.report import store_run
 from inferlab.tune.runner import CellResult, TuneRun
 from inferlab.tune.saved import parse_run
 

@@ -1,4 +1,4 @@
-"""Resolving a campaign's configs (``config.resolve``): ``lossless`` inherited and restated,
+"""Resolving a campaign's configs (``campaign.resolve``): ``lossless`` inherited and restated,
 resolution errors name the file and line, the design's campaign resolves to its story."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from inferlab.campaign.resolve import resolve_configs
 from inferlab.config.campaign import load_campaign
-from inferlab.config.resolve import resolve_configs
 from inferlab.errors import ConfigError
 from support.campaign import write_campaign
 from support.campaigns import LOSSY

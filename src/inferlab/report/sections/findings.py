@@ -7,8 +7,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from inferlab.report.sections import Section, register_section
-from inferlab.report.sections import md_text as _md
+from inferlab.report.sections.base import Section
+from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
 
 __all__ = ["findings_section"]
@@ -26,7 +26,6 @@ def _where(f: dict[str, Any]) -> str:
     return src
 
 
-@register_section("findings")
 def findings_section(store: Store, campaign: str) -> Section | None:
     """Findings of ``campaign`` grouped by config, errors first; None when it has none."""
     rows = store.findings(campaign)

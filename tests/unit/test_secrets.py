@@ -1,4 +1,4 @@
-"""Secrets are redacted by their exact names, never by substring (``config.secrets``): every
+"""Secrets are redacted by their exact names, never by substring (``inferlab.secrets``): every
 flag of vLLM's CPU build (its real ``--help=all``) and every field of SGLang's ``ServerArgs``
 (a real repr) keeps its value, except the few that carry a secret; every secret form is
 redacted in argv, env, logs and args dumps."""
@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from inferlab.config.secrets import (
+from inferlab.engines.evidence import SGLANG_SERVER_ARGS
+from inferlab.secrets import (
     REDACTED,
     is_secret_flag,
     is_secret_name,
@@ -18,7 +19,6 @@ from inferlab.config.secrets import (
     scrub_env,
     scrub_text,
 )
-from inferlab.engines.evidence import SGLANG_SERVER_ARGS
 from support import FIXTURES
 
 FIX = FIXTURES / "levers"

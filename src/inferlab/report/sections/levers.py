@@ -15,7 +15,7 @@ from inferlab.levers.render import (
     lever_details,
     prediction_cells,
 )
-from inferlab.report.sections import Section, md_text, register_section
+from inferlab.report.sections.base import Section, md_text
 from inferlab.store import Store
 
 __all__ = ["levers_section", "predictions_section"]
@@ -47,7 +47,6 @@ def _intro(d: Decision, text: str) -> tuple[list[str], list[str]]:
     return [*md, f"_{md_text(text)}_", ""], [*html, f'<p class="def">{escape(text)}</p>']
 
 
-@register_section("levers")
 def levers_section(store: Store, campaign: str) -> Section | None:
     """Each config's levers, ranked; None when the campaign has no profile and no sweep."""
     d = _decide(store, campaign, check=False)
@@ -69,7 +68,6 @@ def levers_section(store: Store, campaign: str) -> Section | None:
     return Section("levers", "What to try next", "\n".join(md), "\n".join(html))
 
 
-@register_section("predictions")
 def predictions_section(store: Store, campaign: str) -> Section | None:
     """Predicted vs measured for configs whose change a lever explains; None when none."""
     d = _decide(store, campaign, check=True)

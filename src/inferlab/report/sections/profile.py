@@ -9,11 +9,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from inferlab.report.sections import Section, register_section
-from inferlab.report.sections import md_text as _md
+from inferlab.profile import render
+from inferlab.report.sections.base import Section
+from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
-
-from . import render
 
 __all__ = ["profile_section"]
 
@@ -160,7 +159,6 @@ def _latest_capture(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [by_rank[k]["data"] for k in sorted(by_rank)]
 
 
-@register_section("profile")
 def profile_section(store: Store, campaign: str) -> Section | None:
     """Every profile stored under ``campaign``; ``None`` when it has none."""
     rows = store.analyses("profile", campaign=campaign)

@@ -9,8 +9,8 @@ from html import escape
 from typing import Any
 
 from inferlab.records import RequestRecord
-from inferlab.report.sections import Section, register_section
-from inferlab.report.sections import md_text as _md
+from inferlab.report.sections.base import Section
+from inferlab.report.sections.base import md_text as _md
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import Store
@@ -97,7 +97,6 @@ def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> tuple[list[str
     return md, f"<table><tr>{th}</tr>{trs}</table>"
 
 
-@register_section("cluster")
 def cluster_section(store: Store, campaign: str) -> Section | None:
     """Placement and per-client-host latency of ``campaign``; None when it used no cluster."""
     placed, clients = placement_rows(store, campaign), client_rows(store, campaign)

@@ -7,8 +7,8 @@ from html import escape
 from typing import Any
 
 from inferlab.recon.tables import ReconTable, recon_tables
-from inferlab.report.sections import Section, register_section
-from inferlab.report.sections import md_text as _md
+from inferlab.report.sections.base import Section
+from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
 
 __all__ = ["recon_section"]
@@ -47,7 +47,6 @@ def _latest_per_host(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-@register_section("recon")
 def recon_section(store: Store, campaign: str) -> Section | None:
     """The latest recon per host of ``campaign``; ``None`` when it has none."""
     rows = _latest_per_host(store.analyses("recon", campaign=campaign))
