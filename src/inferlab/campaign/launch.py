@@ -213,7 +213,7 @@ def launch_config(
     it running). ``launcher``: where it runs (see the module docstring)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
-    addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
+    addr = "127.0.0.1" if cfg.is_local else cfg.host.split("@")[-1]
     argv = spec.launch_argv(
         cfg.model,
         host="127.0.0.1" if addr == "127.0.0.1" else "0.0.0.0",

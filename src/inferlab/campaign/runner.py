@@ -30,7 +30,6 @@ from inferlab.campaign.launch import (
     SUBPROCESS,
     Launcher,
     config_row,
-    output_dir,
     served_model,
     server_url,
 )
@@ -41,7 +40,7 @@ from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recheck import RecheckTodo, recheck_pass, recheck_todo
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.steps import Held, StepFailed, check_applied, config_files, server_running
-from inferlab.campaign.stopping import baseline_name, baseline_refs, sequential_for
+from inferlab.campaign.stopping import baseline_refs
 from inferlab.campaign.up import campaign_lock, verify_config
 from inferlab.campaign.watch import ServerWatch
 from inferlab.config.resolve import ResolvedConfig
@@ -137,7 +136,7 @@ def run_campaign(
     result = CampaignResult(name, [])
     all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
     with campaign_lock(camp):
-        for line in recover_campaign(output_dir(camp), store) + plan_notes(plan, store):
+        for line in recover_campaign(plan.output_dir, store) + plan_notes(plan, store):
             events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
@@ -176,7 +175,7 @@ def _recheck_step(
 ) -> None:
     """The baseline launched again and rechecked at every point it has measured and not
     rechecked yet (``campaign.recheck``); its outcome is "BASELINE (recheck)"."""
-    base = plan.baseline or plan.configs[0]
+    base = plan.baseline
     if base.name not in {c.name for c in plan.configs}:
         return
     with store.transaction():
@@ -232,12 +231,10 @@ def _verified(
     rep = verify_config(plan.campaign, cfg, url, model, store)
     if rep.passed:
         return None
-    fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-    what = "diverged from the reference" if rep.diverged else "failed verification"
     return ConfigOutcome(
         cfg.name,
         "verify-failed",
-        f"{what}: {fails}",
+        rep.summary(),
         remedy="fix the config, or --no-verify to measure anyway",
     )
 
@@ -282,7 +279,7 @@ def _measure(
     """Files, server, verification, lever evidence, then every load point and the profiled
     passes (``[profile]``), or (``recheck``) the baseline's recheck; each undone on exit."""
     camp = plan.campaign
-    base = plan.baseline or plan.configs[0]
+    base = plan.baseline
     say = events.message
     with (
         config_files(camp, base, cfg, store=store, config_id=gid, say=say) as (cfg, inst),
@@ -314,15 +311,15 @@ def _sweep(
 ) -> ConfigOutcome:
     """The ``todo`` cells of the config's load points, then its profiled passes."""
     camp = plan.campaign
-    ref = camp.load.sequential and cfg.name == baseline_name(camp)
+    ref = camp.load.sequential and cfg.name == plan.reference
     bench = bench_config(camp, url, model, cfg.api or cfg.engine, plan.cpus.client, reference=ref)
     env = {"cpu_split": plan.cpus.to_json()}
     sink = StoreSink(
         store, bench, camp.campaign.name, cfg.name, config_id=gid, environment_extra=env
     )
     refs = {}
-    if sequential_for(camp, cfg.name):
-        refs = baseline_refs(store, camp.campaign.name, baseline_name(camp))
+    if camp.load.sequential and cfg.name != plan.reference:
+        refs = baseline_refs(store, camp.campaign.name, plan.reference)
     watch = [ServerWatch(held.server, cfg.name)] if held.server is not None else []
     clock = [held.clock.sink(url, bench)] if held.clock is not None else []
     try:

@@ -149,7 +149,7 @@ def _verify_up(
         return None
     rep = verify_config(camp, cfg, url, model, store)
     if not rep.passed:
-        raise VerifyError(_failure_text(cfg.name, rep))
+        raise VerifyError(f"{cfg.name} {rep.summary()} (use --no-verify to measure anyway)")
     return rep
 
 
@@ -253,12 +253,6 @@ def up(
             return _up_running(camp, cfg, path, store, no_verify, notes)
         split = plan_cpus(camp, campaign_streams(camp), path=path, text=text)
         return _up_launched(camp, configs[0], cfg, state, store, gid, no_verify, notes, split)
-
-
-def _failure_text(name: str, rep: VerifyReport) -> str:
-    fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-    what = "diverged from the reference" if rep.diverged else "failed verification"
-    return f"{name} {what}: {fails} (use --no-verify to measure anyway)"
 
 
 def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str, StopReport]]:

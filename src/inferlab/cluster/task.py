@@ -197,11 +197,9 @@ class ConfigRun:
     def _verified(self, rep: VerifyReport) -> None:
         store_verification(self.sh.store, self.sh.camp, self.cfg, rep)
         if not rep.passed:
-            fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-            what = "diverged from the reference" if rep.diverged else "failed verification"
             self._end(
                 "verify-failed",
-                f"{what}: {fails}",
+                rep.summary(),
                 remedy="fix the config, or --no-verify to measure anyway",
             )
             self._stop()

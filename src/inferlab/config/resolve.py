@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.config.campaign import CampaignFile, ConfigSpec, EngineSection, locate
+from inferlab.config.hosts import is_local_host
 from inferlab.engines import get_engine, registered
 from inferlab.errors import ConfigError
 from inferlab.picks import pick
@@ -52,6 +53,11 @@ class ResolvedConfig:
     #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
     lossless: bool = True
     gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the server runs on this machine (``host`` local), not over ssh."""
+        return is_local_host(self.host)
 
 
 def _where(path: Path | None, text: str | None, loc: tuple[int | str, ...]) -> str:
