@@ -23,7 +23,7 @@ from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, plan_points
 
-__all__ = ["Plan", "make_plan", "render_plan", "select_configs"]
+__all__ = ["Plan", "make_plan", "reference_name", "render_plan", "select_configs"]
 
 
 @dataclass
@@ -47,12 +47,17 @@ class Plan:
     def reference(self) -> str:
         """The config the others are tested against: greedy equivalence and the sequential
         A/B (``[verify] equivalent_to``, else the baseline)."""
-        return self.campaign.verify.equivalent_to or self.baseline.name
+        return reference_name(self.campaign, self.baseline)
 
     @property
     def output_dir(self) -> Path:
         """Where the campaign's files go: traces, tuned files, manifests, server state."""
         return output_dir(self.campaign)
+
+
+def reference_name(camp: CampaignFile, baseline: ResolvedConfig) -> str:
+    """``Plan.reference`` for a campaign and its baseline (``up`` has no plan)."""
+    return camp.verify.equivalent_to or baseline.name
 
 
 def make_plan(path: str | Path) -> Plan:
