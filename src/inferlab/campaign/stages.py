@@ -25,6 +25,7 @@ from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
+from inferlab.server import ServerProcess
 from inferlab.store import Store
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
@@ -36,6 +37,7 @@ __all__ = [
     "levers",
     "reference_outputs",
     "server",
+    "serving",
     "store_verification",
     "verified",
     "verify_config",
@@ -82,10 +84,15 @@ def server(cx: ConfigContext) -> Iterator[None]:
         run.campaign, launched, store=run.store, config_id=cx.config_id, say=cx.say,
         held=cx.held, extra={"profiling": note} if note else None, cpus=run.cpus,
     ) as srv:  # fmt: skip
-        cx.server, cx.log_path = srv, srv.spec.log_path
-        cx.url = server_url(srv, cfg)
-        cx.model = served_model(cx.url, cfg.model or "")
+        serving(cx, srv)
         yield
+
+
+def serving(cx: ConfigContext, srv: ServerProcess) -> None:
+    """``cx`` with the server it launched: its URL, the model it serves, its launch log."""
+    cx.server, cx.log_path = srv, srv.spec.log_path
+    cx.url = server_url(srv, cx.cfg)
+    cx.model = served_model(cx.url, cx.cfg.model or "")
 
 
 @contextlib.contextmanager

@@ -28,7 +28,6 @@ from inferlab.campaign.launch import (
     launch_config,
     output_dir,
     served_model,
-    server_url,
 )
 from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.pipeline import run_config
@@ -132,9 +131,7 @@ def left_running(cx: ConfigContext) -> Iterator[None]:
     out = run.output_dir
     server = launch_config(run.campaign, cfg, cpus=run.cpus)
     try:
-        cx.server, cx.log_path = server, server.spec.log_path
-        cx.url = server_url(server, cfg)
-        cx.model = served_model(cx.url, cfg.model or "")
+        stages.serving(cx, server)
         yield
     except BaseException:
         stop(server)
