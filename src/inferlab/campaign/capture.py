@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.collect import CaptureFailed, FileStore, LocalFiles, SshFiles, wait_complete
-from inferlab.campaign.up import output_dir
+from inferlab.campaign.launch import output_dir
 from inferlab.config.campaign import CampaignFile, ProfileSection, locate
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -43,7 +43,6 @@ __all__ = [
     "capture_base",
     "check_profile",
     "file_store",
-    "is_local",
     "is_profiled",
     "launch_form",
     "prefix_for",
@@ -69,10 +68,6 @@ class CaptureOutcome:
     reason: str | None = None
 
 
-def is_local(cfg: ResolvedConfig) -> bool:
-    return cfg.host in ("local", "localhost", "")
-
-
 def is_profiled(camp: CampaignFile, cfg: ResolvedConfig) -> bool:
     prof = camp.profile
     return prof is not None and (prof.configs is None or cfg.name in prof.configs)
@@ -80,7 +75,7 @@ def is_profiled(camp: CampaignFile, cfg: ResolvedConfig) -> bool:
 
 def capture_base(camp: CampaignFile, cfg: ResolvedConfig) -> str:
     """Where the server writes traces: under the output directory (remote: under /tmp)."""
-    if is_local(cfg):
+    if cfg.is_local:
         return str((output_dir(camp) / "profiles" / cfg.name).resolve())
     return f"/tmp/inferlab-profiles/{camp.campaign.name}/{cfg.name}"
 
@@ -126,7 +121,7 @@ def with_profiling(
     recipe = get_engine(cfg.engine).capture
     assert recipe is not None
     base = capture_base(camp, cfg)
-    if create and is_local(cfg):
+    if create and cfg.is_local:
         Path(base).mkdir(parents=True, exist_ok=True)
     steps = camp.profile.steps if camp.profile is not None else 20
     add = recipe.launch(base, engine_version, steps)
@@ -278,4 +273,4 @@ class Controller:
 
 
 def file_store(cfg: ResolvedConfig) -> FileStore:
-    return LocalFiles() if is_local(cfg) else SshFiles(cfg.host)
+    return LocalFiles() if cfg.is_local else SshFiles(cfg.host)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.config.campaign import CampaignFile, locate
+from inferlab.config.hosts import is_local_host
 from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
@@ -111,7 +112,7 @@ def plan_cpus(
     cpus = host or host_cpus()
     if (eng.cpus or "").strip().lower() == "none":
         return CpuSplit(None, None, "off", 'engine.cpus = "none": nothing is pinned')
-    if eng.host not in ("local", "localhost", ""):
+    if not is_local_host(eng.host):
         return CpuSplit(
             None, None, "remote", f"the server runs on {eng.host} (ssh): nothing is pinned"
         )

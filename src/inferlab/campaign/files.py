@@ -73,7 +73,7 @@ def target_dir(cfg: ResolvedConfig, kind: str) -> str:
     if not got.get("dir"):
         raise ConfigError(
             f"engine.python: {cd.package} is not installed in {_python(cfg)}"
-            + ("" if cfg.host in ("local", "localhost", "") else f" on {cfg.host}")
+            + ("" if cfg.is_local else f" on {cfg.host}")
             + f" (config {cfg.name!r} installs {kind} files into its package)"
         )
     d = str(got["dir"]).rstrip("/") + "/" + cd.path

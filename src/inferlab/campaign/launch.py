@@ -12,6 +12,7 @@ not the process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import socket
@@ -19,7 +20,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,6 +51,7 @@ __all__ = [
     "InProcessSim",
     "Launcher",
     "SubprocessLauncher",
+    "campaign_lock",
     "config_row",
     "fatal_check",
     "health_path",
@@ -62,6 +64,14 @@ __all__ = [
 
 def output_dir(camp: CampaignFile) -> Path:
     return camp.campaign.output or Path("inferlab-out") / camp.campaign.name
+
+
+@contextlib.contextmanager
+def campaign_lock(camp: CampaignFile) -> Iterator[None]:
+    """One runner per campaign on a host: at most one of its servers runs at a time
+    (``campaign.orphans.campaign_lock`` on its output directory)."""
+    with orphans.campaign_lock(output_dir(camp), camp.campaign.name):
+        yield
 
 
 def fatal_check(spec: EngineSpec) -> Any:
@@ -213,7 +223,7 @@ def launch_config(
     it running). ``launcher``: where it runs (see the module docstring)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
-    addr = "127.0.0.1" if cfg.host in ("local", "localhost", "") else cfg.host.split("@")[-1]
+    addr = "127.0.0.1" if cfg.is_local else cfg.host.split("@")[-1]
     argv = spec.launch_argv(
         cfg.model,
         host="127.0.0.1" if addr == "127.0.0.1" else "0.0.0.0",

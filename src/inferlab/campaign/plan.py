@@ -13,6 +13,7 @@ from inferlab.campaign import capture
 from inferlab.campaign.bench import bench_config
 from inferlab.campaign.cpus import CpuSplit, plan_cpus
 from inferlab.campaign.files import check_files
+from inferlab.campaign.launch import output_dir
 from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.stopping import stopping_lines
 from inferlab.config.bench import BenchConfig
@@ -23,7 +24,7 @@ from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, plan_points
 from inferlab.secrets import REDACTED, scrub_argv, scrub_env
 
-__all__ = ["Plan", "make_plan", "render_plan", "select_configs"]
+__all__ = ["Plan", "make_plan", "reference_name", "render_plan", "select_configs"]
 
 
 @dataclass
@@ -37,11 +38,27 @@ class Plan:
     cpus: CpuSplit  # which CPUs the server and the measuring client get
     #: the campaign's first config: every config's diff (and lever evidence) is against it,
     #: also when only some configs run (``select_configs``)
-    baseline: ResolvedConfig | None = None
+    baseline: ResolvedConfig
 
     @property
     def cells(self) -> int:
         return len(self.configs) * len(self.points) * self.trials
+
+    @property
+    def reference(self) -> str:
+        """The config the others are tested against: greedy equivalence and the sequential
+        A/B (``[verify] equivalent_to``, else the baseline)."""
+        return reference_name(self.campaign, self.baseline)
+
+    @property
+    def output_dir(self) -> Path:
+        """Where the campaign's files go: traces, tuned files, manifests, server state."""
+        return output_dir(self.campaign)
+
+
+def reference_name(camp: CampaignFile, baseline: ResolvedConfig) -> str:
+    """``Plan.reference`` for a campaign and its baseline (``up`` has no plan)."""
+    return camp.verify.equivalent_to or baseline.name
 
 
 def make_plan(path: str | Path) -> Plan:
@@ -74,13 +91,13 @@ def render_plan(plan: Plan) -> list[str]:
     """The plan as lines: every config's resolved argv and env, its diff against the first
     (baseline) config, and the load points × trials."""
     spec = get_engine(plan.campaign.engine.kind)
-    base = plan.baseline or plan.configs[0]
+    base = plan.baseline
     lines = [
         f"campaign {plan.campaign.campaign.name}: {len(plan.configs)} configs × "
         f"{len(plan.points)} load points × {plan.trials} trial(s) = {plan.cells} cells"
     ]
     lines.append("load points: " + ", ".join(p.label for p in plan.points))
-    lines += stopping_lines(plan.campaign)
+    lines += stopping_lines(plan.campaign, plan.baseline.name, plan.reference)
     lines += plan.cpus.lines()
     for i, c in enumerate(plan.configs):
         lines.append(

@@ -21,7 +21,7 @@ from inferlab.campaign.capture import (
     prefix_for,
 )
 from inferlab.campaign.collect import CaptureFailed, RankFile
-from inferlab.campaign.up import output_dir
+from inferlab.campaign.launch import output_dir
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, ProfileSection
 from inferlab.config.resolve import ResolvedConfig

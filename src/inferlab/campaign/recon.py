@@ -20,7 +20,8 @@ def store_recon(
     a known engine from a given Python, that engine's versions and tuned config files — stored
     with the campaign (``--help`` flags are left to ``inferlab recon``: they take tens of
     seconds). A failed look is a warning, never the end of the campaign."""
-    local = [c for c in configs if c.host in ("local", "localhost")]
+    # ``host = ""`` is local everywhere else; recon has always passed it over (kept as it was)
+    local = [c for c in configs if c.is_local and c.host]
     first = local[0] if local else None
     known = first is not None and first.engine in RECON_ENGINES and first.python is not None
     opts = ReconOptions(

@@ -1,7 +1,7 @@
 """A campaign's stopping rule in words, and the stored baseline points a candidate config is
 tested against (sequential A/B).
 
-The baseline is ``[verify] equivalent_to`` or, without it, the campaign's first config. Only
+The reference is ``Plan.reference`` (``[verify] equivalent_to``, else the baseline). Only
 its finished, trusted points serve: a candidate is never stopped early against a point that
 could not carry a verdict itself.
 """
@@ -14,23 +14,15 @@ from inferlab.config.campaign import CampaignFile
 from inferlab.load.adaptive import BaselineRef, baseline_ref
 from inferlab.store import Store
 
-__all__ = ["baseline_name", "baseline_refs", "sequential_for", "stopping_lines"]
+__all__ = ["baseline_refs", "stopping_lines"]
 
 
-def baseline_name(camp: CampaignFile) -> str:
-    return camp.verify.equivalent_to or camp.config[0].name
-
-
-def sequential_for(camp: CampaignFile, config: str) -> bool:
-    """Whether ``config``'s points stop by a sequential A/B against the baseline."""
-    return camp.load.sequential and config != baseline_name(camp)
-
-
-def stopping_lines(camp: CampaignFile) -> list[str]:
-    """How the load points stop, as the plan prints it."""
+def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[str]:
+    """How the load points stop, as the plan prints it (``baseline``: ``Plan.baseline``'s
+    name, rechecked; ``reference``: ``Plan.reference``, the sequential A/B's)."""
     ld = camp.load
     again = [
-        f"baseline recheck: {camp.config[0].name} launched again after the last config, every "
+        f"baseline recheck: {baseline} launched again after the last config, every "
         "point re-measured with its first pass's request counts (order effects, drift)"
     ]
     if ld.requests != "auto":
@@ -43,7 +35,7 @@ def stopping_lines(camp: CampaignFile) -> list[str]:
     ]
     if ld.sequential:
         out.append(
-            f"sequential A/B vs {baseline_name(camp)} (measured to the cap, {ld.max_requests} "
+            f"sequential A/B vs {reference} (measured to the cap, {ld.max_requests} "
             f"requests a point): {ld.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
             f"equivalence within ±{ld.min_effect:.0%}"
         )

@@ -17,20 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from inferlab.campaign import files as lever_files
-from inferlab.campaign import orphans
+from inferlab.campaign import orphans, passes, stages
 from inferlab.campaign.applied import LeverItem
+from inferlab.campaign.context import ConfigContext, RunContext
 from inferlab.campaign.cpus import CpuSplit, campaign_streams, plan_cpus
 from inferlab.campaign.launch import (
+    campaign_lock,
     config_row,
     fatal_check,
     launch_config,
     output_dir,
     served_model,
-    server_url,
 )
 from inferlab.campaign.orphans import recover_campaign
+from inferlab.campaign.pipeline import run_config
+from inferlab.campaign.plan import reference_name
 from inferlab.campaign.resolve import resolve_configs
-from inferlab.campaign.steps import check_applied, config_files
+from inferlab.campaign.stages import Stage
+from inferlab.campaign.steps import StepFailed
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -39,21 +43,22 @@ from inferlab.secrets import scrub_argv
 from inferlab.server import ServerProcess, StopReport, stop, stop_group
 from inferlab.server.lifecycle import Proc
 from inferlab.store import Store
-from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
+from inferlab.verify import VerifyReport
 
+#: ``fatal_check``, ``launch_config``, ``output_dir``, ``served_model``: ``campaign.launch``'s,
+#: where ``cluster.actors`` takes them from
 __all__ = [
+    "UP_GIVEN",
+    "UP_STAGES",
     "UpResult",
-    "campaign_lock",
     "down",
     "fatal_check",
     "find_config",
     "launch_config",
+    "left_running",
     "output_dir",
-    "reference_outputs",
     "served_model",
-    "store_verification",
     "up",
-    "verify_config",
 ]
 
 
@@ -73,14 +78,6 @@ class UpResult:
     cpus: CpuSplit | None = None
 
 
-@contextlib.contextmanager
-def campaign_lock(camp: CampaignFile) -> Iterator[None]:
-    """One runner per campaign on a host: at most one of its servers runs at a time
-    (``campaign.orphans.campaign_lock`` on its output directory)."""
-    with orphans.campaign_lock(output_dir(camp), camp.campaign.name):
-        yield
-
-
 def _state_path(camp: CampaignFile, config: str) -> Path:
     return output_dir(camp) / ".servers" / f"{config}.json"
 
@@ -92,42 +89,6 @@ def find_config(configs: Sequence[ResolvedConfig], name: str, path: Path) -> Res
     raise ConfigError(f"{path}: no config {name!r} (configs: {', '.join(c.name for c in configs)})")
 
 
-def reference_outputs(
-    camp: CampaignFile, cfg: ResolvedConfig, store: Store
-) -> GreedyOutputs | None:
-    """The stored greedy outputs ``cfg`` must match (``verify.equivalent_to``), or None."""
-    ref_name = camp.verify.equivalent_to
-    if ref_name is None or ref_name == cfg.name:
-        return None
-    stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
-    return GreedyOutputs.from_json(stored) if stored is not None else None
-
-
-def verify_config(
-    camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str, store: Store | None
-) -> VerifyReport:
-    spec = get_engine(cfg.api or cfg.engine)
-    ref = reference_outputs(camp, cfg, store) if store is not None else None
-    rep = verify_endpoint(
-        url, model=model, engine=spec, section=camp.verify, reference=ref, lossless=cfg.lossless
-    )
-    if store is not None:
-        store_verification(store, camp, cfg, rep)
-    return rep
-
-
-def store_verification(
-    store: Store, camp: CampaignFile, cfg: ResolvedConfig, rep: VerifyReport
-) -> None:
-    """Every check of ``rep`` with ``cfg``, and its greedy outputs when it passed."""
-    with store.transaction():
-        gid = config_row(store, camp, cfg)
-        for c in rep.checks:
-            store.add_verification(gid, c.kind, c.passed, c.to_json())
-        if rep.outputs is not None and rep.passed:
-            store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
-
-
 def _refuse_if_up(state: Path, cfg: ResolvedConfig, path: Path) -> None:
     if state.exists():
         old = json.loads(state.read_text())
@@ -136,22 +97,6 @@ def _refuse_if_up(state: Path, cfg: ResolvedConfig, path: Path) -> None:
                 f"{cfg.name} already runs (pid {old['pid']}, {old['url']}); "
                 f"inferlab down {path} {cfg.name}"
             )
-
-
-def _verify_up(
-    camp: CampaignFile,
-    cfg: ResolvedConfig,
-    url: str,
-    model: str,
-    store: Store | None,
-    no_verify: bool,
-) -> VerifyReport | None:
-    if no_verify or not camp.verify.enabled:
-        return None
-    rep = verify_config(camp, cfg, url, model, store)
-    if not rep.passed:
-        raise VerifyError(_failure_text(cfg.name, rep))
-    return rep
 
 
 #: the process handles of the servers ``up`` started in this process and left running, by
@@ -179,52 +124,28 @@ def _write_state(
     state.write_text(json.dumps(doc, indent=2))
 
 
-def _up_running(
-    camp: CampaignFile, cfg: ResolvedConfig, path: Path, store: Store | None, no_verify: bool,
-    notes: list[str],
-) -> UpResult:  # fmt: skip
-    """An endpoint already running (kind ``openai``): verified, nothing launched."""
-    if not cfg.url:
-        raise ConfigError(
-            f"{path}: engine.url: kind {cfg.engine!r} needs the URL of the running endpoint"
-        )
-    url = cfg.url.rstrip("/")
-    model = served_model(url, cfg.model or "")
-    rep = _verify_up(camp, cfg, url, model, store, no_verify)
-    return UpResult(cfg.name, url, model, Path(), 0, 0, None, rep, [], notes)
+@contextlib.contextmanager
+def left_running(cx: ConfigContext) -> Iterator[None]:
+    """``up``'s server stage: launched and, once every later stage passed, left running,
+    recorded in the state file ``down`` reads; stopped again when a later stage fails."""
+    run, cfg = cx.run, cx.cfg
+    out = run.output_dir
+    server = launch_config(run.campaign, cfg, cpus=run.cpus)
+    try:
+        stages.serving(cx, server)
+        yield
+    except BaseException:
+        stop(server)
+        orphans.forget(out, cfg.name)
+        raise
+    _write_state(_state_path(run.campaign, cfg.name), cfg, server, cx.url, run.cpus)
+    orphans.forget(out, cfg.name)  # the state file owns it now
+    _LEFT_RUNNING[server.pid] = server.proc
 
 
-def _up_launched(
-    camp: CampaignFile, base: ResolvedConfig, cfg: ResolvedConfig, state: Path,
-    store: Store | None, gid: int | None, no_verify: bool, notes: list[str], split: CpuSplit,
-) -> UpResult:  # fmt: skip
-    """Files installed (kept), launched, verified, levers checked; left running."""
-    out = output_dir(camp)
-    say = notes.append
-    with config_files(
-        camp, base, cfg, store=store, config_id=gid, say=say, owner="up", keep=True
-    ) as (cfg, installed):
-        server = launch_config(camp, cfg, cpus=split)
-        try:
-            url = server_url(server, cfg)
-            model = served_model(url, cfg.model or "")
-            rep = _verify_up(camp, cfg, url, model, store, no_verify)
-            items = check_applied(
-                base, cfg, url=url, log_path=server.spec.log_path, installed=installed,
-                store=store, config_id=gid, say=say,
-            )  # fmt: skip
-        except BaseException:
-            stop(server)
-            orphans.forget(out, cfg.name)
-            raise
-        _write_state(state, cfg, server, url, split)
-        orphans.forget(out, cfg.name)  # the state file owns it now
-        _LEFT_RUNNING[server.pid] = server.proc
-    sp = server.spec
-    return UpResult(
-        cfg.name, url, model, sp.log_path, server.pid, sp.port, server.ready_s, rep, sp.argv,
-        notes, items, split,
-    )  # fmt: skip
+#: ``up``'s stages: a launched server (its files kept) and an endpoint that already runs
+UP_STAGES: tuple[Stage, ...] = (stages.files, left_running, stages.verified, stages.levers)
+UP_GIVEN: tuple[Stage, ...] = (stages.given, stages.verified)
 
 
 def up(
@@ -241,8 +162,7 @@ def up(
     text = path.read_text(encoding="utf-8")
     configs = resolve_configs(camp, path, text)
     cfg = find_config(configs, config, path)
-    state = _state_path(camp, cfg.name)
-    _refuse_if_up(state, cfg, path)
+    _refuse_if_up(_state_path(camp, cfg.name), cfg, path)
     notes: list[str] = []
     with campaign_lock(camp):
         notes += recover_campaign(output_dir(camp), store)
@@ -250,16 +170,28 @@ def up(
         if store is not None:
             with store.transaction():
                 gid = config_row(store, camp, cfg)
-        if not get_engine(cfg.engine).launchers:
-            return _up_running(camp, cfg, path, store, no_verify, notes)
-        split = plan_cpus(camp, campaign_streams(camp), path=path, text=text)
-        return _up_launched(camp, configs[0], cfg, state, store, gid, no_verify, notes, split)
+        launched = bool(get_engine(cfg.engine).launchers)
+        split = plan_cpus(camp, campaign_streams(camp), path=path, text=text) if launched else _NONE
+        base = configs[0]
+        run = RunContext(camp, path, base, reference_name(camp, base), split, store, notes.append,
+                         no_verify=no_verify, keep=True)  # fmt: skip
+        cx = ConfigContext(run, cfg, gid)
+        try:
+            run_config(cx, UP_STAGES if launched else UP_GIVEN, passes.kept)
+        except StepFailed as f:  # only ``stages.verified`` raises it here
+            why = f"{cfg.name} {f.message} (use --no-verify to measure anyway)"
+            raise VerifyError(why) from None
+    if cx.server is None:
+        return UpResult(cfg.name, cx.url, cx.model, Path(), 0, 0, None, cx.verify, [], notes)
+    sp = cx.server.spec
+    return UpResult(
+        cx.name, cx.url, cx.model, sp.log_path, cx.server.pid, sp.port, cx.server.ready_s,
+        cx.verify, sp.argv, notes, cx.levers, split,
+    )  # fmt: skip
 
 
-def _failure_text(name: str, rep: VerifyReport) -> str:
-    fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-    what = "diverged from the reference" if rep.diverged else "failed verification"
-    return f"{name} {what}: {fails} (use --no-verify to measure anyway)"
+#: the CPU split of an endpoint ``up`` does not launch (never shown)
+_NONE = CpuSplit(None, None, "not launched", "the endpoint already runs: nothing is pinned")
 
 
 def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str, StopReport]]:

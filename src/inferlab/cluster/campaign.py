@@ -60,7 +60,7 @@ def _needs(plan: Plan) -> dict[str, Need]:
                 f"{plan.path}: config {c.name!r}: files/tune are installed into the engine's "
                 "package on this host, not on the node Ray picks: run it without --ray"
             )
-        if c.host not in ("local", "localhost", ""):
+        if not c.is_local:
             raise ConfigError(
                 f"{plan.path}: engine.host {c.host!r}: under --ray, Ray picks the node; "
                 "remove engine.host"

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
-from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.runner import ConfigOutcome, bench_config
+from inferlab.campaign.bench import StoreSink, bench_config
+from inferlab.campaign.context import ConfigOutcome
+from inferlab.campaign.stages import reference_outputs, store_verification
 from inferlab.campaign.steps import check_applied
-from inferlab.campaign.up import reference_outputs, store_verification
 from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
 from inferlab.cluster.placement import Need
@@ -202,11 +202,9 @@ class ConfigRun:
     def _verified(self, rep: VerifyReport) -> None:
         store_verification(self.sh.store, self.sh.camp, self.cfg, rep)
         if not rep.passed:
-            fails = "; ".join(f"{c.kind}: {c.message}" for c in rep.failures())
-            what = "diverged from the reference" if rep.diverged else "failed verification"
             self._end(
                 "verify-failed",
-                f"{what}: {fails}",
+                rep.summary(),
                 remedy="fix the config, or --no-verify to measure anyway",
             )
             self._stop()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inferlab.config.hosts import is_local_host
+
 __all__ = ["ResolvedConfig"]
 
 
@@ -42,3 +44,8 @@ class ResolvedConfig:
     #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
     lossless: bool = True
     gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the server runs on this machine (``host`` local), not over ssh."""
+        return is_local_host(self.host)

@@ -26,6 +26,7 @@ import shlex
 import subprocess
 from typing import Any
 
+from inferlab.config.hosts import is_local_host
 from inferlab.errors import ConfigError
 
 __all__ = ["MARKER", "SCRIPT", "file_op", "file_op_argv"]
@@ -119,14 +120,10 @@ print("INFERLAB-FILES " + json.dumps(out))
 """
 
 
-def _local(host: str) -> bool:
-    return host in ("local", "localhost", "")
-
-
 def file_op_argv(python: str, host: str = "local", pythonpath: str | None = None) -> list[str]:
     """The argv that runs the script in ``python`` on ``host`` (``local`` or an ssh target);
     ``pythonpath``: the engine's own import path (its config's ``PYTHONPATH``)."""
-    if _local(host):
+    if is_local_host(host):
         return [python, "-c", SCRIPT]
     pre = ["env", f"PYTHONPATH={pythonpath}"] if pythonpath else []
     remote = shlex.join([*pre, python, "-c", SCRIPT])
@@ -147,7 +144,7 @@ def file_op(
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    where = python if _local(host) else f"{host}:{python}"
+    where = python if is_local_host(host) else f"{host}:{python}"
     what = f"{request.get('op')} {request.get('dir') or request.get('package') or ''}".strip()
     try:
         proc = subprocess.run(

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from inferlab.config.hosts import is_local_host
 from inferlab.cpus import pin_child
 from inferlab.errors import LaunchError
 from inferlab.secrets import scrub_text
@@ -139,7 +140,7 @@ class ServerProcess:
 
 
 def _command(spec: LaunchSpec) -> tuple[list[str], dict[str, str]]:
-    if spec.host in ("local", "localhost", ""):
+    if is_local_host(spec.host):
         return (guarded(spec.argv) if spec.guard else list(spec.argv)), clean_env(spec.env)
     # remote: ssh with one argv; the remote command is shlex-joined (quoted), never pasted.
     # -tt gives the remote command a terminal, so it gets SIGHUP when ssh goes away.
@@ -276,7 +277,7 @@ def _exited(spec: LaunchSpec, code: int, fatal: FatalCheck | None) -> LaunchErro
 
 def _ssh_failure(spec: LaunchSpec, lines: Sequence[str], code: int) -> str | None:
     """ssh exits 255 for its own errors (refused, unknown host, auth, bad option)."""
-    if spec.host in ("local", "localhost", "") or code != 255:
+    if is_local_host(spec.host) or code != 255:
         return None
     msg = next(
         (ln.strip() for ln in reversed(lines) if ln.strip() and not ln.startswith("#")),

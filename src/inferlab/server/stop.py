@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab.config.hosts import is_local_host
 from inferlab.server.gpumem import pids_mib
 
 __all__ = ["StopReport", "signal_group", "stop_group"]
@@ -123,7 +124,7 @@ def stop_group(
     port_free = False
     deadline = time.monotonic() + drain_timeout_s
     while time.monotonic() < deadline:
-        if host not in ("local", "localhost", "") or _port_free(port):
+        if not is_local_host(host) or _port_free(port):
             port_free = True
             break
         time.sleep(0.2)

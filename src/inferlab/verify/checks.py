@@ -86,6 +86,13 @@ class VerifyReport:
         """The failed checks that fail verification (non-gating ones are left out)."""
         return [c for c in self.checks if not c.passed and c.gating]
 
+    def summary(self) -> str:
+        """Why it failed, in one line: ``failed verification: KIND: MESSAGE; ...`` (or
+        ``diverged from the reference: ...`` when greedy equivalence failed)."""
+        fails = "; ".join(f"{c.kind}: {c.message}" for c in self.failures())
+        what = "diverged from the reference" if self.diverged else "failed verification"
+        return f"{what}: {fails}"
+
 
 @dataclass
 class _Answer:

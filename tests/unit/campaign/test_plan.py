@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferlab.campaign.runner import make_plan, render_plan
+from inferlab.campaign.plan import make_plan, render_plan, select_configs
 from support.campaign import write_campaign
 from support.campaigns import simrun
 
@@ -18,3 +18,18 @@ def test_plan_and_dry_run(tmp_path: Path) -> None:
     assert plan.cells == 4 * 2 * 2
     text = "\n".join(render_plan(plan))
     assert "vs baseline: ~ --itl-ms: 4 → 3" in text and "+ --seed 4" in text
+
+
+def test_plan_owns_baseline_reference_and_output_dir(tmp_path: Path) -> None:
+    """The baseline is the file's first config, also when ``--config`` leaves it out; the
+    reference is ``equivalent_to``, else the baseline; the output dir is ``[campaign] output``."""
+    spec = simrun()
+    spec["verify"] = {**spec["verify"], "equivalent_to": "fast"}
+    spec["config"] = spec["config"][:2]
+    plan = select_configs(make_plan(write_campaign(tmp_path / "c.toml", **spec)), ["fast"])
+    assert [c.name for c in plan.configs] == ["fast"]
+    assert plan.baseline.name == "baseline" and plan.reference == "fast"
+    assert plan.output_dir == tmp_path / "out"
+    del spec["verify"]["equivalent_to"]
+    plan = make_plan(write_campaign(tmp_path / "d.toml", **spec))
+    assert plan.reference == "baseline" == plan.baseline.name

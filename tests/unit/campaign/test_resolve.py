@@ -9,6 +9,7 @@ import pytest
 
 from inferlab.campaign.resolve import resolve_configs
 from inferlab.config.campaign import load_campaign
+from inferlab.config.hosts import is_local_host
 from inferlab.errors import ConfigError
 from support.campaign import write_campaign
 from support.campaigns import LOSSY
@@ -70,3 +71,14 @@ def test_design_campaign_resolves_to_the_story(tmp_path: Path) -> None:
     base, mtp = resolve_configs(load_campaign(p), p, p.read_text())
     assert mtp.env == {"NCCL_PROTO": "LL"} and mtp.chain == ["baseline", "mtp"]
     assert "0.60" in mtp.args and "0.70" not in mtp.args and "0.70" in base.args
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [("local", True), ("localhost", True), ("", True), ("me@gpu-1", False), ("gpu-1", False)],
+)
+def test_is_local(tmp_path: Path, host: str, local: bool) -> None:
+    """``engine.host``: local, localhost or empty is this machine; anything else is ssh."""
+    p = write_campaign(tmp_path / "c.toml", engine={"host": host})
+    (cfg,) = resolve_configs(load_campaign(p))
+    assert cfg.is_local is local is is_local_host(host)

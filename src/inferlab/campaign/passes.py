@@ -1,0 +1,109 @@
+"""What runs on a config's live server once its stages are up (``campaign.pipeline``): each
+pass takes the :class:`~inferlab.campaign.context.ConfigContext` and gives the config's outcome.
+
+``sweep``: the config's unfinished cells (load point × trial), every finished point committed
+at once (``campaign.bench.StoreSink``), stopped early when its server exits; then ``profiled``:
+the profiled passes of ``[profile]`` (``campaign.profiled``). ``recheck``: the baseline,
+launched again, rechecked at the points it has not been rechecked at (``campaign.recheck``).
+``kept``: nothing measured (``up``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from inferlab.campaign import profiled as profiled_passes
+from inferlab.campaign.bench import StoreSink, bench_config
+from inferlab.campaign.context import ConfigContext, ConfigOutcome
+from inferlab.campaign.recheck import RecheckTodo, recheck_pass
+from inferlab.campaign.stopping import baseline_refs
+from inferlab.campaign.watch import ServerWatch
+from inferlab.config.bench import BenchConfig
+from inferlab.errors import ConnectError, ServerRejected
+from inferlab.load.bench import LoadPoint, run_bench
+from inferlab.load.results import ResultSink
+
+__all__ = ["Pass", "kept", "profiled", "recheck", "sweep"]
+
+Pass = Callable[[ConfigContext], ConfigOutcome]
+
+
+def _sink(cx: ConfigContext, bench: BenchConfig, purpose: str = "measure") -> StoreSink:
+    run = cx.run
+    assert run.store is not None and cx.config_id is not None  # ``run`` always stores
+    env = {"cpu_split": run.cpus.to_json()}
+    return StoreSink(run.store, bench, run.name, cx.name, config_id=cx.config_id,
+                     purpose=purpose, environment_extra=env)  # fmt: skip
+
+
+def _watch(cx: ConfigContext) -> list[ServerWatch]:
+    """The server's exit watch (none for an endpoint this run did not launch)."""
+    return [ServerWatch(cx.held.server, cx.name)] if cx.held.server is not None else []
+
+
+def _clock(cx: ConfigContext, bench: BenchConfig) -> list[ResultSink]:
+    """With a model clock (``campaign.clock``), its sink."""
+    return [cx.held.clock.sink(cx.url, bench)] if cx.held.clock is not None else []
+
+
+def sweep(points: list[LoadPoint], todo: set[tuple[str, int]]) -> Pass:
+    """The ``todo`` cells of the config's load points, then its profiled passes."""
+
+    def measure(cx: ConfigContext) -> ConfigOutcome:
+        run, cfg = cx.run, cx.cfg
+        camp, store = run.campaign, run.store
+        assert store is not None
+        ref = camp.load.sequential and cfg.name == run.reference
+        api = cfg.api or cfg.engine
+        bench = bench_config(camp, cx.url, cx.model, api, run.cpus.client, reference=ref)
+        sink = _sink(cx, bench)
+        refs = {}
+        if camp.load.sequential and cfg.name != run.reference:
+            refs = baseline_refs(store, run.name, run.reference)
+        watch, clock = _watch(cx), _clock(cx, bench)
+        sinks: list[ResultSink] = [*watch, *clock, sink]
+        try:
+            res = (
+                run_bench(bench, run.events, None, sinks, cells=todo, baselines=refs)
+                if todo
+                else None
+            )
+        except (ServerRejected, ConnectError) as exc:
+            return cx.outcome("failed", str(exc), run_ids=sink.run_ids)
+        if watch and watch[0].exited:  # the server exited mid-run: the rest is not measured
+            return cx.outcome("failed", watch[0].exited, run_ids=sink.run_ids)
+        if res is not None and res.interrupted:
+            return cx.outcome("interrupted", "", run_ids=sink.run_ids)
+        notes = profiled(cx, bench, points)
+        return cx.outcome("measured", "; ".join(notes), run_ids=sink.run_ids)
+
+    return measure
+
+
+def profiled(cx: ConfigContext, bench: BenchConfig, points: list[LoadPoint]) -> list[str]:
+    """The profiled passes of ``[profile]`` for this config, one note each."""
+    run = cx.run
+    assert run.store is not None and cx.config_id is not None
+    return profiled_passes.profile_config(
+        run.campaign, cx.cfg, cx.config_id, bench, points, run.store, run.events, cx.held.server
+    )
+
+
+def recheck(points: list[LoadPoint], todo: RecheckTodo) -> Pass:
+    """The baseline's recheck pass on its server, launched again."""
+
+    def measure(cx: ConfigContext) -> ConfigOutcome:
+        run, cfg = cx.run, cx.cfg
+        bench = bench_config(run.campaign, cx.url, cx.model, cfg.api or cfg.engine, run.cpus.client)
+        sink = _sink(cx, bench, purpose="recheck")
+        status, message = recheck_pass(
+            bench, points, todo, sink, run.events, [*_watch(cx), *_clock(cx, bench)]
+        )
+        return cx.outcome(status, message, run_ids=sink.run_ids)
+
+    return measure
+
+
+def kept(cx: ConfigContext) -> ConfigOutcome:
+    """Nothing measured: the server stays up (``up``)."""
+    return cx.outcome("up")

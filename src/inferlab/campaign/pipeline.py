@@ -1,0 +1,58 @@
+"""One config through its stages and one pass: what ``run`` and ``up`` do with each config.
+
+``run_config(cx, stages, pass_)`` enters every stage in order (``campaign.stages``), runs the
+pass on the live server (``campaign.passes``), and undoes the stages in reverse on the way out
+(``contextlib.ExitStack``), also after a failure or Ctrl-C. For ``run`` a stage's failure
+(``StepFailed``), Ctrl-C or an inferlab error becomes the config's outcome and the campaign
+goes on; a known death of its server (``campaign.aftermath``) is told in it. For ``up``
+(``RunContext.keep``) they are the command's errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+from inferlab.campaign.context import ConfigContext, ConfigOutcome
+from inferlab.campaign.passes import Pass
+from inferlab.campaign.stages import Stage
+from inferlab.campaign.steps import StepFailed
+from inferlab.errors import InferlabError
+
+__all__ = ["run_config", "staged"]
+
+
+@contextlib.contextmanager
+def staged(cx: ConfigContext, stages: Sequence[Stage]) -> Iterator[None]:
+    """Every stage entered in order, undone in reverse on exit."""
+    with contextlib.ExitStack() as stack:
+        for stage in stages:
+            stack.enter_context(stage(cx))
+        yield
+
+
+def run_config(cx: ConfigContext, stages: Sequence[Stage], pass_: Pass) -> ConfigOutcome:
+    """The config through ``stages`` and ``pass_`` (see the module docstring)."""
+    if cx.run.keep:
+        with staged(cx, stages):
+            return pass_(cx)
+    try:
+        with staged(cx, stages):
+            out = pass_(cx)
+    except StepFailed as f:
+        out = cx.outcome(f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
+    except KeyboardInterrupt:
+        out = cx.outcome(
+            "interrupted", "Ctrl-C: the server was stopped; inferlab run --resume continues"
+        )
+    except InferlabError as exc:
+        out = cx.outcome("failed", str(exc))
+    failure = cx.held.failure
+    if failure is not None:  # the server came up, then died of something known
+        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
+        out.message = failure.message + (f" — {seen}" if seen else "")
+        out.remedy = failure.remedy
+        out.log_tail = failure.tail
+        if out.status == "measured":
+            out.status = "failed"
+    return out
