@@ -13,11 +13,17 @@ from inferlab.store.db import RunRow, Store
 
 __all__ = ["export", "request_rows", "run_rows"]
 
+#: the stored distribution's statistics a ``distribution`` metric exports, one column each
+_DIST_STATS = ("mean", "p50", "p99")
+
 Format = Literal["csv", "jsonl", "parquet"]
 
 
 def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
-    """One flat row per run: identity, load point and the headline summary numbers."""
+    """One flat row per run: identity, load point, then the summary's columns of each metric
+    ``METRICS`` exports."""
+    from inferlab.stats.metrics import METRICS  # here: `inferlab runs` never imports numpy
+
     out = []
     for r in runs:
         s = r.summary
@@ -42,12 +48,13 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
         }
         row["trust"] = r.trust
         row["stop"] = (r.stop or {}).get("reason")
-        for key in ("ok", "output_tok_s", "request_s", "duration_s", "goodput_req_s"):
-            row[key] = s.get(key)
-        for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
-            d = s.get(metric) or {}
-            for stat in ("mean", "p50", "p99"):
-                row[f"{metric}_{stat}"] = d.get(stat)
+        for m in METRICS.values():
+            if m.export == "value":
+                row[m.name] = s.get(m.name)
+            elif m.export == "distribution":
+                d = s.get(m.name) or {}
+                for stat in _DIST_STATS:
+                    row[f"{m.name}_{stat}"] = d.get(stat)
         out.append(row)
     return out
 
