@@ -170,12 +170,16 @@ class PointSummary:
     output_tok_s_ci: Interval
     length_warnings: int
     warnings: list[str] = field(default_factory=list)
+    #: the value of each per-request metric of ``METRICS`` with no field above (by name)
+    more: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The fields by name, then ``more``'s metrics at the same level."""
         out: dict[str, Any] = {}
         for k, v in self.__dict__.items():
-            out[k] = v.to_json() if hasattr(v, "to_json") else v
-        return out
+            if k != "more":
+                out[k] = v.to_json() if hasattr(v, "to_json") else v
+        return {**out, **self.more}
 
 
 def _per_s(count: float, window_s: float) -> float:
@@ -242,6 +246,11 @@ def summarize(
         tpot_median_ci=bootstrap_ci(tpots, "median", seed=seed),
         output_tok_s_ci=tput_int,
         length_warnings=length_warn,
+        more={
+            m.name: statistic_of([x for r in good for x in m.sampler.of(r)], m.sampler.statistic)
+            for m in METRICS.values()
+            if isinstance(m.sampler, PerRequest) and m.name not in PointSummary.__dataclass_fields__
+        },
     )
 
 
