@@ -27,6 +27,7 @@ from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
+from inferlab.store.export import FORMAT_VERSION
 
 from .options import DbOpt
 from .render import bench_table, stdout_console
@@ -305,6 +306,7 @@ def _where(err: Console, out: Path | None, run_ids: list[int], db: Path, campaig
 
 def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
     return {
+        "format_version": FORMAT_VERSION,
         "run_id": result.run_id,
         "stored_runs": run_ids,
         "model": result.model,

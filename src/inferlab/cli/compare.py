@@ -14,7 +14,6 @@ from rich.table import Table
 
 from inferlab.errors import ConfigError
 from inferlab.report.compare import (
-    METRICS,
     Comparison,
     build_comparison,
     cell_text,
@@ -23,6 +22,7 @@ from inferlab.report.compare import (
     render_md,
     to_json,
 )
+from inferlab.stats.metrics import METRICS, listed
 
 from .render import stdout_console
 from .store import _open
@@ -31,8 +31,8 @@ from .store import _open
 def _tables(c: Comparison) -> list[Table]:
     out = []
     for m in c.metrics:
-        title, unit, _ = METRICS[m]
-        t = Table(title=f"{title} ({unit}) — baseline {c.baseline}", title_justify="left")
+        title = f"{METRICS[m].title} ({METRICS[m].unit}) — baseline {c.baseline}"
+        t = Table(title=title, title_justify="left")
         t.add_column("load")
         for cfg in c.configs:
             t.add_column(escape(cfg), justify="right")
@@ -50,7 +50,8 @@ def compare(
     campaign: Annotated[str | None, typer.Option(help="Campaign to compare")] = None,
     baseline: Annotated[str | None, typer.Option(help="Baseline config (default: first)")] = None,
     metric: Annotated[
-        list[str] | None, typer.Option("--metric", help="output_tok_s, tpot_ms, ttft_ms")
+        list[str] | None,
+        typer.Option("--metric", help=", ".join(m.name for m in listed(lambda m: m.compared))),
     ] = None,
     min_effect: Annotated[float, typer.Option(help="Smallest change claimed (0.02 = 2%)")] = 0.02,
     force: Annotated[bool, typer.Option(help="Compare non-comparable runs, marking cells")] = False,
@@ -70,7 +71,7 @@ def compare(
             campaign=campaign,
             selectors=selectors or (),
             baseline=baseline,
-            metrics=metric or tuple(METRICS),
+            metrics=metric or None,
             min_effect=min_effect,
             force=force,
         )

@@ -24,7 +24,7 @@ from typing import Any
 
 from inferlab.load.progress import LightRecord
 from inferlab.records import RequestRecord
-from inferlab.stats.metrics import tpot_ms
+from inferlab.stats.metrics import METRICS, tpot_ms
 from inferlab.stats.sequential import decide_look, ld_obrien_fleming, spending_boundaries
 from inferlab.stats.stopping import (
     BatchMeans,
@@ -40,9 +40,6 @@ from inferlab.stats.stopping import (
 )
 
 __all__ = ["AdaptiveMonitor", "AdaptivePlan", "BaselineRef", "baseline_ref", "look_counts"]
-
-_METRICS = ("tpot_ms", "output_tok_s")
-_HIGHER = {"tpot_ms": False, "output_tok_s": True}
 
 
 @dataclass(frozen=True)
@@ -167,12 +164,12 @@ class AdaptiveMonitor:
     def _sequential(self, prec: Precision, n: int, last: bool) -> None:
         p, base = self.plan, self.plan.baseline
         assert base is not None
+        # one estimator per primary metric of METRICS (tests/unit/stats/test_metric_table.py)
         estimates = {"tpot_ms": prec.tpot, "output_tok_s": prec.throughput}
         refs = {"tpot_ms": (base.tpot.median, base.tpot.se_log)}
         refs["output_tok_s"] = (base.throughput.mean, base.throughput.se_rel)
         out: dict[str, Any] = {"baseline": base.config, "looks": p.looks, "metrics": {}}
-        for m in _METRICS:
-            est = estimates[m]
+        for m, est in estimates.items():
             value = None if est is None else (est.median if isinstance(est, MedianCI) else est.mean)
             se_c = (
                 None if est is None else (est.se_log if isinstance(est, MedianCI) else est.se_rel)
@@ -192,7 +189,7 @@ class AdaptiveMonitor:
                 math.log(value / ref),
                 se,
                 bound,
-                higher_is_better=_HIGHER[m],
+                higher_is_better=METRICS[m].higher_is_better,
                 min_effect=p.min_effect,
             )
             out["metrics"][m] = {

@@ -13,14 +13,12 @@ from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.applied import LEVER_NOT_APPLIED, not_applied, unclaimed
 from inferlab.report.compare_export import render_csv, to_json
 from inferlab.report.compare_runs import (
-    METRICS,
     RunGroup,
     config_keys,
     group_runs,
     identity,
     label_key,
     measured,
-    per_request,
     select_runs,
 )
 from inferlab.report.recheck import apply_rechecks, recheck_md
@@ -41,13 +39,12 @@ from inferlab.stats.compare import (
     find_saturation,
     quality_warnings,
 )
-from inferlab.stats.summary import percentile
+from inferlab.stats.metrics import METRICS, listed
 from inferlab.store import RunRow, Store
-from inferlab.store.groups import group_verdict
+from inferlab.store.groups import group_value, group_verdict
 from inferlab.store.recheck import RecheckPoint
 
 __all__ = [
-    "METRICS",
     "Cell",
     "Comparison",
     "build_comparison",
@@ -177,12 +174,9 @@ def _refusal(base: str, bad: dict[str, list[Difference]]) -> NotComparable:
 
 
 def _cell(store: Store, cfg: str, label: str, g: RunGroup) -> Cell:
-    """One group's values (mean output tok/s over trials, pooled medians), trust and warnings."""
+    """One group's value of each compared metric (``group_value``), trust and warnings."""
     tok_s = [float(r.summary.get("output_tok_s") or 0.0) for r in g.runs]
-    values: dict[str, float] = {"output_tok_s": sum(tok_s) / len(tok_s)}
-    for m in ("tpot_ms", "ttft_ms"):
-        pooled = [x for recs in g.records for x in per_request(m, recs)]
-        values[m] = percentile(pooled, 50)
+    values = {m.name: group_value(m.name, g) for m in listed(lambda m: m.compared)}
     n_ok = sum(len(measured(recs)) for recs in g.records)
     errors = sum(int(sum((r.summary.get("errors") or {}).values())) for r in g.runs)
     lags = [
@@ -202,22 +196,30 @@ def _cell(store: Store, cfg: str, label: str, g: RunGroup) -> Cell:
     return cell
 
 
+def _compared(metrics: Sequence[str] | None) -> list[str]:
+    """``metrics``, default every compared metric of ``METRICS``; ConfigError naming another."""
+    compared = [m.name for m in listed(lambda m: m.compared)]
+    for m in metrics or ():
+        if m not in compared:
+            raise ConfigError(f"--metric: unknown metric {m!r}; expected {', '.join(compared)}")
+    return compared if metrics is None else list(metrics)
+
+
 def build_comparison(
     store: Store,
     *,
     campaign: str | None = None,
     selectors: Sequence[str] = (),
     baseline: str | None = None,
-    metrics: Sequence[str] = tuple(METRICS),
+    metrics: Sequence[str] | None = None,
     min_effect: float = 0.02,
     alpha: float = 0.05,
     force: bool = False,
 ) -> Comparison:
     """Group runs by config and load point, check comparability against the baseline, and
-    decide every cell. Raises ``NotComparable`` naming the differing fields unless ``force``."""
-    for m in metrics:
-        if m not in METRICS:
-            raise ConfigError(f"--metric: unknown metric {m!r}; expected {', '.join(METRICS)}")
+    decide every cell on ``metrics`` (default: every compared metric of ``METRICS``). Raises
+    ``NotComparable`` naming the differing fields unless ``force``."""
+    metrics = _compared(metrics)
     runs = [r for r in select_runs(store, campaign, selectors) if not r.interrupted]
     if not runs:
         raise ConfigError("compare: no finished runs selected")
@@ -252,7 +254,7 @@ def build_comparison(
         base,
         configs,
         labels,
-        list(metrics),
+        metrics,
         cells,
         saturation,
         differences,
@@ -272,7 +274,7 @@ def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
     cell = c.cells.get((cfg, label))
     if cell is None:
         return "–"
-    digits = METRICS[metric][2]
+    digits = METRICS[metric].digits
     text = num(cell.values.get(metric, math.nan), digits)
     v = cell.verdicts.get(metric)
     refusal = cell.no_claim(metric)
@@ -300,10 +302,9 @@ def render_md(c: Comparison) -> list[str]:
         f"(p < {c.alpha:g}) and larger than {c.min_effect:.0%}; ×ratio [95% interval]."
     ]
     for m in c.metrics:
-        title, unit, _ = METRICS[m]
         out += [
             "",
-            f"### {title} ({unit})",
+            f"### {METRICS[m].title} ({METRICS[m].unit})",
             "",
             "| load | " + " | ".join(c.configs) + " |",
             "|---|" + "---:|" * len(c.configs),

@@ -7,6 +7,8 @@ import io
 import math
 from typing import TYPE_CHECKING, Any
 
+from inferlab.store.export import FORMAT_VERSION
+
 if TYPE_CHECKING:
     from inferlab.report.compare import Comparison
 
@@ -14,7 +16,10 @@ __all__ = ["render_csv", "to_json"]
 
 
 def to_json(c: Comparison) -> dict[str, Any]:
+    """The comparison as the JSON document of ``compare --format json`` (``format_version``:
+    ``store.export.FORMAT_VERSION``)."""
     return {
+        "format_version": FORMAT_VERSION,
         "baseline": c.baseline,
         "configs": c.configs,
         "labels": c.labels,

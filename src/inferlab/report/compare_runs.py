@@ -11,7 +11,6 @@ from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup, measured, per_request, throughput_sample
 
 __all__ = [
-    "METRICS",
     "RunGroup",
     "config_keys",
     "group_runs",
@@ -22,14 +21,6 @@ __all__ = [
     "select_runs",
     "throughput_sample",
 ]
-
-
-#: metric name → (title, unit, digits)
-METRICS: dict[str, tuple[str, str, int]] = {
-    "output_tok_s": ("output throughput", "tok/s", 1),
-    "tpot_ms": ("median TPOT", "ms", 2),
-    "ttft_ms": ("median TTFT", "ms", 1),
-}
 
 
 def label_key(label: str) -> tuple[int, float, str]:

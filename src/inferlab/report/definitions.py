@@ -1,18 +1,16 @@
-"""Metric definitions the report quotes next to its numbers (docs/metrics.md, version 1)."""
+"""Definitions the report quotes next to its numbers (docs/metrics.md, version 1): each
+metric's own (``METRICS``), then the report's terms."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
+from inferlab.stats.metrics import METRICS, listed
+
 __all__ = ["DEFINITIONS"]
 
-#: metric name → its definition, as the report prints it
-DEFINITIONS: dict[str, str] = {
-    "output_tok_s": "output throughput = output tokens of successful measured requests / window "
-    "(first send → last end; adaptive points: token events in the steady window, end of the "
-    "ramp-up → stop), tok/s; mean over trials",
-    "tpot_ms": "TPOT = (E2E − TTFT) / (output tokens − 1), ms; median over requests",
-    "ttft_ms": "TTFT = send → first token-bearing SSE event, ms",
-    "itl_ms": "ITL = gap between token-bearing events / k for an event carrying k tokens, "
-    "repeated k times, ms",
+#: term → its definition, as the report prints it (after the metrics' definitions)
+_TERMS: dict[str, str] = {
     "ratio": "×ratio = candidate / baseline at the same load point, with its 95% interval "
     "(bootstrap; batch means for one-trial throughput); a change is claimed only when "
     "p < α, the interval excludes 1 and |change| ≥ the minimum effect, else “~ within noise” "
@@ -24,3 +22,24 @@ DEFINITIONS: dict[str, str] = {
     "server": "scraped from the server's /metrics around each load point: accept length = "
     "1 + accepted / drafts (tokens per verifier step); maxima over scrapes for gauges",
 }
+
+
+class _Definitions(Mapping[str, str]):
+    """A live view: each metric with a definition (``listed`` order), then ``_TERMS``."""
+
+    def __getitem__(self, key: str) -> str:
+        m = METRICS.get(key)
+        if m is not None and m.definition is not None:
+            return m.definition
+        return _TERMS[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (m.name for m in listed(lambda m: m.definition is not None))
+        yield from _TERMS
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+#: metric name or term → its definition, as the report prints it
+DEFINITIONS: Mapping[str, str] = _Definitions()

@@ -6,7 +6,6 @@ import re
 from collections.abc import Sequence
 from html import escape
 
-from inferlab.report.compare import METRICS
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Quantiles, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
@@ -14,6 +13,7 @@ from inferlab.report.recheck import RECHECK_HEAD, RECHECK_NOTE, recheck_rows, re
 from inferlab.report.safe import show_controls
 from inferlab.report.svg import Box, Series, box_chart, line_chart
 from inferlab.report.verdicts import claim_class, stop_text
+from inferlab.stats.metrics import METRICS, listed
 from inferlab.store.recheck import RecheckPoint
 
 __all__ = ["render_html"]
@@ -93,9 +93,13 @@ def _html_verdicts(report: Report) -> list[str]:
         return [*out, f"<p>No verdict table: {_h(report.no_comparison or 'no runs')}.</p>"]
     out.append(f"<p>Baseline: <b>{_h(c.baseline)}</b>.</p>")
     out.append(_def("ratio"))
-    for m in ("output_tok_s", "tpot_ms"):
-        title, unit, _ = METRICS[m]
-        out += [f"<h3>{_h(title)} ({_h(unit)})</h3>", _def(m), "<table><tr><th>config</th>"]
+    for metric in listed(lambda m: m.primary):
+        m = metric.name
+        out += [
+            f"<h3>{_h(metric.title)} ({_h(metric.unit)})</h3>",
+            _def(m),
+            "<table><tr><th>config</th>",
+        ]
         out += [f"<th>{_h(lb)}</th>" for lb in c.labels]
         out.append("</tr>")
         for cfg in c.configs:
@@ -160,6 +164,11 @@ def _boxes(dist: dict[tuple[str, str], Quantiles], order: Sequence[str]) -> list
     return [Box(lb, cfg, q) for cfg, lb in keys for q in [dist[(cfg, lb)]]]
 
 
+def _axis(name: str) -> str:
+    """A metric as an axis label: "median TPOT (ms)"."""
+    return f"{METRICS[name].title} ({METRICS[name].unit})"
+
+
 def _html_charts(report: Report) -> list[str]:
     out = ['<h2 id="charts">Throughput, latency and concurrency</h2>']
     if report.curves:
@@ -171,13 +180,13 @@ def _html_charts(report: Report) -> list[str]:
                 tput,
                 title="Output throughput vs concurrency",
                 x_label="concurrency (requests in flight)",
-                y_label="output throughput (tok/s)",
+                y_label=_axis("output_tok_s"),
             ),
             line_chart(
                 tpot,
                 title="Median TPOT vs concurrency",
                 x_label="concurrency (requests in flight)",
-                y_label="median TPOT (ms)",
+                y_label=_axis("tpot_ms"),
             ),
             "</div>",
             _def("output_tok_s"),

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from html import escape
 
-from inferlab.report.compare import METRICS
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
 from inferlab.report.recheck import recheck_md
 from inferlab.report.safe import show_controls
 from inferlab.report.verdicts import num, stop_text
+from inferlab.stats.metrics import listed
 
 __all__ = ["render_markdown"]
 
@@ -45,10 +45,10 @@ def _md_verdicts(report: Report) -> list[str]:
     if c is None:
         return [*out, f"No verdict table: {_md(report.no_comparison or 'no runs')}.", ""]
     out += [f"Baseline: **{_md(c.baseline)}**. {_md(DEFINITIONS['ratio'])}.", ""]
-    for m in ("output_tok_s", "tpot_ms"):
-        title, unit, _ = METRICS[m]
+    for metric in listed(lambda m: m.primary):
+        m = metric.name
         out += [
-            f"### {title} ({unit})",
+            f"### {metric.title} ({metric.unit})",
             "",
             f"_{_md(DEFINITIONS[m])}._",
             "",

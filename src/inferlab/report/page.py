@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
-from inferlab.report.compare import METRICS, Comparison
+from inferlab.report.compare import Comparison
 from inferlab.report.data import SERVER_KEYS, Report
 from inferlab.report.verdicts import claim_text, num, ratio_text
+from inferlab.stats.metrics import METRICS
 
 __all__ = ["SIM_BANNER", "cell_parts", "quality_rows", "server_runs", "value_text"]
 
@@ -28,7 +29,7 @@ def cell_parts(c: Comparison, cfg: str, label: str, metric: str) -> tuple[str, s
     cell = c.cells.get((cfg, label))
     if cell is None:
         return "–", "", "", ""
-    value = num(cell.values.get(metric, math.nan), METRICS[metric][2])
+    value = num(cell.values.get(metric, math.nan), METRICS[metric].digits)
     v = cell.verdicts.get(metric)
     refusal = cell.no_claim(metric)
     if refusal:

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from inferlab.stats.metrics import METRICS
 from inferlab.stats.summary import Interval
 from inferlab.stats.trust import trust_from_json
 from inferlab.stats.verdict import Verdict
@@ -118,8 +119,8 @@ def ratio_text(r: Interval) -> str:
 def stop_text(stop: Mapping[str, Any]) -> str:
     """One adaptive point's stop record in words: reason, requests, achieved ±half-widths."""
     hw = stop.get("half_width") or {}
-    names = {"tpot_ms": "median TPOT", "output_tok_s": "output throughput"}
-    widths = ", ".join(f"{names.get(k, k)} ±{v:.1%}" for k, v in hw.items() if v is not None)
+    names = {k: METRICS[k].title if k in METRICS else k for k in hw}
+    widths = ", ".join(f"{names[k]} ±{v:.1%}" for k, v in hw.items() if v is not None)
     look = f" at look {stop['look']}/{stop['looks']}" if stop.get("look") else ""
     lag = f"; batch lag-1 r = {stop['lag1']:.2f}" if stop.get("lag1") is not None else ""
     return (

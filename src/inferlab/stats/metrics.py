@@ -1,26 +1,43 @@
-"""Per-request metrics and per-load-point summaries, exactly as docs/metrics.md defines them.
+"""Per-request metrics, per-load-point summaries and ``METRICS``, the one table of the
+metrics a point reports, exactly as docs/metrics.md defines them.
 
 Pure functions over ``RequestRecord`` lists. Times in records are ns; summaries are in ms,
 tokens/s and requests/s. Warmup and failed requests never enter latency statistics.
+
+``METRICS`` (name → ``Metric``: title, unit, digits, direction, sampler, definition, where it
+is shown) is what every consumer iterates: the verdicts' directions (``stats.verdict``), the
+samples a verdict reads (``store.groups``), ``compare``'s columns, the report's tables and
+definitions, the baseline recheck's metrics and ``export``'s run columns. A new compared
+metric is one row (docs/design.md, "Worked example: a new metric").
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
 from inferlab.records import RequestRecord
-from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describe
+from inferlab.stats.intervals import QUANTILES, Statistic
+from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describe, percentile
 
 __all__ = [
+    "METRICS",
+    "Metric",
+    "PerRequest",
+    "PerTrial",
     "PointSummary",
     "batch_rates",
     "icl_ms",
     "itl_ms",
+    "listed",
     "meets_slo",
+    "metric",
     "peak_concurrency",
+    "statistic_of",
     "summarize",
     "throughput_interval",
     "tpot_ms",
@@ -153,12 +170,16 @@ class PointSummary:
     output_tok_s_ci: Interval
     length_warnings: int
     warnings: list[str] = field(default_factory=list)
+    #: the value of each per-request metric of ``METRICS`` with no field above (by name)
+    more: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The fields by name, then ``more``'s metrics at the same level."""
         out: dict[str, Any] = {}
         for k, v in self.__dict__.items():
-            out[k] = v.to_json() if hasattr(v, "to_json") else v
-        return out
+            if k != "more":
+                out[k] = v.to_json() if hasattr(v, "to_json") else v
+        return {**out, **self.more}
 
 
 def _per_s(count: float, window_s: float) -> float:
@@ -186,14 +207,10 @@ def summarize(
     sends = [r.send_ns for r in measured if r.send_ns]
     ends = [r.end_ns for r in measured if r.end_ns]
     window_s = (max(ends) - min(sends)) / 1e9 if sends and ends else 0.0
-    ttft = [r.ttft_ns / _NS_PER_MS for r in good if r.ttft_ns is not None]
-    e2e = [r.e2e_ns / _NS_PER_MS for r in good if r.e2e_ns is not None]
-    tpots = [t for t in (tpot_ms(r) for r in good) if t is not None]
-    itl: list[float] = []
-    icl: list[float] = []
-    for r in good:
-        itl.extend(itl_ms(r))
-        icl.extend(icl_ms(r))
+    ttft, e2e, tpots, itl, icl, user = (
+        [x for r in good for x in of(r)]
+        for of in (_ttft_ms, _e2e_ms, _tpot_ms, itl_ms, icl_ms, _user_tok_s)
+    )
     queue = [d / _NS_PER_MS for d in (r.client_queue_delay_ns for r in measured) if d is not None]
     out_tokens = sum(r.output_tokens for r in good)
     in_tokens = sum(_prompt_tokens(r) for r in good)
@@ -216,7 +233,7 @@ def summarize(
         icl_ms=describe(icl),
         e2e_ms=describe(e2e),
         queue_delay_ms=describe(queue),
-        user_tok_s=describe([1000.0 / t for t in tpots if t > 0]),
+        user_tok_s=describe(user),
         output_tok_s=tput,
         total_tok_s=_per_s(out_tokens + in_tokens, window_s),
         request_s=_per_s(len(good), window_s),
@@ -229,4 +246,146 @@ def summarize(
         tpot_median_ci=bootstrap_ci(tpots, "median", seed=seed),
         output_tok_s_ci=tput_int,
         length_warnings=length_warn,
+        more={
+            m.name: statistic_of([x for r in good for x in m.sampler.of(r)], m.sampler.statistic)
+            for m in METRICS.values()
+            if isinstance(m.sampler, PerRequest) and m.name not in PointSummary.__dataclass_fields__
+        },
     )
+
+
+# -- the metric table --------------------------------------------------------------------------
+
+
+def _ttft_ms(rec: RequestRecord) -> list[float]:
+    return [rec.ttft_ns / _NS_PER_MS] if rec.ttft_ns is not None else []
+
+
+def _e2e_ms(rec: RequestRecord) -> list[float]:
+    return [rec.e2e_ns / _NS_PER_MS] if rec.e2e_ns is not None else []
+
+
+def _tpot_ms(rec: RequestRecord) -> list[float]:
+    t = tpot_ms(rec)
+    return [] if t is None else [t]
+
+
+def _user_tok_s(rec: RequestRecord) -> list[float]:
+    return [1000.0 / t for t in _tpot_ms(rec) if t > 0]
+
+
+@dataclass(frozen=True)
+class PerRequest:
+    """Samples of a latency-like metric: ``of(record)`` for each measured request (none, one,
+    or one per token gap), pooled over a point's requests; its value is ``statistic`` of them
+    and a verdict compares that statistic (``compare_samples``)."""
+
+    of: Callable[[RequestRecord], Sequence[float]]
+    statistic: Statistic = "median"
+
+
+@dataclass(frozen=True)
+class PerTrial:
+    """One value per trial, stored in the run's summary under the metric's name; its value is
+    the mean over trials and a verdict compares the trials (``compare_throughput``).
+    ``batch_rates``: a single trial is compared by the output-token rates of equal slices of
+    its window (``batch_rates()``); output throughput is the one rate they measure."""
+
+    batch_rates: bool = False
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One row of ``METRICS``. ``name`` is its key in ``PointSummary``, the stored summary and
+    ``compare``'s values; ``digits``: decimals shown; ``direction``: which way is better (None:
+    a count or a window, never compared); ``definition``: the sentence reports print beside
+    it (None: no report shows it); ``export``: its run columns in ``export`` (``value``: one
+    column; ``distribution``: mean, p50 and p99 of the stored distribution); ``compared``: a
+    column of ``inferlab compare``; ``primary``: also a verdict table of the campaign report
+    and a metric of the baseline recheck and the sequential A/B (``load.adaptive`` estimates
+    each one)."""
+
+    name: str
+    title: str
+    unit: str
+    digits: int
+    direction: Literal["lower", "higher"] | None
+    sampler: PerRequest | PerTrial
+    definition: str | None = None
+    export: Literal["value", "distribution"] | None = None
+    compared: bool = False
+    primary: bool = False
+
+    @property
+    def higher_is_better(self) -> bool:
+        if self.direction is None:
+            raise ValueError(f"metric {self.name!r} has no direction: it is never compared")
+        return self.direction == "higher"
+
+
+# fmt: off
+_ROWS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("ok", "successful requests", "requests", 0, None, PerTrial(), export="value"),
+        Metric(
+            "output_tok_s", "output throughput", "tok/s", 1, "higher", PerTrial(batch_rates=True),
+            "output throughput = output tokens of successful measured requests / window (first "
+            "send → last end; adaptive points: token events in the steady window, end of the "
+            "ramp-up → stop), tok/s; mean over trials",
+            export="value", compared=True, primary=True,
+        ),
+        Metric("request_s", "request throughput", "req/s", 2, "higher", PerTrial(), export="value"),
+        Metric("duration_s", "measurement window", "s", 2, None, PerTrial(), export="value"),
+        Metric("goodput_req_s", "goodput", "req/s", 2, "higher", PerTrial(), export="value"),
+        Metric(
+            "ttft_ms", "median TTFT", "ms", 1, "lower", PerRequest(_ttft_ms),
+            "TTFT = send → first token-bearing SSE event, ms",
+            export="distribution", compared=True,
+        ),
+        Metric(
+            "tpot_ms", "median TPOT", "ms", 2, "lower", PerRequest(_tpot_ms),
+            "TPOT = (E2E − TTFT) / (output tokens − 1), ms; median over requests",
+            export="distribution", compared=True, primary=True,
+        ),
+        Metric(
+            "itl_ms", "median ITL", "ms", 2, "lower", PerRequest(itl_ms),
+            "ITL = gap between token-bearing events / k for an event carrying k tokens, "
+            "repeated k times, ms",
+            export="distribution",
+        ),
+        Metric(
+            "e2e_ms", "median E2E latency", "ms", 1, "lower", PerRequest(_e2e_ms),
+            export="distribution",
+        ),
+        Metric("icl_ms", "median ICL", "ms", 2, "lower", PerRequest(icl_ms)),
+        Metric("user_tok_s", "median per-user speed", "tok/s", 1, "higher",
+               PerRequest(_user_tok_s)),
+        Metric("total_tok_s", "total throughput", "tok/s", 1, "higher", PerTrial()),
+    )
+}
+# fmt: on
+
+#: name → ``Metric``, in table order (the order of ``export``'s columns); read-only
+METRICS = MappingProxyType(_ROWS)
+
+
+def metric(name: str) -> Metric:
+    """The row of ``name``; ValueError naming the known metrics."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None
+
+
+def listed(pred: Callable[[Metric], bool] = lambda m: True) -> list[Metric]:
+    """The metrics for which ``pred`` holds, in the order ``compare`` and the reports list
+    them: the primary metrics first, then table order."""
+    return sorted((m for m in METRICS.values() if pred(m)), key=lambda m: not m.primary)
+
+
+def statistic_of(samples: Sequence[float], statistic: Statistic) -> float:
+    """``statistic`` of ``samples`` (quantiles by linear interpolation); NaN when empty."""
+    if statistic == "mean":
+        return sum(samples) / len(samples) if samples else math.nan
+    return percentile(samples, QUANTILES[statistic])

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Literal
 
 from inferlab.stats.difference import (
@@ -21,6 +20,7 @@ from inferlab.stats.intervals import (
     throughput_ratio_batches,
     throughput_ratio_trials,
 )
+from inferlab.stats.metrics import METRICS
 from inferlab.stats.summary import Interval
 
 __all__ = [
@@ -36,21 +36,26 @@ __all__ = [
 
 Claim = Literal["better", "worse", "~"]
 
+
+class _Directions(Mapping[str, bool]):
+    """A live view of ``METRICS``: the name of each metric with a direction → True when a
+    higher value is better."""
+
+    def __getitem__(self, name: str) -> bool:
+        m = METRICS.get(name)
+        if m is None or m.direction is None:
+            raise KeyError(name)
+        return m.higher_is_better
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, m in METRICS.items() if m.direction is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 #: metric name (as in ``PointSummary``) → True when a higher value is better
-HIGHER_IS_BETTER: Mapping[str, bool] = MappingProxyType(
-    {
-        "output_tok_s": True,
-        "total_tok_s": True,
-        "request_s": True,
-        "goodput_req_s": True,
-        "user_tok_s": True,
-        "ttft_ms": False,
-        "tpot_ms": False,
-        "itl_ms": False,
-        "icl_ms": False,
-        "e2e_ms": False,
-    }
-)
+HIGHER_IS_BETTER: Mapping[str, bool] = _Directions()
 
 _NAN_INTERVAL_LEVEL = 0.95
 

@@ -1,4 +1,16 @@
-"""Export runs or requests from the store as CSV, JSONL or Parquet."""
+"""Export runs or requests from the store as CSV, JSONL or Parquet; ``FORMAT_VERSION``.
+
+``FORMAT_VERSION`` versions the formats scripts read: every JSONL record of ``export``, the
+document of ``compare --format json`` and of ``bench --json`` carry it as ``format_version``, a
+Parquet file in its schema metadata. CSV (``export``, ``compare --format csv``) carries none:
+its header names every column, and a column repeating one number on every row would shift
+readers that index columns by position.
+History (bump it when a field changes meaning or goes away; a reader should refuse a version
+newer than it knows):
+
+- 1: the field introduced; the layout is the one before it (runs: identity, then the export
+  columns of ``METRICS`` in table order).
+"""
 
 from __future__ import annotations
 
@@ -11,13 +23,22 @@ from typing import Any, Literal
 from inferlab.errors import ConfigError
 from inferlab.store.db import RunRow, Store
 
-__all__ = ["export", "request_rows", "run_rows"]
+__all__ = ["FORMAT_VERSION", "export", "request_rows", "run_rows"]
+
+#: version of the export, ``compare --format json`` and ``bench --json`` formats (history above)
+FORMAT_VERSION = 1
+
+#: the stored distribution's statistics a ``distribution`` metric exports, one column each
+_DIST_STATS = ("mean", "p50", "p99")
 
 Format = Literal["csv", "jsonl", "parquet"]
 
 
 def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
-    """One flat row per run: identity, load point and the headline summary numbers."""
+    """One flat row per run: identity, load point, then the summary's columns of each metric
+    ``METRICS`` exports."""
+    from inferlab.stats.metrics import METRICS  # here: `inferlab runs` never imports numpy
+
     out = []
     for r in runs:
         s = r.summary
@@ -42,12 +63,13 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
         }
         row["trust"] = r.trust
         row["stop"] = (r.stop or {}).get("reason")
-        for key in ("ok", "output_tok_s", "request_s", "duration_s", "goodput_req_s"):
-            row[key] = s.get(key)
-        for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
-            d = s.get(metric) or {}
-            for stat in ("mean", "p50", "p99"):
-                row[f"{metric}_{stat}"] = d.get(stat)
+        for m in METRICS.values():
+            if m.export == "value":
+                row[m.name] = s.get(m.name)
+            elif m.export == "distribution":
+                d = s.get(m.name) or {}
+                for stat in _DIST_STATS:
+                    row[f"{m.name}_{stat}"] = d.get(stat)
         out.append(row)
     return out
 
@@ -89,13 +111,14 @@ def export(
     fmt: Format,
     path: Path,
 ) -> int:
-    """Write ``runs`` (or their requests) to ``path``; returns the number of rows."""
+    """Write ``runs`` (or their requests) to ``path``; returns the number of rows. JSONL
+    records and Parquet metadata carry ``format_version``; CSV rows are as they were."""
     rows: Iterable[dict[str, Any]] = run_rows(runs) if what == "runs" else request_rows(store, runs)
     if fmt == "jsonl":
         n = 0
         with path.open("w", encoding="utf-8") as f:
             for row in rows:
-                f.write(json.dumps(row, default=str) + "\n")
+                f.write(json.dumps({"format_version": FORMAT_VERSION, **row}, default=str) + "\n")
                 n += 1
         return n
     materialized = list(rows)
@@ -115,6 +138,7 @@ def export(
                 "--format parquet needs pyarrow: pip install 'inferlab[parquet]'"
             ) from None
         table = pa.Table.from_pylist(materialized)
+        table = table.replace_schema_metadata({"format_version": str(FORMAT_VERSION)})
         pq.write_table(table, str(path))
         return len(materialized)
     raise ConfigError(f"--format: expected csv, jsonl or parquet, got {fmt!r}")

@@ -1,5 +1,6 @@
-"""The samples a group of stored runs carries: per-request metric samples of the measured
-requests (ms) and output throughput per trial (tok/s), with batch rates for a single trial.
+"""The samples a group of stored runs carries, as each metric's sampler in ``METRICS`` takes
+them: per-request samples of the measured requests, or one value per trial (output throughput
+with batch rates for a single trial); the group's value and verdict of each metric.
 Shared by ``compare`` (``report``), the baseline recheck (``store.recheck``) and ``levers``."""
 
 from __future__ import annotations
@@ -8,12 +9,28 @@ from dataclasses import dataclass
 
 from inferlab.errors import ConfigError
 from inferlab.records import RequestRecord
-from inferlab.stats.metrics import batch_rates, tpot_ms
+from inferlab.stats.metrics import (
+    METRICS,
+    PerRequest,
+    PerTrial,
+    batch_rates,
+    listed,
+    statistic_of,
+)
+from inferlab.stats.metrics import metric as metric_row
 from inferlab.stats.stopping import request_span_rates
 from inferlab.stats.verdict import ThroughputSample, Verdict, compare_samples, compare_throughput
 from inferlab.store.rows import RunRow
 
-__all__ = ["RunGroup", "group_verdict", "measured", "per_request", "throughput_sample"]
+__all__ = [
+    "RunGroup",
+    "group_value",
+    "group_verdict",
+    "measured",
+    "per_request",
+    "throughput_sample",
+    "trial_values",
+]
 
 
 @dataclass
@@ -30,37 +47,59 @@ def measured(records: list[RequestRecord]) -> list[RequestRecord]:
 
 
 def per_request(metric: str, records: list[RequestRecord]) -> list[float]:
-    """Per-request samples of ``metric`` (ms) from the measured requests."""
-    good = measured(records)
-    if metric == "tpot_ms":
-        return [t for t in (tpot_ms(r) for r in good) if t is not None]
-    if metric == "ttft_ms":
-        return [r.ttft_ns / 1e6 for r in good if r.ttft_ns is not None]
-    raise ConfigError(f"--metric: unknown per-request metric {metric!r}; expected tpot_ms, ttft_ms")
+    """Per-request samples of ``metric`` (its sampler in ``METRICS``) from the measured
+    requests."""
+    m = METRICS.get(metric)
+    if m is None or not isinstance(m.sampler, PerRequest):
+        known = ", ".join(x.name for x in listed(lambda x: isinstance(x.sampler, PerRequest)))
+        raise ConfigError(f"--metric: unknown per-request metric {metric!r}; expected {known}")
+    return [x for r in measured(records) for x in m.sampler.of(r)]
 
 
-def throughput_sample(g: RunGroup) -> ThroughputSample:
-    """Output tok/s per trial; with one trial, its batch rates too."""
-    trials = tuple(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs)
+def trial_values(metric: str, g: RunGroup) -> tuple[float, ...]:
+    """``metric``'s value in each trial's stored summary (a missing one counts 0)."""
+    return tuple(float(r.summary.get(metric) or 0.0) for r in g.runs)
+
+
+def throughput_sample(g: RunGroup, metric: str = "output_tok_s") -> ThroughputSample:
+    """``metric`` per trial; with one trial, its batch rates too when the metric has them."""
     rates: tuple[float, ...] = ()
-    if len(g.runs) == 1:
+    s = metric_row(metric).sampler
+    if len(g.runs) == 1 and isinstance(s, PerTrial) and s.batch_rates:
         rates = _batch_rates(g.runs[0], g.records[0])
-    return ThroughputSample(trials=trials, batch_rates=rates)
+    return ThroughputSample(trials=trial_values(metric, g), batch_rates=rates)
+
+
+def group_value(metric: str, g: RunGroup) -> float:
+    """The group's value of ``metric``: the mean over trials of a per-trial metric, else the
+    metric's statistic of the requests pooled over trials."""
+    s = metric_row(metric).sampler
+    if isinstance(s, PerTrial):
+        vals = trial_values(metric, g)
+        return sum(vals) / len(vals)
+    return statistic_of([x for recs in g.records for x in per_request(metric, recs)], s.statistic)
 
 
 def group_verdict(
     metric: str, a: RunGroup, b: RunGroup, *, alpha: float = 0.05, min_effect: float = 0.02
 ) -> Verdict:
-    """``b`` against ``a`` on ``metric`` from the raw samples: output throughput by
-    ``compare_throughput``, a per-request metric (ms) by ``compare_samples`` on its median."""
-    if metric == "output_tok_s":
+    """``b`` against ``a`` on ``metric`` from the raw samples: a per-trial metric (output
+    throughput) by ``compare_throughput``, a per-request metric by ``compare_samples`` on its
+    statistic."""
+    s = metric_row(metric).sampler
+    if isinstance(s, PerTrial):
         return compare_throughput(
-            throughput_sample(a), throughput_sample(b), alpha=alpha, min_effect=min_effect
+            throughput_sample(a, metric),
+            throughput_sample(b, metric),
+            metric=metric,
+            alpha=alpha,
+            min_effect=min_effect,
         )
     return compare_samples(
         metric,
         [per_request(metric, recs) for recs in a.records],
         [per_request(metric, recs) for recs in b.records],
+        statistic=s.statistic,
         alpha=alpha,
         min_effect=min_effect,
     )

@@ -1,9 +1,9 @@
 """The baseline recheck read back: the baseline's first pass and its recheck (``runs.purpose =
 'recheck'``, measured after every other config, ``[load] recheck_baseline``) compared at each
-load point with the A/B's own machinery (``compare_throughput`` on output throughput,
-``compare_samples`` on median TPOT, the same ``alpha`` and ``min_effect``).
+load point on each primary metric of ``METRICS`` with the A/B's own machinery
+(``store.groups.group_verdict``, the same ``alpha`` and ``min_effect``).
 
-A point where either metric moved beyond ``min_effect`` *drifted* (an order effect, machine
+A point where any of them moved beyond ``min_effect`` *drifted* (an order effect, machine
 load, thermal state, warm caches): the baseline itself is not what the candidates were measured
 against, so a candidate's verdict there stands only when it reads the same against the recheck
 (``report.recheck``). The raw runs stay as they are.
@@ -15,15 +15,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from inferlab.stats.metrics import METRICS, listed
 from inferlab.stats.verdict import Verdict
 from inferlab.store.db import Store
-from inferlab.store.groups import RunGroup, group_verdict
+from inferlab.store.groups import RunGroup, group_value, group_verdict
 from inferlab.store.rows import RunRow
 
-__all__ = ["RECHECK_METRICS", "RecheckPoint", "recheck_points"]
-
-#: metric → its name in the sentences (the sequential A/B's primary metrics)
-RECHECK_METRICS = {"output_tok_s": "output throughput", "tpot_ms": "median TPOT"}
+__all__ = ["RecheckPoint", "recheck_points"]
 
 
 @dataclass
@@ -55,7 +53,7 @@ class RecheckPoint:
         m, v = self.shown
         r = v.ratio
         lo, hi = (("?" if math.isnan(x) else f"{x:.3f}") for x in (r.low, r.high))
-        return f"×{r.estimate:.3f} [{lo}, {hi}] {RECHECK_METRICS[m]}"
+        return f"×{r.estimate:.3f} [{lo}, {hi}] {METRICS[m].title}"
 
     def line(self) -> str:
         """The point's recheck in one sentence (definition + interval)."""
@@ -104,12 +102,8 @@ def _groups(store: Store, runs: list[RunRow]) -> dict[str, RunGroup]:
     return out
 
 
-def _mean_tok_s(g: RunGroup) -> float:
-    return sum(float(r.summary.get("output_tok_s") or 0.0) for r in g.runs) / len(g.runs)
-
-
 def _point(label: str, a: RunGroup, b: RunGroup, alpha: float, min_effect: float) -> RecheckPoint:
-    p = RecheckPoint(label, _mean_tok_s(a), _mean_tok_s(b))
+    p = RecheckPoint(label, group_value("output_tok_s", a), group_value("output_tok_s", b))
     p.simulated = any(r.environment.get("engine_name") == "sim" for r in a.runs + b.runs)
     bad = [r for r in a.runs + b.runs if r.trust == "untrusted"]
     if bad:
@@ -117,8 +111,8 @@ def _point(label: str, a: RunGroup, b: RunGroup, alpha: float, min_effect: float
         p.untrusted = f"{side} untrusted (client lag or an unusable point)"
         return p
     p.again = b
-    for m in RECHECK_METRICS:
-        p.verdicts[m] = group_verdict(m, a, b, alpha=alpha, min_effect=min_effect)
+    for m in listed(lambda m: m.primary):
+        p.verdicts[m.name] = group_verdict(m.name, a, b, alpha=alpha, min_effect=min_effect)
     return p
 
 

@@ -15,6 +15,7 @@ from inferlab.report.compare import build_comparison, render_csv, render_md, to_
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import summarize
 from inferlab.store import Store
+from inferlab.store.export import FORMAT_VERSION
 from support.cli import Cli
 from support.records import rec
 from support.simproc import start_sim_thread
@@ -105,7 +106,9 @@ def test_cli_formats_and_errors(cli: Cli, db: Path, tmp_path: Path) -> None:
     assert p.exit_code == 0, p.stderr
     assert "median TPOT" in p.stdout and "better" in p.stdout
     j = cli("compare", "--db", str(db), "--campaign", "ab", "--format", "json")
-    assert json.loads(j.stdout)["baseline"] == "base"
+    doc = json.loads(j.stdout)
+    assert doc["baseline"] == "base"
+    assert list(doc)[0] == "format_version" and doc["format_version"] == FORMAT_VERSION == 1
     refused = cli("compare", "--db", str(db), "base", "longer")
     assert refused.exit_code == 2 and "workload_hash" in refused.stderr
     assert "Traceback" not in refused.stderr
