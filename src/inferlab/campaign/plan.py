@@ -24,7 +24,7 @@ from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, plan_points
 from inferlab.secrets import REDACTED, scrub_argv, scrub_env
 
-__all__ = ["Plan", "make_plan", "reference_name", "render_plan", "select_configs"]
+__all__ = ["Plan", "make_plan", "plan_of", "reference_name", "render_plan", "select_configs"]
 
 
 @dataclass
@@ -66,7 +66,12 @@ def make_plan(path: str | Path) -> Plan:
     is read and checked (names, JSON) and every saved tune run must exist."""
     p = Path(path)
     camp = load_campaign(p)
-    text = p.read_text(encoding="utf-8")
+    return plan_of(camp, p, p.read_text(encoding="utf-8"))
+
+
+def plan_of(camp: CampaignFile, p: Path, text: str) -> Plan:
+    """``make_plan`` of a campaign already loaded (or derived from one: ``optimize`` adds its
+    trials); ``p`` and ``text`` locate errors."""
     configs = resolve_configs(camp, p, text)
     for c in configs:
         check_files(c, str(p))

@@ -52,6 +52,7 @@ __all__ = [
     "make_plan",
     "render_plan",
     "run_campaign",
+    "run_plan",
     "select_configs",
 ]
 
@@ -89,8 +90,25 @@ def run_campaign(
     module docstring for the order and rules. ``launcher``: where the servers run
     (``campaign.launch``: subprocesses by default); ``clock``: the reference engine's points
     read on its model clock, with an injected client lag (``campaign.clock``)."""
-    events = events or CampaignEvents()
     plan = select_configs(make_plan(path), only)
+    return run_plan(
+        plan, store=store, events=events, resume=resume, no_verify=no_verify,
+        launcher=launcher, clock=clock,
+    )  # fmt: skip
+
+
+def run_plan(
+    plan: Plan,
+    *,
+    store: Store,
+    events: CampaignEvents | None = None,
+    resume: bool = False,
+    no_verify: bool = False,
+    launcher: Launcher = SUBPROCESS,
+    clock: ModelClock | None = None,
+) -> CampaignResult:
+    """``run_campaign`` of a plan already made (``optimize`` makes its trials' plans)."""
+    events = events or CampaignEvents()
     camp = plan.campaign
     name = camp.campaign.name
     _check_start(plan, store, resume)

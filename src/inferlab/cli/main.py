@@ -40,6 +40,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "inferlab.cli.run:run",
         "Launch, verify, measure, store and stop every config of the campaign, then report.",
     ),
+    "optimize": LazyCommand(
+        "inferlab.cli.optimize:optimize_cmd",
+        "Search the campaign's [search] levers: trials against the incumbent by sequential A/B.",
+    ),
     "report": LazyCommand(
         "inferlab.cli.report:report",
         "Write report.md and report.html for a campaign, from the store only.",

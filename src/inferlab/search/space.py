@@ -57,13 +57,15 @@ def distribution(dim: SearchDim) -> BaseDistribution:
 
 
 def value_text(value: Any) -> str:
-    """A value as its part of a trial's name: ``32``, ``simple``, ``on``/``off``, ``0.85``."""
+    """A value as its part of a trial's name: ``32``, ``simple``, ``on``/``off``, ``0.85``,
+    ``n1`` for −1."""
     if value is True:
         return "on"
     if value is False:
         return "off"
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
-    text = re.sub(r"[^A-Za-z0-9.+]+", "_", text.strip().lower()).strip("_.")
+    text = re.sub(r"^-(?=[0-9.])", "n", text.strip())  # -1 → n1, not 1
+    text = re.sub(r"[^A-Za-z0-9.+]+", "_", text.lower()).strip("_.")
     return text or "x"
 
 

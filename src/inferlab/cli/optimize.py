@@ -1,0 +1,122 @@
+"""``inferlab optimize CAMPAIGN.toml``: search the campaign's ``[search]`` levers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from inferlab.search.driver import OptimizeResult, optimize, search_plan
+from inferlab.search.space import Space
+from inferlab.store import Store, db_path
+
+from .render import stdout_console
+from .run import _Events
+
+#: why a search stopped, as the report says it
+STOPPED = {
+    "budget_trials": "the trial budget is spent",
+    "budget_minutes": "the time budget is spent",
+    "patience": "the last trials in a row found nothing better",
+    "exhausted": "every point of the space was tried",
+    "no_dimension": "no dimension is left: every bound is below the minimum effect",
+}
+
+
+def _print(r: OptimizeResult, simulated: bool) -> None:
+    con = stdout_console()
+    if simulated:
+        con.print(
+            "[bold magenta]SIMULATED: the reference engine's timing model, not a real "
+            "engine[/bold magenta]",
+            highlight=False,
+        )
+    con.print(
+        f"search of {escape(r.campaign)}: {r.objective} at {r.at}, baseline {escape(r.baseline)}",
+        highlight=False,
+    )
+    for b in r.bounds:
+        con.print(f"  {escape(b.key)}: {escape(b.why(r.at))}", highlight=False)
+    t = Table(title="Trials", title_justify="left")
+    for c in ("#", "config", "chosen by", r.objective, "verdict", "against", "note"):
+        t.add_column(c, overflow="fold")
+    for tr in r.search.trials:
+        value = "–" if tr.result.value is None else f"{tr.result.value:.4g}"
+        verdict = tr.result.verdict or tr.result.status
+        t.add_row(
+            str(tr.index), escape(tr.name), escape(tr.chosen_by), value, verdict,
+            escape(tr.against), escape(tr.result.reason),
+        )  # fmt: skip
+    con.print(t)
+    con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
+    con.print(f"stopped: {STOPPED.get(r.search.stopped, r.search.stopped)}", highlight=False)
+    if r.best == r.baseline:
+        con.print(f"nothing beat the baseline {escape(r.baseline)} at {r.at}", highlight=False)
+        return
+    con.print(f"\n[bold]recommended: {escape(r.best)}[/bold]", highlight=False)
+    con.print(escape(r.snippet()), highlight=False)
+    for line in r.launch:
+        con.print(escape(line), highlight=False, soft_wrap=True)
+
+
+def optimize_cmd(
+    campaign_file: Annotated[Path, typer.Argument(help="Campaign file with a [search] section")],
+    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the search stored for it")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the search space, run nothing")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
+    ray: Annotated[
+        str | None, typer.Option("--ray", metavar="ADDRESS", help="Not yet: refused")
+    ] = None,
+) -> None:
+    """Search the campaign's [search] levers: trials against the incumbent by sequential A/B.
+
+    The baseline (first config) is measured and its levers bound each dimension; Optuna
+    proposes trials over the rest; a trial replaces the incumbent only when the A/B says
+    better. --resume continues a stopped search from the store."""
+    plan, section = search_plan(campaign_file)
+    if ray is not None:
+        raise typer.BadParameter("--ray: optimize runs its trials on this host for now")
+    space = Space(tuple(section.dim), plan.campaign.config[0])
+    if dry_run:
+        con = stdout_console()
+        size = "∞" if space.size() == float("inf") else f"{space.size():.0f}"
+        con.print(
+            f"search of {escape(plan.campaign.campaign.name)}: {section.objective} at "
+            f"{section.at}, {section.sampler} sampler (seed {section.seed}), budget "
+            f"{section.budget_trials} trials"
+            + (f" / {section.budget_minutes:g} min" if section.budget_minutes else "")
+            + f", patience {section.patience}, min effect {section.min_effect:.0%}; "
+            f"{size} points",
+            highlight=False,
+        )
+        for d in section.dim:
+            dist = space.distributions()[d.key]
+            con.print(f"  {escape(d.key)} ({d.label}): {escape(repr(dist))}", highlight=False)
+        return
+    err = Console(stderr=True)
+    events = _Events(err, stdout_console())
+    with Store(db_path(db)) as store:
+        try:
+            result = optimize(campaign_file, store=store, events=events, resume=resume)
+        except KeyboardInterrupt:
+            events.progress_done()
+            err.print(
+                "[yellow]interrupted: the running trial's server was stopped; inferlab optimize "
+                f"{escape(str(campaign_file))} --resume continues[/yellow]"
+            )
+            raise typer.Exit(130) from None
+        finally:
+            events.progress_done()
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+        return
+    _print(result, plan.campaign.engine.kind == "sim")

@@ -1,0 +1,299 @@
+"""``inferlab optimize CAMPAIGN.toml``: the closed loop over a campaign's ``[search]``.
+
+1. The baseline (the campaign's first config) is measured at every load point of the file, and
+   profiled where ``[profile]`` says (``campaign.runner``).
+2. Each dimension's Amdahl bound is read from the baseline's levers (``search.prune``); a
+   dimension whose bound is below ``1 + min_effect`` at the search's point is pruned, and said.
+3. Optuna proposes trials over the rest (``search.loop``). Each trial is a stored config
+   (``t03-mns32-mnbt2048``, the baseline extended by its values), measured at the search's
+   point beside a fresh measurement of the incumbent (``t03-ref``, the incumbent unchanged,
+   launched just before it: drift between the two is minutes, not the whole search), by a
+   sequential A/B against that measurement; greedy equivalence is checked against it too
+   (unless ``lossless = false``). The incumbent moves only on "better" for the objective.
+4. Every trial is stored as an analysis (``search-trial``) as it ends; ``--resume`` replays
+   them into a fresh study and goes on (the sampler's state is the store's).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.context import CampaignEvents
+from inferlab.campaign.launch import SUBPROCESS, Launcher
+from inferlab.campaign.plan import Plan, make_plan, plan_of, render_plan, select_configs
+from inferlab.campaign.runner import run_plan
+from inferlab.config.campaign import CampaignFile, ConfigSpec
+from inferlab.config.search import SearchSection
+from inferlab.errors import ConfigError, InferlabError
+from inferlab.levers import LeverOptions, decide
+from inferlab.store import Store
+
+from .loop import SearchResult, TrialRecord, TrialResult, Verdict, run_search
+from .prune import DimBound, bound_dims
+from .space import Space
+
+__all__ = [
+    "OBJECTIVE_METRIC",
+    "TRIAL_KIND",
+    "OptimizeResult",
+    "optimize",
+    "ref_spec",
+    "search_plan",
+]
+
+#: the analysis kind a finished trial is stored as
+TRIAL_KIND = "search-trial"
+
+#: objective → the sequential A/B's metric whose status decides a trial
+OBJECTIVE_METRIC = {"output_tok_s": "output_tok_s", "tpot_ms": "tpot_ms"}
+
+
+@dataclass
+class OptimizeResult:
+    """A search: its campaign, baseline, objective and point, each dimension's bound, the
+    trials, the incumbent's path and why it stopped."""
+
+    campaign: str
+    baseline: str
+    objective: str
+    at: str
+    bounds: list[DimBound]
+    search: SearchResult
+    #: every trial's config (and each incumbent re-measurement's), by name
+    configs: dict[str, ConfigSpec] = field(default_factory=dict)
+    #: the best config's resolved launch (argv, env) as ``run --dry-run`` prints it
+    launch: list[str] = field(default_factory=list)
+
+    @property
+    def best(self) -> str:
+        return self.search.best
+
+    def snippet(self) -> str:
+        """The best config as a ``[[config]]`` table to add to the campaign file."""
+        best = self.configs.get(self.best)
+        if best is None:
+            return ""
+        lines = ["[[config]]", f"name = {json.dumps(best.name)}"]
+        if best.extends:
+            lines.append(f"extends = {json.dumps(best.extends)}")
+        for key in ("set", "env", "files"):
+            table: dict[str, Any] = dict(getattr(best, key))
+            if table:
+                body = ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in table.items())
+                lines.append(f"{key} = {{ {body} }}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.configs.get(self.best)
+        return {
+            "campaign": self.campaign,
+            "baseline": self.baseline,
+            "objective": self.objective,
+            "at": self.at,
+            "best": {
+                "name": self.best,
+                "args": dict(best.set) if best is not None else {},
+                "env": dict(best.env) if best is not None else {},
+                "files": dict(best.files) if best is not None else {},
+            },
+            "trials": len(self.search.trials),
+            "stopped": self.search.stopped,
+            "path": list(self.search.path),
+            "pruned": dict(self.search.pruned),
+            "bounds": [asdict(b) for b in self.bounds],
+            "trial_list": [_record_json(t) for t in self.search.trials],
+            "launch": list(self.launch),
+        }
+
+
+def _toml(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def _record_json(t: TrialRecord) -> dict[str, Any]:
+    return {**asdict(t), "result": asdict(t.result)}
+
+
+def _record_of(data: dict[str, Any]) -> TrialRecord:
+    r = data["result"]
+    result = TrialResult(r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""))
+    return TrialRecord(
+        int(data["index"]), str(data["name"]), dict(data["params"]), result,
+        str(data["against"]), str(data["chosen_by"]),
+    )  # fmt: skip
+
+
+def search_plan(path: Path) -> tuple[Plan, SearchSection]:
+    """The campaign's plan and its ``[search]``, checked before anything launches."""
+    plan = make_plan(path)
+    section = plan.campaign.search
+    if section is None:
+        raise ConfigError(f"{path}: no [search] section: inferlab optimize searches one")
+    if section.objective not in OBJECTIVE_METRIC:
+        raise ConfigError(
+            f"{path}: search.objective: {section.objective!r} is not searched yet; expected "
+            f"one of {', '.join(OBJECTIVE_METRIC)}"
+        )
+    labels = [p.label for p in plan.points]
+    if section.at not in labels:
+        raise ConfigError(
+            f"{path}: search.at: {section.at!r} is not a load point of the campaign "
+            f"({', '.join(labels)})"
+        )
+    if not (section.at or "").startswith("C="):
+        raise ConfigError(f"{path}: search.at: the A/B needs a closed-loop point (C=N)")
+    return plan, section
+
+
+class _Trials:
+    """The evaluator: each trial and its incumbent's fresh measurement as configs of a plan
+    derived from the campaign (one point: the search's; a sequential A/B against the
+    incumbent's measurement)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        section: SearchSection,
+        store: Store,
+        run: Callable[[Plan], dict[str, str]],
+        specs: list[ConfigSpec],
+    ) -> None:
+        self.plan, self.section, self.store, self.run = plan, section, store, run
+        self.specs = specs  # the campaign's configs, then every trial's (and its ref's)
+        self.text = plan.path.read_text(encoding="utf-8")
+
+    def derived(self, reference: str, names: list[str]) -> Plan:
+        camp = self.plan.campaign
+        load = camp.load.model_copy(
+            update={
+                "concurrency": [int(str(self.section.at).removeprefix("C="))],
+                "rate": [],
+                "requests": "auto",
+                "sequential": True,
+                "trials": 1,
+                "recheck_baseline": False,
+                "max_requests": camp.load.max_requests or 2000,
+            }
+        )
+        verify = camp.verify.model_copy(update={"equivalent_to": reference})
+        derived = CampaignFile.model_construct(
+            **{**dict(camp), "config": list(self.specs), "load": load, "verify": verify,
+               "profile": None}
+        )  # fmt: skip
+        return select_configs(plan_of(derived, self.plan.path, self.text), names)
+
+    def reference_of(self, name: str) -> str:
+        """The config ``name`` was judged against (the baseline for itself)."""
+        ref = f"{name.split('-', 1)[0]}-ref"
+        return ref if any(c.name == ref for c in self.specs) else self.plan.baseline.name
+
+    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult:
+        ref = ref_spec(config.name, incumbent)
+        self.specs += [ref, config]
+        try:
+            outcomes = self.run(self.derived(ref.name, [ref.name, config.name]))
+        except InferlabError as exc:
+            return TrialResult("failed", reason=str(exc))
+        return self.result(config.name, ref.name, outcomes)
+
+    def result(self, name: str, ref: str, outcomes: dict[str, str]) -> TrialResult:
+        camp = self.plan.campaign.campaign.name
+        at = self.section.at
+        refs = [r for r in self.store.runs(campaign=camp, config=ref) if r.label == at]
+        runs = [r for r in self.store.runs(campaign=camp, config=name) if r.label == at]
+        if not runs:
+            return TrialResult("failed", reason=outcomes.get(name, "not measured"))
+        run = runs[-1]
+        value = _value(run.summary, self.section.objective)
+        if not refs or refs[-1].trust != "trusted":
+            why = "untrusted" if refs else outcomes.get(ref, "not measured")
+            return TrialResult("ok", value, "undecided", f"the incumbent's measurement {ref} at "
+                               f"{at}: {why}: no verdict")  # fmt: skip
+        if run.trust != "trusted":
+            return TrialResult("ok", value, "undecided", f"{name} at {at} untrusted: no verdict")
+        metric = OBJECTIVE_METRIC[self.section.objective]
+        seq = ((run.stop or {}).get("sequential") or {}).get("metrics") or {}
+        status = (seq.get(metric) or {}).get("status")
+        verdict: Verdict = status if status in ("better", "worse", "equivalent") else "undecided"
+        return TrialResult("ok", value, verdict, f"sequential A/B vs {ref}: {status or 'open'}")
+
+
+def _value(summary: dict[str, Any], objective: str) -> float | None:
+    """The objective's estimate from a run's summary: output tok/s or median TPOT (ms)."""
+    if objective == "tpot_ms":
+        v = (summary.get("tpot_ms") or {}).get("p50")
+    else:
+        v = summary.get("output_tok_s")
+    return float(v) if isinstance(v, int | float) else None
+
+
+def ref_spec(trial: str, incumbent: str) -> ConfigSpec:
+    """The incumbent, unchanged, as the config measured again just before ``trial``."""
+    return ConfigSpec(
+        name=f"{trial.split('-', 1)[0]}-ref",
+        extends=incumbent,
+        description=f"the incumbent {incumbent}, measured again beside {trial}",
+    )
+
+
+def optimize(
+    path: str | Path,
+    *,
+    store: Store,
+    events: CampaignEvents | None = None,
+    resume: bool = False,
+    launcher: Launcher = SUBPROCESS,
+    clock: ModelClock | None = None,
+) -> OptimizeResult:
+    """The search of the campaign at ``path`` (see the module docstring)."""
+    plan, section = search_plan(Path(path))
+    events = events or CampaignEvents()
+    name = plan.campaign.campaign.name
+    at = str(section.at)
+
+    def run(p: Plan) -> dict[str, str]:
+        res = run_plan(p, store=store, events=events, resume=True, launcher=launcher,
+                       clock=clock)  # fmt: skip
+        if res.interrupted:
+            raise KeyboardInterrupt
+        return {o.config: o.status + (f": {o.message}" if o.message else "") for o in res.outcomes}
+
+    base = plan.baseline.name
+    run_plan(select_configs(plan, [base]), store=store, events=events, resume=resume,
+             launcher=launcher, clock=clock)  # fmt: skip
+    if not [r for r in store.runs(campaign=name, config=base) if r.label == at]:
+        raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
+    try:
+        levers = decide(store, name, LeverOptions(config=base), check=False).levers.get(base, [])
+    except ConfigError:
+        levers = []
+    bounds = bound_dims(section.dim, levers, at, section.min_effect)
+    pruned = {b.key: b.why(at) for b in bounds if b.pruned}
+    kept = tuple(d for d, b in zip(section.dim, bounds, strict=True) if not b.pruned)
+    base_spec = plan.campaign.config[0]
+    space = Space(kept, base_spec)
+    history = [_record_of(a["data"]) for a in store.analyses(TRIAL_KIND, campaign=name)]
+    specs = list(plan.campaign.config)
+    for rec in history:  # the trials already stored are configs of the derived plan
+        specs += [ref_spec(rec.name, rec.against), space.config(rec.index, rec.params)]
+    trials = _Trials(plan, section, store, run, specs)
+
+    def stored(rec: TrialRecord) -> None:
+        store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)
+
+    result = run_search(space, section, trials, history=history, pruned=pruned, on_trial=stored)
+    configs = {c.name: c for c in trials.specs}
+    launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
+    shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
+    return OptimizeResult(
+        name, base, section.objective, at, bounds, result, configs, launch[shown:]
+    )

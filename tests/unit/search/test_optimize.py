@@ -1,0 +1,139 @@
+"""``inferlab optimize`` on the reference engine in this process, read on its model clock: the
+baseline measured, each trial a stored config measured beside a fresh measurement of the
+incumbent by a sequential A/B, failures recorded, the incumbent moved on "better" only, and a
+resumed search replaying its stored trials. Real HTTP on loopback, real SQLite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.launch import InProcessSim
+from inferlab.config.search import SearchDim
+from inferlab.errors import ConfigError
+from inferlab.levers.model import Lever, PointBound
+from inferlab.search.driver import TRIAL_KIND, optimize
+from inferlab.search.prune import bound_dims
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.store import Store
+from support.campaign import write_campaign
+from support.cli import Cli
+
+DIMS = [
+    {"flag": "--itl-ms", "values": ["4", "2"]},
+    {"flag": "--jitter-ms", "values": ["0.2", "-1"]},  # -1: the server refuses to start
+]
+
+
+def _campaign(tmp: Path, budget: int = 4, **search: Any) -> Path:
+    return write_campaign(
+        tmp / "opt.toml",
+        name="opt",
+        args=["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", "0.2"],
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 12},
+            "concurrency": [2],
+            "requests": "auto",
+            "sequential": True,
+            "min_requests": 20,
+            "max_requests": 60,
+            "tokenizer": WordTokenizer().save_hf(tmp / "tok"),
+        },
+        search={
+            "objective": "tpot_ms",
+            "at": "C=2",
+            "budget_trials": budget,
+            "patience": 4,
+            "seed": 1,
+            "dim": DIMS,
+            **search,
+        },
+    )
+
+
+def _optimize(path: Path, db: Path, resume: bool = False):  # type: ignore[no-untyped-def]
+    with Store(db) as store:
+        res = optimize(
+            path, store=store, resume=resume, launcher=InProcessSim(), clock=ModelClock()
+        )
+        names = store.config_names("opt")
+        stored = store.analyses(TRIAL_KIND, campaign="opt")
+    return res, names, stored
+
+
+def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
+    tmp_path: Path,
+) -> None:
+    res, names, stored = _optimize(_campaign(tmp_path), tmp_path / "db")
+    trials = {t.name.split("-", 1)[1]: t for t in res.search.trials}
+    assert sorted(trials) == sorted(["im2-jmn1", "im2-jm0.2", "im4-jmn1", "im4-jm0.2"])
+    assert res.search.stopped in ("exhausted", "budget_trials")
+    for key in ("im2-jmn1", "im4-jmn1"):  # failures are data: classified, not a crash
+        assert trials[key].result.status == "failed"
+        assert "launch-failed" in trials[key].result.reason
+    fast = trials["im2-jm0.2"]
+    assert fast.result.verdict == "better" and fast.result.status == "ok"
+    assert res.best == fast.name and res.search.path == ["baseline", fast.name]
+    assert trials["im4-jm0.2"].result.verdict in ("equivalent", "undecided", "better", "worse")
+    # every trial is a stored config, and so is each incumbent's measurement beside it
+    for t in res.search.trials:
+        assert t.name in names and f"{t.name[:3]}-ref" in names
+    assert [a["data"]["name"] for a in stored] == [t.name for t in res.search.trials]
+    out = res.to_json()
+    assert out["best"] == {"name": fast.name, "args": {"--itl-ms": "2", "--jitter-ms": "0.2"},
+                           "env": {}, "files": {}}  # fmt: skip
+    assert out["trials"] == 4 and out["stopped"] == res.search.stopped
+    assert any("--itl-ms 2" in line for line in res.launch)
+    assert 'set = { "--itl-ms" = "2", "--jitter-ms" = "0.2" }' in res.snippet()
+
+
+def test_a_resumed_search_replays_the_stored_trials_and_goes_on(tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    first, _, _ = _optimize(_campaign(tmp_path, budget=2), db)
+    assert len(first.search.trials) == 2
+    with pytest.raises(ConfigError, match="--resume"):
+        _optimize(_campaign(tmp_path, budget=4), db)
+    again, names, stored = _optimize(_campaign(tmp_path, budget=4), db, resume=True)
+    assert again.search.trials[:2] == first.search.trials
+    assert [t.index for t in again.search.trials] == [1, 2, 3, 4]
+    params = [tuple(sorted(t.params.items())) for t in again.search.trials]
+    assert len(set(params)) == 4  # nothing measured twice
+    assert len(stored) == 4
+
+
+def test_a_dimension_whose_bound_is_below_the_minimum_effect_is_pruned() -> None:
+    comm = Lever(
+        "comm", "communication / NCCL", "baseline", "amdahl",
+        [PointBound("C=8", 8, 1.012), PointBound("C=1", 1, 1.3)], "comm is 1.2% of decode",
+    )  # fmt: skip
+    dims = [
+        SearchDim(env="NCCL_PROTO", values=["Simple", "LL"]),
+        SearchDim(flag="--max-num-seqs", values=[4, 8, 16]),
+        SearchDim(flag="--some-unknown-flag", values=[1, 2]),
+    ]
+    bounds = {b.key: b for b in bound_dims(dims, [comm], "C=8", 0.02)}
+    nccl = bounds["env NCCL_PROTO"]
+    assert nccl.pruned and nccl.high == pytest.approx(1.012)
+    assert "≤ ×1.012 at C=8: pruned" in nccl.why("C=8")
+    assert not bound_dims(dims[:1], [comm], "C=1", 0.02)[0].pruned  # ×1.3 there
+    assert not bounds["--some-unknown-flag"].pruned
+    assert "no lever rule explains it" in bounds["--some-unknown-flag"].why("C=8")
+
+
+def test_the_cli_prints_the_space_and_refuses_a_campaign_without_a_search(
+    tmp_path: Path, cli: Cli
+) -> None:
+    path = _campaign(tmp_path)
+    r = cli("optimize", str(path), "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert "tpot_ms at C=2, tpe sampler (seed 1), budget 4 trials" in r.stdout
+    assert "--itl-ms (im)" in r.stdout and "4 points" in r.stdout
+    bare = write_campaign(tmp_path / "bare.toml")
+    r = cli("optimize", str(bare))
+    assert r.exit_code != 0 and "no [search] section" in r.stderr
+    other = _campaign(tmp_path, at="C=64")
+    r = cli("optimize", str(other), "--dry-run")
+    assert r.exit_code != 0 and "search.at: 'C=64' is not a load point" in r.stderr
