@@ -4,7 +4,6 @@ offset and bound. Reads the store only (no Ray)."""
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any
 
@@ -34,15 +33,9 @@ CLIENTS = (
 
 def placement_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
     """One row per launch that a Ray actor made: config, node, host, GPUs, ready time."""
-    rows = store.db.execute(
-        "SELECT g.name, v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name = ? AND v.kind = 'launch' "
-        "ORDER BY v.id",
-        (campaign,),
-    ).fetchall()
     out: list[tuple[str, ...]] = []
-    for name, raw in rows:
-        d = json.loads(raw)
+    for v in store.verifications(campaign, kinds=("launch",)):
+        name, d = v.config, v.detail
         if "node_id" not in d:
             continue
         ready = d.get("ready_s")

@@ -141,12 +141,8 @@ def _content(d: Mapping[str, Any]) -> Any:
 
 
 def _config_id(store: Store, campaign: str, name: str) -> int | None:
-    row = store.db.execute(
-        "SELECT g.id FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
-        "WHERE c.name=? AND g.name=? ORDER BY g.id DESC LIMIT 1",
-        (campaign, name),
-    ).fetchone()
-    return int(row[0]) if row else None
+    found = store.latest_config(campaign, name)
+    return found[0] if found else None
 
 
 def record_predictions(

@@ -5,7 +5,6 @@ point, log findings, recon, launch records and lever-applied evidence. Nothing i
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -131,28 +130,15 @@ def _usable(r: RunRow, newest_hash: dict[str, str]) -> bool:
 
 
 def _configs(store: Store, campaign: str) -> dict[str, ConfigEvidence]:
-    rows = store.db.execute(
-        "SELECT g.name, g.engine, g.argv_json, g.env_json, g.extra_json FROM configs g "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? ORDER BY g.id",
-        (campaign,),
-    ).fetchall()
     out: dict[str, ConfigEvidence] = {}
-    for name, engine, argv, env, extra in rows:  # a later row is newer content of its name;
+    for g in store.configs(campaign):  # a later row is newer content of its name;
         # assigning keeps the name's first position (the baseline stays first)
-        out[name] = ConfigEvidence(
-            name, engine, json.loads(argv), json.loads(env), json.loads(extra)
-        )
+        out[g.name] = ConfigEvidence(g.name, g.engine, g.argv, g.env, g.extra)
     return out
 
 
 def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
-    hashes = dict(
-        store.db.execute(
-            "SELECT g.name, g.hash FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
-            "WHERE c.name=? ORDER BY g.id",
-            (campaign,),
-        ).fetchall()
-    )
+    hashes = {g.name: g.hash for g in store.configs(campaign)}
     groups: dict[tuple[str, int], list[RunRow]] = {}
     for r in store.runs(campaign=campaign):
         if _usable(r, hashes):
@@ -236,17 +222,11 @@ def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
 
 
 def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
-    rows = store.db.execute(
-        "SELECT g.name, v.kind, v.detail_json FROM verifications v JOIN configs g ON "
-        "g.id = v.config_id JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? "
-        "AND v.kind IN ('launch', 'lever') ORDER BY v.id",
-        (campaign,),
-    ).fetchall()
-    for name, kind, detail_s in rows:
-        ev = configs.get(name)
+    for v in store.verifications(campaign, kinds=("launch", "lever")):
+        ev = configs.get(v.config)
         if ev is None:
             continue
-        detail = json.loads(detail_s)
+        kind, detail = v.kind, v.detail
         if kind == "launch" and detail.get("log_path"):
             ev.log_mined = True  # the runner mines every launch log it started
         elif kind == "lever":
@@ -255,7 +235,7 @@ def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidenc
 
 def gather(store: Store, campaign: str) -> Evidence:
     """The campaign's evidence; ``ConfigError`` for an unknown campaign (naming the known)."""
-    known = [r[0] for r in store.db.execute("SELECT name FROM campaigns ORDER BY name")]
+    known = store.campaign_names()
     if campaign not in known:
         raise ConfigError(
             f"levers: no campaign {campaign!r} in {store.path}"

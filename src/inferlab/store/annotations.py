@@ -6,12 +6,26 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from inferlab.config.secrets import scrub_obj, scrub_text
 from inferlab.store.jsoncols import dumps, now
 
-__all__ = ["Annotations"]
+__all__ = ["Annotations", "StoredVerification"]
+
+
+@dataclass(frozen=True)
+class StoredVerification:
+    """One stored verification result of a config (by name)."""
+
+    config: str
+    #: "launch", "runtime", "lever", "greedy-outputs", a check's kind, ...
+    kind: str
+    passed: bool
+    #: what the check recorded (secrets removed)
+    detail: dict[str, Any]
+    created_at: str
 
 
 class Annotations:
@@ -39,15 +53,52 @@ class Annotations:
         )
         return int(cur.lastrowid or 0)
 
-    def latest_verification(self, campaign: str, config: str, kind: str) -> dict[str, Any] | None:
-        """The newest stored verification ``kind`` of a config (by name) in a campaign."""
-        row = self.db.execute(
+    def latest_verification(
+        self, campaign: str, config: str, kind: str, config_hash: str | None = None
+    ) -> dict[str, Any] | None:
+        """The newest stored verification ``kind`` of a config (by name, and by content when
+        ``config_hash`` is given) in a campaign: its detail, or None."""
+        sql = (
             "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-            "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind=? "
-            "ORDER BY v.id DESC LIMIT 1",
-            (campaign, config, kind),
-        ).fetchone()
+            "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind=?"
+        )
+        args: tuple[Any, ...] = (campaign, config, kind)
+        if config_hash is not None:
+            sql += " AND g.hash=?"
+            args += (config_hash,)
+        row = self.db.execute(sql + " ORDER BY v.id DESC LIMIT 1", args).fetchone()
         return json.loads(row[0]) if row else None
+
+    def verifications(
+        self, campaign: str, *, kinds: Sequence[str] | None = None, config: str | None = None
+    ) -> list[StoredVerification]:
+        """The stored verifications of a campaign (of those ``kinds``, of one config by name),
+        oldest first."""
+        sql = (
+            "SELECT g.name, v.kind, v.passed, v.detail_json, v.created_at FROM verifications v "
+            "JOIN configs g ON g.id = v.config_id JOIN campaigns c ON c.id = g.campaign_id "
+            "WHERE c.name=?"
+        )
+        args: tuple[Any, ...] = (campaign,)
+        if kinds is not None:
+            sql += f" AND v.kind IN ({','.join('?' * len(kinds))})"
+            args += tuple(kinds)
+        if config is not None:
+            sql += " AND g.name=?"
+            args += (config,)
+        rows = self.db.execute(sql + " ORDER BY v.id", args).fetchall()
+        return [StoredVerification(r[0], r[1], bool(r[2]), json.loads(r[3]), r[4]) for r in rows]
+
+    def verified_configs(self, campaign: str, kind: str) -> list[str]:
+        """Names of the configs of a campaign with a stored verification ``kind``, in config
+        order."""
+        rows = self.db.execute(
+            "SELECT DISTINCT g.name FROM verifications v JOIN configs g ON g.id = v.config_id "
+            "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND v.kind=? "
+            "ORDER BY g.id",
+            (campaign, kind),
+        ).fetchall()
+        return [str(r[0]) for r in rows]
 
     def add_findings(
         self,
@@ -141,6 +192,13 @@ class Annotations:
             }
             for r in rows
         ]
+
+    def config_analyses(self, kind: str, config_id: int) -> list[dict[str, Any]]:
+        """The data of every stored analysis ``kind`` of config row ``config_id``."""
+        rows = self.db.execute(
+            "SELECT data_json FROM analyses WHERE kind = ? AND config_id = ?", (kind, config_id)
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
 
 
 def _scrubbed(kind: str, detail: Mapping[str, Any]) -> Any:
