@@ -34,19 +34,19 @@ CLIENTS = (
 def placement_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
     """One row per launch that a Ray actor made: config, node, host, GPUs, ready time."""
     out: list[tuple[str, ...]] = []
-    for v in store.verifications(campaign, kinds=("launch",)):
-        name, d = v.config, v.detail
-        if "node_id" not in d:
+    for launch in store.launches(campaign):
+        d = launch.record
+        if d.node_id is None:
             continue
-        ready = d.get("ready_s")
+        server_cvd = "server_cuda_visible_devices" in d.model_fields_set  # a failure has none
         out.append(
             (
-                str(name),
-                str(d["node_id"])[:8],
-                str(d.get("hostname", "")),
-                str(d.get("cuda_visible_devices")),
-                str(d.get("server_cuda_visible_devices", "—")),
-                f"{ready:.1f}" if isinstance(ready, (int, float)) else "failed",
+                launch.config,
+                d.node_id[:8],
+                d.hostname or "",
+                str(d.cuda_visible_devices),
+                str(d.server_cuda_visible_devices) if server_cvd else "—",
+                f"{d.ready_s:.1f}" if d.ready_s is not None else "failed",
             )
         )
     return out

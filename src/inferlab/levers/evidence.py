@@ -222,15 +222,14 @@ def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
 
 
 def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
-    for v in store.verifications(campaign, kinds=("launch", "lever")):
-        ev = configs.get(v.config)
-        if ev is None:
-            continue
-        kind, detail = v.kind, v.detail
-        if kind == "launch" and detail.get("log_path"):
+    for launch in store.launches(campaign):
+        ev = configs.get(launch.config)
+        if ev is not None and launch.record.log_path:
             ev.log_mined = True  # the runner mines every launch log it started
-        elif kind == "lever":
-            ev.lever_items = list(detail.get("items") or [])
+    for v in store.verifications(campaign, kinds=("lever",)):
+        ev = configs.get(v.config)
+        if ev is not None:
+            ev.lever_items = list(v.detail.get("items") or [])
 
 
 def gather(store: Store, campaign: str) -> Evidence:

@@ -11,6 +11,7 @@ from typing import Any
 
 from inferlab.config.secrets import scrub_obj, scrub_text
 from inferlab.store.jsoncols import dumps, now
+from inferlab.store.models import LaunchRecord, StoredLaunch
 
 __all__ = ["Annotations", "StoredVerification"]
 
@@ -88,6 +89,13 @@ class Annotations:
             args += (config,)
         rows = self.db.execute(sql + " ORDER BY v.id", args).fetchall()
         return [StoredVerification(r[0], r[1], bool(r[2]), json.loads(r[3]), r[4]) for r in rows]
+
+    def launches(self, campaign: str, *, config: str | None = None) -> list[StoredLaunch]:
+        """The stored launch records of a campaign (of one config by name), oldest first."""
+        return [
+            StoredLaunch(v.config, v.passed, LaunchRecord.model_validate(v.detail), v.created_at)
+            for v in self.verifications(campaign, kinds=("launch",), config=config)
+        ]
 
     def verified_configs(self, campaign: str, kind: str) -> list[str]:
         """Names of the configs of a campaign with a stored verification ``kind``, in config

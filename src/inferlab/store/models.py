@@ -1,0 +1,63 @@
+"""Typed read-back models of the JSON the store keeps beside the runs: a config's launch record
+(the ``launch`` verification). Each matches what its writers store, key for key
+(``extra="forbid"``): a key written and not declared here fails the read, and the stored JSON
+itself never changes (``model_dump(by_alias=True, exclude_unset=True)`` gives it back)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["LaunchRecord", "StoredLaunch"]
+
+
+class LaunchRecord(BaseModel):
+    """How a config's server launch went: ready (``ready_s``, ``argv``, memory) or failed
+    (``kind``, ``message``, ``remedy``, the log's ``tail``), and, launched by a Ray actor,
+    where it was placed. Writers: ``campaign.steps.server_running`` (launched here),
+    ``campaign.profiled`` (died during the profiled pass), ``cluster.task`` (by an actor)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    #: the server's launch log ("" when a failed launch wrote none)
+    log_path: str | None = None
+    # -- ready
+    #: seconds from start until the server answered its health check
+    ready_s: float | None = None
+    #: the launch command line, secrets removed
+    argv: list[str] | None = None
+    #: used memory of each GPU once the server was ready (MiB; None without NVML)
+    gpu_used_mib: list[int] | None = None
+    #: how profiling was switched on for this launch (``[profile]``)
+    profiling: str | None = None
+    # -- failed
+    #: the failure's class (``oom``, ``exited``, ``unhealthy``, an engine's log signature)
+    kind: str | None = None
+    message: str | None = None
+    remedy: str | None = None
+    #: the log's last lines (secrets removed)
+    tail: list[str] | None = None
+    #: "profiled": the server died during the profiled pass at load point ``point``
+    pass_: str | None = Field(default=None, alias="pass")
+    point: str | None = None
+    # -- placed by a Ray actor
+    node_id: str | None = None
+    hostname: str | None = None
+    ip: str | None = None
+    actor_pid: int | None = None
+    cuda_visible_devices: str | None = None
+    ray_gpu_ids: list[str] | None = None
+    server_pid: int | None = None
+    #: the server process's own CUDA_VISIBLE_DEVICES (None: not readable)
+    server_cuda_visible_devices: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredLaunch:
+    """One stored launch of a config (by name): whether it came up, and its record."""
+
+    config: str
+    passed: bool
+    record: LaunchRecord
+    created_at: str
