@@ -14,6 +14,7 @@ from inferlab.errors import ConfigError
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.models import LeverCheckItem
 from inferlab.store.recheck import recheck_points
 
 __all__ = [
@@ -82,7 +83,7 @@ class ConfigEvidence:
     sweep: dict[int, SweepPoint] = field(default_factory=dict)
     profiles: list[StoredProfile] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
-    lever_items: list[dict[str, Any]] | None = None  # None: no lever-applied record stored
+    lever_items: list[LeverCheckItem] | None = None  # None: no lever-applied record stored
     log_mined: bool = False
     first_run_at: str | None = None
 
@@ -226,10 +227,10 @@ def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidenc
         ev = configs.get(launch.config)
         if ev is not None and launch.record.log_path:
             ev.log_mined = True  # the runner mines every launch log it started
-    for v in store.verifications(campaign, kinds=("lever",)):
-        ev = configs.get(v.config)
+    for lc in store.lever_checks(campaign):
+        ev = configs.get(lc.config)
         if ev is not None:
-            ev.lever_items = list(v.detail.get("items") or [])
+            ev.lever_items = list(lc.check.items)
 
 
 def gather(store: Store, campaign: str) -> Evidence:

@@ -238,9 +238,9 @@ def _measured(ref: ConfigEvidence, cand: ConfigEvidence, c: int) -> Measured | N
 def _not_applied(cand: ConfigEvidence) -> list[str]:
     """The lever-applied evidence's items that are not ``applied`` (i13's records)."""
     return [
-        f"lever {i.get('item')}: {i.get('status')} ({i.get('evidence')})"
+        f"lever {i.item}: {i.status} ({i.evidence})"
         for i in cand.lever_items or []
-        if i.get("status") != "applied"
+        if i.status != "applied"
     ]
 
 

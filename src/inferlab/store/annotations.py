@@ -11,7 +11,7 @@ from typing import Any
 
 from inferlab.config.secrets import scrub_obj, scrub_text
 from inferlab.store.jsoncols import dumps, now
-from inferlab.store.models import LaunchRecord, StoredLaunch
+from inferlab.store.models import LaunchRecord, LeverCheck, StoredLaunch, StoredLeverCheck
 
 __all__ = ["Annotations", "StoredVerification"]
 
@@ -95,6 +95,13 @@ class Annotations:
         return [
             StoredLaunch(v.config, v.passed, LaunchRecord.model_validate(v.detail), v.created_at)
             for v in self.verifications(campaign, kinds=("launch",), config=config)
+        ]
+
+    def lever_checks(self, campaign: str) -> list[StoredLeverCheck]:
+        """The stored lever checks of a campaign, oldest first."""
+        return [
+            StoredLeverCheck(v.config, v.passed, LeverCheck.model_validate(v.detail), v.created_at)
+            for v in self.verifications(campaign, kinds=("lever",))
         ]
 
     def verified_configs(self, campaign: str, kind: str) -> list[str]:

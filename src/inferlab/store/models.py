@@ -1,7 +1,8 @@
 """Typed read-back models of the JSON the store keeps beside the runs: a config's launch record
-(the ``launch`` verification). Each matches what its writers store, key for key
-(``extra="forbid"``): a key written and not declared here fails the read, and the stored JSON
-itself never changes (``model_dump(by_alias=True, exclude_unset=True)`` gives it back)."""
+(the ``launch`` verification) and whether its levers took effect (``lever``). Each matches
+what its writers store, key for key (``extra="forbid"``): a key written and not declared here
+fails the read, and the stored JSON itself never changes
+(``model_dump(by_alias=True, exclude_unset=True)`` gives it back)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["LaunchRecord", "StoredLaunch"]
+__all__ = ["LaunchRecord", "LeverCheck", "LeverCheckItem", "StoredLaunch", "StoredLeverCheck"]
 
 
 class LaunchRecord(BaseModel):
@@ -60,4 +61,40 @@ class StoredLaunch:
     config: str
     passed: bool
     record: LaunchRecord
+    created_at: str
+
+
+class LeverCheckItem(BaseModel):
+    """One item of a config's diff against the baseline and whether it took effect
+    (``campaign.applied.LeverItem``, as stored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: "--speculative-config" | "env NCCL_PROTO" | "files fp8_gemm"
+    item: str
+    #: flag | env | files
+    kind: str
+    #: applied | not-applied | unknown
+    status: str
+    #: the log line, server_info or metrics text that shows it (secrets removed)
+    evidence: str
+    #: "launch log" | "server_info" | "metrics" | None
+    source: str | None
+
+
+class LeverCheck(BaseModel):
+    """The ``lever`` verification of a config (``campaign.applied.record_levers``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    items: list[LeverCheckItem]
+
+
+@dataclass(frozen=True)
+class StoredLeverCheck:
+    """One stored lever check of a config (by name); ``passed``: no item not applied."""
+
+    config: str
+    passed: bool
+    check: LeverCheck
     created_at: str

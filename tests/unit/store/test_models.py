@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from inferlab.store import Store
-from inferlab.store.models import LaunchRecord
+from inferlab.store.models import LaunchRecord, LeverCheckItem
 
 #: a launch record as each writer stores it
 LAUNCHES: dict[str, dict[str, Any]] = {
@@ -58,3 +58,23 @@ def test_launches_leave_the_stored_json_unchanged(tmp_path: Path) -> None:
     assert stored == [
         json.dumps(d, sort_keys=True, separators=(",", ":")) for d in LAUNCHES.values()
     ]
+
+
+def test_a_lever_check_reads_back_as_its_writer_stored_it(tmp_path: Path) -> None:
+    from inferlab.campaign.applied import LeverItem, record_levers
+
+    items = [
+        LeverItem("--tp", "flag", "applied", "line 3: tp=2", "launch log"),
+        LeverItem("env NCCL_PROTO", "env", "unknown", "no log line names it", None),
+    ]
+    with Store(tmp_path / "x.db") as store:
+        with store.transaction():
+            gid = store.config_id(store.campaign_id("c"), "cand", engine="vllm", model="m")
+        record_levers(store, gid, items)
+        (got,) = store.lever_checks("c")
+        stored = json.loads(store.db.execute("SELECT detail_json FROM verifications").fetchone()[0])
+    assert got.config == "cand" and got.passed
+    assert [i.status for i in got.check.items] == ["applied", "unknown"]
+    assert got.check.model_dump() == stored == {"items": [i.to_json() for i in items]}
+    with pytest.raises(ValidationError):
+        LeverCheckItem.model_validate({**items[0].to_json(), "surprise": 1})
