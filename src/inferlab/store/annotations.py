@@ -11,9 +11,18 @@ from typing import Any
 
 from inferlab.config.secrets import scrub_obj, scrub_text
 from inferlab.store.jsoncols import dumps, now
-from inferlab.store.models import LaunchRecord, LeverCheck, StoredLaunch, StoredLeverCheck
+from inferlab.store.models import (
+    LaunchRecord,
+    LeverCheck,
+    StoredLaunch,
+    StoredLeverCheck,
+    StoredPrediction,
+)
 
-__all__ = ["Annotations", "StoredVerification"]
+__all__ = ["PREDICTION", "Annotations", "StoredVerification"]
+
+#: the analyses kind of a lever's stored prediction
+PREDICTION = "prediction"
 
 
 @dataclass(frozen=True)
@@ -207,6 +216,21 @@ class Annotations:
             }
             for r in rows
         ]
+
+    def predictions(self, campaign: str) -> list[StoredPrediction]:
+        """The levers' stored predictions of a campaign (analyses ``prediction``), oldest
+        first."""
+        rows = self.analyses(PREDICTION, campaign)
+        return [StoredPrediction.model_validate(a["data"]) for a in rows]
+
+    def add_prediction(
+        self, data: Mapping[str, Any], *, campaign: str, config_id: int | None = None
+    ) -> int:
+        """Store one lever's prediction (``levers.model.Lever.to_dict()`` with ``made_at``
+        and ``version``), named by its ``key``."""
+        return self.add_analysis(
+            PREDICTION, str(data["key"]), data, campaign=campaign, config_id=config_id
+        )
 
     def config_analyses(self, kind: str, config_id: int) -> list[dict[str, Any]]:
         """The data of every stored analysis ``kind`` of config row ``config_id``."""

@@ -1,5 +1,6 @@
 """Typed read-back models of the JSON the store keeps beside the runs: a config's launch record
-(the ``launch`` verification) and whether its levers took effect (``lever``). Each matches
+(the ``launch`` verification), whether its levers took effect (``lever``) and the levers'
+stored predictions (the ``prediction`` analyses). Each matches
 what its writers store, key for key (``extra="forbid"``): a key written and not declared here
 fails the read, and the stored JSON itself never changes
 (``model_dump(by_alias=True, exclude_unset=True)`` gives it back)."""
@@ -10,7 +11,15 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["LaunchRecord", "LeverCheck", "LeverCheckItem", "StoredLaunch", "StoredLeverCheck"]
+__all__ = [
+    "LaunchRecord",
+    "LeverCheck",
+    "LeverCheckItem",
+    "PredictedPoint",
+    "StoredLaunch",
+    "StoredLeverCheck",
+    "StoredPrediction",
+]
 
 
 class LaunchRecord(BaseModel):
@@ -98,3 +107,46 @@ class StoredLeverCheck:
     passed: bool
     check: LeverCheck
     created_at: str
+
+
+class PredictedPoint(BaseModel):
+    """A predicted lever at one load point (``levers.model.PointBound``, as stored): ``high``
+    the most it can buy (×, an Amdahl ceiling or a band's optimistic end; None: unbounded or
+    unknown), ``low`` a band's pessimistic end, ``share`` the fraction of the decode step's GPU
+    span it acts on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str
+    concurrency: int | None = None
+    high: float | None = None
+    low: float | None = None
+    share: float | None = None
+    at_2x: float | None = None
+    extrapolated: bool = False
+    note: str = ""
+
+
+class StoredPrediction(BaseModel):
+    """A lever's prediction as ``inferlab levers`` stored it (``levers.model.Lever.to_dict()``
+    with the time it was made, ``made_at``, and the format ``version``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+    #: the lever's identity across runs: kind, config, name
+    key: str
+    title: str = ""
+    config: str | None = None
+    #: "amdahl" | "spec" | "none"
+    model: str = ""
+    name: str = ""
+    summary: str = ""
+    ceiling: float | None = None
+    points: list[PredictedPoint] = []
+    evidence: list[str] = []
+    action: str = ""
+    confidence: str = ""
+    #: local time, ``%Y-%m-%dT%H:%M:%S%z``
+    made_at: str | None = None
+    version: int | None = None

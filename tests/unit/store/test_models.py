@@ -4,6 +4,7 @@ for key, and gives the stored JSON back unchanged."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,22 @@ def test_a_lever_check_reads_back_as_its_writer_stored_it(tmp_path: Path) -> Non
     assert got.check.model_dump() == stored == {"items": [i.to_json() for i in items]}
     with pytest.raises(ValidationError):
         LeverCheckItem.model_validate({**items[0].to_json(), "surprise": 1})
+
+
+def test_a_prediction_reads_back_as_levers_stored_it(tmp_path: Path) -> None:
+    from inferlab.levers.model import Lever, PointBound
+
+    lv = Lever(
+        "fp8-gemm", "FP8 GEMM", "base", "amdahl",
+        [PointBound("C=1", 1, 1.25, share=0.2), PointBound("C=16", 16, math.inf, None, 1.0)],
+        "≤ ×1.25", evidence=["profile p"], name="",
+    )  # fmt: skip
+    data = {**lv.to_dict(), "made_at": "2026-01-01T00:00:00+0000", "version": 1}
+    with Store(tmp_path / "x.db") as store:
+        with store.transaction():
+            store.add_prediction(data, campaign="c")
+        (got,) = store.predictions("c")
+        (raw,) = store.db.execute("SELECT name, data_json FROM analyses").fetchall()
+    assert raw == ("fp8-gemm:base", json.dumps(data, sort_keys=True, separators=(",", ":")))
+    assert got.key == "fp8-gemm:base" and got.points[1].high is None  # an unbounded ceiling
+    assert got.model_dump(exclude_unset=True) == data
