@@ -274,12 +274,7 @@ def record_death(
 
 def captured_points(store: Store, gid: int) -> set[str]:
     """Load points of config ``gid`` that already have a stored profile (resume)."""
-    out = set()
-    for data in store.config_analyses("profile", gid):
-        cap = data.get("capture")
-        if isinstance(cap, dict) and isinstance(cap.get("point"), str):
-            out.add(cap["point"])
-    return out
+    return {c.point for c in store.captures(gid) if c.point is not None}
 
 
 def profiles_missing(camp: CampaignFile, cfg: ResolvedConfig, store: Store, gid: int) -> bool:

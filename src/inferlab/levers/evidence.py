@@ -14,7 +14,7 @@ from inferlab.errors import ConfigError
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
-from inferlab.store.models import LeverCheckItem
+from inferlab.store.models import LeverCheckItem, ProfileCapture
 from inferlab.store.recheck import recheck_points
 
 __all__ = [
@@ -201,19 +201,18 @@ def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> Store
 def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
     """Decode profiles, one per (config, load point): the newest of the lowest rank."""
     best: dict[tuple[str | None, int | None], StoredProfile] = {}
-    for a in store.analyses("profile", campaign=campaign):
-        data = a["data"]
-        if not isinstance(data, dict) or data.get("segment") != "decode":
+    for a in store.profiles(campaign):
+        if a.data.get("segment") != "decode":
             continue
-        cap = data.get("capture") or {}
+        cap = a.capture or ProfileCapture()
         p = StoredProfile(
-            id=int(a["id"]),
-            name=str(a["name"]),
-            config=a["config"],
-            concurrency=parse_point(cap.get("point")),
-            rank=int(cap.get("rank") or 0),
-            data=data,
-            created_at=str(a["created_at"]),
+            id=a.id,
+            name=a.name,
+            config=a.config,
+            concurrency=parse_point(cap.point),
+            rank=cap.rank or 0,
+            data=a.data,
+            created_at=a.created_at,
         )
         key = (p.config, p.concurrency)
         old = best.get(key)

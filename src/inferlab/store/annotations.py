@@ -14,6 +14,8 @@ from inferlab.store.jsoncols import dumps, now
 from inferlab.store.models import (
     LaunchRecord,
     LeverCheck,
+    ProfileAnalysis,
+    ProfileCapture,
     StoredLaunch,
     StoredLeverCheck,
     StoredPrediction,
@@ -232,12 +234,29 @@ class Annotations:
             PREDICTION, str(data["key"]), data, campaign=campaign, config_id=config_id
         )
 
-    def config_analyses(self, kind: str, config_id: int) -> list[dict[str, Any]]:
-        """The data of every stored analysis ``kind`` of config row ``config_id``."""
+    def profiles(self, campaign: str) -> list[ProfileAnalysis]:
+        """The stored profile analyses of a campaign, oldest first, their capture typed."""
+        return [
+            ProfileAnalysis(
+                a["id"], a["name"], a["campaign"], a["config"], _capture(a["data"]), a["data"],
+                a["created_at"],
+            )
+            for a in self.analyses("profile", campaign)
+        ]  # fmt: skip
+
+    def captures(self, config_id: int) -> list[ProfileCapture]:
+        """The capture block of every stored profile of config row ``config_id`` (one without
+        a block is left out)."""
         rows = self.db.execute(
-            "SELECT data_json FROM analyses WHERE kind = ? AND config_id = ?", (kind, config_id)
+            "SELECT data_json FROM analyses WHERE kind = 'profile' AND config_id = ?", (config_id,)
         ).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [c for r in rows if (c := _capture(json.loads(r[0]))) is not None]
+
+
+def _capture(data: Any) -> ProfileCapture | None:
+    """A profile analysis's capture block, typed (None: the analysis has none)."""
+    cap = data.get("capture") if isinstance(data, dict) else None
+    return ProfileCapture.model_validate(cap) if isinstance(cap, dict) else None
 
 
 def _scrubbed(kind: str, detail: Mapping[str, Any]) -> Any:

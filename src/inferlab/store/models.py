@@ -1,6 +1,7 @@
 """Typed read-back models of the JSON the store keeps beside the runs: a config's launch record
-(the ``launch`` verification), whether its levers took effect (``lever``) and the levers'
-stored predictions (the ``prediction`` analyses). Each matches
+(the ``launch`` verification), whether its levers took effect (``lever``), the levers'
+stored predictions (the ``prediction`` analyses) and how a stored profile was captured (the
+``capture`` block of a ``profile`` analysis). Each matches
 what its writers store, key for key (``extra="forbid"``): a key written and not declared here
 fails the read, and the stored JSON itself never changes
 (``model_dump(by_alias=True, exclude_unset=True)`` gives it back)."""
@@ -8,6 +9,7 @@ fails the read, and the stored JSON itself never changes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +18,8 @@ __all__ = [
     "LeverCheck",
     "LeverCheckItem",
     "PredictedPoint",
+    "ProfileAnalysis",
+    "ProfileCapture",
     "StoredLaunch",
     "StoredLeverCheck",
     "StoredPrediction",
@@ -150,3 +154,47 @@ class StoredPrediction(BaseModel):
     #: local time, ``%Y-%m-%dT%H:%M:%S%z``
     made_at: str | None = None
     version: int | None = None
+
+
+class ProfileCapture(BaseModel):
+    """How a stored profile was captured (the ``capture`` block of a ``profile`` analysis).
+    Writers: ``campaign.profiled`` (a campaign's profiled pass) and ``profile.stored``
+    (``inferlab profile --campaign``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: the load point it was captured at ("C=8"; None: not said)
+    point: str | None = None
+    #: the trace's rank, of ``ranks`` traces of one pass
+    rank: int | None = None
+    ranks: int | None = None
+    #: the trace file and its size (bytes)
+    path: str | None = None
+    size_bytes: int | None = None
+    engine: str | None = None
+    simulated: bool | None = None
+    #: "gpu" | "cpu"
+    mode: str | None = None
+    #: decode steps analyzed
+    steps: int | None = None
+    segment: str | None = None
+    #: the profiled pass's stored run (``runs.id``)
+    run_id: int | None = None
+    #: the pass's cost: load, capture and analysis (s)
+    seconds: float | None = None
+    #: "inferlab profile" when stored by hand
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class ProfileAnalysis:
+    """One stored profile analysis: its capture block typed, the rest of the profile as
+    ``profile.result`` wrote it (``data``, the capture block included)."""
+
+    id: int
+    name: str
+    campaign: str | None
+    config: str | None
+    capture: ProfileCapture | None
+    data: dict[str, Any]
+    created_at: str

@@ -62,9 +62,15 @@ def test_verifications_by_kind_and_config(tmp_path: Path) -> None:
         assert store.latest_verification("c", "cand", "lever", config_hash="other") is None
 
 
-def test_config_analyses(tmp_path: Path) -> None:
+def test_profiles_and_their_captures(tmp_path: Path) -> None:
     with Store(tmp_path / "x.db") as store:
         gid = _config(store, "base", [])
-        store.add_analysis("profile", "p", {"capture": {"point": "C=1"}}, config_id=gid)
-        store.add_analysis("recon", "h", {"x": 1}, config_id=gid)
-        assert store.config_analyses("profile", gid) == [{"capture": {"point": "C=1"}}]
+        store.add_analysis(
+            "profile", "p", {"capture": {"point": "C=1"}}, campaign="c", config_id=gid
+        )
+        store.add_analysis("profile", "q", {"mode": "gpu"}, campaign="c", config_id=gid)
+        store.add_analysis("recon", "h", {"capture": {"point": "C=2"}}, config_id=gid)
+        assert [c.point for c in store.captures(gid)] == ["C=1"]
+        got = store.profiles("c")
+        assert [(p.name, p.config, p.capture) for p in got][1] == ("q", "base", None)
+        assert got[0].capture is not None and got[0].data == {"capture": {"point": "C=1"}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +99,15 @@ def test_a_prediction_reads_back_as_levers_stored_it(tmp_path: Path) -> None:
     assert raw == ("fp8-gemm:base", json.dumps(data, sort_keys=True, separators=(",", ":")))
     assert got.key == "fp8-gemm:base" and got.points[1].high is None  # an unbounded ceiling
     assert got.model_dump(exclude_unset=True) == data
+
+
+def test_every_capture_block_of_the_demo_store_reads_back_as_written(tmp_path: Path) -> None:
+    demo = Path(__file__).parents[2] / "fixtures" / "golden" / "stores" / "demo-sim.db"
+    shutil.copy(demo, tmp_path / "demo.db")  # the store opens read-write: a copy
+    with Store(tmp_path / "demo.db") as store:
+        campaigns = store.campaign_names()
+        profiles = [p for c in campaigns for p in store.profiles(c)]
+    assert profiles and all(p.capture is not None for p in profiles)
+    for p in profiles:
+        assert p.capture is not None
+        assert p.capture.model_dump(exclude_unset=True) == p.data["capture"]
