@@ -263,12 +263,12 @@ def test_predictions_against_measurements(decision: Decision) -> None:
 def test_predictions_are_stored_once_with_their_time(db: Path) -> None:
     with Store(db) as store:
         stored = stored_predictions(store, "decide")
-    keys = [s["key"] for s in stored]
+    keys = [s.key for s in stored]
     assert len(keys) == len(set(keys))  # unchanged predictions are not stored again
     assert "fp8-gemm:baseline" in keys and "spec-decode:A" in keys
-    assert all(s["made_at"] and s["version"] == 1 for s in stored)
-    fp8 = next(s for s in stored if s["key"] == "fp8-gemm:baseline")
-    assert fp8["model"] == "amdahl" and {p["label"] for p in fp8["points"]} == {"C=1", "C=16"}
+    assert all(s.made_at and s.version == 1 for s in stored)
+    fp8 = next(s for s in stored if s.key == "fp8-gemm:baseline")
+    assert fp8.model == "amdahl" and {p.label for p in fp8.points} == {"C=1", "C=16"}
 
 
 def test_cli_json_options_and_refusals(cli: Cli, db: Path, tmp_path: Path) -> None:

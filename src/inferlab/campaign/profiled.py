@@ -3,7 +3,6 @@ beside it, then every rank's trace analyzed and stored; failures become findings
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.request
@@ -275,15 +274,7 @@ def record_death(
 
 def captured_points(store: Store, gid: int) -> set[str]:
     """Load points of config ``gid`` that already have a stored profile (resume)."""
-    rows = store.db.execute(
-        "SELECT data_json FROM analyses WHERE kind = 'profile' AND config_id = ?", (gid,)
-    ).fetchall()
-    out = set()
-    for (text,) in rows:
-        cap = json.loads(text).get("capture")
-        if isinstance(cap, dict) and isinstance(cap.get("point"), str):
-            out.add(cap["point"])
-    return out
+    return {c.point for c in store.captures(gid) if c.point is not None}
 
 
 def profiles_missing(camp: CampaignFile, cfg: ResolvedConfig, store: Store, gid: int) -> bool:

@@ -9,7 +9,6 @@ against both passes (``report.recheck``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from inferlab.campaign.bench import StoreSink
@@ -30,19 +29,13 @@ def recheck_todo(
 ) -> RecheckTodo:
     """The (point, trial) cells of config ``config_id`` measured but not yet rechecked (a
     finished recheck is not redone by ``--resume``; an interrupted one is finished)."""
-    rows = store.db.execute(
-        "SELECT label, trial, purpose, summary_json FROM runs WHERE config_id = ? "
-        "AND interrupted = 0 AND rejected IS NULL AND purpose IN ('measure', 'recheck') "
-        "ORDER BY id",
-        (config_id,),
-    ).fetchall()
     counts: dict[str, int] = {}
     done: set[tuple[str, int]] = set()
-    for label, trial, purpose, summary in rows:
-        if purpose == "recheck":
-            done.add((str(label), int(trial)))
-        elif str(label) not in counts:
-            counts[str(label)] = int(json.loads(summary).get("requests") or 0)
+    for m in store.measured_points(config_id):
+        if m.purpose == "recheck":
+            done.add((m.label, m.trial))
+        elif m.label not in counts:
+            counts[m.label] = int(m.summary.get("requests") or 0)
     out: RecheckTodo = {}
     for p in points:
         n = counts.get(p.label, 0)

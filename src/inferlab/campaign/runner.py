@@ -66,13 +66,7 @@ class CampaignResult:
 
 def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
     """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
-    rows = store.db.execute(
-        "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
-        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
-        "AND r.purpose = 'measure'",
-        (campaign, config_id),
-    ).fetchall()
-    return {(str(a), int(b)) for a, b in rows}
+    return store.measured_cells(campaign, config_id)
 
 
 def run_campaign(

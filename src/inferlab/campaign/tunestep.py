@@ -35,14 +35,8 @@ SAVED_RUN_HINT = (
 
 def baseline_log(store: Store, campaign: str, baseline: str) -> Path | None:
     """The newest launch log of the baseline config in the store that still exists."""
-    rows = store.db.execute(
-        "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind='launch' "
-        "ORDER BY v.id DESC",
-        (campaign, baseline),
-    ).fetchall()
-    for (detail,) in rows:
-        p = json.loads(detail).get("log_path")
+    for launch in reversed(store.launches(campaign, config=baseline)):
+        p = launch.record.log_path
         if p and Path(p).is_file():
             return Path(p)
     return None

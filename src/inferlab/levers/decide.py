@@ -12,6 +12,7 @@ from inferlab.errors import ConfigError
 from inferlab.picks import pick
 from inferlab.profile.result import finite
 from inferlab.store import Store
+from inferlab.store.models import StoredPrediction
 
 from . import kernel_rules, load_rules  # noqa: F401  (they register the rules)
 from .evidence import ConfigEvidence, Evidence, gather
@@ -33,7 +34,6 @@ NOTHING_TO_RANK = (
     "nothing to rank: capture a profile (`[profile]`) or store one with "
     "`inferlab profile --campaign`"
 )
-PREDICTION = "prediction"  # the analyses kind of a stored prediction
 VERSION = 1
 
 
@@ -99,7 +99,7 @@ def decide(
     campaign: str,
     opts: LeverOptions | None = None,
     *,
-    stored: Sequence[Mapping[str, Any]] | None = None,
+    stored: Sequence[StoredPrediction] | None = None,
     check: bool = True,
 ) -> Decision:
     """Rank the levers of every config (or ``opts.config``) and, with ``check``, the
@@ -127,9 +127,9 @@ def decide(
     return Decision(campaign, ev.simulated, ev.baseline, levers, rows, notes)
 
 
-def stored_predictions(store: Store, campaign: str) -> list[dict[str, Any]]:
-    """Every stored prediction of the campaign, oldest first (``data`` of each row)."""
-    return [dict(a["data"]) for a in store.analyses(PREDICTION, campaign=campaign)]
+def stored_predictions(store: Store, campaign: str) -> list[StoredPrediction]:
+    """Every stored prediction of the campaign, oldest first."""
+    return store.predictions(campaign)
 
 
 def _content(d: Mapping[str, Any]) -> Any:
@@ -141,12 +141,8 @@ def _content(d: Mapping[str, Any]) -> Any:
 
 
 def _config_id(store: Store, campaign: str, name: str) -> int | None:
-    row = store.db.execute(
-        "SELECT g.id FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
-        "WHERE c.name=? AND g.name=? ORDER BY g.id DESC LIMIT 1",
-        (campaign, name),
-    ).fetchone()
-    return int(row[0]) if row else None
+    found = store.latest_config(campaign, name)
+    return found[0] if found else None
 
 
 def record_predictions(
@@ -161,7 +157,7 @@ def record_predictions(
         if str(exc) == NOTHING_TO_RANK:
             return []
         raise
-    latest = {s.get("key"): s for s in stored_predictions(store, campaign)}
+    latest = {s.key: s for s in stored_predictions(store, campaign)}
     now = time.strftime(TIME_FORMAT)
     new = []
     for name, levers in d.levers.items():
@@ -170,11 +166,11 @@ def record_predictions(
                 continue
             data = {**lv.to_dict(), "made_at": now, "version": VERSION}
             old = latest.get(lv.key)
-            if old is None or _content(old) != _content(data):
+            if old is None or _content(old.model_dump(exclude_unset=True)) != _content(data):
                 new.append((name, data))
     if new:
         with store.transaction():
             for name, data in new:
                 cid = _config_id(store, campaign, name) if name else None
-                store.add_analysis(PREDICTION, data["key"], data, campaign=campaign, config_id=cid)
+                store.add_prediction(data, campaign=campaign, config_id=cid)
     return [data for _, data in new]

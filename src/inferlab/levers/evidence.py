@@ -5,7 +5,6 @@ point, log findings, recon, launch records and lever-applied evidence. Nothing i
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -15,6 +14,7 @@ from inferlab.errors import ConfigError
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.models import LeverCheckItem, ProfileCapture
 from inferlab.store.recheck import recheck_points
 
 __all__ = [
@@ -83,7 +83,7 @@ class ConfigEvidence:
     sweep: dict[int, SweepPoint] = field(default_factory=dict)
     profiles: list[StoredProfile] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
-    lever_items: list[dict[str, Any]] | None = None  # None: no lever-applied record stored
+    lever_items: list[LeverCheckItem] | None = None  # None: no lever-applied record stored
     log_mined: bool = False
     first_run_at: str | None = None
 
@@ -131,28 +131,15 @@ def _usable(r: RunRow, newest_hash: dict[str, str]) -> bool:
 
 
 def _configs(store: Store, campaign: str) -> dict[str, ConfigEvidence]:
-    rows = store.db.execute(
-        "SELECT g.name, g.engine, g.argv_json, g.env_json, g.extra_json FROM configs g "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? ORDER BY g.id",
-        (campaign,),
-    ).fetchall()
     out: dict[str, ConfigEvidence] = {}
-    for name, engine, argv, env, extra in rows:  # a later row is newer content of its name;
+    for g in store.configs(campaign):  # a later row is newer content of its name;
         # assigning keeps the name's first position (the baseline stays first)
-        out[name] = ConfigEvidence(
-            name, engine, json.loads(argv), json.loads(env), json.loads(extra)
-        )
+        out[g.name] = ConfigEvidence(g.name, g.engine, g.argv, g.env, g.extra)
     return out
 
 
 def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
-    hashes = dict(
-        store.db.execute(
-            "SELECT g.name, g.hash FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
-            "WHERE c.name=? ORDER BY g.id",
-            (campaign,),
-        ).fetchall()
-    )
+    hashes = {g.name: g.hash for g in store.configs(campaign)}
     groups: dict[tuple[str, int], list[RunRow]] = {}
     for r in store.runs(campaign=campaign):
         if _usable(r, hashes):
@@ -214,19 +201,18 @@ def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> Store
 def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
     """Decode profiles, one per (config, load point): the newest of the lowest rank."""
     best: dict[tuple[str | None, int | None], StoredProfile] = {}
-    for a in store.analyses("profile", campaign=campaign):
-        data = a["data"]
-        if not isinstance(data, dict) or data.get("segment") != "decode":
+    for a in store.profiles(campaign):
+        if a.data.get("segment") != "decode":
             continue
-        cap = data.get("capture") or {}
+        cap = a.capture or ProfileCapture()
         p = StoredProfile(
-            id=int(a["id"]),
-            name=str(a["name"]),
-            config=a["config"],
-            concurrency=parse_point(cap.get("point")),
-            rank=int(cap.get("rank") or 0),
-            data=data,
-            created_at=str(a["created_at"]),
+            id=a.id,
+            name=a.name,
+            config=a.config,
+            concurrency=parse_point(cap.point),
+            rank=cap.rank or 0,
+            data=a.data,
+            created_at=a.created_at,
         )
         key = (p.config, p.concurrency)
         old = best.get(key)
@@ -236,26 +222,19 @@ def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
 
 
 def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
-    rows = store.db.execute(
-        "SELECT g.name, v.kind, v.detail_json FROM verifications v JOIN configs g ON "
-        "g.id = v.config_id JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? "
-        "AND v.kind IN ('launch', 'lever') ORDER BY v.id",
-        (campaign,),
-    ).fetchall()
-    for name, kind, detail_s in rows:
-        ev = configs.get(name)
-        if ev is None:
-            continue
-        detail = json.loads(detail_s)
-        if kind == "launch" and detail.get("log_path"):
+    for launch in store.launches(campaign):
+        ev = configs.get(launch.config)
+        if ev is not None and launch.record.log_path:
             ev.log_mined = True  # the runner mines every launch log it started
-        elif kind == "lever":
-            ev.lever_items = list(detail.get("items") or [])
+    for lc in store.lever_checks(campaign):
+        ev = configs.get(lc.config)
+        if ev is not None:
+            ev.lever_items = list(lc.check.items)
 
 
 def gather(store: Store, campaign: str) -> Evidence:
     """The campaign's evidence; ``ConfigError`` for an unknown campaign (naming the known)."""
-    known = [r[0] for r in store.db.execute("SELECT name FROM campaigns ORDER BY name")]
+    known = store.campaign_names()
     if campaign not in known:
         raise ConfigError(
             f"levers: no campaign {campaign!r} in {store.path}"

@@ -15,7 +15,7 @@ Verdicts (speed-ups are reference TPOT / config TPOT):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,6 +24,7 @@ from inferlab.engines import get_engine
 from inferlab.engines.flags import diff as flag_diff
 from inferlab.errors import InferlabError
 from inferlab.stats.verdict import compare_samples
+from inferlab.store.models import PredictedPoint, StoredPrediction
 
 from .evidence import ConfigEvidence, Evidence
 from .model import LeverOptions
@@ -167,18 +168,18 @@ class PredictionRow:
 
 
 def _stored_point(
-    stored: Sequence[Mapping[str, Any]], key: str, c: int, at: str | None
-) -> tuple[Mapping[str, Any] | None, str | None]:
-    """(point dict, made_at) of the stored prediction ``key`` at C=c: the newest made before
+    stored: Sequence[StoredPrediction], key: str, c: int, at: str | None
+) -> tuple[PredictedPoint | None, str | None]:
+    """(point, made_at) of the stored prediction ``key`` at C=c: the newest made before
     ``at`` (the measurement), else the oldest; (None, None) when none is stored."""
-    rows = [s for s in stored if s.get("key") == key]
+    rows = [s for s in stored if s.key == key]
     if not rows:
         return None, None
-    before = [s for s in rows if preceded(s.get("made_at"), at)]
+    before = [s for s in rows if preceded(s.made_at, at)]
     pick = before[-1] if before else rows[0]
-    for p in pick.get("points") or []:
-        if p.get("concurrency") == c:
-            return p, pick.get("made_at")
+    for p in pick.points:
+        if p.concurrency == c:
+            return p, pick.made_at
     return None, None
 
 
@@ -195,15 +196,15 @@ def _part(
     ref: ConfigEvidence,
     kind: str,
     c: int,
-    stored: Sequence[Mapping[str, Any]],
+    stored: Sequence[StoredPrediction],
     at: str | None,
     opts: LeverOptions,
 ) -> _Part | None:
     """One lever's prediction for ``ref`` at C=c: the stored one (made before ``at`` when
     there is one), else computed now from the same evidence (``made_at`` None)."""
     p, made = _stored_point(stored, f"{kind}:{ref.name}", c, at)
-    if p is not None and p.get("high") is not None:
-        return _Part(p.get("low"), float(p["high"]), bool(p.get("extrapolated")), made)
+    if p is not None and p.high is not None:
+        return _Part(p.low, float(p.high), p.extrapolated, made)
     rule = RULES[kind]
     if rule.model == "amdahl" and rule.share is not None:
         prof = next((x for x in ref.profiles if x.concurrency == c), None)
@@ -238,9 +239,9 @@ def _measured(ref: ConfigEvidence, cand: ConfigEvidence, c: int) -> Measured | N
 def _not_applied(cand: ConfigEvidence) -> list[str]:
     """The lever-applied evidence's items that are not ``applied`` (i13's records)."""
     return [
-        f"lever {i.get('item')}: {i.get('status')} ({i.get('evidence')})"
+        f"lever {i.item}: {i.status} ({i.evidence})"
         for i in cand.lever_items or []
-        if i.get("status") != "applied"
+        if i.status != "applied"
     ]
 
 
@@ -265,7 +266,7 @@ def _suspects(row: PredictionRow, ref: ConfigEvidence, cand: ConfigEvidence) -> 
 
 
 def predict_rows(
-    ev: Evidence, stored: Sequence[Mapping[str, Any]], opts: LeverOptions
+    ev: Evidence, stored: Sequence[StoredPrediction], opts: LeverOptions
 ) -> tuple[list[PredictionRow], list[str]]:
     """Rows for every measured config a lever rule explains, and notes on what was not
     predicted (and why)."""
@@ -297,7 +298,7 @@ def _rows_at(
     kinds: list[str],
     also: list[str],
     c: int,
-    stored: Sequence[Mapping[str, Any]],
+    stored: Sequence[StoredPrediction],
     opts: LeverOptions,
     notes: list[str],
 ) -> list[PredictionRow]:

@@ -62,12 +62,8 @@ def store_profile(
         cid = None
         if config is not None:
             camp = store.campaign_id(campaign)
-            row = store.db.execute(
-                "SELECT id FROM configs WHERE campaign_id=? AND name=? ORDER BY id DESC LIMIT 1",
-                (camp, config),
-            ).fetchone()
-            cid = int(row[0]) if row else store.config_id(camp, config, engine=None, model=None)
-            engine = store.db.execute("SELECT engine FROM configs WHERE id=?", (cid,)).fetchone()
-            if engine and engine[0]:
-                stored["capture"]["engine"] = engine[0]
+            found = store.latest_config(campaign, config)
+            cid = found[0] if found else store.config_id(camp, config, engine=None, model=None)
+            if found and found[1]:
+                stored["capture"]["engine"] = found[1]
         return store.add_analysis("profile", trace.name, stored, campaign=campaign, config_id=cid)

@@ -9,7 +9,6 @@ config's items with their evidence.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import Any
 
@@ -25,16 +24,8 @@ def lever_items(
     store: Store, campaign: str, config: str, config_hash: str | None = None
 ) -> list[dict[str, Any]]:
     """The newest stored lever items of a config (of that exact content, given its hash)."""
-    sql = (
-        "SELECT v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND g.name=? AND v.kind='lever'"
-    )
-    args: tuple[Any, ...] = (campaign, config)
-    if config_hash is not None:
-        sql += " AND g.hash=?"
-        args += (config_hash,)
-    row = store.db.execute(sql + " ORDER BY v.id DESC LIMIT 1", args).fetchone()
-    items = json.loads(row[0]).get("items", []) if row else []
+    detail = store.latest_verification(campaign, config, "lever", config_hash)
+    items = detail.get("items", []) if detail else []
     return [i for i in items if isinstance(i, dict)]
 
 

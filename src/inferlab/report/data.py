@@ -5,7 +5,6 @@ a ``Report``: plain data that the Markdown and HTML renderers format."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,34 +148,23 @@ class Report:
 
 
 def campaigns(store: Store) -> list[str]:
-    return [r[0] for r in store.db.execute("SELECT name FROM campaigns ORDER BY name")]
+    return store.campaign_names()
 
 
 def _configs(store: Store, campaign: str) -> list[ConfigInfo]:
-    rows = store.db.execute(
-        "SELECT g.name, g.hash, g.engine, g.model, g.argv_json, g.env_json, g.extra_json "
-        "FROM configs g JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? ORDER BY g.id",
-        (campaign,),
-    ).fetchall()
     return [
-        ConfigInfo(r[0], r[1], r[2], r[3], json.loads(r[4]), json.loads(r[5]), json.loads(r[6]))
-        for r in rows
+        ConfigInfo(g.name, g.hash, g.engine, g.model, g.argv, g.env, g.extra)
+        for g in store.configs(campaign)
     ]
 
 
 def _verifications(
     store: Store, campaign: str
 ) -> tuple[list[VerificationRow], list[LaunchFailure]]:
-    rows = store.db.execute(
-        "SELECT g.name, v.kind, v.passed, v.detail_json, v.created_at FROM verifications v "
-        "JOIN configs g ON g.id = v.config_id JOIN campaigns c ON c.id = g.campaign_id "
-        "WHERE c.name=? ORDER BY v.id",
-        (campaign,),
-    ).fetchall()
     checks: list[VerificationRow] = []
     launches: list[LaunchFailure] = []
-    for name, kind, passed, detail_s, created in rows:
-        detail: dict[str, Any] = json.loads(detail_s)
+    for v in store.verifications(campaign):
+        name, kind, passed, detail, created = v.config, v.kind, v.passed, v.detail, v.created_at
         if kind == "launch" and passed:  # a launch that came up: a passed check, not a failure
             ready = detail.get("ready_s")
             msg = f"ready in {float(ready):.1f} s" if isinstance(ready, (int, float)) else "ready"

@@ -20,6 +20,7 @@ from inferlab.errors import StoreError
 from inferlab.records import RequestRecord
 from inferlab.secrets import scrub_argv, scrub_env
 from inferlab.store.annotations import Annotations
+from inferlab.store.configs import Configs
 from inferlab.store.jsoncols import dumps as _dumps
 from inferlab.store.jsoncols import now as _now
 from inferlab.store.requests import INSERT_REQUEST, SELECT_REQUESTS, pack_request, unpack_request
@@ -41,7 +42,7 @@ def workload_hash(workload: Mapping[str, Any]) -> str:
     return hashlib.sha256(_dumps(dict(workload)).encode()).hexdigest()[:16]
 
 
-class Store(Annotations):
+class Store(Configs, Annotations):
     """An open inferlab database. Use as a context manager; one writer at a time."""
 
     db: sqlite3.Connection
@@ -178,24 +179,6 @@ class Store(Annotations):
             ),
         )
         return int(cur.lastrowid or 0)
-
-    def latest_config(self, campaign: str, name: str) -> tuple[int, str | None] | None:
-        """The newest config row named ``name`` in ``campaign``: (id, engine), or None."""
-        row = self.db.execute(
-            "SELECT g.id, g.engine FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
-            "WHERE c.name=? AND g.name=? ORDER BY g.id DESC LIMIT 1",
-            (campaign, name),
-        ).fetchone()
-        return (int(row[0]), row[1]) if row else None
-
-    def config_names(self, campaign: str) -> list[str]:
-        """Config names of a campaign, in the order they were first stored."""
-        rows = self.db.execute(
-            "SELECT g.name FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
-            "WHERE c.name=? GROUP BY g.name ORDER BY min(g.id)",
-            (campaign,),
-        ).fetchall()
-        return [str(r[0]) for r in rows]
 
     def environment_id(self, snap: Mapping[str, Any]) -> int:
         cur = self.db.execute(

@@ -16,13 +16,7 @@ _MARK = {"applied": "✓", "not-applied": "✗"}
 
 
 def _configs(store: Store, campaign: str) -> list[str]:
-    rows = store.db.execute(
-        "SELECT DISTINCT g.name FROM verifications v JOIN configs g ON g.id = v.config_id "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name=? AND v.kind='lever' "
-        "ORDER BY g.id",
-        (campaign,),
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+    return store.verified_configs(campaign, "lever")
 
 
 def applied_section(store: Store, campaign: str) -> Section | None:

@@ -4,7 +4,6 @@ offset and bound. Reads the store only (no Ray)."""
 
 from __future__ import annotations
 
-import json
 from html import escape
 from typing import Any
 
@@ -34,26 +33,20 @@ CLIENTS = (
 
 def placement_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
     """One row per launch that a Ray actor made: config, node, host, GPUs, ready time."""
-    rows = store.db.execute(
-        "SELECT g.name, v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-        "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name = ? AND v.kind = 'launch' "
-        "ORDER BY v.id",
-        (campaign,),
-    ).fetchall()
     out: list[tuple[str, ...]] = []
-    for name, raw in rows:
-        d = json.loads(raw)
-        if "node_id" not in d:
+    for launch in store.launches(campaign):
+        d = launch.record
+        if d.node_id is None:
             continue
-        ready = d.get("ready_s")
+        server_cvd = "server_cuda_visible_devices" in d.model_fields_set  # a failure has none
         out.append(
             (
-                str(name),
-                str(d["node_id"])[:8],
-                str(d.get("hostname", "")),
-                str(d.get("cuda_visible_devices")),
-                str(d.get("server_cuda_visible_devices", "—")),
-                f"{ready:.1f}" if isinstance(ready, (int, float)) else "failed",
+                launch.config,
+                d.node_id[:8],
+                d.hostname or "",
+                str(d.cuda_visible_devices),
+                str(d.server_cuda_visible_devices) if server_cvd else "—",
+                f"{d.ready_s:.1f}" if d.ready_s is not None else "failed",
             )
         )
     return out
