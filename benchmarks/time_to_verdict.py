@@ -10,7 +10,7 @@
 3. Decide each pair three ways, with inferlab's own statistics: a fixed count per side (as
    peers run), a count 10x larger (the reference verdict), and the campaign's sequential path:
    the baseline measured to the cap, then a sequential A/B of the candidate against it
-   (``load.adaptive.AdaptiveMonitor``, fed the same light summaries a live run streams).
+   (``load.adaptive``'s rules asked by ``load.stopping.RuleMonitor``, fed the same light summaries a live run streams).
 4. Validate the resampling against live pairs measured end to end (``--live`` null and 10%
    pairs at C=8, each side its own sim server).
 
@@ -41,9 +41,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
-from inferlab.load.adaptive import AdaptiveMonitor, AdaptivePlan, BaselineRef, baseline_ref  # noqa: E402
+from inferlab.load.adaptive import (  # noqa: E402
+    BaselineRef,
+    PrecisionRule,
+    SequentialRule,
+    baseline_ref,
+)
 from inferlab.load.bench import run_bench  # noqa: E402
 from inferlab.load.progress import LightRecord  # noqa: E402
+from inferlab.load.stopping import RuleMonitor, StoppingRule  # noqa: E402
 from inferlab.sim.tokenizer import WordTokenizer  # noqa: E402
 from inferlab.stats.compare import (  # noqa: E402
     HIGHER_IS_BETTER,
@@ -190,10 +196,12 @@ def _inflight_min(s: list[LightRecord]) -> list[int | None]:
     return out
 
 
-def _run_monitor(s: list[LightRecord], plan: AdaptivePlan) -> tuple[AdaptiveMonitor, int, int]:
-    """Feed a stream to the monitor in completion order, as the workers would; returns it,
-    the requests issued when it stopped and that time (ns)."""
-    mon = AdaptiveMonitor(plan)
+def _run_monitor(
+    s: list[LightRecord], rule: StoppingRule, c: int, seed: int
+) -> tuple[RuleMonitor, int, int]:
+    """Feed a stream to a monitor of ``rule`` in completion order, as the workers would;
+    returns it, the requests issued when it stopped and that time (ns)."""
+    mon = RuleMonitor(rule, c, MAX_REQ, None, seed)
     for i, (r, inflight) in enumerate(zip(s, _inflight_min(s))):
         mon.progress(0, ([r], inflight))
         if mon.should_finish(i + 1):
@@ -221,19 +229,15 @@ def _ref(s: list[LightRecord], until_ns: int, c: int) -> BaselineRef:
 def _adaptive(
     base: list[LightRecord], cand: list[LightRecord], c: int, seed: int, min_effect: float
 ) -> tuple[dict[str, str], int, float, str]:
-    plan = AdaptivePlan(
-        PRECISION, MIN_REQ, MAX_REQ, None, c, seed, min_effect=min_effect, stop_on_precision=False
-    )
-    mon_b, n_b, t_b = _run_monitor(base, plan)
+    reference = PrecisionRule(PRECISION, MIN_REQ, MAX_REQ, stop_on_precision=False)
+    mon_b, n_b, t_b = _run_monitor(base, reference, c, seed)
     ref = _ref(base, t_b, c)
-    seq = AdaptivePlan(
-        PRECISION, MIN_REQ, MAX_REQ, None, c, seed, baseline=ref, looks=LOOKS, min_effect=min_effect
-    )
-    mon_c, n_c, t_c = _run_monitor(cand, seq)
-    metrics = (mon_c.sequential or {}).get("metrics", {})
+    seq = SequentialRule(ref, MAX_REQ, PRECISION, looks=LOOKS, min_effect=min_effect)
+    mon_c, n_c, t_c = _run_monitor(cand, seq, c, seed)
+    metrics = (seq.sequential or {}).get("metrics", {})
     claims = {m: metrics.get(m, {}).get("status", "open") for m in ("tpot_ms", "output_tok_s")}
     claims = {m: v if v in ("better", "worse") else "~" for m, v in claims.items()}
-    return claims, n_b + n_c, (t_b + t_c) / 1e9, f"{mon_c.reason}@{mon_c.look}"
+    return claims, n_b + n_c, (t_b + t_c) / 1e9, f"{mon_c.reason}@{seq.look}"
 
 
 def record(tok: Path, c: int, n: int) -> list[list[Req]]:

@@ -11,34 +11,22 @@ from __future__ import annotations
 import re
 
 from inferlab.config.campaign import CampaignFile
-from inferlab.load.adaptive import BaselineRef, baseline_ref
+from inferlab.load.adaptive import STOPPING_RULES, BaselineRef, baseline_ref
 from inferlab.store import Store
 
 __all__ = ["baseline_refs", "stopping_lines"]
 
 
 def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[str]:
-    """How the load points stop, as the plan prints it (``baseline``: ``Plan.baseline``'s
-    name, rechecked; ``reference``: ``Plan.reference``, the sequential A/B's)."""
+    """How the load points stop, as the plan prints it: each kind of ``STOPPING_RULES`` in
+    use, then the recheck (``baseline``: ``Plan.baseline``'s name, rechecked; ``reference``:
+    ``Plan.reference``, the sequential A/B's)."""
     ld = camp.load
     again = [
         f"baseline recheck: {baseline} launched again after the last config, every "
         "point re-measured with its first pass's request counts (order effects, drift)"
     ]
-    if ld.requests != "auto":
-        return again if ld.recheck_baseline else []
-    cap = f"max {ld.max_requests}" if ld.max_requests else "no cap"
-    dur = f", at most {ld.max_duration_s:g} s" if ld.max_duration_s else ""
-    out = [
-        f"requests: auto — stop at ±{ld.precision:.0%} (95% interval of median TPOT and output "
-        f"throughput), min {ld.min_requests}, {cap}{dur}"
-    ]
-    if ld.sequential:
-        out.append(
-            f"sequential A/B vs {reference} (measured to the cap, {ld.max_requests} "
-            f"requests a point): {ld.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
-            f"equivalence within ±{ld.min_effect:.0%}"
-        )
+    out = [line for kind in STOPPING_RULES for line in kind.plan_lines(ld, reference)]
     return out + (again if ld.recheck_baseline else [])
 
 

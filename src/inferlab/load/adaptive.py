@@ -1,28 +1,27 @@
-"""Adaptive stopping of a closed-loop load point, in the parent while the workers measure.
+"""The stopping rules of a load point and their registry (the protocol: ``load.stopping``).
 
-Workers stream light summaries (``load.progress``); ``AdaptiveMonitor`` keeps them and, on a
-sparse schedule, decides whether the point may stop:
+- ``fixed`` (``requests = N`` or a duration): the workers stop at their count; never asked;
+- ``precision`` (``requests = "auto"``): at request counts min, ×1.5, ... it computes the 95%
+  intervals of the median TPOT and the output throughput (``stats.stopping``) and stops when
+  both are within ±precision at two checks in a row (or at the cap / duration);
+- ``sequential`` (``requests = "auto"`` against a stored baseline point, a sequential A/B): at
+  planned looks (k/K of ``max_requests``) it tests each primary metric with a Lan–DeMets
+  O'Brien–Fleming boundary (``stats.sequential``) and stops when every metric is settled
+  (better, worse, or equivalent within ±min_effect), or at the last look.
 
-- alone (``requests = "auto"``): at request counts min, ×1.5, ... it computes the 95% intervals
-  of the median TPOT and the output throughput (``stats.stopping``) and stops when both are
-  within ±precision, or at the cap / duration;
-- against a stored baseline (sequential A/B): at planned looks (k/K of ``max_requests``) it
-  tests each primary metric with a Lan–DeMets O'Brien–Fleming boundary
-  (``stats.sequential``) and stops when every metric is settled (better, worse, or
-  equivalent within ±min_effect), or at the last look.
-
-The first request of every user (the ramp-up) never enters a check.
+``STOPPING_RULES`` is the registry: the first kind whose ``for_point`` answers a rule stops the
+point; ``plan_lines`` is how the kind reads in a campaign's plan.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
-from inferlab.load.progress import LightRecord
+from inferlab.config.bench import BenchConfig
+from inferlab.load.stopping import Check, Stop, StoppingRule
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import METRICS, tpot_ms
 from inferlab.stats.sequential import decide_look, ld_obrien_fleming, spending_boundaries
@@ -30,16 +29,27 @@ from inferlab.stats.stopping import (
     BatchMeans,
     MedianCI,
     Precision,
+    StopRecord,
     batch_means,
     block_bootstrap_median,
     block_length,
     check_schedule,
-    precision_of,
     request_span_rates,
-    span_batch_rates,
 )
 
-__all__ = ["AdaptiveMonitor", "AdaptivePlan", "BaselineRef", "baseline_ref", "look_counts"]
+__all__ = [
+    "STOPPING_RULES",
+    "BaselineRef",
+    "FixedCount",
+    "PlanFields",
+    "PointFacts",
+    "PrecisionRule",
+    "RuleKind",
+    "SequentialRule",
+    "baseline_ref",
+    "choose_rule",
+    "look_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -53,18 +63,45 @@ class BaselineRef:
 
 
 @dataclass(frozen=True)
-class AdaptivePlan:
-    precision: float
-    min_requests: int
-    max_requests: int  # 0: no cap
-    max_duration_s: float | None
+class PointFacts:
+    """What a rule is chosen by besides the config: the point's users and its baseline."""
+
     concurrency: int
-    seed: int = 0
-    baseline: BaselineRef | None = None  # sequential A/B against it
-    looks: int = 4
-    min_effect: float = 0.02
-    alpha: float = 0.05
-    stop_on_precision: bool = True  # False: measure to the cap (a reference for sequential A/B)
+    baseline: BaselineRef | None = None  # a stored point to run a sequential A/B against
+
+
+class PlanFields(Protocol):
+    """The load fields a kind's plan lines read (a campaign's ``[load]``)."""
+
+    @property
+    def requests(self) -> int | Literal["auto"] | None: ...
+    @property
+    def precision(self) -> float: ...
+    @property
+    def min_requests(self) -> int: ...
+    @property
+    def max_requests(self) -> int: ...
+    @property
+    def max_duration_s(self) -> float | None: ...
+    @property
+    def sequential(self) -> bool: ...
+    @property
+    def looks(self) -> int: ...
+    @property
+    def min_effect(self) -> float: ...
+
+
+class RuleKind(Protocol):
+    """One entry of the registry: a rule class, chosen from the config."""
+
+    def for_point(self, cfg: BenchConfig, point: PointFacts) -> StoppingRule | None:
+        """This kind's rule for the point, or None when the config asks for another."""
+        ...
+
+    def plan_lines(self, load: PlanFields, reference: str) -> list[str]:
+        """How the kind reads in a campaign's plan (none when not in use); ``reference``:
+        the config a sequential A/B is against."""
+        ...
 
 
 def look_counts(max_requests: int, looks: int) -> list[int]:
@@ -72,103 +109,130 @@ def look_counts(max_requests: int, looks: int) -> list[int]:
     return [math.ceil(max_requests * k / looks) for k in range(1, looks + 1)]
 
 
-def _window(
-    records: Sequence[LightRecord], inflight: dict[int, int | None], c: int
-) -> tuple[int, int] | None:
-    """[end of the ramp-up, earliest send still in flight): tokens in it are all reported."""
-    ramp = [r for r in records if r.ramp]
-    if len(ramp) < c:
+@dataclass
+class FixedCount:
+    """``requests = N`` or a duration: the workers stop by themselves; never asked."""
+
+    live: bool = False
+
+    @classmethod
+    def for_point(cls, cfg: BenchConfig, point: PointFacts) -> FixedCount | None:
+        return None if cfg.adaptive else cls()
+
+    @classmethod
+    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+        return []
+
+    def schedule(self) -> Sequence[int]:
+        return []
+
+    def check(self, at: Check) -> Stop | None:
         return None
-    w0 = max(r.end_ns for r in ramp)
-    open_ = [t for t in inflight.values() if t is not None]
-    w1 = min(open_) if open_ else max(r.end_ns for r in records)
-    return (w0, w1) if w1 > w0 else None
 
-
-def _precision(
-    records: Sequence[LightRecord], window: tuple[int, int] | None, c: int, seed: int
-) -> Precision:
-    counted = sorted((r for r in records if not r.ramp), key=lambda r: r.send_ns)
-    tpots = [t for t in (r.tpot_ms for r in counted) if t is not None]
-    rates: list[float] = []
-    if window is not None:
-        good = [r for r in records if r.ok]
-        rates = span_batch_rates(
-            [r.first_ns for r in good],
-            [r.last_ns for r in good],
-            [r.tokens for r in good],
-            *window,
-        )
-    return precision_of(tpots, rates, c, seed=seed)
+    def fill(self, stop: StopRecord) -> None:
+        pass
 
 
 @dataclass
-class AdaptiveMonitor:
-    """A ``load.phase.PhaseMonitor`` for one adaptive point (see the module docstring)."""
+class PrecisionRule:
+    """``requests = "auto"``: both intervals within ±``precision`` at two checks in a row;
+    ``stop_on_precision`` False measures to the cap (a reference for a sequential A/B)."""
 
-    plan: AdaptivePlan
-    started_ns: int = field(default_factory=time.perf_counter_ns)
-    records: list[LightRecord] = field(default_factory=list)
-    inflight: dict[int, int | None] = field(default_factory=dict)
-    reason: str | None = None
-    checks: list[int] = field(default_factory=list)
-    look: int | None = None
-    sequential: dict[str, Any] | None = None
-    counted: int = 0  # finished requests that are not ramp-up
+    precision: float
+    min_requests: int
+    max_requests: int  # 0: no cap
+    stop_on_precision: bool = True
+    live: bool = True
     _reached: bool = False  # the previous check was precise enough
-    _next: int = 0
-    _info: dict[str, list[float]] = field(default_factory=dict)
 
-    def progress(self, worker: int, payload: Any) -> None:
-        recs, inflight_min = payload
-        self.records.extend(recs)
-        self.counted += sum(1 for r in recs if not r.ramp)
-        self.inflight[worker] = inflight_min
+    @classmethod
+    def for_point(cls, cfg: BenchConfig, point: PointFacts) -> PrecisionRule | None:
+        if not cfg.adaptive or point.baseline is not None:
+            return None
+        return cls(cfg.precision, cfg.min_requests, cfg.max_requests, cfg.stop_on_precision)
 
-    def should_finish(self, done: int) -> bool:
-        """``done``: requests finished so far (the workers' shared counters, exact and
-        immediate: the cap is enforced from it, not from the summaries still in flight)."""
-        if self.reason is not None:
-            return True
-        p = self.plan
-        if p.max_duration_s and time.perf_counter_ns() - self.started_ns >= p.max_duration_s * 1e9:
-            self.reason = "duration"
-            return True
-        n = self.counted
-        cap = bool(p.max_requests) and done - p.concurrency >= p.max_requests
-        due = (
-            look_counts(p.max_requests, p.looks)
-            if p.baseline is not None
-            else check_schedule(p.min_requests, p.max_requests)
-        )
-        if not cap and (self._next >= len(due) or n < due[self._next]):
-            return False
-        window = _window(self.records, self.inflight, p.concurrency)
-        if window is not None:
-            self._next += 1
-            self.checks.append(n)
-            last = cap or self._next >= len(due)
-            prec = _precision(self.records, window, p.concurrency, p.seed)
-            if p.baseline is not None:
-                self.look = self._next if not cap else len(due)
-                self._sequential(prec, n, last)
-            else:
-                reached = prec.reached(p.precision)
-                if reached and self._reached and p.stop_on_precision:
-                    self.reason = "precision"  # two checks in a row: not one lucky window
-                self._reached = reached
-        if self.reason is None and cap:
-            self.reason = "cap"
-        return self.reason is not None
+    @classmethod
+    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+        if load.requests != "auto":
+            return []
+        cap = f"max {load.max_requests}" if load.max_requests else "no cap"
+        dur = f", at most {load.max_duration_s:g} s" if load.max_duration_s else ""
+        return [
+            f"requests: auto — stop at ±{load.precision:.0%} (95% interval of median TPOT and "
+            f"output throughput), min {load.min_requests}, {cap}{dur}"
+        ]
 
-    def _sequential(self, prec: Precision, n: int, last: bool) -> None:
-        p, base = self.plan, self.plan.baseline
-        assert base is not None
+    def schedule(self) -> Sequence[int]:
+        return check_schedule(self.min_requests, self.max_requests)
+
+    def check(self, at: Check) -> Stop | None:
+        reached = at.precision.reached(self.precision)
+        stop = reached and self._reached and self.stop_on_precision
+        self._reached = reached
+        return Stop("precision") if stop else None  # two checks in a row: not one lucky window
+
+    def fill(self, stop: StopRecord) -> None:
+        stop.precision = self.precision
+
+
+@dataclass
+class SequentialRule:
+    """A sequential A/B against ``baseline`` (see the module docstring); ``precision`` is only
+    recorded."""
+
+    baseline: BaselineRef
+    max_requests: int
+    precision: float
+    looks: int = 4
+    min_effect: float = 0.02
+    alpha: float = 0.05
+    live: bool = True
+    look: int | None = None
+    sequential: dict[str, Any] | None = None  # the test at the last look, as stored
+    _info: dict[str, list[float]] | None = None
+
+    @classmethod
+    def for_point(cls, cfg: BenchConfig, point: PointFacts) -> SequentialRule | None:
+        if not cfg.adaptive or point.baseline is None:
+            return None
+        return cls(point.baseline, cfg.max_requests, cfg.precision, cfg.looks, cfg.min_effect)
+
+    @classmethod
+    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+        if not load.sequential:
+            return []
+        return [
+            f"sequential A/B vs {reference} (measured to the cap, {load.max_requests} "
+            f"requests a point): {load.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
+            f"equivalence within ±{load.min_effect:.0%}"
+        ]
+
+    def schedule(self) -> Sequence[int]:
+        return look_counts(self.max_requests, self.looks)
+
+    def check(self, at: Check) -> Stop | None:
+        self.look = at.index if not at.capped else len(self.schedule())
+        out = self._test(at.precision, at.requests, at.last)
+        self.sequential = out
+        statuses = [v["status"] for v in out["metrics"].values()]
+        if "open" in statuses:
+            return None
+        wins = {s for s in statuses if s != "equivalent"}
+        verdict = "equivalent" if not wins else wins.pop() if len(wins) == 1 else "mixed"
+        return Stop(f"sequential-{verdict}")
+
+    def fill(self, stop: StopRecord) -> None:
+        stop.precision = self.precision
+        stop.look, stop.looks, stop.sequential = self.look, self.looks, self.sequential
+
+    def _test(self, prec: Precision, n: int, last: bool) -> dict[str, Any]:
+        base, info_by = self.baseline, self._info if self._info is not None else {}
+        self._info = info_by
         # one estimator per primary metric of METRICS (tests/unit/stats/test_metric_table.py)
         estimates = {"tpot_ms": prec.tpot, "output_tok_s": prec.throughput}
         refs = {"tpot_ms": (base.tpot.median, base.tpot.se_log)}
         refs["output_tok_s"] = (base.throughput.mean, base.throughput.se_rel)
-        out: dict[str, Any] = {"baseline": base.config, "looks": p.looks, "metrics": {}}
+        out: dict[str, Any] = {"baseline": base.config, "looks": self.looks, "metrics": {}}
         for m, est in estimates.items():
             value = None if est is None else (est.median if isinstance(est, MedianCI) else est.mean)
             se_c = (
@@ -179,18 +243,18 @@ class AdaptiveMonitor:
                 out["metrics"][m] = {"status": "open", "why": "no estimate yet"}
                 continue
             se = math.sqrt(se_c**2 + se_b**2)
-            info = self._info.setdefault(m, [])
-            i_max = 1.0 / (se_c**2 * n / max(p.max_requests, n) + se_b**2)
+            info = info_by.setdefault(m, [])
+            i_max = 1.0 / (se_c**2 * n / max(self.max_requests, n) + se_b**2)
             t = 1.0 if last else min(1.0 - 1e-6, (1.0 / se**2) / i_max if se > 0 else 1.0)
             t = max(t, info[-1] + 1e-3) if info else t
             info.append(min(t, 1.0))
-            bound = spending_boundaries(info, ld_obrien_fleming(p.alpha))[-1]
+            bound = spending_boundaries(info, ld_obrien_fleming(self.alpha))[-1]
             d = decide_look(
                 math.log(value / ref),
                 se,
                 bound,
                 higher_is_better=METRICS[m].higher_is_better,
-                min_effect=p.min_effect,
+                min_effect=self.min_effect,
             )
             out["metrics"][m] = {
                 "status": d.status,
@@ -201,12 +265,20 @@ class AdaptiveMonitor:
                 "boundary": d.boundary,
                 "info": info[-1],
             }
-        self.sequential = out
-        statuses = [v["status"] for v in out["metrics"].values()]
-        if "open" not in statuses:
-            wins = {s for s in statuses if s != "equivalent"}
-            verdict = "equivalent" if not wins else wins.pop() if len(wins) == 1 else "mixed"
-            self.reason = f"sequential-{verdict}"
+        return out
+
+
+#: the registry, in the order the kinds are asked (the first rule answered stops the point)
+STOPPING_RULES: tuple[RuleKind, ...] = (FixedCount, PrecisionRule, SequentialRule)
+
+
+def choose_rule(cfg: BenchConfig, point: PointFacts) -> StoppingRule:
+    """The rule that stops ``point`` under ``cfg``: the first of ``STOPPING_RULES`` to answer."""
+    for kind in STOPPING_RULES:
+        rule = kind.for_point(cfg, point)
+        if rule is not None:
+            return rule
+    raise AssertionError("no stopping rule answered (FixedCount answers every fixed config)")
 
 
 def baseline_ref(

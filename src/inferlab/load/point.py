@@ -1,11 +1,11 @@
 """One load point × trial: prompts, warmup, the measured phase, then its summary and trust.
 
 A fixed-count point (``requests = N``, or a duration) runs its requests and stops. An adaptive
-point (``requests = "auto"``) runs until ``load.adaptive.AdaptiveMonitor`` says its estimate is
-precise enough (or a sequential A/B against a stored baseline is settled, or the cap or
-duration is reached); its ramp-up (each user's first request) and drain (requests in flight at
-the stop) are stored marked and left out of the statistics, and its throughput is measured over
-the steady window between them.
+point (``requests = "auto"``) runs until its stopping rule (``load.adaptive.choose_rule``, asked
+by ``load.stopping.RuleMonitor``) says its estimate is precise enough (or a sequential A/B
+against a stored baseline is settled, or the cap or duration is reached); its ramp-up (each
+user's first request) and drain (requests in flight at the stop) are stored marked and left out
+of the statistics, and its throughput is measured over the steady window between them.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from inferlab.config.bench import BenchConfig
 from inferlab.engines import EngineSpec
 from inferlab.errors import TokenizerError
-from inferlab.load.adaptive import AdaptiveMonitor, AdaptivePlan, BaselineRef
+from inferlab.load.adaptive import BaselineRef, PointFacts, choose_rule
 from inferlab.load.http import Endpoint, HttpClient
 from inferlab.load.phase import run_phase
 from inferlab.load.quality import point_warnings
 from inferlab.load.results import BenchEvents, LoadPoint, PointResult
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.steady import final_stop, summarize_steady
+from inferlab.load.stopping import RuleMonitor
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
 from inferlab.load.worker import Item, WorkerJob
 from inferlab.load.workload import Prompt, build_body, make_prompts
@@ -177,7 +178,7 @@ class _Measured:
     workers: int = 0
     interrupted: bool = False
     rejected: str | None = None
-    monitor: AdaptiveMonitor | None = None
+    monitor: RuleMonitor | None = None
     finish_ns: int | None = None
 
 
@@ -210,20 +211,10 @@ def _measure(
     sw.events.point_started(point, None if cycle else len(items), False)
     jobs = split_jobs(sw, point, items, workers, warmup=False, offsets=offsets, cycle=cycle)
     m.workers = len(jobs)
-    if cfg.adaptive:
-        plan = AdaptivePlan(
-            precision=cfg.precision,
-            min_requests=cfg.min_requests,
-            max_requests=cfg.max_requests,
-            max_duration_s=cfg.max_duration_s,
-            concurrency=point.concurrency or 1,
-            seed=cfg.seed,
-            baseline=sw.baselines.get(point.label),
-            looks=cfg.looks,
-            min_effect=cfg.min_effect,
-            stop_on_precision=cfg.stop_on_precision,
-        )
-        m.monitor = AdaptiveMonitor(plan)
+    c = point.concurrency or 1
+    rule = choose_rule(cfg, PointFacts(c, sw.baselines.get(point.label)))
+    if rule.live:
+        m.monitor = RuleMonitor(rule, c, cfg.max_requests, cfg.max_duration_s, cfg.seed)
     out = run_phase(jobs, sw.events.progress, m.monitor)
     m.finish_ns = out.finish_ns
     for r in out.results:
@@ -303,7 +294,7 @@ def _result(
 ) -> PointResult:
     cfg = sw.cfg
     stop = None
-    if cfg.adaptive and m.monitor is not None:
+    if m.monitor is not None:
         stop = final_stop(records, m.monitor, m.finish_ns, m.interrupted, point.concurrency or 1)
     res = PointResult(
         point=point,

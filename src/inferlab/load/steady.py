@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from inferlab.load.adaptive import AdaptiveMonitor
+from inferlab.load.stopping import RuleMonitor
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import PointSummary, summarize, tpot_ms
 from inferlab.stats.stopping import (
@@ -97,31 +97,29 @@ def summarize_steady(
 
 def final_stop(
     records: Sequence[RequestRecord],
-    monitor: AdaptiveMonitor,
+    monitor: RuleMonitor,
     finish_ns: int | None,
     interrupted: bool,
     concurrency: int,
 ) -> StopRecord:
     """Why the point stopped and the precision it reached (exact, from the full records)."""
-    plan = monitor.plan
     window = steady_window(records, finish_ns)
     counted = sorted((r for r in records if r.counted), key=lambda r: r.send_ns)
     tpots = [t for t in (tpot_ms(r) for r in counted if r.ok) if t is not None]
     rates = request_span_rates(records, *window) if window is not None else []
-    prec = precision_of(tpots, rates, concurrency, seed=plan.seed)
+    prec = precision_of(tpots, rates, concurrency, seed=monitor.seed)
     reason = "interrupted" if interrupted else (monitor.reason or "cap")
-    return StopRecord(
+    stop = StopRecord(
         reason=reason,
         requests=len(counted),
         ramp_up=sum(1 for r in records if r.dropped == "ramp-up"),
         drain=sum(1 for r in records if r.dropped == "drain"),
-        precision=plan.precision,
+        precision=None,
         half_width=prec.half_widths(),
         window_ns=window,
         lag1=prec.throughput.lag1 if prec.throughput else None,
         block=block_length(len(tpots), concurrency) if tpots else None,
         checks=list(monitor.checks),
-        look=monitor.look if plan.baseline is not None else None,
-        looks=plan.looks if plan.baseline is not None else None,
-        sequential=monitor.sequential,
     )
+    monitor.rule.fill(stop)  # its precision target, looks, the sequential test
+    return stop

@@ -252,7 +252,8 @@ def precision_of(
 class StopRecord:
     """Why an adaptive point stopped and how precise it got (stored as ``runs.stop_json``).
 
-    ``reason``: precision | cap | duration | interrupted | sequential-<verdict>;
+    ``reason``: precision | cap | duration | interrupted | sequential-<verdict>, or the reason
+    of another registered rule (``load.adaptive.STOPPING_RULES``);
     ``half_width``: achieved relative half-widths of the final, exact intervals."""
 
     reason: str
