@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from inferlab.config.search import SearchDim
 from inferlab.search.driver import OptimizeResult, optimize, search_plan
-from inferlab.search.space import Space
+from inferlab.search.space import Space, ordinal
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
@@ -56,13 +57,34 @@ def _print(r: OptimizeResult, simulated: bool) -> None:
     con.print(t)
     con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
     con.print(f"stopped: {STOPPED.get(r.search.stopped, r.search.stopped)}", highlight=False)
+    undecided = [t for t in r.search.trials if t.result.verdict == "undecided"]
+    if undecided:
+        con.print(
+            f"{len(undecided)} of {len(r.search.trials)} trials carry no verdict (an untrusted "
+            "or unsettled measurement): they can never replace the incumbent",
+            highlight=False,
+        )
     if r.best == r.baseline:
-        con.print(f"nothing beat the baseline {escape(r.baseline)} at {r.at}", highlight=False)
+        con.print(
+            f"nothing was shown better than the baseline {escape(r.baseline)} at {r.at}",
+            highlight=False,
+        )
         return
     con.print(f"\n[bold]recommended: {escape(r.best)}[/bold]", highlight=False)
     con.print(escape(r.snippet()), highlight=False)
     for line in r.launch:
         con.print(escape(line), highlight=False, soft_wrap=True)
+
+
+def _values(d: SearchDim) -> str:
+    """A dimension's values as the dry run says them."""
+    if d.presence:
+        return "given or not"
+    if d.values is not None:
+        kind = " (ordinal: the sampler sees their rank)" if ordinal(d) else ""
+        return "values " + ", ".join(map(str, d.values)) + kind
+    scale = ", log scale" if d.log else ""
+    return f"{'integers' if d.integer else 'numbers'} {d.low:g} … {d.high:g}{scale}"
 
 
 def optimize_cmd(
@@ -99,8 +121,7 @@ def optimize_cmd(
             highlight=False,
         )
         for d in section.dim:
-            dist = space.distributions()[d.key]
-            con.print(f"  {escape(d.key)} ({d.label}): {escape(repr(dist))}", highlight=False)
+            con.print(f"  {escape(d.key)} ({d.label}): {escape(_values(d))}", highlight=False)
         return
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
