@@ -106,7 +106,8 @@ def test_campaign_sequential_ab_says_which_look_settled_it(
     campaign_toml: CampaignToml, tmp_path: Path
 ) -> None:
     from inferlab.campaign.runner import make_plan, render_plan, run_campaign
-    from inferlab.report.compare import build_comparison, cell_text
+    from inferlab.report.compare import build_comparison
+    from inferlab.report.compare_export import cell_text
     from inferlab.store import Store
 
     path = campaign_toml("seq.toml", **SEQUENTIAL)

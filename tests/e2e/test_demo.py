@@ -22,7 +22,8 @@ import pytest
 
 from inferlab.levers import Decision, decide
 from inferlab.levers.specdec import HELP_THRESHOLD
-from inferlab.report.compare import Comparison, build_comparison
+from inferlab.report.compare import build_comparison
+from inferlab.report.comparison import Comparison
 from inferlab.sim.model import step_ms
 from inferlab.sim.presets import Levers, get_preset, resolve
 from inferlab.store import Store

@@ -20,7 +20,8 @@ from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.runner import make_plan, run_campaign
 from inferlab.errors import ConfigError
-from inferlab.report.compare import build_comparison, cell_text
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import cell_text
 from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store

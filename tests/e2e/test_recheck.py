@@ -20,13 +20,15 @@ from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.runner import make_plan, run_campaign
 from inferlab.errors import ConfigError
 from inferlab.levers.evidence import gather
-from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import render_csv, render_md, to_json
 from inferlab.report.data import build_report
 from inferlab.report.html_page import render_html
 from inferlab.report.markdown import render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.stats.recheck import recheck_points
 from inferlab.store import Store
-from inferlab.store.recheck import recheck_points
+from inferlab.store.recheck import recheck_groups
 from support.campaign import write_campaign
 from support.campaigns import PROBE_HI, SERVE_ON
 from support.cli import Cli
@@ -123,7 +125,7 @@ def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
         assert [r.purpose for r in again] == ["recheck"] and again[0].label == "C=1"
         assert len(measured) == 1 and measured[0].n_requests == 30  # the first pass, unchanged
         assert again[0].n_requests == 30  # the count its first pass recorded
-        points = recheck_points(store, drift.name, "baseline", min_effect=0.1)
+        points = recheck_points(recheck_groups(store, drift.name, "baseline"), min_effect=0.1)
         c = build_comparison(store, campaign=drift.name, min_effect=0.1)
         js = to_json(c)
         md = "\n".join(render_md(c))

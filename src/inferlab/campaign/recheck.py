@@ -2,7 +2,7 @@
 launched again (the same config, verified again) and every load point re-measured with the
 request count its first pass counted there — a fixed count, not adaptive, so both passes
 measure the same thing. Stored as runs with ``purpose = 'recheck'``: no verdict, resume
-accounting or sweep table of the measurements reads them; ``store.recheck`` compares the two
+accounting or sweep table of the measurements reads them; ``stats.recheck`` compares the two
 passes; where the baseline moved, ``compare`` keeps a candidate's verdict only when it holds
 against both passes (``report.recheck``).
 """

@@ -37,8 +37,9 @@ from inferlab.campaign.recon import store_recon
 from inferlab.campaign.stages import RUN_STAGES
 from inferlab.campaign.steps import Held
 from inferlab.errors import ConfigError
+from inferlab.stats.recheck import recheck_points
 from inferlab.store import Store
-from inferlab.store.recheck import recheck_points
+from inferlab.store.recheck import recheck_groups
 
 #: the plan's names too (``campaign.plan``): the runner is where callers have taken them from
 __all__ = [
@@ -174,8 +175,8 @@ def _recheck_step(plan: Plan, run: RunContext, result: CampaignResult) -> None:
     out = run_config(cx, RUN_STAGES, passes.recheck(plan.points, todo))
     out.config = f"{base.name} (recheck)"
     if out.status == "measured":  # told with the campaign's own minimum effect
-        points = recheck_points(store, run.name, base.name,
-                                min_effect=plan.campaign.load.min_effect)  # fmt: skip
+        pairs = recheck_groups(store, run.name, base.name)
+        points = recheck_points(pairs, min_effect=plan.campaign.load.min_effect)
         out.message = "; ".join(p.line() for p in points) or out.message
     result.outcomes.append(out)
     run.events.config_done(out)

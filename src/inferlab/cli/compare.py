@@ -13,15 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from inferlab.errors import ConfigError
-from inferlab.report.compare import (
-    Comparison,
-    build_comparison,
-    cell_text,
-    recheck_md,
-    render_csv,
-    render_md,
-    to_json,
-)
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import cell_text, render_csv, render_md, to_json
+from inferlab.report.comparison import Comparison
+from inferlab.report.recheck import recheck_md
 from inferlab.stats.metrics import METRICS, listed
 
 from .render import stdout_console

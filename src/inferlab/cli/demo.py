@@ -11,7 +11,8 @@ from rich.markup import escape
 
 from inferlab.campaign.demo import run_sim_campaign_demo, run_vllm_demo
 from inferlab.campaign.runner import CampaignResult
-from inferlab.report.compare import build_comparison, render_md
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import render_md
 from inferlab.store import Store
 
 from .render import stdout_console

@@ -12,10 +12,11 @@ from typing import Any
 
 from inferlab.errors import ConfigError
 from inferlab.stats.metrics import tpot_ms
+from inferlab.stats.recheck import recheck_points
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
 from inferlab.store.models import LeverCheckItem, ProfileCapture
-from inferlab.store.recheck import recheck_points
+from inferlab.store.recheck import recheck_groups
 
 __all__ = [
     "ConfigEvidence",
@@ -104,7 +105,7 @@ class Evidence:
     configs: dict[str, ConfigEvidence]
     loose_profiles: list[StoredProfile]  # stored without a config
     recon: list[dict[str, Any]]
-    #: concurrency → why no measured ratio there counts (the baseline drifted, store.recheck)
+    #: concurrency → why no measured ratio there counts (the baseline drifted, stats.recheck)
     refused: dict[int, str] = field(default_factory=dict)
 
     @property
@@ -272,7 +273,7 @@ def _drifted(store: Store, campaign: str, baseline: str | None) -> dict[int, str
     if baseline is None:
         return {}
     out: dict[int, str] = {}
-    for p in recheck_points(store, campaign, baseline):
+    for p in recheck_points(recheck_groups(store, campaign, baseline)):
         c = parse_point(p.label)
         if p.drift and c is not None:
             out[c] = p.reason()

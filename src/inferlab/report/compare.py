@@ -1,105 +1,33 @@
 """``inferlab compare``: configs × load points from the store, deltas vs a baseline with
-noise-aware verdicts. Built from raw samples only; formatters return lines, they never print.
-Which runs and samples a cell reads: ``report.compare_runs``."""
+noise-aware verdicts, built into the comparison model (``report.comparison``) from raw samples
+only. Which runs a cell reads: ``report.compare_runs``; rendered by ``report.compare_export``."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from inferlab.errors import ConfigError, NotComparable
-from inferlab.report.applied import LEVER_NOT_APPLIED, not_applied, unclaimed
-from inferlab.report.compare_export import render_csv, to_json
-from inferlab.report.compare_runs import (
-    RunGroup,
-    config_keys,
-    group_runs,
-    identity,
-    label_key,
-    measured,
-    select_runs,
-)
-from inferlab.report.recheck import apply_rechecks, recheck_md
-from inferlab.report.verdicts import (
-    claim_text,
-    group_trust,
-    num,
-    ratio_text,
-    sequential_verdict,
-    untrusted_verdict,
-)
+from inferlab.report.applied import not_applied, unclaimed
+from inferlab.report.compare_runs import config_keys, identity, label_key, select_runs
+from inferlab.report.comparison import Cell, Comparison
+from inferlab.report.recheck import apply_rechecks
+from inferlab.report.verdicts import group_trust, sequential_verdict, untrusted_verdict
 from inferlab.stats.compare import (
     Difference,
-    QualityWarning,
     Saturation,
     Verdict,
     check_comparable,
     find_saturation,
     quality_warnings,
 )
-from inferlab.stats.metrics import METRICS, listed
+from inferlab.stats.groups import group_value, group_verdict, measured
+from inferlab.stats.metrics import listed
 from inferlab.store import RunRow, Store
-from inferlab.store.groups import group_value, group_verdict
-from inferlab.store.recheck import RecheckPoint
+from inferlab.store.groups import RunGroup, group_runs
 
-__all__ = [
-    "Cell",
-    "Comparison",
-    "build_comparison",
-    "recheck_md",
-    "render_csv",
-    "render_md",
-    "to_json",
-]
-
-
-@dataclass
-class Cell:
-    """One config at one load point: its value per metric and, off the baseline, verdicts."""
-
-    config: str
-    label: str
-    trials: int
-    values: dict[str, float]
-    verdicts: dict[str, Verdict] = field(default_factory=dict)
-    warnings: list[QualityWarning] = field(default_factory=list)
-    forced: list[Difference] = field(default_factory=list)
-    levers: list[str] = field(default_factory=list)  # diff items not applied (report.applied)
-    untrusted: str | None = None  # "untrusted: client lag" when any of its runs is
-    untrusted_reasons: list[dict[str, str]] = field(default_factory=list)
-    blocked: str | None = None  # why no claim at all (its or the baseline's trust)
-    looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
-    drift: str | None = None  # why refused: the baseline moved at this point (its recheck)
-    drift_refused: list[str] = field(default_factory=list)  # the metrics refused for it
-
-    def no_claim(self, metric: str) -> str | None:
-        """Why the cell makes no claim on ``metric`` ("untrusted: client lag", "not
-        comparable: baseline drift"); None when its verdict (if any) stands."""
-        if self.blocked:
-            return self.blocked
-        if metric in self.drift_refused:
-            return "not comparable: baseline drift"
-        if metric not in self.verdicts and self.untrusted:
-            return self.untrusted
-        return None
-
-
-@dataclass
-class Comparison:
-    baseline: str
-    configs: list[str]
-    labels: list[str]
-    metrics: list[str]
-    cells: dict[tuple[str, str], Cell]
-    saturation: dict[str, Saturation]
-    differences: dict[str, list[Difference]]
-    min_effect: float
-    alpha: float
-    forced: bool
-    #: the baseline's recheck per load point (``store.recheck``); empty when not rechecked
-    rechecks: list[RecheckPoint] = field(default_factory=list)
+__all__ = ["build_comparison"]
 
 
 def _verdicts(
@@ -226,7 +154,7 @@ def build_comparison(
     keys = config_keys(runs)
     configs = _ordered_configs(runs, keys, baseline)
     base = configs[0]
-    groups = group_runs(store, runs, keys)
+    groups = group_runs(store, runs, lambda r: (keys[r.id], r.label))
     labels = sorted({lb for _, lb in groups}, key=label_key)
     first = {c: next(r for r in runs if keys[r.id] == c) for c in configs}
     differences = {
@@ -263,73 +191,3 @@ def build_comparison(
         bool(bad),
         rechecks,
     )
-
-
-# -- formatting -------------------------------------------------------------------------------
-
-
-def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
-    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others;
-    ``value untrusted: client lag`` where no claim may be made."""
-    cell = c.cells.get((cfg, label))
-    if cell is None:
-        return "–"
-    digits = METRICS[metric].digits
-    text = num(cell.values.get(metric, math.nan), digits)
-    v = cell.verdicts.get(metric)
-    refusal = cell.no_claim(metric)
-    if refusal:
-        text += f" {refusal}"
-    elif v is not None:
-        r = v.ratio
-        if math.isnan(r.estimate):
-            text += " (no ratio)"
-        else:
-            text += " " + ratio_text(r)
-        text += " " + claim_text(v, None, cell.looks.get(metric))
-    if cell.forced:
-        text += " !"
-    if cell.levers and v is not None:
-        text += f" ({LEVER_NOT_APPLIED}{'!' if c.forced else ''})"
-    return text
-
-
-def render_md(c: Comparison) -> list[str]:
-    """Markdown: one table per metric (rows load points, columns configs), then saturation,
-    differences and warnings."""
-    out = [
-        f"Baseline: **{c.baseline}**. A change is claimed only when significant "
-        f"(p < {c.alpha:g}) and larger than {c.min_effect:.0%}; ×ratio [95% interval]."
-    ]
-    for m in c.metrics:
-        out += [
-            "",
-            f"### {METRICS[m].title} ({METRICS[m].unit})",
-            "",
-            "| load | " + " | ".join(c.configs) + " |",
-            "|---|" + "---:|" * len(c.configs),
-        ]
-        for lb in c.labels:
-            out.append(
-                f"| {lb} | " + " | ".join(cell_text(c, cfg, lb, m) for cfg in c.configs) + " |"
-            )
-    if c.saturation:
-        out += ["", "### Saturation", ""]
-        out += [f"- {cfg}: {s.sentence}" for cfg, s in c.saturation.items()]
-    if c.forced:
-        out += ["", "### Not comparable (forced; cells marked !)", ""]
-        out += [
-            f"- {cfg}: " + ", ".join(f"{d.field} {d.a!r} vs {d.b!r}" for d in ds)
-            for cfg, ds in c.differences.items()
-            if ds
-        ]
-    warns = [(k, w) for k, cell in c.cells.items() for w in cell.warnings]
-    if warns:
-        out += ["", "### Measurement-quality warnings", ""]
-        out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
-    out += recheck_md(c.rechecks)
-    reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
-    if reasons:
-        out += ["", "### Why each verdict", ""]
-        out += [f"- {cfg} {lb} {m}: {v.claim} — {v.reason}" for (cfg, lb), m, v in reasons]
-    return out

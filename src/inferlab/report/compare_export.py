@@ -1,18 +1,21 @@
-"""``inferlab compare`` as JSON and CSV (the formats scripts read)."""
+"""``inferlab compare`` rendered: Markdown tables, JSON and CSV (the formats scripts read).
+Each reads the comparison model (``report.comparison``); ``cell_text`` is one cell's text."""
 
 from __future__ import annotations
 
 import csv
 import io
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from inferlab.report.applied import LEVER_NOT_APPLIED
+from inferlab.report.comparison import Comparison
+from inferlab.report.recheck import recheck_md
+from inferlab.report.verdicts import claim_text, num, ratio_text
+from inferlab.stats.metrics import METRICS
 from inferlab.store.export import FORMAT_VERSION
 
-if TYPE_CHECKING:
-    from inferlab.report.compare import Comparison
-
-__all__ = ["render_csv", "to_json"]
+__all__ = ["cell_text", "render_csv", "render_md", "to_json"]
 
 
 def to_json(c: Comparison) -> dict[str, Any]:
@@ -73,3 +76,70 @@ def render_csv(c: Comparison) -> str:
             bad = [d.field for d in cell.forced] + (["baseline_drift"] if cell.drift else [])
             w.writerow([*row, ";".join(bad), ";".join(cell.levers)])
     return buf.getvalue()
+
+
+def cell_text(c: Comparison, cfg: str, label: str, metric: str) -> str:
+    """``value`` for the baseline; ``value ×ratio [low, high] verdict`` for the others;
+    ``value untrusted: client lag`` where no claim may be made."""
+    cell = c.cells.get((cfg, label))
+    if cell is None:
+        return "–"
+    digits = METRICS[metric].digits
+    text = num(cell.values.get(metric, math.nan), digits)
+    v = cell.verdicts.get(metric)
+    refusal = cell.no_claim(metric)
+    if refusal:
+        text += f" {refusal}"
+    elif v is not None:
+        r = v.ratio
+        if math.isnan(r.estimate):
+            text += " (no ratio)"
+        else:
+            text += " " + ratio_text(r)
+        text += " " + claim_text(v, None, cell.looks.get(metric))
+    if cell.forced:
+        text += " !"
+    if cell.levers and v is not None:
+        text += f" ({LEVER_NOT_APPLIED}{'!' if c.forced else ''})"
+    return text
+
+
+def render_md(c: Comparison) -> list[str]:
+    """Markdown: one table per metric (rows load points, columns configs), then saturation,
+    differences and warnings."""
+    out = [
+        f"Baseline: **{c.baseline}**. A change is claimed only when significant "
+        f"(p < {c.alpha:g}) and larger than {c.min_effect:.0%}; ×ratio [95% interval]."
+    ]
+    for m in c.metrics:
+        out += [
+            "",
+            f"### {METRICS[m].title} ({METRICS[m].unit})",
+            "",
+            "| load | " + " | ".join(c.configs) + " |",
+            "|---|" + "---:|" * len(c.configs),
+        ]
+        for lb in c.labels:
+            out.append(
+                f"| {lb} | " + " | ".join(cell_text(c, cfg, lb, m) for cfg in c.configs) + " |"
+            )
+    if c.saturation:
+        out += ["", "### Saturation", ""]
+        out += [f"- {cfg}: {s.sentence}" for cfg, s in c.saturation.items()]
+    if c.forced:
+        out += ["", "### Not comparable (forced; cells marked !)", ""]
+        out += [
+            f"- {cfg}: " + ", ".join(f"{d.field} {d.a!r} vs {d.b!r}" for d in ds)
+            for cfg, ds in c.differences.items()
+            if ds
+        ]
+    warns = [(k, w) for k, cell in c.cells.items() for w in cell.warnings]
+    if warns:
+        out += ["", "### Measurement-quality warnings", ""]
+        out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
+    out += recheck_md(c.rechecks)
+    reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
+    if reasons:
+        out += ["", "### Why each verdict", ""]
+        out += [f"- {cfg} {lb} {m}: {v.claim} — {v.reason}" for (cfg, lb), m, v in reasons]
+    return out

@@ -1,4 +1,5 @@
-"""The runs of a comparison, grouped by config and load point, and the samples each metric reads."""
+"""The runs of a comparison: which are selected, their config keys, identities and label order.
+They are grouped with their records by ``store.groups.group_runs``."""
 
 from __future__ import annotations
 
@@ -8,19 +9,8 @@ from typing import Any
 
 from inferlab.errors import ConfigError
 from inferlab.store import RunRow, Store
-from inferlab.store.groups import RunGroup, measured, per_request, throughput_sample
 
-__all__ = [
-    "RunGroup",
-    "config_keys",
-    "group_runs",
-    "identity",
-    "label_key",
-    "measured",
-    "per_request",
-    "select_runs",
-    "throughput_sample",
-]
+__all__ = ["config_keys", "identity", "label_key", "select_runs"]
 
 
 def label_key(label: str) -> tuple[int, float, str]:
@@ -69,18 +59,6 @@ def config_keys(runs: Sequence[RunRow]) -> dict[int, str]:
         r.id: r.config if len(hashes[r.config]) == 1 else f"{r.config}@{r.config_hash[:6]}"
         for r in runs
     }
-
-
-def group_runs(
-    store: Store, runs: Sequence[RunRow], keys: dict[int, str]
-) -> dict[tuple[str, str], RunGroup]:
-    """Runs by (config key, load label), each with its request records, in run order."""
-    groups: dict[tuple[str, str], RunGroup] = {}
-    for r in runs:
-        g = groups.setdefault((keys[r.id], r.label), RunGroup([], []))
-        g.runs.append(r)
-        g.records.append(store.requests(r.id))
-    return groups
 
 
 def identity(r: RunRow) -> dict[str, Any]:

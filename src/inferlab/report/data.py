@@ -12,8 +12,9 @@ from typing import Any
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.picks import pick
-from inferlab.report.compare import Comparison, build_comparison
+from inferlab.report.compare import build_comparison
 from inferlab.report.compare_runs import config_keys
+from inferlab.report.comparison import Comparison
 from inferlab.report.sections import Section, build_sections
 from inferlab.stats.metrics import itl_ms
 from inferlab.stats.summary import percentile

@@ -14,7 +14,7 @@ from inferlab.report.safe import show_controls
 from inferlab.report.svg import Box, Series, box_chart, line_chart
 from inferlab.report.verdicts import claim_class, stop_text
 from inferlab.stats.metrics import METRICS, listed
-from inferlab.store.recheck import RecheckPoint
+from inferlab.stats.recheck import RecheckPoint
 
 __all__ = ["render_html"]
 

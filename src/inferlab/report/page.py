@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from inferlab.report.compare import Comparison
+from inferlab.report.comparison import Comparison
 from inferlab.report.data import SERVER_KEYS, Report
 from inferlab.report.verdicts import claim_text, num, ratio_text
 from inferlab.stats.metrics import METRICS

@@ -1,4 +1,4 @@
-"""The baseline recheck in a comparison: where the baseline drifted (``store.recheck``), a
+"""The baseline recheck in a comparison: where the baseline drifted (``stats.recheck``), a
 candidate's verdict kept only when it holds against both passes (A-B-A), and the recheck as a
 table (point, first pass, recheck, ratio, drift)."""
 
@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from inferlab.report.comparison import Cell
 from inferlab.report.verdicts import num, ratio_text, refused_verdict
+from inferlab.stats.groups import group_verdict
+from inferlab.stats.recheck import RecheckPoint, recheck_points
 from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow, Store
-from inferlab.store.groups import RunGroup, group_verdict
-from inferlab.store.recheck import RecheckPoint, recheck_points
-
-if TYPE_CHECKING:
-    from inferlab.report.compare import Cell
+from inferlab.store.groups import RunGroup
+from inferlab.store.recheck import recheck_groups
 
 __all__ = [
     "RECHECK_HEAD",
@@ -47,7 +46,8 @@ def apply_rechecks(
     recheck (A-B-A: the claim holds against both passes of the baseline); else it is refused,
     with the drift as the reason (``Cell.drift_refused``). A cell with no verdict left is
     blocked."""
-    out = recheck_points(store, base.campaign, base.config, alpha=alpha, min_effect=min_effect)
+    pairs = recheck_groups(store, base.campaign, base.config)
+    out = recheck_points(pairs, alpha=alpha, min_effect=min_effect)
     for p in out:
         if not p.drift or p.again is None:
             continue

@@ -3,7 +3,7 @@
 - A cell whose baseline or candidate point is **untrusted** (client lag over its limit, a TPOT
   median of 0, an interrupted point) gets no claim: "untrusted: client lag", with the fix.
 - A cell at a load point where the **baseline recheck** found the baseline itself moved
-  (``store.recheck``) keeps a verdict only where it reads the same against the recheck; any
+  (``stats.recheck``) keeps a verdict only where it reads the same against the recheck; any
   other gets no claim: "not comparable: baseline drift", with both readings (``report.recheck``).
 - A candidate point that was stopped by the **sequential A/B** against this baseline carries
   the decision of its last look (Lan–DeMets O'Brien–Fleming boundary, repeated 95% interval):

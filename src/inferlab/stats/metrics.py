@@ -6,7 +6,7 @@ tokens/s and requests/s. Warmup and failed requests never enter latency statisti
 
 ``METRICS`` (name → ``Metric``: title, unit, digits, direction, sampler, definition, where it
 is shown) is what every consumer iterates: the verdicts' directions (``stats.verdict``), the
-samples a verdict reads (``store.groups``), ``compare``'s columns, the report's tables and
+samples a verdict reads (``stats.groups``), ``compare``'s columns, the report's tables and
 definitions, the baseline recheck's metrics and ``export``'s run columns. A new compared
 metric is one row (docs/design.md, "Worked example: a new metric").
 """

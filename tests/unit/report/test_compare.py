@@ -11,7 +11,8 @@ from inferlab.campaign.bench import bench_with_record
 from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError, NotComparable
-from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import render_csv, render_md, to_json
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import summarize
 from inferlab.store import Store

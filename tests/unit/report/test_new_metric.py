@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import inferlab.cli.compare  # noqa: F401 (its --metric help is built on import: before the row)
-from inferlab.report.compare import build_comparison, render_csv, render_md, to_json
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import render_csv, render_md, to_json
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.stats import metrics
 from inferlab.stats.metrics import Metric, PerRequest, itl_ms, summarize

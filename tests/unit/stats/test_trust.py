@@ -10,7 +10,8 @@ import pytest
 from inferlab.campaign.bench import bench_with_record
 from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
-from inferlab.report.compare import build_comparison, cell_text, render_md
+from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import cell_text, render_md
 from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.trust import assess

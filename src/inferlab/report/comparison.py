@@ -1,0 +1,65 @@
+"""The comparison model of ``inferlab compare``: a ``Cell`` per config and load point.
+The ``Comparison`` holds them. Built by ``report.compare``, adjusted by the baseline recheck
+(``report.recheck``), rendered by ``report.compare_export`` and the report pages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from inferlab.stats.compare import Difference
+from inferlab.stats.quality import QualityWarning
+from inferlab.stats.recheck import RecheckPoint
+from inferlab.stats.saturation import Saturation
+from inferlab.stats.verdict import Verdict
+
+__all__ = ["Cell", "Comparison"]
+
+
+@dataclass
+class Cell:
+    """One config at one load point: its value per metric and, off the baseline, verdicts."""
+
+    config: str
+    label: str
+    trials: int
+    values: dict[str, float]
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    warnings: list[QualityWarning] = field(default_factory=list)
+    forced: list[Difference] = field(default_factory=list)
+    levers: list[str] = field(default_factory=list)  # diff items not applied (report.applied)
+    untrusted: str | None = None  # "untrusted: client lag" when any of its runs is
+    untrusted_reasons: list[dict[str, str]] = field(default_factory=list)
+    blocked: str | None = None  # why no claim at all (its or the baseline's trust)
+    looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
+    drift: str | None = None  # why refused: the baseline moved at this point (its recheck)
+    drift_refused: list[str] = field(default_factory=list)  # the metrics refused for it
+
+    def no_claim(self, metric: str) -> str | None:
+        """Why the cell makes no claim on ``metric`` ("untrusted: client lag", "not
+        comparable: baseline drift"); None when its verdict (if any) stands."""
+        if self.blocked:
+            return self.blocked
+        if metric in self.drift_refused:
+            return "not comparable: baseline drift"
+        if metric not in self.verdicts and self.untrusted:
+            return self.untrusted
+        return None
+
+
+@dataclass
+class Comparison:
+    """Configs × load points against ``baseline``: the cells, each config's saturation and its
+    differences from the baseline, the thresholds (``alpha``; ``min_effect`` a fraction)."""
+
+    baseline: str
+    configs: list[str]
+    labels: list[str]
+    metrics: list[str]
+    cells: dict[tuple[str, str], Cell]
+    saturation: dict[str, Saturation]
+    differences: dict[str, list[Difference]]
+    min_effect: float
+    alpha: float
+    forced: bool
+    #: the baseline's recheck per load point (``stats.recheck``); empty when not rechecked
+    rechecks: list[RecheckPoint] = field(default_factory=list)
