@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,23 +14,11 @@ __all__ = [
     "config_keys",
     "group_runs",
     "identity",
-    "label_key",
     "measured",
     "per_request",
     "select_runs",
     "throughput_sample",
 ]
-
-
-def label_key(label: str) -> tuple[int, float, str]:
-    """Sort key of a load label: C=N by N, then rate=R by R, then anything else by name."""
-    m = re.match(r"C=(\d+)", label)
-    if m:
-        return (0, float(m.group(1)), label)
-    m = re.match(r"rate=([\d.]+|inf)", label)
-    if m:
-        return (1, float(m.group(1)), label)
-    return (2, 0.0, label)
 
 
 def select_runs(store: Store, campaign: str | None, selectors: Sequence[str]) -> list[RunRow]:
