@@ -44,6 +44,8 @@ FACES: dict[str, list[str]] = {
         "CampaignFile",
         "ConfigSpec",
         "EngineSection",
+        "LoadPattern",
+        "LoadSpec",
         "ResolvedConfig",
         "SLO",
         "WorkloadSpec",

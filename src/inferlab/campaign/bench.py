@@ -7,7 +7,7 @@ from typing import Any
 
 from inferlab import METRICS_VERSION
 from inferlab.campaign.clock import ModelClock
-from inferlab.config.bench import BenchConfig
+from inferlab.config.bench import BenchConfig, LoadSpec
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.urls import redact_url
 from inferlab.cpus import format_cpu_list
@@ -138,14 +138,6 @@ class StoreSink:
             self.store.close()
 
 
-#: the ``[load]`` fields a ``BenchConfig`` takes as they are
-_LOAD_AS_IS = (
-    *("endpoint", "concurrency", "rate", "arrival", "burstiness", "max_concurrency"),
-    *("workload", "requests", "duration_s", "warmup", "trials", "tokenizer", "timeout_s"),
-    *("precision", "min_requests", "max_requests", "max_duration_s", "looks", "min_effect"),
-)
-
-
 def bench_config(
     camp: CampaignFile,
     url: str,
@@ -161,7 +153,7 @@ def bench_config(
         url=url,
         model=model,
         engine=engine,
-        **pick(camp.load, *_LOAD_AS_IS),
+        **pick(camp.load, *LoadSpec.model_fields),  # the fields both share, as they are
         slo=camp.slo,
         lag_limit_ms=camp.load.max_client_lag_ms,
         client_cpus=client_cpus,

@@ -8,9 +8,8 @@ could not carry a verdict itself.
 
 from __future__ import annotations
 
-import re
-
 from inferlab.config.campaign import CampaignFile
+from inferlab.config.pattern import closed_concurrency
 from inferlab.load.adaptive import STOPPING_RULES, BaselineRef, baseline_ref
 from inferlab.store import Store
 
@@ -36,11 +35,11 @@ def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, Basel
     for run in reversed(store.runs(campaign=campaign, config=baseline)):
         if run.label in out or run.interrupted or run.trust != "trusted":
             continue
-        m = re.match(r"C=(\d+)$", run.label)
-        if m is None:
+        c = closed_concurrency(run.label)
+        if c is None:
             continue
         window = (run.stop or {}).get("window_ns")
-        ref = baseline_ref(baseline, store.requests(run.id), window, int(m.group(1)))
+        ref = baseline_ref(baseline, store.requests(run.id), window, c)
         if ref is not None:
             out[run.label] = ref
     return out

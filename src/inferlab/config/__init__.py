@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from inferlab.faces import lazy_face
 
 if TYPE_CHECKING:
-    from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
+    from inferlab.config.bench import SLO, BenchConfig, LoadSpec, WorkloadSpec, validation_message
     from inferlab.config.campaign import (
         CampaignFile,
         ConfigSpec,
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         locate,
     )
     from inferlab.config.jsonfile import read_json
+    from inferlab.config.pattern import LoadPattern
     from inferlab.config.resolve import ResolvedConfig
     from inferlab.config.urls import redact_url
 
@@ -26,6 +27,8 @@ __all__ = [
     "CampaignFile",
     "ConfigSpec",
     "EngineSection",
+    "LoadPattern",
+    "LoadSpec",
     "ResolvedConfig",
     "WorkloadSpec",
     "load_campaign",
@@ -38,7 +41,13 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
-        "inferlab.config.bench": ("SLO", "BenchConfig", "WorkloadSpec", "validation_message"),
+        "inferlab.config.bench": (
+            "SLO",
+            "BenchConfig",
+            "LoadSpec",
+            "WorkloadSpec",
+            "validation_message",
+        ),
         "inferlab.config.campaign": (
             "CampaignFile",
             "ConfigSpec",
@@ -47,6 +56,7 @@ __getattr__ = lazy_face(
             "locate",
         ),
         "inferlab.config.jsonfile": ("read_json",),
+        "inferlab.config.pattern": ("LoadPattern",),
         "inferlab.config.resolve": ("ResolvedConfig",),
         "inferlab.config.urls": ("redact_url",),
     },

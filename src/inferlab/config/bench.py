@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     field_serializer,
+    model_serializer,
     model_validator,
 )
 
+from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop
 from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
-__all__ = ["SLO", "BenchConfig", "WorkloadSpec", "check_auto", "validation_message"]
+__all__ = [
+    "SLO",
+    "BenchConfig",
+    "LoadSpec",
+    "WorkloadSpec",
+    "check_auto",
+    "validation_message",
+]
 
 
 class _Closed(BaseModel):
@@ -74,35 +83,58 @@ class WorkloadSpec(_Closed):
         return self
 
 
-class BenchConfig(_Closed):
-    """One load sweep against one running endpoint."""
+class LoadSpec(_Closed):
+    """What load to offer and how long to measure it: the fields ``inferlab bench`` and a
+    campaign's ``[load]`` share (each adds its own, and its own checks)."""
 
-    url: str
-    model: str | None = None
+    workload: WorkloadSpec = WorkloadSpec()
     endpoint: Literal["completions", "chat"] = "completions"
-    engine: str | None = None  # None: detected from what the server says (load.detect)
     concurrency: list[int] = Field(default_factory=list)
     rate: list[float] = Field(default_factory=list)
-    arrival: Literal["poisson", "gamma"] = "poisson"
+    arrival: Arrival = "poisson"
     burstiness: float = Field(default=1.0, gt=0)
     max_concurrency: int | None = Field(default=None, ge=1)
-    workload: WorkloadSpec = WorkloadSpec()
+    trials: int = Field(default=1, ge=1)
+    warmup: int = Field(default=0, ge=0)
     requests: int | Literal["auto"] | None = None
     duration_s: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0)
+    tokenizer: Path | None = None
     precision: float = Field(default=0.05, gt=0, lt=1)  # auto: ±5% of the estimate
     min_requests: int = Field(default=50, ge=2)  # auto: first check
     max_requests: int = Field(default=2000, ge=0)  # auto: cap (0: none, max_duration_s then)
     max_duration_s: float | None = Field(default=None, gt=0)  # auto: per point
     looks: int = Field(default=4, ge=3, le=5)  # sequential A/B: planned looks
-    stop_on_precision: bool = True  # auto: False measures to the cap (a sequential reference)
     min_effect: float = Field(default=0.02, ge=0, lt=1)  # sequential A/B: ±equivalence
+
+    def patterns(self) -> list[LoadPattern]:
+        """One closed-loop pattern per concurrency, then one open-loop pattern per rate."""
+        closed: list[LoadPattern] = [ClosedLoop(c) for c in self.concurrency]
+        return closed + [
+            OpenLoop(r, self.arrival, self.burstiness, self.max_concurrency) for r in self.rate
+        ]
+
+
+#: the order a ``BenchConfig`` is dumped in (run JSON ``config``), as before ``LoadSpec``
+_BENCH_DUMP_ORDER = (
+    *("url", "model", "endpoint", "engine", "concurrency", "rate", "arrival", "burstiness"),
+    *("max_concurrency", "workload", "requests", "duration_s", "precision", "min_requests"),
+    *("max_requests", "max_duration_s", "looks", "stop_on_precision", "min_effect"),
+    *("lag_limit_ms", "client_cpus", "warmup", "trials", "api_key_env", "tokenizer"),
+    *("timeout_s", "stall_timeout_s", "workers", "slo", "seed", "not_before_ns"),
+)
+
+
+class BenchConfig(LoadSpec):
+    """One load sweep against one running endpoint."""
+
+    url: str
+    model: str | None = None
+    engine: str | None = None  # None: detected from what the server says (load.detect)
+    stop_on_precision: bool = True  # auto: False measures to the cap (a sequential reference)
     lag_limit_ms: float = Field(default=1.0, gt=0)  # client loop-lag p99 above: untrusted
     client_cpus: tuple[int, ...] | None = None  # pin the measuring processes here
-    warmup: int = Field(default=0, ge=0)
-    trials: int = Field(default=1, ge=1)
     api_key_env: str | None = None
-    tokenizer: Path | None = None
-    timeout_s: float = Field(default=600.0, gt=0)
     stall_timeout_s: float = Field(default=60.0, gt=0)
     workers: int | None = Field(default=None, ge=1)
     slo: SLO = SLO()
@@ -115,6 +147,12 @@ class BenchConfig(_Closed):
     def _url_shown(self, url: str) -> str:
         """Wherever the config is dumped (run JSON, the store), a URL's password is not."""
         return redact_url(url)
+
+    @model_serializer(mode="wrap")
+    def _in_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Dumped in the order of ``_BENCH_DUMP_ORDER``, the run file's bytes as before."""
+        data: dict[str, Any] = handler(self)
+        return {k: data[k] for k in _BENCH_DUMP_ORDER if k in data} | data
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:
@@ -137,22 +175,7 @@ class BenchConfig(_Closed):
         return self.requests == "auto"
 
 
-class AutoFields(Protocol):
-    """The load fields that ``requests = "auto"`` constrains (a sweep's or a campaign's)."""
-
-    @property
-    def rate(self) -> Sequence[float]: ...
-    @property
-    def duration_s(self) -> float | None: ...
-    @property
-    def min_requests(self) -> int: ...
-    @property
-    def max_requests(self) -> int: ...
-    @property
-    def max_duration_s(self) -> float | None: ...
-
-
-def check_auto(load: AutoFields) -> None:
+def check_auto(load: LoadSpec) -> None:
     """The rules of ``requests = "auto"`` (messages name the fields)."""
     rate, duration_s = load.rate, load.duration_s
     min_requests, max_requests = load.min_requests, load.max_requests

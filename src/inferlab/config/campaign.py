@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from inferlab.config.bench import SLO, WorkloadSpec, check_auto
+from inferlab.config.bench import SLO, LoadSpec, check_auto
 from inferlab.config.search import SearchSection
 from inferlab.config.tomlcompat import tomllib
 from inferlab.cpus import parse_cpu_list
@@ -165,28 +165,12 @@ class VerifySection(_Closed):
     length_tokens: int = Field(default=16, ge=2)
 
 
-class LoadSection(_Closed):
-    workload: WorkloadSpec = WorkloadSpec()
-    endpoint: Literal["completions", "chat"] = "completions"
-    concurrency: list[int] = Field(default_factory=list)
-    rate: list[float] = Field(default_factory=list)
-    arrival: Literal["poisson", "gamma"] = "poisson"
-    burstiness: float = Field(default=1.0, gt=0)
-    max_concurrency: int | None = Field(default=None, ge=1)
-    trials: int = Field(default=1, ge=1)
-    warmup: int = Field(default=0, ge=0)
-    requests: int | Literal["auto"] | None = None
-    duration_s: float | None = Field(default=None, gt=0)
-    timeout_s: float = Field(default=600.0, gt=0)
-    tokenizer: Path | None = None
-    precision: float = Field(default=0.05, gt=0, lt=1)
-    min_requests: int = Field(default=50, ge=2)
-    max_requests: int = Field(default=2000, ge=0)
-    max_duration_s: float | None = Field(default=None, gt=0)
+class LoadSection(LoadSpec):
+    """``[load]``: the load every config is measured under (``LoadSpec``), and the campaign's
+    own: sequential A/B, the baseline recheck, the client's lag limit and CPUs."""
+
     #: candidates stop early against the baseline (group-sequential A/B); needs trials = 1
     sequential: bool = False
-    looks: int = Field(default=4, ge=3, le=5)
-    min_effect: float = Field(default=0.02, ge=0, lt=1)
     #: after the last config, the baseline again at every point (order effects, drift)
     recheck_baseline: StrictBool = False
     max_client_lag_ms: float = Field(default=1.0, gt=0)

@@ -117,14 +117,19 @@ def decide(
         loose = ConfigEvidence("", None, [], {}, {}, profiles=list(ev.loose_profiles))
         if lv := _levers(ev, loose, opts):
             levers[""] = lv
+    left_out = [
+        f"{c.name}: {', '.join(c.open_loop)} left out: the lever rules read closed-loop C=N points"
+        for c in ev.configs.values()
+        if c.open_loop and (opts.config is None or c.name == opts.config)
+    ]
     if not check:
-        return Decision(campaign, ev.simulated, ev.baseline, levers)
+        return Decision(campaign, ev.simulated, ev.baseline, levers, notes=left_out)
     rows, notes = predict_rows(
         ev, stored if stored is not None else stored_predictions(store, campaign), opts
     )
     if opts.config:
         rows = [r for r in rows if opts.config in (r.config, r.reference)]
-    return Decision(campaign, ev.simulated, ev.baseline, levers, rows, notes)
+    return Decision(campaign, ev.simulated, ev.baseline, levers, rows, [*left_out, *notes])
 
 
 def stored_predictions(store: Store, campaign: str) -> list[StoredPrediction]:

@@ -5,11 +5,11 @@ point, log findings, recon, launch records and lever-applied evidence. Nothing i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from inferlab.config.pattern import ClosedLoop, closed_concurrency
 from inferlab.errors import ConfigError
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.recheck import recheck_points
@@ -24,16 +24,7 @@ __all__ = [
     "StoredProfile",
     "SweepPoint",
     "gather",
-    "parse_point",
 ]
-
-_POINT = re.compile(r"C=(\d+)$")
-
-
-def parse_point(label: str | None) -> int | None:
-    """The concurrency of a closed-loop load-point label ``C=16``; None for anything else."""
-    m = _POINT.match(label or "")
-    return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)
@@ -65,7 +56,7 @@ class StoredProfile:
 
     @property
     def label(self) -> str:
-        return "?" if self.concurrency is None else f"C={self.concurrency}"
+        return "?" if self.concurrency is None else ClosedLoop(self.concurrency).label
 
     @property
     def simulated(self) -> bool:
@@ -85,6 +76,8 @@ class ConfigEvidence:
     profiles: list[StoredProfile] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     lever_items: list[LeverCheckItem] | None = None  # None: no lever-applied record stored
+    #: labels of its finished points that are not closed loop (``rate=4/s``): left out, said so
+    open_loop: list[str] = field(default_factory=list)
     log_mined: bool = False
     first_run_at: str | None = None
 
@@ -122,7 +115,7 @@ def _usable(r: RunRow, newest_hash: dict[str, str]) -> bool:
     """A finished closed-loop point of a config's newest content that may enter a verdict.
     ``trust`` and ``purpose`` are read when the store has them (untrusted points and
     profiling passes never count)."""
-    if r.interrupted or r.rate is not None or parse_point(r.label) is None:
+    if r.interrupted or r.rate is not None or closed_concurrency(r.label) is None:
         return False
     if newest_hash.get(r.config) != r.config_hash:
         return False
@@ -144,7 +137,14 @@ def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> 
     groups: dict[tuple[str, int], list[RunRow]] = {}
     for r in store.runs(campaign=campaign):
         if _usable(r, hashes):
-            groups.setdefault((r.config, parse_point(r.label) or 0), []).append(r)
+            groups.setdefault((r.config, closed_concurrency(r.label) or 0), []).append(r)
+        elif (
+            not r.interrupted
+            and closed_concurrency(r.label) is None
+            and r.config in configs
+            and r.label not in configs[r.config].open_loop
+        ):
+            configs[r.config].open_loop.append(r.label)
     for (name, c), runs in groups.items():
         trials = []
         for r in runs:
@@ -210,7 +210,7 @@ def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
             id=a.id,
             name=a.name,
             config=a.config,
-            concurrency=parse_point(cap.point),
+            concurrency=closed_concurrency(cap.point),
             rank=cap.rank or 0,
             data=a.data,
             created_at=a.created_at,
@@ -274,7 +274,7 @@ def _drifted(store: Store, campaign: str, baseline: str | None) -> dict[int, str
         return {}
     out: dict[int, str] = {}
     for p in recheck_points(recheck_groups(store, campaign, baseline)):
-        c = parse_point(p.label)
+        c = closed_concurrency(p.label)
         if p.drift and c is not None:
             out[c] = p.reason()
     return out

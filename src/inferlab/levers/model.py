@@ -9,6 +9,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from inferlab.config.pattern import ClosedLoop
+
 __all__ = ["Lever", "LeverOptions", "Model", "PointBound", "label_of", "speedup_text"]
 
 #: how a lever's numbers are meant: an Amdahl ceiling, a speculative-decoding band, or neither
@@ -17,7 +19,7 @@ Model = Literal["amdahl", "spec", "none"]
 
 def label_of(concurrency: int | None) -> str:
     """The load-point label of a concurrency (``"C=16"``); ``"?"`` when unknown."""
-    return "?" if concurrency is None else f"C={concurrency}"
+    return "?" if concurrency is None else ClosedLoop(concurrency).label
 
 
 def speedup_text(x: float | None, digits: int = 3) -> str:

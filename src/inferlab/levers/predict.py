@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from inferlab.config.pattern import ClosedLoop
 from inferlab.engines import get_engine
 from inferlab.engines.flags import diff as flag_diff
 from inferlab.errors import InferlabError
@@ -326,7 +327,7 @@ def _rows_at(
         config=cand.name,
         reference=ref.name,
         kinds=kinds,
-        label=f"C={c}",
+        label=ClosedLoop(c).label,
         concurrency=c,
         low=low,
         high=high,

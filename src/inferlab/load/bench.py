@@ -54,11 +54,8 @@ FORMAT = "inferlab.bench/2"
 
 
 def plan_points(cfg: BenchConfig) -> list[LoadPoint]:
-    pts = [LoadPoint(f"C={c}", concurrency=c) for c in cfg.concurrency]
-    for r in cfg.rate:
-        label = f"rate={r:g}/s" + (f" max C={cfg.max_concurrency}" if cfg.max_concurrency else "")
-        pts.append(LoadPoint(label, rate=r, max_concurrency=cfg.max_concurrency))
-    return pts
+    """One point per concurrency, then one per rate (``LoadSpec.patterns``)."""
+    return [LoadPoint.of(p) for p in cfg.patterns()]
 
 
 # ---------------------------------------------------------------------------------------

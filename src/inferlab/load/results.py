@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from inferlab.config.pattern import LoadPattern
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import PointSummary
 from inferlab.stats.stopping import StopRecord
@@ -22,6 +23,16 @@ class LoadPoint:
     concurrency: int | None = None
     rate: float | None = None
     max_concurrency: int | None = None
+
+    @classmethod
+    def of(cls, p: LoadPattern) -> LoadPoint:
+        """The point that offers pattern ``p`` (the fields it has: concurrency, rate, cap)."""
+        return cls(
+            p.label,
+            concurrency=getattr(p, "concurrency", None),
+            rate=getattr(p, "rate", None),
+            max_concurrency=getattr(p, "max_concurrency", None),
+        )
 
     @property
     def streams(self) -> int:

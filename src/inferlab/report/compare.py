@@ -4,13 +4,13 @@ only. Which runs a cell reads: ``report.compare_runs``; rendered by ``report.com
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from inferlab.config.pattern import closed_concurrency, label_key
 from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.applied import not_applied, unclaimed
-from inferlab.report.compare_runs import config_keys, identity, label_key, select_runs
+from inferlab.report.compare_runs import config_keys, identity, select_runs
 from inferlab.report.comparison import Cell, Comparison
 from inferlab.report.recheck import apply_rechecks
 from inferlab.report.verdicts import group_trust, sequential_verdict, untrusted_verdict
@@ -60,21 +60,24 @@ def _verdicts(
 def _saturation(
     cells: dict[tuple[str, str], Cell], cfg: str, labels: list[str]
 ) -> Saturation | None:
-    """Where ``cfg``'s throughput stops growing; the sentence says so when it rests on
-    untrusted points."""
+    """Where ``cfg``'s throughput stops growing over its closed-loop points; the sentence
+    says so when it rests on untrusted points, and names the other points it left out."""
     mine = [
-        (int(m.group(1)), cells[(cfg, lb)])
+        (c, cells[(cfg, lb)])
         for lb in labels
         if (cfg, lb) in cells
-        for m in [re.match(r"C=(\d+)$", lb)]
-        if m
+        for c in [closed_concurrency(lb)]
+        if c is not None
     ]
+    other = [lb for lb in labels if (cfg, lb) in cells and closed_concurrency(lb) is None]
     if len(mine) < 2:
         return None
     sat = find_saturation([(c, x.values["output_tok_s"], x.values["tpot_ms"]) for c, x in mine])
     bad = sorted({x.untrusted for _, x in mine if x.untrusted})
     if bad:
         sat = replace(sat, sentence=f"{sat.sentence} — from {', '.join(bad)} points")
+    if other:
+        sat = replace(sat, sentence=f"{sat.sentence} ({', '.join(other)}: not C=N, left out)")
     return sat
 
 

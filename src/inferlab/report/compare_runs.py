@@ -3,25 +3,13 @@ They are grouped with their records by ``store.groups.group_runs``."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from inferlab.errors import ConfigError
 from inferlab.store import RunRow, Store
 
-__all__ = ["config_keys", "identity", "label_key", "select_runs"]
-
-
-def label_key(label: str) -> tuple[int, float, str]:
-    """Sort key of a load label: C=N by N, then rate=R by R, then anything else by name."""
-    m = re.match(r"C=(\d+)", label)
-    if m:
-        return (0, float(m.group(1)), label)
-    m = re.match(r"rate=([\d.]+|inf)", label)
-    if m:
-        return (1, float(m.group(1)), label)
-    return (2, 0.0, label)
+__all__ = ["config_keys", "identity", "select_runs"]
 
 
 def select_runs(store: Store, campaign: str | None, selectors: Sequence[str]) -> list[RunRow]:

@@ -5,10 +5,10 @@ a ``Report``: plain data that the Markdown and HTML renderers format."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from inferlab.config.pattern import closed_concurrency
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.picks import pick
@@ -285,11 +285,11 @@ def _curves(comparison: Comparison | None) -> list[Curve]:
     for cfg in comparison.configs:
         pts = []
         for lb in comparison.labels:
-            m = re.match(r"C=(\d+)$", lb)
+            c = closed_concurrency(lb)
             cell = comparison.cells.get((cfg, lb))
-            if m and cell is not None:
+            if c is not None and cell is not None:
                 v = cell.values
-                pts.append((int(m.group(1)), v["output_tok_s"], v.get("tpot_ms", float("nan"))))
+                pts.append((c, v["output_tok_s"], v.get("tpot_ms", float("nan"))))
         if pts:
             curves.append(Curve(cfg, pts))
     return curves

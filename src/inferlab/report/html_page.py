@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from html import escape
 
+from inferlab.config.pattern import closed_concurrency
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Quantiles, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
@@ -151,8 +151,8 @@ def _html_recheck(rechecks: Sequence[RecheckPoint]) -> list[str]:
 
 def _boxes(dist: dict[tuple[str, str], Quantiles], order: Sequence[str]) -> list[Box]:
     def label_key(lb: str) -> tuple[int, float, str]:
-        m = re.match(r"C=(\d+)", lb)
-        return (0, float(m.group(1)), lb) if m else (1, 0.0, lb)
+        c = closed_concurrency(lb)
+        return (0, float(c), lb) if c is not None else (1, 0.0, lb)
 
     keys = sorted(
         dist,

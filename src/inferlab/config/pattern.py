@@ -1,0 +1,223 @@
+"""Load patterns: how one load point offers its requests, its label and its stored JSON.
+
+A label is what reports and store rows show (``C=16``, ``rate=4/s``, ``rate=4/s max C=8``);
+``label`` writes it, the same bytes as ever, and ``LoadPattern.parse`` reads it back (and the
+spellings imported runs use: ``rate=inf``, ``C=8,rate=4/s``). The label carries the rate and
+the concurrency cap, not the arrival process: a parsed open-loop label has the default arrival
+(``to_json`` keeps all of it). Each variant is one class in ``PATTERNS``; a named variant that
+is not built yet (trace replay, ``NOT_YET``) is refused by name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from inferlab.errors import ConfigError
+
+__all__ = [
+    "NOT_YET",
+    "PATTERNS",
+    "Arrival",
+    "ClosedLoop",
+    "LoadPattern",
+    "OpenLoop",
+    "closed_concurrency",
+    "label_key",
+]
+
+Arrival = Literal["poisson", "gamma"]
+
+
+class LoadPattern(ABC):
+    """One load point's pattern; subclasses are frozen dataclasses registered in PATTERNS."""
+
+    kind: ClassVar[str]  # the JSON ``kind``
+    spellings: ClassVar[tuple[str, ...]]  # the label forms it reads, for error messages
+
+    @property
+    @abstractmethod
+    def label(self) -> str:
+        """The label reports and store rows show."""
+
+    @property
+    @abstractmethod
+    def streams(self) -> int | None:
+        """Most requests in flight it allows; None: no bound of its own."""
+
+    @property
+    @abstractmethod
+    def size(self) -> float:
+        """What labels of its kind sort by (concurrency, rate)."""
+
+    @abstractmethod
+    def fields(self) -> dict[str, Any]:
+        """Its fields as JSON values (``to_json`` adds the kind)."""
+
+    @classmethod
+    @abstractmethod
+    def from_label(cls, label: str) -> LoadPattern | None:
+        """The pattern a label in one of its ``spellings`` names; None for any other label."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.fields()}
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> LoadPattern:
+        """A stored pattern; ConfigError naming an unknown, unbuilt or malformed one."""
+        kind = str(data.get("kind"))
+        _refuse_unbuilt(kind)
+        cls = PATTERNS.get(kind)
+        if cls is None:
+            raise ConfigError(f"unknown load pattern kind {kind!r}; expected {', '.join(PATTERNS)}")
+        try:
+            return cls(**{k: v for k, v in data.items() if k != "kind"})
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"load pattern {kind!r}: {exc}") from None
+
+    @staticmethod
+    def parse(label: str) -> LoadPattern:
+        """The pattern a label names; ConfigError for a label no variant reads."""
+        _refuse_unbuilt(label.partition("=")[0])
+        for cls in PATTERNS.values():
+            found = cls.from_label(label)
+            if found is not None:
+                return found
+        forms = ", ".join(s for cls in PATTERNS.values() for s in cls.spellings)
+        raise ConfigError(f"not a load point label: {label!r} (expected {forms})")
+
+
+@dataclass(frozen=True)
+class ClosedLoop(LoadPattern):
+    """``concurrency`` users, each sending its next request when the last one ends."""
+
+    concurrency: int
+
+    kind: ClassVar[str] = "closed"
+    spellings: ClassVar[tuple[str, ...]] = ("C=N",)
+    _LABEL: ClassVar[re.Pattern[str]] = re.compile(r"C=(\d+)")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int):
+            raise ValueError(f"concurrency must be an integer, got {self.concurrency!r}")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be ≥ 1, got {self.concurrency}")
+
+    @property
+    def label(self) -> str:
+        return f"C={self.concurrency}"
+
+    @property
+    def streams(self) -> int:
+        return self.concurrency
+
+    @property
+    def size(self) -> float:
+        return float(self.concurrency)
+
+    def fields(self) -> dict[str, Any]:
+        return {"concurrency": self.concurrency}
+
+    @classmethod
+    def from_label(cls, label: str) -> ClosedLoop | None:
+        m = cls._LABEL.fullmatch(label)
+        return cls(int(m.group(1))) if m and int(m.group(1)) >= 1 else None
+
+
+@dataclass(frozen=True)
+class OpenLoop(LoadPattern):
+    """Requests arriving at ``rate`` per second (inf: all at once), Poisson or gamma
+    (``burstiness`` < 1 burstier), at most ``max_concurrency`` in flight when given."""
+
+    rate: float
+    arrival: Arrival = "poisson"
+    burstiness: float = 1.0
+    max_concurrency: int | None = None
+
+    kind: ClassVar[str] = "open"
+    spellings: ClassVar[tuple[str, ...]] = ("rate=R/s", "rate=R/s max C=N", "rate=inf")
+    #: ``rate=4/s``, ``rate=4/s max C=8``; imported runs' spellings, read to the same pattern
+    #: (whose ``label`` is the one above): ``rate=inf`` (all at once), ``C=8,rate=4/s``
+    _LABEL: ClassVar[re.Pattern[str]] = re.compile(
+        r"rate=(?:(?P<inf>inf)|(?P<rate>[^/ ]+)/s)(?: max C=(?P<cap>\d+))?"
+        r"|C=(?P<icap>\d+),rate=(?P<irate>[^/ ]+)/s"
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate", float(self.rate))  # "inf" from JSON, ints from TOML
+        if not self.rate > 0:
+            raise ValueError(f"rate must be > 0 requests/s, got {self.rate}")
+        if self.arrival not in ("poisson", "gamma"):
+            raise ValueError(f"arrival must be poisson or gamma, got {self.arrival!r}")
+        if not self.burstiness > 0:
+            raise ValueError(f"burstiness must be > 0, got {self.burstiness}")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be ≥ 1, got {self.max_concurrency}")
+
+    @property
+    def label(self) -> str:
+        cap = f" max C={self.max_concurrency}" if self.max_concurrency else ""
+        return f"rate={self.rate:g}/s{cap}"
+
+    @property
+    def streams(self) -> int | None:
+        return self.max_concurrency
+
+    @property
+    def size(self) -> float:
+        return self.rate
+
+    def fields(self) -> dict[str, Any]:
+        rate: float | str = "inf" if math.isinf(self.rate) else self.rate
+        return {
+            "rate": rate,
+            "arrival": self.arrival,
+            "burstiness": self.burstiness,
+            "max_concurrency": self.max_concurrency,
+        }
+
+    @classmethod
+    def from_label(cls, label: str) -> OpenLoop | None:
+        m = cls._LABEL.fullmatch(label)
+        if m is None:
+            return None
+        cap = m.group("cap") or m.group("icap")
+        try:
+            rate = math.inf if m.group("inf") else float(m.group("rate") or m.group("irate"))
+            return cls(rate, max_concurrency=int(cap) if cap else None)
+        except ValueError:
+            return None
+
+
+#: every built variant, by JSON kind; ``parse`` tries them in this order
+PATTERNS: dict[str, type[LoadPattern]] = {c.kind: c for c in (ClosedLoop, OpenLoop)}
+
+#: variants named but not built yet (kind, and label key) → why they are refused
+NOT_YET: dict[str, str] = {
+    "replay": "trace replay is not implemented yet (docs/design.md: a new load pattern)",
+}
+
+
+def _refuse_unbuilt(kind: str) -> None:
+    if kind in NOT_YET:
+        raise ConfigError(f"load pattern {kind!r}: {NOT_YET[kind]}")
+
+
+def closed_concurrency(label: str | None) -> int | None:
+    """The concurrency of a closed-loop label (``C=16``); None for any other label, or none."""
+    found = ClosedLoop.from_label(label or "")
+    return found.concurrency if found is not None else None
+
+
+def label_key(label: str) -> tuple[int, float, str]:
+    """Sort key of a load label: by variant (PATTERNS order: C=N, then open loop), then by its
+    size (N, rate), then by name; a label no variant reads sorts last, by name."""
+    try:
+        p = LoadPattern.parse(label)
+    except ConfigError:
+        return (len(PATTERNS), 0.0, label)
+    return (list(PATTERNS).index(p.kind), p.size, label)
