@@ -404,7 +404,8 @@ def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
     tuned_dir(tmp_path / "tuned", shapes, "NVIDIA H100 80GB HBM3")
     saved_run = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"  # real, 2×H200
     saved = {"name": "S", "extends": "baseline", "tune": {"fp8_gemm": saved_run}}
-    spec = files(engine_python, saved)
+    logged = {"name": "T", "extends": "baseline", "tune": {"fp8_gemm": "from-log"}}
+    spec = files(engine_python, saved, logged)
     spec["cluster"] = {"server_cpus": 0.5, "client_cpus": 0.5}
     events = _Told()
     with Store(tmp_path / "f.db") as st:
@@ -417,7 +418,10 @@ def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
         states = [(a["name"], a["data"]["state"]) for a in st.analyses("files", campaign="files")]
         base_log = Path(st.latest_verification("files", "baseline", "launch")["log_path"])
         windows, lines = _windows(st, "files"), events.lines
-    assert all(s == "measured" for s, _ in status.values()), status
+    assert all(status[c][0] == "measured" for c in ("baseline", "A", "S")), status
+    # tuned on its node's GPUs from the baseline's log (sent by the driver): there are none here
+    assert status["T"][0] == "failed" and "needs an NVIDIA GPU" in status["T"][1], status["T"]
+    assert "tune = { fp8_gemm = " in status["T"][1]
     assert levers["baseline"] is None
     items = {i["item"]: i for i in levers["A"]["items"]}
     assert items["files fp8_gemm"]["status"] == "applied", items  # read, as under `run`
@@ -432,6 +436,7 @@ def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
     assert "Using default W8A8 Block FP8 kernel config" in base_log.read_text()
     assert any(ln.startswith("A: files fp8_gemm: ") for ln in lines), lines
     assert any(ln.startswith("A: files restored") and "as before" in ln for ln in lines), lines
+    assert (tmp_path / "out/tuned/T-baseline.log").read_text() == base_log.read_text()
     for c in ("A", "S"):  # a config that installs files ran alone
         others = [w for n, w in windows.items() if n != c]
         assert all(w[1] < windows[c][0] or windows[c][1] < w[0] for w in others), windows

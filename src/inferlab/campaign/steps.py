@@ -65,13 +65,13 @@ def config_files(
     owner: str = "run",
     keep: bool = False,
     file_sets: list[lever_files.FileSet] | None = None,
+    log: Path | None = None,
 ) -> Iterator[tuple[ResolvedConfig, lever_files.Installed | None]]:
     """``cfg`` with its tuned files, installed; restored on exit unless ``keep`` (``up``).
-    ``store``: a recorder on a Ray node (no baseline log there); ``file_sets``: the files as
-    read where the campaign file is (else read here)."""
+    ``store``: a recorder on a Ray node; ``file_sets``: the files as read where the campaign
+    file is (else read here); ``log``: the baseline's launch log (else found in the store)."""
     out = output_dir(camp)
-    log = None
-    if isinstance(store, Store) and cfg.tune:
+    if log is None and isinstance(store, Store) and cfg.tune:
         log = baseline_log(store, camp.campaign.name, base.name)
     cfg, lines = tuned_config(cfg, out, log)
     for line in lines:

@@ -187,10 +187,10 @@ class ServerActor:
                 os.killpg(self.server.proc.pid, signal.SIGKILL)
 
     def install_files(
-        self, base: ResolvedConfig, config_id: int, sets: list[FileSet] | None
+        self, base: ResolvedConfig, config_id: int, sets: list[FileSet] | None, log: str | None
     ) -> FilesDone:
         """The config's ``files`` step on this node (``cluster.nodefiles``), before launch."""
-        got = self.files.install(base, config_id, sets)
+        got = self.files.install(base, config_id, sets, log)
         self.cfg = got.cfg  # as launched: with its tuned files
         return got
 

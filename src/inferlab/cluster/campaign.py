@@ -55,15 +55,6 @@ def _needs(plan: Plan) -> dict[str, Need]:
                 f"{plan.path}: engine.kind {c.engine!r}: --ray places the servers it launches; "
                 "an endpoint that already runs needs no cluster (run without --ray)"
             )
-        logged = sorted(k for k, how in c.tune.items() if how == "from-log")
-        if logged:  # files and saved tune runs go in on the server's node (cluster.nodefiles)
-            raise ConfigError(
-                f"{plan.path}: config {c.name!r}: tune.{logged[0]} = 'from-log' tunes from "
-                "the baseline's launch log, but under --ray the configs launch side by side "
-                "(that log may not be written yet, and is on the baseline's node): run it "
-                f"without --ray, or tune first and give the saved run (tune = {{ {logged[0]} = "
-                '"path/to/tune-run.json" })'
-            )
         if not c.is_local:
             raise ConfigError(
                 f"{plan.path}: engine.host {c.host!r}: under --ray, Ray picks the node; "
@@ -179,7 +170,7 @@ def _drive(sh: Shared, runs: list[ConfigRun], poll_s: float) -> None:
     """Wait on every config's pending actor call at once; hand each result to its config."""
     last_watch = 0.0
     while not all(r.done for r in runs):
-        free = _may_place(runs)
+        free = _may_place(runs, sh.baseline.name if sh.baseline else "")
         for r in runs:
             r.tick(r in free)
         if time.monotonic() - last_watch > 5.0:
@@ -200,17 +191,18 @@ def _drive(sh: Shared, runs: list[ConfigRun], poll_s: float) -> None:
                 run.resolve(value)
 
 
-def _may_place(runs: list[ConfigRun]) -> set[ConfigRun]:
+def _may_place(runs: list[ConfigRun], baseline: str) -> set[ConfigRun]:
     """The configs not placed yet that may ask for a node now. One that installs files (or
     tunes) runs alone: the engine package it changes is the one every config on its node
     reads. It waits until the others that run have finished, and the configs after it (in
-    file order, its reference first) wait for it."""
+    file order, the reference and the baseline first: ``from-log`` tunes from its launch
+    log) wait for it."""
     held = [r for r in runs if r.state not in ("new", "done")]
     if any(_installs(r) for r in held):
         return set()
     refs = {r.reference for r in runs if r.reference is not None}
     free: set[ConfigRun] = set()
-    for r in sorted(runs, key=lambda r: r not in refs):
+    for r in sorted(runs, key=lambda r: r not in refs and r.name != baseline):
         if r.state != "new":
             continue
         if _installs(r):

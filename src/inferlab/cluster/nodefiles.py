@@ -1,11 +1,13 @@
 """A config's ``files`` step on the node Ray placed its server on, as ``inferlab run`` takes it.
 
 The server's actor enters the campaign's own step (``campaign.steps.config_files``: tuned files
-made from a saved run, every ``files`` kind installed into the engine's package on that node)
+made on that node's GPUs or from a saved run, every ``files`` kind installed into the engine's
+package there)
 before its launch and leaves it after its stop (every file restored, the directory compared).
 What the step stores is recorded on the node (:class:`Recorder`) and what it tells is kept;
 both come back in a :class:`FilesDone` that the driver stores and tells (:func:`take`), so only
-the driver writes the store.
+the driver writes the store. The driver sends what the step reads on one host (:func:`sent`):
+the files as read beside the campaign file and the baseline's launch log for ``from-log``.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferlab.campaign.files import FileSet, Installed
+from inferlab.campaign.files import FileSet, Installed, check_files
+from inferlab.campaign.launch import output_dir
 from inferlab.campaign.steps import config_files
+from inferlab.campaign.tunestep import baseline_log
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
 from inferlab.store import Store
 
-__all__ = ["FilesDone", "NodeFiles", "Recorder", "Row", "take"]
+__all__ = ["FilesDone", "NodeFiles", "Recorder", "Row", "sent", "take"]
 
 
 @dataclass(frozen=True)
@@ -90,15 +94,21 @@ class NodeFiles:
         return FilesDone(self.cfg, installed, rows, lines, error)
 
     def install(
-        self, base: ResolvedConfig, config_id: int, sets: list[FileSet] | None
+        self, base: ResolvedConfig, config_id: int, sets: list[FileSet] | None, log: str | None
     ) -> FilesDone:
-        """The step entered: ``cfg``'s files installed (``sets``: as the driver read them)."""
+        """The step entered: ``cfg``'s files made and installed (``sets``, ``log``: what the
+        driver sent, :func:`sent`; the log is written beside the tuned files first)."""
         stack = contextlib.ExitStack()
         try:
+            path = None
+            if log is not None:
+                path = output_dir(self.camp) / "tuned" / f"{self.cfg.name}-baseline.log"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(log, encoding="utf-8")
             self.cfg, inst = stack.enter_context(
                 config_files(
                     self.camp, base, self.cfg, store=self.rec, config_id=config_id,
-                    say=self._say, file_sets=sets,
+                    say=self._say, file_sets=sets, log=path,
                 )
             )  # fmt: skip
         except InferlabError as exc:
@@ -115,6 +125,20 @@ class NodeFiles:
         except InferlabError as exc:
             return self._done(None, str(exc))
         return self._done(None)
+
+
+def sent(
+    store: Store, camp: CampaignFile, base: ResolvedConfig, cfg: ResolvedConfig
+) -> tuple[list[FileSet] | None, str | None]:
+    """What the driver sends for ``cfg``'s step: its files as read here (None when it tunes:
+    the tuned ones are made on the node) and the baseline's launch log when it tunes from it
+    (None when the store names none this host can read: the step then says so)."""
+    sets = None if cfg.tune else check_files(cfg, cfg.name)
+    log = None
+    if "from-log" in cfg.tune.values():
+        path = baseline_log(store, camp.campaign.name, base.name)
+        log = path.read_text(encoding="utf-8", errors="replace") if path else None
+    return sets, log
 
 
 def take(store: Store, got: FilesDone, say: Callable[[str], None]) -> None:

@@ -19,12 +19,12 @@ from typing import Any
 from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
 from inferlab.campaign.bench import StoreSink, bench_config
 from inferlab.campaign.context import ConfigOutcome
-from inferlab.campaign.files import Installed, check_files
+from inferlab.campaign.files import Installed
 from inferlab.campaign.stages import reference_outputs, store_verification
 from inferlab.campaign.steps import check_applied
 from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
-from inferlab.cluster.nodefiles import FilesDone, take
+from inferlab.cluster.nodefiles import FilesDone, sent, take
 from inferlab.cluster.placement import Need, node_lost
 from inferlab.cluster.shared import Shared
 from inferlab.config.resolve import ResolvedConfig
@@ -131,8 +131,9 @@ class ConfigRun:
         self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
         self.sh.events.config_started(self.cfg, self.index, self.total)
         if self.cfg.files or self.cfg.tune:  # the files step first, on the server's node
-            sets = None if self.cfg.tune else check_files(self.cfg, self.name)
-            call = self.server.install_files.remote(self.sh.baseline or self.cfg, self.gid, sets)
+            base = self.sh.baseline or self.cfg
+            sets, log = sent(self.sh.store, self.sh.camp, base, self.cfg)
+            call = self.server.install_files.remote(base, self.gid, sets, log)
             self._wait(call, lambda got: self._installed(got, recon), "installing")
             return
         self._wait(self.server.launch.remote(recon), self._launched, "launching")
@@ -161,9 +162,8 @@ class ConfigRun:
             self._findings(got.findings, str(got.error.get("log_path", "")))
             self._record("launch", False, {**got.error, **where})
             tail = list(got.error.get("tail", []))[-12:]
-            self._end(
-                "launch-failed", got.error["message"], remedy=got.error.get("remedy"), log_tail=tail
-            )
+            remedy = got.error.get("remedy")
+            self._end("launch-failed", got.error["message"], remedy=remedy, log_tail=tail)
             self._teardown()
             return
         detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}

@@ -1,6 +1,6 @@
 """A config's files step on the node of its server (``cluster.nodefiles``), without a cluster:
 the campaign's own step installs and restores, its rows come back to be stored by the driver;
-the driver lets a config that installs files run alone, and refuses ``tune`` from the log."""
+the driver sends the baseline's log and lets a config that installs files run alone."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
 from inferlab.campaign.files import check_files
 from inferlab.campaign.launch import config_row
 from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.runner import make_plan
 from inferlab.cluster.campaign import _may_place, _needs
-from inferlab.cluster.nodefiles import NodeFiles, take
+from inferlab.cluster.nodefiles import NodeFiles, sent, take
 from inferlab.config.campaign import load_campaign
-from inferlab.errors import ConfigError
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
 from support.campaign import write_campaign
@@ -39,7 +36,7 @@ def test_the_step_installs_restores_and_its_rows_reach_the_store(
     with Store(tmp_path / "db") as store:
         with store.transaction():
             gid = config_row(store, camp, cfg)
-        got = node.install(base, gid, check_files(cfg, cfg.name))  # as the driver read them
+        got = node.install(base, gid, check_files(cfg, cfg.name), None)  # as the driver sent them
         assert got.error is None and got.installed is not None
         assert sorted(p.name for p in configs_dir.iterdir()) == sorted(
             p.name for p in (tmp_path / "tuned").iterdir()
@@ -69,7 +66,7 @@ def _run(name: str, installs: bool = False, ref: Any = None) -> Any:
 def test_a_config_that_installs_files_runs_alone() -> None:
     base = _run("base")
     a, f, b = _run("a", ref=base), _run("f", installs=True, ref=base), _run("b", ref=base)
-    names = lambda runs: sorted(r.name for r in _may_place(runs))  # noqa: E731
+    names = lambda runs: sorted(r.name for r in _may_place(runs, "base"))  # noqa: E731
     assert names([a, f, b, base]) == ["a", "base"]  # the reference first; f waits, b after it
     base.state = a.state = "measuring"
     assert names([a, f, b, base]) == []
@@ -81,16 +78,24 @@ def test_a_config_that_installs_files_runs_alone() -> None:
     assert names([a, f, b, base]) == ["b"]
 
 
-def test_files_go_on_the_node_and_tune_from_the_log_is_refused(
+def test_the_driver_sends_the_files_and_the_baselines_log(
     tmp_path: Path, engine_python: Path
 ) -> None:
     tuned_dir(
         tmp_path / "tuned", get_preset("generic").fp8_gemm_shapes[:1], "NVIDIA H100 80GB HBM3"
     )
     t = {"name": "T", "extends": "baseline", "tune": {"fp8_gemm": "from-log"}}
-    path = write_campaign(tmp_path / "c.toml", **files(engine_python))
-    assert set(_needs(make_plan(path))) == {"baseline", "A"}
     path = write_campaign(tmp_path / "c.toml", **files(engine_python, t))
-    with pytest.raises(ConfigError, match=r"config 'T': tune.fp8_gemm = 'from-log'") as exc:
-        _needs(make_plan(path))
-    assert "launch side by side" in str(exc.value) and "give the saved run" in str(exc.value)
+    plan = make_plan(path)
+    assert set(_needs(plan)) == {"baseline", "A", "T"}  # files and tune run under --ray
+    base, a, tuned = plan.configs
+    log = tmp_path / "base.log"
+    log.write_text("Using default W8A8 Block FP8 kernel config\n")
+    with Store(tmp_path / "db") as store:
+        assert sent(store, plan.campaign, base, tuned) == (None, None)  # no launch stored yet
+        with store.transaction():
+            gid = config_row(store, plan.campaign, base)
+            store.add_verification(gid, "launch", True, {"log_path": str(log)})
+        sets, text = sent(store, plan.campaign, base, a)
+        assert text is None and sets is not None and [s.kind for s in sets] == ["fp8_gemm"]
+        assert sent(store, plan.campaign, base, tuned) == (None, log.read_text())
