@@ -99,3 +99,55 @@ def test_the_driver_sends_the_files_and_the_baselines_log(
         sets, text = sent(store, plan.campaign, base, a)
         assert text is None and sets is not None and [s.kind for s in sets] == ["fp8_gemm"]
         assert sent(store, plan.campaign, base, tuned) == (None, log.read_text())
+
+
+class _Call:
+    def __init__(self, log: list[str], name: str, value: Any) -> None:
+        self.log, self.name, self.value = log, name, value
+
+    def remote(self, *args: Any) -> Any:
+        self.log.append(self.name)
+        return self.value
+
+
+class _Ray:
+    """Every ref is its value; ``kill`` is noted."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def get(self, ref: Any, timeout: float | None = None) -> Any:
+        return ref
+
+    def kill(self, actor: Any) -> None:
+        self.log.append("kill")
+
+
+def test_ctrl_c_stops_the_server_then_restores_its_files(
+    tmp_path: Path, engine_python: Path
+) -> None:
+    from inferlab.campaign.runner import CampaignEvents
+    from inferlab.cluster.actors import Launched, Placed
+    from inferlab.cluster.nodefiles import FilesDone
+    from inferlab.cluster.placement import config_need
+    from inferlab.cluster.shared import Shared
+    from inferlab.cluster.task import ConfigRun
+
+    tuned_dir(
+        tmp_path / "tuned", get_preset("generic").fp8_gemm_shapes[:1], "NVIDIA H100 80GB HBM3"
+    )
+    plan = make_plan(write_campaign(tmp_path / "c.toml", **files(engine_python)))
+    cfg = plan.configs[1]
+    calls: list[str] = []
+    with Store(tmp_path / "db") as store:
+        sh = Shared(_Ray(calls), plan.path, plan.campaign, store, CampaignEvents(), False, "resume")
+        run = ConfigRun(sh, cfg, 1, [("C=1", 0)], config_need(cfg, plan.campaign.cluster), 0, 1)
+        run.server = SimpleNamespace(
+            stop=_Call(calls, "stop", None),
+            restore_files=_Call(calls, "restore", FilesDone(cfg, None, [], ["A: files restored"])),
+        )
+        run.launched = Launched(Placed("n", "h", "ip", 1, None), url="http://x")
+        run.files_up = True
+        run.interrupt()
+    assert calls == ["stop", "restore", "kill"] and run.done and not run.files_up
+    assert run.outcome is not None and run.outcome.status == "interrupted"
