@@ -31,10 +31,13 @@ from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
 from inferlab.errors import ConfigError, TuneError  # noqa: E402
 from inferlab.report.sections.cluster import client_rows, cluster_section, placement_rows  # noqa: E402
+from inferlab.sim.presets import get_preset  # noqa: E402
 from inferlab.store import Store  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
-from support import ray_fakes  # noqa: E402
+from support import ROOT, ray_fakes  # noqa: E402
 from support.campaign import write_campaign  # noqa: E402
+from support.campaigns import files  # noqa: E402
+from support.pkgcopy import tuned_dir  # noqa: E402
 from support.simproc import group_pids, start_sim  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
@@ -384,3 +387,56 @@ def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
         }
         cells = Counter((r.config, r.trial) for r in st.runs(campaign="lossy"))
         assert set(cells.values()) == {1} and len(cells) == 6
+
+
+class _Told(CampaignEvents):
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def message(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
+    cluster: Any, tmp_path: Path, engine_python: Path, configs_dir: Path
+) -> None:
+    shapes = get_preset("generic").fp8_gemm_shapes
+    tuned_dir(tmp_path / "tuned", shapes, "NVIDIA H100 80GB HBM3")
+    saved_run = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"  # real, 2×H200
+    saved = {"name": "S", "extends": "baseline", "tune": {"fp8_gemm": saved_run}}
+    logged = {"name": "T", "extends": "baseline", "tune": {"fp8_gemm": "from-log"}}
+    spec = files(engine_python, saved, logged)
+    spec["cluster"] = {"server_cpus": 0.5, "client_cpus": 0.5}
+    events = _Told()
+    with Store(tmp_path / "f.db") as st:
+        res = run_campaign_ray(
+            write_campaign(tmp_path / "c.toml", **spec), store=st, address=cluster.address,
+            events=events,
+        )  # fmt: skip
+        status = {o.config: (o.status, o.message) for o in res.outcomes}
+        levers = {c: st.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}
+        states = [(a["name"], a["data"]["state"]) for a in st.analyses("files", campaign="files")]
+        base_log = Path(st.latest_verification("files", "baseline", "launch")["log_path"])
+        windows, lines = _windows(st, "files"), events.lines
+    assert all(status[c][0] == "measured" for c in ("baseline", "A", "S")), status
+    # tuned on its node's GPUs from the baseline's log (sent by the driver): there are none here
+    assert status["T"][0] == "failed" and "needs an NVIDIA GPU" in status["T"][1], status["T"]
+    assert "tune = { fp8_gemm = " in status["T"][1]
+    assert levers["baseline"] is None
+    items = {i["item"]: i for i in levers["A"]["items"]}
+    assert items["files fp8_gemm"]["status"] == "applied", items  # read, as under `run`
+    assert "Using configuration from" in items["files fp8_gemm"]["evidence"]
+    assert items["env NCCL_PROTO"]["status"] == "applied"
+    s_items = {i["item"]: i for i in levers["S"]["items"]}  # a saved run, made on the node
+    assert s_items["files fp8_gemm"]["status"] == "not-applied", s_items
+    assert sorted(states) == sorted(
+        [(f"{c}:fp8_gemm", s) for c in ("A", "S") for s in ("installed", "restored")]
+    )
+    assert not configs_dir.exists()  # restored exactly on the node: the sim shipped none
+    assert "Using default W8A8 Block FP8 kernel config" in base_log.read_text()
+    assert any(ln.startswith("A: files fp8_gemm: ") for ln in lines), lines
+    assert any(ln.startswith("A: files restored") and "as before" in ln for ln in lines), lines
+    assert (tmp_path / "out/tuned/T-baseline.log").read_text() == base_log.read_text()
+    for c in ("A", "S"):  # a config that installs files ran alone
+        others = [w for n, w in windows.items() if n != c]
+        assert all(w[1] < windows[c][0] or windows[c][1] < w[0] for w in others), windows

@@ -25,10 +25,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from inferlab.campaign.fileset import FileSet, check_files, config_dir, config_extra
 from inferlab.config.resolve import ResolvedConfig
@@ -40,6 +41,7 @@ from inferlab.store import Store
 __all__ = [
     "FileSet",
     "Installed",
+    "Rows",
     "check_files",
     "config_dir",
     "config_extra",
@@ -51,6 +53,23 @@ __all__ = [
 ]
 
 FORMAT = "inferlab.files/1"
+
+
+class Rows(Protocol):
+    """Where ``install`` and ``restore`` record their ``files`` analyses: the store, or on a
+    Ray node a recorder whose rows the driver stores (``cluster.nodefiles``)."""
+
+    def transaction(self) -> AbstractContextManager[Any]: ...
+
+    def add_analysis(
+        self,
+        kind: str,
+        name: str,
+        data: Mapping[str, Any],
+        *,
+        campaign: str | None = None,
+        config_id: int | None = None,
+    ) -> int: ...
 
 
 # -- where the engine reads them ----------------------------------------------------------
@@ -153,7 +172,7 @@ def install(
     cfg: ResolvedConfig,
     *,
     owner: str = "run",
-    store: Store | None = None,
+    store: Rows | None = None,
     config_id: int | None = None,
     file_sets: list[FileSet] | None = None,
 ) -> Installed | None:
@@ -245,7 +264,7 @@ class RestoreReport:
 
 
 def restore(
-    inst: Installed, *, store: Store | None = None, config_id: int | None = None
+    inst: Installed, *, store: Rows | None = None, config_id: int | None = None
 ) -> RestoreReport:
     """Put every file of a pending manifest back (originals rewritten, new files removed, a
     created directory removed), compare with the snapshot taken before, drop the manifest."""

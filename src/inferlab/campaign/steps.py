@@ -59,21 +59,27 @@ def config_files(
     base: ResolvedConfig,
     cfg: ResolvedConfig,
     *,
-    store: Store | None,
+    store: Store | lever_files.Rows | None,
     config_id: int | None,
     say: Say,
     owner: str = "run",
     keep: bool = False,
+    file_sets: list[lever_files.FileSet] | None = None,
+    log: Path | None = None,
 ) -> Iterator[tuple[ResolvedConfig, lever_files.Installed | None]]:
-    """``cfg`` with its tuned files, installed; restored on exit unless ``keep`` (``up``)."""
+    """``cfg`` with its tuned files, installed; restored on exit unless ``keep`` (``up``).
+    ``store``: a recorder on a Ray node; ``file_sets``: the files as read where the campaign
+    file is (else read here); ``log``: the baseline's launch log (else found in the store)."""
     out = output_dir(camp)
-    log = baseline_log(store, camp.campaign.name, base.name) if store and cfg.tune else None
+    if log is None and isinstance(store, Store) and cfg.tune:
+        log = baseline_log(store, camp.campaign.name, base.name)
     cfg, lines = tuned_config(cfg, out, log)
     for line in lines:
         say(line)
     inst = lever_files.install(
-        out, camp.campaign.name, cfg, owner=owner, store=store, config_id=config_id
-    )
+        out, camp.campaign.name, cfg, owner=owner, store=store, config_id=config_id,
+        file_sets=file_sets,
+    )  # fmt: skip
     if inst is not None:
         for d in inst.data["dirs"]:
             new = sum(1 for e in d["entries"] if e["action"] == "new")

@@ -23,9 +23,11 @@ from functools import partial
 from typing import Any
 
 from inferlab.campaign.aftermath import RuntimeFailure, runtime_failure
+from inferlab.campaign.files import FileSet
 from inferlab.campaign.up import launch_config, served_model
 from inferlab.campaign.watch import ServerWatch
 from inferlab.cluster.connect import own_children
+from inferlab.cluster.nodefiles import FilesDone, NodeFiles
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
@@ -170,6 +172,7 @@ class ServerActor:
         import ray
 
         self.server: ServerProcess | None = None
+        self.files = NodeFiles(camp, cfg)
         if not ray.get_gpu_ids():  # Ray fences only actors that ask for GPUs: fence this one
             os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
         self.cvd = os.environ.get("CUDA_VISIBLE_DEVICES")  # what Ray gave this actor
@@ -182,6 +185,18 @@ class ServerActor:
         if self.server is not None and self.server.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.server.proc.pid, signal.SIGKILL)
+
+    def install_files(
+        self, base: ResolvedConfig, config_id: int, sets: list[FileSet] | None, log: str | None
+    ) -> FilesDone:
+        """The config's ``files`` step on this node (``cluster.nodefiles``), before launch."""
+        got = self.files.install(base, config_id, sets, log)
+        self.cfg = got.cfg  # as launched: with its tuned files
+        return got
+
+    def restore_files(self) -> FilesDone:
+        """Every file :meth:`install_files` installed, restored (after the stop)."""
+        return self.files.restore()
 
     def launch(self, recon: bool = False) -> Launched:
         """Launch and wait until ready; a failure is returned classified, with its findings."""

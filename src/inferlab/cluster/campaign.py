@@ -55,11 +55,6 @@ def _needs(plan: Plan) -> dict[str, Need]:
                 f"{plan.path}: engine.kind {c.engine!r}: --ray places the servers it launches; "
                 "an endpoint that already runs needs no cluster (run without --ray)"
             )
-        if c.files or c.tune:  # campaign.files installs on this host, restores after its stop
-            raise ConfigError(
-                f"{plan.path}: config {c.name!r}: files/tune are installed into the engine's "
-                "package on this host, not on the node Ray picks: run it without --ray"
-            )
         if not c.is_local:
             raise ConfigError(
                 f"{plan.path}: engine.host {c.host!r}: under --ray, Ray picks the node; "
@@ -175,8 +170,9 @@ def _drive(sh: Shared, runs: list[ConfigRun], poll_s: float) -> None:
     """Wait on every config's pending actor call at once; hand each result to its config."""
     last_watch = 0.0
     while not all(r.done for r in runs):
+        free = _may_place(runs, sh.baseline.name if sh.baseline else "")
         for r in runs:
-            r.tick()
+            r.tick(r in free)
         if time.monotonic() - last_watch > 5.0:
             _watch_placement(sh, runs)
             last_watch = time.monotonic()
@@ -193,6 +189,32 @@ def _drive(sh: Shared, runs: list[ConfigRun], poll_s: float) -> None:
                 run.resolve(error=exc)
             else:
                 run.resolve(value)
+
+
+def _may_place(runs: list[ConfigRun], baseline: str) -> set[ConfigRun]:
+    """The configs not placed yet that may ask for a node now. One that installs files (or
+    tunes) runs alone: the engine package it changes is the one every config on its node
+    reads. It waits until the others that run have finished, and the configs after it (in
+    file order, the reference and the baseline first: ``from-log`` tunes from its launch
+    log) wait for it."""
+    held = [r for r in runs if r.state not in ("new", "done")]
+    if any(_installs(r) for r in held):
+        return set()
+    refs = {r.reference for r in runs if r.reference is not None}
+    free: set[ConfigRun] = set()
+    for r in sorted(runs, key=lambda r: r not in refs and r.name != baseline):
+        if r.state != "new":
+            continue
+        if _installs(r):
+            if not held and not free:
+                free.add(r)
+            break
+        free.add(r)
+    return free
+
+
+def _installs(run: ConfigRun) -> bool:
+    return bool(run.cfg.files or run.cfg.tune)
 
 
 def _watch_placement(sh: Shared, runs: list[ConfigRun]) -> None:

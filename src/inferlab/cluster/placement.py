@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from inferlab.cluster.connect import NodeInfo
 from inferlab.config.campaign import ClusterSection
@@ -18,7 +19,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 
-__all__ = ["Need", "check_fit", "config_need", "node_fits"]
+__all__ = ["Need", "check_fit", "config_need", "node_fits", "node_lost"]
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,29 @@ def check_fit(needs: Sequence[Need], nodes: Sequence[NodeInfo], where: str) -> N
         f"GPU(s) and {big.cpus:g} CPU(s)): lower the parallel flags or [engine] gpus, "
         "[cluster] server_cpus/client_cpus, or add a larger node"
     )
+
+
+def node_lost(
+    config: str,
+    node: tuple[str, str] | None,
+    todo: Sequence[tuple[str, int]],
+    cause: str,
+    hint: str,
+) -> tuple[dict[str, Any], str]:
+    """The ``node-lost`` finding of ``config`` whose node (id, hostname; None: not known yet)
+    died with the ``todo`` cells unmeasured, and its outcome's message (``hint``: the resume
+    command)."""
+    where = f"{node[1]} (node {node[0][:8]})" if node else "its node"
+    cells = ", ".join(f"{lb}#{t}" for lb, t in todo) or "none"
+    finding = {
+        "kind": "node-lost",
+        "severity": "error",
+        "message": f"{config}: {where} was lost: {len(todo)} unfinished cell(s) failed ({cells})",
+        "evidence": {
+            "node_id": node[0] if node else None,
+            "cells": [list(c) for c in todo],
+            "cause": cause,
+        },
+        "action": f"{hint} reruns them",
+    }
+    return finding, f"{where} was lost ({cause}); cells {cells} failed; {hint} reruns them"

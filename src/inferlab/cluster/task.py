@@ -1,11 +1,12 @@
 """One config of a campaign on a Ray cluster, as a chain of steps driven by its results.
 
-placed (placement group ready) → launched → verified (after the config it must match, when
-that one runs too) → every cell measured → stopped → torn down. Each step is one actor call;
-the driver (:mod:`inferlab.cluster.campaign`) waits on every config's pending call at once and
-hands each result here, in its one thread, so every store write happens in the driver, one
-transaction per finished point, as on one host. A lost actor (its node died) fails this
-config's unfinished cells with the cause; the other configs go on.
+placed (placement group ready) → its ``files``/``tune`` installed on the server's node (the
+campaign's files step, ``cluster.nodefiles``) → launched → verified (after the config it must
+match, when that one runs too) → every cell measured → stopped → files restored → torn down.
+Each step is one actor call; the driver (:mod:`inferlab.cluster.campaign`) waits on every
+config's pending call at once and hands each result here, in its one thread, so every store
+write happens in the driver, one transaction per finished point, as on one host. A lost actor
+(its node died) fails this config's unfinished cells with the cause; the other configs go on.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from typing import Any
 from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
 from inferlab.campaign.bench import StoreSink, bench_config
 from inferlab.campaign.context import ConfigOutcome
+from inferlab.campaign.files import Installed
 from inferlab.campaign.stages import reference_outputs, store_verification
 from inferlab.campaign.steps import check_applied
 from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
-from inferlab.cluster.placement import Need
+from inferlab.cluster.nodefiles import FilesDone, sent, take
+from inferlab.cluster.placement import Need, node_lost
 from inferlab.cluster.shared import Shared
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
@@ -60,6 +63,8 @@ class ConfigRun:
         self.server: Any = None
         self.client: Any = None
         self.launched: Launched | None = None
+        self.installed: Installed | None = None
+        self.files_up = False  # installed on the node, not restored yet
         self.sink: StoreSink | None = None
         self.run_ids: list[int] = []
         self.since = time.monotonic()
@@ -125,6 +130,22 @@ class ConfigRun:
         recon = self.sh.take_recon and node not in self.sh.recon_nodes
         self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
         self.sh.events.config_started(self.cfg, self.index, self.total)
+        if self.cfg.files or self.cfg.tune:  # the files step first, on the server's node
+            base = self.sh.baseline or self.cfg
+            sets, log = sent(self.sh.store, self.sh.camp, base, self.cfg)
+            call = self.server.install_files.remote(base, self.gid, sets, log)
+            self._wait(call, lambda got: self._installed(got, recon), "installing")
+            return
+        self._wait(self.server.launch.remote(recon), self._launched, "launching")
+
+    def _installed(self, got: FilesDone, recon: bool) -> None:
+        take(self.sh.store, got, self.sh.events.message)
+        self.cfg, self.installed = got.cfg, got.installed
+        if got.error is not None:
+            self._end("failed", got.error)
+            self._teardown()
+            return
+        self.files_up = True
         self._wait(self.server.launch.remote(recon), self._launched, "launching")
 
     def _launched(self, got: Launched) -> None:
@@ -141,15 +162,13 @@ class ConfigRun:
             self._findings(got.findings, str(got.error.get("log_path", "")))
             self._record("launch", False, {**got.error, **where})
             tail = list(got.error.get("tail", []))[-12:]
-            self._end(
-                "launch-failed", got.error["message"], remedy=got.error.get("remedy"), log_tail=tail
-            )
+            remedy = got.error.get("remedy")
+            self._end("launch-failed", got.error["message"], remedy=remedy, log_tail=tail)
             self._teardown()
             return
         detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}
-        detail["gpu_used_mib"] = got.gpu_ready_mib
-        detail["server_pid"] = got.server_pid
-        detail["server_cuda_visible_devices"] = got.server_cuda_visible_devices
+        detail |= {"gpu_used_mib": got.gpu_ready_mib, "server_pid": got.server_pid,
+                   "server_cuda_visible_devices": got.server_cuda_visible_devices}  # fmt: skip
         self._record("launch", True, detail)
         self.sh.events.message(
             f"{self.name}: ready in {got.ready_s or 0:.1f} s on {got.placed.hostname} "
@@ -185,11 +204,12 @@ class ConfigRun:
         """Whether a config that must match this one's greedy outputs may verify now."""
         return self.done or self.state in ("measuring", "stopping")
 
-    def tick(self) -> None:
-        """Ask for a placement once the reference config holds one (so it can never wait for
-        a node its dependents hold), and verify once the reference has verified."""
+    def tick(self, may_place: bool = True) -> None:
+        """Ask for a placement (when the driver lets it) once the reference holds one (so it
+        never waits for a node its dependents hold); verify once the reference has verified."""
         ref = self.reference
-        if self.state == "new" and (ref is None or ref.state not in ("new", "placing")):
+        placed = ref is None or ref.state not in ("new", "placing")
+        if self.state == "new" and may_place and placed:
             self.place()
         if self.state != "verify-wait" or self.launched is None:
             return
@@ -202,11 +222,8 @@ class ConfigRun:
     def _verified(self, rep: VerifyReport) -> None:
         store_verification(self.sh.store, self.sh.camp, self.cfg, rep)
         if not rep.passed:
-            self._end(
-                "verify-failed",
-                rep.summary(),
-                remedy="fix the config, or --no-verify to measure anyway",
-            )
+            remedy = "fix the config, or --no-verify to measure anyway"
+            self._end("verify-failed", rep.summary(), remedy=remedy)
             self._stop()
             return
         self._levers()
@@ -220,8 +237,8 @@ class ConfigRun:
             return
         log = Path(got.log_path) if got.log_path and Path(got.log_path).is_file() else None
         check_applied(
-            base, self.cfg, url=got.url, log_path=log, installed=None, store=self.sh.store,
-            config_id=self.gid, say=self.sh.events.message,
+            base, self.cfg, url=got.url, log_path=log, installed=self.installed,
+            store=self.sh.store, config_id=self.gid, say=self.sh.events.message,
         )  # fmt: skip
 
     def _next_cell(self) -> None:
@@ -298,9 +315,20 @@ class ConfigRun:
         if out.status == "measured":
             out.status = "failed"
 
+    def _restored(self, got: FilesDone) -> None:
+        take(self.sh.store, got, self.sh.events.message)
+        if got.error is not None:  # as on one host: a restore that failed fails the config
+            self.outcome = None
+            self._end("failed", got.error)
+        self._teardown()
+
     def _teardown(self) -> None:
         from ray.util.placement_group import remove_placement_group
 
+        if self.files_up and self.server is not None:  # the files step left, after the stop
+            self.files_up = False
+            self._wait(self.server.restore_files.remote(), self._restored, "restoring")
+            return
         self.pending = None
         for actor in (self.client, self.server):
             if actor is not None:
@@ -339,31 +367,11 @@ class ConfigRun:
         """An actor of this config died (its node was lost): its unfinished cells fail."""
         cause = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         node = self.launched.placed if self.launched is not None else None
-        where = f"{node.hostname} (node {node.node_id[:8]})" if node else "its node"
-        cells = [f"{lb}#{t}" for lb, t in self.todo]
-        self._findings(
-            [
-                {
-                    "kind": "node-lost",
-                    "severity": "error",
-                    "message": f"{self.name}: {where} was lost: {len(cells)} unfinished cell(s) "
-                    f"failed ({', '.join(cells) or 'none'})",
-                    "evidence": {
-                        "node_id": node.node_id if node else None,
-                        "cells": [list(c) for c in self.todo],
-                        "cause": cause,
-                    },
-                    "action": f"{self.sh.resume_hint} reruns them",
-                }
-            ],
-            source="ray",
-        )
-        self._end(
-            "failed",
-            f"{where} was lost ({cause}); cells {', '.join(cells) or 'none'} failed; "
-            f"{self.sh.resume_hint} reruns them",
-        )
-        self.launched = None  # nothing left to stop there
+        where = (node.node_id, node.hostname) if node else None
+        finding, message = node_lost(self.name, where, self.todo, cause, self.sh.resume_hint)
+        self._findings([finding], source="ray")
+        self._end("failed", message)
+        self.launched, self.files_up = None, False  # nothing left to stop or restore there
         self._teardown()
 
     def fail_placement(self, why: str) -> None:
@@ -372,14 +380,21 @@ class ConfigRun:
         self._teardown()
 
     def interrupt(self, timeout_s: float = 60.0) -> None:
-        """Ctrl-C on the driver: stop the server now (best effort), record it, tear down."""
+        """Ctrl-C on the driver: stop the server now (best effort), record it, restore its
+        files, tear down (each call waited for here, ``timeout_s`` at most)."""
         self._end("interrupted", f"Ctrl-C: the server was stopped; {self.sh.resume_hint} continues")
+        self.pending = None
         if self.server is not None and self.launched is not None and self.launched.error is None:
+            self._wait(self.server.stop.remote(), self._stopped, "stopping")
+        else:
+            self._teardown()
+        while self.pending is not None:  # the stop, then the restore
+            ref, then = self.pending
             try:
-                got = self.sh.ray.get(self.server.stop.remote(), timeout=timeout_s)
+                value = self.sh.ray.get(ref, timeout=timeout_s)
             except Exception:  # the node may be gone too; teardown still runs
-                got = None
-            if got is not None:
-                self._stopped(got)
-                return
-        self._teardown()
+                self.files_up = False
+                self._teardown()
+            else:
+                self.pending = None
+                then(value)
