@@ -50,11 +50,14 @@ class LogFacts:
     ``formats`` names the module of its line-format table (``FORMATS``, ``MARKERS`` and
     optionally ``ADVICE``, as in ``inferlab.logs.formats.vllm``): engines sit below the log
     miner, so the table is named here and imported there. ``display`` is the engine's name in
-    findings; ``looked_for`` says what of it an unrecognised log was searched for."""
+    findings; ``looked_for`` says what of it an unrecognised log was searched for;
+    ``named_in_lines``: an engine-neutral line (kernel config, CUDA OOM, NCCL error) that holds
+    the engine's name (a path such as ``.../vllm/...``) counts for it."""
 
     display: str
     formats: str
     looked_for: str
+    named_in_lines: bool = False
 
 
 @dataclass(frozen=True)

@@ -314,6 +314,7 @@ SPEC = register(
             "SGLang",
             "inferlab.logs.formats.sglang",
             "SGLang 'Prefill/Decode batch' lines and startup steps",
+            named_in_lines=True,
         ),
         oom=OomAdvice(
             "mem_fraction_static",

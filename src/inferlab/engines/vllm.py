@@ -334,6 +334,7 @@ SPEC = register(
             "inferlab.logs.formats.vllm",
             "vLLM engine stats ('Avg prompt throughput ... Running ...'), 'SpecDecoding "
             "metrics' and startup steps",
+            named_in_lines=True,
         ),
         oom=OomAdvice(
             "gpu_memory_utilization",

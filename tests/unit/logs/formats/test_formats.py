@@ -36,9 +36,9 @@ def _first(path: Path, n: int = 1) -> tuple[str, Lookahead]:
 
 
 def test_every_format_is_declared_whole() -> None:
-    names = [f.name for f in formats.FORMATS]
+    names = [f.name for f in formats.tables().formats]
     assert len(names) == len(set(names)), "format names are unique"
-    for f in formats.FORMATS:
+    for f in formats.tables().formats:
         assert f.kind in SINKS, f.name  # a sink applies its records
         assert f.kind.split(".")[0] in KINDS, f.name  # and the dispatcher runs its kind
         assert f.prefix and all(f.prefix), f.name
