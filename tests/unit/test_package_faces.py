@@ -133,14 +133,13 @@ FACES: dict[str, list[str]] = {
     ],
     "inferlab.logs.detectors": ["DETECTORS", "Detector", "ORDER", "detect", "detector"],
     "inferlab.logs.formats": [
-        "ADVICE",
         "Advice",
-        "FORMATS",
         "Field",
         "LineFormat",
-        "MARKERS",
         "Record",
+        "Tables",
         "read",
+        "tables",
     ],
     "inferlab.models": [
         "PRESETS",

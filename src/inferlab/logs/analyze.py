@@ -13,7 +13,7 @@ from inferlab.errors import ConfigError, InferlabError
 from inferlab.logs.capture import capture_traceback
 from inferlab.logs.detectors import detect
 from inferlab.logs.model import ENGINES, LogAnalysis, UntunedGemm, UntunedMoe
-from inferlab.logs.parsers import ANCHORS, markers, visitor
+from inferlab.logs.parsers import anchors, markers, visitor
 from inferlab.logs.reader import open_log, scan
 from inferlab.logs.readout import milestone_list, ooms, untuned_gemms, untuned_moes
 from inferlab.logs.state import LogState
@@ -34,7 +34,7 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
     forced = None if engine == "auto" else engine
     st = LogState(path=str(path), engine=forced)
     t0 = time.perf_counter()
-    stats = scan(path, ANCHORS, visitor(st))
+    stats = scan(path, anchors(), visitor(st))
     tail = stats.tail.decode("utf-8", "replace").split("\n")
     if tail and not tail[-1]:
         tail.pop()

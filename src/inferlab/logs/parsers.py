@@ -27,7 +27,7 @@ from inferlab.logs.reader import Lookahead, Visitor
 from inferlab.logs.sinks import SINKS, Sink
 from inferlab.logs.state import LogState
 
-__all__ = ["ANCHORS", "FAST", "KINDS", "markers", "visitor"]
+__all__ = ["ANCHORS", "FAST", "KINDS", "anchors", "markers", "visitor"]
 
 #: what the reader searches each block for (see the module docstring)
 ANCHORS: tuple[bytes, ...] = (
@@ -175,6 +175,12 @@ def markers(st: LogState, text: str, table: dict[str, tuple[str, ...]] | None = 
                 st.markers[engine] = st.markers.get(engine, 0) + 1
     if "[SIMULATED]" in text:
         st.simulated = True
+
+
+def anchors() -> tuple[bytes, ...]:
+    """``ANCHORS`` and those the registered engines' tables add (``Tables.anchors``)."""
+    extra = tables().anchors
+    return (*ANCHORS, *(a for a in extra if a not in ANCHORS)) if extra else ANCHORS
 
 
 def visitor(st: LogState) -> Visitor:

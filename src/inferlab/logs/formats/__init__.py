@@ -34,6 +34,9 @@ class Tables:
     markers: dict[str, tuple[str, ...]]
     #: every engine's performance advice (finding ``perf-advice``)
     advice: tuple[Advice, ...]
+    #: byte strings the reader searches for besides ``parsers.ANCHORS``: a table's own
+    #: ``ANCHORS``, for prefixes that hold none of those
+    anchors: tuple[bytes, ...]
 
 
 Logged = tuple[tuple[str, LogFacts], ...]
@@ -51,6 +54,7 @@ def _tables(logged: Logged) -> Tables:
         formats=(*(f for _, m in mods for f in m.FORMATS), *common.formats(named)),
         markers={name: tuple(m.MARKERS) for name, m in mods},
         advice=tuple(a for _, m in mods for a in getattr(m, "ADVICE", ())),
+        anchors=tuple(dict.fromkeys(a for _, m in mods for a in getattr(m, "ANCHORS", ()))),
     )
 
 
