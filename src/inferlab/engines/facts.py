@@ -65,9 +65,10 @@ class OomAdvice:
     """What to change when the engine runs out of memory during CUDA-graph capture.
 
     ``memory_flag`` is its memory-share flag as the log miner names it (``st.flags`` key, e.g.
-    ``mem_fraction_static``), ``memory_cli`` its spelling on the command line; ``step`` how far
-    below the logged value to suggest; ``capture_more`` what else to cap, after "lower it
-    (e.g. X)"; ``capture_no_flag`` the whole advice when the log shows no memory flag."""
+    ``mem_fraction_static``; a ``flag`` format reads it: ``logs.formats.common.launch_flag``, in
+    the common table or the engine's own), ``memory_cli`` its spelling on the command line;
+    ``step`` how far below the logged value to suggest; ``capture_more`` what else to cap, after
+    "lower it (e.g. X)"; ``capture_no_flag`` the whole advice when the log shows no memory flag."""
 
     memory_flag: str
     memory_cli: str

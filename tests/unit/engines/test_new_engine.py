@@ -25,6 +25,7 @@ from inferlab.engines.logs import fatal_sig
 from inferlab.errors import ConfigError
 from inferlab.logs import analyze_log
 from inferlab.logs.formats.base import f_, s_, step
+from inferlab.logs.formats.common import launch_flag
 from inferlab.recon import ENGINES as RECON_ENGINES
 from inferlab.recon import config_dirs_for
 from inferlab.recon.probe import distributions, engine_packages
@@ -38,14 +39,16 @@ E = "toyllm"
 
 #: names in a line that hint at it
 MARKERS = ("toyllm/",)
-#: its ready line holds none of the reader's anchors
-ANCHORS = (b"Engine built",)
+#: its build line and its memory flag hold none of the reader's anchors
+ANCHORS = (b"Engine built", b"kv-fraction")
 FORMATS = (
     step(E, "weights-loading", "Loading engine", r"Loading engine from (?P<path>\S+)",
          "weight-loading", s_("path")),
     step(E, "engine-built", "Engine built", r"Engine built in (?P<seconds>[\d.]+) s",
          "graph-capture", f_("seconds", "s")),
     step(E, "ready", "Server ready", r"Server ready on (?P<url>\S+)", "serving", s_("url")),
+    # its memory share, as its command line shows it (what OomAdvice.memory_flag names)
+    launch_flag("kv_fraction", ("kv-fraction",), r"[\d.]+"),
 )  # fmt: skip
 
 # -- its spec ----------------------------------------------------------------------------------
@@ -116,6 +119,12 @@ def test_log_mining_detects_it_and_its_failures(toy: EngineSpec, tmp_path: Path)
     fail = kinds["launch-failure"]
     assert fail.message.startswith("ToyLLM failed: engine build failed (line 5")
     assert fail.action == "rebuild the engine for this GPU"
+    # with its memory flag in the log, the advice quotes it and suggests a value one step lower
+    log.write_text("[toyllm/serve.py] args: --model m --kv-fraction 0.80\n" + log.read_text())
+    (oom,) = [f for f in analyze_log(log).findings if f.kind == "oom-graph-capture"]
+    assert "OOM during CUDA-graph capture at --kv-fraction 0.80" in oom.message
+    assert oom.action == "Lower it (e.g. 0.70) or cap --max-batch"
+    assert oom.evidence["kv_fraction"] == 0.8 and oom.evidence["kv_fraction_line"] == 1
 
 
 def test_its_ready_line_and_an_unrecognised_log(toy: EngineSpec, tmp_path: Path) -> None:

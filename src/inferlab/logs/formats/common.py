@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from inferlab.logs.formats.base import Field, LineFormat, Wrap, step
 
-__all__ = ["OOM_WHERE", "formats"]
+__all__ = ["OOM_WHERE", "formats", "launch_flag"]
 
 # -- kernel configs: a shape on the default config (untuned) or on a tuned file --------------
 
@@ -173,7 +173,7 @@ _REPR, _REPR_TEXT, _DICT = "=", "='", r"['\"]?[:=] ?"
 _INT, _DEC, _WORD = r"\d+", r"[\d.]+", r"\w+"
 
 
-def _flag(
+def launch_flag(
     name: str, prefix: tuple[str, ...], value: str, dumped: str = _REPR, flag: str = ""
 ) -> LineFormat:
     """A launch flag's value, as the command line (``flag``, by default ``--name-with-dashes``
@@ -185,19 +185,21 @@ def _flag(
 
 
 _FLAGS = (
-    _flag("mem_fraction_static", ("fraction",), _DEC),
-    _flag("gpu_memory_utilization", ("memory_utilization", "memory-utilization"), _DEC, _DICT),
-    _flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"), _INT),
-    _flag("speculative_algorithm", ("speculative",), _WORD, _REPR_TEXT),
-    _flag("speculative_num_steps", ("speculative",), _INT),
-    _flag("speculative_num_draft_tokens", ("speculative",), _INT),
-    _flag("speculative_eagle_topk", ("speculative",), _INT),
+    launch_flag("mem_fraction_static", ("fraction",), _DEC),
+    launch_flag(
+        "gpu_memory_utilization", ("memory_utilization", "memory-utilization"), _DEC, _DICT
+    ),
+    launch_flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"), _INT),
+    launch_flag("speculative_algorithm", ("speculative",), _WORD, _REPR_TEXT),
+    launch_flag("speculative_num_steps", ("speculative",), _INT),
+    launch_flag("speculative_num_draft_tokens", ("speculative",), _INT),
+    launch_flag("speculative_eagle_topk", ("speculative",), _INT),
     # vLLM's SpeculativeConfig repr spells it num_spec_tokens
-    _flag(
+    launch_flag(
         "num_speculative_tokens", ("speculative", "spec_tokens"), _INT, _DICT, "num_spec_tokens="
     ),
-    _flag("max_running_requests", ("running-requests", "running_requests"), _INT),
-    _flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"), _INT, _DICT),
+    launch_flag("max_running_requests", ("running-requests", "running_requests"), _INT),
+    launch_flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"), _INT, _DICT),
 )
 
 # -- startup, any engine -----------------------------------------------------------------------
