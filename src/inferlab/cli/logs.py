@@ -25,6 +25,7 @@ logs_app = typer.Typer(
 )
 
 _SEV = {"error": "red", "warning": "yellow", "info": "cyan"}
+_ENGINE_HELP = f"auto, {', '.join(list(ENGINES)[:-1])} or {list(ENGINES)[-1]} (auto: detected)."
 
 
 @logs_app.callback()
@@ -87,7 +88,7 @@ def analyze(
     files: Annotated[list[Path], typer.Argument(help="Server logs (plain text or .gz).")],
     engine: Annotated[
         str,
-        typer.Option("--engine", help="auto, sglang, vllm or llamacpp (auto: detected)."),
+        typer.Option("--engine", help=_ENGINE_HELP),
     ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
 ) -> int:

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from inferlab.tune.config import tune_engines
 from inferlab.tune.workflow import (
     DEFAULT_OUT,
     Fp8GemmRequest,
@@ -48,7 +49,9 @@ _Tp = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size (mod
 _BatchSizes = Annotated[
     str | None, typer.Option("--batch-sizes", help="M values, e.g. 1,16,64 (default: 18)")
 ]
-_Engine = Annotated[str, typer.Option("--engine", help="File naming: sglang | vllm")]
+_Engine = Annotated[
+    str, typer.Option("--engine", help="File naming: " + " | ".join(tune_engines()))
+]
 _Out = Annotated[
     Path | None,
     typer.Option("--out", help=f"Directory for files and the run (default {DEFAULT_OUT})"),

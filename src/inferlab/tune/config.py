@@ -10,13 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from inferlab.engines import Fp8Tuning, specs
+from inferlab.errors import lookup
+
 __all__ = [
     "DEFAULT_SGLANG",
     "DEFAULT_VLLM",
     "ENGINE_FIELDS",
     "ENGINE_KEYS",
     "KernelConfig",
+    "engine_default",
     "spec_class",
+    "tune_engines",
+    "tuning_of",
 ]
 
 #: each key of one entry of an engine's config file and the ``KernelConfig`` field it sets, in
@@ -73,9 +79,26 @@ class KernelConfig:
         return cls(*ints)
 
 
-#: what SGLang (num_stages 3) and vLLM (num_stages 2) run when no tuned file exists
-DEFAULT_SGLANG = KernelConfig(64, 128, 128, 32, 4, 3)
-DEFAULT_VLLM = KernelConfig(64, 128, 128, 32, 4, 2)
+def tune_engines() -> dict[str, Fp8Tuning]:
+    """Engine → how it names its block-FP8 GEMM files, for every registered engine that reads
+    them (``EngineSpec.fp8_tuning``), in registry order."""
+    return {s.name: s.fp8_tuning for s in specs() if s.fp8_tuning is not None}
+
+
+def tuning_of(engine: str, what: str = "--engine") -> Fp8Tuning:
+    """``engine``'s ``Fp8Tuning``; a ``ConfigError`` naming ``what`` and the known engines."""
+    return lookup(tune_engines(), engine, what + ": unknown engine {name} (known: {known})")
+
+
+def engine_default(engine: str) -> KernelConfig:
+    """What ``engine`` runs when no tuned file exists (its ``EngineSpec.fp8_tuning.default``);
+    ``ConfigError`` when it reads no tuned block-FP8 GEMM files."""
+    return KernelConfig(*tuning_of(engine).default)
+
+
+#: the runners' default (SGLang's, num_stages 3) and vLLM's (num_stages 2)
+DEFAULT_SGLANG = engine_default("sglang")
+DEFAULT_VLLM = engine_default("vllm")
 
 
 def spec_class(n: int, k: int) -> tuple[bool, ...]:

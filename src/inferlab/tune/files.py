@@ -1,5 +1,6 @@
 """Engine config files: named and formatted exactly as SGLang and vLLM look them up, merged, never
-truncated, written atomically.
+truncated, written atomically. Which engines, and how each names its files, is the engines' own
+knowledge (``EngineSpec.fp8_tuning``, ``inferlab.engines.facts.Fp8Tuning``).
 
 Both engines read ``{config dir}/N={N},K={K},device_name={dev},dtype=fp8_w8a8,block_shape=[128,
 128].json`` (SGLang, with a space after the comma) or ``...block_shape=[128,128].json`` (vLLM),
@@ -14,17 +15,16 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from inferlab.config.jsonfile import read_json
-from inferlab.errors import ConfigError, lookup
-from inferlab.tune.config import ENGINE_KEYS, KernelConfig
+from inferlab.errors import ConfigError
+from inferlab.tune.config import ENGINE_KEYS, KernelConfig, tuning_of
 
 __all__ = [
-    "ENGINE_FILE_NAMES",
     "FileWrite",
     "config_file_name",
     "device_file_name",
@@ -34,16 +34,6 @@ __all__ = [
     "write_config_file",
 ]
 
-#: the engines' file name patterns (``dev`` is already underscored)
-ENGINE_FILE_NAMES: dict[str, Callable[[int, int, str], str]] = {
-    "sglang": lambda n, k, dev: (
-        f"N={n},K={k},device_name={dev},dtype=fp8_w8a8,block_shape=[128, 128].json"
-    ),
-    "vllm": lambda n, k, dev: (
-        f"N={n},K={k},device_name={dev},dtype=fp8_w8a8,block_shape=[128,128].json"
-    ),
-}
-
 
 def device_file_name(device_name: str) -> str:
     """``torch.cuda.get_device_name()`` as the engines put it in file names."""
@@ -52,8 +42,7 @@ def device_file_name(device_name: str) -> str:
 
 def config_file_name(engine: str, n: int, k: int, device_name: str) -> str:
     """The file name ``engine`` looks up for shape (N, K) on ``device_name``."""
-    fmt = lookup(ENGINE_FILE_NAMES, engine, "--engine: unknown engine {name} (known: {known})")
-    return fmt(n, k, device_file_name(device_name))
+    return tuning_of(engine).file_name(n, k, device_file_name(device_name))
 
 
 def read_config_file(path: Path) -> dict[int, dict[str, Any]]:

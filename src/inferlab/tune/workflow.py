@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from inferlab.errors import ConfigError, TuneError
 from inferlab.tune.backends import BackendContext, capability_from_name, summarize, triton_verdict
-from inferlab.tune.config import DEFAULT_SGLANG, DEFAULT_VLLM, KernelConfig
+from inferlab.tune.config import KernelConfig, engine_default, tune_engines
 from inferlab.tune.files import FileWrite, write_config_file
 from inferlab.tune.report import store_run
 from inferlab.tune.results import TuneRun
@@ -25,9 +25,8 @@ from inferlab.tune.saved import TuneData, parse_run, read_run
 from inferlab.tune.shapes import Shape, collect_shapes, parse_batch_sizes, parse_shape
 from inferlab.tune.space import PlanSummary, plan_summary
 
-__all__ = ["DEFAULT_OUT", "ENGINES", "Fp8GemmRequest", "RayTune", "TuneOutcome", "tune_fp8_gemm"]
+__all__ = ["DEFAULT_OUT", "Fp8GemmRequest", "RayTune", "TuneOutcome", "tune_fp8_gemm"]
 
-ENGINES = ("sglang", "vllm")
 DEFAULT_OUT = Path("inferlab-out/tune")
 
 
@@ -166,15 +165,17 @@ class _Checked:
 
 def _check(req: Fp8GemmRequest) -> _Checked:
     """The option checks that need no GPU, the user's own values first."""
-    engine = req.engine
-    if engine not in ENGINES:
-        raise ConfigError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    engine, known = req.engine, list(tune_engines())
+    if engine not in known:
+        raise ConfigError(f"--engine {engine!r}: expected one of {', '.join(known)}")
     if req.install_into is not None:
-        if req.install_into not in ENGINES:
-            raise ConfigError(f"--install-into {req.install_into!r}: expected one of sglang, vllm")
+        if req.install_into not in known:
+            raise ConfigError(
+                f"--install-into {req.install_into!r}: expected one of {', '.join(known)}"
+            )
         engine = req.install_into
     elif req.python is not None:
-        raise ConfigError("--python only applies with --install-into sglang|vllm")
+        raise ConfigError(f"--python only applies with --install-into {'|'.join(known)}")
     if req.dry_run and req.from_results is not None:
         raise ConfigError("--dry-run and --from-results exclude each other")
     if req.ray is not None and (req.devices is not None or req.from_results is not None):
@@ -324,7 +325,7 @@ def _search(
 ) -> tuple[TuneData, Path]:
     """Tune here (or on the Ray cluster at ``req.ray``) and save the run; returns it and its
     file."""
-    default = DEFAULT_SGLANG if c.engine == "sglang" else DEFAULT_VLLM
+    default = engine_default(c.engine)
     pairs = [(s.n, s.k) for s in shapes]
     if req.ray is not None:
         if ray_tune is None:

@@ -26,12 +26,16 @@ def test_public_api_is_pinned() -> None:
             "Change",
             "EngineSpec",
             "FlagSyntax",
+            "Fp8Tuning",
             "Launcher",
+            "LogFacts",
             "LogMatch",
             "LogSignature",
             "MetricDef",
             "NativeApi",
+            "OomAdvice",
             "ParsedArgs",
+            "ReconFacts",
             "Sample",
             "classify_log",
             "clean_line",
@@ -41,6 +45,8 @@ def test_public_api_is_pinned() -> None:
             "primary_failure",
             "register",
             "registered",
+            "specs",
+            "unregister",
         ]
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferlab.engines import OomAdvice, specs
 from inferlab.logs.detectors.registry import detector
 from inferlab.logs.model import ENGINES, Finding
 from inferlab.logs.readout import ooms
@@ -24,11 +25,17 @@ _WHERE = {
 }
 
 
-def _mem_flag(st: LogState) -> tuple[str, float] | None:
-    for name in ("mem_fraction_static", "gpu_memory_utilization"):
-        if name in st.flags:
+def _advices() -> dict[str, OomAdvice]:
+    """Engine → its OOM advice (``EngineSpec.oom``), in registry order."""
+    return {s.name: s.oom for s in specs() if s.oom is not None}
+
+
+def _mem_flag(st: LogState) -> tuple[OomAdvice, float] | None:
+    """The first engine's memory-share flag the log shows, with its value."""
+    for a in _advices().values():
+        if a.memory_flag in st.flags:
             try:
-                return name, float(st.flags[name]["value"])
+                return a, float(st.flags[a.memory_flag]["value"])
             except ValueError:
                 continue
     return None
@@ -61,8 +68,9 @@ def _oom_evidence(st: LogState, o: Any) -> dict[str, Any]:
         ev["engine_remedies_line"] = st.remedies_line
     mf = _mem_flag(st)
     if mf:
-        ev[mf[0]] = mf[1]
-        ev[mf[0] + "_line"] = st.flags[mf[0]]["line"]
+        name = mf[0].memory_flag
+        ev[name] = mf[1]
+        ev[name + "_line"] = st.flags[name]["line"]
     return ev
 
 
@@ -72,22 +80,7 @@ def _oom_capture(st: LogState) -> list[Finding]:
     for o in ooms(st):
         if o.where != "graph-capture":
             continue
-        mf = _mem_flag(st)
-        if mf and mf[0] == "mem_fraction_static":
-            at = f" at --mem-fraction-static {mf[1]:.2f}"
-            act = f"lower it (e.g. {max(0.05, mf[1] - 0.10):.2f}) or cap --cuda-graph-max-bs"
-        elif mf:
-            at = f" at --gpu-memory-utilization {mf[1]:.2f}"
-            act = (
-                f"lower it (e.g. {max(0.05, mf[1] - 0.05):.2f}) or capture fewer sizes "
-                "(--max-num-seqs, compilation_config cudagraph_capture_sizes)"
-            )
-        elif st.detected == "vllm":
-            at = ""
-            act = "lower --gpu-memory-utilization or capture fewer sizes (--max-num-seqs)"
-        else:
-            at = ""
-            act = "lower --mem-fraction-static or cap --cuda-graph-max-bs"
+        at, act = _capture_advice(st)
         out.append(
             Finding(
                 "oom-graph-capture",
@@ -98,6 +91,20 @@ def _oom_capture(st: LogState) -> list[Finding]:
             )
         )
     return out
+
+
+def _capture_advice(st: LogState) -> tuple[str, str]:
+    """(" at FLAG VALUE", what to do) for an OOM during CUDA-graph capture: from the memory
+    flag the log shows, else the detected engine's advice, else the first engine's."""
+    mf = _mem_flag(st)
+    if mf:
+        a, value = mf
+        return f" at {a.memory_cli} {value:.2f}", (
+            f"lower it (e.g. {max(0.05, value - a.step):.2f}) {a.capture_more}"
+        )
+    advices = _advices()
+    first = advices.get(st.detected or "") or next(iter(advices.values()), None)
+    return "", first.capture_no_flag if first else "leave more memory for the CUDA-graph capture"
 
 
 _OOM_ACTION = {
@@ -123,7 +130,7 @@ def _oom_other(st: LogState) -> list[Finding]:
         if o.where == "graph-capture":
             continue
         mf = _mem_flag(st)
-        at = f" at {mf[0].replace('_', '-')} {mf[1]:.2f}" if mf else ""
+        at = f" at {mf[0].memory_flag.replace('_', '-')} {mf[1]:.2f}" if mf else ""
         out.append(
             Finding(
                 "oom",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from inferlab.logs.detectors.registry import detector, listing
-from inferlab.logs.formats import ADVICE
+from inferlab.logs.formats import tables
 from inferlab.logs.model import ENGINES, Finding
 from inferlab.logs.readout import untuned_gemms, untuned_moes
 from inferlab.logs.state import LogState
@@ -95,7 +95,7 @@ def _untuned_moe(st: LogState) -> list[Finding]:
 @detector("perf-advice")
 def _advice(st: LogState) -> list[Finding]:
     out = []
-    for a in ADVICE:
+    for a in tables().advice:
         lines = st.advice.get(a.name)
         if not lines:
             continue

@@ -1,16 +1,17 @@
 """Engine-neutral log lines: kernel configs (FP8 GEMM, fused MoE), CUDA OOM, NCCL, launch
-flags, and the startup steps any engine prints (safetensors loading, uvicorn's start)."""
+flags, and the startup steps any engine prints (safetensors loading, uvicorn's start).
+
+``formats(named)``: a kernel-config, OOM or NCCL line counts for the first engine of ``named``
+(those whose ``LogFacts.named_in_lines``) that the line names (in a path, a module name)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from inferlab.logs.formats.base import Field, LineFormat, Wrap, step
 
-__all__ = ["FORMATS", "OOM_WHERE"]
-
-#: which engine a neutral line counts for: the first of these its text names (a path)
-_BY_PATH = ("vllm", "sglang")
+__all__ = ["OOM_WHERE", "formats", "launch_flag"]
 
 # -- kernel configs: a shape on the default config (untuned) or on a tuned file --------------
 
@@ -54,7 +55,12 @@ _FALLBACK = (
 
 
 def _kernel(
-    name: str, kind: str, prefix: str, need: tuple[str, ...] = (), reason: str = ""
+    named: tuple[str, ...],
+    name: str,
+    kind: str,
+    prefix: str,
+    need: tuple[str, ...] = (),
+    reason: str = "",
 ) -> LineFormat:
     moe = kind.startswith("moe")
     rx = _MOE if moe else _GEMM
@@ -70,19 +76,24 @@ def _kernel(
         rx,
         need=need,
         wrap=Wrap(rx),
-        named=_BY_PATH,
+        named=named,
         tags={"reason": reason},
     )
 
 
-_KERNELS = (
-    _kernel("fp8-gemm-default", "fp8-gemm.default", "Using default W8A8 Block FP8"),
-    _kernel("fp8-gemm-tuned", "fp8-gemm.tuned", "W8A8 Block FP8", ("Using configuration from",)),
-    _kernel("moe-tuned", "moe.tuned", "MoE", ("Using configuration from",)),
-    _kernel("moe-fallback", "moe.untuned", "Fallback to triton version", ("MoE",), "fallback"),
-    _kernel("moe-no-down", "moe.untuned", "down_moe=False", ("MoE",), "down"),
-    _kernel("moe-default", "moe.untuned", "Using default MoE", (), "default"),
-)
+def _kernels(named: tuple[str, ...]) -> tuple[LineFormat, ...]:
+    tuned = ("Using configuration from",)
+    return (
+        _kernel(named, "fp8-gemm-default", "fp8-gemm.default", "Using default W8A8 Block FP8"),
+        _kernel(named, "fp8-gemm-tuned", "fp8-gemm.tuned", "W8A8 Block FP8", tuned),
+        _kernel(named, "moe-tuned", "moe.tuned", "MoE", tuned),
+        _kernel(
+            named, "moe-fallback", "moe.untuned", "Fallback to triton version", ("MoE",), "fallback"
+        ),
+        _kernel(named, "moe-no-down", "moe.untuned", "down_moe=False", ("MoE",), "down"),
+        _kernel(named, "moe-default", "moe.untuned", "Using default MoE", (), "default"),
+    )
+
 
 # -- CUDA out of memory ------------------------------------------------------------------------
 
@@ -111,7 +122,6 @@ _OOM = LineFormat(
         Field("free", str, "as printed", pattern=_FREE),
         Field("gpu", int, "", pattern=re.compile(r"GPU (\d+) has a total")),
     ),
-    named=("sglang", "vllm"),
 )
 
 # -- NCCL --------------------------------------------------------------------------------------
@@ -151,7 +161,6 @@ _NCCL = (
         ("NCCL",),
         (Field("message", str, "", optional=True), Field("error", str, "", optional=True)),
         re.compile(r"NCCL error:?\s*(?P<message>.+?)\s*$|(?P<error>nccl\w+Error)"),
-        named=_BY_PATH,
     ),
 )
 
@@ -164,7 +173,7 @@ _REPR, _REPR_TEXT, _DICT = "=", "='", r"['\"]?[:=] ?"
 _INT, _DEC, _WORD = r"\d+", r"[\d.]+", r"\w+"
 
 
-def _flag(
+def launch_flag(
     name: str, prefix: tuple[str, ...], value: str, dumped: str = _REPR, flag: str = ""
 ) -> LineFormat:
     """A launch flag's value, as the command line (``flag``, by default ``--name-with-dashes``
@@ -176,19 +185,21 @@ def _flag(
 
 
 _FLAGS = (
-    _flag("mem_fraction_static", ("fraction",), _DEC),
-    _flag("gpu_memory_utilization", ("memory_utilization", "memory-utilization"), _DEC, _DICT),
-    _flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"), _INT),
-    _flag("speculative_algorithm", ("speculative",), _WORD, _REPR_TEXT),
-    _flag("speculative_num_steps", ("speculative",), _INT),
-    _flag("speculative_num_draft_tokens", ("speculative",), _INT),
-    _flag("speculative_eagle_topk", ("speculative",), _INT),
+    launch_flag("mem_fraction_static", ("fraction",), _DEC),
+    launch_flag(
+        "gpu_memory_utilization", ("memory_utilization", "memory-utilization"), _DEC, _DICT
+    ),
+    launch_flag("cuda_graph_max_bs", ("graph-max-bs", "graph_max_bs"), _INT),
+    launch_flag("speculative_algorithm", ("speculative",), _WORD, _REPR_TEXT),
+    launch_flag("speculative_num_steps", ("speculative",), _INT),
+    launch_flag("speculative_num_draft_tokens", ("speculative",), _INT),
+    launch_flag("speculative_eagle_topk", ("speculative",), _INT),
     # vLLM's SpeculativeConfig repr spells it num_spec_tokens
-    _flag(
+    launch_flag(
         "num_speculative_tokens", ("speculative", "spec_tokens"), _INT, _DICT, "num_spec_tokens="
     ),
-    _flag("max_running_requests", ("running-requests", "running_requests"), _INT),
-    _flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"), _INT, _DICT),
+    launch_flag("max_running_requests", ("running-requests", "running_requests"), _INT),
+    launch_flag("max_num_seqs", ("max-num-seqs", "max_num_seqs"), _INT, _DICT),
 )
 
 # -- startup, any engine -----------------------------------------------------------------------
@@ -208,4 +219,10 @@ _CAPTURE_PHASE = LineFormat(
     always=True,
 )
 
-FORMATS: tuple[LineFormat, ...] = (*_KERNELS, _OOM, *_NCCL, *_FLAGS, *_STEPS, _CAPTURE_PHASE)
+
+def formats(named: tuple[str, ...]) -> tuple[LineFormat, ...]:
+    """The engine-neutral formats; a kernel-config, OOM or NCCL-error line counts for the first
+    engine of ``named`` it names."""
+    oom, (*nccl, nccl_error) = replace(_OOM, named=named), _NCCL
+    nccl_error = replace(nccl_error, named=named)
+    return (*_kernels(named), oom, *nccl, nccl_error, *_FLAGS, *_STEPS, _CAPTURE_PHASE)

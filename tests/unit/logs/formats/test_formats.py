@@ -14,7 +14,7 @@ from inferlab.logs import analyze_log, formats
 from inferlab.logs.formats import sglang, vllm
 from inferlab.logs.formats.base import MORE, TEXT, USED, VALUES, Field, LineFormat, by_name
 from inferlab.logs.formats.match import read
-from inferlab.logs.parsers import ANCHORS, KINDS, visitor
+from inferlab.logs.parsers import KINDS, anchors, visitor
 from inferlab.logs.reader import Lookahead
 from inferlab.logs.sinks import SINKS
 from inferlab.logs.state import LogState
@@ -36,9 +36,9 @@ def _first(path: Path, n: int = 1) -> tuple[str, Lookahead]:
 
 
 def test_every_format_is_declared_whole() -> None:
-    names = [f.name for f in formats.FORMATS]
+    names = [f.name for f in formats.tables().formats]
     assert len(names) == len(set(names)), "format names are unique"
-    for f in formats.FORMATS:
+    for f in formats.tables().formats:
         assert f.kind in SINKS, f.name  # a sink applies its records
         assert f.kind.split(".")[0] in KINDS, f.name  # and the dispatcher runs its kind
         assert f.prefix and all(f.prefix), f.name
@@ -123,7 +123,7 @@ def test_the_anchors_find_every_line_a_format_reads(monkeypatch: pytest.MonkeyPa
 
     for kind in list(SINKS):
         monkeypatch.setitem(SINKS, kind, recording(kind))
-    anchors = [a.decode() for a in ANCHORS]
+    needles = [a.decode() for a in anchors()]
     missed: dict[str, str] = {}
     for path in sorted(p for d in (FIX, CPU) for p in d.rglob("*.log")):
         buf = path.read_bytes()
@@ -136,7 +136,7 @@ def test_the_anchors_find_every_line_a_format_reads(monkeypatch: pytest.MonkeyPa
             start = end + 1
             text = clean_line(raw.decode("utf-8", "replace"))
             for name, _ in read_by:
-                if not any(a in text for a in anchors):
+                if not any(a in text for a in needles):
                     missed.setdefault(name, f"{path.name}:{ln}")
     assert set(missed) == KNOWN_GAPS, missed
 
