@@ -18,7 +18,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from inferlab.campaign.runner import CampaignEvents, run_campaign  # noqa: E402
+from inferlab.campaign.context import CampaignEvents  # noqa: E402
+from inferlab.campaign.runner import run_campaign  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
 from inferlab.cluster.connect import (  # noqa: E402

@@ -18,7 +18,8 @@ import pytest
 
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.runner import make_plan, run_campaign
+from inferlab.campaign.plan import make_plan
+from inferlab.campaign.runner import run_campaign
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import cell_text

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.runner import make_plan, run_campaign
+from inferlab.campaign.plan import make_plan
+from inferlab.campaign.runner import run_campaign
 from inferlab.errors import ConfigError
 from inferlab.store import Store
 from support.campaign import write_campaign

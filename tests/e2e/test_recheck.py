@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.runner import make_plan, run_campaign
+from inferlab.campaign.plan import make_plan
+from inferlab.campaign.runner import run_campaign
 from inferlab.errors import ConfigError
 from inferlab.levers.evidence import gather
 from inferlab.report.compare import build_comparison

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from inferlab.faces import lazy_face
 
 if TYPE_CHECKING:
+    from inferlab.campaign.context import CampaignEvents, ConfigOutcome
     from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
     from inferlab.campaign.resolve import resolve_configs
-    from inferlab.campaign.runner import CampaignEvents, CampaignResult, ConfigOutcome, run_campaign
+    from inferlab.campaign.runner import CampaignResult, run_campaign
     from inferlab.campaign.up import UpResult, down
 
 # ``up`` is not on the face: ``inferlab.campaign.up`` is its module's name, which the package

@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 
 import inferlab
-from inferlab.campaign.runner import CampaignEvents, CampaignResult, run_campaign
+from inferlab.campaign.context import CampaignEvents
+from inferlab.campaign.runner import CampaignResult, run_campaign
 from inferlab.envs.vllm_cpu import ensure_vllm_cpu
 from inferlab.models import write_tiny_model
 from inferlab.store import Store

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inferlab.campaign import passes, profiled
-from inferlab.campaign.bench import bench_config
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents, ConfigContext, ConfigOutcome, RunContext
 from inferlab.campaign.files import target_dir
@@ -30,7 +29,7 @@ from inferlab.campaign.launch import SUBPROCESS, Launcher, campaign_lock, config
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
+from inferlab.campaign.plan import Plan, make_plan, select_configs
 from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recheck import recheck_todo
 from inferlab.campaign.recon import store_recon
@@ -41,21 +40,7 @@ from inferlab.stats.recheck import recheck_points
 from inferlab.store import Store
 from inferlab.store.recheck import recheck_groups
 
-#: the plan's names too (``campaign.plan``): the runner is where callers have taken them from
-__all__ = [
-    "CampaignEvents",
-    "CampaignResult",
-    "ConfigOutcome",
-    "Plan",
-    "bench_config",
-    "campaign_lock",
-    "done_cells",
-    "make_plan",
-    "render_plan",
-    "run_campaign",
-    "run_plan",
-    "select_configs",
-]
+__all__ = ["CampaignResult", "done_cells", "run_campaign", "run_plan"]
 
 
 @dataclass

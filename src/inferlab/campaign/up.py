@@ -24,10 +24,8 @@ from inferlab.campaign.cpus import CpuSplit, campaign_streams, plan_cpus
 from inferlab.campaign.launch import (
     campaign_lock,
     config_row,
-    fatal_check,
     launch_config,
     output_dir,
-    served_model,
 )
 from inferlab.campaign.orphans import recover_campaign
 from inferlab.campaign.pipeline import run_config
@@ -52,12 +50,8 @@ __all__ = [
     "UP_STAGES",
     "UpResult",
     "down",
-    "fatal_check",
     "find_config",
-    "launch_config",
     "left_running",
-    "output_dir",
-    "served_model",
     "up",
 ]
 

@@ -9,9 +9,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from inferlab.campaign.context import CampaignEvents, ConfigOutcome
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.plan import make_plan, render_plan, select_configs
-from inferlab.campaign.runner import CampaignEvents, CampaignResult, ConfigOutcome, run_campaign
+from inferlab.campaign.runner import CampaignResult, run_campaign
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
 

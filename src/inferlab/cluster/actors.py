@@ -24,7 +24,7 @@ from typing import Any
 
 from inferlab.campaign.aftermath import RuntimeFailure, runtime_failure
 from inferlab.campaign.files import FileSet
-from inferlab.campaign.up import launch_config, served_model
+from inferlab.campaign.launch import launch_config, served_model
 from inferlab.campaign.watch import ServerWatch
 from inferlab.cluster.connect import own_children
 from inferlab.cluster.nodefiles import FilesDone, NodeFiles

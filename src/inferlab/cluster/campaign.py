@@ -13,18 +13,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from inferlab.campaign.launch import config_row
-from inferlab.campaign.runner import (
-    CampaignEvents,
-    CampaignResult,
-    ConfigOutcome,
-    Plan,
-    campaign_lock,
-    done_cells,
-    make_plan,
-    select_configs,
-)
-from inferlab.campaign.up import output_dir
+from inferlab.campaign.context import CampaignEvents, ConfigOutcome
+from inferlab.campaign.launch import campaign_lock, config_row, output_dir
+from inferlab.campaign.plan import Plan, make_plan, select_configs
+from inferlab.campaign.runner import CampaignResult, done_cells
 from inferlab.cluster.connect import alive_nodes, connect
 from inferlab.cluster.placement import Need, check_fit, config_need, node_fits
 from inferlab.cluster.shared import Shared

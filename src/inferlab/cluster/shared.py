@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.runner import CampaignEvents
+from inferlab.campaign.context import CampaignEvents
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store

@@ -12,7 +12,7 @@ import pytest
 
 from inferlab.campaign.capture import Controller
 from inferlab.campaign.collect import LocalFiles
-from inferlab.campaign.runner import make_plan, render_plan
+from inferlab.campaign.plan import make_plan, render_plan
 from inferlab.config.campaign import ProfileSection
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.errors import ConfigError

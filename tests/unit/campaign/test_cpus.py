@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign.cpus import plan_cpus
-from inferlab.campaign.runner import make_plan, render_plan
+from inferlab.campaign.plan import make_plan, render_plan
 from inferlab.config.campaign import load_campaign
 from inferlab.cpus import host_cpus
 from inferlab.errors import ConfigError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inferlab.campaign.demo import EXAMPLES
-from inferlab.campaign.runner import make_plan, render_plan
+from inferlab.campaign.plan import make_plan, render_plan
 
 ENV = {
     "INFERLAB_VLLM_PYTHON": "/venv/bin/python",

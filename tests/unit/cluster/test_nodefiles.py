@@ -10,8 +10,8 @@ from typing import Any
 
 from inferlab.campaign.files import check_files
 from inferlab.campaign.launch import config_row
+from inferlab.campaign.plan import make_plan
 from inferlab.campaign.resolve import resolve_configs
-from inferlab.campaign.runner import make_plan
 from inferlab.cluster.campaign import _may_place, _needs
 from inferlab.cluster.nodefiles import NodeFiles, sent, take
 from inferlab.config.campaign import load_campaign
@@ -126,7 +126,7 @@ class _Ray:
 def test_ctrl_c_stops_the_server_then_restores_its_files(
     tmp_path: Path, engine_python: Path
 ) -> None:
-    from inferlab.campaign.runner import CampaignEvents
+    from inferlab.campaign.context import CampaignEvents
     from inferlab.cluster.actors import Launched, Placed
     from inferlab.cluster.nodefiles import FilesDone
     from inferlab.cluster.placement import config_need
