@@ -19,9 +19,9 @@ from inferlab.report.sections import Section, build_sections
 from inferlab.stats.metrics import itl_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.configs import StoredConfig
 
 __all__ = [
-    "ConfigInfo",
     "Curve",
     "LaunchFailure",
     "Quantiles",
@@ -53,19 +53,6 @@ ENV_KEYS = (
     "cpu",
     "inferlab_version",
 )
-
-
-@dataclass(frozen=True)
-class ConfigInfo:
-    """A stored config: resolved argv and env (secrets already removed by the store)."""
-
-    name: str
-    hash: str
-    engine: str | None
-    model: str | None
-    argv: list[str]
-    env: dict[str, str]
-    extra: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -132,7 +119,7 @@ class Report:
     campaign: str
     simulated: bool
     baseline: str | None
-    configs: list[ConfigInfo]
+    configs: list[StoredConfig]
     comparison: Comparison | None
     no_comparison: str | None  # why there is no verdict table
     curves: list[Curve]
@@ -152,11 +139,8 @@ def campaigns(store: Store) -> list[str]:
     return store.campaign_names()
 
 
-def _configs(store: Store, campaign: str) -> list[ConfigInfo]:
-    return [
-        ConfigInfo(g.name, g.hash, g.engine, g.model, g.argv, g.env, g.extra)
-        for g in store.configs(campaign)
-    ]
+def _configs(store: Store, campaign: str) -> list[StoredConfig]:
+    return store.configs(campaign)
 
 
 def _verifications(
@@ -201,7 +185,7 @@ def _quantiles(xs: list[float]) -> Quantiles | None:
     return Quantiles(len(xs), *p)
 
 
-def _change_lines(base: ConfigInfo, cfg: ConfigInfo) -> tuple[list[str], list[str]]:
+def _change_lines(base: StoredConfig, cfg: StoredConfig) -> tuple[list[str], list[str]]:
     argv: list[str] = []
     if base.engine != cfg.engine:
         argv.append(f"engine: {base.engine} → {cfg.engine}")
@@ -307,7 +291,7 @@ def _environments(runs: list[RunRow]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _diffs(
-    configs: list[ConfigInfo], base_name: str | None
+    configs: list[StoredConfig], base_name: str | None
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """Config → its argv changes and its env changes against the baseline's newest content."""
     argv_diff: dict[str, list[str]] = {}

@@ -27,7 +27,8 @@ from inferlab.campaign.context import CampaignEvents
 from inferlab.campaign.launch import SUBPROCESS, Launcher
 from inferlab.campaign.plan import Plan, make_plan, plan_of, render_plan, select_configs
 from inferlab.campaign.runner import run_plan
-from inferlab.config.campaign import CampaignFile, ConfigSpec
+from inferlab.config.campaign import ConfigSpec
+from inferlab.config.pattern import closed_concurrency
 from inferlab.config.search import SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.levers import LeverOptions, decide
@@ -149,7 +150,7 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
             f"{path}: search.at: {section.at!r} is not a load point of the campaign "
             f"({', '.join(labels)})"
         )
-    if not (section.at or "").startswith("C="):
+    if closed_concurrency(section.at) is None:
         raise ConfigError(f"{path}: search.at: the A/B needs a closed-loop point (C=N)")
     return plan, section
 
@@ -175,7 +176,7 @@ class _Trials:
         camp = self.plan.campaign
         load = camp.load.model_copy(
             update={
-                "concurrency": [int(str(self.section.at).removeprefix("C="))],
+                "concurrency": [closed_concurrency(self.section.at)],
                 "rate": [],
                 "requests": "auto",
                 "sequential": True,
@@ -185,10 +186,9 @@ class _Trials:
             }
         )
         verify = camp.verify.model_copy(update={"equivalent_to": reference})
-        derived = CampaignFile.model_construct(
-            **{**dict(camp), "config": list(self.specs), "load": load, "verify": verify,
-               "profile": None}
-        )  # fmt: skip
+        derived = camp.model_copy(
+            update={"config": list(self.specs), "load": load, "verify": verify, "profile": None}
+        )
         return select_configs(plan_of(derived, self.plan.path, self.text), names)
 
     def reference_of(self, name: str) -> str:
