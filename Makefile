@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 # unit: the suite waits more than it computes, so the bulk runs in JOBS workers; the tests
 # that need a machine-wide resource (marker `serial(reason=...)`: all CPUs for vllm and the
 # demo, the Ray head) run after it, alone. Verdicts and trust are tested on the reference
-# engine's model clock (inferlab.campaign.clock), so no test is serial for its timing.
+# engine's model clock (inferlab.campaign.clock), so no test is serial for its timing. The
+# vLLM CPU environment the serial tests use is built (when not cached) beside the parallel pass.
 # One package's unit tests alone: $(BIN)/pytest tests/unit/<package> -q (docs/testing.md).
 JOBS ?= 4
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
@@ -35,7 +36,9 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
-	rc=0; $(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope || rc=$$?; \
+	rc=0; $(BIN)/python -m inferlab.envs.vllm_cpu > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
+		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope || rc=$$?; \
+		wait $$env || echo "vLLM CPU environment not built ($(VENV)/vllm-cpu-env.log): its tests will say why"; \
 		$(BIN)/pytest -m serial || rc=$$?; exit $$rc
 
 test: lint typecheck unit
