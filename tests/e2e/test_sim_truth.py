@@ -12,10 +12,10 @@ from support.simproc import SimFactory, post_stream, start_sim
 
 pytestmark = pytest.mark.timeout(60)
 
-#: how late a chunk may be written (ms). The dues are exact (the model clock); the writes are
-#: the wall clock's: measured 1.1-1.3 ms mean, 1.7-2.1 ms max in 5 runs of the first test at
-#: load 1.7-2.1 on 2 CPUs (a 1 ms timer wheel); the bounds are ~10× that
-LATE_MAX_MS, LATE_MEAN_MS = 20, 5
+# The dues are exact (the model clock); the writes are the wall clock's, so how late they are
+# depends on the machine's load (1.1-1.3 ms mean, 1.7-2.1 ms max at load 2 on 2 CPUs, 21 ms
+# once at load 10): that figure is measured in benchmarks/sim_capacity.py, not asserted here.
+# Asserted: never early, and the engine's own lateness summary is what its chunks say.
 
 MODEL = "inferlab-sim"
 TTFT_NS = 30_000_000
@@ -31,6 +31,7 @@ def test_schedule_is_exact_and_writes_are_never_early(sim_server: SimFactory) ->
     truth = sim.truth()
     summary = sim.summary()
     assert len(truth) == 4
+    late_ms: list[float] = []
     for rec in truth:
         assert rec["status"] == 200 and rec["fault"] is None and rec["stream"] is True
         assert rec["completion_tokens"] == 20
@@ -42,13 +43,14 @@ def test_schedule_is_exact_and_writes_are_never_early(sim_server: SimFactory) ->
             assert cur[0] - prev[0] == cur[2] * ITL_NS
         for due, write, _ in chunks:
             assert write >= due
-            assert write - due < LATE_MAX_MS * 1_000_000
+            late_ms.append((write - due) / 1e6)
         assert rec["done_ns"] >= chunks[-1][1]
     assert summary["simulated"] is True
     assert summary["requests"] == 4 and summary["chunks"] == 32
     lateness = summary["lateness_ms"]
-    assert 0 <= lateness["p50"] <= lateness["p99"] <= lateness["max"] < LATE_MAX_MS
-    assert lateness["mean"] < LATE_MEAN_MS
+    assert 0 <= lateness["p50"] <= lateness["p99"] <= lateness["max"]
+    assert lateness["max"] == pytest.approx(max(late_ms), abs=0.01)
+    assert lateness["mean"] == pytest.approx(sum(late_ms) / len(late_ms), abs=0.01)
 
 
 def test_non_stream_is_written_at_the_last_due_time(sim_server: SimFactory) -> None:
