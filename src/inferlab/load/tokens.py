@@ -173,6 +173,22 @@ class LocalTokenizer:
         encs = self._tok.encode_batch(texts, add_special_tokens=False)
         return [len(e.ids) for e in encs]
 
+    def one_token_words(self, limit: int = 512) -> list[str]:
+        """Up to ``limit`` distinct words of its vocabulary (in id order) that are one token
+        each, alone and after a space: words joined by spaces are one token a word."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for i in self._ids:
+            w = self.decode([i]).strip()
+            if not (w.isascii() and w.isalnum()) or w in seen:
+                continue
+            seen.add(w)
+            if len(self.encode(w)) == 1 and len(self.encode(" " + w)) == 1:
+                out.append(w)
+                if len(out) >= limit:
+                    break
+        return out
+
     def random_text(self, n: int, rng: random.Random) -> str:
         """A text of exactly ``n`` tokens (re-checked by encoding it)."""
 
@@ -245,6 +261,13 @@ class ServerTokenizer:
     def count_many(self, texts: list[str]) -> list[int]:
         asyncio.run(self._count_all(texts))
         return [self._cache[t] for t in texts]
+
+    def one_token_words(self, limit: int = 512) -> list[str]:
+        """Common English words that the server counts as one token each, alone and after a
+        space (their ids are not known: words it does not know may share one)."""
+        cands = _WORDS[:limit]
+        counts = self.count_many([*cands, *(" " + w for w in cands)])
+        return [w for w, a, b in zip(cands, counts, counts[len(cands) :]) if a == b == 1]
 
     def random_text(self, n: int, rng: random.Random) -> str:
         """A text of exactly ``n`` tokens by the server's count."""
