@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from inferlab.errors import ConfigError, TokenizerError
+from inferlab.load.prompt import Prompt
 from inferlab.load.traces import BLOCK_TOKENS, TraceRequest
-from inferlab.load.workload import Prompt
 
 __all__ = [
     "BlockText",
