@@ -93,3 +93,21 @@ def test_levers_name_the_replay_points_they_leave_out(campaign: tuple[Path, Path
     with Store(db) as store:
         d = decide(store, "replay", check=False)
     assert f"baseline: {REPLAY} left out: the lever rules read closed-loop C=N points" in d.notes
+
+
+def test_a_campaign_of_a_trace_alone_plans_and_a_bad_line_stops_it_before_any_launch(
+    tmp_path: Path,
+) -> None:
+    from inferlab.campaign.plan import make_plan
+    from inferlab.errors import ConfigError
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(FIXTURE.read_text())
+    load = {"concurrency": None, "requests": None, "trace": "t.jsonl", "speed": [1.0, 4.0]}
+    plan = make_plan(write_campaign(tmp_path / "c.toml", load=load))
+    assert [pt.label for pt in plan.points] == ["replay:mooncake@1.0x", "replay:mooncake@4.0x"]
+    lines = FIXTURE.read_text().splitlines()
+    lines[6] = "{oops"
+    trace.write_text("\n".join(lines))
+    with pytest.raises(ConfigError, match=r"t\.jsonl:7: invalid JSON"):
+        make_plan(tmp_path / "c.toml")
