@@ -222,6 +222,7 @@ class ServerTokenizer:
         self.path = path
         self.headers = headers
         self._cache: dict[str, int] = {}
+        self._one: dict[str, object] = {}  # text of one token → its id, when the server says
 
     async def _count(self, client: HttpClient, text: str) -> int:
         body = json.dumps({"prompt": text, "add_special_tokens": False}).encode()
@@ -234,6 +235,8 @@ class ServerTokenizer:
             )
         try:
             obj = json.loads(ex.body())
+            if isinstance(obj.get("tokens"), list) and len(obj["tokens"]) == 1:
+                self._one[text] = obj["tokens"][0]  # the id of a one-token text
             if isinstance(obj.get("count"), int):
                 return int(obj["count"])
             return len(obj["tokens"])
@@ -264,10 +267,17 @@ class ServerTokenizer:
 
     def one_token_words(self, limit: int = 512) -> list[str]:
         """Common English words that the server counts as one token each, alone and after a
-        space (their ids are not known: words it does not know may share one)."""
+        space, one word per token id where the server gives the ids (words it does not know,
+        all ``[UNK]``, are one word)."""
         cands = _WORDS[:limit]
         counts = self.count_many([*cands, *(" " + w for w in cands)])
-        return [w for w, a, b in zip(cands, counts, counts[len(cands) :]) if a == b == 1]
+        out, ids = [], set()
+        for w, a, b in zip(cands, counts, counts[len(cands) :]):
+            tid = self._one.get(w, w)
+            if a == b == 1 and tid not in ids:
+                ids.add(tid)
+                out.append(w)
+        return out
 
     def random_text(self, n: int, rng: random.Random) -> str:
         """A text of exactly ``n`` tokens by the server's count."""

@@ -122,3 +122,17 @@ def test_a_malformed_line_is_named_and_nothing_is_sent(
     with pytest.raises(ConfigError, match=r"bad\.jsonl:30: field 'output_length': expected an"):
         run_bench(_cfg(sim.url, tmp_path, trace=bad))
     assert sim.truth() == []
+
+
+def test_without_a_tokenizer_a_server_whose_words_share_one_id_is_refused(
+    sim_server: SimFactory,
+) -> None:
+    from inferlab.errors import TokenizerError
+
+    sim = sim_server(*FAST)  # its /tokenize maps most English words to [UNK]: one id
+    cfg = BenchConfig(url=sim.url, engine="sim", trace=MOONCAKE, trace_limit=4)
+    with pytest.raises(
+        TokenizerError, match=r"has [0-9]+ words of one token each.*--tokenizer DIR"
+    ):
+        run_bench(cfg)
+    assert sim.truth() == []
