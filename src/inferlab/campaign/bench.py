@@ -19,6 +19,7 @@ from inferlab.load.bench import (
     LoadPoint,
     PointResult,
     ResultSink,
+    replay_json,
     run_bench,
 )
 from inferlab.load.http import Endpoint
@@ -102,6 +103,7 @@ class StoreSink:
         summary = res.summary.to_json()
         if res.clients:
             summary["clients"] = res.clients
+        summary.update(replay_json(res))  # a replay: its pattern, stored with the run
         if scrapes:
             summary["server"] = derive(self.spec, scrapes)
         with self.store.transaction():

@@ -5,7 +5,8 @@ The seam (a clock) where verdicts and trust are made independent of the machine 
 store's, that clears the engine's ground truth as a point begins (``DELETE /truth``), reads it
 back when it ends (``GET /truth``), re-times the point's records on the model clock
 (``sim.clock``; a closed-loop point that stopped at its count or duration also with its users'
-requests back to back), puts the injected loop lag (ms, per load-point label; 0 elsewhere) in
+requests back to back; a replay's requests sent at their scheduled times, ``late_ms`` after
+them), puts the injected loop lag (ms, per load-point label; 0 elsewhere) in
 place of the client's own, and derives the point's summary, trust and warnings again
 (``load.point``). For the reference engine only; what it removes is exactly what
 ``benchmarks/`` measures (the client's accuracy, trust under load).
@@ -20,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.config.bench import BenchConfig
+from inferlab.config.pattern import Replay
 from inferlab.errors import SimError
 from inferlab.load.point import judge, summary_of
 from inferlab.load.results import LoadPoint, PointResult
-from inferlab.sim.clock import back_to_back, on_model_clock
+from inferlab.sim.clock import back_to_back, on_model_clock, on_schedule
 from inferlab.stats.summary import describe
 
 __all__ = ["ModelClock", "ModelClockSink"]
@@ -43,23 +45,32 @@ def _call(method: str, url: str) -> bytes:
 @dataclass(frozen=True)
 class ModelClock:
     """Sweeps against the reference engine read on its model clock; ``lag_ms`` injects a
-    client loop lag (ms) at the load points it names (``{"C=8": 2.0}``), 0 at the others."""
+    client loop lag (ms) at the load points it names (``{"C=8": 2.0}``), 0 at the others, and
+    ``late_ms`` a lateness of every send against the schedule at the replay points it names."""
 
     lag_ms: Mapping[str, float] = field(default_factory=dict)
+    late_ms: Mapping[str, float] = field(default_factory=dict)
 
     def sink(self, url: str, cfg: BenchConfig) -> ModelClockSink:
         """The sink for one sweep of ``cfg`` against the engine at base URL ``url``."""
-        return ModelClockSink(url.rstrip("/"), cfg, self.lag_ms)
+        return ModelClockSink(url.rstrip("/"), cfg, self.lag_ms, self.late_ms)
 
 
 class ModelClockSink:
     """A result sink that re-times each point on the model clock (see the module docstring);
     ``retimed`` and ``kept`` count the records, over the sweep."""
 
-    def __init__(self, url: str, cfg: BenchConfig, lag_ms: Mapping[str, float]) -> None:
+    def __init__(
+        self,
+        url: str,
+        cfg: BenchConfig,
+        lag_ms: Mapping[str, float],
+        late_ms: Mapping[str, float] | None = None,
+    ) -> None:
         self.url = url
         self.cfg = cfg
         self.lag_ms = dict(lag_ms)
+        self.late_ms = dict(late_ms or {})
         self.retimed = 0
         self.kept = 0
 
@@ -75,6 +86,8 @@ class ModelClockSink:
         done = on_model_clock(res.records, truth)
         if res.point.concurrency is not None and res.stop is None:
             back_to_back(res.records, res.point.concurrency)
+        if isinstance(res.point.pattern, Replay):
+            on_schedule(res.records, int(self.late_ms.get(res.point.label, 0.0) * 1e6))
         self.retimed += done.retimed
         self.kept += done.kept
         res.summary = summary_of(self.cfg, res.records, res.stop)

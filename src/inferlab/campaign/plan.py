@@ -22,6 +22,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, plan_points
+from inferlab.load.replay import read_traces
 from inferlab.secrets import REDACTED, scrub_argv, scrub_env
 
 __all__ = ["Plan", "make_plan", "plan_of", "reference_name", "render_plan", "select_configs"]
@@ -81,11 +82,13 @@ def plan_of(camp: CampaignFile, p: Path, text: str) -> Plan:
                     f"{p}: config {c.name!r}: tune.{kind}: {how} does not exist (expected "
                     "'from-log' or a saved tune-run-*.json)"
                 )
-    if not camp.load.concurrency and not camp.load.rate:
-        raise ConfigError(f"{p}: load: give concurrency and/or rate")
-    if camp.load.requests is None and camp.load.duration_s is None:
+    ld = camp.load
+    if not ld.concurrency and not ld.rate and ld.trace is None:
+        raise ConfigError(f"{p}: load: give concurrency, rate and/or trace")
+    if (ld.concurrency or ld.rate) and ld.requests is None and ld.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
     bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
+    read_traces(bench)  # every line of the trace checked before any server starts
     points = plan_points(bench)
     capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
     cpus = plan_cpus(camp, max(pt.streams for pt in points), path=p, text=text)

@@ -23,6 +23,7 @@ from inferlab.campaign.collect import CaptureFailed, RankFile
 from inferlab.campaign.launch import output_dir
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, ProfileSection
+from inferlab.config.pattern import Replay
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.engines.capture import CaptureRecipe, rank_of
@@ -81,12 +82,14 @@ class SteadyEvents(BenchEvents):
 def point_bench(bench: BenchConfig, point: LoadPoint, requests: int | None = None) -> BenchConfig:
     """``bench`` at ``point`` alone, one trial; ``requests``: a fixed count (default: the
     same, or for ``auto`` enough load to capture beside and for its stored p99s)."""
-    upd: dict[str, Any] = {"trials": 1, "concurrency": [], "rate": []}
+    upd: dict[str, Any] = {"trials": 1, "concurrency": [], "rate": [], "trace": None}
     if requests is not None:
         upd["requests"] = requests
     elif bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
         upd["requests"] = max(bench.min_requests, FEW_SAMPLES)
-    if point.concurrency is not None:
+    if isinstance(point.pattern, Replay):  # the same trace (and slice) at its speed
+        upd |= {"trace": bench.trace, "speed": [point.pattern.speed]}
+    elif point.concurrency is not None:
         upd["concurrency"] = [point.concurrency]
     else:
         upd["rate"] = [point.rate]

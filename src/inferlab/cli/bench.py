@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -22,13 +22,68 @@ from rich.progress import (
 )
 
 from inferlab.campaign.bench import bench_with_record
-from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
+from inferlab.config.bench import (
+    PREFIX_FIELDS,
+    SLO,
+    BenchConfig,
+    WorkloadSpec,
+    validation_message,
+)
 from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
 from inferlab.store.export import FORMAT_VERSION
 
+from .bench_options import (
+    DEFAULT,
+    WORKLOAD_DEFAULT,
+    ApiKeyEnvOpt,
+    ArrivalOpt,
+    AsJsonOpt,
+    BurstinessOpt,
+    CampaignOpt,
+    ClientCpusOpt,
+    ClientsOpt,
+    ConcurrencyOpt,
+    ConfigNameOpt,
+    DurationOpt,
+    EndpointOpt,
+    EngineOpt,
+    InputTokensOpt,
+    LimitOpt,
+    MaxConcurrencyOpt,
+    MaxDurationOpt,
+    MaxRequestsOpt,
+    MinRequestsOpt,
+    ModelOpt,
+    NoDbOpt,
+    OutOpt,
+    OutputTokensOpt,
+    PrecisionOpt,
+    PrefixDistOpt,
+    PrefixesOpt,
+    PrefixTokensOpt,
+    PromptsOpt,
+    RateOpt,
+    RayOpt,
+    RequestsOpt,
+    SeedOpt,
+    SloOpt,
+    SpeedOpt,
+    StallTimeoutOpt,
+    SuffixTokensOpt,
+    TimeoutOpt,
+    TokenizerOpt,
+    TraceFormatOpt,
+    TraceOpt,
+    TraceWindowOpt,
+    TrialsOpt,
+    UrlOpt,
+    WarmupOpt,
+    WorkersOpt,
+    WorkloadOpt,
+)
 from .options import DbOpt
 from .render import bench_table, stdout_console
 
@@ -139,125 +194,67 @@ class _RichEvents(BenchEvents):
             )
 
 
-#: the options' defaults: the models' field defaults, stated once there (``BenchConfig``,
-#: its ``LoadSpec`` fields, and the workload's)
-_DEFAULT: dict[str, Any] = {n: f.default for n, f in BenchConfig.model_fields.items()}
-_WORKLOAD_DEFAULT: dict[str, Any] = {n: f.default for n, f in WorkloadSpec.model_fields.items()}
-
-
-_UrlOpt = Annotated[str, typer.Option("--url", help="Base URL, e.g. http://127.0.0.1:8000")]
-_ConcurrencyOpt = Annotated[
-    str | None, typer.Option("--concurrency", "-c", help="Closed loop: C or a list 1,8,16")
-]
-_RateOpt = Annotated[
-    str | None, typer.Option("--rate", help="Open loop: requests/s, or a list 1,2,4")
-]
-_ArrivalOpt = Annotated[str, typer.Option(help="poisson | gamma")]
-_BurstinessOpt = Annotated[float, typer.Option(help="gamma shape; <1 burstier")]
-_MaxConcurrencyOpt = Annotated[
-    int | None, typer.Option(help="Open loop: cap on requests in flight")
-]
-_ModelOpt = Annotated[str | None, typer.Option(help="Model name (default: first listed)")]
-_EndpointOpt = Annotated[str, typer.Option(help="completions | chat")]
-_EngineOpt = Annotated[
-    str | None, typer.Option(help="Engine kind (exact-length fields); default: detected")
-]
-_InputTokensOpt = Annotated[int, typer.Option(help="Prompt length, tokens (random)")]
-_OutputTokensOpt = Annotated[int, typer.Option(help="Output length, tokens")]
-_WorkloadOpt = Annotated[str, typer.Option(help="random | jsonl | sharegpt")]
-_PromptsOpt = Annotated[
-    Path | None, typer.Option(help="Prompts file for --workload jsonl|sharegpt")
-]
-_RequestsOpt = Annotated[
-    str | None,
-    typer.Option(help="Measured requests per load point, or 'auto' (stop when precise)"),
-]
-_PrecisionOpt = Annotated[float, typer.Option(help="auto: stop at ±this fraction (95% interval)")]
-_MinRequestsOpt = Annotated[int, typer.Option(help="auto: first check")]
-_MaxRequestsOpt = Annotated[int, typer.Option(help="auto: cap (0: none)")]
-_MaxDurationOpt = Annotated[float | None, typer.Option(help="auto: most seconds per load point")]
-_ClientCpusOpt = Annotated[
-    str | None, typer.Option(help="Pin the measuring processes to these CPUs, e.g. 6,7")
-]
-_DurationOpt = Annotated[
-    float | None, typer.Option(help="Seconds per load point (instead of --requests)")
-]
-_WarmupOpt = Annotated[int, typer.Option(help="Warmup requests per point (stored, not counted)")]
-_ApiKeyEnvOpt = Annotated[str | None, typer.Option(help="Environment variable holding the API key")]
-_TokenizerOpt = Annotated[Path | None, typer.Option(help="Local Hugging Face tokenizer directory")]
-_SloOpt = Annotated[str | None, typer.Option(help="e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")]
-_TimeoutOpt = Annotated[float, typer.Option(help="Per-request deadline, s")]
-_StallTimeoutOpt = Annotated[float, typer.Option(help="Longest silence mid-response, s")]
-_WorkersOpt = Annotated[
-    int | None, typer.Option(help="Measuring processes (default: 1 per 256 streams)")
-]
-_SeedOpt = Annotated[int, typer.Option(help="Seed for prompts and arrivals")]
-_TrialsOpt = Annotated[int, typer.Option(help="Repetitions of every load point")]
-_OutOpt = Annotated[Path | None, typer.Option(help="Write raw records + summaries (JSONL)")]
-_NoDbOpt = Annotated[bool, typer.Option("--no-db", help="Do not store the results")]
-_CampaignOpt = Annotated[str, typer.Option(help="Campaign the runs are stored under")]
-_ConfigNameOpt = Annotated[
-    str | None, typer.Option("--config", help="Config name (default ENGINE:MODEL)")
-]
-_AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")]
-_RayOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray", metavar="ADDRESS", help="Generate the load from Ray client nodes: HOST:PORT"
-    ),
-]
-_ClientsOpt = Annotated[
-    int | None,
-    typer.Option("--clients", help="With --ray: client nodes sharing the load (default 1)"),
-]
-
-
 def bench(
-    url: _UrlOpt,
-    concurrency: _ConcurrencyOpt = None,
-    rate: _RateOpt = None,
-    arrival: _ArrivalOpt = _DEFAULT["arrival"],
-    burstiness: _BurstinessOpt = _DEFAULT["burstiness"],
-    max_concurrency: _MaxConcurrencyOpt = _DEFAULT["max_concurrency"],
-    model: _ModelOpt = _DEFAULT["model"],
-    endpoint: _EndpointOpt = _DEFAULT["endpoint"],
-    engine: _EngineOpt = _DEFAULT["engine"],
-    input_tokens: _InputTokensOpt = _WORKLOAD_DEFAULT["input_tokens"],
-    output_tokens: _OutputTokensOpt = _WORKLOAD_DEFAULT["output_tokens"],
-    workload: _WorkloadOpt = _WORKLOAD_DEFAULT["kind"],
-    prompts: _PromptsOpt = _WORKLOAD_DEFAULT["path"],
-    requests: _RequestsOpt = _DEFAULT["requests"],
-    precision: _PrecisionOpt = _DEFAULT["precision"],
-    min_requests: _MinRequestsOpt = _DEFAULT["min_requests"],
-    max_requests: _MaxRequestsOpt = _DEFAULT["max_requests"],
-    max_duration: _MaxDurationOpt = _DEFAULT["max_duration_s"],
-    client_cpus: _ClientCpusOpt = _DEFAULT["client_cpus"],
-    duration: _DurationOpt = _DEFAULT["duration_s"],
-    warmup: _WarmupOpt = _DEFAULT["warmup"],
-    api_key_env: _ApiKeyEnvOpt = _DEFAULT["api_key_env"],
-    tokenizer: _TokenizerOpt = _DEFAULT["tokenizer"],
-    slo: _SloOpt = None,
-    timeout: _TimeoutOpt = _DEFAULT["timeout_s"],
-    stall_timeout: _StallTimeoutOpt = _DEFAULT["stall_timeout_s"],
-    workers: _WorkersOpt = _DEFAULT["workers"],
-    seed: _SeedOpt = _DEFAULT["seed"],
-    trials: _TrialsOpt = _DEFAULT["trials"],
-    out: _OutOpt = None,
+    url: UrlOpt,
+    concurrency: ConcurrencyOpt = None,
+    rate: RateOpt = None,
+    arrival: ArrivalOpt = DEFAULT["arrival"],
+    burstiness: BurstinessOpt = DEFAULT["burstiness"],
+    max_concurrency: MaxConcurrencyOpt = DEFAULT["max_concurrency"],
+    model: ModelOpt = DEFAULT["model"],
+    endpoint: EndpointOpt = DEFAULT["endpoint"],
+    engine: EngineOpt = DEFAULT["engine"],
+    input_tokens: InputTokensOpt = WORKLOAD_DEFAULT["input_tokens"],
+    output_tokens: OutputTokensOpt = WORKLOAD_DEFAULT["output_tokens"],
+    workload: WorkloadOpt = WORKLOAD_DEFAULT["kind"],
+    prompts: PromptsOpt = WORKLOAD_DEFAULT["path"],
+    requests: RequestsOpt = DEFAULT["requests"],
+    precision: PrecisionOpt = DEFAULT["precision"],
+    min_requests: MinRequestsOpt = DEFAULT["min_requests"],
+    max_requests: MaxRequestsOpt = DEFAULT["max_requests"],
+    max_duration: MaxDurationOpt = DEFAULT["max_duration_s"],
+    client_cpus: ClientCpusOpt = DEFAULT["client_cpus"],
+    duration: DurationOpt = DEFAULT["duration_s"],
+    warmup: WarmupOpt = DEFAULT["warmup"],
+    api_key_env: ApiKeyEnvOpt = DEFAULT["api_key_env"],
+    tokenizer: TokenizerOpt = DEFAULT["tokenizer"],
+    slo: SloOpt = None,
+    timeout: TimeoutOpt = DEFAULT["timeout_s"],
+    stall_timeout: StallTimeoutOpt = DEFAULT["stall_timeout_s"],
+    workers: WorkersOpt = DEFAULT["workers"],
+    seed: SeedOpt = DEFAULT["seed"],
+    trials: TrialsOpt = DEFAULT["trials"],
+    out: OutOpt = None,
     db: DbOpt = None,
-    no_db: _NoDbOpt = False,
-    campaign: _CampaignOpt = "bench",
-    config_name: _ConfigNameOpt = None,
-    as_json: _AsJsonOpt = False,
-    ray: _RayOpt = None,
-    clients: _ClientsOpt = None,
+    no_db: NoDbOpt = False,
+    campaign: CampaignOpt = "bench",
+    config_name: ConfigNameOpt = None,
+    as_json: AsJsonOpt = False,
+    ray: RayOpt = None,
+    clients: ClientsOpt = None,
+    trace: TraceOpt = DEFAULT["trace"],
+    trace_format: TraceFormatOpt = DEFAULT["trace_format"],
+    replay_speed: SpeedOpt = None,
+    limit: LimitOpt = None,
+    trace_window: TraceWindowOpt = None,
+    prefixes: PrefixesOpt = WORKLOAD_DEFAULT["prefixes"],
+    prefix_tokens: PrefixTokensOpt = WORKLOAD_DEFAULT["prefix_tokens"],
+    suffix_tokens: SuffixTokensOpt = WORKLOAD_DEFAULT["suffix_tokens"],
+    prefix_dist: PrefixDistOpt = WORKLOAD_DEFAULT["prefix_dist"],
 ) -> None:
-    """Measure a running endpoint across concurrency levels or request rates.
+    """Measure a running endpoint across concurrency levels, request rates or a trace.
 
-    Closed loop at each --concurrency or open loop at each --rate; prints the table and
-    stores every request (--out: also as JSONL); --ray: the load comes from Ray client nodes.
+    Closed loop at each --concurrency, open loop at each --rate, the requests of --trace at
+    their timestamps; prints the table and stores every request (--out: also as JSONL);
+    --ray: the load comes from Ray client nodes.
     """
-    o = dict(locals())
+    _run(dict(locals()))
+
+
+def _run(o: dict[str, Any]) -> None:
+    """``bench`` with its options ``o``: measure, print, store."""
     cfg = _config(o)
+    as_json, out, db, campaign = o["as_json"], o["out"], o["db"], o["campaign"]
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
@@ -334,6 +331,28 @@ _AS_GIVEN = {
 }  # fmt: skip
 
 
+def _trace_fields(o: dict[str, Any]) -> dict[str, Any]:
+    """The replay fields the options give (none that were not given: their defaults hold)."""
+    out: dict[str, Any] = {"trace": o["trace"], "trace_format": o["trace_format"]}
+    if o["replay_speed"] is not None:
+        out["speed"] = _num_list(o["replay_speed"], "--speed", float)
+    if o["limit"] is not None:
+        out["trace_limit"] = o["limit"]
+    if o["trace_window"] is not None:
+        start, sep, end = o["trace_window"].partition(":")
+        try:
+            if not sep:
+                raise ValueError
+            out["trace_start_s"] = float(start) if start.strip() else 0.0
+            out["trace_end_s"] = float(end) if end.strip() else None
+        except ValueError:
+            raise ConfigError(
+                f"--trace-window: expected START:END seconds (either may be empty), "
+                f"got {o['trace_window']!r}"
+            ) from None
+    return out
+
+
 def _config(o: dict[str, Any]) -> BenchConfig:
     """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
     try:
@@ -347,10 +366,12 @@ def _config(o: dict[str, Any]) -> BenchConfig:
                 output_tokens=o["output_tokens"],
                 path=o["prompts"],
                 seed=o["seed"],
+                **{k: o[k] for k in PREFIX_FIELDS},
             ),
             requests=_requests(o["requests"]),
             client_cpus=_client_cpus(o["client_cpus"]),
             slo=SLO.parse(o["slo"]) if o["slo"] else SLO(),
+            **_trace_fields(o),
         )
     except ValidationError as exc:
         raise ConfigError(validation_message(exc, "bench")) from None

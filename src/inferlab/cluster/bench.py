@@ -61,6 +61,8 @@ def split_config(cfg: BenchConfig, clients: int) -> list[BenchConfig]:
         )
     if cfg.max_concurrency is not None and cfg.max_concurrency < clients:
         raise ConfigError(f"--max-concurrency {cfg.max_concurrency} is below --clients {clients}")
+    if cfg.trace is not None and clients > 1:  # each host would send the whole trace
+        raise ConfigError("--trace: replay from one client (--clients 1), not split across hosts")
     if cfg.requests == "auto":  # one host's stopping rule cannot see the other hosts' requests
         raise ConfigError("--requests auto: not with --ray --clients; give a count or --duration")
     if isinstance(cfg.requests, int) and cfg.requests < clients:

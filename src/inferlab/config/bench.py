@@ -16,14 +16,17 @@ from pydantic import (
     model_validator,
 )
 
-from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop
+from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop, Replay
 from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
 __all__ = [
+    "PREFIX_FIELDS",
     "SLO",
+    "TRACE_FIELDS",
     "BenchConfig",
     "LoadSpec",
+    "TraceFormat",
     "WorkloadSpec",
     "check_auto",
     "validation_message",
@@ -67,20 +70,53 @@ class SLO(_Closed):
         return self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None
 
 
-class WorkloadSpec(_Closed):
-    """Where prompts come from and how long outputs are (tokens)."""
+#: the fields of a shared-prefix workload; left out of a dump for the other kinds
+PREFIX_FIELDS = ("prefixes", "prefix_tokens", "suffix_tokens", "prefix_dist")
 
-    kind: Literal["random", "jsonl", "sharegpt"] = "random"
+
+class WorkloadSpec(_Closed):
+    """Where prompts come from and how long outputs are (tokens). ``shared-prefix``: each
+    prompt is one of ``prefixes`` shared prefixes of ``prefix_tokens``, chosen ``uniform`` or
+    ``zipf:S``, then a suffix of ``suffix_tokens`` of its own."""
+
+    kind: Literal["random", "shared-prefix", "jsonl", "sharegpt"] = "random"
     input_tokens: int = Field(default=256, ge=1)
     output_tokens: int = Field(default=256, ge=1)
     path: Path | None = None
     seed: int = 0
+    prefixes: int = Field(default=8, ge=1)
+    prefix_tokens: int = Field(default=1024, ge=1)
+    suffix_tokens: int = Field(default=64, ge=1)
+    prefix_dist: str = Field(default="uniform", pattern=r"^(uniform|zipf:[0-9]*\.?[0-9]+)$")
 
     @model_validator(mode="after")
     def _path_needed(self) -> WorkloadSpec:
-        if self.kind != "random" and self.path is None:
+        if self.kind in ("jsonl", "sharegpt") and self.path is None:
             raise ValueError(f"workload kind {self.kind!r} needs a path")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The shared-prefix fields only for that kind (other runs dump the bytes as before)."""
+        data: dict[str, Any] = handler(self)
+        if self.kind != "shared-prefix":
+            data = {k: v for k, v in data.items() if k not in PREFIX_FIELDS}
+        return data
+
+    @property
+    def label(self) -> str:
+        """``prefix:8x1024`` for shared prefixes; the kind for the others."""
+        if self.kind == "shared-prefix":
+            return f"prefix:{self.prefixes}x{self.prefix_tokens}"
+        return self.kind
+
+
+#: the trace formats ``load.traces.TRACE_FORMATS`` reads (a test keeps the two the same)
+TraceFormat = Literal["mooncake", "csv", "inferlab"]
+
+#: the fields of a trace replay; left out of a dump when no trace is given (runs stored
+#: before replay dump the same bytes)
+TRACE_FIELDS = ("trace", "trace_format", "speed", "trace_limit", "trace_start_s", "trace_end_s")
 
 
 class LoadSpec(_Closed):
@@ -106,13 +142,53 @@ class LoadSpec(_Closed):
     max_duration_s: float | None = Field(default=None, gt=0)  # auto: per point
     looks: int = Field(default=4, ge=3, le=5)  # sequential A/B: planned looks
     min_effect: float = Field(default=0.02, ge=0, lt=1)  # sequential A/B: ±equivalence
+    trace: Path | None = None  # replay this trace's requests at their timestamps
+    trace_format: TraceFormat = "mooncake"
+    speed: list[float] = Field(default_factory=lambda: [1.0])  # replay: timestamps ÷ speed
+    trace_limit: int | None = Field(default=None, ge=1)  # replay: the first N (of the window)
+    trace_start_s: float = Field(default=0.0, ge=0)  # replay window, s from the first request
+    trace_end_s: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _trace(self) -> LoadSpec:
+        if any(not 0 < x < float("inf") for x in self.speed) or not self.speed:
+            raise ValueError("speed values must be finite numbers > 0")
+        if self.trace_end_s is not None and self.trace_end_s <= self.trace_start_s:
+            raise ValueError("trace window: trace_end_s must be after trace_start_s")
+        if self.trace is None and _trace_set(self):
+            raise ValueError(
+                "trace_format, speed, trace_limit and the trace window need a trace (--trace)"
+            )
+        return self
 
     def patterns(self) -> list[LoadPattern]:
-        """One closed-loop pattern per concurrency, then one open-loop pattern per rate."""
+        """One closed-loop pattern per concurrency, one open-loop pattern per rate, then one
+        replay per speed when a trace is given."""
         closed: list[LoadPattern] = [ClosedLoop(c) for c in self.concurrency]
-        return closed + [
+        opened: list[LoadPattern] = [
             OpenLoop(r, self.arrival, self.burstiness, self.max_concurrency) for r in self.rate
         ]
+        replays: list[LoadPattern] = [
+            Replay(
+                self.trace_format,
+                x,
+                str(self.trace),
+                self.max_concurrency,
+                self.trace_limit,
+                self.trace_start_s,
+                self.trace_end_s,
+            )
+            for x in (self.speed if self.trace is not None else [])
+        ]
+        return closed + opened + replays
+
+
+def _trace_set(load: LoadSpec) -> bool:
+    """Whether any replay field differs from its default."""
+    return any(
+        getattr(load, f) != LoadSpec.model_fields[f].get_default(call_default_factory=True)
+        for f in TRACE_FIELDS
+    )
 
 
 #: the order a ``BenchConfig`` is dumped in (run JSON ``config``), as before ``LoadSpec``
@@ -152,17 +228,19 @@ class BenchConfig(LoadSpec):
     def _in_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Dumped in the order of ``_BENCH_DUMP_ORDER``, the run file's bytes as before."""
         data: dict[str, Any] = handler(self)
+        if self.trace is None:
+            data = {k: v for k, v in data.items() if k not in TRACE_FIELDS}
         return {k: data[k] for k in _BENCH_DUMP_ORDER if k in data} | data
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:
-        if not self.concurrency and not self.rate:
-            raise ValueError("give --concurrency and/or --rate")
+        if not self.concurrency and not self.rate and self.trace is None:
+            raise ValueError("give --concurrency, --rate and/or --trace")
         if any(c < 1 for c in self.concurrency):
             raise ValueError("concurrency values must be ≥ 1")
         if any(r <= 0 for r in self.rate):
             raise ValueError("rate values must be > 0 requests/s")
-        if self.requests is None and self.duration_s is None:
+        if (self.concurrency or self.rate) and self.requests is None and self.duration_s is None:
             raise ValueError("give --requests or --duration")
         if isinstance(self.requests, int) and self.requests < 1:
             raise ValueError("requests must be ≥ 1 or 'auto'")
@@ -187,6 +265,11 @@ def check_auto(load: LoadSpec) -> None:
         )
     if duration_s is not None:
         raise ValueError("requests = 'auto' and duration_s exclude each other (use max_duration_s)")
+    if load.trace is not None:
+        raise ValueError(
+            "requests = 'auto' stops closed-loop points; a trace replays its own requests "
+            "(give requests = N for the concurrency points, or replay in a run of its own)"
+        )
     if max_requests and min_requests > max_requests:
         raise ValueError(
             f"min_requests ({min_requests}) is more than max_requests ({max_requests})"

@@ -370,6 +370,10 @@ def load_campaign(path: str | Path) -> CampaignFile:
                 msg = "unknown field (not allowed here)"
             msgs.append(f"{where}: {field}: {msg}")
         raise ConfigError("; ".join(msgs)) from None
+    trace = camp.load.trace
+    if trace is not None and not trace.is_absolute():  # beside the campaign file
+        load = camp.load.model_copy(update={"trace": p.parent / trace})
+        camp = camp.model_copy(update={"load": load})
     names = [c.name for c in camp.config]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -4,8 +4,10 @@ A label is what reports and store rows show (``C=16``, ``rate=4/s``, ``rate=4/s 
 ``label`` writes it, the same bytes as ever, and ``LoadPattern.parse`` reads it back (and the
 spellings imported runs use: ``rate=inf``, ``C=8,rate=4/s``). The label carries the rate and
 the concurrency cap, not the arrival process: a parsed open-loop label has the default arrival
-(``to_json`` keeps all of it). Each variant is one class in ``PATTERNS``; a named variant that
-is not built yet (trace replay, ``NOT_YET``) is refused by name.
+(``to_json`` keeps all of it). A replay label (``replay:mooncake@1.0x``) names the trace's
+format and speed, not its file or slice: a parsed one has no file (``to_json`` keeps them).
+Each variant is one class in ``PATTERNS``; a named variant that is not built yet (multi-turn
+sessions, ``NOT_YET``) is refused by name.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "ClosedLoop",
     "LoadPattern",
     "OpenLoop",
+    "Replay",
     "closed_concurrency",
     "label_key",
 ]
@@ -82,7 +85,7 @@ class LoadPattern(ABC):
     @staticmethod
     def parse(label: str) -> LoadPattern:
         """The pattern a label names; ConfigError for a label no variant reads."""
-        _refuse_unbuilt(label.partition("=")[0])
+        _refuse_unbuilt(re.split("[=:]", label, maxsplit=1)[0])
         for cls in PATTERNS.values():
             found = cls.from_label(label)
             if found is not None:
@@ -193,12 +196,86 @@ class OpenLoop(LoadPattern):
             return None
 
 
+def _speed_text(speed: float) -> str:
+    """``1.0``, ``2.5``, ``0.25``: always with a decimal point."""
+    s = f"{speed:g}"
+    return s if "." in s or "e" in s or "inf" in s else s + ".0"
+
+
+@dataclass(frozen=True)
+class Replay(LoadPattern):
+    """The requests of a trace (``trace``, in ``format``) sent at their timestamps divided by
+    ``speed`` (open loop), at most ``max_concurrency`` in flight when given; ``limit`` and the
+    window [``start_s``, ``end_s``) (s from the trace's first request) take a slice."""
+
+    format: str
+    speed: float = 1.0
+    trace: str | None = None  # the file; None: read back from a label
+    max_concurrency: int | None = None
+    limit: int | None = None
+    start_s: float = 0.0
+    end_s: float | None = None
+
+    kind: ClassVar[str] = "replay"
+    spellings: ClassVar[tuple[str, ...]] = ("replay:FORMAT@Xx", "replay:FORMAT@Xx max C=N")
+    _LABEL: ClassVar[re.Pattern[str]] = re.compile(
+        r"replay:(?P<fmt>[a-z0-9_-]+)@(?P<speed>[0-9.e+-]+)x(?: max C=(?P<cap>\d+))?"
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "speed", float(self.speed))
+        object.__setattr__(self, "start_s", float(self.start_s))
+        if not (self.speed > 0 and math.isfinite(self.speed)):
+            raise ValueError(f"speed must be a finite number > 0, got {self.speed}")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be ≥ 1, got {self.max_concurrency}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be ≥ 1, got {self.limit}")
+        if self.start_s < 0 or (self.end_s is not None and self.end_s <= self.start_s):
+            raise ValueError(f"window must be 0 ≤ start < end, got {self.start_s}:{self.end_s}")
+
+    @property
+    def label(self) -> str:
+        cap = f" max C={self.max_concurrency}" if self.max_concurrency else ""
+        return f"replay:{self.format}@{_speed_text(self.speed)}x{cap}"
+
+    @property
+    def streams(self) -> int | None:
+        return self.max_concurrency
+
+    @property
+    def size(self) -> float:
+        return self.speed
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "speed": self.speed,
+            "trace": self.trace,
+            "max_concurrency": self.max_concurrency,
+            "limit": self.limit,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+        }
+
+    @classmethod
+    def from_label(cls, label: str) -> Replay | None:
+        m = cls._LABEL.fullmatch(label)
+        if m is None:
+            return None
+        try:
+            cap = int(m.group("cap")) if m.group("cap") else None
+            return cls(m.group("fmt"), float(m.group("speed")), max_concurrency=cap)
+        except ValueError:
+            return None
+
+
 #: every built variant, by JSON kind; ``parse`` tries them in this order
-PATTERNS: dict[str, type[LoadPattern]] = {c.kind: c for c in (ClosedLoop, OpenLoop)}
+PATTERNS: dict[str, type[LoadPattern]] = {c.kind: c for c in (ClosedLoop, OpenLoop, Replay)}
 
 #: variants named but not built yet (kind, and label key) → why they are refused
 NOT_YET: dict[str, str] = {
-    "replay": "trace replay is not implemented yet (docs/design.md: a new load pattern)",
+    "sessions": "multi-turn sessions are not implemented yet (issue 30)",
 }
 
 
@@ -214,8 +291,8 @@ def closed_concurrency(label: str | None) -> int | None:
 
 
 def label_key(label: str) -> tuple[int, float, str]:
-    """Sort key of a load label: by variant (PATTERNS order: C=N, then open loop), then by its
-    size (N, rate), then by name; a label no variant reads sorts last, by name."""
+    """Sort key of a load label: by variant (PATTERNS order: C=N, open loop, replay), then by
+    its size (N, rate, speed), then by name; a label no variant reads sorts last, by name."""
     try:
         p = LoadPattern.parse(label)
     except ConfigError:

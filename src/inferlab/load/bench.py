@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
+from inferlab.config.pattern import Replay
 from inferlab.cpus import pinned
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError, ConnectError, ServerRejected, TokenizerError
@@ -25,6 +26,7 @@ from inferlab.load.detect import engine_for, rejection
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.point import Sweep, auto_workers, run_point
 from inferlab.load.quality import LAG_WARN_MS
+from inferlab.load.replay import read_traces
 from inferlab.load.results import (
     BenchEvents,
     BenchResult,
@@ -46,6 +48,7 @@ __all__ = [
     "ResultSink",
     "auto_workers",
     "plan_points",
+    "replay_json",
     "run_bench",
     "workload_descriptor",
 ]
@@ -71,11 +74,24 @@ def _headers(cfg: BenchConfig) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+def _context(body: bytes, model: str) -> int | None:
+    """The model's context (tokens) as ``/v1/models`` lists it (vLLM's ``max_model_len``,
+    the reference engine's); None when it does not say."""
+    try:
+        data = json.loads(body)["data"]
+        for m in data:
+            if m.get("id") == model and isinstance(m.get("max_model_len"), int):
+                return int(m["max_model_len"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return None
+
+
 def _preflight(
     cfg: BenchConfig, ep: Endpoint, engine: EngineSpec, headers: dict[str, str]
-) -> tuple[str, str | None]:
-    """Reach the server within 5 s; return the model (given, or the first listed) and the
-    engine version it reports (None when it does not say)."""
+) -> tuple[str, str | None, int | None]:
+    """Reach the server within 5 s; return the model (given, or the first listed), the
+    engine version it reports and the model's context (None when it does not say)."""
 
     async def go() -> tuple[int, bytes, str | None, bytes]:
         client = HttpClient(
@@ -106,10 +122,10 @@ def _preflight(
     except (ValueError, AttributeError):
         version = None
     if cfg.model:
-        return cfg.model, version
+        return cfg.model, version, _context(body, cfg.model)
     try:
         data = json.loads(body)["data"]
-        return str(data[0]["id"]), version
+        return str(data[0]["id"]), version, _context(body, str(data[0]["id"]))
     except (ValueError, KeyError, IndexError, TypeError):
         raise ConfigError(
             f"--model not given and {ep.base}{engine.models_path} did not list a model "
@@ -191,6 +207,14 @@ def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dic
     }
 
 
+def replay_json(res: PointResult) -> dict[str, Any]:
+    """A replay point's pattern and its requests refused for the context ({} for others)."""
+    p = res.point.pattern
+    if not isinstance(p, Replay):
+        return {}
+    return {"pattern": p.to_json(), "refused_over_context": res.refused}
+
+
 def point_json(res: PointResult) -> dict[str, Any]:
     p = res.point
     return {
@@ -212,6 +236,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "trust_reasons": res.trust.to_json(),
         "stop": res.stop.to_json() if res.stop is not None else None,
         **({"clients": res.clients} if res.clients else {}),
+        **replay_json(res),
     }
 
 
@@ -220,9 +245,10 @@ def point_json(res: PointResult) -> dict[str, Any]:
 
 
 def _check_tokenizer(cfg: BenchConfig, ep: Endpoint, tokenizer: object) -> None:
-    if tokenizer is None and cfg.workload.kind == "random":
+    if tokenizer is None and cfg.workload.kind in ("random", "shared-prefix"):
         raise TokenizerError(
-            f"random prompts of exact length need a tokenizer: {ep.base} has no working "
+            f"{cfg.workload.kind} prompts of exact length need a tokenizer: {ep.base} has no "
+            "working "
             "/tokenize; pass --tokenizer DIR (a Hugging Face tokenizer directory)"
         )
 
@@ -242,13 +268,14 @@ def run_bench(
     ``ServerRejected``/``ConfigError`` for what the user must fix (after handing what was
     measured to the sinks)."""
     events = events or BenchEvents()
+    traces = read_traces(cfg)  # the whole of every trace parses before anything is sent
     ep = Endpoint.parse(cfg.url)
     headers = _headers(cfg)
     engine = engine_for(cfg.engine, ep.base, headers, events.message)
     cfg = cfg.model_copy(update={"engine": engine.name})  # given or detected, from here on
     path = "/v1/chat/completions" if cfg.endpoint == "chat" else "/v1/completions"
     events.message(f"checking {ep.base} ...")
-    model, version = _preflight(cfg, ep, engine, headers)
+    model, version, context = _preflight(cfg, ep, engine, headers)
     tokenizer = _tokenizer(cfg, ep, engine, headers)
     _check_tokenizer(cfg, ep, tokenizer)
     run_id = uuid.uuid4().hex[:12]
@@ -258,8 +285,8 @@ def run_bench(
         engine=engine.name,
     )  # fmt: skip
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
-    sw = Sweep(cfg, ep, engine, headers, path, model, tokenizer, fmt, run_id, events)
-    sw.baselines = dict(baselines or {})
+    sw = Sweep(cfg, ep, engine, headers, path, model, tokenizer, fmt, run_id, events,
+               dict(baselines or {}), traces, context)  # fmt: skip
     try:
         for sink in all_sinks:
             sink.start(_meta(cfg, run_id, model, version))

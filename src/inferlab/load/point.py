@@ -16,17 +16,20 @@ import time
 from dataclasses import dataclass, field
 
 from inferlab.config.bench import BenchConfig
+from inferlab.config.pattern import Replay
 from inferlab.engines import EngineSpec
 from inferlab.errors import TokenizerError
 from inferlab.load.adaptive import BaselineRef, PointFacts, choose_rule
 from inferlab.load.http import Endpoint, HttpClient
 from inferlab.load.phase import run_phase
 from inferlab.load.quality import point_warnings
+from inferlab.load.replay import plan_replay
 from inferlab.load.results import BenchEvents, LoadPoint, PointResult
 from inferlab.load.schedule import arrival_offsets
 from inferlab.load.steady import final_stop, summarize_steady
 from inferlab.load.stopping import RuleMonitor
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
+from inferlab.load.traces import TraceRequest
 from inferlab.load.worker import Item, WorkerJob
 from inferlab.load.workload import Prompt, build_body, make_prompts
 from inferlab.records import RequestRecord
@@ -70,6 +73,8 @@ class Sweep:
     run_id: str
     events: BenchEvents
     baselines: dict[str, BaselineRef] = field(default_factory=dict)  # label → sequential ref
+    traces: dict[str, list[TraceRequest]] = field(default_factory=dict)  # file → parsed trace
+    max_model_len: int | None = None  # the model's context (tokens), when the server says
 
     def workers(self, point: LoadPoint) -> int:
         cfg = self.cfg
@@ -180,6 +185,31 @@ class _Measured:
     rejected: str | None = None
     monitor: RuleMonitor | None = None
     finish_ns: int | None = None
+    refused: int = 0  # replay: requests beyond the model's context, not sent
+
+
+def _plan(
+    sw: Sweep, point: LoadPoint, pi: int
+) -> tuple[list[float] | None, list[Prompt], list[Prompt], bool, int]:
+    """(open-loop offsets, warmup prompts, measured prompts, cycle them, refused) of a point."""
+    cfg = sw.cfg
+    if isinstance(point.pattern, Replay):
+        sw.events.message(f"{point.label}: synthesising the trace's prompts ...")
+        plan = plan_replay(
+            point.pattern,
+            sw.traces,
+            sw.tokenizer,
+            warmup=cfg.warmup,
+            seed=cfg.workload.seed + 1000 * pi,
+            max_model_len=sw.max_model_len,
+        )
+        return plan.offsets, plan.warmup, plan.prompts, False, plan.refused
+    offsets, n, cycle = _request_plan(cfg, point, pi)
+    spec = cfg.workload.model_copy(update={"seed": cfg.workload.seed + 1000 * pi})
+    kind = f" ({spec.label})" if spec.kind == "shared-prefix" else ""
+    sw.events.message(f"{point.label}: preparing {n + cfg.warmup} prompts{kind} ...")
+    prompts = make_prompts(spec, n + cfg.warmup, sw.tokenizer)
+    return offsets, prompts[: cfg.warmup], prompts[cfg.warmup :], cycle, 0
 
 
 def _warmup(sw: Sweep, point: LoadPoint, items: list[Item], workers: int, m: _Measured) -> None:
@@ -231,19 +261,15 @@ def _measure(
 
 def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResult:
     """Measure one point × trial (see the module docstring)."""
-    cfg = sw.cfg
     workers = sw.workers(point)
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     pi = pi * 1000 + trial  # fresh prompts (and arrival draws) for every trial
-    offsets, n, cycle = _request_plan(cfg, point, pi)
-    spec = cfg.workload.model_copy(update={"seed": cfg.workload.seed + 1000 * pi})
-    sw.events.message(f"{point.label}: preparing {n + cfg.warmup} prompts ...")
-    prompts = make_prompts(spec, n + cfg.warmup, sw.tokenizer)
-    m = _Measured()
-    if cfg.warmup:
-        _warmup(sw, point, sw.items(prompts[: cfg.warmup], -cfg.warmup, "w", pi), workers, m)
+    offsets, warm, prompts, cycle, refused = _plan(sw, point, pi)
+    m = _Measured(refused=refused)
+    if warm:
+        _warmup(sw, point, sw.items(warm, -len(warm), "w", pi), workers, m)
     if not m.interrupted and m.rejected is None:
-        main = sw.items(prompts[cfg.warmup :], 0, "", pi)
+        main = sw.items(prompts, 0, "", pi)
         _measure(sw, point, main, workers, offsets, cycle, m)
     order = sorted(
         range(len(m.records)), key=lambda i: (not m.records[i].warmup, m.records[i].send_ns)
@@ -273,8 +299,11 @@ def judge(cfg: BenchConfig, res: PointResult) -> None:
     """Set the point's trust (``stats.trust``) and measurement-quality warnings from its
     summary and client loop lag."""
     summary, lag = res.summary, res.loop_lag_ms
+    late = summary.queue_delay_ms
+    scheduled = isinstance(res.point.pattern, Replay) and not res.point.max_concurrency
     res.trust = assess(
         lag_p99_ms=lag.p99 if lag.count else None,
+        late_p99_ms=late.p99 if scheduled and late.count else None,
         tpot_median_ms=summary.tpot_ms.p50 if summary.tpot_ms.count else None,
         interrupted=res.interrupted,
         lag_limit_ms=cfg.lag_limit_ms,
@@ -308,6 +337,8 @@ def _result(
         started_at=started_at,
         ended_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         stop=stop,
+        refused=m.refused,
+        context=sw.max_model_len,
     )
     judge(cfg, res)
     return res

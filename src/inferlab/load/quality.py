@@ -15,33 +15,17 @@ FEW_SAMPLES = 100  # successful requests below which a point warns that its p99s
 
 def point_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWarning]:
     """Measurement-quality warnings of one finished point, each with the fix that fits."""
-    out: list[BenchWarning] = []
+    out = _lag_warnings(cfg, res, workers)
     s = res.summary
-    lag = res.loop_lag_ms
-    # the rule of trust (stats/trust.py): p99 over the limit; a lone stall (the max) moves no
-    # median or p99 and is kept in the stored loop lag
-    if lag.count and lag.p99 > cfg.lag_limit_ms:
+    if res.refused:
         out.append(
             BenchWarning(
-                "client-lag",
-                f"the client ran late: p99 {lag.p99:.2f} ms > {cfg.lag_limit_ms:g} ms, max "
-                f"{lag.max:.2f} ms with {workers} worker process(es); timestamps can be late by "
-                "that much",
-                "give the client CPUs of its own (inferlab run and up split them; bench: "
-                f"--client-cpus), run with --workers {workers + 1} if CPUs are free, lower the "
-                "concurrency, or run the client on another host",
+                "over-context",
+                f"{res.refused} requests of the trace need more than the model's context "
+                f"({res.context} tokens, input + output): refused up front, not sent",
+                "replay a slice without them (--trace-window, --limit), or serve a longer context",
             )
         )
-    if res.point.rate is not None and s.queue_delay_ms.count:
-        q = s.queue_delay_ms
-        if res.point.max_concurrency is None and q.p99 > LAG_WARN_MS:
-            out.append(
-                BenchWarning(
-                    "send-lag",
-                    f"requests were sent late against the arrival schedule: p99 {q.p99:.2f} ms",
-                    f"run with --workers {workers + 1} or a lower --rate",
-                )
-            )
     failed = s.requests - s.ok
     if failed:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.errors.items()))
@@ -72,4 +56,36 @@ def point_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[Ben
                 "raise --requests or --duration (adaptive points: min_requests)",
             )
         )
+    return out
+
+
+def _lag_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[BenchWarning]:
+    """The client's loop lag, and an open-loop point's sends late against its schedule."""
+    out: list[BenchWarning] = []
+    s = res.summary
+    lag = res.loop_lag_ms
+    # the rule of trust (stats/trust.py): p99 over the limit; a lone stall (the max) moves no
+    # median or p99 and is kept in the stored loop lag
+    if lag.count and lag.p99 > cfg.lag_limit_ms:
+        out.append(
+            BenchWarning(
+                "client-lag",
+                f"the client ran late: p99 {lag.p99:.2f} ms > {cfg.lag_limit_ms:g} ms, max "
+                f"{lag.max:.2f} ms with {workers} worker process(es); timestamps can be late by "
+                "that much",
+                "give the client CPUs of its own (inferlab run and up split them; bench: "
+                f"--client-cpus), run with --workers {workers + 1} if CPUs are free, lower the "
+                "concurrency, or run the client on another host",
+            )
+        )
+    if res.point.rate is not None and s.queue_delay_ms.count:
+        q = s.queue_delay_ms
+        if res.point.max_concurrency is None and q.p99 > LAG_WARN_MS:
+            out.append(
+                BenchWarning(
+                    "send-lag",
+                    f"requests were sent late against the arrival schedule: p99 {q.p99:.2f} ms",
+                    f"run with --workers {workers + 1} or a lower --rate",
+                )
+            )
     return out

@@ -17,12 +17,14 @@ __all__ = ["BenchEvents", "BenchResult", "BenchWarning", "LoadPoint", "PointResu
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One load level: closed loop at ``concurrency`` or open loop at ``rate`` req/s."""
+    """One load level: closed loop at ``concurrency``, open loop at ``rate`` req/s, or another
+    ``pattern`` (a trace replay: neither)."""
 
     label: str
     concurrency: int | None = None
     rate: float | None = None
     max_concurrency: int | None = None
+    pattern: LoadPattern | None = None
 
     @classmethod
     def of(cls, p: LoadPattern) -> LoadPoint:
@@ -32,6 +34,7 @@ class LoadPoint:
             concurrency=getattr(p, "concurrency", None),
             rate=getattr(p, "rate", None),
             max_concurrency=getattr(p, "max_concurrency", None),
+            pattern=p,
         )
 
     @property
@@ -70,6 +73,8 @@ class PointResult:
     clients: dict[str, Any] | None = None  # several load hosts: offsets, bounds (cluster/)
     trust: Trust = field(default_factory=Trust)  # untrusted points never carry a verdict
     stop: StopRecord | None = None  # adaptive points: why and how precisely they stopped
+    refused: int = 0  # replay: requests beyond the model's context (``context`` tokens), not sent
+    context: int | None = None
 
 
 @dataclass

@@ -173,6 +173,22 @@ class LocalTokenizer:
         encs = self._tok.encode_batch(texts, add_special_tokens=False)
         return [len(e.ids) for e in encs]
 
+    def one_token_words(self, limit: int = 512) -> list[str]:
+        """Up to ``limit`` distinct words of its vocabulary (in id order) that are one token
+        each, alone and after a space: words joined by spaces are one token a word."""
+        out: list[str] = []
+        seen: set[str] = set()
+        for i in self._ids:
+            w = self.decode([i]).strip()
+            if not (w.isascii() and w.isalnum()) or w in seen:
+                continue
+            seen.add(w)
+            if len(self.encode(w)) == 1 and len(self.encode(" " + w)) == 1:
+                out.append(w)
+                if len(out) >= limit:
+                    break
+        return out
+
     def random_text(self, n: int, rng: random.Random) -> str:
         """A text of exactly ``n`` tokens (re-checked by encoding it)."""
 
@@ -206,6 +222,7 @@ class ServerTokenizer:
         self.path = path
         self.headers = headers
         self._cache: dict[str, int] = {}
+        self._one: dict[str, object] = {}  # text of one token → its id, when the server says
 
     async def _count(self, client: HttpClient, text: str) -> int:
         body = json.dumps({"prompt": text, "add_special_tokens": False}).encode()
@@ -218,6 +235,8 @@ class ServerTokenizer:
             )
         try:
             obj = json.loads(ex.body())
+            if isinstance(obj.get("tokens"), list) and len(obj["tokens"]) == 1:
+                self._one[text] = obj["tokens"][0]  # the id of a one-token text
             if isinstance(obj.get("count"), int):
                 return int(obj["count"])
             return len(obj["tokens"])
@@ -245,6 +264,20 @@ class ServerTokenizer:
     def count_many(self, texts: list[str]) -> list[int]:
         asyncio.run(self._count_all(texts))
         return [self._cache[t] for t in texts]
+
+    def one_token_words(self, limit: int = 512) -> list[str]:
+        """Common English words that the server counts as one token each, alone and after a
+        space, one word per token id where the server gives the ids (words it does not know,
+        all ``[UNK]``, are one word)."""
+        cands = _WORDS[:limit]
+        counts = self.count_many([*cands, *(" " + w for w in cands)])
+        out, ids = [], set()
+        for w, a, b in zip(cands, counts, counts[len(cands) :]):
+            tid = self._one.get(w, w)
+            if a == b == 1 and tid not in ids:
+                ids.add(tid)
+                out.append(w)
+        return out
 
     def random_text(self, n: int, rng: random.Random) -> str:
         """A text of exactly ``n`` tokens by the server's count."""

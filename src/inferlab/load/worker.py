@@ -144,6 +144,13 @@ async def _closed_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -
     await asyncio.gather(*(user() for _ in range(job.concurrency or 1)))
 
 
+async def _until(due_ns: int) -> None:
+    """Sleep until ``due_ns`` (perf_counter_ns), never waking before it: the loop's timers
+    may fire up to a millisecond early, so the last part yields to the loop until it is due."""
+    while (delay := due_ns - _perf_ns()) > 0:
+        await asyncio.sleep(delay / 1e9 if delay > _TIMER_GRANULARITY_NS else 0)
+
+
 async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> None:
     """Requests sent at their scheduled offsets, at most ``max_concurrency`` in flight."""
     assert job.offsets_s is not None
@@ -160,9 +167,7 @@ async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> 
     tasks = []
     for item, off in zip(job.items, job.offsets_s):
         due = start_ns + int(off * 1e9)
-        delay = due - _perf_ns()
-        if delay > 0:
-            await asyncio.sleep(delay / 1e9)
+        await _until(due)
         if ctl.stopping() or ctl.finishing():
             break
         tasks.append(asyncio.ensure_future(capped(item, due)))

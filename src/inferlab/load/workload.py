@@ -1,4 +1,5 @@
-"""Prompts and request bodies: random prompts of exact token length, JSONL, ShareGPT.
+"""Prompts and request bodies: random prompts of exact token length, shared prefixes, JSONL,
+ShareGPT (one maker per workload kind, ``MAKERS``).
 
 Everything here runs before a load point starts; request bodies are serialized once.
 """
@@ -8,15 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError
+from inferlab.load.prompt import Prompt
+from inferlab.load.synth import shared_prefix_prompts
 
-__all__ = ["Prompt", "PromptMaker", "build_body", "make_prompts", "workload_descriptor"]
+__all__ = ["MAKERS", "Prompt", "PromptMaker", "build_body", "make_prompts", "workload_descriptor"]
 
 
 class PromptMaker(Protocol):
@@ -24,32 +27,33 @@ class PromptMaker(Protocol):
 
     def count_many(self, texts: list[str]) -> list[int]: ...
 
-
-@dataclass(slots=True, frozen=True)
-class Prompt:
-    """One prompt: plain text or chat messages, with its input length and output request."""
-
-    text: str | None
-    messages: tuple[dict[str, Any], ...] | None
-    input_tokens: int | None
-    output_tokens: int
+    def one_token_words(self, limit: int = 512) -> list[str]: ...
 
 
-def make_prompts(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
-    """``n`` prompts (files are cycled when shorter than ``n``)."""
-    if spec.kind == "random":
-        if tokenizer is None:
-            raise ConfigError("random prompts need a tokenizer: pass --tokenizer DIR")
-        rng = random.Random(spec.seed)
-        return [
-            Prompt(
-                tokenizer.random_text(spec.input_tokens, rng),
-                None,
-                spec.input_tokens,
-                spec.output_tokens,
-            )
-            for _ in range(n)
-        ]
+def _need(tokenizer: PromptMaker | None, what: str) -> PromptMaker:
+    if tokenizer is None:
+        raise ConfigError(f"{what} prompts need a tokenizer: pass --tokenizer DIR")
+    return tokenizer
+
+
+def _random(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
+    tok = _need(tokenizer, "random")
+    rng = random.Random(spec.seed)
+    return [
+        Prompt(tok.random_text(spec.input_tokens, rng), None, spec.input_tokens, spec.output_tokens)
+        for _ in range(n)
+    ]
+
+
+def _shared_prefix(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
+    tok = _need(tokenizer, "shared-prefix")
+    return shared_prefix_prompts(
+        spec.prefixes, spec.prefix_tokens, spec.suffix_tokens, spec.prefix_dist,
+        spec.output_tokens, n, tok, spec.seed,
+    )  # fmt: skip
+
+
+def _from_file(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
     assert spec.path is not None
     base = _read_jsonl(spec.path, spec) if spec.kind == "jsonl" else _read_sharegpt(spec.path, spec)
     if tokenizer is not None:
@@ -57,6 +61,20 @@ def make_prompts(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> l
         counts = tokenizer.count_many(texts)
         base = [Prompt(p.text, p.messages, c, p.output_tokens) for p, c in zip(base, counts)]
     return [base[i % len(base)] for i in range(n)]
+
+
+#: workload kind → its prompt maker
+MAKERS: dict[str, Callable[[WorkloadSpec, int, PromptMaker | None], list[Prompt]]] = {
+    "random": _random,
+    "shared-prefix": _shared_prefix,
+    "jsonl": _from_file,
+    "sharegpt": _from_file,
+}
+
+
+def make_prompts(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
+    """``n`` prompts (files are cycled when shorter than ``n``)."""
+    return MAKERS[spec.kind](spec, n, tokenizer)
 
 
 def _messages_text(messages: tuple[dict[str, Any], ...] | None) -> str:
@@ -162,9 +180,18 @@ def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
     d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
     if w.kind == "random":
         d["input_tokens"] = w.input_tokens
+    elif w.kind == "shared-prefix":
+        d |= {"label": w.label, "prefix_tokens": w.prefix_tokens}
+        d |= {"suffix_tokens": w.suffix_tokens, "prefix_dist": w.prefix_dist}
     elif w.path is not None:
-        try:
-            d["file_sha256"] = hashlib.sha256(w.path.read_bytes()).hexdigest()
-        except OSError:
-            d["file"] = str(w.path)
+        d |= _file_identity(w.path)
+    if cfg.trace is not None:  # a replay's requests are the trace's, whatever the workload
+        d["trace"] = {"format": cfg.trace_format, **_file_identity(cfg.trace)}
     return d
+
+
+def _file_identity(path: Path) -> dict[str, str]:
+    try:
+        return {"file_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    except OSError:
+        return {"file": str(path)}

@@ -21,7 +21,7 @@ from typing import Any
 
 from inferlab.records import RequestRecord
 
-__all__ = ["Retimed", "back_to_back", "on_model_clock"]
+__all__ = ["Retimed", "back_to_back", "on_model_clock", "on_schedule"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,19 @@ def on_model_clock(records: Sequence[RequestRecord], truth: Iterable[Mapping[str
         rec.end_ns = rec.event_ns[-1] if rec.event_ns else rec.send_ns
         retimed += 1
     return Retimed(retimed, len(records) - retimed)
+
+
+def on_schedule(records: Sequence[RequestRecord], late_ns: int = 0) -> None:
+    """Shift each record that has a scheduled time (open loop, replay) to be sent ``late_ns``
+    after it (each keeps its own durations): the schedule is the timing model's, the client's
+    own lateness is replaced by ``late_ns``."""
+    for rec in records:
+        if rec.scheduled_ns is None or not rec.end_ns:
+            continue
+        shift = rec.scheduled_ns + late_ns - rec.send_ns
+        rec.send_ns += shift
+        rec.end_ns += shift
+        rec.event_ns = [t + shift for t in rec.event_ns]
 
 
 def back_to_back(records: Sequence[RequestRecord], users: int) -> None:

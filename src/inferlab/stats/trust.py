@@ -3,6 +3,8 @@
 A point is untrusted when its numbers do not measure the server:
 - ``client-lag``: the measuring client's event loop ran late (loop-lag p99 above the limit),
   so token timestamps are late by that much;
+- ``late-sends``: a replayed trace's requests left late against their schedule (send −
+  scheduled, p99 above the same limit): the load offered was not the trace's;
 - ``tpot-zero``: the median TPOT is below 0.1 ms (10,000 tok/s for one stream) — most requests'
   tokens were read at once (a starved client, or a server or proxy that buffers its stream), a
   measurement failure and not a speed;
@@ -36,6 +38,7 @@ TrustState = Literal["trusted", "untrusted"]
 
 _LABELS = {
     "client-lag": "client lag",
+    "late-sends": "late sends",
     "tpot-zero": "TPOT 0",
     "interrupted": "interrupted",
     "all-failed": "all requests failed",
@@ -46,7 +49,7 @@ _LABELS = {
 class TrustIssue:
     """One reason a point is untrusted, and what removes it."""
 
-    reason: str  # client-lag | tpot-zero | interrupted | all-failed
+    reason: str  # client-lag | late-sends | tpot-zero | interrupted | all-failed
     message: str
     fix: str
 
@@ -81,10 +84,11 @@ def assess(
     lag_limit_ms: float = DEFAULT_LAG_LIMIT_MS,
     workers: int | None = None,
     failed: tuple[int, int] | None = None,
+    late_p99_ms: float | None = None,
 ) -> Trust:
     """The trust of one load point from its client loop-lag p99 (ms, None: not measured), its
-    median TPOT (ms, None/NaN: no request had 2 tokens), whether it was interrupted, and
-    ``failed`` = (failed, sent) requests."""
+    median TPOT (ms, None/NaN: no request had 2 tokens), whether it was interrupted,
+    ``failed`` = (failed, sent) requests, and (a replay) its sends' lateness p99 (ms)."""
     if failed is not None and failed[1] > 0 and failed[0] >= failed[1]:
         rest = assess(lag_p99_ms=None, tpot_median_ms=None, interrupted=interrupted)
         return Trust((_all_failed(failed[1]), *rest.issues))
@@ -101,6 +105,8 @@ def assess(
                 "concurrency, or run the client on another host; then measure the point again",
             )
         )
+    if late_p99_ms is not None and math.isfinite(late_p99_ms) and late_p99_ms > lag_limit_ms:
+        issues.append(_late_sends(late_p99_ms, lag_limit_ms))
     if (
         tpot_median_ms is not None
         and math.isfinite(tpot_median_ms)
@@ -124,6 +130,16 @@ def assess(
             )
         )
     return Trust(tuple(issues))
+
+
+def _late_sends(late_p99_ms: float, limit_ms: float) -> TrustIssue:
+    return TrustIssue(
+        "late-sends",
+        f"requests left late against the trace's schedule: p99 {late_p99_ms:.2f} ms > "
+        f"{limit_ms:g} ms; the load offered was not the trace's",
+        "give the client CPUs of its own, run with more --workers, or replay at a lower "
+        "--speed; then measure the point again",
+    )
 
 
 def _all_failed(sent: int) -> TrustIssue:

@@ -54,3 +54,17 @@ def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
 
     assert bench(50).requests == FEW_SAMPLES == 100  # no few-samples warning on a stored pass
     assert bench(150).requests == 150 and bench(150).concurrency == [1]
+
+
+def test_a_profiled_pass_at_a_replay_point_replays_that_trace_alone() -> None:
+    from inferlab.campaign.profiled import point_bench
+    from inferlab.config.bench import BenchConfig
+    from inferlab.load.bench import plan_points
+
+    bench = BenchConfig(url="http://127.0.0.1:1", concurrency=[4], requests=20,
+                        trace="t.jsonl", speed=[1, 2], trace_limit=50)  # fmt: skip
+    c4, _, fast = plan_points(bench)
+    at_replay = point_bench(bench, fast)
+    assert [p.label for p in plan_points(at_replay)] == ["replay:mooncake@2.0x"]
+    assert at_replay.trace_limit == 50
+    assert [p.label for p in plan_points(point_bench(bench, c4))] == ["C=4"]

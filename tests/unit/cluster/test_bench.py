@@ -51,3 +51,10 @@ def test_merged_point_is_summarized_on_the_driver_clock() -> None:
     assert res.summary.requests == 2 and abs(res.summary.duration_s - 0.06) < 1e-9
     assert res.clients is not None and res.clients["window_error_ms"] == 1.0
     assert [h["late_start_ms"] for h in res.clients["hosts"]] == [0.0, 10.0]
+
+
+def test_a_trace_is_not_split_across_hosts() -> None:
+    cfg = BenchConfig(url="http://h", trace="t.jsonl")
+    with pytest.raises(ConfigError, match="--trace: replay from one client"):
+        split_config(cfg, 2)
+    assert [c.trace for c in split_config(cfg, 1)] == [cfg.trace]

@@ -14,6 +14,7 @@ from inferlab.config.pattern import (
     ClosedLoop,
     LoadPattern,
     OpenLoop,
+    Replay,
     closed_concurrency,
     label_key,
 )
@@ -28,6 +29,9 @@ CASES: list[tuple[LoadPattern, str]] = [
     (OpenLoop(0.5), "rate=0.5/s"),
     (OpenLoop(2.0, max_concurrency=8), "rate=2/s max C=8"),
     (OpenLoop(1e6), "rate=1e+06/s"),
+    (Replay("mooncake"), "replay:mooncake@1.0x"),
+    (Replay("csv", 2.5), "replay:csv@2.5x"),
+    (Replay("inferlab", 0.25, max_concurrency=4), "replay:inferlab@0.25x max C=4"),
 ]
 
 
@@ -62,22 +66,35 @@ def test_imported_spellings_read_to_the_same_pattern() -> None:
 @pytest.mark.parametrize("label", ["", "C=", "C=0", "C=-1", "C=2.5", "c=8", "rate=4", "rate=x/s",
                                    "rate=0/s", "rate=4/s max", "C=8 ", "16"])  # fmt: skip
 def test_parse_refuses_what_no_variant_reads(label: str) -> None:
-    with pytest.raises(ConfigError, match="not a load point label.*expected C=N, rate=R/s"):
+    with pytest.raises(
+        ConfigError, match="not a load point label.*expected C=N, rate=R/s.*replay:FORMAT@Xx"
+    ):
         LoadPattern.parse(label)
 
 
-def test_replay_is_named_and_refused_not_skipped() -> None:
-    assert "replay" in NOT_YET and "replay" not in PATTERNS
-    with pytest.raises(ConfigError, match="'replay': trace replay is not implemented yet"):
-        LoadPattern.parse("replay=trace.jsonl")
-    with pytest.raises(ConfigError, match="'replay': trace replay is not implemented yet"):
-        LoadPattern.from_json({"kind": "replay", "trace": "trace.jsonl"})
+def test_sessions_are_named_and_refused_not_skipped() -> None:
+    assert "sessions" in NOT_YET and "sessions" not in PATTERNS
+    with pytest.raises(ConfigError, match="'sessions': multi-turn sessions are not implemented"):
+        LoadPattern.parse("sessions:64x8")
+    with pytest.raises(ConfigError, match="'sessions': multi-turn sessions are not implemented"):
+        LoadPattern.from_json({"kind": "sessions", "users": 64})
+
+
+def test_a_replay_keeps_its_file_and_slice_in_json_not_in_its_label() -> None:
+    p = Replay("mooncake", 2.0, "t.jsonl", 8, limit=100, start_s=5.0, end_s=60.0)
+    assert p.label == "replay:mooncake@2.0x max C=8" and p.streams == 8
+    assert LoadPattern.from_json(json.loads(json.dumps(p.to_json()))) == p
+    assert LoadPattern.parse(p.label) == Replay("mooncake", 2.0, max_concurrency=8)
+    for bad, message in [({"speed": 0}, "speed must be"), ({"limit": 0}, "limit must be"),
+                         ({"start_s": 5, "end_s": 5}, "window must be")]:  # fmt: skip
+        with pytest.raises(ConfigError, match=message):
+            LoadPattern.from_json({"kind": "replay", "format": "csv", **bad})
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"kind": "steps"}, "unknown load pattern kind 'steps'; expected closed, open"),
+        ({"kind": "steps"}, "unknown load pattern kind 'steps'; expected closed, open, replay"),
         ({"kind": "closed", "concurrency": 0}, "'closed': concurrency must be ≥ 1"),
         ({"kind": "closed"}, "'closed': "),
         ({"kind": "closed", "concurrency": 2, "rate": 1}, "'closed': "),
@@ -92,14 +109,17 @@ def test_from_json_refuses_clearly(data: dict[str, object], message: str) -> Non
 
 def test_closed_concurrency_reads_closed_loop_labels_only() -> None:
     assert closed_concurrency("C=16") == 16
-    for other in ("rate=4/s", "rate=4/s max C=8", "C=8,rate=4/s", "rate=inf", "x", "", None):
+    for other in ("rate=4/s", "rate=4/s max C=8", "C=8,rate=4/s", "rate=inf", "x", "", None,
+                  "replay:mooncake@1.0x"):  # fmt: skip
         assert closed_concurrency(other) is None
 
 
-def test_label_key_sorts_closed_then_open_then_the_rest() -> None:
-    labels = ["zzz", "rate=10/s", "C=16", "rate=2/s max C=4", "C=2", "rate=inf"]
+def test_label_key_sorts_closed_then_open_then_replay_then_the_rest() -> None:
+    labels = ["zzz", "replay:csv@2.0x", "rate=10/s", "C=16", "replay:csv@0.5x",
+              "rate=2/s max C=4", "C=2", "rate=inf"]  # fmt: skip
     assert sorted(labels, key=label_key) == [
-        "C=2", "C=16", "rate=2/s max C=4", "rate=10/s", "rate=inf", "zzz",
+        "C=2", "C=16", "rate=2/s max C=4", "rate=10/s", "rate=inf", "replay:csv@0.5x",
+        "replay:csv@2.0x", "zzz",
     ]  # fmt: skip
 
 
@@ -116,3 +136,32 @@ def test_a_sweep_plans_one_point_per_pattern_with_todays_labels() -> None:
         ("rate=0.5/s max C=3", None, 0.5, 3),
     ]
     assert cfg.patterns()[2] == OpenLoop(4.0, "gamma", 0.5, 3)
+
+
+def test_a_trace_plans_one_replay_point_per_speed_after_the_others(tmp_path: object) -> None:
+    cfg = BenchConfig(url="http://h", concurrency=[2], requests=5, trace="t.csv",
+                      trace_format="csv", speed=[1, 4], trace_limit=9, trace_end_s=30)  # fmt: skip
+    pts = plan_points(cfg)
+    assert [p.label for p in pts] == ["C=2", "replay:csv@1.0x", "replay:csv@4.0x"]
+    assert (pts[1].concurrency, pts[1].rate) == (None, None)
+    assert pts[2].pattern == Replay("csv", 4.0, "t.csv", None, 9, 0.0, 30.0)
+    only = BenchConfig(url="http://h", trace="t.jsonl")  # no --requests: the trace has them
+    assert [p.label for p in only.patterns()] == ["replay:mooncake@1.0x"]
+    for bad, message in [
+        ({"speed": [2.0]}, "need a trace"),
+        ({"trace": "t", "speed": [0.0]}, "speed values must be"),
+        ({"trace": "t", "trace_start_s": 9, "trace_end_s": 3}, "trace_end_s must be after"),
+        ({"trace": "t", "concurrency": [1], "requests": "auto"}, "a trace replays its own"),
+        ({"trace": "t", "trace_format": "bailian"}, "trace_format"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            BenchConfig(url="http://h", **bad)  # type: ignore[arg-type]
+
+
+def test_trace_formats_of_the_config_are_the_parsers() -> None:
+    from typing import get_args
+
+    from inferlab.config.bench import TraceFormat
+    from inferlab.load.traces import TRACE_FORMATS
+
+    assert set(get_args(TraceFormat)) == set(TRACE_FORMATS)

@@ -123,3 +123,20 @@ def test_request_bodies_ask_for_exact_length() -> None:
     assert "ignore_eos" not in body
     with pytest.raises(ConfigError, match="unknown kind 'tgi'"):
         get_engine("tgi")
+
+
+def test_shared_prefix_prompts_come_from_the_workload_spec(tmp_path: Path) -> None:
+    from inferlab.sim.tokenizer import WordTokenizer
+
+    tok = LocalTokenizer(WordTokenizer().save_hf(tmp_path / "w"))
+    spec = WorkloadSpec(kind="shared-prefix", prefixes=2, prefix_tokens=20, suffix_tokens=4,
+                        output_tokens=3, seed=5)  # fmt: skip
+    assert spec.label == "prefix:2x20"
+    prompts = make_prompts(spec, 10, tok)
+    assert {p.input_tokens for p in prompts} == {24} and {p.output_tokens for p in prompts} == {3}
+    assert len({tuple((p.text or "").split()[:20]) for p in prompts}) == 2
+    with pytest.raises(ConfigError, match="shared-prefix prompts need a tokenizer"):
+        make_prompts(spec, 2, None)
+    assert "prefixes" in spec.model_dump() and "prefixes" not in WorkloadSpec().model_dump()
+    with pytest.raises(ValueError, match="prefix_dist"):
+        WorkloadSpec(kind="shared-prefix", prefix_dist="zipf")

@@ -90,3 +90,13 @@ def test_assess_rules() -> None:
     assert dead.label == "untrusted: all requests failed"
     assert dead.issues[0].message == "all 64 requests failed: there is no speed to measure"
     assert assess(lag_p99_ms=0.4, tpot_median_ms=5.0, failed=(63, 64)).state == "trusted"
+
+
+def test_late_sends_are_judged_against_the_lag_limit() -> None:
+    ok = assess(lag_p99_ms=0.2, tpot_median_ms=5.0, late_p99_ms=0.9)
+    late = assess(lag_p99_ms=0.2, tpot_median_ms=5.0, late_p99_ms=1.5)
+    looser = assess(lag_p99_ms=0.2, tpot_median_ms=5.0, late_p99_ms=1.5, lag_limit_ms=2.0)
+    assert ok.state == "trusted" and looser.state == "trusted"
+    assert late.label == "untrusted: late sends"
+    assert "p99 1.50 ms > 1 ms" in late.issues[0].message and "--speed" in late.issues[0].fix
+    assert assess(lag_p99_ms=None, tpot_median_ms=None, late_p99_ms=None).state == "trusted"
