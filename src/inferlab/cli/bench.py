@@ -23,9 +23,11 @@ from rich.progress import (
 
 from inferlab.campaign.bench import bench_with_record
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec, validation_message
+from inferlab.config.pattern import Sessions
 from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
+from inferlab.stats.turns import by_turn
 from inferlab.store import db_path
 from inferlab.store.export import FORMAT_VERSION
 
@@ -152,6 +154,13 @@ _ConcurrencyOpt = Annotated[
 _RateOpt = Annotated[
     str | None, typer.Option("--rate", help="Open loop: requests/s, or a list 1,2,4")
 ]
+_SessionsOpt = Annotated[
+    str | None,
+    typer.Option("--sessions", help="Multi-turn: USERSxTURNS conversations, or a list 4x8,16x8"),
+]
+_ThinkOpt = Annotated[
+    float, typer.Option("--think-s", help="Sessions: seconds between an answer and the next turn")
+]
 _ArrivalOpt = Annotated[str, typer.Option(help="poisson | gamma")]
 _BurstinessOpt = Annotated[float, typer.Option(help="gamma shape; <1 burstier")]
 _MaxConcurrencyOpt = Annotated[
@@ -216,6 +225,8 @@ def bench(
     url: _UrlOpt,
     concurrency: _ConcurrencyOpt = None,
     rate: _RateOpt = None,
+    sessions: _SessionsOpt = None,
+    think_s: _ThinkOpt = 0.0,
     arrival: _ArrivalOpt = _DEFAULT["arrival"],
     burstiness: _BurstinessOpt = _DEFAULT["burstiness"],
     max_concurrency: _MaxConcurrencyOpt = _DEFAULT["max_concurrency"],
@@ -253,8 +264,8 @@ def bench(
 ) -> None:
     """Measure a running endpoint across concurrency levels or request rates.
 
-    Closed loop at each --concurrency or open loop at each --rate; prints the table and
-    stores every request (--out: also as JSONL); --ray: the load comes from Ray client nodes.
+    Closed loop at each --concurrency, open loop at each --rate, conversations at each
+    --sessions; prints the table, stores every request (--out: also JSONL); --ray: Ray clients.
     """
     o = dict(locals())
     cfg = _config(o)
@@ -266,6 +277,7 @@ def bench(
     finally:
         events.progress_done()
     table_console.print(bench_table(result))
+    _turns(table_console, result)
     _where(err, out, run_ids, db_path(db), campaign)
     if as_json:
         sys.stdout.write(json.dumps(_json(result, run_ids), indent=2, allow_nan=False) + "\n")
@@ -334,6 +346,36 @@ _AS_GIVEN = {
 }  # fmt: skip
 
 
+def _turns(console: Console, result: BenchResult) -> None:
+    """A sessions point's TTFT by turn (median, 95% bootstrap interval over users)."""
+    for res in result.points:
+        turns = by_turn(res.records)
+        if not turns:
+            continue
+        console.print(f"{res.point.label}: TTFT by turn (median ms [95% interval], prompt tokens)")
+        for t in turns:
+            prompt = f"{t.prompt_tokens_mean:.0f}" if t.prompt_tokens_mean is not None else "?"
+            failed = f", {t.failed} failed" if t.failed else ""
+            console.print(
+                f"  turn {t.turn + 1}: {t.ttft_p50_ms:.1f} [{t.ttft_p50_low_ms:.1f}, "
+                f"{t.ttft_p50_high_ms:.1f}]  {prompt} tokens  ({t.requests} requests{failed})",
+                highlight=False,
+            )
+
+
+def _sessions(text: str | None, think_s: float) -> list[dict[str, Any]]:
+    """``--sessions 4x8,16x8`` with ``--think-s``, as ``LoadSpec.sessions`` entries."""
+    if not text:
+        return []
+    out = []
+    for part in text.split(","):
+        found = Sessions.from_label("sessions:" + part.strip())
+        if found is None:
+            raise ConfigError(f"--sessions: expected USERSxTURNS (e.g. 4x8), got {part!r}")
+        out.append({"users": found.users, "turns": found.turns, "think_s": think_s})
+    return out
+
+
 def _config(o: dict[str, Any]) -> BenchConfig:
     """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
     try:
@@ -341,6 +383,7 @@ def _config(o: dict[str, Any]) -> BenchConfig:
             **{name: o[opt] for name, opt in _AS_GIVEN.items()},
             concurrency=_num_list(o["concurrency"], "--concurrency", int),
             rate=_num_list(o["rate"], "--rate", float),
+            sessions=_sessions(o["sessions"], o["think_s"]),
             workload=WorkloadSpec(
                 kind=o["workload"],
                 input_tokens=o["input_tokens"],

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop
+from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop, Sessions
 from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
@@ -24,6 +24,7 @@ __all__ = [
     "SLO",
     "BenchConfig",
     "LoadSpec",
+    "SessionsSpec",
     "WorkloadSpec",
     "check_auto",
     "validation_message",
@@ -83,6 +84,25 @@ class WorkloadSpec(_Closed):
         return self
 
 
+class SessionsSpec(_Closed):
+    """Multi-turn sessions: ``users`` conversations of ``turns`` turns, ``think_s`` seconds
+    between an answer and the next turn; ``"4x8"`` is short for users 4, turns 8."""
+
+    users: int = Field(ge=1)
+    turns: int = Field(ge=1)
+    think_s: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            found = Sessions.from_label("sessions:" + data.strip())
+            if found is None:
+                raise ValueError(f"expected USERSxTURNS (e.g. 4x8), got {data!r}")
+            return {"users": found.users, "turns": found.turns}
+        return data
+
+
 class LoadSpec(_Closed):
     """What load to offer and how long to measure it: the fields ``inferlab bench`` and a
     campaign's ``[load]`` share (each adds its own, and its own checks)."""
@@ -94,6 +114,7 @@ class LoadSpec(_Closed):
     arrival: Arrival = "poisson"
     burstiness: float = Field(default=1.0, gt=0)
     max_concurrency: int | None = Field(default=None, ge=1)
+    sessions: list[SessionsSpec] = Field(default_factory=list)
     trials: int = Field(default=1, ge=1)
     warmup: int = Field(default=0, ge=0)
     requests: int | Literal["auto"] | None = None
@@ -108,11 +129,14 @@ class LoadSpec(_Closed):
     min_effect: float = Field(default=0.02, ge=0, lt=1)  # sequential A/B: ±equivalence
 
     def patterns(self) -> list[LoadPattern]:
-        """One closed-loop pattern per concurrency, then one open-loop pattern per rate."""
+        """One closed-loop pattern per concurrency, then one open-loop pattern per rate, then
+        one sessions pattern per ``sessions`` entry."""
         closed: list[LoadPattern] = [ClosedLoop(c) for c in self.concurrency]
-        return closed + [
-            OpenLoop(r, self.arrival, self.burstiness, self.max_concurrency) for r in self.rate
-        ]
+        return (
+            closed
+            + [OpenLoop(r, self.arrival, self.burstiness, self.max_concurrency) for r in self.rate]
+            + [Sessions(x.users, x.turns, x.think_s) for x in self.sessions]
+        )
 
 
 #: the order a ``BenchConfig`` is dumped in (run JSON ``config``), as before ``LoadSpec``
@@ -123,6 +147,8 @@ _BENCH_DUMP_ORDER = (
     *("lag_limit_ms", "client_cpus", "warmup", "trials", "api_key_env", "tokenizer"),
     *("timeout_s", "stall_timeout_s", "workers", "slo", "seed", "not_before_ns"),
 )
+#: fields dumped only when set (configs stored before them keep their bytes)
+_DUMP_WHEN_SET = ("sessions",)
 
 
 class BenchConfig(LoadSpec):
@@ -152,17 +178,20 @@ class BenchConfig(LoadSpec):
     def _in_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Dumped in the order of ``_BENCH_DUMP_ORDER``, the run file's bytes as before."""
         data: dict[str, Any] = handler(self)
+        for k in _DUMP_WHEN_SET:
+            if not data.get(k):
+                data.pop(k, None)
         return {k: data[k] for k in _BENCH_DUMP_ORDER if k in data} | data
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:
-        if not self.concurrency and not self.rate:
-            raise ValueError("give --concurrency and/or --rate")
+        if not self.concurrency and not self.rate and not self.sessions:
+            raise ValueError("give --concurrency, --rate and/or --sessions")
         if any(c < 1 for c in self.concurrency):
             raise ValueError("concurrency values must be ≥ 1")
         if any(r <= 0 for r in self.rate):
             raise ValueError("rate values must be > 0 requests/s")
-        if self.requests is None and self.duration_s is None:
+        if self.requests is None and self.duration_s is None and (self.concurrency or self.rate):
             raise ValueError("give --requests or --duration")
         if isinstance(self.requests, int) and self.requests < 1:
             raise ValueError("requests must be ≥ 1 or 'auto'")
@@ -180,10 +209,10 @@ def check_auto(load: LoadSpec) -> None:
     rate, duration_s = load.rate, load.duration_s
     min_requests, max_requests = load.min_requests, load.max_requests
     max_duration_s = load.max_duration_s
-    if rate:
+    if rate or load.sessions:
         raise ValueError(
             "requests = 'auto' stops closed-loop points (concurrency); for rate points give "
-            "requests = N or duration_s"
+            "requests = N or duration_s (a sessions point sends users × turns requests)"
         )
     if duration_s is not None:
         raise ValueError("requests = 'auto' and duration_s exclude each other (use max_duration_s)")

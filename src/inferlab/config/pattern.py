@@ -26,6 +26,7 @@ __all__ = [
     "ClosedLoop",
     "LoadPattern",
     "OpenLoop",
+    "Sessions",
     "closed_concurrency",
     "label_key",
 ]
@@ -193,8 +194,54 @@ class OpenLoop(LoadPattern):
             return None
 
 
+@dataclass(frozen=True)
+class Sessions(LoadPattern):
+    """``users`` conversations of ``turns`` turns each, run at once: a user sends its next turn
+    ``think_s`` seconds after the last answer ended, resending the whole history with that
+    answer in it, so prompts grow turn by turn (where a prefix cache shows)."""
+
+    users: int
+    turns: int
+    think_s: float = 0.0
+
+    kind: ClassVar[str] = "sessions"
+    spellings: ClassVar[tuple[str, ...]] = ("sessions:UxT",)
+    _LABEL: ClassVar[re.Pattern[str]] = re.compile(r"sessions:(\d+)x(\d+)")
+
+    def __post_init__(self) -> None:
+        for name in ("users", "turns"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
+        object.__setattr__(self, "think_s", float(self.think_s))
+        if not self.think_s >= 0:
+            raise ValueError(f"think_s must be ≥ 0 seconds, got {self.think_s}")
+
+    @property
+    def label(self) -> str:
+        return f"sessions:{self.users}x{self.turns}"
+
+    @property
+    def streams(self) -> int:
+        return self.users
+
+    @property
+    def size(self) -> float:
+        return float(self.users)
+
+    def fields(self) -> dict[str, Any]:
+        return {"users": self.users, "turns": self.turns, "think_s": self.think_s}
+
+    @classmethod
+    def from_label(cls, label: str) -> Sessions | None:
+        m = cls._LABEL.fullmatch(label)
+        if m is None or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+            return None
+        return cls(int(m.group(1)), int(m.group(2)))
+
+
 #: every built variant, by JSON kind; ``parse`` tries them in this order
-PATTERNS: dict[str, type[LoadPattern]] = {c.kind: c for c in (ClosedLoop, OpenLoop)}
+PATTERNS: dict[str, type[LoadPattern]] = {c.kind: c for c in (ClosedLoop, OpenLoop, Sessions)}
 
 #: variants named but not built yet (kind, and label key) → why they are refused
 NOT_YET: dict[str, str] = {

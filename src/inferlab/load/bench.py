@@ -35,6 +35,7 @@ from inferlab.load.results import (
 )
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer
 from inferlab.load.workload import workload_descriptor
+from inferlab.stats.turns import by_turn
 
 __all__ = [
     "LAG_WARN_MS",
@@ -212,6 +213,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "trust_reasons": res.trust.to_json(),
         "stop": res.stop.to_json() if res.stop is not None else None,
         **({"clients": res.clients} if res.clients else {}),
+        **({"turns": [t.to_json() for t in turns]} if (turns := by_turn(res.records)) else {}),
     }
 
 

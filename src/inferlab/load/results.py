@@ -17,12 +17,16 @@ __all__ = ["BenchEvents", "BenchResult", "BenchWarning", "LoadPoint", "PointResu
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One load level: closed loop at ``concurrency`` or open loop at ``rate`` req/s."""
+    """One load level: closed loop at ``concurrency``, open loop at ``rate`` req/s, or
+    ``users`` sessions of ``turns`` turns with ``think_s`` s between them."""
 
     label: str
     concurrency: int | None = None
     rate: float | None = None
     max_concurrency: int | None = None
+    users: int | None = None
+    turns: int | None = None
+    think_s: float = 0.0
 
     @classmethod
     def of(cls, p: LoadPattern) -> LoadPoint:
@@ -32,6 +36,9 @@ class LoadPoint:
             concurrency=getattr(p, "concurrency", None),
             rate=getattr(p, "rate", None),
             max_concurrency=getattr(p, "max_concurrency", None),
+            users=getattr(p, "users", None),
+            turns=getattr(p, "turns", None),
+            think_s=getattr(p, "think_s", 0.0),
         )
 
     @property
@@ -39,6 +46,8 @@ class LoadPoint:
         """Most requests this point may keep in flight (an estimate for open loop)."""
         if self.concurrency is not None:
             return self.concurrency
+        if self.users is not None:
+            return self.users
         return self.max_concurrency or 256
 
 

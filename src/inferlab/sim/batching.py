@@ -242,6 +242,9 @@ class BatchingEngine:
             if done:
                 self.kv_reserved -= seq.reserved
                 self.requests_total += 1
+                if self.cache is not None:
+                    vocab = self.srv.tokenizer.vocab
+                    self.cache.insert(seq.gen.prompt_text.split() + [vocab[i] for i in seq.ids])
                 seq.conn.job_done(seq)
             else:
                 keep.append(seq)
