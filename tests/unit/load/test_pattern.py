@@ -14,6 +14,7 @@ from inferlab.config.pattern import (
     ClosedLoop,
     LoadPattern,
     OpenLoop,
+    Sessions,
     closed_concurrency,
     label_key,
 )
@@ -28,6 +29,7 @@ CASES: list[tuple[LoadPattern, str]] = [
     (OpenLoop(0.5), "rate=0.5/s"),
     (OpenLoop(2.0, max_concurrency=8), "rate=2/s max C=8"),
     (OpenLoop(1e6), "rate=1e+06/s"),
+    (Sessions(4, 8), "sessions:4x8"),
 ]
 
 
