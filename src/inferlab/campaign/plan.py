@@ -81,9 +81,10 @@ def plan_of(camp: CampaignFile, p: Path, text: str) -> Plan:
                     f"{p}: config {c.name!r}: tune.{kind}: {how} does not exist (expected "
                     "'from-log' or a saved tune-run-*.json)"
                 )
-    if not camp.load.concurrency and not camp.load.rate:
-        raise ConfigError(f"{p}: load: give concurrency and/or rate")
-    if camp.load.requests is None and camp.load.duration_s is None:
+    load = camp.load
+    if not load.concurrency and not load.rate and not load.sessions:
+        raise ConfigError(f"{p}: load: give concurrency, rate and/or sessions")
+    if load.requests is None and load.duration_s is None and (load.concurrency or load.rate):
         raise ConfigError(f"{p}: load: give requests or duration_s")
     bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     points = plan_points(bench)
