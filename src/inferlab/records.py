@@ -59,6 +59,9 @@ class RequestRecord:
     #: point) or "drain" (in flight when it stopped); None for a counted request
     dropped: str | None = None
     client: str | None = None  # the client host that measured it (several-host load)
+    #: a sessions point: which user's conversation, and which turn of it (0-based)
+    session: int | None = None
+    turn: int | None = None
 
     @property
     def ok(self) -> bool:

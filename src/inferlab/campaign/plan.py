@@ -83,8 +83,8 @@ def plan_of(camp: CampaignFile, p: Path, text: str) -> Plan:
                     "'from-log' or a saved tune-run-*.json)"
                 )
     ld = camp.load
-    if not ld.concurrency and not ld.rate and ld.trace is None:
-        raise ConfigError(f"{p}: load: give concurrency, rate and/or trace")
+    if not ld.concurrency and not ld.rate and ld.trace is None and not ld.sessions:
+        raise ConfigError(f"{p}: load: give concurrency, rate, trace and/or sessions")
     if (ld.concurrency or ld.rate) and ld.requests is None and ld.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
     bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)

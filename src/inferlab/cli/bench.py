@@ -69,10 +69,12 @@ from .bench_options import (
     RayOpt,
     RequestsOpt,
     SeedOpt,
+    SessionsOpt,
     SloOpt,
     SpeedOpt,
     StallTimeoutOpt,
     SuffixTokensOpt,
+    ThinkOpt,
     TimeoutOpt,
     TokenizerOpt,
     TraceFormatOpt,
@@ -83,9 +85,10 @@ from .bench_options import (
     WarmupOpt,
     WorkersOpt,
     WorkloadOpt,
+    sessions_entries,
 )
 from .options import DbOpt
-from .render import bench_table, stdout_console
+from .render import bench_table, print_turns, stdout_console
 
 __all__ = ["bench"]
 
@@ -198,6 +201,8 @@ def bench(
     url: UrlOpt,
     concurrency: ConcurrencyOpt = None,
     rate: RateOpt = None,
+    sessions: SessionsOpt = None,
+    think_s: ThinkOpt = 0.0,
     arrival: ArrivalOpt = DEFAULT["arrival"],
     burstiness: BurstinessOpt = DEFAULT["burstiness"],
     max_concurrency: MaxConcurrencyOpt = DEFAULT["max_concurrency"],
@@ -245,8 +250,8 @@ def bench(
     """Measure a running endpoint across concurrency levels, request rates or a trace.
 
     Closed loop at each --concurrency, open loop at each --rate, the requests of --trace at
-    their timestamps; prints the table and stores every request (--out: also as JSONL);
-    --ray: the load comes from Ray client nodes.
+    their timestamps, conversations at each --sessions; prints the table and stores every
+    request (--out: also as JSONL); --ray: the load comes from Ray client nodes.
     """
     _run(dict(locals()))
 
@@ -263,6 +268,7 @@ def _run(o: dict[str, Any]) -> None:
     finally:
         events.progress_done()
     table_console.print(bench_table(result))
+    print_turns(table_console, result)
     _where(err, out, run_ids, db_path(db), campaign)
     if as_json:
         sys.stdout.write(json.dumps(_json(result, run_ids), indent=2, allow_nan=False) + "\n")
@@ -360,6 +366,7 @@ def _config(o: dict[str, Any]) -> BenchConfig:
             **{name: o[opt] for name, opt in _AS_GIVEN.items()},
             concurrency=_num_list(o["concurrency"], "--concurrency", int),
             rate=_num_list(o["rate"], "--rate", float),
+            sessions=sessions_entries(o["sessions"], o["think_s"]),
             workload=WorkloadSpec(
                 kind=o["workload"],
                 input_tokens=o["input_tokens"],

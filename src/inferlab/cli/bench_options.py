@@ -8,6 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.config.pattern import Sessions
+from inferlab.errors import ConfigError
 
 __all__ = [
     "DEFAULT",
@@ -43,10 +45,12 @@ __all__ = [
     "RayOpt",
     "RequestsOpt",
     "SeedOpt",
+    "SessionsOpt",
     "SloOpt",
     "SpeedOpt",
     "StallTimeoutOpt",
     "SuffixTokensOpt",
+    "ThinkOpt",
     "TimeoutOpt",
     "TokenizerOpt",
     "TraceFormatOpt",
@@ -57,6 +61,7 @@ __all__ = [
     "WarmupOpt",
     "WorkersOpt",
     "WorkloadOpt",
+    "sessions_entries",
 ]
 
 #: the options' defaults: the models' field defaults, stated once there (``BenchConfig``,
@@ -71,6 +76,13 @@ ConcurrencyOpt = Annotated[
 ]
 RateOpt = Annotated[
     str | None, typer.Option("--rate", help="Open loop: requests/s, or a list 1,2,4")
+]
+SessionsOpt = Annotated[
+    str | None,
+    typer.Option("--sessions", help="Multi-turn: USERSxTURNS conversations, or a list 4x8,16x8"),
+]
+ThinkOpt = Annotated[
+    float, typer.Option("--think-s", help="Sessions: seconds between an answer and the next turn")
 ]
 ArrivalOpt = Annotated[str, typer.Option(help="poisson | gamma")]
 BurstinessOpt = Annotated[float, typer.Option(help="gamma shape; <1 burstier")]
@@ -146,3 +158,16 @@ SuffixTokensOpt = Annotated[int, typer.Option(help="shared-prefix: tokens after 
 PrefixDistOpt = Annotated[
     str, typer.Option(help="shared-prefix: requests per prefix, uniform | zipf:S")
 ]
+
+
+def sessions_entries(text: str | None, think_s: float) -> list[dict[str, Any]]:
+    """``--sessions 4x8,16x8`` with ``--think-s``, as ``LoadSpec.sessions`` entries."""
+    if not text:
+        return []
+    out = []
+    for part in text.split(","):
+        found = Sessions.from_label("sessions:" + part.strip())
+        if found is None:
+            raise ConfigError(f"--sessions: expected USERSxTURNS (e.g. 4x8), got {part!r}")
+        out.append({"users": found.users, "turns": found.turns, "think_s": think_s})
+    return out

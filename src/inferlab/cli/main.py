@@ -15,7 +15,7 @@ from inferlab.errors import InferlabError
 COMMANDS: dict[str, LazyCommand] = {
     "bench": LazyCommand(
         "inferlab.cli.bench:bench",
-        "Measure a running endpoint across concurrency levels or request rates.",
+        "Measure a running endpoint across concurrency levels, request rates or a trace.",
     ),
     "demo": LazyCommand(
         "inferlab.cli.demo:demo", "Run the whole method on a real vLLM (CPU) campaign, end to end."

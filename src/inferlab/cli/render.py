@@ -14,7 +14,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     from inferlab.load.bench import BenchResult, PointResult
 
-__all__ = ["bench_table", "command", "fmt", "help_text", "stdout_console"]
+__all__ = ["bench_table", "command", "fmt", "help_text", "print_turns", "stdout_console"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,3 +88,22 @@ def bench_table(result: BenchResult, points: list[PointResult] | None = None) ->
             row.append(f"{fmt(s.goodput_req_s, 2)} ({fmt((s.slo_attainment or 0) * 100, 0)}%)")
         t.add_row(*row)
     return t
+
+
+def print_turns(console: Console, result: BenchResult) -> None:
+    """A sessions point's TTFT by turn (median, 95% bootstrap interval over users)."""
+    from inferlab.stats.turns import by_turn
+
+    for res in result.points:
+        turns = by_turn(res.records)
+        if not turns:
+            continue
+        console.print(f"{res.point.label}: TTFT by turn (median ms [95% interval], prompt tokens)")
+        for t in turns:
+            prompt = f"{t.prompt_tokens_mean:.0f}" if t.prompt_tokens_mean is not None else "?"
+            failed = f", {t.failed} failed" if t.failed else ""
+            console.print(
+                f"  turn {t.turn + 1}: {t.ttft_p50_ms:.1f} [{t.ttft_p50_low_ms:.1f}, "
+                f"{t.ttft_p50_high_ms:.1f}]  {prompt} tokens  ({t.requests} requests{failed})",
+                highlight=False,
+            )

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop, Replay
+from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop, Replay, Sessions
 from inferlab.config.urls import redact_url
 from inferlab.errors import ConfigError
 
@@ -26,6 +26,7 @@ __all__ = [
     "TRACE_FIELDS",
     "BenchConfig",
     "LoadSpec",
+    "SessionsSpec",
     "TraceFormat",
     "WorkloadSpec",
     "check_auto",
@@ -119,6 +120,25 @@ TraceFormat = Literal["mooncake", "csv", "inferlab"]
 TRACE_FIELDS = ("trace", "trace_format", "speed", "trace_limit", "trace_start_s", "trace_end_s")
 
 
+class SessionsSpec(_Closed):
+    """Multi-turn sessions: ``users`` conversations of ``turns`` turns, ``think_s`` seconds
+    between an answer and the next turn; ``"4x8"`` is short for users 4, turns 8."""
+
+    users: int = Field(ge=1)
+    turns: int = Field(ge=1)
+    think_s: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            found = Sessions.from_label("sessions:" + data.strip())
+            if found is None:
+                raise ValueError(f"expected USERSxTURNS (e.g. 4x8), got {data!r}")
+            return {"users": found.users, "turns": found.turns}
+        return data
+
+
 class LoadSpec(_Closed):
     """What load to offer and how long to measure it: the fields ``inferlab bench`` and a
     campaign's ``[load]`` share (each adds its own, and its own checks)."""
@@ -130,6 +150,7 @@ class LoadSpec(_Closed):
     arrival: Arrival = "poisson"
     burstiness: float = Field(default=1.0, gt=0)
     max_concurrency: int | None = Field(default=None, ge=1)
+    sessions: list[SessionsSpec] = Field(default_factory=list)
     trials: int = Field(default=1, ge=1)
     warmup: int = Field(default=0, ge=0)
     requests: int | Literal["auto"] | None = None
@@ -162,8 +183,8 @@ class LoadSpec(_Closed):
         return self
 
     def patterns(self) -> list[LoadPattern]:
-        """One closed-loop pattern per concurrency, one open-loop pattern per rate, then one
-        replay per speed when a trace is given."""
+        """One closed-loop pattern per concurrency, one open-loop pattern per rate, one
+        replay per speed when a trace is given, then one sessions pattern per ``sessions``."""
         closed: list[LoadPattern] = [ClosedLoop(c) for c in self.concurrency]
         opened: list[LoadPattern] = [
             OpenLoop(r, self.arrival, self.burstiness, self.max_concurrency) for r in self.rate
@@ -180,7 +201,8 @@ class LoadSpec(_Closed):
             )
             for x in (self.speed if self.trace is not None else [])
         ]
-        return closed + opened + replays
+        sessions: list[LoadPattern] = [Sessions(x.users, x.turns, x.think_s) for x in self.sessions]
+        return closed + opened + replays + sessions
 
 
 def _trace_set(load: LoadSpec) -> bool:
@@ -199,6 +221,8 @@ _BENCH_DUMP_ORDER = (
     *("lag_limit_ms", "client_cpus", "warmup", "trials", "api_key_env", "tokenizer"),
     *("timeout_s", "stall_timeout_s", "workers", "slo", "seed", "not_before_ns"),
 )
+#: fields dumped only when set (configs stored before them keep their bytes)
+_DUMP_WHEN_SET = ("sessions",)
 
 
 class BenchConfig(LoadSpec):
@@ -230,12 +254,15 @@ class BenchConfig(LoadSpec):
         data: dict[str, Any] = handler(self)
         if self.trace is None:
             data = {k: v for k, v in data.items() if k not in TRACE_FIELDS}
+        for k in _DUMP_WHEN_SET:
+            if not data.get(k):
+                data.pop(k, None)
         return {k: data[k] for k in _BENCH_DUMP_ORDER if k in data} | data
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:
-        if not self.concurrency and not self.rate and self.trace is None:
-            raise ValueError("give --concurrency, --rate and/or --trace")
+        if not self.concurrency and not self.rate and self.trace is None and not self.sessions:
+            raise ValueError("give --concurrency, --rate, --trace and/or --sessions")
         if any(c < 1 for c in self.concurrency):
             raise ValueError("concurrency values must be ≥ 1")
         if any(r <= 0 for r in self.rate):
@@ -258,10 +285,10 @@ def check_auto(load: LoadSpec) -> None:
     rate, duration_s = load.rate, load.duration_s
     min_requests, max_requests = load.min_requests, load.max_requests
     max_duration_s = load.max_duration_s
-    if rate:
+    if rate or load.sessions:
         raise ValueError(
             "requests = 'auto' stops closed-loop points (concurrency); for rate points give "
-            "requests = N or duration_s"
+            "requests = N or duration_s (a sessions point sends users × turns requests)"
         )
     if duration_s is not None:
         raise ValueError("requests = 'auto' and duration_s exclude each other (use max_duration_s)")

@@ -6,8 +6,9 @@ spellings imported runs use: ``rate=inf``, ``C=8,rate=4/s``). The label carries 
 the concurrency cap, not the arrival process: a parsed open-loop label has the default arrival
 (``to_json`` keeps all of it). A replay label (``replay:mooncake@1.0x``) names the trace's
 format and speed, not its file or slice: a parsed one has no file (``to_json`` keeps them).
-Each variant is one class in ``PATTERNS``; a named variant that is not built yet (multi-turn
-sessions, ``NOT_YET``) is refused by name.
+A sessions label (``sessions:4x8``) names users and turns, not the think time. Each variant is
+one class in ``PATTERNS``; a named variant that is not built yet (``NOT_YET``, none today) is
+refused by name.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "LoadPattern",
     "OpenLoop",
     "Replay",
+    "Sessions",
     "closed_concurrency",
     "label_key",
 ]
@@ -270,13 +272,59 @@ class Replay(LoadPattern):
             return None
 
 
+@dataclass(frozen=True)
+class Sessions(LoadPattern):
+    """``users`` conversations of ``turns`` turns each, run at once: a user sends its next turn
+    ``think_s`` seconds after the last answer ended, resending the whole history with that
+    answer in it, so prompts grow turn by turn (where a prefix cache shows)."""
+
+    users: int
+    turns: int
+    think_s: float = 0.0
+
+    kind: ClassVar[str] = "sessions"
+    spellings: ClassVar[tuple[str, ...]] = ("sessions:UxT",)
+    _LABEL: ClassVar[re.Pattern[str]] = re.compile(r"sessions:(\d+)x(\d+)")
+
+    def __post_init__(self) -> None:
+        for name in ("users", "turns"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
+        object.__setattr__(self, "think_s", float(self.think_s))
+        if not self.think_s >= 0:
+            raise ValueError(f"think_s must be ≥ 0 seconds, got {self.think_s}")
+
+    @property
+    def label(self) -> str:
+        return f"sessions:{self.users}x{self.turns}"
+
+    @property
+    def streams(self) -> int:
+        return self.users
+
+    @property
+    def size(self) -> float:
+        return float(self.users)
+
+    def fields(self) -> dict[str, Any]:
+        return {"users": self.users, "turns": self.turns, "think_s": self.think_s}
+
+    @classmethod
+    def from_label(cls, label: str) -> Sessions | None:
+        m = cls._LABEL.fullmatch(label)
+        if m is None or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+            return None
+        return cls(int(m.group(1)), int(m.group(2)))
+
+
 #: every built variant, by JSON kind; ``parse`` tries them in this order
-PATTERNS: dict[str, type[LoadPattern]] = {c.kind: c for c in (ClosedLoop, OpenLoop, Replay)}
+PATTERNS: dict[str, type[LoadPattern]] = {
+    c.kind: c for c in (ClosedLoop, OpenLoop, Replay, Sessions)
+}
 
 #: variants named but not built yet (kind, and label key) → why they are refused
-NOT_YET: dict[str, str] = {
-    "sessions": "multi-turn sessions are not implemented yet (issue 30)",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _refuse_unbuilt(kind: str) -> None:
@@ -291,8 +339,9 @@ def closed_concurrency(label: str | None) -> int | None:
 
 
 def label_key(label: str) -> tuple[int, float, str]:
-    """Sort key of a load label: by variant (PATTERNS order: C=N, open loop, replay), then by
-    its size (N, rate, speed), then by name; a label no variant reads sorts last, by name."""
+    """Sort key of a load label: by variant (PATTERNS order: C=N, open loop, replay,
+    sessions), then by its size (N, rate, speed, users), then by name; a label no variant
+    reads sorts last, by name."""
     try:
         p = LoadPattern.parse(label)
     except ConfigError:

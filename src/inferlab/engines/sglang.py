@@ -73,8 +73,8 @@ METRICS = (
         "gauge",
         ("sglang:cache_hit_rate",),
         "fraction 0-1",
-        "prefix (radix) cache hit rate",
-        _DOCS,
+        "prefix (radix) cache hit rate of the last prefill batch (cached / (cached + new))",
+        _DOCS + "; scheduler_metrics_mixin.log_prefill_stats",
     ),
     MetricDef(
         "spec_accept_length",

@@ -37,6 +37,7 @@ from inferlab.load.results import (
 )
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer
 from inferlab.load.workload import workload_descriptor
+from inferlab.stats.turns import by_turn
 
 __all__ = [
     "LAG_WARN_MS",
@@ -237,6 +238,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "stop": res.stop.to_json() if res.stop is not None else None,
         **({"clients": res.clients} if res.clients else {}),
         **replay_json(res),
+        **({"turns": [t.to_json() for t in turns]} if (turns := by_turn(res.records)) else {}),
     }
 
 

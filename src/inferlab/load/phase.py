@@ -26,7 +26,8 @@ from multiprocessing.connection import wait as mp_wait
 from typing import Any, Protocol
 
 from inferlab.errors import MeasurementError
-from inferlab.load.worker import WorkerJob, WorkerResult, worker_process
+from inferlab.load.jobs import WorkerJob, WorkerResult
+from inferlab.load.worker import worker_process
 
 __all__ = ["PhaseMonitor", "PhaseOutcome", "collect_results", "run_phase"]
 

@@ -21,16 +21,17 @@ from inferlab.engines import EngineSpec
 from inferlab.errors import TokenizerError
 from inferlab.load.adaptive import BaselineRef, PointFacts, choose_rule
 from inferlab.load.http import Endpoint, HttpClient
+from inferlab.load.jobs import Item, WorkerJob
 from inferlab.load.phase import run_phase
 from inferlab.load.quality import point_warnings
 from inferlab.load.replay import plan_replay
 from inferlab.load.results import BenchEvents, LoadPoint, PointResult
 from inferlab.load.schedule import arrival_offsets
+from inferlab.load.sessions import ChatTarget, SessionScript
 from inferlab.load.steady import final_stop, summarize_steady
 from inferlab.load.stopping import RuleMonitor
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
 from inferlab.load.traces import TraceRequest
-from inferlab.load.worker import Item, WorkerJob
 from inferlab.load.workload import Prompt, build_body, make_prompts
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import PointSummary, summarize
@@ -75,6 +76,8 @@ class Sweep:
     baselines: dict[str, BaselineRef] = field(default_factory=dict)  # label → sequential ref
     traces: dict[str, list[TraceRequest]] = field(default_factory=dict)  # file → parsed trace
     max_model_len: int | None = None  # the model's context (tokens), when the server says
+    #: the conversations of the sessions point being measured (``split_jobs`` deals them)
+    pending_scripts: list[SessionScript] = field(default_factory=list)
 
     def workers(self, point: LoadPoint) -> int:
         cfg = self.cfg
@@ -83,6 +86,27 @@ class Sweep:
         if cfg.client_cpus:
             return auto_workers(point.streams, len(cfg.client_cpus))
         return auto_workers(point.streams, local_server=_is_loopback(self.ep.host))
+
+    def scripts(self, point: LoadPoint, prompts: list[Prompt], pi: int) -> list[SessionScript]:
+        """A sessions point's conversations: user ``u``'s turn ``t`` says ``prompts[u*T+t]``."""
+        users, turns = point.users or 1, point.turns or 1
+        out = []
+        for u in range(users):
+            mine = prompts[u * turns : (u + 1) * turns]
+            out.append(
+                SessionScript(
+                    session=u,
+                    index0=u * turns,
+                    messages=tuple(p.text or "" for p in mine),
+                    request_ids=tuple(f"{self.run_id}-{pi}-s{u}t{t}" for t in range(turns)),
+                    output_tokens=tuple(p.output_tokens for p in mine),
+                    fixed_fields=tuple(
+                        self.engine.fixed_length_fields(p.output_tokens) for p in mine
+                    ),
+                    think_s=point.think_s,
+                )
+            )
+        return out
 
     def items(self, prompts: list[Prompt], base: int, tag: str, pi: int) -> list[Item]:
         cfg = self.cfg
@@ -106,6 +130,8 @@ def _request_plan(
     cfg: BenchConfig, point: LoadPoint, pi: int
 ) -> tuple[list[float] | None, int, bool]:
     """(open-loop offsets, prompts to prepare, cycle them) for one point."""
+    if point.users is not None:  # one user message per turn of every conversation
+        return None, point.users * (point.turns or 1), False
     c = point.concurrency or 1
     if point.rate is not None:
         offsets = arrival_offsets(
@@ -140,6 +166,8 @@ def split_jobs(
     cfg = sw.cfg
     if point.concurrency is not None:
         workers = max(1, min(workers, point.concurrency))
+    if point.users is not None and not warmup:
+        return _session_jobs(sw, point, workers)
     jobs = []
     for w in range(workers):
         mine = items[w::workers]
@@ -173,6 +201,28 @@ def split_jobs(
     for i, j in enumerate(jobs):
         j.worker = i
     return jobs
+
+
+def _session_jobs(sw: Sweep, point: LoadPoint, workers: int) -> list[WorkerJob]:
+    """A sessions point's jobs: the conversations dealt round-robin to the workers."""
+    scripts = sw.pending_scripts
+    workers = max(1, min(workers, len(scripts)))
+    target = ChatTarget(sw.path, sw.model, sw.cfg.endpoint == "chat")
+    return [
+        WorkerJob(
+            worker=w,
+            endpoint=sw.ep,
+            items=[],
+            timeout_s=sw.cfg.timeout_s,
+            stall_timeout_s=sw.cfg.stall_timeout_s,
+            headers=sw.headers,
+            cpus=sw.cfg.client_cpus,
+            not_before_ns=sw.cfg.not_before_ns,
+            sessions=scripts[w::workers],
+            target=target,
+        )
+        for w in range(workers)
+    ]
 
 
 @dataclass
@@ -238,7 +288,8 @@ def _measure(
     m: _Measured,
 ) -> None:
     cfg = sw.cfg
-    sw.events.point_started(point, None if cycle else len(items), False)
+    planned = point.users * (point.turns or 1) if point.users is not None else len(items)
+    sw.events.point_started(point, None if cycle else planned, False)
     jobs = split_jobs(sw, point, items, workers, warmup=False, offsets=offsets, cycle=cycle)
     m.workers = len(jobs)
     c = point.concurrency or 1
@@ -269,7 +320,11 @@ def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResu
     if warm:
         _warmup(sw, point, sw.items(warm, -len(warm), "w", pi), workers, m)
     if not m.interrupted and m.rejected is None:
-        main = sw.items(prompts, 0, "", pi)
+        if point.users is not None:
+            sw.pending_scripts = sw.scripts(point, prompts, pi)
+            main: list[Item] = []
+        else:
+            main = sw.items(prompts, 0, "", pi)
         _measure(sw, point, main, workers, offsets, cycle, m)
     order = sorted(
         range(len(m.records)), key=lambda i: (not m.records[i].warmup, m.records[i].send_ns)

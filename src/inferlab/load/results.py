@@ -17,14 +17,18 @@ __all__ = ["BenchEvents", "BenchResult", "BenchWarning", "LoadPoint", "PointResu
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One load level: closed loop at ``concurrency``, open loop at ``rate`` req/s, or another
-    ``pattern`` (a trace replay: neither)."""
+    """One load level: closed loop at ``concurrency``, open loop at ``rate`` req/s, ``users``
+    sessions of ``turns`` turns with ``think_s`` s between them, or another ``pattern`` (a
+    trace replay: none of these)."""
 
     label: str
     concurrency: int | None = None
     rate: float | None = None
     max_concurrency: int | None = None
     pattern: LoadPattern | None = None
+    users: int | None = None
+    turns: int | None = None
+    think_s: float = 0.0
 
     @classmethod
     def of(cls, p: LoadPattern) -> LoadPoint:
@@ -35,6 +39,9 @@ class LoadPoint:
             rate=getattr(p, "rate", None),
             max_concurrency=getattr(p, "max_concurrency", None),
             pattern=p,
+            users=getattr(p, "users", None),
+            turns=getattr(p, "turns", None),
+            think_s=getattr(p, "think_s", 0.0),
         )
 
     @property
@@ -42,6 +49,8 @@ class LoadPoint:
         """Most requests this point may keep in flight (an estimate for open loop)."""
         if self.concurrency is not None:
             return self.concurrency
+        if self.users is not None:
+            return self.users
         return self.max_concurrency or 256
 
 

@@ -13,16 +13,18 @@ import signal
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from inferlab.load.http import Endpoint, Exchange, HttpClient, run_loop
+from inferlab.load.http import Exchange, HttpClient, run_loop
+from inferlab.load.jobs import Item, WorkerJob, WorkerResult
 from inferlab.load.progress import Progress
+from inferlab.load.sessions import SessionScript, run_sessions
 from inferlab.load.sse import error_message_of, parse_stream
 from inferlab.records import ErrorKind, RequestRecord
 
-__all__ = ["Item", "WorkerJob", "WorkerResult", "worker_process"]
+__all__ = ["worker_process"]
 
 _perf_ns = time.perf_counter_ns
 _LAG_PERIOD_S = 0.005
@@ -31,54 +33,13 @@ _REPORT_EVERY = 4  # adaptive points: progress to the parent every 4 lag probes 
 _TRANSIENT = (408, 429)  # overload, not a refusal of the requests themselves
 
 
-@dataclass(slots=True, frozen=True)
-class Item:
-    """A prepared request: global index, id sent as ``X-Request-Id``, exact bytes to write."""
-
-    index: int
-    request_id: str
-    data: bytes
-    input_tokens: int | None
-    output_tokens: int
-
-
-@dataclass(slots=True)
-class WorkerJob:
-    worker: int
-    endpoint: Endpoint
-    items: list[Item]
-    warmup: bool = False
-    concurrency: int | None = None  # closed loop: users in this worker
-    offsets_s: list[float] | None = None  # open loop: send offsets, parallel to items
-    max_concurrency: int | None = None  # open loop cap in this worker
-    duration_s: float | None = None  # closed loop: stop issuing after this
-    cycle: bool = False  # closed loop with duration: reuse items round-robin
-    timeout_s: float = 600.0
-    stall_timeout_s: float = 60.0
-    headers: dict[str, str] = field(default_factory=dict)
-    progress: bool = False  # adaptive point: stream light summaries to the parent
-    cpus: tuple[int, ...] | None = None  # pin the worker to these CPUs
-    not_before_ns: int | None = None  # start no earlier (perf_counter_ns): hosts start together
-
-
-@dataclass(slots=True)
-class WorkerResult:
-    worker: int
-    records: list[RequestRecord]
-    texts: list[list[str]]
-    loop_lag_ns: list[int]
-    start_ns: int
-    stop_ns: int
-    interrupted: bool = False
-    rejected: str | None = None  # the server's message when it refused the first requests
-    failure: str | None = None  # the worker itself broke (a bug): the traceback
-
-
 @dataclass(slots=True)
 class _Raw:
     item: Item
     scheduled_ns: int | None
     ex: Exchange
+    session: int | None = None
+    turn: int | None = None
 
 
 @dataclass(slots=True)
@@ -115,7 +76,7 @@ class _Control:
             self._errors[self._w] += 1
 
 
-One = Callable[[Item, "int | None", bool], Awaitable[None]]
+One = Callable[[Item, "int | None", bool], Awaitable[_Raw]]
 
 
 async def _closed_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> None:
@@ -219,9 +180,12 @@ async def _warm_client(job: WorkerJob) -> HttpClient:
         stall_timeout_s=job.stall_timeout_s,
         headers=job.headers,
     )
-    n_conn = job.concurrency or min(len(job.items), job.max_concurrency or 64)
+    if job.sessions is not None:
+        n_conn = len(job.sessions)
+    else:
+        n_conn = job.concurrency or min(len(job.items), job.max_concurrency or 64)
     try:
-        await client.warm(min(n_conn, len(job.items)))
+        await client.warm(n_conn if job.sessions is not None else min(n_conn, len(job.items)))
     except OSError:
         pass  # each request will record its own connect error
     return client
@@ -246,17 +210,22 @@ async def _drive(
     start_ns = _perf_ns()
     monitor.start()
 
-    async def one(item: Item, scheduled: int | None, first: bool) -> None:
+    async def one(item: Item, scheduled: int | None, first: bool) -> _Raw:
         if prog is not None:
             prog.issued(item.index, first)
         ex = await client.request(item.data)
-        raws.append(_Raw(item, scheduled, ex))
+        raw = _Raw(item, scheduled, ex)
+        raws.append(raw)
         if prog is not None:
             prog.finished(item.index, ex, item.output_tokens, first)
         _judge(ex, ctl, state)
+        return raw
 
-    drive = _closed_loop if job.offsets_s is None else _open_loop
-    await drive(job, ctl, one, start_ns)
+    if job.sessions is not None:
+        await _converse(job, client, one, ctl)
+    else:
+        drive = _closed_loop if job.offsets_s is None else _open_loop
+        await drive(job, ctl, one, start_ns)
     stop_ns = _perf_ns()
     monitor.done = True
     if prog is not None:
@@ -273,6 +242,22 @@ async def _drive(
         interrupted=ctl.stopping() and state.rejected is None,
         rejected=state.rejected,
     )
+
+
+async def _converse(job: WorkerJob, client: HttpClient, one: One, ctl: _Control) -> None:
+    """A sessions point: each turn sent through ``one`` (so it is measured and recorded as any
+    request is), marked with its conversation and turn."""
+    assert job.sessions is not None and job.target is not None
+    path = job.target.path
+
+    async def turn(sc: SessionScript, t: int, body: bytes) -> Exchange:
+        rid, n = sc.request_ids[t], sc.output_tokens[t]
+        data = client.build("POST", path, body, request_id=rid)
+        raw = await one(Item(sc.index0 + t, rid, data, None, n), None, t == 0)
+        raw.session, raw.turn = sc.session, t
+        return raw.ex
+
+    await run_sessions(job.sessions, job.target, turn, lambda: ctl.stopping() or ctl.finishing())
 
 
 def _judge(ex: Exchange, ctl: _Control, state: _State) -> None:
@@ -319,6 +304,8 @@ def _finish(
             requested_output_tokens=item.output_tokens,
             worker=job.worker,
             dropped="ramp-up" if item.index in ramp else None,
+            session=raw.session,
+            turn=raw.turn,
         )
         parsed = parse_stream(ex.pieces, ex.end_ns)
         if rec.error_kind is None and not 200 <= ex.status < 300:

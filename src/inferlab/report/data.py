@@ -35,7 +35,10 @@ __all__ = [
 SERVER_KEYS: dict[str, str] = {
     "spec_accept_length": "spec accept length (tokens/step)",
     "spec_acceptance_rate": "spec acceptance rate",
+    "prefix_cache_hit_rate": "prefix-cache hit rate (tokens)",
+    "prefix_cache_hit_rate_gauge": "prefix-cache hit rate (mean of per-batch gauge)",
     "max_kv_cache_usage": "max KV-cache usage",
+    "mean_kv_cache_usage": "mean KV-cache usage",
     "max_running": "max running",
     "max_waiting": "max waiting",
     "generation_tokens": "generation tokens",

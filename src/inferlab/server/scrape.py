@@ -1,6 +1,6 @@
 """Scrape a server's Prometheus ``/metrics`` around and during a load point, and derive the
-numbers a campaign needs (speculative accept length, acceptance rate, peak KV-cache usage,
-peak running / waiting requests)."""
+numbers a campaign needs (speculative accept length, acceptance rate, the prefix-cache hit
+rate, peak and mean KV-cache usage, peak running / waiting requests)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +104,7 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, Any]:
     gen = delta("generation_tokens")
     if gen is not None:
         out["generation_tokens"] = gen
+    out.update(_prefix_cache(spec, good, delta))
     for key, name in (
         ("kv_cache_usage", "max_kv_cache_usage"),
         ("running", "max_running"),
@@ -112,4 +114,24 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, Any]:
         vals = [v for s in good if (v := _total(spec, key, s.samples)) is not None]
         if vals:
             out[name] = max(vals)
+            if key == "kv_cache_usage":
+                out["mean_kv_cache_usage"] = sum(vals) / len(vals)
     return out
+
+
+def _prefix_cache(
+    spec: EngineSpec, good: list[Scrape], delta: Callable[[str], float | None]
+) -> dict[str, Any]:
+    """The point's prefix-cache hit rate: hit tokens over looked-up prompt tokens, from counter
+    deltas (vLLM's ``prefix_cache_hits`` / ``prefix_cache_queries``; SGLang's
+    ``cached_tokens`` / ``prompt_tokens``); else the mean of SGLang's per-batch gauge
+    over the scrapes, kept apart as ``prefix_cache_hit_rate_gauge`` (a mean of last-batch
+    rates, not weighted by tokens)."""
+    hits, queries = delta("prefix_cache_hits"), delta("prefix_cache_queries")
+    if hits is not None and queries:
+        return {"prefix_cache_hit_rate": hits / queries, "prefix_cache_queries": queries}
+    cached, prompt = delta("cached_tokens"), delta("prompt_tokens")
+    if cached is not None and prompt:
+        return {"prefix_cache_hit_rate": cached / prompt, "prefix_cache_queries": prompt}
+    vals = [v for s in good if (v := _total(spec, "cache_hit_rate", s.samples)) is not None]
+    return {"prefix_cache_hit_rate_gauge": sum(vals) / len(vals)} if vals else {}

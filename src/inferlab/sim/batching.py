@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from inferlab.sim import api
 from inferlab.sim.model import StepModel, accept_draw, step_ms
+from inferlab.sim.prefixcache import PrefixCache
 from inferlab.sim.wheel import Answer, TimerWheel, slot_of
 
 if TYPE_CHECKING:
@@ -116,6 +117,9 @@ class BatchingEngine:
         self.gen_throughput = 0.0
         self.accept_length = 1.0 if self.spec is not None else 0.0
         self.cuda_graph = True
+        self.cache = PrefixCache(model.kv_tokens) if cfg.prefix_cache else None
+        self.cached_total = 0  # prompt tokens served from the cache
+        self.cache_hit_rate = 0.0  # of the last prefill batch (SGLang's gauge)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -157,9 +161,10 @@ class BatchingEngine:
     # -- the loop ----------------------------------------------------------------------------
 
     def _admit(self) -> int:
-        """Move queued requests into the batch (FIFO); returns the prompt tokens that join."""
+        """Move queued requests into the batch (FIFO); returns the prompt tokens they prefill
+        (without the ones the prefix cache serves)."""
         m = self.model
-        joining = 0
+        joining = cached = 0
         queue = self.queue
         while queue:
             seq = queue[0]
@@ -174,13 +179,20 @@ class BatchingEngine:
             seq.joined = True
             self.kv_reserved += seq.reserved
             self.running.append(seq)
-            joining += seq.gen.prompt_tokens
+            if self.cache is None:
+                joining += seq.gen.prompt_tokens
+            else:
+                hit = self.cache.lookup(seq.gen.prompt_text.split())
+                joining, cached = joining + hit.computed, cached + hit.cached
             self.prompt_total += seq.gen.prompt_tokens
-        if joining and self.log is not None:
+        if joining or cached:
+            self.cached_total += cached
+            self.cache_hit_rate = cached / (cached + joining)
+        if (joining or cached) and self.log is not None:
             new = sum(1 for s in self.running if s.joined)
             self.log(
                 f"{log_prefix()} Prefill batch. #new-seq: {new}, #new-token: {joining}, "
-                f"#cached-token: 0, token usage: {self._usage():.2f}, "
+                f"#cached-token: {cached}, token usage: {self._usage():.2f}, "
                 f"#running-req: {len(self.running) - new}, #queue-req: {len(queue)}, "
             )
         return joining
@@ -230,6 +242,9 @@ class BatchingEngine:
             if done:
                 self.kv_reserved -= seq.reserved
                 self.requests_total += 1
+                if self.cache is not None:
+                    vocab = self.srv.tokenizer.vocab
+                    self.cache.insert(seq.gen.prompt_text.split() + [vocab[i] for i in seq.ids])
                 seq.conn.job_done(seq)
             else:
                 keep.append(seq)
@@ -288,6 +303,7 @@ class BatchingEngine:
             ("sglang:max_total_num_tokens", "gauge", "KV-cache capacity", self.model.kv_tokens),
             ("sglang:token_usage", "gauge", "KV-cache usage", used / self.model.kv_tokens),
             ("sglang:gen_throughput", "gauge", "Generation throughput", self.gen_throughput),
+            ("sglang:cache_hit_rate", "gauge", "Prefix-cache hit rate", self.cache_hit_rate),
         ]
         if self.spec is not None:
             rows.append(("sglang:spec_accept_length", "gauge", "Accept length", self.accept_length))
@@ -297,6 +313,7 @@ class BatchingEngine:
             ("sglang:prompt_tokens_total", "counter", "Prefill tokens", self.prompt_total),
             ("sglang:generation_tokens_total", "counter", "Generated tokens", self.gen_total),
             ("sglang:num_requests_total", "counter", "Finished requests", self.requests_total),
+            ("sglang:cached_tokens_total", "counter", "Cached prompt tokens", self.cached_total),
         ]
         out = [f"# inferlab sim (SIMULATED engine), preset {self.srv.config.preset or 'generic'}"]
         for name, kind, help_, value in rows:

@@ -27,7 +27,9 @@ class SimConfig(BaseModel):
     ``model_mode="batching"`` (implied by ``preset``) replaces the fixed TTFT/ITL schedule with
     the continuous-batching model of :mod:`inferlab.sim.model`; ``levers`` are the SGLang flags
     it interprets, ``time_scale`` multiplies every model time. ``startup_s`` (seconds) delays
-    listening, standing in for weight loading.
+    listening, standing in for weight loading. ``prefix_cache`` (batching only) reuses whole
+    16-token blocks of earlier prompts (:mod:`inferlab.sim.prefixcache`): only the uncached
+    tokens cost prefill time.
 
     ``fault`` (a kind of :data:`inferlab.sim.faults.FAULTS`) hits every ``fault_every``-th
     valid generation request, after ``fault_after`` token chunks; with ``fault_at_s`` /
@@ -64,6 +66,7 @@ class SimConfig(BaseModel):
     levers: Levers = Levers()
     #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
     tp_size: int = Field(default=1, ge=1, le=64)
+    prefix_cache: bool = False
 
     @property
     def batching(self) -> bool:
@@ -86,6 +89,8 @@ class SimConfig(BaseModel):
         if not self.batching:
             if self.levers != Levers():
                 raise ValueError("SGLang levers need --preset or --model-mode batching")
+            if self.prefix_cache:
+                raise ValueError("--prefix-cache needs --preset or --model-mode batching")
         elif self.fault is not None or self.jitter_ms > 0.0 or self.tokens_per_chunk != 1:
             raise ValueError(
                 "--fault, --jitter-ms and --tokens-per-chunk belong to the fixed-timing mode, "

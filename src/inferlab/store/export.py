@@ -87,6 +87,8 @@ def request_rows(store: Store, runs: Sequence[RunRow]) -> Iterable[dict[str, Any
                 "request_id": q.request_id,
                 "warmup": q.warmup,
                 "dropped": q.dropped,
+                "session": q.session,
+                "turn": q.turn,
                 "scheduled_ns": q.scheduled_ns,
                 "send_ns": q.send_ns,
                 "end_ns": q.end_ns,

@@ -1,5 +1,6 @@
-"""One stored request as a row: send/end times, every token event as packed offsets, the client
-and, for an adaptive point, whether it was dropped from the statistics (ramp-up, drain).
+"""One stored request as a row: send/end times, every token event as packed offsets, the client,
+for an adaptive point whether it was dropped from the statistics (ramp-up, drain), and for a
+sessions point its conversation and turn.
 
 ``event_offsets`` holds int64 little-endian ``event_ns - send_ns``; ``event_tokens`` the int32
 token count of each event. Unpacking restores the absolute perf-counter times."""
@@ -18,14 +19,15 @@ INSERT_REQUEST = (
     "INSERT INTO requests(run_id, idx, request_id, warmup, scheduled_ns, send_ns, end_ns, "
     "status, error_kind, error_message, input_tokens, requested_output_tokens, "
     "usage_prompt_tokens, usage_completion_tokens, counted_output_tokens, finish_reason, "
-    "worker, event_offsets, event_tokens, warnings_json, client, dropped) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "worker, event_offsets, event_tokens, warnings_json, client, dropped, session, turn) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 SELECT_REQUESTS = (
     "SELECT idx, request_id, warmup, scheduled_ns, send_ns, end_ns, status, error_kind, "
     "error_message, input_tokens, requested_output_tokens, usage_prompt_tokens, "
     "usage_completion_tokens, counted_output_tokens, finish_reason, worker, "
-    "event_offsets, event_tokens, warnings_json, client, dropped FROM requests WHERE run_id=? "
+    "event_offsets, event_tokens, warnings_json, client, dropped, session, turn "
+    "FROM requests WHERE run_id=? "
     "ORDER BY idx"
 )
 
@@ -56,6 +58,8 @@ def pack_request(run_id: int, i: int, r: RequestRecord) -> tuple[Any, ...]:
         json.dumps(r.warnings, sort_keys=True, separators=(",", ":"), default=str),
         r.client,
         r.dropped,
+        r.session,
+        r.turn,
     )
 
 
@@ -88,4 +92,6 @@ def unpack_request(r: tuple[Any, ...]) -> RequestRecord:
         warnings=json.loads(r[18]),
         client=r[19],
         dropped=r[20],
+        session=r[21],
+        turn=r[22],
     )

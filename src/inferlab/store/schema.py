@@ -14,6 +14,8 @@ Format history (``meta.schema_version``):
     runs stored before, assessed when read), ``runs.trust_json`` (reasons with their fixes),
     ``runs.stop_json`` (why an adaptive or sequential point stopped, achieved half-widths,
     look), ``requests.dropped`` ('ramp-up' | 'drain': stored, left out of the statistics).
+  6 multi-turn sessions: ``requests.session`` (which user's conversation) and
+    ``requests.turn`` (its 0-based turn); NULL for a request of any other load pattern.
 
 A database is upgraded on open by applying ``upgrade_to_N`` for every N above its version, in
 one transaction. A database newer than ``SCHEMA_VERSION`` is refused ("upgrade inferlab").
@@ -25,7 +27,7 @@ from collections.abc import Callable
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x1F3B_AB01  # PRAGMA application_id: marks the file as inferlab's
 
 
@@ -189,10 +191,19 @@ def upgrade_to_5() -> str:
         """
 
 
+def upgrade_to_6() -> str:
+    """SQL of version 6: a sessions point's conversation and turn of each request."""
+    return """
+        ALTER TABLE requests ADD COLUMN session INTEGER;
+        ALTER TABLE requests ADD COLUMN turn INTEGER;
+        """
+
+
 MIGRATIONS: dict[int, Callable[[], str]] = {
     1: upgrade_to_1,
     2: upgrade_to_2,
     3: upgrade_to_3,
     4: upgrade_to_4,
     5: upgrade_to_5,
+    6: upgrade_to_6,
 }

@@ -15,6 +15,7 @@ from inferlab.config.pattern import (
     LoadPattern,
     OpenLoop,
     Replay,
+    Sessions,
     closed_concurrency,
     label_key,
 )
@@ -32,6 +33,7 @@ CASES: list[tuple[LoadPattern, str]] = [
     (Replay("mooncake"), "replay:mooncake@1.0x"),
     (Replay("csv", 2.5), "replay:csv@2.5x"),
     (Replay("inferlab", 0.25, max_concurrency=4), "replay:inferlab@0.25x max C=4"),
+    (Sessions(4, 8), "sessions:4x8"),
 ]
 
 
@@ -72,12 +74,10 @@ def test_parse_refuses_what_no_variant_reads(label: str) -> None:
         LoadPattern.parse(label)
 
 
-def test_sessions_are_named_and_refused_not_skipped() -> None:
-    assert "sessions" in NOT_YET and "sessions" not in PATTERNS
-    with pytest.raises(ConfigError, match="'sessions': multi-turn sessions are not implemented"):
-        LoadPattern.parse("sessions:64x8")
-    with pytest.raises(ConfigError, match="'sessions': multi-turn sessions are not implemented"):
-        LoadPattern.from_json({"kind": "sessions", "users": 64})
+def test_every_named_variant_is_built() -> None:
+    assert not NOT_YET and {"replay", "sessions"} <= set(PATTERNS)
+    with pytest.raises(ConfigError, match="load pattern 'sessions': users must be an integer"):
+        LoadPattern.from_json({"kind": "sessions", "users": 0, "turns": 8})
 
 
 def test_a_replay_keeps_its_file_and_slice_in_json_not_in_its_label() -> None:

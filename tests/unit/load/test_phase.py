@@ -11,8 +11,8 @@ import pytest
 
 from inferlab.errors import MeasurementError
 from inferlab.load.http import Endpoint
+from inferlab.load.jobs import WorkerJob, WorkerResult
 from inferlab.load.phase import collect_results, run_phase
-from inferlab.load.worker import WorkerJob, WorkerResult
 
 
 def test_a_result_sent_after_the_wait_timed_out_is_still_read() -> None:

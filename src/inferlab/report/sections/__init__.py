@@ -1,5 +1,6 @@
 """The report's sections past the verdicts: lever evidence, tuning, recon, profiles, log
-findings, levers ranked, predictions checked, cluster placement.
+findings, levers ranked, predictions checked, cluster placement, and TTFT by turn of
+multi-turn sessions.
 
 Each builder reads the store only and returns a ``Section`` (or ``None`` when the campaign has
 nothing of its kind); ``SECTIONS`` is their order in the report. A new section is one module
@@ -14,6 +15,7 @@ from inferlab.report.sections.findings import findings_section
 from inferlab.report.sections.levers import levers_section, predictions_section
 from inferlab.report.sections.profile import profile_section
 from inferlab.report.sections.recon import recon_section
+from inferlab.report.sections.sessions import sessions_section
 from inferlab.report.sections.tuning import tuning_section
 from inferlab.store import Store
 
@@ -21,6 +23,7 @@ __all__ = ["SECTIONS", "Section", "SectionBuilder", "build_sections", "md_text"]
 
 #: the sections in report order
 SECTIONS: tuple[SectionBuilder, ...] = (
+    sessions_section,
     applied_section,
     tuning_section,
     recon_section,

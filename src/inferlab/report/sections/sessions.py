@@ -1,0 +1,76 @@
+"""The report section "sessions": for each multi-turn point (``sessions:UxT``), TTFT by turn
+index per config, beside the point's prefix-cache hit rate and KV-cache usage read from the
+engine's ``/metrics``. Turn 1 has no history; later turns resend it, so a prefix cache shows
+as TTFT that stops growing with the turn. Reads the store only."""
+
+from __future__ import annotations
+
+from html import escape
+
+from inferlab.config.pattern import LoadPattern, Sessions
+from inferlab.errors import ConfigError
+from inferlab.report.sections.base import Section
+from inferlab.report.sections.base import md_text as _md
+from inferlab.stats.turns import by_turn
+from inferlab.store import Store
+
+__all__ = ["session_rows", "sessions_section"]
+
+HEAD = (
+    "config",
+    "point",
+    "trial",
+    "turn",
+    "requests",
+    "TTFT p50 ms [95% interval]",
+    "prompt tokens",
+    "prefix-cache hit rate",
+    "mean KV usage",
+)
+
+
+def _is_sessions(label: str) -> bool:
+    try:
+        return isinstance(LoadPattern.parse(label), Sessions)
+    except ConfigError:
+        return False
+
+
+def _rate(value: object) -> str:
+    return f"{value:.1%}" if isinstance(value, (int, float)) else "—"
+
+
+def session_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
+    """One row per turn of every stored sessions point of ``campaign`` (measurements only)."""
+    out: list[tuple[str, ...]] = []
+    for run in store.runs(campaign=campaign):
+        if run.purpose != "measure" or not _is_sessions(run.label):
+            continue
+        server = run.summary.get("server") or {}
+        hit = _rate(server.get("prefix_cache_hit_rate", server.get("prefix_cache_hit_rate_gauge")))
+        kv = _rate(server.get("mean_kv_cache_usage"))
+        for t in by_turn(store.requests(run.id)):
+            ttft = f"{t.ttft_p50_ms:.1f} [{t.ttft_p50_low_ms:.1f}, {t.ttft_p50_high_ms:.1f}]"
+            prompt = f"{t.prompt_tokens_mean:.0f}" if t.prompt_tokens_mean is not None else "—"
+            row = (run.config, run.label, str(run.trial), str(t.turn + 1), str(t.requests))
+            out.append((*row, ttft, prompt, hit if t.turn == 0 else "", kv if t.turn == 0 else ""))
+    return out
+
+
+def sessions_section(store: Store, campaign: str) -> Section | None:
+    """TTFT by turn of ``campaign``'s sessions points; None when it has none."""
+    rows = session_rows(store, campaign)
+    if not rows:
+        return None
+    intro = (
+        "Multi-turn sessions: each turn resends the conversation so far, so its prompt grows. "
+        "TTFT by turn is the median over the users with a 95% percentile-bootstrap interval; "
+        "the hit rate is the point's prefix-cache hits over looked-up prompt tokens, from the "
+        "engine's counters (docs/launch.md, Scrape)."
+    )
+    md = [intro, "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+    md += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
+    th = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
+    trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    html = f'<p class="muted">{escape(intro)}</p><table><tr>{th}</tr>{trs}</table>'
+    return Section("sessions", "Sessions: TTFT by turn", "\n".join(md), html)
