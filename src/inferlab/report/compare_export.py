@@ -42,6 +42,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
                 "settled_at": cell.looks,
                 "lever_not_applied": cell.levers,
                 "baseline_drift": cell.drift,
+                **({"baseline_measurement": cell.against} if cell.against else {}),
             }
             for cell in c.cells.values()
         ],
