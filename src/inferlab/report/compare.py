@@ -12,6 +12,7 @@ from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.applied import not_applied, unclaimed
 from inferlab.report.compare_runs import config_keys, identity, select_runs
 from inferlab.report.comparison import Cell, Comparison
+from inferlab.report.interleave import pass_rows
 from inferlab.report.recheck import apply_rechecks
 from inferlab.report.verdicts import group_trust, sequential_verdict, untrusted_verdict
 from inferlab.stats.compare import (
@@ -200,16 +201,14 @@ def build_comparison(
     cells = {(cfg, label): _cell(store, cfg, label, g) for (cfg, label), g in groups.items()}
     b = first[base]
     passes = baseline_passes(store, b.campaign, b.config, b.config_hash)
-    for cfg in configs[1:]:
-        for label in labels:
-            cand = cells.get((cfg, label))
-            if cand is None or (base, label) not in cells:
-                continue
-            cand.forced = bad.get(cfg, [])
-            cand.levers = not_applied(store, first[cfg])
-            cg = groups[(cfg, label)]
-            bg, base_cell = _nearest(store, passes.get(label, []), cand, cg, groups, cells, base)
-            cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
+    for (cfg, label), cand in cells.items():
+        if cfg == base or (base, label) not in cells:
+            continue
+        cand.forced = bad.get(cfg, [])
+        cand.levers = not_applied(store, first[cfg])
+        cg = groups[(cfg, label)]
+        bg, base_cell = _nearest(store, passes.get(label, []), cand, cg, groups, cells, base)
+        cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
     rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect)
     for cand in cells.values():  # a diff item that did not take effect: no claim
         if cand.levers and not force:
@@ -217,5 +216,5 @@ def build_comparison(
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
         base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
-        bool(bad), rechecks,
+        bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect),
     )  # fmt: skip

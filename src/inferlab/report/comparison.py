@@ -67,3 +67,7 @@ class Comparison:
     forced: bool
     #: the baseline's recheck per load point (``stats.recheck``); empty when not rechecked
     rechecks: list[RecheckPoint] = field(default_factory=list)
+    #: ``[load] interleave``: the baseline's passes (``report.interleave.pass_rows``), and
+    #: whether they are the reference engine's (SIMULATED)
+    passes: list[tuple[str, ...]] = field(default_factory=list)
+    passes_simulated: bool = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.launch import InProcessSim
@@ -16,6 +17,9 @@ from inferlab.campaign.runner import run_campaign
 from inferlab.levers.evidence import gather
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import render_md, to_json
+from inferlab.report.data import build_report
+from inferlab.report.html_page import render_html
+from inferlab.report.markdown import render_markdown
 from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
 from inferlab.store import Store
@@ -49,13 +53,15 @@ class DriftingSim(InProcessSim):
         return super().start(dataclasses.replace(spec, argv=argv))
 
 
-def _run(tmp: Path, interleave: bool) -> tuple[Path, DriftingSim, list[str]]:
+def _run(
+    tmp: Path, interleave: bool, configs: list[dict[str, Any]] = CONFIGS, **load: Any
+) -> tuple[Path, DriftingSim, list[str]]:
     path = write_campaign(
         tmp / "c.toml",
         name="drift",
         args=["--ttft-ms", "2", "--itl-ms", "2", "--jitter-ms", "0.05"],
-        config=CONFIGS,
-        load={"concurrency": [2], "requests": 40, "interleave": interleave},
+        config=configs,
+        load={"concurrency": [2], "requests": 24, "interleave": interleave, **load},
     )
     db, launcher = tmp / "db", DriftingSim()
     with Store(db) as store:
@@ -92,6 +98,7 @@ def test_with_interleave_each_verdict_is_taken_against_the_nearest_baseline_pass
         runs = store.runs(campaign="drift", config="baseline", purpose=None)
         c = build_comparison(store, campaign="drift")
         ev = gather(store, "drift")
+        report = build_report(store, "drift")
     # every pass stored as the baseline's own runs, tagged with the candidate it preceded
     assert [p.before for p in passes] == [None, "b", "noop"]
     assert [r.purpose for r in runs] == ["measure", "interleave", "interleave"]
@@ -112,7 +119,34 @@ def test_with_interleave_each_verdict_is_taken_against_the_nearest_baseline_pass
     cells = {(x["config"], x["label"]): x for x in to_json(c)["cells"]}
     assert cells[("noop", "C=2")]["baseline_measurement"] == noop.against
     assert any("pass before noop" in line for line in render_md(c))
+    # the passes table: which pass each candidate was judged against, and how far it moved
+    rows = {(r["point"], r["baseline pass"]): r for r in to_json(c)["baseline_passes"]}
+    assert rows[("C=2", "first pass")]["verdicts taken against it"] == "a"
+    assert rows[("C=2", "before noop")]["verdicts taken against it"] == "noop"
+    assert rows[("C=2", "before noop")]["drift"] == "yes"  # ×0.977: two launches of drift
+    for page in (render_markdown(report), render_html(report)):
+        assert "Baseline passes (interleave) — SIMULATED" in page and "before noop" in page
     # levers' measured ratios read the same nearest pass
     near = ev.configs["noop"].near[2]
     assert "pass before noop" in near[1]
     assert abs(near[0].tpot_ms / ev.configs["noop"].sweep[2].tpot_ms - 1) < 0.02
+
+
+def test_a_sequential_ab_is_tested_against_the_pass_just_before_the_candidate(
+    tmp_path: Path,
+) -> None:
+    auto = {"requests": "auto", "sequential": True, "min_requests": 12, "max_requests": 36}
+    configs = [CONFIGS[0], CONFIGS[1], CONFIGS[3]]  # baseline, a, noop
+    db, launcher, outcomes = _run(tmp_path, True, configs, **auto)
+    assert launcher.launches == 4 and outcomes[2] == "baseline (before noop):measured"
+    with Store(db) as store:
+        base = store.runs(campaign="drift", config="baseline", purpose=None)
+        c = build_comparison(store, campaign="drift")
+    # the baseline's pass before noop is a sequential reference too: measured to the cap
+    assert [r.purpose for r in base] == ["measure", "interleave"]
+    assert [(r.stop or {}).get("reason") for r in base] == ["cap", "cap"]
+    noop = c.cells[("noop", "C=2")]
+    assert noop.looks and noop.interleaved
+    for m in noop.looks:  # the stored look, against the pass measured just before it
+        assert noop.verdicts[m].claim == "~", noop.verdicts[m].reason
+        assert "pass before noop" in noop.verdicts[m].reason
