@@ -3,7 +3,8 @@
 The order of work is baseline, A, baseline, B, baseline, C, ...: before every candidate after
 the first, the baseline is launched again (verified again) and measured at the cells the
 candidate is about to be measured at, as its first pass was (to the cap when the A/B is
-sequential). The first candidate follows the baseline's own first pass, so it needs none; a
+sequential). The first candidate follows the baseline's own first pass, so it needs none;
+nor does a candidate after one that measured nothing (it failed to launch or verify); a
 ``--resume`` (or ``--only``) that did not just measure the baseline measures it again first.
 
 Why passes, not A-B-A-B rounds at each point: only one server of a campaign runs at a time, so

@@ -118,18 +118,16 @@ def run_plan(
                 events.config_done(out)
                 continue
             if needs_pass(plan, cfg.name, previous, todo):
-                again = interleave_step(plan, run, cfg.name, todo)
-                result.outcomes.append(again)
-                events.config_done(again)
-                if again.status == "interrupted":
-                    result.interrupted = True
+                previous = _interleave(plan, run, result, cfg.name, todo)
+                if result.interrupted:
                     break
             events.config_started(cfg, i, len(plan.configs))
             cx = ConfigContext(run, cfg, gid, run.held())
             out = run_config(cx, RUN_STAGES, passes.sweep(plan.points, todo))
             result.outcomes.append(out)
             events.config_done(out)
-            previous = (cfg.name, todo) if out.status == "measured" else None
+            if out.status == "measured" or out.run_ids:  # else nothing of it was measured
+                previous = (cfg.name, todo) if out.status == "measured" else None
             if out.status == "measured" and not predict_now(store, name, events):
                 result.interrupted = True
                 break
@@ -139,6 +137,18 @@ def run_plan(
         if camp.load.recheck_baseline and not result.interrupted:
             _recheck_step(plan, run, result)
     return result
+
+
+def _interleave(
+    plan: Plan, run: RunContext, result: CampaignResult, candidate: str, todo: set[tuple[str, int]]
+) -> tuple[str, set[tuple[str, int]]] | None:
+    """The baseline's pass before ``candidate`` (``campaign.interleave``), told and kept in
+    ``result``; what it measured (None when it did not finish)."""
+    out = interleave_step(plan, run, candidate, todo)
+    result.outcomes.append(out)
+    run.events.config_done(out)
+    result.interrupted = out.status == "interrupted"
+    return (plan.baseline.name, todo) if out.status == "measured" else None
 
 
 def _check_start(plan: Plan, store: Store, resume: bool) -> None:

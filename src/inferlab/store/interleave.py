@@ -3,20 +3,22 @@
 With interleave the baseline is measured again just before each candidate after the first
 (``campaign.interleave``): its first pass has ``purpose = 'measure'``, each later pass
 ``purpose = 'interleave'`` with the candidate it was measured for in its environment
-(``INTERLEAVE_TAG``). A candidate's point is judged against the baseline's **nearest** pass at
-that point: the last one measured before it (by run order; the next one is no nearer, and the
-last one before is what its sequential A/B was tested against), else the first one after it.
+(``INTERLEAVE_TAG``); a pass measured again for the same candidate (``--resume`` after an
+interrupted candidate) is a pass of its own. A candidate's point is judged against the
+baseline's **nearest** pass at that point: the last one measured before it (by run order; the
+next one is no nearer, and the last one before is what its sequential A/B was tested
+against), else the first one after it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from inferlab.store.db import Store
 from inferlab.store.rows import RunRow
 
-__all__ = ["INTERLEAVE_TAG", "BaselinePass", "baseline_passes", "nearest_pass"]
+__all__ = ["INTERLEAVE_TAG", "BaselinePass", "baseline_passes", "nearest_pass", "passes_of"]
 
 #: the environment key naming the candidate an interleaved baseline pass was measured for
 INTERLEAVE_TAG = "interleave_before"
@@ -66,14 +68,24 @@ def baseline_passes(
         for r in store.runs(campaign=campaign, config=baseline)
         if not r.interrupted and (config_hash is None or r.config_hash == config_hash)
     ]
-    keyed: dict[str, dict[tuple[str, str | None], list[RunRow]]] = {}
-    for r in sorted([*first, *again], key=lambda r: r.id):
+    return passes_of([*first, *again])
+
+
+def passes_of(runs: Iterable[RunRow]) -> dict[str, list[BaselinePass]]:
+    """Label → the passes of a baseline's finished runs ``runs`` there, in run order."""
+    out: dict[str, list[list[RunRow]]] = {}
+    open_: dict[tuple[str, str, str | None], list[RunRow]] = {}  # the pass each key adds to
+    for r in sorted(runs, key=lambda r: r.id):
         tag = r.environment.get(INTERLEAVE_TAG) if r.purpose == "interleave" else None
-        key = (r.purpose, None if tag is None else str(tag))
-        keyed.setdefault(r.label, {}).setdefault(key, []).append(r)
+        key = (r.label, r.purpose, None if tag is None else str(tag))
+        cur = open_.get(key)
+        if cur is None or any(x.trial == r.trial for x in cur):  # a pass measured again
+            cur = open_[key] = []
+            out.setdefault(r.label, []).append(cur)
+        cur.append(r)
     return {
-        lb: sorted((BaselinePass(tuple(rs)) for rs in by.values()), key=lambda p: p.first)
-        for lb, by in keyed.items()
+        lb: sorted((BaselinePass(tuple(rs)) for rs in ps), key=lambda p: p.first)
+        for lb, ps in out.items()
     }
 
 
