@@ -49,7 +49,7 @@ def _verdicts(
         if c.untrusted:
             cand.blocked = c.untrusted if who == "candidate" else f"{c.untrusted} (baseline)"
             v = untrusted_verdict(c.untrusted, c.untrusted_reasons, f"{who} {c.label}")
-            return {m: v for m in metrics}
+            return {m: _against(v, cand.against) if cand.against else v for m in metrics}
     out: dict[str, Verdict] = {}
     for m in metrics:
         seq = sequential_verdict(cg.runs[0], m, base, min_effect) if len(cg.runs) == 1 else None

@@ -28,6 +28,10 @@ PASSES_NOTE = (
 )
 
 
+def _untrusted(g: RunGroup) -> bool:
+    return any(r.trust == "untrusted" for r in g.runs)
+
+
 def _group(store: Store, p: BaselinePass) -> RunGroup:
     return group_runs(store, p.runs, lambda r: 0)[0]
 
@@ -49,10 +53,13 @@ def pass_rows(
         for p in ps:
             g = first if p is ps[0] else _group(store, p)
             ratio, drift = "–", "–"
-            if p is not ps[0]:
+            bad = [n for n, x in (("first pass", first), ("this pass", g)) if _untrusted(x)]
+            if p is not ps[0] and bad:
+                ratio = f"{' and '.join(bad)} untrusted (client lag or an unusable point)"
+                drift = "not assessed"
+            elif p is not ps[0]:
                 rp = recheck_point(label, first, g, alpha=alpha, min_effect=min_effect)
-                ratio = rp.untrusted or rp.ratio_text()
-                drift = "not assessed" if rp.untrusted else ("yes" if rp.drift else "no")
+                ratio, drift = rp.ratio_text(), "yes" if rp.drift else "no"
             users = [c.config for c in cells.values() if c.label == label and c.against == (
                 p.describe())]  # fmt: skip
             which = "first pass" if p.before is None else f"before {p.before}"
