@@ -3,7 +3,9 @@ pass takes the :class:`~inferlab.campaign.context.ConfigContext` and gives the c
 
 ``sweep``: the config's unfinished cells (load point × trial), every finished point committed
 at once (``campaign.bench.StoreSink``), stopped early when its server exits; then ``profiled``:
-the profiled passes of ``[profile]`` (``campaign.profiled``). ``recheck``: the baseline,
+the profiled passes of ``[profile]`` (``campaign.profiled``). ``sweep(..., before=NAME)``: the
+baseline's interleaved pass just before candidate NAME (``[load] interleave``, purpose
+'interleave', tagged with NAME; no profiled passes). ``recheck``: the baseline,
 launched again, rechecked at the points it has not been rechecked at (``campaign.recheck``).
 ``kept``: nothing measured (``up``).
 """
@@ -22,16 +24,21 @@ from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConnectError, ServerRejected
 from inferlab.load.bench import LoadPoint, run_bench
 from inferlab.load.results import ResultSink
+from inferlab.store.interleave import INTERLEAVE_TAG
 
 __all__ = ["Pass", "kept", "profiled", "recheck", "sweep"]
 
 Pass = Callable[[ConfigContext], ConfigOutcome]
 
 
-def _sink(cx: ConfigContext, bench: BenchConfig, purpose: str = "measure") -> StoreSink:
+def _sink(
+    cx: ConfigContext, bench: BenchConfig, purpose: str = "measure", before: str | None = None
+) -> StoreSink:
     run = cx.run
     assert run.store is not None and cx.config_id is not None  # ``run`` always stores
-    env = {"cpu_split": run.cpus.to_json()}
+    env: dict[str, object] = {"cpu_split": run.cpus.to_json()}
+    if before is not None:
+        env[INTERLEAVE_TAG] = before
     return StoreSink(run.store, bench, run.name, cx.name, config_id=cx.config_id,
                      purpose=purpose, environment_extra=env)  # fmt: skip
 
@@ -46,8 +53,9 @@ def _clock(cx: ConfigContext, bench: BenchConfig) -> list[ResultSink]:
     return [cx.held.clock.sink(cx.url, bench)] if cx.held.clock is not None else []
 
 
-def sweep(points: list[LoadPoint], todo: set[tuple[str, int]]) -> Pass:
-    """The ``todo`` cells of the config's load points, then its profiled passes."""
+def sweep(points: list[LoadPoint], todo: set[tuple[str, int]], before: str | None = None) -> Pass:
+    """The ``todo`` cells of the config's load points, then its profiled passes; with
+    ``before``, the baseline's interleaved pass before that candidate (no profiled passes)."""
 
     def measure(cx: ConfigContext) -> ConfigOutcome:
         run, cfg = cx.run, cx.cfg
@@ -56,7 +64,7 @@ def sweep(points: list[LoadPoint], todo: set[tuple[str, int]]) -> Pass:
         ref = camp.load.sequential and cfg.name == run.reference
         api = cfg.api or cfg.engine
         bench = bench_config(camp, cx.url, cx.model, api, run.cpus.client, reference=ref)
-        sink = _sink(cx, bench)
+        sink = _sink(cx, bench, "interleave", before) if before else _sink(cx, bench)
         refs = {}
         if camp.load.sequential and cfg.name != run.reference:
             refs = baseline_refs(store, run.name, run.reference)
@@ -74,7 +82,7 @@ def sweep(points: list[LoadPoint], todo: set[tuple[str, int]]) -> Pass:
             return cx.outcome("failed", watch[0].exited, run_ids=sink.run_ids)
         if res is not None and res.interrupted:
             return cx.outcome("interrupted", "", run_ids=sink.run_ids)
-        notes = profiled(cx, bench, points)
+        notes = profiled(cx, bench, points) if before is None else []
         return cx.outcome("measured", "; ".join(notes), run_ids=sink.run_ids)
 
     return measure

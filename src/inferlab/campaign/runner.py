@@ -10,8 +10,10 @@ undone in reverse: stop → drain → files restored. Every finished load point 
 once. A config that fails to launch or verify is stored with its classified failure, log tail
 and remedy, and the campaign goes on. ``resume`` skips finished cells of configs whose content
 hash is unchanged (a changed config is a new config: its old results are never mixed in).
-Only one server of a campaign runs at a time. With ``[load] recheck_baseline``, the baseline
-is launched once more after the last config and every point rechecked (``campaign.recheck``).
+Only one server of a campaign runs at a time. With ``[load] interleave``, the baseline is
+measured again just before each candidate after the first (``campaign.interleave``). With
+``[load] recheck_baseline``, the baseline is launched once more after the last config and
+every point rechecked (``campaign.recheck``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from inferlab.campaign import passes, profiled
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents, ConfigContext, ConfigOutcome, RunContext
 from inferlab.campaign.files import target_dir
+from inferlab.campaign.interleave import interleave_step, needs_pass
 from inferlab.campaign.launch import SUBPROCESS, Launcher, campaign_lock, config_row
 from inferlab.campaign.notes import plan_notes
 from inferlab.campaign.orphans import recover_campaign
@@ -104,6 +107,7 @@ def run_plan(
             events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
+        previous: tuple[str, set[tuple[str, int]]] | None = None  # what was measured last
         for i, cfg in enumerate(plan.configs):
             with store.transaction():
                 gid = config_row(store, camp, cfg)
@@ -113,11 +117,17 @@ def run_plan(
                 result.outcomes.append(out)
                 events.config_done(out)
                 continue
+            if needs_pass(plan, cfg.name, previous, todo):
+                previous = _interleave(plan, run, result, cfg.name, todo)
+                if result.interrupted:
+                    break
             events.config_started(cfg, i, len(plan.configs))
             cx = ConfigContext(run, cfg, gid, run.held())
             out = run_config(cx, RUN_STAGES, passes.sweep(plan.points, todo))
             result.outcomes.append(out)
             events.config_done(out)
+            if out.status == "measured" or out.run_ids:  # else nothing of it was measured
+                previous = (cfg.name, todo) if out.status == "measured" else None
             if out.status == "measured" and not predict_now(store, name, events):
                 result.interrupted = True
                 break
@@ -127,6 +137,18 @@ def run_plan(
         if camp.load.recheck_baseline and not result.interrupted:
             _recheck_step(plan, run, result)
     return result
+
+
+def _interleave(
+    plan: Plan, run: RunContext, result: CampaignResult, candidate: str, todo: set[tuple[str, int]]
+) -> tuple[str, set[tuple[str, int]]] | None:
+    """The baseline's pass before ``candidate`` (``campaign.interleave``), told and kept in
+    ``result``; what it measured (None when it did not finish)."""
+    out = interleave_step(plan, run, candidate, todo)
+    result.outcomes.append(out)
+    run.events.config_done(out)
+    result.interrupted = out.status == "interrupted"
+    return (plan.baseline.name, todo) if out.status == "measured" else None
 
 
 def _check_start(plan: Plan, store: Store, resume: bool) -> None:

@@ -25,14 +25,20 @@ def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[st
         f"baseline recheck: {baseline} launched again after the last config, every "
         "point re-measured with its first pass's request counts (order effects, drift)"
     ]
+    between = [
+        f"interleave: {baseline} launched again and measured just before each candidate after "
+        "the first (baseline, A, baseline, B, ...); each verdict against its nearest pass"
+    ]
     out = [line for kind in STOPPING_RULES for line in kind.plan_lines(ld, reference)]
-    return out + (again if ld.recheck_baseline else [])
+    return out + (between if ld.interleave else []) + (again if ld.recheck_baseline else [])
 
 
 def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, BaselineRef]:
-    """Label → reference, from the newest trusted run of ``baseline`` at each load point."""
+    """Label → reference, from the newest trusted run of ``baseline`` at each load point (its
+    first pass or, with ``[load] interleave``, the pass measured just before the candidate)."""
     out: dict[str, BaselineRef] = {}
-    for run in reversed(store.runs(campaign=campaign, config=baseline)):
+    runs = store.runs(campaign=campaign, config=baseline, purpose=None)
+    for run in reversed([r for r in runs if r.purpose in ("measure", "interleave")]):
         if run.label in out or run.interrupted or run.trust != "trusted":
             continue
         c = closed_concurrency(run.label)

@@ -16,6 +16,7 @@ from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import cell_text, render_csv, render_md, to_json
 from inferlab.report.comparison import Comparison
+from inferlab.report.interleave import passes_md
 from inferlab.report.recheck import recheck_md
 from inferlab.stats.metrics import METRICS, listed
 
@@ -82,7 +83,7 @@ def compare(
             con.print(t)
         for cfg, s in c.saturation.items():
             con.print(f"{escape(cfg)}: {escape(s.sentence)}", highlight=False)
-        for line in recheck_md(c.rechecks):
+        for line in recheck_md(c.rechecks) + passes_md(c.passes, c.passes_simulated):
             con.print(escape(line), highlight=False)
         err = Console(stderr=True)
         for cell in c.cells.values():

@@ -61,6 +61,11 @@ def check_cluster_plan(
     """Load the plan (the configs in ``only``, or all), connect, and refuse configs that no
     alive node can hold."""
     plan = select_configs(make_plan(path), only)
+    if plan.campaign.load.interleave:  # its order (baseline, A, baseline, B) is one server's
+        raise ConfigError(
+            f"{plan.path}: load.interleave: not with --ray, where configs run side by side; "
+            "run it without --ray, or set interleave = false"
+        )
     needs = _needs(plan)
     ray = connect(address)
     check_fit(list(needs.values()), alive_nodes(ray), str(plan.path))

@@ -173,6 +173,9 @@ class LoadSection(LoadSpec):
     sequential: bool = False
     #: after the last config, the baseline again at every point (order effects, drift)
     recheck_baseline: StrictBool = False
+    #: the baseline measured again just before each candidate after the first (baseline, A,
+    #: baseline, B, ...): each verdict is taken against its nearest pass (campaign.interleave)
+    interleave: StrictBool = False
     max_client_lag_ms: float = Field(default=1.0, gt=0)
     #: CPUs of the measuring client ("6,7"); default: 1 per 16 streams (at most a quarter of
     #: the CPUs), the last ones

@@ -15,6 +15,7 @@ from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.recheck import recheck_points
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.interleave import baseline_passes, nearest_pass
 from inferlab.store.models import LeverCheckItem, ProfileCapture
 from inferlab.store.recheck import recheck_groups
 
@@ -80,6 +81,9 @@ class ConfigEvidence:
     open_loop: list[str] = field(default_factory=list)
     log_mined: bool = False
     first_run_at: str | None = None
+    #: C → the baseline's nearest pass to this config's point when that is an interleaved
+    #: one (``[load] interleave``, ``store.interleave``), and its description
+    near: dict[int, tuple[SweepPoint, str]] = field(default_factory=dict)
 
     def series(self) -> list[tuple[int, float]]:
         """(C, median TPOT ms) per measured point, by C."""
@@ -146,30 +150,62 @@ def _sweeps(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> 
         ):
             configs[r.config].open_loop.append(r.label)
     for (name, c), runs in groups.items():
-        trials = []
-        for r in runs:
-            recs = [x for x in store.requests(r.id) if x.counted and x.ok and x.event_ns]
-            trials.append(tuple(t for t in (tpot_ms(x) for x in recs) if t is not None))
-        pooled = [t for tr in trials for t in tr]
-        if not pooled or name not in configs:
-            continue
-        server: dict[str, Any] = {}
-        for r in runs:
-            for k, v in (r.summary.get("server") or {}).items():
-                if isinstance(v, (int, float)):
-                    server[k] = max(v, server.get(k, v))
-        starts = sorted(r.started_at for r in runs if r.started_at)
-        configs[name].sweep[c] = SweepPoint(
-            concurrency=c,
-            tpot_ms=percentile(pooled, 50),
-            output_tok_s=sum(float(r.summary.get("output_tok_s") or 0.0) for r in runs) / len(runs),
-            trials=tuple(trials),
-            server=server,
-            started_at=starts[0] if starts else None,
-        )
+        point = _point(store, c, runs)
+        if point is not None and name in configs:
+            configs[name].sweep[c] = point
     for ev in configs.values():
         starts = [p.started_at for p in ev.sweep.values() if p.started_at]
         ev.first_run_at = min(starts) if starts else None
+    _nearest(store, campaign, configs, groups, hashes)
+
+
+def _point(store: Store, c: int, runs: list[RunRow]) -> SweepPoint | None:
+    """The ``SweepPoint`` of one config's runs at C=c; None without a TPOT sample."""
+    trials = []
+    for r in runs:
+        recs = [x for x in store.requests(r.id) if x.counted and x.ok and x.event_ns]
+        trials.append(tuple(t for t in (tpot_ms(x) for x in recs) if t is not None))
+    pooled = [t for tr in trials for t in tr]
+    if not pooled:
+        return None
+    server: dict[str, Any] = {}
+    for r in runs:
+        for k, v in (r.summary.get("server") or {}).items():
+            if isinstance(v, (int, float)):
+                server[k] = max(v, server.get(k, v))
+    starts = sorted(r.started_at for r in runs if r.started_at)
+    return SweepPoint(
+        concurrency=c,
+        tpot_ms=percentile(pooled, 50),
+        output_tok_s=sum(float(r.summary.get("output_tok_s") or 0.0) for r in runs) / len(runs),
+        trials=tuple(trials),
+        server=server,
+        started_at=starts[0] if starts else None,
+    )
+
+
+def _nearest(
+    store: Store,
+    campaign: str,
+    configs: dict[str, ConfigEvidence],
+    groups: Mapping[tuple[str, int], list[RunRow]],
+    hashes: Mapping[str, str],
+) -> None:
+    """Each candidate's ``near``: the baseline's nearest pass at each of its points, where
+    that is an interleaved pass whose runs are all trusted (``store.interleave``)."""
+    base = next(iter(configs), None)
+    passes = baseline_passes(store, campaign, base, hashes.get(base)) if base else {}
+    for lb, ps in passes.items():
+        c = closed_concurrency(lb)
+        for name, ev in configs.items():
+            runs = groups.get((name, c or 0), [])
+            near = nearest_pass(ps, runs) if name != base and c is not None else None
+            if near is None or near.before is None:
+                continue
+            if all(r.trust != "untrusted" for r in near.runs):
+                point = _point(store, c or 0, list(near.runs))
+                if point is not None:
+                    ev.near[c or 0] = (point, near.describe())
 
 
 #: a profiled decode step this much longer than the measured TPOT was slowed by the profiler

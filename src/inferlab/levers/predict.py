@@ -27,7 +27,7 @@ from inferlab.errors import InferlabError
 from inferlab.stats.verdict import compare_samples
 from inferlab.store.models import PredictedPoint, StoredPrediction
 
-from .evidence import ConfigEvidence, Evidence
+from .evidence import ConfigEvidence, Evidence, SweepPoint
 from .model import LeverOptions
 from .registry import RULES, rules_for
 
@@ -229,8 +229,16 @@ def _combine(parts: Sequence[tuple[str, _Part]]) -> tuple[float | None, float]:
     return low, high
 
 
-def _measured(ref: ConfigEvidence, cand: ConfigEvidence, c: int) -> Measured | None:
-    v = compare_samples("tpot_ms", ref.sweep[c].trials, cand.sweep[c].trials)
+def _reference_point(ev: Evidence, ref: ConfigEvidence, cand: ConfigEvidence, c: int) -> SweepPoint:
+    """``ref``'s point at C=c the candidate is measured against: the baseline's nearest pass
+    when it is an interleaved one (``[load] interleave``), else ``ref``'s own."""
+    if ref.name == ev.baseline and c in cand.near:
+        return cand.near[c][0]
+    return ref.sweep[c]
+
+
+def _measured(ref: SweepPoint, cand: ConfigEvidence, c: int) -> Measured | None:
+    v = compare_samples("tpot_ms", ref.trials, cand.sweep[c].trials)
     r = v.ratio
     if not all(math.isfinite(x) and x > 0 for x in (r.estimate, r.low, r.high)):
         return None
@@ -303,7 +311,8 @@ def _rows_at(
     opts: LeverOptions,
     notes: list[str],
 ) -> list[PredictionRow]:
-    if c in ev.refused:  # a refused verdict is not a measurement
+    against = cand.near.get(c) if ref.name == ev.baseline else None
+    if c in ev.refused and against is None:  # a refused verdict is not a measurement
         notes.append(f"{cand.name} at C={c}: no measured ratio: {ev.refused[c]}")
         return []
     parts = [(k, _part(ev, ref, k, c, stored, cand.first_run_at, opts)) for k in kinds]
@@ -316,11 +325,13 @@ def _rows_at(
         return []
     got = [(k, p) for k, p in parts if p is not None]
     low, high = _combine(got)
-    m = _measured(ref, cand, c)
+    m = _measured(_reference_point(ev, ref, cand, c), cand, c)
     if m is None:
         notes.append(f"{cand.name} at C={c}: no measured ratio (too few samples)")
         return []
     verdict, detail = judge(low, high, m)
+    if against is not None:
+        detail += f"; measured against {against[1]}, its nearest measurement"
     made = [p.made_at for _, p in got if p.made_at is not None]
     made_at = max(made) if made else None
     row = PredictionRow(

@@ -4,7 +4,7 @@ only. Which runs a cell reads: ``report.compare_runs``; rendered by ``report.com
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from inferlab.config.pattern import closed_concurrency, label_key
@@ -12,6 +12,7 @@ from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.applied import not_applied, unclaimed
 from inferlab.report.compare_runs import config_keys, identity, select_runs
 from inferlab.report.comparison import Cell, Comparison
+from inferlab.report.interleave import pass_rows
 from inferlab.report.recheck import apply_rechecks
 from inferlab.report.verdicts import group_trust, sequential_verdict, untrusted_verdict
 from inferlab.stats.compare import (
@@ -26,6 +27,7 @@ from inferlab.stats.groups import group_value, group_verdict, measured
 from inferlab.stats.metrics import listed
 from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup, group_runs
+from inferlab.store.interleave import BaselinePass, baseline_passes, nearest_pass
 
 __all__ = ["build_comparison"]
 
@@ -41,12 +43,13 @@ def _verdicts(
     min_effect: float,
 ) -> dict[str, Verdict]:
     """One cell's verdicts: none claimed from an untrusted side; a sequentially stopped
-    candidate's primary metrics from its stored look; the rest from the raw samples."""
+    candidate's primary metrics from its stored look; the rest from the raw samples; each
+    naming the baseline measurement it was taken against (``cand.against``) when set."""
     for who, c in (("candidate", cand), ("baseline", base_cell)):
         if c.untrusted:
             cand.blocked = c.untrusted if who == "candidate" else f"{c.untrusted} (baseline)"
             v = untrusted_verdict(c.untrusted, c.untrusted_reasons, f"{who} {c.label}")
-            return {m: v for m in metrics}
+            return {m: _against(v, cand.against) if cand.against else v for m in metrics}
     out: dict[str, Verdict] = {}
     for m in metrics:
         seq = sequential_verdict(cg.runs[0], m, base, min_effect) if len(cg.runs) == 1 else None
@@ -54,7 +57,36 @@ def _verdicts(
             out[m], cand.looks[m] = seq
         else:
             out[m] = group_verdict(m, bg, cg, alpha=alpha, min_effect=min_effect)
+        if cand.against:  # interleaved: which baseline measurement it was taken against
+            out[m] = _against(out[m], cand.against)
     return out
+
+
+def _nearest(
+    store: Store,
+    passes: Sequence[BaselinePass],
+    cand: Cell,
+    cg: RunGroup,
+    groups: Mapping[tuple[str, str], RunGroup],
+    cells: Mapping[tuple[str, str], Cell],
+    base: str,
+) -> tuple[RunGroup, Cell]:
+    """The baseline group and cell ``cand`` is judged against: its nearest pass when the
+    baseline was interleaved (``store.interleave``; said in ``cand.against``), else the first."""
+    key = (base, cand.label)
+    near = nearest_pass(passes, cg.runs)
+    if near is None:
+        return groups[key], cells[key]
+    cand.against, cand.interleaved = near.describe(), near.before is not None
+    if near.before is None:
+        return groups[key], cells[key]
+    bg = group_runs(store, near.runs, lambda r: 0)[0]
+    return bg, _cell(store, base, cand.label, bg)
+
+
+def _against(v: Verdict, against: str) -> Verdict:
+    """``v`` with the baseline measurement it was taken against in its reason."""
+    return replace(v, reason=f"{v.reason} (against {against}, the nearest)")
 
 
 def _saturation(
@@ -167,30 +199,22 @@ def build_comparison(
     if bad and not force:
         raise _refusal(base, bad)
     cells = {(cfg, label): _cell(store, cfg, label, g) for (cfg, label), g in groups.items()}
-    for cfg in configs[1:]:
-        for label in labels:
-            cand = cells.get((cfg, label))
-            if cand is None or (base, label) not in cells:
-                continue
-            cand.forced = bad.get(cfg, [])
-            cand.levers = not_applied(store, first[cfg])
-            bg, cg, base_cell = groups[(base, label)], groups[(cfg, label)], cells[(base, label)]
-            cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
+    b = first[base]
+    passes = baseline_passes(store, b.campaign, b.config, b.config_hash)
+    for (cfg, label), cand in cells.items():
+        if cfg == base or (base, label) not in cells:
+            continue
+        cand.forced = bad.get(cfg, [])
+        cand.levers = not_applied(store, first[cfg])
+        cg = groups[(cfg, label)]
+        bg, base_cell = _nearest(store, passes.get(label, []), cand, cg, groups, cells, base)
+        cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
     rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect)
     for cand in cells.values():  # a diff item that did not take effect: no claim
         if cand.levers and not force:
             cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
-        base,
-        configs,
-        labels,
-        metrics,
-        cells,
-        saturation,
-        differences,
-        min_effect,
-        alpha,
-        bool(bad),
-        rechecks,
-    )
+        base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
+        bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect),
+    )  # fmt: skip

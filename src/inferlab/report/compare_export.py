@@ -10,6 +10,7 @@ from typing import Any
 
 from inferlab.report.applied import LEVER_NOT_APPLIED
 from inferlab.report.comparison import Comparison
+from inferlab.report.interleave import PASSES_HEAD, passes_md
 from inferlab.report.recheck import recheck_md
 from inferlab.report.verdicts import claim_text, num, ratio_text
 from inferlab.stats.metrics import METRICS
@@ -42,6 +43,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
                 "settled_at": cell.looks,
                 "lever_not_applied": cell.levers,
                 "baseline_drift": cell.drift,
+                **({"baseline_measurement": cell.against} if cell.against else {}),
             }
             for cell in c.cells.values()
         ],
@@ -51,7 +53,9 @@ def to_json(c: Comparison) -> dict[str, Any]:
             for cfg, ds in c.differences.items()
         },
         "recheck": [p.to_json() for p in c.rechecks],
-    }
+        **({"baseline_passes": [dict(zip(PASSES_HEAD, r, strict=True)) for r in c.passes]}
+           if c.passes else {}),
+    }  # fmt: skip
 
 
 _CSV_COLUMNS = (  # noqa: SIM905 (a column list reads best on one line)
@@ -137,7 +141,7 @@ def render_md(c: Comparison) -> list[str]:
     if warns:
         out += ["", "### Measurement-quality warnings", ""]
         out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
-    out += recheck_md(c.rechecks)
+    out += recheck_md(c.rechecks) + passes_md(c.passes, c.passes_simulated)
     reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
     if reasons:
         out += ["", "### Why each verdict", ""]

@@ -33,6 +33,10 @@ class Cell:
     looks: dict[str, str] = field(default_factory=dict)  # metric → "look 2/4" (sequential)
     drift: str | None = None  # why refused: the baseline moved at this point (its recheck)
     drift_refused: list[str] = field(default_factory=list)  # the metrics refused for it
+    #: with ``[load] interleave``: the baseline measurement its verdicts were taken against
+    #: (its nearest pass, ``store.interleave``), and whether that is an interleaved pass
+    against: str | None = None
+    interleaved: bool = False
 
     def no_claim(self, metric: str) -> str | None:
         """Why the cell makes no claim on ``metric`` ("untrusted: client lag", "not
@@ -63,3 +67,7 @@ class Comparison:
     forced: bool
     #: the baseline's recheck per load point (``stats.recheck``); empty when not rechecked
     rechecks: list[RecheckPoint] = field(default_factory=list)
+    #: ``[load] interleave``: the baseline's passes (``report.interleave.pass_rows``), and
+    #: whether they are the reference engine's (SIMULATED)
+    passes: list[tuple[str, ...]] = field(default_factory=list)
+    passes_simulated: bool = False

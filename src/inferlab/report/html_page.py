@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from html import escape
 
 from inferlab.config.pattern import closed_concurrency
+from inferlab.report.comparison import Comparison
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Quantiles, Report
 from inferlab.report.definitions import DEFINITIONS
+from inferlab.report.interleave import PASSES_HEAD, PASSES_NOTE, passes_title
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
 from inferlab.report.recheck import RECHECK_HEAD, RECHECK_NOTE, recheck_rows, recheck_title
 from inferlab.report.safe import show_controls
@@ -133,7 +135,19 @@ def _html_verdicts(report: Report) -> list[str]:
     else:
         out.append("<li>fewer than two concurrency points: no saturation estimate</li>")
     out.append("</ul>")
-    return out + _html_recheck(c.rechecks)
+    return out + _html_recheck(c.rechecks) + _html_passes(c)
+
+
+def _html_passes(c: Comparison) -> list[str]:
+    """The baseline's interleaved passes (nothing when it was not interleaved)."""
+    if not c.passes:
+        return []
+    title = passes_title(c.passes, c.passes_simulated)
+    out = [f"<h3>{_h(title)}</h3>", f"<p>{_h(PASSES_NOTE)}</p>", "<table><tr>"]
+    out += [f"<th>{_h(x)}</th>" for x in PASSES_HEAD]
+    out.append("</tr>")
+    out += ["<tr>" + "".join(f"<td>{_h(x)}</td>" for x in row) + "</tr>" for row in c.passes]
+    return [*out, "</table>"]
 
 
 def _html_recheck(rechecks: Sequence[RecheckPoint]) -> list[str]:

@@ -7,6 +7,7 @@ from html import escape
 
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Report
 from inferlab.report.definitions import DEFINITIONS
+from inferlab.report.interleave import passes_md
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
 from inferlab.report.recheck import recheck_md
 from inferlab.report.safe import show_controls
@@ -76,7 +77,8 @@ def _md_verdicts(report: Report) -> list[str]:
         out += [f"- **{_md(cfg)}**: {_md(s.sentence)}" for cfg, s in c.saturation.items()]
     else:
         out.append("- fewer than two concurrency points: no saturation estimate")
-    return [*out, *recheck_md(c.rechecks, _md), ""]
+    passes = passes_md(c.passes, c.passes_simulated, _md)
+    return [*out, *recheck_md(c.rechecks, _md), *passes, ""]
 
 
 def _md_latency(report: Report) -> list[str]:

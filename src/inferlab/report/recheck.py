@@ -54,6 +54,8 @@ def apply_rechecks(
         for key, cell in cells.items():
             if key[1] != p.label or not cell.verdicts or cell.blocked or key not in groups:
                 continue
+            if cell.interleaved:  # judged against its nearest pass (interleave), not the first
+                continue
             for m, v in list(cell.verdicts.items()):
                 again = group_verdict(m, p.again, groups[key], alpha=alpha, min_effect=min_effect)
                 cell.verdicts[m] = _bracketed(p, v, again)

@@ -182,6 +182,7 @@ class _Trials:
                 "sequential": True,
                 "trials": 1,
                 "recheck_baseline": False,
+                "interleave": False,  # each trial has its own incumbent measurement (tNN-ref)
                 "max_requests": camp.load.max_requests or 2000,
             }
         )

@@ -85,6 +85,17 @@ def test_sequential_campaign_settings_are_checked(campaign_toml: CampaignToml) -
         load_campaign(path)
 
 
+def test_interleave_is_a_boolean_named_with_its_line(campaign_toml: CampaignToml) -> None:
+    from inferlab.config.campaign import load_campaign
+    from inferlab.errors import ConfigError
+
+    assert load_campaign(campaign_toml()).load.interleave is False  # today's order by default
+    assert load_campaign(campaign_toml(load={"interleave": True})).load.interleave is True
+    path = campaign_toml("bad.toml", load={"interleave": "yes"})
+    with pytest.raises(ConfigError, match=r"bad.toml:\d+: load.interleave: Input should be"):
+        load_campaign(path)
+
+
 # --- ${VAR} expansion and YAML campaign files, with line numbers
 
 

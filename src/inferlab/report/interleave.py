@@ -1,0 +1,87 @@
+"""The baseline's passes in a comparison (``[load] interleave``): one row per load point and
+pass — which candidate it was measured before, its output throughput, its ratio to the first
+pass (did the baseline move?), and the candidates whose verdicts there were taken against it
+(their nearest, ``store.interleave``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from inferlab.report.comparison import Cell
+from inferlab.report.verdicts import num
+from inferlab.stats.groups import group_value
+from inferlab.stats.recheck import recheck_point
+from inferlab.store import Store
+from inferlab.store.groups import RunGroup, group_runs
+from inferlab.store.interleave import BaselinePass
+
+__all__ = ["PASSES_HEAD", "PASSES_NOTE", "pass_rows", "passes_md", "passes_title"]
+
+PASSES_HEAD = (
+    "point", "baseline pass", "output tok/s", "ratio to the first pass [95% interval]",
+    "drift", "verdicts taken against it",
+)  # fmt: skip
+PASSES_NOTE = (
+    "[load] interleave: the baseline measured again just before each candidate after the "
+    "first. Each candidate's verdicts at a point are taken against the baseline's nearest pass "
+    "there (the one measured just before it); ratio = this pass / the first pass."
+)
+
+
+def _untrusted(g: RunGroup) -> bool:
+    return any(r.trust == "untrusted" for r in g.runs)
+
+
+def _group(store: Store, p: BaselinePass) -> RunGroup:
+    return group_runs(store, p.runs, lambda r: 0)[0]
+
+
+def pass_rows(
+    store: Store,
+    passes: Mapping[str, Sequence[BaselinePass]],
+    cells: Mapping[tuple[str, str], Cell],
+    alpha: float,
+    min_effect: float,
+) -> tuple[list[tuple[str, ...]], bool]:
+    """The rows of ``PASSES_HEAD`` (none when the baseline was not interleaved), and whether
+    they are the reference engine's (SIMULATED)."""
+    rows: list[tuple[str, ...]] = []
+    firsts = [r for ps in passes.values() for r in ps[0].runs]
+    sim = any(r.environment.get("engine_name") == "sim" for r in firsts)
+    for label, ps in passes.items():
+        first = _group(store, ps[0])
+        for p in ps:
+            g = first if p is ps[0] else _group(store, p)
+            ratio, drift = "–", "–"
+            bad = [n for n, x in (("first pass", first), ("this pass", g)) if _untrusted(x)]
+            if p is not ps[0] and bad:
+                ratio = f"{' and '.join(bad)} untrusted (client lag or an unusable point)"
+                drift = "not assessed"
+            elif p is not ps[0]:
+                rp = recheck_point(label, first, g, alpha=alpha, min_effect=min_effect)
+                ratio, drift = rp.ratio_text(), "yes" if rp.drift else "no"
+            users = [c.config for c in cells.values() if c.label == label and c.against == (
+                p.describe())]  # fmt: skip
+            which = "first pass" if p.before is None else f"before {p.before}"
+            tok_s = num(group_value("output_tok_s", g))
+            rows.append((label, which, tok_s, ratio, drift, ", ".join(users) or "–"))
+    return rows, sim
+
+
+def passes_title(rows: Sequence[tuple[str, ...]], simulated: bool) -> str:
+    sim = " — SIMULATED" if simulated else ""
+    return f"Baseline passes (interleave){sim}"
+
+
+def passes_md(
+    rows: Sequence[tuple[str, ...]],
+    simulated: bool = False,
+    esc: Callable[[str], str] = str,
+    level: str = "###",
+) -> list[str]:
+    """The passes as Markdown (``esc``: the page's escaping); nothing when not interleaved."""
+    if not rows:
+        return []
+    out = ["", f"{level} {esc(passes_title(rows, simulated))}", "", esc(PASSES_NOTE), ""]
+    out += ["| " + " | ".join(PASSES_HEAD) + " |", "|---|---|---:|---|---|---|"]
+    return out + ["| " + " | ".join(esc(x) for x in row) + " |" for row in rows]
