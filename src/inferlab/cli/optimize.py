@@ -12,22 +12,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferlab.config.search import SearchDim
+from inferlab.config.search import STOPPED, SearchDim
 from inferlab.search.driver import OptimizeResult, optimize, search_plan
 from inferlab.search.space import Space, ordinal
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
 from .run import _Events
-
-#: why a search stopped, as the report says it
-STOPPED = {
-    "budget_trials": "the trial budget is spent",
-    "budget_minutes": "the time budget is spent",
-    "patience": "the last trials in a row found nothing better",
-    "exhausted": "every point of the space was tried",
-    "no_dimension": "no dimension is left: every bound is below the minimum effect",
-}
 
 
 def _print(r: OptimizeResult, simulated: bool) -> None:
@@ -56,7 +47,9 @@ def _print(r: OptimizeResult, simulated: bool) -> None:
         )  # fmt: skip
     con.print(t)
     con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
-    con.print(f"stopped: {STOPPED.get(r.search.stopped, r.search.stopped)}", highlight=False)
+    detail = f" ({r.search.stop_detail})" if r.search.stop_detail else ""
+    stop = STOPPED.get(r.search.stopped, r.search.stopped)
+    con.print(f"stopped: {escape(stop + detail)}; sampler: {r.search.sampler}", highlight=False)
     undecided = [t for t in r.search.trials if t.result.verdict == "undecided"]
     if undecided:
         con.print(

@@ -13,7 +13,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Objective", "SearchDim", "SearchSection", "short_name"]
+__all__ = [
+    "SEARCH_KIND",
+    "STOPPED",
+    "TRIAL_KIND",
+    "Objective",
+    "SearchDim",
+    "SearchSection",
+    "short_name",
+]
+
+#: the analysis kind each finished trial of ``inferlab optimize`` is stored as
+TRIAL_KIND = "search-trial"
+#: the analysis kind a search's summary is stored as when it stops (the report reads it)
+SEARCH_KIND = "search"
+
+#: why a search stopped, in words (the command's output and the report say it)
+STOPPED = {
+    "budget_trials": "the trial budget is spent",
+    "budget_minutes": "the time budget is spent",
+    "patience": "the last trials in a row found nothing better",
+    "exhausted": "every point of the space was tried",
+    "no_dimension": "no dimension is left: every bound is below the minimum effect",
+    "bounds": "the bounds against the new incumbent say nothing is left",
+}
 
 #: what the search maximises or minimises, read at ``at`` (capacity: over the sweep)
 Objective = Literal["output_tok_s", "tpot_ms", "goodput", "capacity"]

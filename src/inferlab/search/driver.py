@@ -29,7 +29,8 @@ from inferlab.campaign.plan import Plan, make_plan, plan_of, render_plan, select
 from inferlab.campaign.runner import run_plan
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
-from inferlab.config.search import SearchSection
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.levers import LeverOptions, decide
 from inferlab.store import Store
@@ -37,18 +38,17 @@ from inferlab.store import Store
 from .loop import SearchResult, TrialRecord, TrialResult, Verdict, run_search
 from .prune import DimBound, bound_dims
 from .space import Space
+from .summary import baseline_values, command_line, predicted_rows
 
 __all__ = [
     "OBJECTIVE_METRIC",
+    "SEARCH_KIND",
     "TRIAL_KIND",
     "OptimizeResult",
     "optimize",
     "ref_spec",
     "search_plan",
 ]
-
-#: the analysis kind a finished trial is stored as
-TRIAL_KIND = "search-trial"
 
 #: objective → the sequential A/B's metric whose status decides a trial
 OBJECTIVE_METRIC = {"output_tok_s": "output_tok_s", "tpot_ms": "tpot_ms"}
@@ -73,6 +73,11 @@ class OptimizeResult:
     @property
     def best(self) -> str:
         return self.search.best
+
+    @property
+    def command(self) -> str:
+        """The engine command line that launches the recommendation."""
+        return command_line(self.launch)
 
     def snippet(self) -> str:
         """The best config as a ``[[config]]`` table to add to the campaign file."""
@@ -109,7 +114,33 @@ class OptimizeResult:
             "bounds": [asdict(b) for b in self.bounds],
             "trial_list": [_record_json(t) for t in self.search.trials],
             "launch": list(self.launch),
+            "command": self.command,
+            "sampler": self.search.sampler,
+            "stop_detail": self.search.stop_detail,
         }
+
+    def summary(self, section: SearchSection, base: ResolvedConfig) -> dict[str, Any]:
+        """What the report shows beside the trials (stored as the ``search`` analysis)."""
+        out = self.to_json()
+        del out["trial_list"]
+        by_name = {t.name: t for t in self.search.trials}
+        steps = [by_name[n] for n in self.search.path[1:] if n in by_name]
+        metric = OBJECTIVE_METRIC[self.objective]
+        out.update(
+            min_effect=section.min_effect,
+            budget_trials=section.budget_trials,
+            stop_text=STOPPED.get(self.search.stopped, self.search.stopped),
+            snippet=self.snippet(),
+            metric=metric,
+            dims=[f"{b.key}: {b.why(self.at)}" for b in self.bounds],
+            evidence=[
+                {"name": t.name, "against": t.against, **t.result.ab.get(metric, {})} for t in steps
+            ],
+            predicted=predicted_rows(
+                self.search.trials, self.baseline, baseline_values(section.dim, base)
+            ),
+        )
+        return out
 
 
 def _toml(v: Any) -> str:
@@ -126,10 +157,12 @@ def _record_json(t: TrialRecord) -> dict[str, Any]:
 
 def _record_of(data: dict[str, Any]) -> TrialRecord:
     r = data["result"]
-    result = TrialResult(r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""))
+    result = TrialResult(
+        r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""), dict(r.get("ab") or {})
+    )
     return TrialRecord(
         int(data["index"]), str(data["name"]), dict(data["params"]), result,
-        str(data["against"]), str(data["chosen_by"]),
+        str(data["against"]), str(data["chosen_by"]), dict(data.get("bounds") or {}),
     )  # fmt: skip
 
 
@@ -224,7 +257,13 @@ class _Trials:
         seq = ((run.stop or {}).get("sequential") or {}).get("metrics") or {}
         status = (seq.get(metric) or {}).get("status")
         verdict: Verdict = status if status in ("better", "worse", "equivalent") else "undecided"
-        return TrialResult("ok", value, verdict, f"sequential A/B vs {ref}: {status or 'open'}")
+        ab = {
+            m: {k: d[k] for k in ("ratio", "low", "high", "status") if k in d}
+            for m, d in seq.items()
+            if isinstance(d, dict) and "ratio" in d
+        }
+        why = f"sequential A/B vs {ref}: {status or 'open'}"
+        return TrialResult("ok", value, verdict, why, ab)
 
 
 def _value(summary: dict[str, Any], objective: str) -> float | None:
@@ -294,6 +333,8 @@ def optimize(
     configs = {c.name: c for c in trials.specs}
     launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
     shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
-    return OptimizeResult(
-        name, base, section.objective, at, bounds, result, configs, launch[shown:]
-    )
+    out = OptimizeResult(name, base, section.objective, at, bounds, result, configs, launch[shown:])
+    data = out.summary(section, plan.baseline)
+    data["simulated"] = plan.campaign.engine.kind == "sim"
+    store.add_analysis(SEARCH_KIND, name, data, campaign=name)
+    return out
