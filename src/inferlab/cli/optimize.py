@@ -14,6 +14,7 @@ from rich.table import Table
 
 from inferlab.config.search import STOPPED, SearchDim
 from inferlab.search.driver import OptimizeResult, optimize, search_plan
+from inferlab.search.flags import check_flags
 from inferlab.search.space import Space, ordinal
 from inferlab.store import Store, db_path
 
@@ -115,6 +116,10 @@ def optimize_cmd(
         )
         for d in section.dim:
             con.print(f"  {escape(d.key)} ({d.label}): {escape(_values(d))}", highlight=False)
+        text = campaign_file.read_text(encoding="utf-8")
+        check = check_flags(campaign_file, text, section, plan.baseline)
+        n_flags = sum(d.flag is not None for d in section.dim)
+        con.print(escape(check.sentence(n_flags)), highlight=False)
         return
     err = Console(stderr=True)
     events = _Events(err, stdout_console())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "SEARCH_KIND",
@@ -64,13 +64,20 @@ class SearchDim(_Closed):
     flag: str | None = None
     env: str | None = None
     files: Literal["fp8_gemm", "moe"] | None = None
-    values: list[Value] | None = Field(default=None, min_length=1)
+    values: list[Value] | None = None
     low: float | None = None
     high: float | None = None
     log: bool = False
     presence: bool = False
     #: the dimension's part of a trial's name (default: the flag's initials)
     short: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9]*$")
+
+    @field_validator("values")
+    @classmethod
+    def _some(cls, v: list[Value] | None) -> list[Value] | None:
+        if v is not None and not v:
+            raise ValueError("no values: an empty dimension has nothing to search")
+        return v
 
     @model_validator(mode="after")
     def _one_kind(self) -> SearchDim:
@@ -88,8 +95,12 @@ class SearchDim(_Closed):
         if ranged:
             if self.flag is None:
                 raise ValueError("low/high is for a flag")
-            if self.low is None or self.high is None or not self.low < self.high:
-                raise ValueError("a range needs low < high")
+            if self.low is None or self.high is None:
+                raise ValueError("a range needs both low and high")
+            if not self.low < self.high:
+                raise ValueError(
+                    f"empty range: low = {self.low:g} is not below high = {self.high:g}"
+                )
             if self.log and self.low <= 0:
                 raise ValueError("log = true needs low > 0")
         if self.values is not None and len(set(map(repr, self.values))) != len(self.values):

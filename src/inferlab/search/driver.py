@@ -35,6 +35,7 @@ from inferlab.errors import ConfigError, InferlabError
 from inferlab.levers import LeverOptions, decide
 from inferlab.store import Store
 
+from .flags import check_flags
 from .loop import SearchResult, TrialRecord, TrialResult, Verdict, run_search
 from .prune import DimBound, bound_dims
 from .space import Space
@@ -185,6 +186,7 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
         )
     if closed_concurrency(section.at) is None:
         raise ConfigError(f"{path}: search.at: the A/B needs a closed-loop point (C=N)")
+    check_flags(path, path.read_text(encoding="utf-8"), section, plan.baseline)
     return plan, section
 
 
