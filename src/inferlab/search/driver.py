@@ -30,13 +30,13 @@ from inferlab.campaign.runner import run_plan
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSection
+from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchDim, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.levers import LeverOptions, decide
 from inferlab.store import Store
 
 from .flags import check_flags
-from .loop import SearchResult, TrialRecord, TrialResult, Verdict, run_search
+from .loop import Bounds, SearchResult, TrialRecord, TrialResult, Verdict, run_search
 from .prune import DimBound, bound_dims
 from .space import Space
 from .summary import baseline_values, command_line, predicted_rows
@@ -207,7 +207,9 @@ class _Trials:
         self.specs = specs  # the campaign's configs, then every trial's (and its ref's)
         self.text = plan.path.read_text(encoding="utf-8")
 
-    def derived(self, reference: str, names: list[str]) -> Plan:
+    def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
+        """The campaign reduced to the search's point for ``names``, judged against
+        ``reference``; ``profile``: with the campaign's ``[profile]`` at that point."""
         camp = self.plan.campaign
         load = camp.load.model_copy(
             update={
@@ -221,10 +223,35 @@ class _Trials:
             }
         )
         verify = camp.verify.model_copy(update={"equivalent_to": reference})
+        prof = None
+        if profile and camp.profile is not None:
+            prof = camp.profile.model_copy(update={"at": [self.section.at], "configs": names})
         derived = camp.model_copy(
-            update={"config": list(self.specs), "load": load, "verify": verify, "profile": None}
+            update={"config": list(self.specs), "load": load, "verify": verify, "profile": prof}
         )
         return select_configs(plan_of(derived, self.plan.path, self.text), names)
+
+    def bounds_of(self, incumbent: str, dims: tuple[SearchDim, ...]) -> Bounds | None:
+        """The dimensions' bounds against a new incumbent, from its levers: its profile at the
+        search's point is captured first where ``[profile]`` asks for that point; None when no
+        lever has evidence for it."""
+        prof = self.plan.campaign.profile
+        if prof is not None and self.section.at in prof.at:
+            self.run(self.derived(self.reference_of(incumbent), [incumbent], profile=True))
+        camp = self.plan.campaign.campaign.name
+        try:
+            decision = decide(self.store, camp, LeverOptions(config=incumbent), check=False)
+        except ConfigError:
+            return None
+        levers = decision.levers.get(incumbent, [])
+        if not levers:
+            return None
+        at, eff = str(self.section.at), self.section.min_effect
+        bounds = bound_dims(dims, levers, at, eff)
+        said = "; ".join(f"{b.key}: {b.why(at)}" for b in bounds)
+        nothing = all(b.pruned for b in bounds)
+        why = f"against {incumbent}, below ×{1 + eff:.3f}: {said}" if nothing else None
+        return Bounds({b.key: b.high for b in bounds}, why)
 
     def reference_of(self, name: str) -> str:
         """The config ``name`` was judged against (the baseline for itself)."""
@@ -331,7 +358,11 @@ def optimize(
     def stored(rec: TrialRecord) -> None:
         store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)
 
-    result = run_search(space, section, trials, history=history, pruned=pruned, on_trial=stored)
+    first = Bounds({b.key: b.high for b in bounds if not b.pruned})
+    result = run_search(
+        space, section, trials, history=history, pruned=pruned, on_trial=stored, bounds=first,
+        rebound=lambda incumbent: trials.bounds_of(incumbent, kept),
+    )  # fmt: skip
     configs = {c.name: c for c in trials.specs}
     launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
     shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
