@@ -145,7 +145,9 @@ class SearchSection(_Closed):
     min_effect: float = Field(default=0.02, ge=0, lt=1)
     #: stop after this many trials in a row that did not beat the incumbent
     patience: int = Field(default=6, ge=1)
-    sampler: Literal["tpe", "random", "grid"] = "tpe"
+    #: tpe, gp (every dimension numeric; needs torch), auto (gp when it can run, else tpe),
+    #: random, or grid (a seeded walk of every point)
+    sampler: Literal["tpe", "gp", "auto", "random", "grid"] = "tpe"
     seed: int = 0
     dim: list[SearchDim] = Field(min_length=1)
 

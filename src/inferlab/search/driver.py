@@ -38,6 +38,7 @@ from inferlab.store import Store
 from .flags import check_flags
 from .loop import Bounds, SearchResult, TrialRecord, TrialResult, Verdict, run_search
 from .prune import DimBound, bound_dims
+from .samplers import resolve
 from .space import Space
 from .summary import baseline_values, command_line, predicted_rows
 
@@ -187,6 +188,10 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
     if closed_concurrency(section.at) is None:
         raise ConfigError(f"{path}: search.at: the A/B needs a closed-loop point (C=N)")
     check_flags(path, path.read_text(encoding="utf-8"), section, plan.baseline)
+    try:
+        resolve(section, Space(tuple(section.dim), plan.campaign.config[0]))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     return plan, section
 
 

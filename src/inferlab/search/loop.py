@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import optuna
-from optuna.samplers import BaseSampler, RandomSampler, TPESampler
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 
+from .samplers import choose
 from .space import Params, Space
 
 __all__ = [
@@ -105,23 +104,6 @@ class SearchResult:
         return self.path[-1]
 
 
-def _sampler(section: SearchSection, space: Space) -> tuple[BaseSampler, int]:
-    """The sampler and how many of its first trials are random (its start-up)."""
-    if section.sampler == "random":
-        return RandomSampler(seed=section.seed), 0
-    if section.sampler == "grid":  # the grid's points are enqueued, in a seeded order
-        return RandomSampler(seed=section.seed), 0
-    startup = max(2, min(5, section.budget_trials // 3))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        tpe = TPESampler(
-            seed=section.seed,
-            n_startup_trials=startup,
-            multivariate=True,
-        )
-    return tpe, startup
-
-
 def _direction(section: SearchSection) -> Literal["minimize", "maximize"]:
     return "minimize" if section.objective == "tpot_ms" else "maximize"
 
@@ -164,8 +146,8 @@ class _Loop:
         self.space, self.section = space, section
         self.bounds = bounds or Bounds({d.key: None for d in space.dims})
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # the library never prints
-        self.sampler, self.startup = _sampler(section, space)
-        self.study = optuna.create_study(direction=_direction(section), sampler=self.sampler)
+        self.chosen = choose(section, space)
+        self.study = optuna.create_study(direction=_direction(section), sampler=self.chosen.sampler)
         self.trials: list[TrialRecord] = []
         self.path = [space.baseline.name]
         self.since_better = 0
@@ -203,12 +185,7 @@ class _Loop:
         return next((t for t in self.trials if dict(t.params) == dict(params)), None)
 
     def chosen_by(self) -> str:
-        n = len(self.trials)
-        if self.section.sampler != "tpe":
-            return f"{self.section.sampler} sampler"
-        if n < self.startup:
-            return f"TPE start-up (random, {n + 1} of {self.startup})"
-        return f"TPE (multivariate, from {n} trials)"
+        return self.chosen.chosen_by(len(self.trials))
 
     def stop(self, started: float, now: float) -> StopReason | None:
         s = self.section
@@ -289,5 +266,6 @@ def run_search(
             on_trial(rec)
         if rebound is not None and loop.path[-1] != incumbent:
             reason, detail = loop.rebound(rebound)
-    sampler = loop.chosen_by().split(" (")[0]
-    return SearchResult(loop.trials, loop.path, reason, dict(pruned or {}), sampler, detail)
+    return SearchResult(
+        loop.trials, loop.path, reason, dict(pruned or {}), loop.chosen.label, detail
+    )
