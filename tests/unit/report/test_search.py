@@ -77,7 +77,7 @@ def test_the_report_shows_every_trial_the_path_and_the_recommendation(
     # better, with the A/B's TPOT ratio below 1 and its interval; no capacity stored: —
     ratio = r"×0\.\d{3} \\\[0\.\d{3}, 0\.\d{3}\\\]"  # Markdown-escaped brackets
     assert re.search(rf"\| better \| {ratio} \| baseline \| — \|$", fast), fast
-    assert "--itl-ms=2" in fast and "TPE" in fast
+    assert "--itl-ms=2" in fast and "TPE" in fast and "bounds: none (no dimension had one)" in fast
     failed = [ln for ln in rows if "failed:" in ln]
     assert len(failed) == 2 and all("launch-failed" in ln for ln in failed)
     assert f"Incumbent's path: baseline → {best}" in sec

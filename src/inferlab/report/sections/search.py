@@ -68,10 +68,11 @@ def _capacity(r: dict[str, Any]) -> str:
 
 
 def _chosen(t: dict[str, Any]) -> str:
+    """The sampler's step, and the bounds of the dimensions that had one when it was chosen."""
     bounds = t.get("bounds") or {}
-    said = ", ".join(
-        f"{k} {'≤ ' + _x(v) if v is not None else 'no bound'}" for k, v in bounds.items()
-    )
+    said = ", ".join(f"{k} ≤ {_x(v)}" for k, v in bounds.items() if v is not None)
+    if bounds and not said:
+        said = "none (no dimension had one)"
     return f"{t.get('chosen_by', '')}; bounds: {said}" if said else str(t.get("chosen_by", ""))
 
 
@@ -81,6 +82,8 @@ def trial_cells(t: dict[str, Any], metric: str) -> tuple[str, ...]:
     values = ", ".join(f"{k}={v}" for k, v in (t.get("params") or {}).items())
     if r.get("status") == "failed":
         verdict = f"failed: {r.get('reason', '')}"
+    elif r.get("verdict") == "undecided" and r.get("reason"):
+        verdict = f"undecided: {r['reason']}"
     else:
         verdict = str(r.get("verdict") or r.get("status") or "")
     return (
