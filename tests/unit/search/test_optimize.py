@@ -90,6 +90,8 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
                            "env": {}, "files": {}}  # fmt: skip
     assert out["trials"] == 4 and out["stopped"] == res.search.stopped
     assert any("--itl-ms 2" in line for line in res.launch)
+    assert "sim serve" in out["command"] and "--itl-ms 2" in out["command"]
+    assert out["sampler"] == "TPE"
     assert 'set = { "--itl-ms" = "2", "--jitter-ms" = "0.2" }' in res.snippet()
 
 
