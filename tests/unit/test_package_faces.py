@@ -192,6 +192,7 @@ FACES: dict[str, list[str]] = {
         "md_text",
     ],
     "inferlab.search": [
+        "Bounds",
         "Evaluator",
         "Params",
         "SearchResult",

@@ -12,22 +12,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferlab.config.search import SearchDim
+from inferlab.campaign.plan import Plan
+from inferlab.config.search import STOPPED, SearchDim, SearchSection
 from inferlab.search.driver import OptimizeResult, optimize, search_plan
+from inferlab.search.flags import check_flags
+from inferlab.search.samplers import resolve
 from inferlab.search.space import Space, ordinal
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
 from .run import _Events
-
-#: why a search stopped, as the report says it
-STOPPED = {
-    "budget_trials": "the trial budget is spent",
-    "budget_minutes": "the time budget is spent",
-    "patience": "the last trials in a row found nothing better",
-    "exhausted": "every point of the space was tried",
-    "no_dimension": "no dimension is left: every bound is below the minimum effect",
-}
 
 
 def _print(r: OptimizeResult, simulated: bool) -> None:
@@ -56,7 +50,9 @@ def _print(r: OptimizeResult, simulated: bool) -> None:
         )  # fmt: skip
     con.print(t)
     con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
-    con.print(f"stopped: {STOPPED.get(r.search.stopped, r.search.stopped)}", highlight=False)
+    detail = f" ({r.search.stop_detail})" if r.search.stop_detail else ""
+    stop = STOPPED.get(r.search.stopped, r.search.stopped)
+    con.print(f"stopped: {escape(stop + detail)}; sampler: {r.search.sampler}", highlight=False)
     undecided = [t for t in r.search.trials if t.result.verdict == "undecided"]
     if undecided:
         con.print(
@@ -87,6 +83,30 @@ def _values(d: SearchDim) -> str:
     return f"{'integers' if d.integer else 'numbers'} {d.low:g} … {d.high:g}{scale}"
 
 
+def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection) -> None:
+    """The search's space, sampler, budget and flag check, as ``--dry-run`` prints them."""
+    space = Space(tuple(section.dim), plan.campaign.config[0])
+    con = stdout_console()
+    kind, why = resolve(section, space)
+    sampler = f"{section.sampler} → {kind} ({why})" if why else section.sampler
+    size = "∞" if space.size() == float("inf") else f"{space.size():.0f}"
+    con.print(
+        f"search of {escape(plan.campaign.campaign.name)}: {section.objective} at "
+        f"{section.at}, {sampler} sampler (seed {section.seed}), budget "
+        f"{section.budget_trials} trials"
+        + (f" / {section.budget_minutes:g} min" if section.budget_minutes else "")
+        + f", patience {section.patience}, min effect {section.min_effect:.0%}; "
+        f"{size} points",
+        highlight=False,
+    )
+    for d in section.dim:
+        con.print(f"  {escape(d.key)} ({d.label}): {escape(_values(d))}", highlight=False)
+    text = campaign_file.read_text(encoding="utf-8")
+    check = check_flags(campaign_file, text, section, plan.baseline)
+    n_flags = sum(d.flag is not None for d in section.dim)
+    con.print(escape(check.sentence(n_flags)), highlight=False)
+
+
 def optimize_cmd(
     campaign_file: Annotated[Path, typer.Argument(help="Campaign file with a [search] section")],
     db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
@@ -107,21 +127,8 @@ def optimize_cmd(
     plan, section = search_plan(campaign_file)
     if ray is not None:
         raise typer.BadParameter("--ray: optimize runs its trials on this host for now")
-    space = Space(tuple(section.dim), plan.campaign.config[0])
     if dry_run:
-        con = stdout_console()
-        size = "∞" if space.size() == float("inf") else f"{space.size():.0f}"
-        con.print(
-            f"search of {escape(plan.campaign.campaign.name)}: {section.objective} at "
-            f"{section.at}, {section.sampler} sampler (seed {section.seed}), budget "
-            f"{section.budget_trials} trials"
-            + (f" / {section.budget_minutes:g} min" if section.budget_minutes else "")
-            + f", patience {section.patience}, min effect {section.min_effect:.0%}; "
-            f"{size} points",
-            highlight=False,
-        )
-        for d in section.dim:
-            con.print(f"  {escape(d.key)} ({d.label}): {escape(_values(d))}", highlight=False)
+        _dry_run(campaign_file, plan, section)
         return
     err = Console(stderr=True)
     events = _Events(err, stdout_console())

@@ -11,9 +11,32 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["Objective", "SearchDim", "SearchSection", "short_name"]
+__all__ = [
+    "SEARCH_KIND",
+    "STOPPED",
+    "TRIAL_KIND",
+    "Objective",
+    "SearchDim",
+    "SearchSection",
+    "short_name",
+]
+
+#: the analysis kind each finished trial of ``inferlab optimize`` is stored as
+TRIAL_KIND = "search-trial"
+#: the analysis kind a search's summary is stored as when it stops (the report reads it)
+SEARCH_KIND = "search"
+
+#: why a search stopped, in words (the command's output and the report say it)
+STOPPED = {
+    "budget_trials": "the trial budget is spent",
+    "budget_minutes": "the time budget is spent",
+    "patience": "the last trials in a row found nothing better",
+    "exhausted": "every point of the space was tried",
+    "no_dimension": "no dimension is left: every bound is below the minimum effect",
+    "bounds": "the bounds against the new incumbent say nothing is left",
+}
 
 #: what the search maximises or minimises, read at ``at`` (capacity: over the sweep)
 Objective = Literal["output_tok_s", "tpot_ms", "goodput", "capacity"]
@@ -41,13 +64,20 @@ class SearchDim(_Closed):
     flag: str | None = None
     env: str | None = None
     files: Literal["fp8_gemm", "moe"] | None = None
-    values: list[Value] | None = Field(default=None, min_length=1)
+    values: list[Value] | None = None
     low: float | None = None
     high: float | None = None
     log: bool = False
     presence: bool = False
     #: the dimension's part of a trial's name (default: the flag's initials)
     short: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9]*$")
+
+    @field_validator("values")
+    @classmethod
+    def _some(cls, v: list[Value] | None) -> list[Value] | None:
+        if v is not None and not v:
+            raise ValueError("no values: an empty dimension has nothing to search")
+        return v
 
     @model_validator(mode="after")
     def _one_kind(self) -> SearchDim:
@@ -65,8 +95,12 @@ class SearchDim(_Closed):
         if ranged:
             if self.flag is None:
                 raise ValueError("low/high is for a flag")
-            if self.low is None or self.high is None or not self.low < self.high:
-                raise ValueError("a range needs low < high")
+            if self.low is None or self.high is None:
+                raise ValueError("a range needs both low and high")
+            if not self.low < self.high:
+                raise ValueError(
+                    f"empty range: low = {self.low:g} is not below high = {self.high:g}"
+                )
             if self.log and self.low <= 0:
                 raise ValueError("log = true needs low > 0")
         if self.values is not None and len(set(map(repr, self.values))) != len(self.values):
@@ -111,7 +145,9 @@ class SearchSection(_Closed):
     min_effect: float = Field(default=0.02, ge=0, lt=1)
     #: stop after this many trials in a row that did not beat the incumbent
     patience: int = Field(default=6, ge=1)
-    sampler: Literal["tpe", "random", "grid"] = "tpe"
+    #: tpe, gp (every dimension numeric; needs torch), auto (gp when it can run, else tpe),
+    #: random, or grid (a seeded walk of every point)
+    sampler: Literal["tpe", "gp", "auto", "random", "grid"] = "tpe"
     seed: int = 0
     dim: list[SearchDim] = Field(min_length=1)
 

@@ -3,6 +3,7 @@ bounds leave), measure each against the incumbent with a sequential A/B, accept 
 ``better`` verdict, stop at the budget or when nothing is left to find."""
 
 from .loop import (
+    Bounds,
     Evaluator,
     SearchResult,
     StopReason,
@@ -14,6 +15,7 @@ from .loop import (
 from .space import Params, Space, distribution, value_text
 
 __all__ = [
+    "Bounds",
     "Evaluator",
     "Params",
     "SearchResult",

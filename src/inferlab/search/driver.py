@@ -29,26 +29,28 @@ from inferlab.campaign.plan import Plan, make_plan, plan_of, render_plan, select
 from inferlab.campaign.runner import run_plan
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
-from inferlab.config.search import SearchSection
+from inferlab.config.resolve import ResolvedConfig
+from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchDim, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.levers import LeverOptions, decide
 from inferlab.store import Store
 
-from .loop import SearchResult, TrialRecord, TrialResult, Verdict, run_search
+from .flags import check_flags
+from .loop import Bounds, SearchResult, TrialRecord, TrialResult, Verdict, run_search
 from .prune import DimBound, bound_dims
+from .samplers import resolve
 from .space import Space
+from .summary import baseline_values, command_line, predicted_rows
 
 __all__ = [
     "OBJECTIVE_METRIC",
+    "SEARCH_KIND",
     "TRIAL_KIND",
     "OptimizeResult",
     "optimize",
     "ref_spec",
     "search_plan",
 ]
-
-#: the analysis kind a finished trial is stored as
-TRIAL_KIND = "search-trial"
 
 #: objective → the sequential A/B's metric whose status decides a trial
 OBJECTIVE_METRIC = {"output_tok_s": "output_tok_s", "tpot_ms": "tpot_ms"}
@@ -73,6 +75,11 @@ class OptimizeResult:
     @property
     def best(self) -> str:
         return self.search.best
+
+    @property
+    def command(self) -> str:
+        """The engine command line that launches the recommendation."""
+        return command_line(self.launch)
 
     def snippet(self) -> str:
         """The best config as a ``[[config]]`` table to add to the campaign file."""
@@ -109,7 +116,33 @@ class OptimizeResult:
             "bounds": [asdict(b) for b in self.bounds],
             "trial_list": [_record_json(t) for t in self.search.trials],
             "launch": list(self.launch),
+            "command": self.command,
+            "sampler": self.search.sampler,
+            "stop_detail": self.search.stop_detail,
         }
+
+    def summary(self, section: SearchSection, base: ResolvedConfig) -> dict[str, Any]:
+        """What the report shows beside the trials (stored as the ``search`` analysis)."""
+        out = self.to_json()
+        del out["trial_list"]
+        by_name = {t.name: t for t in self.search.trials}
+        steps = [by_name[n] for n in self.search.path[1:] if n in by_name]
+        metric = OBJECTIVE_METRIC[self.objective]
+        out.update(
+            min_effect=section.min_effect,
+            budget_trials=section.budget_trials,
+            stop_text=STOPPED.get(self.search.stopped, self.search.stopped),
+            snippet=self.snippet(),
+            metric=metric,
+            dims=[f"{b.key}: {b.why(self.at)}" for b in self.bounds],
+            evidence=[
+                {"name": t.name, "against": t.against, **t.result.ab.get(metric, {})} for t in steps
+            ],
+            predicted=predicted_rows(
+                self.search.trials, self.baseline, baseline_values(section.dim, base)
+            ),
+        )
+        return out
 
 
 def _toml(v: Any) -> str:
@@ -126,10 +159,12 @@ def _record_json(t: TrialRecord) -> dict[str, Any]:
 
 def _record_of(data: dict[str, Any]) -> TrialRecord:
     r = data["result"]
-    result = TrialResult(r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""))
+    result = TrialResult(
+        r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""), dict(r.get("ab") or {})
+    )
     return TrialRecord(
         int(data["index"]), str(data["name"]), dict(data["params"]), result,
-        str(data["against"]), str(data["chosen_by"]),
+        str(data["against"]), str(data["chosen_by"]), dict(data.get("bounds") or {}),
     )  # fmt: skip
 
 
@@ -152,6 +187,11 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
         )
     if closed_concurrency(section.at) is None:
         raise ConfigError(f"{path}: search.at: the A/B needs a closed-loop point (C=N)")
+    check_flags(path, path.read_text(encoding="utf-8"), section, plan.baseline)
+    try:
+        resolve(section, Space(tuple(section.dim), plan.campaign.config[0]))
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     return plan, section
 
 
@@ -172,7 +212,9 @@ class _Trials:
         self.specs = specs  # the campaign's configs, then every trial's (and its ref's)
         self.text = plan.path.read_text(encoding="utf-8")
 
-    def derived(self, reference: str, names: list[str]) -> Plan:
+    def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
+        """The campaign reduced to the search's point for ``names``, judged against
+        ``reference``; ``profile``: with the campaign's ``[profile]`` at that point."""
         camp = self.plan.campaign
         load = camp.load.model_copy(
             update={
@@ -187,10 +229,35 @@ class _Trials:
             }
         )
         verify = camp.verify.model_copy(update={"equivalent_to": reference})
+        prof = None
+        if profile and camp.profile is not None:
+            prof = camp.profile.model_copy(update={"at": [self.section.at], "configs": names})
         derived = camp.model_copy(
-            update={"config": list(self.specs), "load": load, "verify": verify, "profile": None}
+            update={"config": list(self.specs), "load": load, "verify": verify, "profile": prof}
         )
         return select_configs(plan_of(derived, self.plan.path, self.text), names)
+
+    def bounds_of(self, incumbent: str, dims: tuple[SearchDim, ...]) -> Bounds | None:
+        """The dimensions' bounds against a new incumbent, from its levers: its profile at the
+        search's point is captured first where ``[profile]`` asks for that point; None when no
+        lever has evidence for it."""
+        prof = self.plan.campaign.profile
+        if prof is not None and self.section.at in prof.at:
+            self.run(self.derived(self.reference_of(incumbent), [incumbent], profile=True))
+        camp = self.plan.campaign.campaign.name
+        try:
+            decision = decide(self.store, camp, LeverOptions(config=incumbent), check=False)
+        except ConfigError:
+            return None
+        levers = decision.levers.get(incumbent, [])
+        if not levers:
+            return None
+        at, eff = str(self.section.at), self.section.min_effect
+        bounds = bound_dims(dims, levers, at, eff)
+        said = "; ".join(f"{b.key}: {b.why(at)}" for b in bounds)
+        nothing = all(b.pruned for b in bounds)
+        why = f"against {incumbent}, below ×{1 + eff:.3f}: {said}" if nothing else None
+        return Bounds({b.key: b.high for b in bounds}, why)
 
     def reference_of(self, name: str) -> str:
         """The config ``name`` was judged against (the baseline for itself)."""
@@ -225,7 +292,13 @@ class _Trials:
         seq = ((run.stop or {}).get("sequential") or {}).get("metrics") or {}
         status = (seq.get(metric) or {}).get("status")
         verdict: Verdict = status if status in ("better", "worse", "equivalent") else "undecided"
-        return TrialResult("ok", value, verdict, f"sequential A/B vs {ref}: {status or 'open'}")
+        ab = {
+            m: {k: d[k] for k in ("ratio", "low", "high", "status") if k in d}
+            for m, d in seq.items()
+            if isinstance(d, dict) and "ratio" in d
+        }
+        why = f"sequential A/B vs {ref}: {status or 'open'}"
+        return TrialResult("ok", value, verdict, why, ab)
 
 
 def _value(summary: dict[str, Any], objective: str) -> float | None:
@@ -291,10 +364,16 @@ def optimize(
     def stored(rec: TrialRecord) -> None:
         store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)
 
-    result = run_search(space, section, trials, history=history, pruned=pruned, on_trial=stored)
+    first = Bounds({b.key: b.high for b in bounds if not b.pruned})
+    result = run_search(
+        space, section, trials, history=history, pruned=pruned, on_trial=stored, bounds=first,
+        rebound=lambda incumbent: trials.bounds_of(incumbent, kept),
+    )  # fmt: skip
     configs = {c.name: c for c in trials.specs}
     launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
     shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
-    return OptimizeResult(
-        name, base, section.objective, at, bounds, result, configs, launch[shown:]
-    )
+    out = OptimizeResult(name, base, section.objective, at, bounds, result, configs, launch[shown:])
+    data = out.summary(section, plan.baseline)
+    data["simulated"] = plan.campaign.engine.kind == "sim"
+    store.add_analysis(SEARCH_KIND, name, data, campaign=name)
+    return out

@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import optuna
-from optuna.samplers import BaseSampler, RandomSampler, TPESampler
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 
+from .samplers import choose
 from .space import Params, Space
 
 __all__ = [
+    "Bounds",
     "Evaluator",
     "SearchResult",
     "StopReason",
@@ -35,7 +35,9 @@ __all__ = [
 
 #: the sequential A/B's verdict on a trial against the incumbent
 Verdict = Literal["better", "worse", "equivalent", "undecided"]
-StopReason = Literal["budget_trials", "budget_minutes", "patience", "exhausted", "no_dimension"]
+StopReason = Literal[
+    "budget_trials", "budget_minutes", "patience", "exhausted", "no_dimension", "bounds"
+]
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,8 @@ class TrialResult:
     value: float | None = None
     verdict: Verdict | None = None
     reason: str = ""
+    #: the A/B's ratios, trial / incumbent, by metric: ``{"ratio", "low", "high", "status"}``
+    ab: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,18 @@ class TrialRecord:
     result: TrialResult
     against: str
     chosen_by: str
+    #: each searched dimension's Amdahl bound (a TPOT speed-up; None: none) when chosen
+    bounds: dict[str, float | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Each searched dimension's Amdahl bound against the current incumbent (a TPOT speed-up;
+    None: no bound), and, when every one is below ``1 + min_effect``, the sentence that says
+    so (the search then stops: nothing left can move the objective by the minimum effect)."""
+
+    high: dict[str, float | None]
+    nothing_left: str | None = None
 
 
 class Evaluator(Protocol):
@@ -78,27 +94,14 @@ class SearchResult:
     path: list[str]
     stopped: StopReason
     pruned: dict[str, str] = field(default_factory=dict)
+    #: the sampler that proposed the trials, and why it was chosen (``sampler = "auto"``)
+    sampler: str = ""
+    #: the stop rule's own words (``bounds``: each remaining dimension's bound)
+    stop_detail: str = ""
 
     @property
     def best(self) -> str:
         return self.path[-1]
-
-
-def _sampler(section: SearchSection, space: Space) -> tuple[BaseSampler, int]:
-    """The sampler and how many of its first trials are random (its start-up)."""
-    if section.sampler == "random":
-        return RandomSampler(seed=section.seed), 0
-    if section.sampler == "grid":  # the grid's points are enqueued, in a seeded order
-        return RandomSampler(seed=section.seed), 0
-    startup = max(2, min(5, section.budget_trials // 3))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        tpe = TPESampler(
-            seed=section.seed,
-            n_startup_trials=startup,
-            multivariate=True,
-        )
-    return tpe, startup
 
 
 def _direction(section: SearchSection) -> Literal["minimize", "maximize"]:
@@ -133,11 +136,18 @@ def _infeasible(r: TrialResult) -> float:
 class _Loop:
     """One search's state: the study, the records, the incumbent's path."""
 
-    def __init__(self, space: Space, section: SearchSection, history: Sequence[TrialRecord]):
+    def __init__(
+        self,
+        space: Space,
+        section: SearchSection,
+        history: Sequence[TrialRecord],
+        bounds: Bounds | None = None,
+    ):
         self.space, self.section = space, section
+        self.bounds = bounds or Bounds({d.key: None for d in space.dims})
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # the library never prints
-        self.sampler, self.startup = _sampler(section, space)
-        self.study = optuna.create_study(direction=_direction(section), sampler=self.sampler)
+        self.chosen = choose(section, space)
+        self.study = optuna.create_study(direction=_direction(section), sampler=self.chosen.sampler)
         self.trials: list[TrialRecord] = []
         self.path = [space.baseline.name]
         self.since_better = 0
@@ -175,12 +185,7 @@ class _Loop:
         return next((t for t in self.trials if dict(t.params) == dict(params)), None)
 
     def chosen_by(self) -> str:
-        n = len(self.trials)
-        if self.section.sampler != "tpe":
-            return f"{self.section.sampler} sampler"
-        if n < self.startup:
-            return f"TPE start-up (random, {n + 1} of {self.startup})"
-        return f"TPE (multivariate, from {n} trials)"
+        return self.chosen.chosen_by(len(self.trials))
 
     def stop(self, started: float, now: float) -> StopReason | None:
         s = self.section
@@ -193,6 +198,14 @@ class _Loop:
         if len(self.trials) >= self.space.size():
             return "exhausted"
         return None
+
+    def rebound(self, rebound: Callable[[str], Bounds | None]) -> tuple[StopReason | None, str]:
+        """Re-read the bounds against the incumbent; ``bounds`` when nothing is left."""
+        new = rebound(self.path[-1])
+        if new is None:
+            return None, ""
+        self.bounds = new
+        return ("bounds", new.nothing_left) if new.nothing_left else (None, "")
 
     def propose(self) -> tuple[optuna.Trial, Params] | None:
         """The sampler's next values not tried yet; a repeat is told its recorded value (the
@@ -217,14 +230,23 @@ def run_search(
     pruned: dict[str, str] | None = None,
     on_trial: Callable[[TrialRecord], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    bounds: Bounds | None = None,
+    rebound: Callable[[str], Bounds | None] | None = None,
 ) -> SearchResult:
     """Search ``space`` (its dimensions already pruned; ``pruned`` says which went and why)
-    until a stop rule holds; ``history`` is a resumed search's recorded trials."""
+    until a stop rule holds; ``history`` is a resumed search's recorded trials. ``bounds``:
+    the dimensions' bounds against the baseline; ``rebound(incumbent)`` re-reads them against
+    a new incumbent (None: no evidence for it), and the search stops (``bounds``) when they
+    say nothing is left."""
     if not space.dims:
         return SearchResult([], [space.baseline.name], "no_dimension", dict(pruned or {}))
-    loop = _Loop(space, section, history)
+    loop = _Loop(space, section, history, bounds)
     started = clock()
-    while (reason := loop.stop(started, clock())) is None:
+    reason: StopReason | None = None
+    detail = ""
+    if rebound is not None and len(loop.path) > 1:  # a resumed search's incumbent
+        reason, detail = loop.rebound(rebound)
+    while reason is None and (reason := loop.stop(started, clock())) is None:
         proposed = loop.propose()
         if proposed is None:
             reason = "exhausted"
@@ -235,8 +257,15 @@ def run_search(
         chosen_by = loop.chosen_by()
         incumbent = loop.path[-1]
         result = evaluator.evaluate(config, incumbent)
-        rec = TrialRecord(index, config.name, dict(params), result, incumbent, chosen_by)
+        rec = TrialRecord(
+            index, config.name, dict(params), result, incumbent, chosen_by,
+            dict(loop.bounds.high),
+        )  # fmt: skip
         loop.add(rec, asked)
         if on_trial is not None:
             on_trial(rec)
-    return SearchResult(loop.trials, loop.path, reason, dict(pruned or {}))
+        if rebound is not None and loop.path[-1] != incumbent:
+            reason, detail = loop.rebound(rebound)
+    return SearchResult(
+        loop.trials, loop.path, reason, dict(pruned or {}), loop.chosen.label, detail
+    )

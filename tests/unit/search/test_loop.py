@@ -15,7 +15,7 @@ import pytest
 from inferlab.config.campaign import ConfigSpec, load_campaign
 from inferlab.config.search import SearchSection
 from inferlab.errors import ConfigError
-from inferlab.search import Space, TrialResult, run_search
+from inferlab.search import Bounds, Space, TrialResult, run_search
 
 MNS = [4, 8, 16, 32, 64]
 MBT = [512, 1024, 2048, 4096]
@@ -217,3 +217,28 @@ def test_a_good_search_section_loads() -> None:
         "--max-num-batched-tokens",
         "env NCCL_PROTO",
     ]
+
+
+def test_the_search_stops_when_the_bounds_against_a_new_incumbent_say_nothing_is_left() -> None:
+    s = section(budget_trials=14, patience=14)
+    ev = Surface(s)
+    first = Bounds({"--max-num-seqs": 1.3, "--max-num-batched-tokens": None})
+    seen: list[str] = []
+
+    def rebound(incumbent: str) -> Bounds | None:
+        seen.append(incumbent)
+        if len(seen) < 2:  # no evidence for the first new incumbent: nothing changes
+            return None
+        return Bounds({"--max-num-seqs": 1.004, "--max-num-batched-tokens": 1.001}, "all below")
+
+    result = run_search(Space(tuple(s.dim), BASE), s, ev, bounds=first, rebound=rebound)
+    assert result.stopped == "bounds" and result.stop_detail == "all below"
+    assert seen == result.path[1:] and len(result.path) == 3
+    # it stopped at once: the trial that moved the incumbent the second time was the last
+    assert result.trials[-1].name == result.path[-1] == ev.calls[-1]
+    assert all(t.bounds == first.high for t in result.trials)  # as they were when chosen
+    # resumed with that history, the search stops before any trial: the bounds still say so
+    again = run_search(
+        Space(tuple(s.dim), BASE), s, Surface(s), history=result.trials, rebound=rebound
+    )
+    assert again.stopped == "bounds" and len(again.trials) == len(result.trials)

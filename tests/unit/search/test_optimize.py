@@ -12,10 +12,11 @@ import pytest
 
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.launch import InProcessSim
+from inferlab.campaign.runner import run_plan
 from inferlab.config.search import SearchDim
 from inferlab.errors import ConfigError
 from inferlab.levers.model import Lever, PointBound
-from inferlab.search.driver import TRIAL_KIND, optimize
+from inferlab.search.driver import TRIAL_KIND, _Trials, optimize, search_plan
 from inferlab.search.prune import bound_dims
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
@@ -89,6 +90,8 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
                            "env": {}, "files": {}}  # fmt: skip
     assert out["trials"] == 4 and out["stopped"] == res.search.stopped
     assert any("--itl-ms 2" in line for line in res.launch)
+    assert "sim serve" in out["command"] and "--itl-ms 2" in out["command"]
+    assert out["sampler"] == "TPE"
     assert 'set = { "--itl-ms" = "2", "--jitter-ms" = "0.2" }' in res.snippet()
 
 
@@ -139,3 +142,51 @@ def test_the_cli_prints_the_space_and_refuses_a_campaign_without_a_search(
     other = _campaign(tmp_path, at="C=64")
     r = cli("optimize", str(other), "--dry-run")
     assert r.exit_code != 0 and "search.at: 'C=64' is not a load point" in r.stderr
+
+
+def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
+    tmp_path: Path,
+) -> None:
+    """SIMULATED (preset dsv4-flash-8gpu): NCCL is 2.0% of the baseline's step at C=1, so the
+    NCCL dimensions are searched (≤ ×1.021 ≥ ×1.005); NCCL_PROTO=LL takes 1.5 ms of it, so
+    against an incumbent with LL their bound is ×1.004: nothing is left, and each bound is
+    said."""
+    path = write_campaign(
+        tmp_path / "b.toml",
+        name="bst",
+        args=["--preset", "dsv4-flash-8gpu", "--tp-size", "8", "--time-scale", "0.01"],
+        config=[{"name": "baseline"}, {"name": "ll", "env": {"NCCL_PROTO": "LL"}}],
+        load={
+            "workload": {"kind": "random", "input_tokens": 16, "output_tokens": 8},
+            "requests": "auto",
+            "min_requests": 8,
+            "max_requests": 16,
+        },
+        profile={"at": ["C=1"], "steps": 3},
+        search={
+            "objective": "tpot_ms",
+            "at": "C=1",
+            "min_effect": 0.005,
+            "dim": [
+                {"env": "NCCL_PROTO", "values": ["Simple", "LL"]},
+                {"env": "NCCL_ALGO", "values": ["Ring", "Tree"]},
+            ],
+        },
+    )
+    plan, section = search_plan(path)
+    with Store(tmp_path / "db") as store:
+        run_plan(plan, store=store, launcher=InProcessSim(), clock=ModelClock())
+        profiled = {a["config"] for a in store.analyses("profile", campaign="bst")}
+        assert profiled == {"baseline", "ll"}
+        # the profiles are stored: re-reading the bounds launches nothing (run: a no-op)
+        trials = _Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
+        dims = tuple(section.dim)
+        base = trials.bounds_of("baseline", dims)
+        ll = trials.bounds_of("ll", dims)
+    assert base is not None and base.nothing_left is None
+    assert base.high["env NCCL_PROTO"] == pytest.approx(1.0208, abs=1e-3)
+    assert ll is not None and ll.high["env NCCL_ALGO"] == pytest.approx(1.0045, abs=1e-3)
+    assert ll.nothing_left is not None
+    assert "against ll, below ×1.005" in ll.nothing_left
+    assert "env NCCL_PROTO: communication / NCCL: ≤ ×1.004 at C=1: pruned" in ll.nothing_left
+    assert "env NCCL_ALGO: communication / NCCL: ≤ ×1.004 at C=1: pruned" in ll.nothing_left

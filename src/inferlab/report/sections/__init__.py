@@ -15,6 +15,7 @@ from inferlab.report.sections.findings import findings_section
 from inferlab.report.sections.levers import levers_section, predictions_section
 from inferlab.report.sections.profile import profile_section
 from inferlab.report.sections.recon import recon_section
+from inferlab.report.sections.search import search_section
 from inferlab.report.sections.sessions import sessions_section
 from inferlab.report.sections.tuning import tuning_section
 from inferlab.store import Store
@@ -31,6 +32,7 @@ SECTIONS: tuple[SectionBuilder, ...] = (
     findings_section,
     levers_section,
     predictions_section,
+    search_section,
     cluster_section,
 )
 
