@@ -105,6 +105,9 @@ _GraphBs = Annotated[_OptI, _o("--cuda-graph-max-bs", "SGLang: largest CUDA grap
 _MaxRun = Annotated[_OptI, _o("--max-running-requests", "SGLang: batch cap.")]
 _TunedFp8 = Annotated[bool, _o("--tuned-fp8", "Sim only: tuned FP8 block-GEMM configs.")]
 _Tp = Annotated[int, _o("--tp-size", "SGLang: TP ranks (one trace each per capture).")]
+_Shift = Annotated[
+    float, _o("--logprob-shift", "Temper the served distribution by this mean KL (nats).")
+]
 _Startup = Annotated[
     float, _o("--startup-s", "Seconds before listening (stands in for weight loading).")
 ]
@@ -144,6 +147,7 @@ def serve_cmd(
     tuned_fp8: _TunedFp8 = False,
     tp_size: _Tp = 1,
     startup_s: _Startup = 0.0,
+    logprob_shift: _Shift = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
