@@ -111,6 +111,9 @@ class StatedModel:
         self.n = tokenizer.vocab_size - 1
         self.shift = shift
         self._start = _mix(seed & _M)
+        n = self.n
+        #: the first units of Z_N (at most 65536): ``u`` picks one
+        self._units = [u for u in range(1, min(n, 200_000) + 1) if math.gcd(u, n) == 1][:65536]
 
     def keys(self, words: Sequence[str]) -> list[int]:
         """The hash key of each word (its id; ``V + crc32`` when not in the vocabulary)."""
@@ -131,11 +134,8 @@ class StatedModel:
         return _mix(h ^ key)
 
     def _unit(self, h: int) -> int:
-        n = self.n
-        u = 1 + (h >> 8) % n if n > 1 else 1
-        while math.gcd(u, n) != 1:
-            u = u % n + 1
-        return u
+        units = self._units
+        return units[(h >> 8) % len(units)]
 
     def mode(self, h: int) -> int:
         """The greedy (rank-0) word at hash ``h``."""
@@ -154,9 +154,14 @@ class StatedModel:
         """``count`` greedy word ids after ``prompt_text``."""
         words = prompt_text.split()
         h = self.start(self.keys(words))
+        n, units, m = self.n, self._units, _M
+        nu = len(units)
         out = []
         for _ in range(count):
-            w = self.mode(h)
+            w = 1 + ((h % n) * units[(h >> 8) % nu]) % n  # mode(h), inlined: the hot path
             out.append(w)
-            h = _mix(h ^ w)
+            x = ((h ^ w) + 0x9E3779B97F4A7C15) & m  # _mix(h ^ w), inlined
+            x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+            x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+            h = x ^ (x >> 31)
         return out
