@@ -137,6 +137,12 @@ def render_plan(plan: Plan) -> list[str]:
             lines.append(f"    tune {kind}: {how} (made before it launches)")
         if not c.lossless:
             lines.append("    lossless = false: greedy equivalence is recorded, not gating")
+            gate = c.lossy or plan.campaign.verify.lossy
+            if gate is not None:
+                lines.append(
+                    f"    lossy gate: KL ≤ {gate.max_kl:g} nats/token, top-1 ≥ "
+                    f"{gate.min_top1:.2%} (interval ends, docs/verify.md)"
+                )
         lines += capture.profiling_lines(plan.campaign, c)
         if c is not base:
             diff = _diff(spec, base, c, env)

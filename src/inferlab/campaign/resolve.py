@@ -148,6 +148,7 @@ def resolve_configs(
                 lossless=next(
                     (c.lossless for c in reversed(chain) if c.lossless is not None), True
                 ),
+                lossy=next((c.lossy for c in reversed(chain) if c.lossy is not None), None),
             )
         )
     return out

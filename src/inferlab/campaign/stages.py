@@ -5,10 +5,10 @@
 ``up``). ``server``: launched (profiling on when ``[profile]`` names it), stored as a ``launch``
 verification, stopped on the way out with the stop, GPU-drain and runtime-failure checks
 (``campaign.steps.server_running``); kind ``openai``: the endpoint already running. ``verified``:
-probes, length, stream and greedy equivalence against the reference, stored; a failure ends
-the config (``StepFailed`` "verify-failed"). ``levers``: the lever evidence of the config's
-diff against the baseline, stored and told. A new stage is a function here and an entry in
-:data:`RUN_STAGES`.
+probes, length, stream, greedy equivalence and the distribution-agreement gate against the
+reference, stored; a failure ends the config (``StepFailed`` "verify-failed"). ``levers``: the
+lever evidence of the config's diff against the baseline, stored and told. A new stage is a
+function here and an entry in :data:`RUN_STAGES`.
 """
 
 from __future__ import annotations
@@ -22,16 +22,20 @@ from inferlab.campaign.context import ConfigContext
 from inferlab.campaign.launch import config_row, served_model, server_url
 from inferlab.campaign.steps import StepFailed, check_applied, config_files, server_running
 from inferlab.config.campaign import CampaignFile
+from inferlab.config.lossy import LossyGate
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 from inferlab.server import ServerProcess
 from inferlab.store import Store
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
+from inferlab.verify.gate import AgreementTask
+from inferlab.verify.logprobs import LogprobReference
 
 __all__ = [
     "RUN_STAGES",
     "Stage",
+    "agreement_task",
     "files",
     "given",
     "levers",
@@ -101,7 +105,10 @@ def verified(cx: ConfigContext) -> Iterator[None]:
     run = cx.run
     if run.campaign.verify.enabled and not run.no_verify:
         run.progress(f"{cx.name}: verifying ...")
-        cx.verify = rep = verify_config(run.campaign, cx.cfg, cx.url, cx.model, run.store)
+        ref = run.campaign.verify.equivalent_to or run.baseline.name
+        cx.verify = rep = verify_config(
+            run.campaign, cx.cfg, cx.url, cx.model, run.store, reference_config=ref
+        )
         if not rep.passed:
             remedy = "fix the config, or --no-verify to measure anyway"
             raise StepFailed("verify-failed", rep.summary(), remedy)
@@ -133,14 +140,44 @@ def reference_outputs(
     return GreedyOutputs.from_json(stored) if stored is not None else None
 
 
+def agreement_task(
+    camp: CampaignFile, cfg: ResolvedConfig, store: Store, reference_config: str
+) -> AgreementTask | None:
+    """The distribution-agreement work of ``cfg`` (docs/verify.md): none unless the campaign
+    or a config sets ``lossy``; the reference config's logprobs are made; a ``lossless =
+    false`` config with a gate is gated, every other config gets the figures."""
+    if camp.verify.lossy is None and all(c.lossy is None for c in camp.config):
+        return None
+    limits = cfg.lossy or camp.verify.lossy
+    gating = not cfg.lossless and limits is not None
+    if cfg.name == reference_config:
+        return AgreementTask(camp.verify.lossy or LossyGate(), None, gating=False)
+    stored = store.latest_verification(camp.campaign.name, reference_config, "logprob-reference")
+    if stored is None:
+        why = f"no stored logprobs of the reference config {reference_config!r} (not verified?)"
+        return AgreementTask(limits or LossyGate(), None, gating, missing=why)
+    return AgreementTask(limits or LossyGate(), LogprobReference.from_json(stored), gating)
+
+
 def verify_config(
-    camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str, store: Store | None
+    camp: CampaignFile,
+    cfg: ResolvedConfig,
+    url: str,
+    model: str,
+    store: Store | None,
+    *,
+    reference_config: str | None = None,
 ) -> VerifyReport:
+    """Every check of ``[verify]`` (and the agreement gate against ``reference_config``)."""
     spec = get_engine(cfg.api or cfg.engine)
     ref = reference_outputs(camp, cfg, store) if store is not None else None
+    task = None
+    if store is not None and reference_config is not None:
+        task = agreement_task(camp, cfg, store, reference_config)
     rep = verify_endpoint(
-        url, model=model, engine=spec, section=camp.verify, reference=ref, lossless=cfg.lossless
-    )
+        url, model=model, engine=spec, section=camp.verify, reference=ref,
+        lossless=cfg.lossless, agreement=task,
+    )  # fmt: skip
     if store is not None:
         store_verification(store, camp, cfg, rep)
     return rep
@@ -156,3 +193,5 @@ def store_verification(
             store.add_verification(gid, c.kind, c.passed, c.to_json())
         if rep.outputs is not None and rep.passed:
             store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
+        if rep.logprobs is not None and rep.passed:
+            store.add_verification(gid, "logprob-reference", True, rep.logprobs.to_json())

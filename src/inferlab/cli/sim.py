@@ -108,6 +108,9 @@ _Tp = Annotated[int, _o("--tp-size", "SGLang: TP ranks (one trace each per captu
 _Prefix = Annotated[
     bool, _o("--prefix-cache", "Batching: reuse 16-token prompt blocks (a prefix cache).")
 ]
+_Shift = Annotated[
+    float, _o("--logprob-shift", "Temper the served distribution by this mean KL (nats).")
+]
 _Startup = Annotated[
     float, _o("--startup-s", "Seconds before listening (stands in for weight loading).")
 ]
@@ -148,6 +151,7 @@ def serve_cmd(
     tp_size: _Tp = 1,
     startup_s: _Startup = 0.0,
     prefix_cache: _Prefix = False,
+    logprob_shift: _Shift = 0.0,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 

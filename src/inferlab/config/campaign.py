@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from inferlab.config.bench import SLO, LoadSpec, check_auto
+from inferlab.config.lossy import LossyGate
 from inferlab.config.search import SearchSection
 from inferlab.config.tomlcompat import tomllib
 from inferlab.cpus import parse_cpu_list
@@ -126,6 +127,8 @@ class ConfigSpec(_Closed):
     #: False: the lever may change greedy outputs (e.g. another dtype), so greedy equivalence
     #: is recorded but does not fail verification; unset: inherited (default True)
     lossless: bool | None = None
+    #: this config's distribution-agreement gate (inherited; default ``[verify] lossy``)
+    lossy: LossyGate | None = None
 
     @field_validator("name")
     @classmethod
@@ -163,6 +166,9 @@ class VerifySection(_Closed):
     equivalence_prompts: int = Field(default=8, ge=1)
     equivalence_tokens: int = Field(default=32, ge=1)
     length_tokens: int = Field(default=16, ge=2)
+    #: the campaign's distribution-agreement gate for ``lossless = false`` configs (a
+    #: config's own ``lossy`` wins); lossless configs get the figures, not gated
+    lossy: LossyGate | None = None
 
 
 class LoadSection(LoadSpec):

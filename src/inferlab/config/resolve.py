@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from inferlab.config.hosts import is_local_host
+from inferlab.config.lossy import LossyGate
 
 __all__ = ["ResolvedConfig"]
 
@@ -44,6 +45,8 @@ class ResolvedConfig:
     #: greedy equivalence gates verification (the last ``lossless`` set along ``extends``)
     lossless: bool = True
     gpus: int | None = None  # [engine] gpus; None: from the engine's parallel flags
+    #: the config's own agreement gate (the last ``lossy`` set along ``extends``)
+    lossy: LossyGate | None = None
 
     @property
     def is_local(self) -> bool:

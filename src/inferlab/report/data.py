@@ -175,6 +175,12 @@ def _verifications(
         if kind == "greedy-outputs":
             n = len(detail.get("prompts") or [])
             msg = f"reference greedy outputs stored ({n} prompts)"
+        elif kind == "logprob-reference":
+            n = len(detail.get("prompts") or [])
+            msg = (
+                f"reference logprobs stored ({n} prompts, top-{detail.get('top_k')}, "
+                f"{detail.get('tokens')} tokens each): the agreement gate's baseline"
+            )
         else:
             msg = str(detail.get("message") or "")
         checks.append(VerificationRow(name, kind, bool(passed), msg, created))

@@ -7,11 +7,11 @@ request, so the pacing path only writes bytes it was handed.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from inferlab.sim.lm import MAX_LOGPROBS
 from inferlab.sim.tokenizer import WordTokenizer
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "Rendered",
     "error_body",
     "not_found_model",
-    "output_ids",
     "parse_generation",
     "parse_tokenize",
     "render",
@@ -54,6 +53,10 @@ class GenRequest:
     max_tokens: int
     prompt_text: str
     prompt_tokens: int
+    #: top logprobs per position asked (completions ``logprobs``, chat ``top_logprobs``)
+    logprobs: int | None = None
+    #: completions ``echo``: the prompt's tokens (and their logprobs) come back first
+    echo: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,34 +161,22 @@ def parse_generation(
     if isinstance(got, ApiError):
         return got
     text, ntok = got
-    field = "max_tokens"
-    max_tokens: object = obj.get("max_tokens")
-    if endpoint == "chat" and obj.get("max_completion_tokens") is not None:
-        field, max_tokens = "max_completion_tokens", obj["max_completion_tokens"]
-    if max_tokens is None:
-        max_tokens = DEFAULT_MAX_TOKENS
-    if not _is_int(max_tokens) or max_tokens < 1:  # type: ignore[operator]
-        return _bad(f"`{field}` must be an integer of at least 1.", field)
-    assert isinstance(max_tokens, int)
+    lp = _logprob_fields(endpoint, obj)
+    if isinstance(lp, ApiError):
+        return lp
+    logprobs, echo = lp
+    max_tokens = _max_tokens(endpoint, obj, echo)
+    if isinstance(max_tokens, ApiError):
+        return max_tokens
     n = obj.get("n")
     if n is not None and n != 1:
         return _bad("`n` must be 1 on the simulated engine.", "n")
-    stream = obj.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        return _bad("`stream` must be a boolean.", "stream")
-    include_usage = False
-    options = obj.get("stream_options")
-    if options is not None:
-        if not stream:
-            return _bad("Stream options can only be defined when `stream=True`.", "stream_options")
-        if not isinstance(options, dict):
-            return _bad("`stream_options` must be an object.", "stream_options")
-        usage = options.get("include_usage", False)
-        if not isinstance(usage, bool) and usage is not None:
-            return _bad("`stream_options.include_usage` must be a boolean.", "stream_options")
-        include_usage = bool(usage)
+    streaming = _stream_fields(obj)
+    if isinstance(streaming, ApiError):
+        return streaming
+    stream, include_usage = streaming
+    if stream and (logprobs is not None or echo):
+        return _bad("The SIMULATED engine serves logprobs and echo unstreamed only.", "stream")
     if ntok + max_tokens > max_model_len:
         return _bad(
             f"This model's maximum context length is {max_model_len} tokens. However, you "
@@ -193,7 +184,70 @@ def parse_generation(
             "the completion). Please reduce the length of the messages or completion.",
             "messages" if endpoint == "chat" else "prompt",
         )
-    return GenRequest(endpoint, stream, include_usage, max_tokens, text, ntok)
+    return GenRequest(endpoint, stream, include_usage, max_tokens, text, ntok, logprobs, echo)
+
+
+def _max_tokens(endpoint: Endpoint, obj: dict[str, Any], echo: bool) -> int | ApiError:
+    """``max_tokens`` (chat: ``max_completion_tokens`` wins); 0 only with ``echo`` (vLLM)."""
+    field = "max_tokens"
+    max_tokens: object = obj.get("max_tokens")
+    if endpoint == "chat" and obj.get("max_completion_tokens") is not None:
+        field, max_tokens = "max_completion_tokens", obj["max_completion_tokens"]
+    if max_tokens is None:
+        max_tokens = DEFAULT_MAX_TOKENS
+    least = 0 if echo else 1
+    if not _is_int(max_tokens) or max_tokens < least:  # type: ignore[operator]
+        return _bad(f"`{field}` must be an integer of at least {least}.", field)
+    assert isinstance(max_tokens, int)
+    return max_tokens
+
+
+def _stream_fields(obj: dict[str, Any]) -> tuple[bool, bool] | ApiError:
+    """``stream`` and ``stream_options.include_usage``."""
+    stream = obj.get("stream", False)
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        return _bad("`stream` must be a boolean.", "stream")
+    options = obj.get("stream_options")
+    if options is None:
+        return stream, False
+    if not stream:
+        return _bad("Stream options can only be defined when `stream=True`.", "stream_options")
+    if not isinstance(options, dict):
+        return _bad("`stream_options` must be an object.", "stream_options")
+    usage = options.get("include_usage", False)
+    if not isinstance(usage, bool) and usage is not None:
+        return _bad("`stream_options.include_usage` must be a boolean.", "stream_options")
+    return stream, bool(usage)
+
+
+def _logprob_fields(endpoint: Endpoint, obj: dict[str, Any]) -> tuple[int | None, bool] | ApiError:
+    """Completions: ``logprobs`` (an int, 0..20) and ``echo``; chat: ``logprobs`` (a bool) and
+    ``top_logprobs`` (0..20). Returns the top count asked (None: no logprobs) and echo."""
+    top = MAX_LOGPROBS
+    if endpoint == "chat":
+        want = obj.get("logprobs")
+        k: object = obj.get("top_logprobs")
+        if want is not None and not isinstance(want, bool):
+            return _bad("`logprobs` must be a boolean.", "logprobs")
+        if k is not None and not want:
+            return _bad("`top_logprobs` needs `logprobs` = true.", "top_logprobs")
+        if not want:
+            return None, False
+        k = 0 if k is None else k
+        field = "top_logprobs"
+    else:
+        k, field = obj.get("logprobs"), "logprobs"
+    echo = obj.get("echo", False) if endpoint == "completions" else False
+    if not isinstance(echo, bool) and echo is not None:
+        return _bad("`echo` must be a boolean.", "echo")
+    if k is None:
+        return None, bool(echo)
+    if not _is_int(k) or not 0 <= k <= top:  # type: ignore[operator]
+        return _bad(f"`{field}` must be an integer in [0, {top}].", field)
+    assert isinstance(k, int)
+    return k, bool(echo)
 
 
 def parse_tokenize(obj: dict[str, Any], max_model_len: int, tok: WordTokenizer) -> bytes | ApiError:
@@ -211,11 +265,6 @@ def parse_tokenize(obj: dict[str, Any], max_model_len: int, tok: WordTokenizer) 
     if not isinstance(add, bool):
         return _bad("`add_special_tokens` must be a boolean.", "add_special_tokens")
     return json.dumps({"tokens": ids, "count": len(ids), "max_model_len": max_model_len}).encode()
-
-
-def output_ids(seed: int, prompt_text: str, n: int, tok: WordTokenizer) -> list[int]:
-    """The deterministic output of a prompt: same seed and prompt, same tokens."""
-    return random.Random(f"{seed}:{prompt_text}").choices(range(1, tok.vocab_size), k=n)
 
 
 def chunk_sizes(n: int, k: int) -> list[int]:

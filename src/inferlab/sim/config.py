@@ -67,6 +67,8 @@ class SimConfig(BaseModel):
     #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
     tp_size: int = Field(default=1, ge=1, le=64)
     prefix_cache: bool = False
+    #: mean KL (nats) by which the served distribution is tempered (:mod:`inferlab.sim.lm`)
+    logprob_shift: float = Field(default=0.0, ge=0.0, le=10.0)
 
     @property
     def batching(self) -> bool:

@@ -20,6 +20,7 @@ import gc
 import json
 import os
 import signal
+import time
 from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from pathlib import Path
@@ -35,10 +36,12 @@ from inferlab.sim.faults import FAULTS, FaultPlan
 from inferlab.sim.host import Client
 from inferlab.sim.http import Conn, Heads
 from inferlab.sim.inject import answer_fault, exit_now
+from inferlab.sim.lm import StatedModel
 from inferlab.sim.model import StepModel
 from inferlab.sim.pacing import Pacer, Schedule
 from inferlab.sim.presets import get_preset, resolve
 from inferlab.sim.profiler import SimProfiler
+from inferlab.sim.scoring import scored_body
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.sim.truth import Record, Request, lateness_summary
 from inferlab.sim.wheel import TimerWheel
@@ -74,6 +77,7 @@ class SimServer:
                 preset, self.step_model, config.levers, config.tp_size, config.time_scale, env
             )
         self.tokenizer = WordTokenizer(config.vocab_size)
+        self.lm = StatedModel(config.seed, self.tokenizer, config.logprob_shift)
         self.words = [b" " + w.encode() for w in self.tokenizer.vocab]
         self.model_json = json.dumps(config.model)
         self._schedule = Schedule(config.ttft_ms, config.itl_ms, config.jitter_ms, config.seed)
@@ -286,7 +290,11 @@ class SimServer:
             and answer_fault(self, conn, req, rec, fault, gen.include_usage)
         ):
             return
-        ids = api.output_ids(cfg.seed, gen.prompt_text, gen.max_tokens, self.tokenizer)
+        if gen.logprobs is not None or gen.echo:  # answered at once, outside the timing model
+            body, _ = scored_body(self.lm, gen, rec.id, int(time.time()), self.model_json)
+            conn.respond(200, body)
+            return
+        ids = self.lm.greedy(gen.prompt_text, gen.max_tokens)
         if self._engine is not None:
             self._engine.submit(conn, req, rec, gen, ids)
         else:

@@ -19,6 +19,9 @@ from inferlab.engines import EngineSpec
 from inferlab.errors import ConnectError
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.load.sse import ParsedStream, error_message_of, parse_stream
+from inferlab.verify.agreement import Agreement
+from inferlab.verify.gate import AgreementTask, build_reference, decide, measure
+from inferlab.verify.logprobs import LogprobReference, NoLogprobs
 
 __all__ = ["EQUIVALENCE_PROMPTS", "CheckResult", "GreedyOutputs", "VerifyReport", "verify_endpoint"]
 
@@ -41,7 +44,7 @@ EQUIVALENCE_PROMPTS = (
 
 @dataclass
 class CheckResult:
-    kind: str  # probe | equivalence | length | stream
+    kind: str  # probe | equivalence | length | stream | agreement
     passed: bool
     message: str
     detail: dict[str, Any] = field(default_factory=dict)
@@ -73,6 +76,8 @@ class GreedyOutputs:
 class VerifyReport:
     checks: list[CheckResult]
     outputs: GreedyOutputs | None
+    #: the reference config's teacher-forced logprobs (``AgreementTask.reference`` None)
+    logprobs: LogprobReference | None = None
 
     @property
     def passed(self) -> bool:
@@ -177,10 +182,12 @@ def verify_endpoint(
     reference: GreedyOutputs | None = None,
     headers: dict[str, str] | None = None,
     lossless: bool = True,
+    agreement: AgreementTask | None = None,
 ) -> VerifyReport:
     """Run every check of ``section`` against a running endpoint. Never raises for a wrong
     answer (that is a failed check); raises ``ConnectError`` when nothing answers.
-    ``lossless=False``: the equivalence check is recorded but does not gate."""
+    ``lossless=False``: the equivalence check is recorded but does not gate. ``agreement``:
+    the distribution-agreement gate (or the reference's logprobs, made)."""
 
     async def go() -> VerifyReport:
         client = HttpClient(
@@ -191,22 +198,19 @@ def verify_endpoint(
         try:
             for probe in section.probes:
                 checks.append(await _probe(client, model, probe, stream_issues))
-            n = section.length_tokens
-            a = await _ask(
-                client,
-                model=model,
-                prompt=EQUIVALENCE_PROMPTS[0],
-                max_tokens=n,
-                chat=False,
-                extra=engine.fixed_length_fields(n),
-            )
-            stream_issues += _stream_problems(a)
-            checks.append(_length(a, n, enforced=bool(engine.fixed_length_fields(n))))
+            checks.append(await _length_check(client, model, engine, section, stream_issues))
             outputs: GreedyOutputs | None = None
             if section.equivalent_to is not None or reference is not None:
                 outputs = await _greedy(client, model, engine, section, reference, stream_issues)
                 if reference is not None:
                     checks.append(_equivalence(reference, outputs, gating=lossless))
+            made: LogprobReference | None = None
+            if agreement is not None:
+                got = await _agreement(client, model, agreement)
+                if isinstance(got, LogprobReference):
+                    made = got
+                else:
+                    checks.append(got)
             checks.append(
                 CheckResult(
                     "stream",
@@ -217,9 +221,47 @@ def verify_endpoint(
             )
         finally:
             client.close()
-        return VerifyReport(checks, outputs)
+        return VerifyReport(checks, outputs, made)
 
     return run_loop(go())
+
+
+async def _agreement(
+    client: HttpClient, model: str, task: AgreementTask
+) -> CheckResult | LogprobReference:
+    """The agreement check, or (no reference given) the reference's logprobs, made here."""
+    if task.reference is None and task.missing is None:
+        try:
+            return await build_reference(client, model, task.limits)
+        except NoLogprobs as exc:
+            reason = f"the reference serves no teacher-forced logprobs ({exc})"
+            _, msg, detail = decide(None, task.limits, why=reason)
+            return CheckResult("agreement", False, msg, detail, gating=False)
+    a: Agreement | None = None
+    met = True
+    why: str | None = task.missing
+    if task.reference is not None:
+        try:
+            a, met = await measure(client, model, task.reference, task.limits)
+        except NoLogprobs as exc:
+            why = f"no teacher-forced logprobs ({exc})"
+    verdict, msg, detail = decide(a, task.limits, width_met=met, why=why)
+    if not task.gating:
+        msg = "not gating (lossless): " + msg
+    detail["gating"] = task.gating
+    return CheckResult("agreement", verdict == "pass", msg, detail, gating=task.gating)
+
+
+async def _length_check(
+    client: HttpClient, model: str, engine: EngineSpec, section: VerifySection, issues: list[str]
+) -> CheckResult:
+    n = section.length_tokens
+    extra = engine.fixed_length_fields(n)
+    a = await _ask(
+        client, model=model, prompt=EQUIVALENCE_PROMPTS[0], max_tokens=n, chat=False, extra=extra
+    )
+    issues += _stream_problems(a)
+    return _length(a, n, enforced=bool(extra))
 
 
 def _length(a: _Answer, n: int, *, enforced: bool) -> CheckResult:

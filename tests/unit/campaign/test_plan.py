@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from inferlab.campaign.plan import make_plan, render_plan, select_configs
+from inferlab.errors import ConfigError
 from support.campaign import write_campaign
 from support.campaigns import simrun
 
@@ -33,3 +36,20 @@ def test_plan_owns_baseline_reference_and_output_dir(tmp_path: Path) -> None:
     del spec["verify"]["equivalent_to"]
     plan = make_plan(write_campaign(tmp_path / "d.toml", **spec))
     assert plan.reference == "baseline" == plan.baseline.name
+
+
+def test_the_plan_names_each_lossy_gate_and_a_bad_field_is_named(tmp_path: Path) -> None:
+    """``lossy`` is inherited along ``extends``; a config's own wins over ``[verify] lossy``."""
+    spec = simrun()
+    spec["config"] = [
+        {"name": "baseline"},
+        {"name": "bf16", "extends": "baseline", "lossless": False},
+        {"name": "fp8", "extends": "bf16", "lossy": {"max_kl": 0.05, "min_top1": 0.9}},
+    ]
+    spec["verify"] = {**spec["verify"], "lossy": {"max_kl": 0.01}}
+    text = "\n".join(render_plan(make_plan(write_campaign(tmp_path / "c.toml", **spec))))
+    assert "lossy gate: KL ≤ 0.01 nats/token, top-1 ≥ 98.00%" in text
+    assert "lossy gate: KL ≤ 0.05 nats/token, top-1 ≥ 90.00%" in text
+    spec["verify"] = {**spec["verify"], "lossy": {"max_kll": 0.01}}
+    with pytest.raises(ConfigError, match=r"c2\.toml:\d+: verify\.lossy\.max_kll"):
+        make_plan(write_campaign(tmp_path / "c2.toml", **spec))

@@ -1,0 +1,62 @@
+"""The distribution-agreement gate in a campaign of reference-engine servers: a lossy config
+tempered past the limit stops before measurement with its figures, one inside it is measured,
+a lossless one gets the figures for information, and the report shows them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from inferlab.campaign.runner import run_campaign
+from inferlab.report.render import build_report, render_markdown
+from inferlab.store import Store
+from support.campaign import write_campaign
+
+GATE = {"max_kl": 0.01, "min_top1": 0.98, "prompts": 8, "max_prompts": 16, "tokens": 12}
+
+
+def test_the_gate_stops_a_config_past_the_limit(tmp_path: Path) -> None:
+    path = write_campaign(
+        tmp_path / "c.toml",
+        name="gate",
+        config=[
+            {"name": "baseline"},
+            {"name": "twin", "extends": "baseline", "set": {"--itl-ms": "2"}},
+            {
+                "name": "near",
+                "extends": "baseline",
+                "args": ["--logprob-shift", "0.002"],
+                "lossless": False,
+            },
+            {
+                "name": "far",
+                "extends": "baseline",
+                "args": ["--logprob-shift", "0.02"],
+                "lossless": False,
+            },
+        ],
+        verify={"probes": [], "length_tokens": 4, "lossy": GATE},
+        load={"requests": 2},
+    )
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store)
+        rows = store.db.execute(
+            "SELECT g.name, v.kind, v.passed, v.detail_json FROM verifications v "
+            "JOIN configs g ON g.id = v.config_id ORDER BY v.id"
+        ).fetchall()
+        page = render_markdown(build_report(store, "gate"))
+    status = {o.config: o.status for o in res.outcomes}
+    assert status == {"baseline": "measured", "twin": "measured", "near": "measured",
+                      "far": "verify-failed"}  # fmt: skip
+    far = next(o for o in res.outcomes if o.config == "far")
+    assert "agreement: KL 0.01" in far.message and "]) > 0.01;" in far.message
+    agree = {n: (passed, json.loads(d)) for n, k, passed, d in rows if k == "agreement"}
+    assert set(agree) == {"twin", "near", "far"}  # the baseline made the reference
+    twin, near, far_ = (agree[n][1]["detail"] for n in ("twin", "near", "far"))
+    assert twin["gating"] is False and twin["kl"]["high"] == 0.0  # batching is deterministic
+    assert agree["near"][0] and near["gating"] is True and near["kl"]["high"] < 0.01
+    assert not agree["far"][0] and far_["verdict"] == "fail" and far_["kl"]["low"] > 0.01
+    assert any(k == "logprob-reference" and n == "baseline" for n, k, _, _ in rows)
+    assert "| far | agreement | **FAIL** | KL 0.01" in page
+    assert "not gating (lossless): KL 0 nats/token" in page
+    assert "reference logprobs stored (16 prompts, top-20, 12 tokens each)" in page

@@ -1,0 +1,95 @@
+"""The lossy gate on the reference engine, whose distance is known (``--logprob-shift``): it
+passes at shift 0, fails at twice the limit, and an engine without logprobs cannot gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferlab.config.campaign import VerifySection
+from inferlab.config.lossy import LossyGate
+from inferlab.engines import get_engine
+from inferlab.verify import verify_endpoint
+from inferlab.verify.gate import AgreementTask
+from inferlab.verify.logprobs import LogprobReference
+from support.simproc import SimFactory
+
+SIM = get_engine("sim")
+FAST = ("--ttft-ms", "0", "--itl-ms", "0")
+LIMITS = LossyGate(max_kl=0.01, min_top1=0.98, prompts=8, max_prompts=32, tokens=16)
+SECTION = VerifySection(probes=[], length_tokens=2)
+
+
+def _reference(sim_server: SimFactory) -> LogprobReference:
+    base = sim_server(*FAST)
+    task = AgreementTask(LIMITS, None, gating=False)
+    rep = verify_endpoint(
+        base.url, model="inferlab-sim", engine=SIM, section=SECTION, agreement=task
+    )
+    assert rep.logprobs is not None and len(rep.logprobs.prompts) == 32
+    assert all(len(p) == 16 for p in rep.logprobs.positions)
+    return rep.logprobs
+
+
+@pytest.fixture
+def reference(sim_server: SimFactory) -> LogprobReference:
+    return _reference(sim_server)
+
+
+def _gate(sim_server: SimFactory, ref: LogprobReference, *args: str, gating: bool = True):  # type: ignore[no-untyped-def]
+    sim = sim_server(*FAST, *args)
+    task = AgreementTask(LIMITS, ref, gating=gating)
+    rep = verify_endpoint(
+        sim.url, model="inferlab-sim", engine=SIM, section=SECTION, agreement=task
+    )
+    return rep, next(c for c in rep.checks if c.kind == "agreement")
+
+
+def test_passes_at_shift_zero(sim_server: SimFactory, reference: LogprobReference) -> None:
+    rep, check = _gate(sim_server, reference)
+    assert check.passed and rep.passed, check.message
+    assert check.detail["kl"]["high"] == 0.0 and check.detail["top1"]["low"] == 1.0
+    assert check.detail["prompts"] == 8  # width reached at the first look
+
+
+def test_fails_at_twice_the_limit(sim_server: SimFactory, reference: LogprobReference) -> None:
+    rep, check = _gate(sim_server, reference, "--logprob-shift", "0.02")
+    assert not check.passed and not rep.passed
+    assert check.detail["verdict"] == "fail"
+    assert 0.015 < check.detail["kl"]["estimate"] < 0.025  # the known KL, 0.02
+    assert check.detail["kl"]["low"] > 0.01
+    assert "agreement: KL" in rep.summary()
+
+
+def test_lossless_configs_get_the_figures_without_a_gate(
+    sim_server: SimFactory, reference: LogprobReference
+) -> None:
+    rep, check = _gate(sim_server, reference, "--logprob-shift", "0.02", gating=False)
+    assert not check.passed and rep.passed  # recorded, not gating
+    assert check.message.startswith("not gating (lossless): KL")
+
+
+def test_an_engine_without_logprobs_cannot_gate(
+    sim_server: SimFactory, reference: LogprobReference
+) -> None:
+    short = LogprobReference(
+        reference.prompts, reference.continuations, reference.positions, 21, 16, 0
+    )  # top_k 21: the engine refuses it, as one without logprobs refuses echo
+    rep, check = _gate(sim_server, short)
+    assert not check.passed and not rep.passed
+    assert check.detail["verdict"] == "cannot-gate"
+    assert check.message.startswith("cannot gate: no teacher-forced logprobs")
+
+
+def test_prompts_double_until_the_width_is_reached(
+    sim_server: SimFactory, reference: LogprobReference
+) -> None:
+    sim = sim_server(*FAST, "--logprob-shift", "0.005")
+    narrow = LIMITS.model_copy(update={"width": 0.001})  # unreachable: every prompt is scored
+    task = AgreementTask(narrow, reference, gating=True)
+    rep = verify_endpoint(
+        sim.url, model="inferlab-sim", engine=SIM, section=SECTION, agreement=task
+    )
+    check = next(c for c in rep.checks if c.kind == "agreement")
+    assert check.detail["prompts"] == 32 and not check.detail["width_met"]
+    assert "interval width not reached" in check.message
+    assert check.passed  # 0.005 is well inside 0.01
