@@ -95,8 +95,17 @@ def test_sequential_ab_settles_a_real_difference_at_an_early_look(tokdir: Path) 
             cfg(sim.url, tokdir, max_requests=200, looks=4), baselines={"C=4": ref}
         ).points[0]
     stop = fast.stop
-    assert stop is not None and stop.reason == "sequential-better", stop
-    assert stop.look == 1 and stop.looks == 4 and stop.requests < 100
+    assert stop is not None
+    if stop.reason != "sequential-better":
+        # a machine too loaded to measure (one run beside 6 jobs, load 10-12, read TPOT
+        # ×[0.99, 1.36] for a ×0.5 change and ran to the cap): then the points are untrusted
+        # and nothing is claimed; the rule itself is tested on injected streams
+        # (tests/unit/load/test_stopping_rules.py)
+        assert stop.reason == "cap" and "untrusted" in (base.trust.state, fast.trust.state), stop
+        return
+    assert stop.looks == 4 and stop.requests < 200
+    if base.trust.state == fast.trust.state == "trusted":
+        assert stop.look == 1 and stop.requests < 100
     assert stop.sequential is not None and stop.sequential["baseline"] == "baseline"
     tpot = stop.sequential["metrics"]["tpot_ms"]
     assert tpot["status"] == "better" and tpot["ratio"] < 0.7 and abs(tpot["z"]) >= tpot["boundary"]

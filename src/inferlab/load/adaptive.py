@@ -242,11 +242,13 @@ class SequentialRule:
             if value is None or se_c is None or value <= 0 or ref <= 0:
                 out["metrics"][m] = {"status": "open", "why": "no estimate yet"}
                 continue
-            se = math.sqrt(se_c**2 + se_b**2)
+            # a deterministic engine measures with no spread: an exact difference (tiny se)
+            se = max(math.sqrt(se_c**2 + se_b**2), _MIN_SE)
             info = info_by.setdefault(m, [])
-            i_max = 1.0 / (se_c**2 * n / max(self.max_requests, n) + se_b**2)
-            t = 1.0 if last else min(1.0 - 1e-6, (1.0 / se**2) / i_max if se > 0 else 1.0)
-            t = max(t, info[-1] + 1e-3) if info else t
+            at_cap = se_c**2 * n / max(self.max_requests, n) + se_b**2
+            t = 1.0 if last else min(1.0 - 1e-6, at_cap / se**2)
+            if info and not last:  # the fractions must increase: halve what is left
+                t = max(t, info[-1] + (1.0 - info[-1]) / 2)
             info.append(min(t, 1.0))
             bound = spending_boundaries(info, ld_obrien_fleming(self.alpha))[-1]
             d = decide_look(
@@ -266,6 +268,10 @@ class SequentialRule:
                 "info": info[-1],
             }
         return out
+
+
+#: the standard error (of a log ratio) below which a difference is read as exact
+_MIN_SE = 1e-9
 
 
 #: the registry, in the order the kinds are asked (the first rule answered stops the point)

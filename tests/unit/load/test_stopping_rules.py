@@ -11,6 +11,7 @@ depend on the machine's clock; the point is read on the model clock (``campaign.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Iterator, Sequence
@@ -48,9 +49,11 @@ from support.simproc import SimFactory
 TOKENS = 10
 
 
-def stream(users: int, n: int, itl_ms: float, *, seed: int = 0) -> list[LightRecord]:
+def stream(
+    users: int, n: int, itl_ms: float, *, seed: int = 0, jitter: float = 0.02
+) -> list[LightRecord]:
     """``n`` requests of ``users`` closed-loop users, back to back, in completion order:
-    TTFT 5 ms, then ``TOKENS`` tokens ``itl_ms`` apart (±2% jitter)."""
+    TTFT 5 ms, then ``TOKENS`` tokens ``itl_ms`` apart (±``jitter``, a fraction)."""
     rng = random.Random(seed)
     t = [u * 100_000 for u in range(users)]
     out: list[LightRecord] = []
@@ -58,7 +61,7 @@ def stream(users: int, n: int, itl_ms: float, *, seed: int = 0) -> list[LightRec
         u = i % users
         send = t[u]
         first = send + 5_000_000
-        last = first + int((TOKENS - 1) * itl_ms * 1e6 * rng.uniform(0.98, 1.02))
+        last = first + int((TOKENS - 1) * itl_ms * 1e6 * rng.uniform(1 - jitter, 1 + jitter))
         out.append(LightRecord(i, send, last, True, first, last, TOKENS, ramp=i < users))
         t[u] = last
     return sorted(out, key=lambda r: r.end_ns)
@@ -176,6 +179,33 @@ def test_sequential_against_itself_ends_at_the_last_look() -> None:
     mon = monitor(rule, cfg)
     feed(mon, recs)
     assert mon.reason == "sequential-equivalent", (mon.reason, mon.checks)
+
+
+@pytest.mark.parametrize(("itl_ms", "reason"), [(3.0, "equivalent"), (1.5, "better")])
+def test_sequential_on_a_deterministic_engine_reads_an_exact_difference(
+    itl_ms: float, reason: str
+) -> None:
+    """No spread on either side (the batching model): the difference is exact, never a
+    division by a zero standard error."""
+    ref = reference(stream(4, 300, 3.0, jitter=0.0), 4)
+    cfg = auto(max_requests=120, looks=3)
+    mon = monitor(choose_rule(cfg, PointFacts(4, ref)), cfg)
+    feed(mon, stream(4, 400, itl_ms, seed=5, jitter=0.0))
+    assert mon.reason == f"sequential-{reason}", (mon.reason, mon.checks)
+
+
+def test_information_already_complete_at_the_first_look_still_increases() -> None:
+    """A baseline far noisier than the candidate: the first look already holds (almost) all
+    the information; the later looks' fractions still increase, up to 1 at the last."""
+    ref = reference(stream(4, 300, 3.0, seed=6, jitter=0.4), 4)
+    cfg = auto(max_requests=200, looks=4, min_effect=0.001)
+    rule = choose_rule(cfg, PointFacts(4, ref))
+    mon = monitor(rule, cfg)
+    feed(mon, stream(4, 600, 3.0, seed=7, jitter=0.001))
+    assert isinstance(rule, SequentialRule) and rule._info is not None
+    fractions = rule._info["tpot_ms"]
+    assert len(fractions) == len(mon.checks) >= 2
+    assert all(a < b for a, b in itertools.pairwise(fractions)) and fractions[0] > 0.99
 
 
 # a new stopping rule: the one class, its config field, its registry line -------------------
