@@ -14,6 +14,7 @@ from inferlab.report.sections.findings import findings_section
 from inferlab.report.sections.levers import levers_section, predictions_section
 from inferlab.report.sections.profile import profile_section
 from inferlab.report.sections.recon import recon_section
+from inferlab.report.sections.slo import slo_section
 from inferlab.report.sections.tuning import tuning_section
 from inferlab.store import Store
 
@@ -21,6 +22,7 @@ __all__ = ["SECTIONS", "Section", "SectionBuilder", "build_sections", "md_text"]
 
 #: the sections in report order
 SECTIONS: tuple[SectionBuilder, ...] = (
+    slo_section,
     applied_section,
     tuning_section,
     recon_section,
