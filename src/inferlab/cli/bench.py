@@ -29,6 +29,7 @@ from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult
 from inferlab.store import db_path
 from inferlab.store.export import FORMAT_VERSION
 
+from .capacity import bench_capacity
 from .options import DbOpt
 from .render import bench_table, stdout_console
 
@@ -185,7 +186,21 @@ _DurationOpt = Annotated[
 _WarmupOpt = Annotated[int, typer.Option(help="Warmup requests per point (stored, not counted)")]
 _ApiKeyEnvOpt = Annotated[str | None, typer.Option(help="Environment variable holding the API key")]
 _TokenizerOpt = Annotated[Path | None, typer.Option(help="Local Hugging Face tokenizer directory")]
-_SloOpt = Annotated[str | None, typer.Option(help="e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")]
+_SloOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="e.g. ttft_ms=500,tpot_p99_ms=50 (docs/bench.md: ttft/e2e p99, tpot p50/p99, itl p99)"
+    ),
+]
+_CapacityOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--capacity",
+        metavar="UP_TO",
+        help="Find the highest concurrency ≤ UP_TO at which --slo holds (bisection from "
+        "--concurrency's first value)",
+    ),
+]
 _TimeoutOpt = Annotated[float, typer.Option(help="Per-request deadline, s")]
 _StallTimeoutOpt = Annotated[float, typer.Option(help="Longest silence mid-response, s")]
 _WorkersOpt = Annotated[
@@ -237,6 +252,7 @@ def bench(
     api_key_env: _ApiKeyEnvOpt = _DEFAULT["api_key_env"],
     tokenizer: _TokenizerOpt = _DEFAULT["tokenizer"],
     slo: _SloOpt = None,
+    capacity: _CapacityOpt = None,
     timeout: _TimeoutOpt = _DEFAULT["timeout_s"],
     stall_timeout: _StallTimeoutOpt = _DEFAULT["stall_timeout_s"],
     workers: _WorkersOpt = _DEFAULT["workers"],
@@ -261,13 +277,22 @@ def bench(
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
+    if capacity is not None:
+        return bench_capacity(cfg, capacity, events, o, table_console)
     try:
         result, run_ids = _measure(cfg, events, o)
     finally:
         events.progress_done()
-    table_console.print(bench_table(result))
-    _where(err, out, run_ids, db_path(db), campaign)
-    if as_json:
+    _show(result, run_ids, o, err, table_console)
+
+
+def _show(
+    result: BenchResult, run_ids: list[int], o: dict[str, Any], err: Console, table: Console
+) -> None:
+    """The table, where the results went, ``--json``'s document; exit 130 when interrupted."""
+    table.print(bench_table(result))
+    _where(err, o["out"], run_ids, db_path(o["db"]), o["campaign"])
+    if o["as_json"]:
         sys.stdout.write(json.dumps(_json(result, run_ids), indent=2, allow_nan=False) + "\n")
     if result.interrupted:
         err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")

@@ -45,3 +45,12 @@ def test_bench_slo_reports_goodput_and_state_per_point(
     rows = list(csv.DictReader(out.read_text().splitlines()))
     assert [r["slo_state"] for r in rows] == ["holds", "fails"]
     assert rows[0]["goodput_share"] == "1.0" and rows[1]["slo"] == "tpot_p99_ms=0.5"
+
+
+def test_bench_capacity_refuses_an_slo_without_a_percentile_limit(cli: Cli) -> None:
+    base = ("bench", "--url", "http://127.0.0.1:9", "-c", "1", "--requests", "auto")
+    bad = cli(*base, "--slo", "ttft_ms=500", "--capacity", "8")
+    assert bad.exit_code == 2 and "--capacity: needs a percentile limit" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    bad = cli(*base, "--slo", "tpot_p99_ms=50", "--capacity", "0")
+    assert bad.exit_code == 2 and "must be ≥ 1" in bad.stderr
