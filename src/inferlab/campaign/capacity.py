@@ -8,6 +8,7 @@ nothing."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,7 @@ class CapacityResult:
     stopped: str
     up_to: int
     simulated: bool = field(default=False)
+    workload: str = ""  # the workload as JSON (two capacities compare only under the same)
 
     def to_json(self) -> dict[str, Any]:
         b = self.bracket
@@ -85,6 +87,7 @@ class CapacityResult:
             "estimate": self.estimate.to_json() if self.estimate is not None else None,
             "stopped": self.stopped,
             "up_to": self.up_to,
+            "workload": self.workload,
             "probes": [p.to_json() for p in self.probes],
         }
 
@@ -164,6 +167,7 @@ def find_capacity(
     out = CapacityResult(
         cfg.slo.text, engine, tuple(probes), bracket(states), isotonic_capacity(samples),
         stopped, up_to, simulated=engine == "sim",
+        workload=json.dumps(cfg.workload.model_dump(mode="json"), sort_keys=True),
     )  # fmt: skip
     if db is not None and probes:
         _store(db, out, campaign, config or f"{engine}:{model}")

@@ -10,6 +10,7 @@ from dataclasses import replace
 from inferlab.config.pattern import closed_concurrency, label_key
 from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.applied import not_applied, unclaimed
+from inferlab.report.capacity import capacity_rows, stored_capacities
 from inferlab.report.compare_runs import config_keys, identity, select_runs
 from inferlab.report.comparison import Cell, Comparison
 from inferlab.report.recheck import apply_rechecks
@@ -193,4 +194,5 @@ def build_comparison(
         alpha,
         bool(bad),
         rechecks,
+        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base),
     )

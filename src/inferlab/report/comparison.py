@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inferlab.report.capacity import CapacityRow
 from inferlab.stats.compare import Difference
 from inferlab.stats.quality import QualityWarning
 from inferlab.stats.recheck import RecheckPoint
@@ -63,3 +64,5 @@ class Comparison:
     forced: bool
     #: the baseline's recheck per load point (``stats.recheck``); empty when not rechecked
     rechecks: list[RecheckPoint] = field(default_factory=list)
+    #: capacity at SLO per config, the baseline's first (``report.capacity``); empty: none
+    capacity: list[CapacityRow] = field(default_factory=list)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy.optimize import isotonic_regression
@@ -27,7 +28,17 @@ from scipy.optimize import isotonic_regression
 from inferlab.stats.slo import SloState
 from inferlab.stats.summary import Interval
 
-__all__ = ["Bracket", "MarginSample", "bracket", "crossing", "isotonic_capacity", "next_probe"]
+__all__ = [
+    "Bracket",
+    "CapacityRatio",
+    "CapacityValue",
+    "MarginSample",
+    "bracket",
+    "compare_capacity",
+    "crossing",
+    "isotonic_capacity",
+    "next_probe",
+]
 
 
 @dataclass(frozen=True)
@@ -120,3 +131,46 @@ def isotonic_capacity(samples: Sequence[MarginSample], level: float = 0.95) -> I
     alpha = (1 - level) / 2
     low, high = np.quantile(np.asarray(xs), [alpha, 1 - alpha])
     return Interval(est, float(low), float(high), level)
+
+
+@dataclass(frozen=True)
+class CapacityValue:
+    """One config's stored capacity at SLO: the bracket ``[low, high]`` (``high`` None: at
+    least ``low``), the isotonic estimate with its interval, the SLO and workload it is of."""
+
+    slo: str
+    low: int
+    high: int | None
+    estimate: Interval | None = None
+    workload: str = ""
+
+
+@dataclass(frozen=True)
+class CapacityRatio:
+    """A candidate's capacity against the baseline's: the ratio of the isotonic estimates
+    (interval from the intervals' ends: candidate low / baseline high, candidate high /
+    baseline low), and the verdict of the brackets (``higher``/``lower`` only when the two
+    capacity intervals separate); ``reason`` says why there is no ratio."""
+
+    ratio: Interval | None
+    verdict: Literal["higher", "lower", "no difference shown", "not comparable"]
+    reason: str = ""
+
+
+def compare_capacity(base: CapacityValue, cand: CapacityValue) -> CapacityRatio:
+    """``cand`` against ``base``; not comparable under different SLOs or workloads."""
+    for what, a, b in (("SLO", base.slo, cand.slo), ("workload", base.workload, cand.workload)):
+        if a != b:
+            return CapacityRatio(None, "not comparable", f"not comparable: {what} {b} vs {a}")
+    if base.high is not None and cand.low > base.high:
+        verdict: Literal["higher", "lower", "no difference shown"] = "higher"
+    elif cand.high is not None and cand.high < base.low:
+        verdict = "lower"
+    else:
+        verdict = "no difference shown"
+    eb, ec = base.estimate, cand.estimate
+    if eb is None or ec is None or eb.estimate <= 0:
+        return CapacityRatio(None, verdict, "no isotonic estimate")
+    low = ec.low / eb.high if eb.high > 0 else math.nan
+    high = ec.high / eb.low if eb.low > 0 else math.inf
+    return CapacityRatio(Interval(ec.estimate / eb.estimate, low, high, eb.level), verdict)

@@ -1,12 +1,14 @@
 """The report section "SLO": at every stored point measured under an SLO, goodput (the share
 of requests that met every limit, Wilson 95% interval) and whether the SLO holds, fails or is
-undecided (``stats.slo``). Reads the store only."""
+undecided (``stats.slo``); then capacity at SLO per config against the baseline's
+(``report.capacity``). Reads the store only."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
 
+from inferlab.report.capacity import capacity_rows, stored_capacities
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
@@ -68,9 +70,33 @@ INTRO = (
 def slo_section(store: Store, campaign: str) -> Section | None:
     """The SLO at each point of ``campaign``; None when no point was measured under one."""
     rows = slo_rows(store, campaign)
-    if not rows:
+    caps = capacity_rows(stored_capacities(store, campaign), store.config_names(campaign), None)
+    if not rows and not caps:
         return None
-    t_md, t_html = table(HEAD, rows)
-    md = [INTRO, "", *t_md, ""]
-    html = [f'<p class="muted">{escape(INTRO)}</p>', t_html]
+    md: list[str] = []
+    html: list[str] = []
+    if rows:
+        t_md, t_html = table(HEAD, rows)
+        md += [INTRO, "", *t_md, ""]
+        html += [f'<p class="muted">{escape(INTRO)}</p>', t_html]
+    if caps:
+        sim = "SIMULATED. " if any(r.simulated for r in caps) else ""
+        intro = sim + CAPACITY_INTRO
+        cap: list[tuple[str, ...]] = [
+            (r.config, r.value.slo, r.capacity_text, r.ratio_text) for r in caps
+        ]
+        t_md, t_html = table(CAPACITY_HEAD, cap)
+        md += ["### Capacity at SLO", "", intro, "", *t_md, ""]
+        html += ["<h3>Capacity at SLO</h3>", f'<p class="muted">{escape(intro)}</p>', t_html]
     return Section("slo", "SLO", "\n".join(md), "\n".join(html))
+
+
+CAPACITY_HEAD = ("config", "SLO", "capacity", "vs baseline")
+CAPACITY_INTRO = (
+    "Capacity at SLO (`inferlab bench --capacity`): the highest closed-loop concurrency at "
+    "which the SLO holds, between the highest probe that holds with confidence and the lowest "
+    "that fails with confidence; in brackets the isotonic estimate with its bootstrap 95% "
+    "interval. Against the baseline (the first config): ×ratio of the estimates, higher or "
+    "lower only when the capacity intervals separate; refused under a different SLO or "
+    "workload."
+)
