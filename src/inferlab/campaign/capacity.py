@@ -126,10 +126,11 @@ def find_capacity(
     *,
     max_probes: int = 12,
     events: BenchEvents | None = None,
-    db: Path | None = None,
+    db: Path | Store | None = None,
     campaign: str = "bench",
     config: str | None = None,
     clock: ModelClock | None = None,
+    config_id: int | None = None,
     resamples: int = 1000,
     on_probe: Callable[[Probe], None] | None = None,
 ) -> tuple[CapacityResult, list[int]]:
@@ -151,8 +152,9 @@ def find_capacity(
             break
         pcfg = cfg.model_copy(update={"concurrency": [c], "rate": []})
         result, ids = bench_with_record(
-            pcfg, events, db=db, campaign=campaign, config=config, clock=clock
-        )
+            pcfg, events, db=db, campaign=campaign, config=config, clock=clock,
+            config_id=config_id,
+        )  # fmt: skip
         engine, model = result.engine, result.model
         run_ids += ids
         probe, sample = _judge(result, c, limits, tuple(ids), cfg.seed + c, resamples)
@@ -170,7 +172,7 @@ def find_capacity(
         workload=json.dumps(cfg.workload.model_dump(mode="json"), sort_keys=True),
     )  # fmt: skip
     if db is not None and probes:
-        _store(db, out, campaign, config or f"{engine}:{model}")
+        _store(db, out, campaign, config or f"{engine}:{model}", config_id)
     return out, run_ids
 
 
@@ -203,13 +205,20 @@ def _why_stopped(states: dict[int, SloState], up_to: int) -> str:
     return "holds nowhere" if b.fails_at == 1 else "bracketed"
 
 
-def _store(db: Path, result: CapacityResult, campaign: str, config: str) -> None:
-    with Store(db) as store, store.transaction():
-        found = store.latest_config(campaign, config)
-        store.add_analysis(
-            CAPACITY_KIND,
-            result.slo,
-            result.to_json(),
-            campaign=campaign,
-            config_id=found[0] if found is not None else None,
-        )
+def _store(
+    db: Path | Store, result: CapacityResult, campaign: str, config: str, config_id: int | None
+) -> None:
+    store = db if isinstance(db, Store) else Store(db)
+    try:
+        with store.transaction():
+            found = store.latest_config(campaign, config) if config_id is None else None
+            store.add_analysis(
+                CAPACITY_KIND,
+                result.slo,
+                result.to_json(),
+                campaign=campaign,
+                config_id=config_id if found is None else found[0],
+            )
+    finally:
+        if store is not db:
+            store.close()

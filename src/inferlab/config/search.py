@@ -112,6 +112,9 @@ class SearchSection(_Closed):
     #: stop after this many trials in a row that did not beat the incumbent
     patience: int = Field(default=6, ge=1)
     sampler: Literal["tpe", "random", "grid"] = "tpe"
+    #: capacity: the highest concurrency a trial's bisection tries (it starts at ``at``, else
+    #: at the campaign's first concurrency)
+    capacity_up_to: int = Field(default=256, ge=1)
     seed: int = 0
     dim: list[SearchDim] = Field(min_length=1)
 

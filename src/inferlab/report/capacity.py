@@ -11,12 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferlab.stats.capacity import CapacityRatio, CapacityValue, compare_capacity
-from inferlab.stats.summary import Interval
-from inferlab.store import Store
+from inferlab.store.capacity import stored_capacities
 
 __all__ = ["CapacityRow", "capacity_rows", "stored_capacities"]
-
-KIND = "capacity"  # campaign.capacity.CAPACITY_KIND (report never imports campaign)
 
 
 @dataclass(frozen=True)
@@ -62,32 +59,6 @@ class CapacityRow:
             return r.reason if r.verdict == "not comparable" else r.verdict
         x = r.ratio
         return f"×{x.estimate:.2f} [{x.low:.2f}–{x.high:.2f}] {r.verdict}"
-
-
-def _value(data: dict[str, Any]) -> CapacityValue:
-    e = data.get("estimate")
-    est = None
-    if e and e.get("estimate") is not None:
-        nan = math.nan
-        est = Interval(
-            float(e["estimate"]),
-            float(e["low"]) if e.get("low") is not None else nan,
-            float(e["high"]) if e.get("high") is not None else nan,
-            float(e.get("level") or 0.95),
-        )
-    return CapacityValue(
-        str(data.get("slo")), int(data.get("low") or 0), data.get("high"), est,
-        str(data.get("workload") or ""),
-    )  # fmt: skip
-
-
-def stored_capacities(store: Store, campaign: str | None) -> dict[str, tuple[CapacityValue, bool]]:
-    """The latest stored capacity of each config of ``campaign`` (config → value, simulated)."""
-    out: dict[str, tuple[CapacityValue, bool]] = {}
-    for a in store.analyses(KIND, campaign):
-        if a["config"] is not None:
-            out[str(a["config"])] = (_value(a["data"]), bool(a["data"].get("simulated")))
-    return out
 
 
 def capacity_rows(
