@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
 from inferlab.stats.slo import SloState
 from inferlab.stats.summary import Interval
@@ -110,6 +109,8 @@ def crossing(cs: Sequence[int], fitted: Sequence[float]) -> float:
 
 
 def _fit(margins: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    from scipy.optimize import isotonic_regression  # here: only a capacity search needs it
+
     return np.asarray(isotonic_regression(margins, weights=weights, increasing=True).x)
 
 
