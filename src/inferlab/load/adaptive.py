@@ -244,8 +244,8 @@ class SequentialRule:
                 continue
             se = math.sqrt(se_c**2 + se_b**2)
             info = info_by.setdefault(m, [])
-            i_max = 1.0 / (se_c**2 * n / max(self.max_requests, n) + se_b**2)
-            t = 1.0 if last else min(1.0 - 1e-6, (1.0 / se**2) / i_max if se > 0 else 1.0)
+            var_max = se_c**2 * n / max(self.max_requests, n) + se_b**2  # may underflow to 0
+            t = 1.0 if last or se**2 == 0 else min(1.0 - 1e-6, var_max / se**2)
             t = max(t, info[-1] + 1e-3) if info else t
             info.append(min(t, 1.0))
             bound = spending_boundaries(info, ld_obrien_fleming(self.alpha))[-1]

@@ -266,7 +266,7 @@ def optimize(
     plan, section = search_plan(Path(path))
     events = events or CampaignEvents()
     name = plan.campaign.campaign.name
-    at = str(section.at)
+    at = str(section.at) if section.at else f"SLO {plan.campaign.slo.text}"  # capacity
     measure: passes.PassFactory = passes.sweep
     if section.objective == "capacity":
         measure = passes.capacity(section.capacity_up_to)
