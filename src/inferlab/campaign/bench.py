@@ -168,10 +168,11 @@ def bench_with_record(
     events: BenchEvents | None = None,
     *,
     out: Path | None = None,
-    db: Path | None = None,
+    db: Path | Store | None = None,
     campaign: str = "bench",
     config: str | None = None,
     clock: ModelClock | None = None,
+    config_id: int | None = None,
 ) -> tuple[BenchResult, list[int]]:
     """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids.
     ``clock``: the reference engine's points read on its model clock (``campaign.clock``)."""
@@ -181,7 +182,9 @@ def bench_with_record(
         cpus = format_cpu_list(cfg.client_cpus)
         env = {"cpu_split": {"server": None, "client": cpus, "source": "--client-cpus"}}
     store_sink = (
-        StoreSink(db, cfg, campaign, config, environment_extra=env) if db is not None else None
+        StoreSink(db, cfg, campaign, config, config_id=config_id, environment_extra=env)
+        if db is not None
+        else None
     )
     if store_sink is not None:
         sinks.append(store_sink)

@@ -7,7 +7,8 @@ the profiled passes of ``[profile]`` (``campaign.profiled``). ``sweep(..., befor
 baseline's interleaved pass just before candidate NAME (``[load] interleave``, purpose
 'interleave', tagged with NAME; no profiled passes). ``recheck``: the baseline,
 launched again, rechecked at the points it has not been rechecked at (``campaign.recheck``).
-``kept``: nothing measured (``up``).
+``kept``: nothing measured (``up``). ``capacity``: capacity at SLO on the live server
+(``campaign.capacity``; ``optimize``'s capacity objective).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 from inferlab.campaign import profiled as profiled_passes
 from inferlab.campaign.bench import StoreSink, bench_config
+from inferlab.campaign.capacity import find_capacity
 from inferlab.campaign.context import ConfigContext, ConfigOutcome
 from inferlab.campaign.recheck import RecheckTodo, recheck_pass
 from inferlab.campaign.stopping import baseline_refs
@@ -26,9 +28,11 @@ from inferlab.load.bench import LoadPoint, run_bench
 from inferlab.load.results import ResultSink
 from inferlab.store.interleave import INTERLEAVE_TAG
 
-__all__ = ["Pass", "kept", "profiled", "recheck", "sweep"]
+__all__ = ["Pass", "PassFactory", "capacity", "kept", "profiled", "recheck", "sweep"]
 
 Pass = Callable[[ConfigContext], ConfigOutcome]
+#: a config's measuring pass from the plan's load points and the cells still to measure
+PassFactory = Callable[[list[LoadPoint], set[tuple[str, int]]], Pass]
 
 
 def _sink(
@@ -110,6 +114,32 @@ def recheck(points: list[LoadPoint], todo: RecheckTodo) -> Pass:
         return cx.outcome(status, message, run_ids=sink.run_ids)
 
     return measure
+
+
+def capacity(up_to: int) -> PassFactory:
+    """Capacity at SLO up to concurrency ``up_to``, from the campaign's first concurrency; the
+    probes and the result stored with the config."""
+
+    def make(points: list[LoadPoint], todo: set[tuple[str, int]]) -> Pass:
+        def measure(cx: ConfigContext) -> ConfigOutcome:
+            run, cfg = cx.run, cx.cfg
+            assert run.store is not None
+            bench = bench_config(
+                run.campaign, cx.url, cx.model, cfg.api or cfg.engine, run.cpus.client
+            )
+            try:
+                res, ids = find_capacity(
+                    bench, up_to, events=run.events, db=run.store, campaign=run.name,
+                    config=cx.name, clock=cx.held.clock, config_id=cx.config_id,
+                )  # fmt: skip
+            except (ServerRejected, ConnectError) as exc:
+                return cx.outcome("failed", str(exc))
+            status = "interrupted" if res.stopped == "interrupted" else "measured"
+            return cx.outcome(status, res.sentence, run_ids=ids)
+
+        return measure
+
+    return make
 
 
 def kept(cx: ConfigContext) -> ConfigOutcome:

@@ -89,8 +89,10 @@ def run_plan(
     no_verify: bool = False,
     launcher: Launcher = SUBPROCESS,
     clock: ModelClock | None = None,
+    measure: passes.PassFactory = passes.sweep,
 ) -> CampaignResult:
-    """``run_campaign`` of a plan already made (``optimize`` makes its trials' plans)."""
+    """``run_campaign`` of a plan already made (``optimize`` makes its trials' plans);
+    ``measure``: each config's pass (the sweep; ``optimize``'s capacity objective: capacity)."""
     events = events or CampaignEvents()
     camp = plan.campaign
     name = camp.campaign.name
@@ -123,7 +125,7 @@ def run_plan(
                     break
             events.config_started(cfg, i, len(plan.configs))
             cx = ConfigContext(run, cfg, gid, run.held())
-            out = run_config(cx, RUN_STAGES, passes.sweep(plan.points, todo))
+            out = run_config(cx, RUN_STAGES, measure(plan.points, todo))
             result.outcomes.append(out)
             events.config_done(out)
             if out.status == "measured" or out.run_ids:  # else nothing of it was measured

@@ -43,6 +43,7 @@ from .bench_options import (
     AsJsonOpt,
     BurstinessOpt,
     CampaignOpt,
+    CapacityOpt,
     ClientCpusOpt,
     ClientsOpt,
     ConcurrencyOpt,
@@ -87,6 +88,7 @@ from .bench_options import (
     WorkloadOpt,
     sessions_entries,
 )
+from .capacity import bench_capacity
 from .options import DbOpt
 from .render import bench_table, print_turns, stdout_console
 
@@ -237,6 +239,7 @@ def bench(
     as_json: AsJsonOpt = False,
     ray: RayOpt = None,
     clients: ClientsOpt = None,
+    capacity: CapacityOpt = None,
     trace: TraceOpt = DEFAULT["trace"],
     trace_format: TraceFormatOpt = DEFAULT["trace_format"],
     replay_speed: SpeedOpt = None,
@@ -263,6 +266,8 @@ def _run(o: dict[str, Any]) -> None:
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
+    if o["capacity"] is not None:
+        return bench_capacity(cfg, o["capacity"], events, o, table_console)
     try:
         result, run_ids = _measure(cfg, events, o)
     finally:

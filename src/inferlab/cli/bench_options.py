@@ -19,6 +19,7 @@ __all__ = [
     "AsJsonOpt",
     "BurstinessOpt",
     "CampaignOpt",
+    "CapacityOpt",
     "ClientCpusOpt",
     "ClientsOpt",
     "ConcurrencyOpt",
@@ -113,7 +114,21 @@ DurationOpt = Annotated[
 WarmupOpt = Annotated[int, typer.Option(help="Warmup requests per point (stored, not counted)")]
 ApiKeyEnvOpt = Annotated[str | None, typer.Option(help="Environment variable holding the API key")]
 TokenizerOpt = Annotated[Path | None, typer.Option(help="Local Hugging Face tokenizer directory")]
-SloOpt = Annotated[str | None, typer.Option(help="e.g. ttft_ms=500,tpot_ms=50,e2e_ms=20000")]
+SloOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="e.g. ttft_ms=500,tpot_p99_ms=50 (docs/bench.md: ttft/e2e p99, tpot p50/p99, itl p99)"
+    ),
+]
+CapacityOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--capacity",
+        metavar="UP_TO",
+        help="Find the highest concurrency ≤ UP_TO at which --slo holds (bisection from "
+        "--concurrency's first value)",
+    ),
+]
 TimeoutOpt = Annotated[float, typer.Option(help="Per-request deadline, s")]
 StallTimeoutOpt = Annotated[float, typer.Option(help="Longest silence mid-response, s")]
 WorkersOpt = Annotated[

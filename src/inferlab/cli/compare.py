@@ -14,7 +14,13 @@ from rich.table import Table
 
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
-from inferlab.report.compare_export import cell_text, render_csv, render_md, to_json
+from inferlab.report.compare_export import (
+    capacity_md,
+    cell_text,
+    render_csv,
+    render_md,
+    to_json,
+)
 from inferlab.report.comparison import Comparison
 from inferlab.report.interleave import passes_md
 from inferlab.report.recheck import recheck_md
@@ -81,6 +87,8 @@ def compare(
         con = stdout_console()
         for t in _tables(c):
             con.print(t)
+        for line in capacity_md(c):
+            con.print(escape(line), highlight=False)
         for cfg, s in c.saturation.items():
             con.print(f"{escape(cfg)}: {escape(s.sentence)}", highlight=False)
         for line in recheck_md(c.rechecks) + passes_md(c.passes, c.passes_simulated):

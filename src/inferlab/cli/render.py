@@ -14,7 +14,10 @@ from rich.table import Table
 if TYPE_CHECKING:
     from inferlab.load.bench import BenchResult, PointResult
 
-__all__ = ["bench_table", "command", "fmt", "help_text", "print_turns", "stdout_console"]
+__all__ = [
+    "bench_table", "command", "fmt", "goodput_share", "help_text", "print_turns", "slo_state",
+    "stdout_console",
+]  # fmt: skip
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,6 +55,7 @@ def bench_table(result: BenchResult, points: list[PointResult] | None = None) ->
     """One row per load point: latency medians/p99 in ms, throughput with its 95% interval."""
     pts = result.points if points is None else points
     slo = any(p.summary.goodput_req_s is not None for p in pts)
+    states = any(p.summary.slo is not None and p.summary.slo.state for p in pts)
     t = Table(
         title=f"{result.model} @ {result.url}",
         caption="TTFT/TPOT/ITL in ms as p50 / p99; out tok/s ± half-width of its 95% bootstrap "
@@ -68,7 +72,9 @@ def bench_table(result: BenchResult, points: list[PointResult] | None = None) ->
     t.add_column("req/s", justify="right")
     t.add_column("peak C", justify="right")
     if slo:
-        t.add_column("goodput req/s", justify="right")
+        t.add_column("goodput req/s (share [95%])", justify="right")
+    if states:
+        t.add_column("SLO (worst limit, ms)", justify="right")
     for p in pts:
         s = p.summary
         ci = s.output_tok_s_ci
@@ -85,7 +91,9 @@ def bench_table(result: BenchResult, points: list[PointResult] | None = None) ->
             str(s.peak_concurrency),
         ]
         if slo:
-            row.append(f"{fmt(s.goodput_req_s, 2)} ({fmt((s.slo_attainment or 0) * 100, 0)}%)")
+            row.append(f"{fmt(s.goodput_req_s, 2)} ({goodput_share(p)})")
+        if states:
+            row.append(slo_state(p))
         t.add_row(*row)
     return t
 
@@ -107,3 +115,21 @@ def print_turns(console: Console, result: BenchResult) -> None:
                 f"{t.ttft_p50_high_ms:.1f}]  {prompt} tokens  ({t.requests} requests{failed})",
                 highlight=False,
             )
+
+
+def goodput_share(p: PointResult) -> str:
+    """``93% [88–96]``: the share of requests that met every SLO limit, its Wilson interval."""
+    s = p.summary
+    if s.slo is None:
+        return f"{fmt((s.slo_attainment or 0) * 100, 0)}%"
+    g = s.slo.goodput
+    return f"{fmt(g.estimate * 100, 0)}% [{fmt(g.low * 100, 0)}–{fmt(g.high * 100, 0)}]"
+
+
+def slo_state(p: PointResult) -> str:
+    """Holds / fails / undecided, with the limit that decided it."""
+    slo = p.summary.slo
+    if slo is None or slo.state is None:
+        return "–"
+    worst = max(slo.checks, key=lambda c: c.value_ms / c.limit_ms)
+    return f"{slo.state} ({worst.key} {fmt(worst.value_ms, 2)})"

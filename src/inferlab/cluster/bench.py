@@ -35,6 +35,7 @@ from inferlab.load.bench import (
     plan_points,
     workload_descriptor,
 )
+from inferlab.load.point import with_slo
 from inferlab.stats.metrics import summarize
 from inferlab.stats.summary import describe
 
@@ -131,13 +132,7 @@ def merge_point(
             )
     bounds = {h["client"]: int(h["bound_ns"]) for h in hosts}
     worst = max((p for _, p, _ in results), key=lambda p: p.loop_lag_ms.p99, default=None)
-    summary = summarize(
-        records,
-        slo_ttft_ms=cfg.slo.ttft_ms,
-        slo_tpot_ms=cfg.slo.tpot_ms,
-        slo_e2e_ms=cfg.slo.e2e_ms,
-        seed=cfg.seed,
-    )
+    summary = with_slo(cfg, records, summarize(records, seed=cfg.seed))
     starts = [p.started_at for _, p, _ in results if p.started_at]
     ends = [p.ended_at for _, p, _ in results if p.ended_at]
     return PointResult(

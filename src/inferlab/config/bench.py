@@ -39,11 +39,18 @@ class _Closed(BaseModel):
 
 
 class SLO(_Closed):
-    """Service-level objectives; a request is *good* when it meets every one given (ms)."""
+    """Service-level objectives (ms); a request is *good* when its own values meet every limit
+    given. ``ttft_ms``, ``tpot_ms``, ``e2e_ms``: per-request limits; the ``_pXX_ms`` keys also
+    limit that percentile over the point's requests (``stats.slo``: holds, fails, undecided)."""
 
     ttft_ms: float | None = Field(default=None, gt=0)
     tpot_ms: float | None = Field(default=None, gt=0)
     e2e_ms: float | None = Field(default=None, gt=0)
+    ttft_p99_ms: float | None = Field(default=None, gt=0)
+    tpot_p50_ms: float | None = Field(default=None, gt=0)
+    tpot_p99_ms: float | None = Field(default=None, gt=0)
+    e2e_p99_ms: float | None = Field(default=None, gt=0)
+    itl_p99_ms: float | None = Field(default=None, gt=0)
 
     @classmethod
     def parse(cls, text: str) -> SLO:
@@ -68,7 +75,17 @@ class SLO(_Closed):
 
     @property
     def empty(self) -> bool:
-        return self.ttft_ms is None and self.tpot_ms is None and self.e2e_ms is None
+        return not self.limits()
+
+    def limits(self) -> dict[str, float]:
+        """The limits given, key → ms, in field order."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+    @property
+    def text(self) -> str:
+        """``"tpot_p99_ms=50,ttft_ms=500"``: the limits as ``--slo`` takes them (sorted keys);
+        two SLOs are the same when their texts are."""
+        return ",".join(f"{k}={v:g}" for k, v in sorted(self.limits().items()))
 
 
 #: the fields of a shared-prefix workload; left out of a dump for the other kinds

@@ -148,6 +148,9 @@ class SearchSection(_Closed):
     #: tpe, gp (every dimension numeric; needs torch), auto (gp when it can run, else tpe),
     #: random, or grid (a seeded walk of every point)
     sampler: Literal["tpe", "gp", "auto", "random", "grid"] = "tpe"
+    #: capacity: the highest concurrency a trial's bisection tries (it starts at ``at``, else
+    #: at the campaign's first concurrency)
+    capacity_up_to: int = Field(default=256, ge=1)
     seed: int = 0
     dim: list[SearchDim] = Field(min_length=1)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.pattern import Replay
@@ -35,11 +35,12 @@ from inferlab.load.traces import TraceRequest
 from inferlab.load.workload import Prompt, build_body, make_prompts
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import PointSummary, summarize
+from inferlab.stats.slo import assess_slo
 from inferlab.stats.stopping import StopRecord
 from inferlab.stats.summary import describe
 from inferlab.stats.trust import assess
 
-__all__ = ["Sweep", "auto_workers", "judge", "run_point", "summary_of"]
+__all__ = ["Sweep", "auto_workers", "judge", "run_point", "summary_of", "with_slo"]
 
 _STREAMS_PER_WORKER = 256
 
@@ -344,10 +345,19 @@ def summary_of(
 ) -> PointSummary:
     """The point's summary: over its steady window when it stopped adaptively (``stop``),
     else over every measured request."""
-    slo = dict(slo_ttft_ms=cfg.slo.ttft_ms, slo_tpot_ms=cfg.slo.tpot_ms, slo_e2e_ms=cfg.slo.e2e_ms)
     if stop is not None:
-        return summarize_steady(records, stop.window_ns, seed=cfg.seed, **slo)
-    return summarize(records, seed=cfg.seed, **slo)
+        return with_slo(cfg, records, summarize_steady(records, stop.window_ns, seed=cfg.seed))
+    return with_slo(cfg, records, summarize(records, seed=cfg.seed))
+
+
+def with_slo(cfg: BenchConfig, records: list[RequestRecord], s: PointSummary) -> PointSummary:
+    """``s`` with the SLO of ``cfg`` at its point (``stats.slo``): goodput as a share and per
+    second of the window, whether it holds; ``s`` itself when no SLO was given."""
+    if cfg.slo.empty:
+        return s
+    slo = assess_slo(records, cfg.slo.limits(), seed=cfg.seed)
+    rate = slo.good / s.duration_s if s.duration_s > 0 else 0.0
+    return replace(s, slo=slo, slo_attainment=slo.goodput.estimate, goodput_req_s=rate)
 
 
 def judge(cfg: BenchConfig, res: PointResult) -> None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from inferlab.config.pattern import closed_concurrency, label_key
 from inferlab.errors import ConfigError, NotComparable
 from inferlab.report.applied import not_applied, unclaimed
+from inferlab.report.capacity import capacity_rows, stored_capacities
 from inferlab.report.compare_runs import config_keys, identity, select_runs
 from inferlab.report.comparison import Cell, Comparison
 from inferlab.report.interleave import pass_rows
@@ -217,4 +218,5 @@ def build_comparison(
     return Comparison(
         base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
         bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect),
+        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base),
     )  # fmt: skip

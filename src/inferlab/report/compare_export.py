@@ -16,7 +16,20 @@ from inferlab.report.verdicts import claim_text, num, ratio_text
 from inferlab.stats.metrics import METRICS
 from inferlab.store.export import FORMAT_VERSION
 
-__all__ = ["cell_text", "render_csv", "render_md", "to_json"]
+__all__ = ["capacity_md", "cell_text", "render_csv", "render_md", "to_json"]
+
+
+def capacity_md(c: Comparison) -> list[str]:
+    """Capacity at SLO per config against the baseline's (nothing when none is stored)."""
+    if not c.capacity:
+        return []
+    sim = " — SIMULATED" if any(r.simulated for r in c.capacity) else ""
+    out = ["", f"### Capacity at SLO{sim}", "", "| config | SLO | capacity | vs baseline |"]
+    out.append("|---|---|---|---|")
+    out += [
+        f"| {r.config} | {r.value.slo} | {r.capacity_text} | {r.ratio_text} |" for r in c.capacity
+    ]
+    return out
 
 
 def to_json(c: Comparison) -> dict[str, Any]:
@@ -55,6 +68,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
         "recheck": [p.to_json() for p in c.rechecks],
         **({"baseline_passes": [dict(zip(PASSES_HEAD, r, strict=True)) for r in c.passes]}
            if c.passes else {}),
+        **({"capacity": [r.to_json() for r in c.capacity]} if c.capacity else {}),
     }  # fmt: skip
 
 
@@ -127,6 +141,7 @@ def render_md(c: Comparison) -> list[str]:
             out.append(
                 f"| {lb} | " + " | ".join(cell_text(c, cfg, lb, m) for cfg in c.configs) + " |"
             )
+    out += capacity_md(c)
     if c.saturation:
         out += ["", "### Saturation", ""]
         out += [f"- {cfg}: {s.sentence}" for cfg, s in c.saturation.items()]

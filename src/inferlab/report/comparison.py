@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inferlab.report.capacity import CapacityRow
 from inferlab.stats.compare import Difference
 from inferlab.stats.quality import QualityWarning
 from inferlab.stats.recheck import RecheckPoint
@@ -71,3 +72,5 @@ class Comparison:
     #: whether they are the reference engine's (SIMULATED)
     passes: list[tuple[str, ...]] = field(default_factory=list)
     passes_simulated: bool = False
+    #: capacity at SLO per config, the baseline's first (``report.capacity``); empty: none
+    capacity: list[CapacityRow] = field(default_factory=list)

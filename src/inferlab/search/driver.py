@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign import passes
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents
 from inferlab.campaign.launch import SUBPROCESS, Launcher
@@ -36,7 +37,8 @@ from inferlab.levers import LeverOptions, decide
 from inferlab.store import Store
 
 from .flags import check_flags
-from .loop import Bounds, SearchResult, TrialRecord, TrialResult, Verdict, run_search
+from .loop import Bounds, SearchResult, TrialRecord, TrialResult, run_search
+from .objectives import OBJECTIVES, capacity_result, slo_problem
 from .prune import DimBound, bound_dims
 from .samplers import resolve
 from .space import Space
@@ -52,7 +54,8 @@ __all__ = [
     "search_plan",
 ]
 
-#: objective → the sequential A/B's metric whose status decides a trial
+#: objective → the sequential A/B's metric whose status decides a trial (the others:
+#: ``search.objectives``)
 OBJECTIVE_METRIC = {"output_tok_s": "output_tok_s", "tpot_ms": "tpot_ms"}
 
 
@@ -174,11 +177,11 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
     section = plan.campaign.search
     if section is None:
         raise ConfigError(f"{path}: no [search] section: inferlab optimize searches one")
-    if section.objective not in OBJECTIVE_METRIC:
-        raise ConfigError(
-            f"{path}: search.objective: {section.objective!r} is not searched yet; expected "
-            f"one of {', '.join(OBJECTIVE_METRIC)}"
-        )
+    problem = slo_problem(section.objective, plan.campaign.slo)
+    if problem is not None:
+        raise ConfigError(f"{path}: search.objective: {problem}")
+    if section.objective == "capacity" and section.at is None:
+        return plan, section
     labels = [p.label for p in plan.points]
     if section.at not in labels:
         raise ConfigError(
@@ -216,12 +219,15 @@ class _Trials:
         """The campaign reduced to the search's point for ``names``, judged against
         ``reference``; ``profile``: with the campaign's ``[profile]`` at that point."""
         camp = self.plan.campaign
+        capacity = self.section.objective == "capacity"
+        at = closed_concurrency(self.section.at) if self.section.at else None
+        start = at or (camp.load.concurrency[0] if camp.load.concurrency else 1)
         load = camp.load.model_copy(
             update={
-                "concurrency": [closed_concurrency(self.section.at)],
+                "concurrency": [start],
                 "rate": [],
                 "requests": "auto",
-                "sequential": True,
+                "sequential": not capacity,
                 "trials": 1,
                 "recheck_baseline": False,
                 "interleave": False,  # each trial has its own incumbent measurement (tNN-ref)
@@ -275,6 +281,10 @@ class _Trials:
 
     def result(self, name: str, ref: str, outcomes: dict[str, str]) -> TrialResult:
         camp = self.plan.campaign.campaign.name
+        if self.section.objective == "capacity":
+            if outcomes.get(name, "measured").startswith("failed"):
+                return TrialResult("failed", reason=outcomes[name])
+            return capacity_result(self.store, camp, name, ref)
         at = self.section.at
         refs = [r for r in self.store.runs(campaign=camp, config=ref) if r.label == at]
         runs = [r for r in self.store.runs(campaign=camp, config=name) if r.label == at]
@@ -288,25 +298,23 @@ class _Trials:
                                f"{at}: {why}: no verdict")  # fmt: skip
         if run.trust != "trusted":
             return TrialResult("ok", value, "undecided", f"{name} at {at} untrusted: no verdict")
-        metric = OBJECTIVE_METRIC[self.section.objective]
+        judge = OBJECTIVES[self.section.objective].judge
+        assert judge is not None
+        verdict, reason = judge(run, refs[-1], ref)
         seq = ((run.stop or {}).get("sequential") or {}).get("metrics") or {}
-        status = (seq.get(metric) or {}).get("status")
-        verdict: Verdict = status if status in ("better", "worse", "equivalent") else "undecided"
         ab = {
             m: {k: d[k] for k in ("ratio", "low", "high", "status") if k in d}
             for m, d in seq.items()
             if isinstance(d, dict) and "ratio" in d
         }
-        why = f"sequential A/B vs {ref}: {status or 'open'}"
-        return TrialResult("ok", value, verdict, why, ab)
+        return TrialResult("ok", value, verdict, reason, ab)
 
 
 def _value(summary: dict[str, Any], objective: str) -> float | None:
-    """The objective's estimate from a run's summary: output tok/s or median TPOT (ms)."""
-    if objective == "tpot_ms":
-        v = (summary.get("tpot_ms") or {}).get("p50")
-    else:
-        v = summary.get("output_tok_s")
+    """The objective's estimate from a run's summary: output tok/s, median TPOT (ms) or the
+    goodput share (0–1)."""
+    read = OBJECTIVES[objective].value
+    v = read(summary) if read is not None else None
     return float(v) if isinstance(v, int | float) else None
 
 
@@ -332,11 +340,14 @@ def optimize(
     plan, section = search_plan(Path(path))
     events = events or CampaignEvents()
     name = plan.campaign.campaign.name
-    at = str(section.at)
+    at = str(section.at) if section.at else f"SLO {plan.campaign.slo.text}"  # capacity
+    measure: passes.PassFactory = passes.sweep
+    if section.objective == "capacity":
+        measure = passes.capacity(section.capacity_up_to)
 
     def run(p: Plan) -> dict[str, str]:
         res = run_plan(p, store=store, events=events, resume=True, launcher=launcher,
-                       clock=clock)  # fmt: skip
+                       clock=clock, measure=measure)  # fmt: skip
         if res.interrupted:
             raise KeyboardInterrupt
         return {o.config: o.status + (f": {o.message}" if o.message else "") for o in res.outcomes}
@@ -344,7 +355,8 @@ def optimize(
     base = plan.baseline.name
     run_plan(select_configs(plan, [base]), store=store, events=events, resume=resume,
              launcher=launcher, clock=clock)  # fmt: skip
-    if not [r for r in store.runs(campaign=name, config=base) if r.label == at]:
+    measured = [r for r in store.runs(campaign=name, config=base) if r.label == at]
+    if section.at is not None and not measured:
         raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
     try:
         levers = decide(store, name, LeverOptions(config=base), check=False).levers.get(base, [])

@@ -18,11 +18,31 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
+from inferlab.stats.perrequest import (
+    e2e_samples as _e2e_ms,
+)
+from inferlab.stats.perrequest import (
+    icl_ms,
+    itl_ms,
+    tpot_ms,
+)
+from inferlab.stats.perrequest import (
+    tpot_samples as _tpot_ms,
+)
+from inferlab.stats.perrequest import (
+    ttft_samples as _ttft_ms,
+)
+from inferlab.stats.perrequest import (
+    user_tok_s_samples as _user_tok_s,
+)
 from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describe, percentile
+
+if TYPE_CHECKING:
+    from inferlab.stats.slo import SloPoint
 
 __all__ = [
     "METRICS",
@@ -44,31 +64,6 @@ __all__ = [
 ]
 
 _NS_PER_MS = 1e6
-
-
-def tpot_ms(rec: RequestRecord) -> float | None:
-    """(E2E − TTFT) / (output_tokens − 1), ms; None with fewer than 2 output tokens."""
-    if not rec.event_ns or rec.output_tokens < 2:
-        return None
-    return (rec.event_ns[-1] - rec.event_ns[0]) / _NS_PER_MS / (rec.output_tokens - 1)
-
-
-def itl_ms(rec: RequestRecord) -> list[float]:
-    """Per-token gaps, ms: an event carrying k tokens after a gap g contributes k gaps of g/k.
-    Tokens of the first event are covered by TTFT and add no gap."""
-    out: list[float] = []
-    ev, tok = rec.event_ns, rec.event_tokens
-    for i in range(1, len(ev)):
-        k = tok[i] if i < len(tok) and tok[i] > 0 else 1
-        g = (ev[i] - ev[i - 1]) / _NS_PER_MS / k
-        out.extend([g] * k)
-    return out
-
-
-def icl_ms(rec: RequestRecord) -> list[float]:
-    """Per-event (chunk) gaps, ms, whatever the number of tokens each event carried."""
-    ev = rec.event_ns
-    return [(ev[i] - ev[i - 1]) / _NS_PER_MS for i in range(1, len(ev))]
 
 
 def meets_slo(
@@ -172,14 +167,18 @@ class PointSummary:
     warnings: list[str] = field(default_factory=list)
     #: the value of each per-request metric of ``METRICS`` with no field above (by name)
     more: dict[str, float] = field(default_factory=dict)
+    #: the SLO at this point (``stats.slo``); None when none was given
+    slo: SloPoint | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The fields by name, then ``more``'s metrics at the same level."""
+        """The fields by name, then ``more``'s metrics at the same level (``slo`` only when
+        given)."""
         out: dict[str, Any] = {}
         for k, v in self.__dict__.items():
-            if k != "more":
+            if k not in ("more", "slo"):
                 out[k] = v.to_json() if hasattr(v, "to_json") else v
-        return {**out, **self.more}
+        slo = {"slo": self.slo.to_json()} if self.slo is not None else {}
+        return {**out, **self.more, **slo}
 
 
 def _per_s(count: float, window_s: float) -> float:
@@ -255,23 +254,6 @@ def summarize(
 
 
 # -- the metric table --------------------------------------------------------------------------
-
-
-def _ttft_ms(rec: RequestRecord) -> list[float]:
-    return [rec.ttft_ns / _NS_PER_MS] if rec.ttft_ns is not None else []
-
-
-def _e2e_ms(rec: RequestRecord) -> list[float]:
-    return [rec.e2e_ns / _NS_PER_MS] if rec.e2e_ns is not None else []
-
-
-def _tpot_ms(rec: RequestRecord) -> list[float]:
-    t = tpot_ms(rec)
-    return [] if t is None else [t]
-
-
-def _user_tok_s(rec: RequestRecord) -> list[float]:
-    return [1000.0 / t for t in _tpot_ms(rec) if t > 0]
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
     from inferlab.stats.metrics import METRICS  # here: `inferlab runs` never imports numpy
 
     out = []
+    slo = any("slo" in r.summary for r in runs)
     for r in runs:
         s = r.summary
         row: dict[str, Any] = {
@@ -70,8 +71,24 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
                 d = s.get(m.name) or {}
                 for stat in _DIST_STATS:
                     row[f"{m.name}_{stat}"] = d.get(stat)
+        if slo:
+            row.update(_slo_columns(s.get("slo")))
         out.append(row)
     return out
+
+
+def _slo_columns(slo: dict[str, Any] | None) -> dict[str, Any]:
+    """The SLO of a run (``stats.slo``): its limits, holds/fails/undecided, goodput as a share
+    (0–1) with its Wilson interval; None for a run measured without one."""
+    slo = slo or {}
+    g = slo.get("goodput") or {}
+    return {
+        "slo": slo.get("slo"),
+        "slo_state": slo.get("state"),
+        "goodput_share": g.get("estimate"),
+        "goodput_share_low": g.get("low"),
+        "goodput_share_high": g.get("high"),
+    }
 
 
 def request_rows(store: Store, runs: Sequence[RunRow]) -> Iterable[dict[str, Any]]:

@@ -25,3 +25,19 @@ def test_bad_auto_settings_name_the_field(kw: dict[str, object], message: str) -
     base.update(kw)
     with pytest.raises(ValidationError, match=message):
         BenchConfig(**base)  # type: ignore[arg-type]
+
+
+def test_slo_parse_takes_distribution_limits_and_names_a_bad_key() -> None:
+    from inferlab.config.bench import SLO
+    from inferlab.errors import ConfigError
+
+    slo = SLO.parse("ttft_p99_ms=500, tpot_p50_ms=20,tpot_p99_ms=40,e2e_p99_ms=9000,itl_p99_ms=80")
+    assert slo.limits() == {
+        "ttft_p99_ms": 500, "tpot_p50_ms": 20, "tpot_p99_ms": 40, "e2e_p99_ms": 9000,
+        "itl_p99_ms": 80,
+    }  # fmt: skip
+    assert SLO.parse("ttft_ms=500").limits() == {"ttft_ms": 500} and SLO().empty
+    with pytest.raises(ConfigError, match="--slo: unknown key 'tpot_p90_ms'; expected .*itl_p99"):
+        SLO.parse("tpot_p90_ms=3")
+    with pytest.raises(ConfigError, match="--slo: tpot_p99_ms: .*greater than 0"):
+        SLO.parse("tpot_p99_ms=0")

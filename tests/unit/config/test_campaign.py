@@ -128,3 +128,21 @@ def test_yaml_campaign_with_line_numbers(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"c.yaml:8: config.1.extendz: unknown field"):
         load_campaign(p)
+
+
+# --- [slo]: per-request and distribution limits
+
+
+def test_slo_distribution_limits_and_a_bad_key_named_with_its_line(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    head = '[campaign]\nname = "x"\n[engine]\nkind = "sim"\n[[config]]\nname = "a"\n'
+    p.write_text(head + "[slo]\nttft_ms = 900\ntpot_p99_ms = 40\nitl_p99_ms = 60\n")
+    slo = load_campaign(p).slo
+    assert slo.limits() == {"ttft_ms": 900, "tpot_p99_ms": 40, "itl_p99_ms": 60}
+    assert slo.text == "itl_p99_ms=60,tpot_p99_ms=40,ttft_ms=900"
+    p.write_text(head + "[slo]\ntpot_p99_ms = 40\ntpot_p90_ms = 30\n")
+    with pytest.raises(ConfigError, match=r"c.toml:9: slo.tpot_p90_ms: unknown field"):
+        load_campaign(p)
+    p.write_text(head + "[slo]\ntpot_p99_ms = -1\n")
+    with pytest.raises(ConfigError, match=r"c.toml:8: slo.tpot_p99_ms: .*greater than 0"):
+        load_campaign(p)

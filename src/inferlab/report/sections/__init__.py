@@ -17,6 +17,7 @@ from inferlab.report.sections.profile import profile_section
 from inferlab.report.sections.recon import recon_section
 from inferlab.report.sections.search import search_section
 from inferlab.report.sections.sessions import sessions_section
+from inferlab.report.sections.slo import slo_section
 from inferlab.report.sections.tuning import tuning_section
 from inferlab.store import Store
 
@@ -24,6 +25,7 @@ __all__ = ["SECTIONS", "Section", "SectionBuilder", "build_sections", "md_text"]
 
 #: the sections in report order
 SECTIONS: tuple[SectionBuilder, ...] = (
+    slo_section,
     sessions_section,
     applied_section,
     tuning_section,

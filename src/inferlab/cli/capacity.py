@@ -1,0 +1,67 @@
+"""``inferlab bench --capacity UP_TO``: capacity at SLO, a thin adapter over
+``campaign.capacity.find_capacity``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from inferlab.config.bench import BenchConfig
+from inferlab.errors import ConfigError
+from inferlab.store import db_path
+from inferlab.store.export import FORMAT_VERSION
+
+from .render import fmt
+
+if TYPE_CHECKING:
+    from inferlab.campaign.capacity import CapacityResult
+
+__all__ = ["bench_capacity", "capacity_table"]
+
+
+def capacity_table(res: CapacityResult) -> Table:
+    """One row per probe, in the order measured."""
+    sim = "SIMULATED " if res.simulated else ""
+    t = Table(
+        title=f"{sim}capacity at SLO {res.slo}",
+        caption="margin: the largest percentile/limit ratio (≤ 1: within the SLO)",
+        caption_justify="left",
+    )
+    for col in ("C", "SLO", "margin", "goodput", "requests", "stop"):
+        t.add_column(col, justify="left" if col in ("SLO", "stop") else "right")
+    for p in res.probes:
+        t.add_row(
+            str(p.concurrency), p.state + ("" if p.trusted else " (untrusted)"),
+            fmt(p.margin, 3), f"{fmt(p.goodput * 100, 0)}%", str(p.requests), p.stop or "count",
+        )  # fmt: skip
+    return t
+
+
+def bench_capacity(
+    cfg: BenchConfig, up_to: int, events: Any, o: dict[str, Any], console: Console
+) -> None:
+    """Search, print the probes and the capacity (``--json``: the result as JSON)."""
+    from inferlab.campaign.capacity import check_capacity, find_capacity  # scipy.optimize
+
+    if o["ray"] is not None:
+        raise ConfigError("--capacity: runs from this host; give no --ray")
+    check_capacity(cfg, up_to)
+    db = None if o["no_db"] else db_path(o["db"])
+    try:
+        res, run_ids = find_capacity(
+            cfg, up_to, events=events, db=db, campaign=o["campaign"], config=o["config_name"]
+        )
+    finally:
+        events.progress_done()
+    console.print(capacity_table(res))
+    err = Console(stderr=True)
+    (console if not o["as_json"] else err).print(res.sentence, highlight=False)
+    if run_ids:
+        err.print(f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} and a capacity analysis[/dim]")
+    if o["as_json"]:
+        doc = {"format_version": FORMAT_VERSION, "stored_runs": run_ids, "capacity": res.to_json()}
+        sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")

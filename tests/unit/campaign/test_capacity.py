@@ -1,0 +1,65 @@
+"""Capacity at SLO on the reference engine's model clock, where the true capacity is known:
+with the ``generic`` preset a decode step of B sequences takes (8 + 0.25·B)·scale ms, so the
+median TPOT at closed-loop concurrency C is that step (SIMULATED)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from inferlab.campaign.capacity import CAPACITY_KIND, check_capacity, find_capacity
+from inferlab.campaign.clock import ModelClock
+from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec
+from inferlab.errors import ConfigError
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.store import Store
+from support.simproc import SimFactory
+
+SCALE = 0.1
+#: TPOT p50: (8 + 0.25·C)·0.1 ≤ 0.907 ⇔ C ≤ 4.28: a small C, where neighbours differ by ~2%
+#: (the measured median sits up to 1% below the step, as some steps run fewer sequences; C=4
+#: reads 0.898 ms, C=5 0.916 ms), so a loaded client's late sends cannot move it
+LIMIT_MS = 0.907
+TRUE_CAPACITY = math.floor((LIMIT_MS / SCALE - 8.0) / 0.25)
+
+
+def _cfg(url: str, tmp_path: Path, start: int, slo: str) -> BenchConfig:
+    return BenchConfig(
+        url=url, engine="sim", concurrency=[start], requests="auto", min_requests=20,
+        max_requests=60, workload=WorkloadSpec(input_tokens=8, output_tokens=16),
+        tokenizer=WordTokenizer().save_hf(tmp_path / "tok"), slo=SLO.parse(slo),
+    )  # fmt: skip
+
+
+def test_capacity_interval_contains_the_true_capacity(
+    sim_server: SimFactory, tmp_path: Path
+) -> None:
+    assert TRUE_CAPACITY == 4
+    sim = sim_server("--preset", "generic", "--time-scale", str(SCALE))
+    cfg = _cfg(sim.url, tmp_path, 1, f"tpot_p50_ms={LIMIT_MS}")
+    db = tmp_path / "t.db"
+    res, run_ids = find_capacity(cfg, 64, db=db, campaign="cap", config="g", clock=ModelClock())
+    # bracketing 1, 2, 4, 8, then bisection 6, 5
+    assert [p.concurrency for p in res.probes] == [1, 2, 4, 8, 6, 5], res.probes
+    b = res.bracket
+    assert b.low <= TRUE_CAPACITY <= (b.high or 0) and (b.holds_at, b.fails_at) == (4, 5)
+    assert res.stopped == "bracketed" and res.simulated and "SIMULATED" in res.sentence
+    e = res.estimate
+    assert e is not None and e.low <= e.estimate <= e.high
+    assert math.floor(e.low) <= TRUE_CAPACITY <= math.floor(e.high)
+    assert len(run_ids) == 6
+    with Store(db) as store:
+        (stored,) = store.analyses(CAPACITY_KIND, "cap")
+    assert stored["config"] == "g" and stored["name"] == f"tpot_p50_ms={LIMIT_MS:g}"
+    assert stored["data"]["holds_at"] == 4 and len(stored["data"]["probes"]) == 6
+
+
+def test_capacity_needs_a_percentile_limit_and_closed_loop(tmp_path: Path) -> None:
+    cfg = _cfg("http://127.0.0.1:9", tmp_path, 1, "ttft_ms=500")
+    with pytest.raises(ConfigError, match="needs a percentile limit.*tpot_p99_ms"):
+        check_capacity(cfg, 8)
+    cfg = BenchConfig(url="http://x:1", rate=[2.0], requests=4, slo=SLO.parse("tpot_p99_ms=9"))
+    with pytest.raises(ConfigError, match="give no --rate"):
+        check_capacity(cfg, 8)

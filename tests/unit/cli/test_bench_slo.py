@@ -1,0 +1,56 @@
+"""``bench --slo`` with distribution limits: goodput and holds/fails per point, in the table,
+the JSON, the store's report and the export."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from inferlab.sim.tokenizer import WordTokenizer
+from support.cli import Cli
+from support.simproc import SimFactory
+
+
+def test_bench_slo_reports_goodput_and_state_per_point(
+    sim_server: SimFactory, cli: Cli, tmp_path: Path
+) -> None:
+    sim = sim_server("--ttft-ms", "2", "--itl-ms", "1")
+    tok = WordTokenizer().save_hf(tmp_path / "tok")
+    env = {"INFERLAB_DB": str(tmp_path / "t.db")}
+    # TPOT is at least the engine's 1 ms gap however loaded the machine: 50 ms holds, 0.5 fails
+    for slo in ("tpot_p50_ms=50,ttft_p99_ms=5000", "tpot_p99_ms=0.5"):
+        p = cli(
+            "bench", "--url", sim.url, "--engine", "sim", "-c", "2", "--requests", "30",
+            "--input-tokens", "8", "--output-tokens", "5", "--tokenizer", str(tok), "--json",
+            "--slo", slo, "--campaign", "s", "--config", slo.split("=")[0], env=env,
+        )  # fmt: skip
+        assert p.exit_code == 0, p.stderr
+        (point,) = json.loads(p.stdout)["points"]
+        got = point["summary"]["slo"]
+        want = "holds" if "50" in slo else "fails"
+        assert got["state"] == want, got
+        assert got["requests"] == 30 and (
+            got["good"] >= 25 if want == "holds" else got["good"] < 15
+        )
+        assert 0 <= got["goodput"]["low"] <= got["goodput"]["estimate"] <= got["goodput"]["high"]
+        assert f"{want} (tpot_p" in p.stderr  # the table's SLO column
+    rep = cli("report", "s", "--out", str(tmp_path / "rep"), env=env)
+    assert rep.exit_code == 0, rep.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## SLO" in md and "| holds |" in md and "| fails |" in md
+    out = tmp_path / "runs.csv"
+    ex = cli("export", str(out), "--what", "runs", "--campaign", "s", env=env)
+    assert ex.exit_code == 0, ex.stderr
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert [r["slo_state"] for r in rows] == ["holds", "fails"]
+    assert float(rows[0]["goodput_share"]) >= 25 / 30 and rows[1]["slo"] == "tpot_p99_ms=0.5"
+
+
+def test_bench_capacity_refuses_an_slo_without_a_percentile_limit(cli: Cli) -> None:
+    base = ("bench", "--url", "http://127.0.0.1:9", "-c", "1", "--requests", "auto")
+    bad = cli(*base, "--slo", "ttft_ms=500", "--capacity", "8")
+    assert bad.exit_code == 2 and "--capacity: needs a percentile limit" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    bad = cli(*base, "--slo", "tpot_p99_ms=50", "--capacity", "0")
+    assert bad.exit_code == 2 and "must be ≥ 1" in bad.stderr

@@ -1,0 +1,83 @@
+"""``optimize``'s goodput and capacity objectives: refused without the [slo] they need; the
+capacity objective measures each trial's capacity at SLO beside the incumbent's and accepts
+only when the capacity intervals separate (reference engine, model clock: SIMULATED)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.launch import InProcessSim
+from inferlab.errors import ConfigError
+from inferlab.search.driver import optimize, search_plan
+from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.store import Store
+from inferlab.store.capacity import stored_capacities
+from support.campaign import write_campaign
+
+
+def _campaign(tmp: Path, slo: dict[str, Any] | None, c: int = 8, **search: Any) -> Path:
+    return write_campaign(
+        tmp / "opt.toml",
+        name="opt",
+        args=["--preset", "generic", "--time-scale", "0.1"],
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 16},
+            "concurrency": [c],
+            "requests": "auto",
+            "min_requests": 20,
+            "max_requests": 60,
+            "tokenizer": WordTokenizer().save_hf(tmp / "tok"),
+        },
+        slo=slo,
+        search={"budget_trials": 1, "patience": 1, "seed": 1, **search},
+    )
+
+
+@pytest.mark.parametrize("objective", ["goodput", "capacity"])
+def test_an_slo_objective_without_slo_is_refused_before_anything_launches(
+    tmp_path: Path, objective: str
+) -> None:
+    dims = [{"flag": "--time-scale", "values": ["0.08"]}]
+    path = _campaign(tmp_path, None, objective=objective, at="C=8", dim=dims)
+    with pytest.raises(ConfigError, match=rf"search.objective: '{objective}' needs an \[slo\]"):
+        search_plan(path)
+    path = _campaign(tmp_path, {"ttft_ms": 500}, objective="capacity", dim=dims)
+    with pytest.raises(ConfigError, match="'capacity' needs a percentile limit in \\[slo\\]"):
+        search_plan(path)
+
+
+def test_the_capacity_objective_accepts_a_trial_whose_capacity_interval_is_above(
+    tmp_path: Path,
+) -> None:
+    # TPOT p50 = (8 + 0.25·C)·scale ms ≤ 0.907: capacity 4 at scale 0.1, 6 at 0.095
+    path = _campaign(
+        tmp_path, {"tpot_p50_ms": 0.907}, 4, objective="capacity", capacity_up_to=32,
+        dim=[{"flag": "--time-scale", "values": ["0.095"]}],
+    )  # fmt: skip
+    with Store(tmp_path / "db") as store:
+        res = optimize(path, store=store, launcher=InProcessSim(), clock=ModelClock())
+        caps = stored_capacities(store, "opt")
+    (trial,) = res.search.trials
+    assert trial.result.verdict == "better", trial.result
+    assert res.best == trial.name and trial.result.reason.startswith("capacity vs t01-ref ×")
+    ref, cand = caps["t01-ref"][0], caps[trial.name][0]
+    assert (ref.low, ref.high, cand.low, cand.high) == (4, 4, 6, 6)
+
+
+def test_the_goodput_objective_accepts_when_the_wilson_intervals_separate(
+    tmp_path: Path,
+) -> None:
+    # TPOT at C=8: (8 + 2)·0.1 = 1.0 ms over the 0.95 limit; at scale 0.08, 0.8 ms within it
+    path = _campaign(
+        tmp_path, {"tpot_ms": 0.95}, objective="goodput", at="C=8",
+        dim=[{"flag": "--time-scale", "values": ["0.08"]}],
+    )  # fmt: skip
+    with Store(tmp_path / "db") as store:
+        res = optimize(path, store=store, launcher=InProcessSim(), clock=ModelClock())
+    (trial,) = res.search.trials
+    assert trial.result.verdict == "better" and (trial.result.value or 0) > 0.5, trial.result
+    assert "goodput share [" in trial.result.reason and res.best == trial.name
