@@ -27,7 +27,7 @@ from inferlab.load.quality import point_warnings
 from inferlab.load.replay import plan_replay
 from inferlab.load.results import BenchEvents, LoadPoint, PointResult
 from inferlab.load.schedule import arrival_offsets
-from inferlab.load.sessions import ChatTarget, SessionScript
+from inferlab.load.sessions import ChatTarget, SessionScript, conversations
 from inferlab.load.steady import final_stop, summarize_steady
 from inferlab.load.stopping import RuleMonitor
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer, assign_token_counts
@@ -87,27 +87,6 @@ class Sweep:
         if cfg.client_cpus:
             return auto_workers(point.streams, len(cfg.client_cpus))
         return auto_workers(point.streams, local_server=_is_loopback(self.ep.host))
-
-    def scripts(self, point: LoadPoint, prompts: list[Prompt], pi: int) -> list[SessionScript]:
-        """A sessions point's conversations: user ``u``'s turn ``t`` says ``prompts[u*T+t]``."""
-        users, turns = point.users or 1, point.turns or 1
-        out = []
-        for u in range(users):
-            mine = prompts[u * turns : (u + 1) * turns]
-            out.append(
-                SessionScript(
-                    session=u,
-                    index0=u * turns,
-                    messages=tuple(p.text or "" for p in mine),
-                    request_ids=tuple(f"{self.run_id}-{pi}-s{u}t{t}" for t in range(turns)),
-                    output_tokens=tuple(p.output_tokens for p in mine),
-                    fixed_fields=tuple(
-                        self.engine.fixed_length_fields(p.output_tokens) for p in mine
-                    ),
-                    think_s=point.think_s,
-                )
-            )
-        return out
 
     def items(self, prompts: list[Prompt], base: int, tag: str, pi: int) -> list[Item]:
         cfg = self.cfg
@@ -322,7 +301,10 @@ def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResu
         _warmup(sw, point, sw.items(warm, -len(warm), "w", pi), workers, m)
     if not m.interrupted and m.rejected is None:
         if point.users is not None:
-            sw.pending_scripts = sw.scripts(point, prompts, pi)
+            sw.pending_scripts = conversations(
+                point, [p.text or "" for p in prompts], [p.output_tokens for p in prompts],
+                f"{sw.run_id}-{pi}", sw.engine.fixed_length_fields,
+            )  # fmt: skip
             main: list[Item] = []
         else:
             main = sw.items(prompts, 0, "", pi)

@@ -15,12 +15,12 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from inferlab.load.http import Exchange
 from inferlab.load.sse import parse_stream
 
-__all__ = ["ChatTarget", "SessionScript", "run_sessions", "turn_body"]
+__all__ = ["ChatTarget", "SessionScript", "conversations", "run_sessions", "turn_body"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,6 +44,45 @@ class ChatTarget:
     path: str
     model: str
     chat: bool
+
+
+def conversations(
+    point: SessionsPoint,
+    texts: Sequence[str],
+    output_tokens: Sequence[int],
+    prefix: str,
+    fixed: Callable[[int], dict[str, Any]],
+) -> list[SessionScript]:
+    """A sessions point's conversations: user ``u``'s turn ``t`` says ``texts[u*T+t]`` and asks
+    for ``output_tokens[u*T+t]`` tokens (``fixed(n)``: the engine's fields that force ``n``);
+    request ids ``{prefix}-s{u}t{t}``."""
+    users, turns = point.users or 1, point.turns or 1
+    out = []
+    for u in range(users):
+        mine = range(u * turns, (u + 1) * turns)
+        out.append(
+            SessionScript(
+                session=u,
+                index0=u * turns,
+                messages=tuple(texts[i] for i in mine),
+                request_ids=tuple(f"{prefix}-s{u}t{t}" for t in range(turns)),
+                output_tokens=tuple(output_tokens[i] for i in mine),
+                fixed_fields=tuple(fixed(output_tokens[i]) for i in mine),
+                think_s=point.think_s,
+            )
+        )
+    return out
+
+
+class SessionsPoint(Protocol):
+    """What a sessions point says about its conversations (``load.results.LoadPoint``)."""
+
+    @property
+    def users(self) -> int | None: ...
+    @property
+    def turns(self) -> int | None: ...
+    @property
+    def think_s(self) -> float: ...
 
 
 def turn_body(

@@ -34,6 +34,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchDim, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.levers import LeverOptions, decide
+from inferlab.levers.model import Lever
 from inferlab.store import Store
 
 from .flags import check_flags
@@ -327,6 +328,16 @@ def ref_spec(trial: str, incumbent: str) -> ConfigSpec:
     )
 
 
+def _levers(store: Store, campaign: str, config: str) -> list[Lever]:
+    """``config``'s levers as ``inferlab levers`` ranks them ([] when it cannot)."""
+    try:
+        return list(
+            decide(store, campaign, LeverOptions(config=config), check=False).levers.get(config, [])
+        )
+    except ConfigError:
+        return []
+
+
 def optimize(
     path: str | Path,
     *,
@@ -341,9 +352,8 @@ def optimize(
     events = events or CampaignEvents()
     name = plan.campaign.campaign.name
     at = str(section.at) if section.at else f"SLO {plan.campaign.slo.text}"  # capacity
-    measure: passes.PassFactory = passes.sweep
-    if section.objective == "capacity":
-        measure = passes.capacity(section.capacity_up_to)
+    capacity = section.objective == "capacity"
+    measure = passes.capacity(section.capacity_up_to) if capacity else passes.sweep
 
     def run(p: Plan) -> dict[str, str]:
         res = run_plan(p, store=store, events=events, resume=True, launcher=launcher,
@@ -358,11 +368,7 @@ def optimize(
     measured = [r for r in store.runs(campaign=name, config=base) if r.label == at]
     if section.at is not None and not measured:
         raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
-    try:
-        levers = decide(store, name, LeverOptions(config=base), check=False).levers.get(base, [])
-    except ConfigError:
-        levers = []
-    bounds = bound_dims(section.dim, levers, at, section.min_effect)
+    bounds = bound_dims(section.dim, _levers(store, name, base), at, section.min_effect)
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
     kept = tuple(d for d, b in zip(section.dim, bounds, strict=True) if not b.pruned)
     base_spec = plan.campaign.config[0]
