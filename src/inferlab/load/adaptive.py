@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from inferlab.config.bench import BenchConfig
@@ -190,6 +190,19 @@ class SequentialRule:
     look: int | None = None
     sequential: dict[str, Any] | None = None  # the test at the last look, as stored
     _info: dict[str, list[float]] | None = None
+    _bounds: dict[str, float] = field(default_factory=dict)  # metric → its last boundary
+
+    def _bound(self, metric: str, info: list[float], t: float) -> float:
+        """The z boundary of a look at information fraction ``t`` after the looks ``info``
+        (appended to). Fractions increase by at least ``_MIN_INFO`` (a smaller step has no
+        information to spend, and its boundary's grid would not fit in memory): a look with
+        less left than that reuses the last boundary."""
+        if info and info[-1] > 1.0 - _MIN_INFO:
+            return self._bounds[metric]
+        info.append(min(1.0, max(t, info[-1] + _MIN_INFO) if info else t))
+        bound = spending_boundaries(info, ld_obrien_fleming(self.alpha))[-1]
+        self._bounds[metric] = bound
+        return bound
 
     @classmethod
     def for_point(cls, cfg: BenchConfig, point: PointFacts) -> SequentialRule | None:
@@ -242,15 +255,15 @@ class SequentialRule:
             if value is None or se_c is None or value <= 0 or ref <= 0:
                 out["metrics"][m] = {"status": "open", "why": "no estimate yet"}
                 continue
+            var = se_c**2 + se_b**2
             # a deterministic engine measures with no spread: an exact difference (tiny se)
-            se = max(math.sqrt(se_c**2 + se_b**2), _MIN_SE)
+            se = max(math.sqrt(var), _MIN_SE)
             info = info_by.setdefault(m, [])
             at_cap = se_c**2 * n / max(self.max_requests, n) + se_b**2
-            t = 1.0 if last else min(1.0 - 1e-6, at_cap / se**2)
-            if info and not last:  # the fractions must increase: halve what is left
-                t = max(t, info[-1] + (1.0 - info[-1]) / 2)
-            info.append(min(t, 1.0))
-            bound = spending_boundaries(info, ld_obrien_fleming(self.alpha))[-1]
+            # no spread at all: the first look holds all the information there is
+            frac = at_cap / var if var > _MIN_SE**2 else 1.0
+            t = 1.0 if last else min(1.0 - 1e-6, max(frac, _MIN_INFO))
+            bound = self._bound(m, info, t)
             d = decide_look(
                 math.log(value / ref),
                 se,
@@ -272,6 +285,8 @@ class SequentialRule:
 
 #: the standard error (of a log ratio) below which a difference is read as exact
 _MIN_SE = 1e-9
+#: the smallest information fraction a look is given (its boundary stays finite)
+_MIN_INFO = 0.01
 
 
 #: the registry, in the order the kinds are asked (the first rule answered stops the point)

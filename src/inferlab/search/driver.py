@@ -131,7 +131,7 @@ class OptimizeResult:
         del out["trial_list"]
         by_name = {t.name: t for t in self.search.trials}
         steps = [by_name[n] for n in self.search.path[1:] if n in by_name]
-        metric = OBJECTIVE_METRIC[self.objective]
+        metric = OBJECTIVE_METRIC.get(self.objective, self.objective)  # goodput, capacity: own
         out.update(
             min_effect=section.min_effect,
             budget_trials=section.budget_trials,

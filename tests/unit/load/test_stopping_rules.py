@@ -204,8 +204,9 @@ def test_information_already_complete_at_the_first_look_still_increases() -> Non
     feed(mon, stream(4, 600, 3.0, seed=7, jitter=0.001))
     assert isinstance(rule, SequentialRule) and rule._info is not None
     fractions = rule._info["tpot_ms"]
-    assert len(fractions) == len(mon.checks) >= 2
-    assert all(a < b for a, b in itertools.pairwise(fractions)) and fractions[0] > 0.99
+    assert len(mon.checks) >= 2 and fractions[0] > 0.99  # later looks reuse its boundary
+    assert all(b - a >= 0.01 for a, b in itertools.pairwise(fractions))
+    assert mon.reason is not None and mon.reason.startswith(("sequential-", "cap")), mon.reason
 
 
 # a new stopping rule: the one class, its config field, its registry line -------------------
