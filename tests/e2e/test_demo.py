@@ -87,6 +87,9 @@ def _check_untrusted(c: Comparison, runs: list[Any]) -> None:
         assert r.trust_reasons and all(x["reason"] and x["fix"] for x in r.trust_reasons)
         others = [cfg for cfg in c.configs if cfg != "baseline" and (cfg, r.label) in c.cells]
         cells = [c.cells[(cfg, r.label)] for cfg in (others if r.config == "baseline" else [])]
+        # under [load] interleave a candidate is judged against the baseline's pass just
+        # before it: only the cells judged against this (first) pass depend on its trust
+        cells = [cell for cell in cells if not cell.interleaved]
         if r.config != "baseline":
             cells = [c.cells[(r.config, r.label)]]
         for cell in cells:
