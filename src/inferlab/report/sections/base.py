@@ -13,7 +13,7 @@ from html import escape
 
 from inferlab.store import Store
 
-__all__ = ["Section", "SectionBuilder", "md_text"]
+__all__ = ["Section", "SectionBuilder", "md_text", "table"]
 
 
 @dataclass(frozen=True)
@@ -34,3 +34,12 @@ def md_text(text: object) -> str:
     ``<``, ``>`` and ``&`` as entities, ``|``, ``[`` and ``]`` escaped (no link can form),
     newlines as ``<br>``."""
     return re.sub(r"([|\[\]])", r"\\\1", escape(str(text), quote=False)).replace("\n", "<br>")
+
+
+def table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> tuple[list[str], str]:
+    """``rows`` under ``head`` as Markdown lines and as an HTML table (both escaped)."""
+    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return md, f"<table><tr>{th}</tr>{trs}</table>"

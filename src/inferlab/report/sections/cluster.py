@@ -8,8 +8,7 @@ from html import escape
 from typing import Any
 
 from inferlab.records import RequestRecord
-from inferlab.report.sections.base import Section
-from inferlab.report.sections.base import md_text as _md
+from inferlab.report.sections.base import Section, table
 from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import Store
@@ -82,14 +81,6 @@ def client_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
     return out
 
 
-def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> tuple[list[str], str]:
-    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    md += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return md, f"<table><tr>{th}</tr>{trs}</table>"
-
-
 def cluster_section(store: Store, campaign: str) -> Section | None:
     """Placement and per-client-host latency of ``campaign``; None when it used no cluster."""
     placed, clients = placement_rows(store, campaign), client_rows(store, campaign)
@@ -102,7 +93,7 @@ def cluster_section(store: Store, campaign: str) -> Section | None:
             "Where each config ran (`inferlab run --ray`): the Ray node, and the GPUs Ray gave "
             "the server's actor, beside the server process's own `CUDA_VISIBLE_DEVICES`."
         )
-        t_md, t_html = _table(PLACEMENT, placed)
+        t_md, t_html = table(PLACEMENT, placed)
         md += [intro, "", *t_md, ""]
         html += [f'<p class="muted">{escape(intro)}</p>', t_html]
     if clients:
@@ -112,7 +103,7 @@ def cluster_section(store: Store, campaign: str) -> Section | None:
             "driver (Cristian, minimum-RTT exchange; the true offset is within ± RTT/2) and how "
             "long after the common start its first request left."
         )
-        t_md, t_html = _table(CLIENTS, clients)
+        t_md, t_html = table(CLIENTS, clients)
         md += [intro, "", *t_md, ""]
         html += [f'<p class="muted">{escape(intro)}</p>', t_html]
     return Section("cluster", "Cluster", "\n".join(md), "\n".join(html))

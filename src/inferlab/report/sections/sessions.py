@@ -9,8 +9,7 @@ from html import escape
 
 from inferlab.config.pattern import LoadPattern, Sessions
 from inferlab.errors import ConfigError
-from inferlab.report.sections.base import Section
-from inferlab.report.sections.base import md_text as _md
+from inferlab.report.sections.base import Section, table
 from inferlab.stats.turns import by_turn
 from inferlab.store import Store
 
@@ -68,9 +67,6 @@ def sessions_section(store: Store, campaign: str) -> Section | None:
         "the hit rate is the point's prefix-cache hits over looked-up prompt tokens, from the "
         "engine's counters (docs/launch.md, Scrape)."
     )
-    md = [intro, "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    md += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
-    th = "".join(f"<th>{escape(h)}</th>" for h in HEAD)
-    trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    html = f'<p class="muted">{escape(intro)}</p><table><tr>{th}</tr>{trs}</table>'
-    return Section("sessions", "Sessions: TTFT by turn", "\n".join(md), html)
+    t_md, t_html = table(HEAD, rows)
+    html = f'<p class="muted">{escape(intro)}</p>{t_html}'
+    return Section("sessions", "Sessions: TTFT by turn", "\n".join([intro, "", *t_md]), html)

@@ -9,8 +9,7 @@ from html import escape
 from typing import Any
 
 from inferlab.report.capacity import capacity_rows, stored_capacities
-from inferlab.report.sections.base import Section
-from inferlab.report.sections.base import md_text as _md
+from inferlab.report.sections.base import Section, table
 from inferlab.store import Store
 
 __all__ = ["slo_rows", "slo_section", "table"]
@@ -48,15 +47,6 @@ def slo_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
             )
         )  # fmt: skip
     return out
-
-
-def table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> tuple[list[str], str]:
-    """``rows`` as Markdown lines and as an HTML table (both escaped)."""
-    md = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    md += ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows]
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    trs = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return md, f"<table><tr>{th}</tr>{trs}</table>"
 
 
 INTRO = (
