@@ -7,6 +7,10 @@
 #   bash scripts/h200_vllm.sh run part2   # ngram, mem-0.999 (fails), mem-0.95: resumed
 #   bash scripts/h200_vllm.sh run peer    # `vllm bench serve` and `inferlab bench` on one baseline
 #                                         # server at C=1, 64, 256, with each client's CPU time
+#   bash scripts/h200_vllm.sh run lossy   # examples/vllm-h200-fp8.toml: block FP8 (default and tuned
+#                                         # tiles) against its bf16 twin, gated by distribution
+#                                         # agreement; then the trace-replay lateness benchmark on
+#                                         # this quiet host (benchmarks/replay_lateness.py)
 #
 # Here, first: python3 scripts/h200_vllm_wheels.py build  (→ .vllm/01 … .vllm/05, ~218 MiB).
 # The calls go back to back (a machine is given back after ~30 s idle, and /tmp with it):
@@ -20,10 +24,10 @@ set -uo pipefail
 export COLUMNS=${COLUMNS:-160}
 CMD=${1:-}
 ARG=${2:-}
-usage() { echo "usage: $0 stage N | run part1|part2|peer" >&2; exit 2; }
+usage() { echo "usage: $0 stage N | run part1|part2|peer|lossy" >&2; exit 2; }
 case "$CMD" in
   stage) [[ "$ARG" =~ ^[0-9]+$ ]] || usage ;;
-  run) case "$ARG" in part1 | part2 | peer) ;; *) usage ;; esac ;;
+  run) case "$ARG" in part1 | part2 | peer | lossy) ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -75,10 +79,19 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false VLLM_NO_USAGE_STATS=1 DO_NO
 export INFERLAB_SERVE_PYTHONPATH="$SITE" INFERLAB_ENGINE_PYTHONPATH="$SITE" INFERLAB_VLLM_PYTHON="$(command -v python3)"
 export INFERLAB_GPU_MODEL="$WORK/m1b-fp8"
 export INFERLAB_TUNED_FP8="$PWD/benchmarks/results/h200-vllm-tune-run.json"
+export INFERLAB_GPU_BF16="$WORK/m1b"
 DB="$WORK/h200-vllm.db"
 IL=(python3 -m inferlab)
 CAMPAIGN=src/inferlab/examples/vllm-h200.toml
 NAME=vllm-h200
+if [ "$ARG" = lossy ]; then
+  DB="$WORK/h200-vllm-fp8.db" CAMPAIGN=src/inferlab/examples/vllm-h200-fp8.toml NAME=vllm-h200-fp8
+  if [ ! -f "$INFERLAB_GPU_BF16/model.safetensors" ]; then
+    say "model: inferlab model random --preset 1b (seed 0), the bf16 twin"
+    preset=1b; [ "$LOCAL" = 1 ] && preset=test
+    "${IL[@]}" model random --preset "$preset" "$INFERLAB_GPU_BF16" 2>&1 | tee -a "$LOG" || exit 1
+  fi
+fi
 
 if [ ! -f "$INFERLAB_GPU_MODEL/model.safetensors" ]; then
   say "model: inferlab model random --preset 1b --quant fp8-block (seed 0)"
@@ -104,7 +117,7 @@ finish() {  # the report from the store, and what comes back (at most 8 files)
   say "report (from the store)"
   "${IL[@]}" report "$NAME" --db "$DB" --out "$WORK/report" >> "$LOG" 2>&1
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
-  cp "$DB" "$OUTDIR/h200-vllm.db"
+  cp "$DB" "$OUTDIR/$(basename "$DB")"
   cp "$WORK/report/report.md" "$OUTDIR/" 2>/dev/null
   tar -czf "$OUTDIR/server-logs.tar.gz" -C "inferlab-out/$NAME" logs 2>/dev/null
   say "done; files in $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ')"
@@ -156,6 +169,18 @@ case "$ARG" in
     ;;
   part2)
     run_campaign --resume --config ngram --config mem-0.999 --config mem-0.95
+    finish
+    ;;
+  lossy)
+    if [ ! -f "$WORK/replay-done" ]; then  # once per machine: ~90 s, before the campaign
+      say "replay lateness: 10,000 requests at 200 req/s from one client process, quiet host"
+      timeout -s INT -k 10 200 python3 benchmarks/replay_lateness.py --requests 10000 \
+        --rate 200 > "$OUTDIR/replay-lateness.txt" 2>&1
+      say "replay lateness exited with $?: $(tail -4 "$OUTDIR/replay-lateness.txt" | tr '\n' ' ')"
+      touch "$WORK/replay-done"
+    fi
+    again=(); [ -f "$DB" ] && again=(--resume)
+    run_campaign "${again[@]}"
     finish
     ;;
   peer)

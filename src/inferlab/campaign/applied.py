@@ -1,7 +1,8 @@
 """Did each lever take effect? Evidence per item of a config's diff against the baseline.
 
-Every flag set, changed or removed, every environment variable and every ``files`` kind is one
-item. The engine's declarations (``EngineSpec.evidence``) say where to look:
+Every flag set, changed or removed, every environment variable, every ``files`` kind and another
+checkpoint (``[[config]] model``) is one item. The engine's declarations (``EngineSpec.evidence``)
+say where to look:
 
 - its args as the server parsed them: the launch log's args dump (vLLM ``non-default args:``,
   SGLang ``server_args=ServerArgs(...)``) or its ``/get_server_info``;
@@ -31,6 +32,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine, parse_prometheus
 from inferlab.engines.evidence import EnvEvidence, field_name, same_value
 from inferlab.engines.flags import Change
+from inferlab.errors import ConfigError
 from inferlab.logs import analyze_log
 from inferlab.recon.tuned import parse_config_name
 from inferlab.secrets import scrub_text
@@ -45,8 +47,8 @@ _MAX_LOG = 64 << 20
 class LeverItem:
     """One item of a config's diff and what shows whether it took effect."""
 
-    item: str  # "--speculative-config" | "env NCCL_PROTO" | "files fp8_gemm"
-    kind: str  # flag | env | files
+    item: str  # "--speculative-config" | "env NCCL_PROTO" | "files fp8_gemm" | "model"
+    kind: str  # flag | env | files | model
     status: str  # applied | not-applied | unknown
     evidence: str
     source: str | None  # "launch log" | "server_info" | "metrics" | None
@@ -313,6 +315,33 @@ def _files_item(spec: EngineSpec, kind: str, inst: Installed | None, src: Source
     return LeverItem(item, "files", "unknown", why, None)
 
 
+# -- model --------------------------------------------------------------------------------
+
+
+def _model_item(
+    spec: EngineSpec, base: ResolvedConfig, cfg: ResolvedConfig, src: Sources
+) -> LeverItem:
+    """Another checkpoint (``[[config]] model``): the args dump's model field (vLLM ``model``,
+    SGLang ``model_path``, the launcher's model flag) must name it."""
+    try:
+        flag = spec.launcher(cfg.launcher).model_flag or "--model"
+    except ConfigError:  # an endpoint inferlab does not launch
+        flag = "--model"
+    ch = Change(flag, "changed", (base.model or "",), (cfg.model or "",))
+    found = []
+    if src.server_info is not None:
+        got = _from_args(ch, src.server_info, "/get_server_info", True, "server_info")
+        found += [got] if got is not None else []
+    dump = _dump(spec, src)
+    if dump is not None and not found:
+        got = _from_args(ch, dump[0], dump[1], dump[2], "launch log")
+        found += [got] if got is not None else []
+    if not found:
+        why = f"no args dump naming {field_name(flag)} in the launch log and no server info"
+        return LeverItem("model", "model", "unknown", why, None)
+    return LeverItem("model", "model", *_decide(found))
+
+
 # -- all items ------------------------------------------------------------------------------
 
 
@@ -324,7 +353,8 @@ def check_levers(
     if cfg.name == base.name:
         return []
     spec = get_engine(cfg.engine)
-    items = [_flag_item(spec, ch, src) for ch in spec.diff(base.args, cfg.args)]
+    items = [_model_item(spec, base, cfg, src)] if cfg.model != base.model else []
+    items += [_flag_item(spec, ch, src) for ch in spec.diff(base.args, cfg.args)]
     names = [k for k in cfg.env if base.env.get(k) != cfg.env[k]]
     names += [k for k in base.env if k not in cfg.env]
     items += [_env_item(spec, k, cfg, src) for k in names]

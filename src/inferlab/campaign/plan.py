@@ -154,7 +154,8 @@ def render_plan(plan: Plan) -> list[str]:
 def _diff(
     spec: EngineSpec, base: ResolvedConfig, c: ResolvedConfig, env: dict[str, str]
 ) -> list[str]:
-    changes = [str(ch) for ch in spec.diff(scrub_argv(base.args), scrub_argv(c.args))]
+    changes = [f"model {c.model}"] if c.model != base.model else []
+    changes += [str(ch) for ch in spec.diff(scrub_argv(base.args), scrub_argv(c.args))]
     changes += [f"env {k}={env[k]}" for k in env if base.env.get(k) != c.env.get(k)]
     changes += [f"- env {k}" for k in base.env if k not in c.env]
     kinds = sorted({*c.files, *c.tune, *base.files, *base.tune})

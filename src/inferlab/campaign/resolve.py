@@ -131,7 +131,7 @@ def resolve_configs(
             ResolvedConfig(
                 name=cfg.name,
                 engine=eng.kind,
-                model=eng.model,
+                model=next((c.model for c in reversed(chain) if c.model), eng.model),
                 args=args,
                 env=env,
                 chain=[c.name for c in chain],

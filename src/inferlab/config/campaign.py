@@ -123,6 +123,9 @@ class ConfigSpec(_Closed):
     env: dict[str, str] = Field(default_factory=dict)
     files: dict[FileKind, str] = Field(default_factory=dict)
     tune: dict[Literal["fp8_gemm"], str] = Field(default_factory=dict)
+    #: another checkpoint served in the campaign model's place (e.g. its block-FP8 twin): the
+    #: launcher's model argument for this config and those that extend it
+    model: str | None = Field(default=None, min_length=1)
     description: str | None = None
     #: False: the lever may change greedy outputs (e.g. another dtype), so greedy equivalence
     #: is recorded but does not fail verification; unset: inherited (default True)

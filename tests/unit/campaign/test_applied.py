@@ -255,3 +255,25 @@ def test_transformers_continuous_batching_from_its_request_lines() -> None:
         base, cb, sources(tf / "transformers-5.17.0_tiny-cpu_serve-verify-422.log"), None
     )[0]
     assert off.status == "not-applied" and "CB: False" in off.evidence, off
+
+
+# ------------------------------------------------------------------------- another checkpoint
+
+
+def test_another_checkpoint_is_checked_in_the_args_dump() -> None:
+    """``[[config]] model``: vLLM's ``non-default args`` names the model it loaded."""
+    base = ResolvedConfig("baseline", "vllm", "/tmp/other", [], {}, ["baseline"])
+    twin = ResolvedConfig("fp8", "vllm", "/tmp/vx/tiny", [], {}, ["baseline", "fp8"])
+    it = one(check_levers(base, twin, sources(VLLM / "spec_decode_ngram.log"), None), "model")
+    assert it.kind == "model" and it.status == "applied", it
+    assert "model='/tmp/vx/tiny'" in it.evidence
+    wrong = ResolvedConfig("fp8", "vllm", "/tmp/m-fp8", [], {}, ["baseline", "fp8"])
+    it = one(check_levers(base, wrong, sources(VLLM / "spec_decode_ngram.log"), None), "model")
+    assert it.status == "not-applied" and "asked: /tmp/m-fp8" in it.evidence
+    # the same checkpoint is no item; SGLang's dump names it model_path
+    assert check_levers(base, base, sources(VLLM / "spec_decode_ngram.log"), None) == []
+    sg_base = ResolvedConfig("baseline", "sglang", "zai-org/GLM-5", [], {}, ["baseline"])
+    sg = ResolvedConfig("fp8", "sglang", "zai-org/GLM-5-FP8", [], {}, ["baseline", "fp8"])
+    log = LEV / "sglang-glm5-fp8-rocm-tp8_server-args.log"
+    it = one(check_levers(sg_base, sg, sources(log), None), "model")
+    assert it.status == "applied" and "model_path=" in it.evidence

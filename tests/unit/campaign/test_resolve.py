@@ -25,6 +25,21 @@ def test_lossless_is_inherited_and_can_be_restated(tmp_path: Path) -> None:
     assert [by[n].lossless for n in by] == [True, False, False, True]
 
 
+def test_another_checkpoint_is_inherited_along_extends(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    p.write_text(
+        '[campaign]\nname = "x"\n[engine]\nkind = "vllm"\nmodel = "/m/bf16"\n'
+        '[[config]]\nname = "base"\n'
+        '[[config]]\nname = "fp8"\nextends = "base"\nmodel = "/m/fp8"\nlossless = false\n'
+        '[[config]]\nname = "fp8-mns4"\nextends = "fp8"\nset = { "--max-num-seqs" = 4 }\n'
+    )
+    by = {c.name: c for c in resolve_configs(load_campaign(p), p, p.read_text())}
+    assert [by[n].model for n in ("base", "fp8", "fp8-mns4")] == ["/m/bf16", "/m/fp8", "/m/fp8"]
+    p.write_text(p.read_text().replace('model = "/m/fp8"', 'model = ""'))
+    with pytest.raises(ConfigError, match=r"config\.1\.model"):
+        load_campaign(p)
+
+
 # --- resolving a campaign's configs: errors name the file and line; the design's story
 
 
