@@ -14,7 +14,8 @@
 #
 # Here, first: python3 scripts/h200_vllm_wheels.py build  (→ .vllm/01 … .vllm/05, ~218 MiB).
 # The calls go back to back (a machine is given back after ~30 s idle, and /tmp with it):
-# `stage 1` … `stage 4` carrying .vllm/01 … .vllm/04, then `run part1` carrying .vllm/05.
+# `stage 1` … `stage N-1` carrying .vllm/01 …, then `run part1` carrying the last part
+# (the part size is what the tracked tree leaves of one call: 7 parts of 36 MiB in December 2026).
 # A later part resumes from the store the last one left in /tmp/h200v, or from
 # .gpu-run/h200-vllm.db when the machine is a fresh one (carry .gpu-run and stage again).
 # Each part gives `inferlab run` what is left of H200_BUDGET_S (540 s) and interrupts it (Ctrl-C:

@@ -2,6 +2,7 @@
 
     python3 scripts/h200_vllm_wheels.py resolve   # (rarely) re-pin scripts/h200_vllm_wheels.txt
     python3 scripts/h200_vllm_wheels.py build     # download, prune, install, pack → .vllm/NN/
+    python3 scripts/h200_vllm_wheels.py split     # cut the packed tree again (when the tree grew)
     python3 scripts/h200_vllm_wheels.py check     # the pinned list parses (no network)
 
 Stdlib only (plus ``packaging`` for ``resolve``), so it runs with any ``python3``.
@@ -41,8 +42,19 @@ ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / "scripts" / "h200_vllm_wheels.txt"
 FREEZE = ROOT / "scripts" / "h200_image_freeze.txt"
 PARTS = ROOT / ".vllm"
-#: one call carries at most 64 MiB with the working tree (~12 MiB): parts of 46 MiB
-PART_BYTES = 46 * 2**20
+#: one call carries at most 64 MiB, the working tree included: a part is what the tracked tree
+#: (``git ls-files``, ~26 MiB in December 2026) leaves of 62 MiB
+CALL_BYTES = 62 * 2**20
+
+
+def part_bytes() -> int:
+    """The largest part that travels beside the tracked tree in one call (bytes)."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+    tree = sum((ROOT / n).stat().st_size for n in names.stdout.decode().split("\0") if n
+               and (ROOT / n).is_file())  # fmt: skip
+    return max(8 * 2**20, CALL_BYTES - tree)
+
+
 PLATFORMS = [
     "manylinux_2_35_x86_64",
     "manylinux_2_34_x86_64",
@@ -223,11 +235,19 @@ def _pack(site: Path) -> list[Path]:
     PARTS.mkdir()
     blob = cache() / "site.tar.xz"
     subprocess.run(["tar", "-C", str(site), "-cf", str(blob), "-I", "xz -6 -T0", "."], check=True)
+    return _cut(blob)
+
+
+def _cut(blob: Path) -> list[Path]:
+    """``blob`` cut into ``PARTS/NN/site.tar.xz.part`` of ``part_bytes()``, with ``SHA256SUMS``."""
+    shutil.rmtree(PARTS, ignore_errors=True)
+    PARTS.mkdir()
+    size = part_bytes()
     digest = hashlib.sha256(blob.read_bytes()).hexdigest()
     out: list[Path] = []
     with blob.open("rb") as f:
         for i in range(1, 100):
-            chunk = f.read(PART_BYTES)
+            chunk = f.read(size)
             if not chunk:
                 break
             d = PARTS / f"{i:02d}"
@@ -277,11 +297,14 @@ def main(argv: list[str]) -> int:
         resolve()
     elif cmd == "build":
         build()
+    elif cmd == "split":  # cut the packed site again (the tree grew), no download, no repack
+        parts = _cut(cache() / "site.tar.xz")
+        print(f"{len(parts)} parts of at most {part_bytes() / 2**20:.0f} MiB")
     elif cmd == "check":
         pins = read_pins()
         print(f"{len(pins)} pins, vllm=={pins['vllm']}")
     else:
-        print(__doc__.splitlines()[2:5] and "usage: h200_vllm_wheels.py resolve|build|check",
+        print(__doc__.splitlines()[2:5] and "usage: h200_vllm_wheels.py resolve|build|split|check",
               file=sys.stderr)  # fmt: skip
         return 2
     return 0
