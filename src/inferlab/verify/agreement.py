@@ -5,7 +5,9 @@ so each position has the baseline's top-k ``P`` and the config's top-k ``Q`` (to
 logprob, nats). ``K`` is the set of tokens both list; ``p_o = 1 − P(K)`` and ``q_o = 1 − Q(K)``
 are the masses outside it. Per position:
 
-- **top-1**: the two top tokens are the same;
+- **top-1**: the two top tokens are the same; where several tie for the top (bf16 logits of a
+  random-weight model often do), the sides agree when their tied sets share a token, since the
+  order an engine lists equal logprobs in says nothing;
 - **KL(P ‖ Q)**, bounded from the top-k: the low end lumps everything outside ``K`` into one
   "other" bucket, ``Σ_K p log(p/q) + p_o log(p_o/q_o)`` — a lower bound of the true KL (data
   processing: KL cannot grow by merging outcomes); the high end replaces the bucket's term by
@@ -42,6 +44,8 @@ __all__ = [
 
 #: the least logprob (nats) the KL's high end assumes the config gives any token
 LOG_FLOOR = -30.0
+#: logprobs this close (nats) tie for the top: equal values an engine may list in any order
+TIE = 1e-9
 _BOOTSTRAP = 2000
 
 TopK = Mapping[str, float]
@@ -63,6 +67,12 @@ def _mass(lp: float) -> float:
     return math.exp(lp) if lp > LOG_FLOOR * 10 else 0.0
 
 
+def _tops(m: TopK) -> set[str]:
+    """The tokens tied for the top logprob (within ``TIE`` nats)."""
+    top = max(m.values())
+    return {t for t, v in m.items() if v >= top - TIE}
+
+
 def position_figures(base: TopK, cfg: TopK) -> PositionFigures:
     """The figures of one position from the two top-k maps (token text → logprob)."""
     if not base or not cfg:
@@ -79,7 +89,7 @@ def position_figures(base: TopK, cfg: TopK) -> PositionFigures:
     diff = sum(abs(p[t] - q[t]) for t in both)
     q_rest = max(0.0, 1.0 - sum(q.values()))
     return PositionFigures(
-        top1=max(base, key=base.__getitem__) == max(cfg, key=cfg.__getitem__),
+        top1=bool(_tops(base) & _tops(cfg)),
         kl_low=max(0.0, known + lumped),
         kl_high=max(0.0, known + high),
         tv_low=0.5 * (diff + abs(p_o - q_rest)),

@@ -46,6 +46,17 @@ def test_identical_sides_are_zero_and_top1_is_one() -> None:
     assert a.kl.high == 0.0 and a.top1.low == 1.0 and a.positions == 20
 
 
+def test_a_tie_for_the_top_agrees_whatever_order_the_engine_lists_it_in() -> None:
+    """On the H200 (2026-12-02), a bf16 config identical to the baseline (KL 0, TV 0) read
+    top-1 98.3%: bf16 logits tie for the top, and the two servers listed the tie in another
+    order. A tie agrees when the tied sets share a token; a real change of the top does not."""
+    a = {"x": -0.5, "y": -0.5, "z": -2.0}
+    b = {"y": -0.5, "x": -0.5, "z": -2.0}
+    assert position_figures(a, b).top1 and position_figures(a, b).tv_low == 0.0
+    c = {"z": -0.4, "x": -0.6, "y": -0.6}
+    assert not position_figures(a, c).top1
+
+
 def test_the_interval_brackets_the_pooled_estimate_and_shrinks_with_prompts() -> None:
     rng = random.Random(3)
     base = {"a": math.log(0.7), "b": math.log(0.2)}
