@@ -4,15 +4,17 @@ SIMULATED. The surface is the reference engine's stated timing model (``inferlab
 ``step_ms`` of ``sim.presets.resolve``, preset ``dsv4-flash-8gpu``, the seed campaign's):
 
     output tok/s at C=8 = b × A / step_ms(b),  b = min(8, --max-running-requests)
-    step_ms(b) = fixed + 34.1 × min(b, 8) + per_seq_over × max(0, b − 8)         (no drafts)
-               = 6 + 0.5 b + fixed + verify(k + 1)·b                              (k drafts)
-    fixed = 59.9 − 4.5 (--tuned-fp8) − 1.5 (NCCL_PROTO=LL) ms
-    A = 1 + p + … + p^k (p = 0.6);  × 1.25 when b > --cuda-graph-max-bs (eager)
+    no drafts:  step_ms(b) = F + 34.19 × min(b, 8) + 44.54 × max(0, b − 8),  A = 1
+    k = --speculative-num-draft-tokens (the verify width; k − 1 drafts), T = k × b:
+                step_ms(b) = 6 + 0.5 b + F + 20.80 × min(T, 7.28) + 35.38 × max(0, T − 7.28),
+                A = 1 + p + … + p^(k−1), p = 0.6
+    F = 59.81 − 4.5 (--tuned-fp8) − 1.5 (NCCL_PROTO=LL) ms;  step × 1.25 when b >
+    --cuda-graph-max-bs (eager)
 
 and a launch fails (CUDA-graph capture OOM) when the capture needs more than
-``1 − --mem-fraction-static`` (0.22 + 0.00025·cuda_graph_max_bs·(k + 1) + 0.09 with drafts).
-Seven dimensions, 1536 points: ``--max-running-requests``, ``--cuda-graph-max-bs``, the draft
-count (``off``, 2, 3, 4), ``--mem-fraction-static``, ``NCCL_PROTO`` (trims 1.5 ms of a 333 ms
+``1 − --mem-fraction-static``: 0.22 + 0.00025 × cuda_graph_max_bs × k (+ 0.09 with drafts).
+Seven dimensions, 1536 points: ``--max-running-requests``, ``--cuda-graph-max-bs``,
+``--speculative-num-draft-tokens`` (``off``, 2, 3, 4), ``--mem-fraction-static``, ``NCCL_PROTO`` (trims 1.5 ms of a 333 ms
 step), ``--tuned-fp8`` (4.5 ms) and ``INFERLAB_NOOP``, which the engine ignores.
 
 The methods, with the same trial budget, each trial measured the same way (10 batch rates, each
@@ -33,7 +35,7 @@ only on "better": ``search.loop``, the loop ``optimize`` runs):
 - TPE variants (``--variants``): Optuna's options on the optimize method, each over the seeds.
 
 The bounds' own stop (nothing left against a new incumbent) cannot fire here: the running cap
-and the draft count carry no numeric bound (their rules bound nothing at C=8), so it is not run.
+and the draft tokens carry no numeric bound (their rules bound nothing at C=8), so it is not run.
 
 Counted over seeds: the trials until the incumbent was within 2% of the exhaustive grid's best
 (and until a config that close was first measured); a search that never got there counts as
