@@ -33,14 +33,12 @@ from inferlab.config.pattern import closed_concurrency
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchDim, SearchSection
 from inferlab.errors import ConfigError, InferlabError
-from inferlab.levers import LeverOptions, decide
-from inferlab.levers.model import Lever
 from inferlab.store import Store
 
 from .flags import check_flags
 from .loop import Bounds, SearchResult, TrialRecord, TrialResult, run_search
 from .objectives import OBJECTIVES, capacity_result, slo_problem
-from .prune import DimBound, bound_dims
+from .prune import DimBound, bound_dims, levers_of
 from .samplers import resolve
 from .space import Space
 from .summary import baseline_values, command_line, predicted_rows
@@ -252,11 +250,7 @@ class _Trials:
         if prof is not None and self.section.at in prof.at:
             self.run(self.derived(self.reference_of(incumbent), [incumbent], profile=True))
         camp = self.plan.campaign.campaign.name
-        try:
-            decision = decide(self.store, camp, LeverOptions(config=incumbent), check=False)
-        except ConfigError:
-            return None
-        levers = decision.levers.get(incumbent, [])
+        levers = levers_of(self.store, camp, incumbent)
         if not levers:
             return None
         at, eff = str(self.section.at), self.section.min_effect
@@ -328,16 +322,6 @@ def ref_spec(trial: str, incumbent: str) -> ConfigSpec:
     )
 
 
-def _levers(store: Store, campaign: str, config: str) -> list[Lever]:
-    """``config``'s levers as ``inferlab levers`` ranks them ([] when it cannot)."""
-    try:
-        return list(
-            decide(store, campaign, LeverOptions(config=config), check=False).levers.get(config, [])
-        )
-    except ConfigError:
-        return []
-
-
 def optimize(
     path: str | Path,
     *,
@@ -368,7 +352,7 @@ def optimize(
     measured = [r for r in store.runs(campaign=name, config=base) if r.label == at]
     if section.at is not None and not measured:
         raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
-    bounds = bound_dims(section.dim, _levers(store, name, base), at, section.min_effect)
+    bounds = bound_dims(section.dim, levers_of(store, name, base), at, section.min_effect)
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
     kept = tuple(d for d, b in zip(section.dim, bounds, strict=True) if not b.pruned)
     base_spec = plan.campaign.config[0]

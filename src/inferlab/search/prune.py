@@ -6,19 +6,29 @@ levers can buy the baseline at the search's load point (their ``high``, a TPOT s
 dimension's bound. A bound below ``1 + min_effect`` prunes the dimension: no value of it can
 move the objective by the minimum effect. A dimension no rule explains, or whose levers carry
 no number at that point, has no bound and is searched.
+
+Pruned together, dimensions whose levers are different shares of the step add up (Amdahl: the
+shares ``1 − 1/high`` of distinct levers sum), so they are pruned by their joint bound: the
+smallest bounds first, while ``1 / (1 − Σ share)`` over their distinct levers stays below
+``1 + min_effect``. Two dimensions each ×1.012 of different levers are ×1.024 together: one is
+pruned, the other searched. Dimensions on the same lever (``NCCL_PROTO``, ``NCCL_ALGO``: both
+the communication share) share one bound.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferlab.config.search import SearchDim
+from inferlab.errors import ConfigError
+from inferlab.levers import LeverOptions, decide
 from inferlab.levers.model import Lever, speedup_text
 from inferlab.levers.registry import rules_for
+from inferlab.store import Store
 
-__all__ = ["DimBound", "bound_dims", "item_of"]
+__all__ = ["DimBound", "bound_dims", "item_of", "levers_of"]
 
 
 def item_of(dim: SearchDim) -> str:
@@ -40,6 +50,11 @@ class DimBound:
     levers: tuple[str, ...]
     pruned: bool
     rules: tuple[str, ...] = ()
+    #: below ``1 + min_effect`` alone, kept because pruned with the others it would not be: the
+    #: joint bound it would have made
+    joint: float | None = None
+    #: the lever kinds the bound comes from
+    kinds: tuple[str, ...] = ()
 
     def why(self, at: str) -> str:
         if not self.rules:
@@ -49,24 +64,55 @@ class DimBound:
         if self.high is None:
             return f"{', '.join(self.levers)}: no bound at {at}: searched"
         verb = "pruned" if self.pruned else "searched"
+        if self.joint is not None:
+            verb = f"searched (pruned with the others, ≤ {speedup_text(self.joint)} together)"
         return f"{', '.join(self.levers)}: ≤ {speedup_text(self.high)} at {at}: {verb}"
+
+
+def levers_of(store: Store, campaign: str, config: str) -> list[Lever]:
+    """``config``'s levers as ``inferlab levers`` ranks them ([] when it cannot)."""
+    try:
+        opts = LeverOptions(config=config)
+        return list(decide(store, campaign, opts, check=False).levers.get(config, []))
+    except ConfigError:
+        return []
 
 
 def bound_dims(
     dims: Sequence[SearchDim], levers: Sequence[Lever], at: str, min_effect: float
 ) -> list[DimBound]:
-    """Each dimension's bound from the baseline's ranked ``levers`` at load point ``at``."""
-    out = []
-    for d in dims:
-        rules = rules_for(item_of(d))
-        kinds = {r.kind for r in rules}
-        mine = [lv for lv in levers if lv.kind in kinds]
-        highs = [p.high for lv in mine for p in lv.points if p.label == at]
-        known = [h for h in highs if h is not None]
-        high = None
-        if mine and known and len(known) == len(highs):
-            high = max(known)
-        pruned = high is not None and not math.isinf(high) and high < 1.0 + min_effect
-        titles = tuple(dict.fromkeys(lv.title for lv in mine))
-        out.append(DimBound(d.key, high, titles, pruned, tuple(r.title for r in rules)))
+    """Each dimension's bound from the baseline's ranked ``levers`` at load point ``at``,
+    pruned by their joint bound (see the module docstring)."""
+    out = [_bound(d, levers, at) for d in dims]
+    limit = 1.0 + min_effect
+    shares: dict[str, float] = {}  # lever kind → its share of the step, of the pruned dims
+    order = sorted(
+        (i for i, b in enumerate(out) if b.high is not None and not math.isinf(b.high)),
+        key=lambda i: out[i].high or 0.0,
+    )
+    for i in order:
+        b = out[i]
+        assert b.high is not None
+        if b.high >= limit:
+            break
+        mine = dict.fromkeys(b.kinds, 1.0 - 1.0 / b.high)
+        joint = 1.0 / max(1e-9, 1.0 - sum({**shares, **mine}.values()))
+        if joint < limit:
+            shares = {**shares, **{k: max(v, shares.get(k, 0.0)) for k, v in mine.items()}}
+            out[i] = replace(b, pruned=True)
+        else:
+            out[i] = replace(b, joint=joint)
     return out
+
+
+def _bound(d: SearchDim, levers: Sequence[Lever], at: str) -> DimBound:
+    """One dimension's own bound (not pruned yet)."""
+    rules = rules_for(item_of(d))
+    kinds = {r.kind for r in rules}
+    mine = [lv for lv in levers if lv.kind in kinds]
+    highs = [p.high for lv in mine for p in lv.points if p.label == at]
+    known = [h for h in highs if h is not None]
+    high = max(known) if mine and known and len(known) == len(highs) else None
+    titles = tuple(dict.fromkeys(lv.title for lv in mine))
+    used = tuple(dict.fromkeys(lv.kind for lv in mine))
+    return DimBound(d.key, high, titles, False, tuple(r.title for r in rules), kinds=used)

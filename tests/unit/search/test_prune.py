@@ -1,0 +1,49 @@
+"""Pruning by the bounds: dimensions pruned together by their joint Amdahl bound (the shares of
+distinct levers add up), dimensions on one lever sharing its bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferlab.config.search import SearchDim
+from inferlab.levers.model import Lever, PointBound
+from inferlab.search.prune import bound_dims
+
+NCCL = SearchDim(env="NCCL_PROTO", values=["Simple", "LL"])
+ALGO = SearchDim(env="NCCL_ALGO", values=["Ring", "Tree"])
+FP8 = SearchDim(flag="--tuned-fp8", presence=True)
+CAP = SearchDim(flag="--max-running-requests", values=[2, 4, 8])
+
+
+def _lever(kind: str, title: str, high: float) -> Lever:
+    return Lever(kind, title, "baseline", "amdahl", [PointBound("C=8", 8, high)], title)
+
+
+COMM = _lever("comm", "communication / NCCL", 1.0065)
+GEMM = _lever("fp8-gemm", "tune FP8 GEMM", 1.0188)
+
+
+def test_each_below_the_minimum_effect_but_not_together_prunes_the_smallest_only() -> None:
+    """0.65% + 1.85% of the step: ×1.026 together, above ×1.02; the smaller is pruned."""
+    by = {b.key: b for b in bound_dims([FP8, NCCL, CAP], [COMM, GEMM], "C=8", 0.02)}
+    assert by["env NCCL_PROTO"].pruned and by["env NCCL_PROTO"].joint is None
+    fp8 = by["--tuned-fp8"]
+    assert not fp8.pruned and fp8.high == pytest.approx(1.0188)
+    assert fp8.joint == pytest.approx(1 / (1 - (1 - 1 / 1.0065) - (1 - 1 / 1.0188)))
+    assert "≤ ×1.019 at C=8: searched (pruned with the others, ≤ ×1.026 together)" in fp8.why("C=8")
+    assert not by["--max-running-requests"].pruned  # no number: searched
+    # with a larger minimum effect both fit under it
+    assert all(b.pruned for b in bound_dims([FP8, NCCL], [COMM, GEMM], "C=8", 0.03))
+
+
+def test_dimensions_on_the_same_lever_share_its_bound() -> None:
+    """NCCL_PROTO and NCCL_ALGO both trim the communication share: ×1.0065 together."""
+    bounds = bound_dims([NCCL, ALGO], [COMM], "C=8", 0.01)
+    assert [b.pruned for b in bounds] == [True, True]
+    assert all(b.joint is None for b in bounds)
+
+
+def test_a_bound_above_the_minimum_effect_is_searched_whatever_the_others() -> None:
+    big = _lever("comm", "communication / NCCL", 1.3)
+    bounds = bound_dims([NCCL, FP8], [big, GEMM], "C=8", 0.02)
+    assert [b.pruned for b in bounds] == [False, True]
