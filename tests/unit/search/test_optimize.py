@@ -16,8 +16,9 @@ from inferlab.campaign.runner import run_plan
 from inferlab.config.search import SearchDim
 from inferlab.errors import ConfigError
 from inferlab.levers.model import Lever, PointBound
-from inferlab.search.driver import TRIAL_KIND, _Trials, optimize, search_plan
+from inferlab.search.driver import TRIAL_KIND, optimize, search_plan
 from inferlab.search.prune import bound_dims
+from inferlab.search.trials import Trials
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from support.campaign import write_campaign
@@ -179,7 +180,7 @@ def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
         profiled = {a["config"] for a in store.analyses("profile", campaign="bst")}
         assert profiled == {"baseline", "ll"}
         # the profiles are stored: re-reading the bounds launches nothing (run: a no-op)
-        trials = _Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
+        trials = Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
         dims = tuple(section.dim)
         base = trials.bounds_of("baseline", dims)
         ll = trials.bounds_of("ll", dims)
