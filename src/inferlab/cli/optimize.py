@@ -114,8 +114,10 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
         else "as many as the alive nodes hold beside it"
     )
     con.print(
-        f"--ray {escape(ray)}: trials in batches of {size}, side by side, each with a "
-        "sequential A/B against one fresh measurement of the incumbent (tNN-ref)",
+        escape(
+            f"--ray {ray}: trials in batches of {size}, side by side, each with a "
+            "sequential A/B against one fresh measurement of the incumbent (tNN-ref)"
+        ),
         highlight=False,
     )
     if plan.campaign.profile is not None:
