@@ -198,6 +198,8 @@ def _campaign(tmp_path: Path, search: str) -> Path:
          9, "log = true needs low > 0"),
         ('[search]\nat = "C=8"\n[[search.dim]]\nenv = "A_BX"\nvalues = [1]\n'
          '[[search.dim]]\nenv = "A_BY"\nvalues = [2]\n', 7, "both named 'ab'"),
+        ('[search]\nat = "C=8"\nparallel = 0\n[[search.dim]]\nflag = "--x"\nvalues = [1]\n', 9,
+         "parallel: .*greater than or equal to 1"),
     ],
 )  # fmt: skip
 def test_a_bad_search_section_names_the_file_line_and_field(

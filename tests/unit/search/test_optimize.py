@@ -145,6 +145,22 @@ def test_the_cli_prints_the_space_and_refuses_a_campaign_without_a_search(
     assert r.exit_code != 0 and "search.at: 'C=64' is not a load point" in r.stderr
 
 
+def test_the_dry_run_under_ray_says_how_trials_are_batched_and_that_nothing_is_profiled(
+    tmp_path: Path, cli: Cli
+) -> None:
+    path = _campaign(tmp_path, parallel=3)  # --dry-run contacts no cluster
+    r = cli("optimize", str(path), "--dry-run", "--ray", "127.0.0.1:1")
+    assert r.exit_code == 0, r.stderr
+    assert "trials in batches of 3 ([search] parallel), side by side" in r.stdout
+    assert "[profile] does not run under --ray" not in r.stdout  # the campaign has none
+    text = path.read_text() + '\n[profile]\nat = ["C=2"]\n'
+    (tmp_path / "p.toml").write_text(text)
+    r = cli("optimize", str(tmp_path / "p.toml"), "--dry-run", "--ray", "127.0.0.1:1")
+    assert r.exit_code == 0, r.stderr
+    assert "[profile] does not run under --ray" in r.stdout
+    assert "searched without a bound, never pruned" in r.stdout
+
+
 def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
     tmp_path: Path,
 ) -> None:
