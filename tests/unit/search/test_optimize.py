@@ -18,6 +18,7 @@ from inferlab.errors import ConfigError
 from inferlab.levers.model import Lever, PointBound
 from inferlab.search.driver import TRIAL_KIND, optimize, search_plan
 from inferlab.search.prune import bound_dims
+from inferlab.search.space import Space
 from inferlab.search.trials import Trials
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
@@ -108,6 +109,27 @@ def test_a_resumed_search_replays_the_stored_trials_and_goes_on(tmp_path: Path) 
     params = [tuple(sorted(t.params.items())) for t in again.search.trials]
     assert len(set(params)) == 4  # nothing measured twice
     assert len(stored) == 4
+
+
+def test_a_batch_is_judged_against_one_incumbent_measurement_named_after_its_first_trial(
+    tmp_path: Path,
+) -> None:
+    plan, section = search_plan(_campaign(tmp_path))
+    space = Space(tuple(section.dim), plan.campaign.config[0])
+    with Store(tmp_path / "db") as store:
+        seen: list[list[str]] = []
+        trials = Trials(plan, section, store, lambda p: seen.append([c.name for c in p.configs])
+                        or {}, list(plan.campaign.config))  # fmt: skip
+        batch = [space.config(3, {"--itl-ms": "2", "--jitter-ms": "0.2"}),
+                 space.config(4, {"--itl-ms": "4", "--jitter-ms": "0.2"})]  # fmt: skip
+        got = trials.evaluate_batch(batch, "baseline")
+    # one plan: the incumbent's fresh measurement first, then the batch's trials side by side
+    assert seen == [["t03-ref", batch[0].name, batch[1].name]]
+    assert [trials.reference_of(c.name) for c in batch] == ["t03-ref", "t03-ref"]
+    assert trials.reference_of("baseline") == "baseline"
+    ref = next(c for c in trials.specs if c.name == "t03-ref")
+    assert ref.extends == "baseline" and not ref.set
+    assert [r.status for r in got] == ["failed", "failed"]  # nothing measured: no run stored
 
 
 def test_a_dimension_whose_bound_is_below_the_minimum_effect_is_pruned() -> None:
