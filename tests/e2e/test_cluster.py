@@ -5,6 +5,7 @@ loading; the store is real SQLite; only the tuner's GPU work is faked (at its se
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -332,6 +333,72 @@ def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path
     report = Path(next(ln for ln in done.stdout.splitlines() if ln.endswith(".md"))[8:])
     text = (tmp_path / report).read_text()
     assert "Cluster" in text and "Where each config ran" in text
+
+
+DIMS_OPT = [
+    {"flag": "--itl-ms", "values": ["4", "2"]},
+    {"flag": "--jitter-ms", "values": ["0.2", "0.1"]},
+]
+
+
+def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
+    cluster: Any, tmp_path: Path
+) -> None:
+    # structure only: under Ray the reference engine runs on the wall clock (no model clock)
+    from inferlab.sim.tokenizer import WordTokenizer
+
+    path = write_campaign(
+        tmp_path / "opt.toml",
+        name="ropt",
+        engine={"args": ["--ttft-ms", "4", "--itl-ms", "4", "--startup-s", "0.2"], "gpus": 1},
+        cluster={"server_cpus": 0.5, "client_cpus": 0.5},
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 12},
+            "concurrency": [2],
+            "requests": "auto",
+            "sequential": True,
+            "min_requests": 20,
+            "max_requests": 40,
+            "max_client_lag_ms": 10_000,  # trusted on a loaded host: the A/B runs (no verdict read)
+            "tokenizer": WordTokenizer().save_hf(tmp_path / "tok"),
+        },
+        search={
+            "objective": "tpot_ms",
+            "at": "C=2",
+            "budget_trials": 2,
+            "parallel": 2,
+            "seed": 1,
+            "dim": DIMS_OPT,
+        },
+    )
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "o.db")}
+    cmd = [sys.executable, "-m", "inferlab.cli.main", "optimize", str(path), "--ray"]
+    kw: dict[str, Any] = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path}
+    dry = subprocess.run([*cmd, cluster.address, "--dry-run"], timeout=120, **kw)
+    assert dry.returncode == 0, dry.stderr
+    assert "trials in batches of 2 ([search] parallel)" in dry.stdout
+    done = subprocess.run([*cmd, cluster.address, "--json"], timeout=300, **kw)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["trials"] == 2 and out["stopped"] == "budget_trials"
+    assert out["best"]["name"] in out["path"] and out["path"][0] == "baseline"
+    trials = [t["name"] for t in out["trial_list"]]
+    assert [t["batch"] for t in out["trial_list"]] == [1, 1]  # one batch of two
+    assert {t["against"] for t in out["trial_list"]} == {"baseline"}
+    with Store(tmp_path / "o.db") as st:
+        assert set(st.config_names("ropt")) == {"baseline", "t01-ref", *trials}
+        runs = {r.config: r for r in st.runs(campaign="ropt")}
+        windows = _windows(st, "ropt")
+        nodes = {n: d["node_id"] for n, d in _launches(st).items()}
+    assert windows["baseline"][1] <= windows["t01-ref"][0]  # the baseline first, on Ray too
+    a, b = (windows[n] for n in trials)
+    assert a[0] < b[1] and b[0] < a[1]  # the two trials' servers measured at the same time
+    for name in trials:  # each after its batch's incumbent measurement, by an A/B against it
+        assert windows[name][0] >= windows["t01-ref"][1]
+        seq = (runs[name].stop or {}).get("sequential") or {}
+        assert seq.get("baseline") == "t01-ref" and seq.get("metrics"), runs[name].stop
+    assert not (runs["t01-ref"].stop or {}).get("sequential")  # the reference: to the cap
+    assert len(nodes) == 4  # baseline, ref and the trials: one server each
 
 
 class _LoseNode(CampaignEvents):

@@ -41,6 +41,15 @@ class ConfigOutcome:
     remedy: str | None = None
     log_tail: list[str] = field(default_factory=list)
 
+    def failed_by(self, message: str, remedy: str | None, tail: list[str]) -> None:
+        """Its server came up, then died of something known: that first (then what was said
+        before, cut), its remedy and log tail; a measured config becomes failed."""
+        seen = self.message[:300] + ("…" if len(self.message) > 300 else "")
+        self.message = message + (f" — {seen}" if seen else "")
+        self.remedy, self.log_tail = remedy, tail
+        if self.status == "measured":
+            self.status = "failed"
+
 
 class CampaignEvents(BenchEvents):
     """Progress of a campaign (on top of each sweep's own events)."""

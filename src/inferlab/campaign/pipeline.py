@@ -49,10 +49,5 @@ def run_config(cx: ConfigContext, stages: Sequence[Stage], pass_: Pass) -> Confi
         out = cx.outcome("failed", str(exc))
     failure = cx.held.failure
     if failure is not None:  # the server came up, then died of something known
-        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
-        out.message = failure.message + (f" — {seen}" if seen else "")
-        out.remedy = failure.remedy
-        out.log_tail = failure.tail
-        if out.status == "measured":
-            out.status = "failed"
+        out.failed_by(failure.message, failure.remedy, failure.tail)
     return out

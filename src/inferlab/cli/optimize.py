@@ -14,7 +14,7 @@ from rich.table import Table
 
 from inferlab.campaign.plan import Plan
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
-from inferlab.search.driver import OptimizeResult, optimize, search_plan
+from inferlab.search.driver import NO_PROFILE, OptimizeResult, optimize, search_plan
 from inferlab.search.flags import check_flags
 from inferlab.search.samplers import resolve
 from inferlab.search.space import Space, ordinal
@@ -83,8 +83,9 @@ def _values(d: SearchDim) -> str:
     return f"{'integers' if d.integer else 'numbers'} {d.low:g} … {d.high:g}{scale}"
 
 
-def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection) -> None:
-    """The search's space, sampler, budget and flag check, as ``--dry-run`` prints them."""
+def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str | None) -> None:
+    """The search's space, sampler, budget and flag check, as ``--dry-run`` prints them (and,
+    with ``--ray``, how the trials are batched)."""
     space = Space(tuple(section.dim), plan.campaign.config[0])
     con = stdout_console()
     kind, why = resolve(section, space)
@@ -105,6 +106,22 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection) -> None:
     check = check_flags(campaign_file, text, section, plan.baseline)
     n_flags = sum(d.flag is not None for d in section.dim)
     con.print(escape(check.sentence(n_flags)), highlight=False)
+    if ray is None:
+        return
+    size = (
+        f"{section.parallel} ([search] parallel)"
+        if section.parallel
+        else "as many as the alive nodes hold beside it"
+    )
+    con.print(
+        escape(
+            f"--ray {ray}: trials in batches of {size}, side by side, each with a "
+            "sequential A/B against one fresh measurement of the incumbent (tNN-ref)"
+        ),
+        highlight=False,
+    )
+    if plan.campaign.profile is not None:
+        con.print(escape(NO_PROFILE), highlight=False)
 
 
 def optimize_cmd(
@@ -116,30 +133,35 @@ def optimize_cmd(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
     ray: Annotated[
-        str | None, typer.Option("--ray", metavar="ADDRESS", help="Not yet: refused")
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="Trials in batches, side by side, on this Ray cluster (HOST:PORT, auto, local)",
+        ),
     ] = None,
 ) -> None:
     """Search the campaign's [search] levers: trials against the incumbent by sequential A/B.
 
     The baseline (first config) is measured and its levers bound each dimension; Optuna
     proposes trials over the rest; a trial replaces the incumbent only when the A/B says
-    better. --resume continues a stopped search from the store."""
+    better. --resume continues a stopped search from the store. --ray: in batches on a Ray
+    cluster, each batch's trials beside one fresh measurement of the incumbent."""
     plan, section = search_plan(campaign_file)
-    if ray is not None:
-        raise typer.BadParameter("--ray: optimize runs its trials on this host for now")
     if dry_run:
-        _dry_run(campaign_file, plan, section)
+        _dry_run(campaign_file, plan, section, ray)
         return
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
     with Store(db_path(db)) as store:
         try:
-            result = optimize(campaign_file, store=store, events=events, resume=resume)
+            result = optimize(campaign_file, store=store, events=events, resume=resume, ray=ray)
         except KeyboardInterrupt:
             events.progress_done()
+            again = f" --ray {ray}" if ray is not None else ""
             err.print(
                 "[yellow]interrupted: the running trial's server was stopped; inferlab optimize "
-                f"{escape(str(campaign_file))} --resume continues[/yellow]"
+                f"{escape(str(campaign_file))}{escape(again)} --resume continues[/yellow]"
             )
             raise typer.Exit(130) from None
         finally:

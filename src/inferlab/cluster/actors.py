@@ -34,6 +34,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.environment import snapshot
 from inferlab.errors import InferlabError, LaunchError
+from inferlab.load.adaptive import BaselineRef
 from inferlab.load.bench import LoadPoint, PointResult, run_bench
 from inferlab.load.http import Endpoint
 from inferlab.picks import pick
@@ -370,9 +371,16 @@ class ClientActor:
     def placed(self) -> Placed:
         return placed_here()
 
-    def measure(self, label: str, trial: int, start_ns: int | None = None) -> Measured:
+    def measure(
+        self,
+        label: str,
+        trial: int,
+        start_ns: int | None = None,
+        baselines: dict[str, BaselineRef] | None = None,
+    ) -> Measured:
         """Measure one (label, trial) cell, its main phase starting no earlier than
-        ``start_ns`` on this host's clock. A user error ends it and is returned with the
+        ``start_ns`` on this host's clock; ``baselines``: the reference's points (label →)
+        a sequential A/B tests it against. A user error ends it and is returned with the
         point it measured (as ``inferlab bench`` would store it, then raise)."""
         assert self.cfg is not None, "aim() first"
         sink = _Collect(self.cfg, self.scrape)
@@ -380,7 +388,7 @@ class ClientActor:
         cfg = self.cfg.model_copy(update={"not_before_ns": start})
         error: tuple[str, str] | None = None
         try:
-            run_bench(cfg, None, None, [sink], cells={(label, trial)})
+            run_bench(cfg, None, None, [sink], cells={(label, trial)}, baselines=baselines)
         except InferlabError as exc:
             error = (type(exc).__name__, str(exc))
         point = sink.points[0] if sink.points else None

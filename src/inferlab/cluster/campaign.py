@@ -5,6 +5,9 @@ The plan, the cells, ``--resume`` and what is stored are those of ``inferlab run
 a ``STRICT_PACK`` placement group (its server's GPUs and CPUs, its client's CPUs, one node)
 and runs as soon as Ray grants it, beside the others; Ray queues what does not fit yet. Only
 this driver writes the store. A config no node can hold is refused before anything starts.
+With ``sequential = true`` each candidate waits for the reference's cells and is measured by
+the sequential A/B against them, as on one host. ``run_plan_ray`` runs a plan already made
+(``optimize --ray`` derives one per batch of trials).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from inferlab.campaign.launch import campaign_lock, config_row, output_dir
 from inferlab.campaign.plan import Plan, make_plan, select_configs
 from inferlab.campaign.runner import CampaignResult, done_cells
 from inferlab.cluster.connect import alive_nodes, connect
-from inferlab.cluster.placement import Need, check_fit, config_need, node_fits
+from inferlab.cluster.placement import Need, check_fit, config_need, fits_at_once, node_fits
 from inferlab.cluster.shared import Shared
 from inferlab.cluster.task import Cell, ConfigRun
 from inferlab.config.campaign import CampaignFile
@@ -27,7 +30,14 @@ from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 from inferlab.store import Store
 
-__all__ = ["check_cluster_plan", "placement_lines", "run_campaign_ray"]
+__all__ = [
+    "check_cluster_plan",
+    "check_plan",
+    "placement_lines",
+    "run_campaign_ray",
+    "run_plan_ray",
+    "side_by_side",
+]
 
 #: seconds a config may wait for a free node before the user is told
 WAIT_NOTICE_S = 30.0
@@ -61,6 +71,12 @@ def check_cluster_plan(
     """Load the plan (the configs in ``only``, or all), connect, and refuse configs that no
     alive node can hold."""
     plan = select_configs(make_plan(path), only)
+    return plan, check_plan(plan, address)
+
+
+def check_plan(plan: Plan, address: str) -> dict[str, Need]:
+    """Connect, and refuse a plan whose configs cannot run on the cluster (or that no alive
+    node can hold); each config's need."""
     if plan.campaign.load.interleave:  # its order (baseline, A, baseline, B) is one server's
         raise ConfigError(
             f"{plan.path}: load.interleave: not with --ray, where configs run side by side; "
@@ -69,7 +85,13 @@ def check_cluster_plan(
     needs = _needs(plan)
     ray = connect(address)
     check_fit(list(needs.values()), alive_nodes(ray), str(plan.path))
-    return plan, needs
+    return needs
+
+
+def side_by_side(needs: dict[str, Need], address: str) -> int:
+    """How many configs of the largest of ``needs`` the cluster's alive nodes hold at once."""
+    big = max(needs.values(), key=lambda n: (n.gpus, n.cpus))
+    return fits_at_once(big, alive_nodes(connect(address)))
 
 
 def placement_lines(needs: dict[str, Need]) -> list[str]:
@@ -93,8 +115,31 @@ def run_campaign_ray(
 ) -> CampaignResult:
     """Run every config of the campaign (or those named in ``only``) on the Ray cluster at
     ``address`` (see the module docstring); the result lists the configs in file order."""
-    events = events or CampaignEvents()
     plan, needs = check_cluster_plan(path, address, only)
+    hint = f"inferlab run {plan.path} --ray {address} --resume"
+    return run_plan_ray(
+        plan, store=store, address=address, needs=needs, events=events, resume=resume,
+        no_verify=no_verify, poll_s=poll_s, resume_hint=hint,
+    )  # fmt: skip
+
+
+def run_plan_ray(
+    plan: Plan,
+    *,
+    store: Store,
+    address: str,
+    needs: dict[str, Need] | None = None,
+    events: CampaignEvents | None = None,
+    resume: bool = False,
+    no_verify: bool = False,
+    poll_s: float = 0.5,
+    resume_hint: str = "",
+) -> CampaignResult:
+    """Run the configs of ``plan`` on the Ray cluster at ``address`` (``needs``: from
+    :func:`check_plan`, else checked here); ``resume``: skip the cells already stored (else
+    a campaign with runs is refused)."""
+    events = events or CampaignEvents()
+    needs = check_plan(plan, address) if needs is None else needs
     name = plan.campaign.campaign.name
     existing = store.runs(campaign=name)
     if existing and not resume:
@@ -110,9 +155,10 @@ def run_campaign_ray(
         store,
         events,
         no_verify,
-        resume_hint=f"inferlab run {plan.path} --ray {address} --resume",
+        resume_hint=resume_hint or f"inferlab run {plan.path} --ray {address} --resume",
         take_recon=not (resume and store.analyses("recon", campaign=name)),
         baseline=plan.baseline,
+        reference=plan.reference if camp.load.sequential else "",
     )
     result = CampaignResult(name, [])
     with campaign_lock(camp):
@@ -158,8 +204,10 @@ def _queue(
         for i, cfg, gid, todo in queued
     }
     ref = runs.get(sh.camp.verify.equivalent_to or "")
+    ab = runs.get(sh.reference)
     for run in runs.values():
         run.reference = ref if ref is not run else None
+        run.ab_reference = ab if ab is not run else None
     return runs, skipped
 
 
@@ -198,6 +246,7 @@ def _may_place(runs: list[ConfigRun], baseline: str) -> set[ConfigRun]:
     if any(_installs(r) for r in held):
         return set()
     refs = {r.reference for r in runs if r.reference is not None}
+    refs |= {r.ab_reference for r in runs if r.ab_reference is not None}
     free: set[ConfigRun] = set()
     for r in sorted(runs, key=lambda r: r not in refs and r.name != baseline):
         if r.state != "new":

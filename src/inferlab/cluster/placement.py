@@ -19,7 +19,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 
-__all__ = ["Need", "check_fit", "config_need", "node_fits", "node_lost"]
+__all__ = ["Need", "check_fit", "config_need", "fits_at_once", "node_fits", "node_lost"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,16 @@ def config_need(cfg: ResolvedConfig, section: ClusterSection) -> Need:
 def node_fits(need: Need, node: NodeInfo) -> bool:
     """Whether ``node``'s total resources can hold ``need`` (when nothing else runs)."""
     return node.gpus >= need.gpus and node.cpus >= need.cpus
+
+
+def fits_at_once(need: Need, nodes: Sequence[NodeInfo]) -> int:
+    """How many configs of ``need`` the ``nodes`` hold side by side (their total resources)."""
+    total = 0
+    for node in nodes:
+        by_cpu = int(node.cpus // need.cpus) if need.cpus > 0 else 1 << 20
+        by_gpu = int(node.gpus // need.gpus) if need.gpus > 0 else by_cpu
+        total += min(by_cpu, by_gpu)
+    return total
 
 
 def check_fit(needs: Sequence[Need], nodes: Sequence[NodeInfo], where: str) -> None:

@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.context import CampaignEvents
+from inferlab.campaign.stopping import baseline_refs
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
+from inferlab.load.adaptive import BaselineRef
 from inferlab.store import Store
 
 __all__ = ["Shared"]
@@ -32,3 +34,20 @@ class Shared:
     recon_nodes: set[str] = field(default_factory=set)
     take_recon: bool = True
     baseline: ResolvedConfig | None = None  # every config's levers are checked against it
+    #: the config a sequential A/B is against (``Plan.reference``); "" for none
+    reference: str = ""
+
+    def findings(self, gid: int, found: list[dict[str, Any]], source: str) -> None:
+        """A config's log findings (one transaction)."""
+        if found:
+            with self.store.transaction():
+                self.store.add_findings(
+                    found, campaign=self.camp.campaign.name, config_id=gid, source=source
+                )
+
+    def baselines(self, name: str) -> dict[str, BaselineRef]:
+        """The reference's stored points config ``name``'s sequential A/B is against (none
+        for the reference itself, or without ``sequential``)."""
+        if not self.reference or name == self.reference:
+            return {}
+        return baseline_refs(self.store, self.camp.campaign.name, self.reference)

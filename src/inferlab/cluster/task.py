@@ -2,7 +2,9 @@
 
 placed (placement group ready) → its ``files``/``tune`` installed on the server's node (the
 campaign's files step, ``cluster.nodefiles``) → launched → verified (after the config it must
-match, when that one runs too) → every cell measured → stopped → files restored → torn down.
+match, when that one runs too) → every cell measured (with ``sequential = true``, a candidate
+first waits for the reference's cells when that one runs too, then each cell is a sequential
+A/B against them) → stopped → files restored → torn down.
 Each step is one actor call; the driver (:mod:`inferlab.cluster.campaign`) waits on every
 config's pending call at once and hands each result here, in its one thread, so every store
 write happens in the driver, one transaction per finished point, as on one host. A lost actor
@@ -26,9 +28,11 @@ from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
 from inferlab.cluster.nodefiles import FilesDone, sent, take
 from inferlab.cluster.placement import Need, node_lost
+from inferlab.cluster.records import store_launch
 from inferlab.cluster.shared import Shared
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
+from inferlab.load.adaptive import BaselineRef
 from inferlab.records import ErrorKind
 from inferlab.verify import VerifyReport
 
@@ -40,7 +44,8 @@ Cell = tuple[str, int]
 class ConfigRun:
     """The steps of one config (see the module docstring): config ``index`` of the ``total``
     this driver runs. ``pending`` is the actor call waited on and what to do with its result;
-    ``reference`` is the run whose greedy outputs this one must match (set by the driver)."""
+    ``reference`` is the run whose greedy outputs this one must match, ``ab_reference`` the
+    one whose cells its sequential A/B is against (both set by the driver, when they run)."""
 
     def __init__(
         self,
@@ -55,6 +60,8 @@ class ConfigRun:
         self.sh, self.cfg, self.gid, self.need, self.index = sh, cfg, gid, need, index
         self.total = total
         self.reference: ConfigRun | None = None
+        self.ab_reference: ConfigRun | None = None
+        self.baselines: dict[str, BaselineRef] | None = None  # the A/B's, once read
         self.todo = list(todo)
         self.state = "new"
         self.pending: tuple[Any, Callable[[Any], None]] | None = None
@@ -82,17 +89,6 @@ class ConfigRun:
     def _wait(self, ref: Any, then: Callable[[Any], None], state: str) -> None:
         self.state = state
         self.pending = (ref, then)
-
-    def _record(self, kind: str, passed: bool, detail: dict[str, Any]) -> None:
-        with self.sh.store.transaction():
-            self.sh.store.add_verification(self.gid, kind, passed, detail)
-
-    def _findings(self, findings: list[dict[str, Any]], source: str) -> None:
-        if findings:
-            with self.sh.store.transaction():
-                self.sh.store.add_findings(
-                    findings, campaign=self.sh.camp.campaign.name, config_id=self.gid, source=source
-                )
 
     def _end(self, status: str, message: str = "", **kw: Any) -> None:
         if self.outcome is None:
@@ -150,33 +146,22 @@ class ConfigRun:
 
     def _launched(self, got: Launched) -> None:
         self.launched = got
-        where = got.placed.to_json()
-        node = got.placed.node_id
-        if got.recon is not None:
-            with self.sh.store.transaction():
-                host = str(got.recon.get("host") or got.placed.hostname)
-                self.sh.store.add_analysis(
-                    "recon", host, got.recon, campaign=self.sh.camp.campaign.name
-                )
+        store_launch(self.sh, self.gid, got)
         if got.error is not None:
-            self._findings(got.findings, str(got.error.get("log_path", "")))
-            self._record("launch", False, {**got.error, **where})
             tail = list(got.error.get("tail", []))[-12:]
             remedy = got.error.get("remedy")
             self._end("launch-failed", got.error["message"], remedy=remedy, log_tail=tail)
             self._teardown()
             return
-        detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}
-        detail |= {"gpu_used_mib": got.gpu_ready_mib, "server_pid": got.server_pid,
-                   "server_cuda_visible_devices": got.server_cuda_visible_devices}  # fmt: skip
-        self._record("launch", True, detail)
         self.sh.events.message(
             f"{self.name}: ready in {got.ready_s or 0:.1f} s on {got.placed.hostname} "
-            f"(node {node[:8]}, CUDA_VISIBLE_DEVICES={got.placed.cuda_visible_devices})"
+            f"(node {got.placed.node_id[:8]}, "
+            f"CUDA_VISIBLE_DEVICES={got.placed.cuda_visible_devices})"
         )
         camp = self.sh.camp
         assert got.url is not None
-        bench = bench_config(camp, got.url, got.model, self.cfg.engine)
+        ref = bool(self.sh.reference) and self.name == self.sh.reference  # measured to the cap
+        bench = bench_config(camp, got.url, got.model, self.cfg.engine, reference=ref)
         self.client.aim.remote(bench)  # ordered before this driver's next call to it
         self.sink = StoreSink(
             self.sh.store,
@@ -202,15 +187,25 @@ class ConfigRun:
 
     def past_verify(self) -> bool:
         """Whether a config that must match this one's greedy outputs may verify now."""
-        return self.done or self.state in ("measuring", "stopping")
+        return self.done or self.state in ("measuring", "ab-wait", "stopping", "restoring")
+
+    def past_measure(self) -> bool:
+        """Whether every cell of this config is measured (or will never be)."""
+        return self.state in ("stopping", "restoring", "done")
 
     def tick(self, may_place: bool = True) -> None:
-        """Ask for a placement (when the driver lets it) once the reference holds one (so it
-        never waits for a node its dependents hold); verify once the reference has verified."""
-        ref = self.reference
-        placed = ref is None or ref.state not in ("new", "placing")
+        """Ask for a placement (when the driver lets it) once the references hold one (so it
+        never waits for a node its dependents hold); verify once the reference has verified;
+        measure once the A/B's reference has measured."""
+        refs = [r for r in (self.reference, self.ab_reference) if r is not None]
+        placed = all(r.state not in ("new", "placing") for r in refs)
         if self.state == "new" and may_place and placed:
             self.place()
+        if self.state == "ab-wait" and self.ab_reference is not None:
+            if self.ab_reference.past_measure():
+                self._next_cell()
+            return
+        ref = self.reference
         if self.state != "verify-wait" or self.launched is None:
             return
         if ref is not None and not ref.past_verify():
@@ -246,8 +241,14 @@ class ConfigRun:
             self._end("measured")
             self._stop()
             return
+        if self.baselines is None:
+            if self.ab_reference is not None and not self.ab_reference.past_measure():
+                self.state = "ab-wait"  # ``tick`` goes on once the reference has measured
+                return
+            self.baselines = self.sh.baselines(self.name)
         label, trial = self.todo[0]
-        self._wait(self.client.measure.remote(label, trial), self._measured, "measuring")
+        call = self.client.measure.remote(label, trial, baselines=self.baselines)
+        self._wait(call, self._measured, "measuring")
 
     def _measured(self, got: Measured) -> None:
         """Ask the server's actor whether its server exited during the point (the campaign's
@@ -296,7 +297,7 @@ class ConfigRun:
         findings, the stop check with the GPU drain, and a runtime failure, which turns a
         measured config into a failed one (what was measured is kept)."""
         if got is not None:
-            self._findings(got.findings, got.log_path)
+            self.sh.findings(self.gid, got.findings, got.log_path)
             record_stop(self.sh.store, self.gid, got.report, got.drain)
             self.sh.events.message(f"{self.name}: {stop_message(got.report, got.drain)}")
             if got.failure is not None:
@@ -305,15 +306,10 @@ class ConfigRun:
         self._teardown()
 
     def _with_failure(self, failure: RuntimeFailure) -> None:
-        out = self.outcome
-        if out is None:
+        if self.outcome is None:
             self._end("failed", failure.message, remedy=failure.remedy, log_tail=failure.tail)
-            return
-        seen = out.message[:300] + ("…" if len(out.message) > 300 else "")
-        out.message = failure.message + (f" — {seen}" if seen else "")
-        out.remedy, out.log_tail = failure.remedy, failure.tail
-        if out.status == "measured":
-            out.status = "failed"
+        else:
+            self.outcome.failed_by(failure.message, failure.remedy, failure.tail)
 
     def _restored(self, got: FilesDone) -> None:
         take(self.sh.store, got, self.sh.events.message)
@@ -369,7 +365,7 @@ class ConfigRun:
         node = self.launched.placed if self.launched is not None else None
         where = (node.node_id, node.hostname) if node else None
         finding, message = node_lost(self.name, where, self.todo, cause, self.sh.resume_hint)
-        self._findings([finding], source="ray")
+        self.sh.findings(self.gid, [finding], source="ray")
         self._end("failed", message)
         self.launched, self.files_up = None, False  # nothing left to stop or restore there
         self._teardown()

@@ -151,6 +151,8 @@ class SearchSection(_Closed):
     #: capacity: the highest concurrency a trial's bisection tries (it starts at ``at``, else
     #: at the campaign's first concurrency)
     capacity_up_to: int = Field(default=256, ge=1)
+    #: ``optimize --ray``: trials measured at once (default: as many as the cluster holds)
+    parallel: int | None = Field(default=None, ge=1, le=64)
     seed: int = 0
     dim: list[SearchDim] = Field(min_length=1)
 

@@ -12,10 +12,16 @@
    (unless ``lossless = false``). The incumbent moves only on "better" for the objective.
 4. Every trial is stored as an analysis (``search-trial``) as it ends; ``--resume`` replays
    them into a fresh study and goes on (the sampler's state is the store's).
+
+With ``ray`` (``optimize --ray ADDRESS``) every plan runs on the Ray cluster
+(``cluster.campaign.run_plan_ray``) and the trials go in batches of ``parallel``: one derived
+plan holds the incumbent's fresh measurement (``t03-ref``, named after the batch's first
+trial) and the batch's trials side by side, each trial's A/B against that measurement.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -26,24 +32,27 @@ from inferlab.campaign import passes
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents
 from inferlab.campaign.launch import SUBPROCESS, Launcher
-from inferlab.campaign.plan import Plan, make_plan, plan_of, render_plan, select_configs
-from inferlab.campaign.runner import run_plan
+from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
+from inferlab.campaign.runner import CampaignResult, run_plan
+from inferlab.cluster.campaign import check_plan, run_plan_ray, side_by_side
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchDim, SearchSection
+from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.store import Store
 
 from .flags import check_flags
-from .loop import Bounds, SearchResult, TrialRecord, TrialResult, run_search
-from .objectives import OBJECTIVES, capacity_result, slo_problem
+from .loop import Bounds, SearchResult, TrialRecord, TrialResult, batches, run_search
+from .objectives import slo_problem
 from .prune import DimBound, bound_dims, levers_of
 from .samplers import resolve
 from .space import Space
 from .summary import baseline_values, command_line, predicted_rows
+from .trials import Trials, ref_spec
 
 __all__ = [
+    "NO_PROFILE",
     "OBJECTIVE_METRIC",
     "SEARCH_KIND",
     "TRIAL_KIND",
@@ -52,6 +61,13 @@ __all__ = [
     "ref_spec",
     "search_plan",
 ]
+
+#: said (and shown by ``--dry-run``) when a campaign with ``[profile]`` is searched under --ray
+NO_PROFILE = (
+    "[profile] does not run under --ray: the baseline and the incumbents are not profiled, so "
+    "a dimension's bound has only the other evidence the store holds (none: it is searched "
+    "without a bound, never pruned)"
+)
 
 #: objective → the sequential A/B's metric whose status decides a trial (the others:
 #: ``search.objectives``)
@@ -156,7 +172,10 @@ def _toml(v: Any) -> str:
 
 
 def _record_json(t: TrialRecord) -> dict[str, Any]:
-    return {**asdict(t), "result": asdict(t.result)}
+    out = {**asdict(t), "result": asdict(t.result)}
+    if not t.batch:  # a batch of one (a search on one host): stored as before batches
+        del out["batch"]
+    return out
 
 
 def _record_of(data: dict[str, Any]) -> TrialRecord:
@@ -167,6 +186,7 @@ def _record_of(data: dict[str, Any]) -> TrialRecord:
     return TrialRecord(
         int(data["index"]), str(data["name"]), dict(data["params"]), result,
         str(data["against"]), str(data["chosen_by"]), dict(data.get("bounds") or {}),
+        int(data.get("batch") or 0),
     )  # fmt: skip
 
 
@@ -197,129 +217,54 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
     return plan, section
 
 
-class _Trials:
-    """The evaluator: each trial and its incumbent's fresh measurement as configs of a plan
-    derived from the campaign (one point: the search's; a sequential A/B against the
-    incumbent's measurement)."""
+@dataclass
+class _Runs:
+    """Where the search's plans run: on this host (``run_plan``), or on the Ray cluster at
+    ``ray`` (``run_plan_ray``; no model clock, no ``[profile]``, no capacity pass there)."""
 
-    def __init__(
-        self,
-        plan: Plan,
-        section: SearchSection,
-        store: Store,
-        run: Callable[[Plan], dict[str, str]],
-        specs: list[ConfigSpec],
-    ) -> None:
-        self.plan, self.section, self.store, self.run = plan, section, store, run
-        self.specs = specs  # the campaign's configs, then every trial's (and its ref's)
-        self.text = plan.path.read_text(encoding="utf-8")
+    store: Store
+    events: CampaignEvents
+    launcher: Launcher
+    clock: ModelClock | None
+    ray: str | None
+    hint: str = ""
 
-    def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
-        """The campaign reduced to the search's point for ``names``, judged against
-        ``reference``; ``profile``: with the campaign's ``[profile]`` at that point."""
-        camp = self.plan.campaign
-        capacity = self.section.objective == "capacity"
-        at = closed_concurrency(self.section.at) if self.section.at else None
-        start = at or (camp.load.concurrency[0] if camp.load.concurrency else 1)
-        load = camp.load.model_copy(
-            update={
-                "concurrency": [start],
-                "rate": [],
-                "requests": "auto",
-                "sequential": not capacity,
-                "trials": 1,
-                "recheck_baseline": False,
-                "interleave": False,  # each trial has its own incumbent measurement (tNN-ref)
-                "max_requests": camp.load.max_requests or 2000,
-            }
-        )
-        verify = camp.verify.model_copy(update={"equivalent_to": reference})
-        prof = None
-        if profile and camp.profile is not None:
-            prof = camp.profile.model_copy(update={"at": [self.section.at], "configs": names})
-        derived = camp.model_copy(
-            update={"config": list(self.specs), "load": load, "verify": verify, "profile": prof}
-        )
-        return select_configs(plan_of(derived, self.plan.path, self.text), names)
+    def __call__(
+        self, p: Plan, resume: bool = True, measure: passes.PassFactory = passes.sweep
+    ) -> CampaignResult:
+        if self.ray is not None:
+            return run_plan_ray(p, store=self.store, address=self.ray, events=self.events,
+                                resume=resume, resume_hint=self.hint)  # fmt: skip
+        return run_plan(p, store=self.store, events=self.events, resume=resume,
+                        launcher=self.launcher, clock=self.clock, measure=measure)  # fmt: skip
 
-    def bounds_of(self, incumbent: str, dims: tuple[SearchDim, ...]) -> Bounds | None:
-        """The dimensions' bounds against a new incumbent, from its levers: its profile at the
-        search's point is captured first where ``[profile]`` asks for that point; None when no
-        lever has evidence for it."""
-        prof = self.plan.campaign.profile
-        if prof is not None and self.section.at in prof.at:
-            self.run(self.derived(self.reference_of(incumbent), [incumbent], profile=True))
-        camp = self.plan.campaign.campaign.name
-        levers = levers_of(self.store, camp, incumbent)
-        if not levers:
-            return None
-        at, eff = str(self.section.at), self.section.min_effect
-        bounds = bound_dims(dims, levers, at, eff)
-        said = "; ".join(f"{b.key}: {b.why(at)}" for b in bounds)
-        nothing = all(b.pruned for b in bounds)
-        why = f"against {incumbent}, below ×{1 + eff:.3f}: {said}" if nothing else None
-        return Bounds({b.key: b.high for b in bounds}, why)
+    def trials(self, section: SearchSection) -> Callable[[Plan], dict[str, str]]:
+        """A trials' plan run, each config's outcome in words (Ctrl-C: ``KeyboardInterrupt``):
+        the sweep, or for the capacity objective its bisection."""
+        capacity = section.objective == "capacity"
+        measure = passes.capacity(section.capacity_up_to) if capacity else passes.sweep
 
-    def reference_of(self, name: str) -> str:
-        """The config ``name`` was judged against (the baseline for itself)."""
-        ref = f"{name.split('-', 1)[0]}-ref"
-        return ref if any(c.name == ref for c in self.specs) else self.plan.baseline.name
+        def run(p: Plan) -> dict[str, str]:
+            res = self(p, measure=measure)
+            if res.interrupted:
+                raise KeyboardInterrupt
+            return {o.config: o.status + (f": {o.message}" if o.message else "")
+                    for o in res.outcomes}  # fmt: skip
 
-    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult:
-        ref = ref_spec(config.name, incumbent)
-        self.specs += [ref, config]
-        try:
-            outcomes = self.run(self.derived(ref.name, [ref.name, config.name]))
-        except InferlabError as exc:
-            return TrialResult("failed", reason=str(exc))
-        return self.result(config.name, ref.name, outcomes)
+        return run
 
-    def result(self, name: str, ref: str, outcomes: dict[str, str]) -> TrialResult:
-        camp = self.plan.campaign.campaign.name
-        if self.section.objective == "capacity":
-            if outcomes.get(name, "measured").startswith("failed"):
-                return TrialResult("failed", reason=outcomes[name])
-            return capacity_result(self.store, camp, name, ref)
-        at = self.section.at
-        refs = [r for r in self.store.runs(campaign=camp, config=ref) if r.label == at]
-        runs = [r for r in self.store.runs(campaign=camp, config=name) if r.label == at]
-        if not runs:
-            return TrialResult("failed", reason=outcomes.get(name, "not measured"))
-        run = runs[-1]
-        value = _value(run.summary, self.section.objective)
-        if not refs or refs[-1].trust != "trusted":
-            why = "untrusted" if refs else outcomes.get(ref, "not measured")
-            return TrialResult("ok", value, "undecided", f"the incumbent's measurement {ref} at "
-                               f"{at}: {why}: no verdict")  # fmt: skip
-        if run.trust != "trusted":
-            return TrialResult("ok", value, "undecided", f"{name} at {at} untrusted: no verdict")
-        judge = OBJECTIVES[self.section.objective].judge
-        assert judge is not None
-        verdict, reason = judge(run, refs[-1], ref)
-        seq = ((run.stop or {}).get("sequential") or {}).get("metrics") or {}
-        ab = {
-            m: {k: d[k] for k in ("ratio", "low", "high", "status") if k in d}
-            for m, d in seq.items()
-            if isinstance(d, dict) and "ratio" in d
-        }
-        return TrialResult("ok", value, verdict, reason, ab)
-
-
-def _value(summary: dict[str, Any], objective: str) -> float | None:
-    """The objective's estimate from a run's summary: output tok/s, median TPOT (ms) or the
-    goodput share (0–1)."""
-    read = OBJECTIVES[objective].value
-    v = read(summary) if read is not None else None
-    return float(v) if isinstance(v, int | float) else None
-
-
-def ref_spec(trial: str, incumbent: str) -> ConfigSpec:
-    """The incumbent, unchanged, as the config measured again just before ``trial``."""
-    return ConfigSpec(
-        name=f"{trial.split('-', 1)[0]}-ref",
-        extends=incumbent,
-        description=f"the incumbent {incumbent}, measured again beside {trial}",
-    )
+    def parallel(self, plan: Plan, section: SearchSection) -> int:
+        """Trials per batch: 1 on this host; under Ray ``[search] parallel``, else as many as
+        the alive nodes hold beside the incumbent's measurement (the baseline's need)."""
+        if self.ray is None:
+            return 1
+        if section.objective == "capacity":
+            raise ConfigError(
+                f"{plan.path}: search.objective: 'capacity' is not searched under --ray yet "
+                "(its bisection runs on one host): run without --ray"
+            )
+        needs = check_plan(select_configs(copy.copy(plan), [plan.baseline.name]), self.ray)
+        return section.parallel or max(1, side_by_side(needs, self.ray) - 1)
 
 
 def optimize(
@@ -330,38 +275,35 @@ def optimize(
     resume: bool = False,
     launcher: Launcher = SUBPROCESS,
     clock: ModelClock | None = None,
+    ray: str | None = None,
 ) -> OptimizeResult:
-    """The search of the campaign at ``path`` (see the module docstring)."""
+    """The search of the campaign at ``path`` (see the module docstring); ``ray``: a Ray
+    cluster's address, where the plans run and the trials go in batches."""
     plan, section = search_plan(Path(path))
     events = events or CampaignEvents()
     name = plan.campaign.campaign.name
     at = str(section.at) if section.at else f"SLO {plan.campaign.slo.text}"  # capacity
-    capacity = section.objective == "capacity"
-    measure = passes.capacity(section.capacity_up_to) if capacity else passes.sweep
-
-    def run(p: Plan) -> dict[str, str]:
-        res = run_plan(p, store=store, events=events, resume=True, launcher=launcher,
-                       clock=clock, measure=measure)  # fmt: skip
-        if res.interrupted:
-            raise KeyboardInterrupt
-        return {o.config: o.status + (f": {o.message}" if o.message else "") for o in res.outcomes}
+    hint = f"inferlab optimize {plan.path} --ray {ray} --resume"
+    runs = _Runs(store, events, launcher, clock, ray, hint)
+    parallel = runs.parallel(plan, section)
+    if ray is not None and plan.campaign.profile is not None:
+        events.message(NO_PROFILE)
 
     base = plan.baseline.name
-    run_plan(select_configs(plan, [base]), store=store, events=events, resume=resume,
-             launcher=launcher, clock=clock)  # fmt: skip
+    runs(select_configs(plan, [base]), resume=resume)
     measured = [r for r in store.runs(campaign=name, config=base) if r.label == at]
     if section.at is not None and not measured:
         raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
     bounds = bound_dims(section.dim, levers_of(store, name, base), at, section.min_effect)
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
     kept = tuple(d for d, b in zip(section.dim, bounds, strict=True) if not b.pruned)
-    base_spec = plan.campaign.config[0]
-    space = Space(kept, base_spec)
+    space = Space(kept, plan.campaign.config[0])
     history = [_record_of(a["data"]) for a in store.analyses(TRIAL_KIND, campaign=name)]
-    specs = list(plan.campaign.config)
-    for rec in history:  # the trials already stored are configs of the derived plan
-        specs += [ref_spec(rec.name, rec.against), space.config(rec.index, rec.params)]
-    trials = _Trials(plan, section, store, run, specs)
+    trials = Trials(
+        plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None
+    )
+    for batch in batches(history):  # the trials stored are configs of the derived plan
+        trials.add([space.config(r.index, r.params) for r in batch], batch[0].against)
 
     def stored(rec: TrialRecord) -> None:
         store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)
@@ -369,7 +311,7 @@ def optimize(
     first = Bounds({b.key: b.high for b in bounds if not b.pruned})
     result = run_search(
         space, section, trials, history=history, pruned=pruned, on_trial=stored, bounds=first,
-        rebound=lambda incumbent: trials.bounds_of(incumbent, kept),
+        rebound=lambda incumbent: trials.bounds_of(incumbent, kept), parallel=parallel,
     )  # fmt: skip
     configs = {c.name: c for c in trials.specs}
     launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))

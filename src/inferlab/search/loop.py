@@ -3,7 +3,13 @@ the incumbent (a sequential A/B), the loop records and tells. The incumbent chan
 ``better`` verdict; the loop stops at the budget, after ``patience`` trials in a row without one,
 when the space is exhausted, or when no dimension is left (every bound below the minimum
 effect). The sampler's state is rebuilt from the recorded trials, never kept apart: a resumed
-search replays them into a fresh study."""
+search replays them into a fresh study.
+
+With ``parallel = P > 1`` the loop works in batches: it asks up to P distinct values not tried
+yet (TPE with its constant liar, so the pending ones are not proposed again), the evaluator
+measures the batch against the one incumbent, and each result is told. When several trials of
+a batch are better than the incumbent, it moves to the best-valued one (the others stay
+recorded as better than the old one, never judged against the new)."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState, create_trial
@@ -23,6 +29,7 @@ from .samplers import choose
 from .space import Params, Space
 
 __all__ = [
+    "BatchEvaluator",
     "Bounds",
     "Evaluator",
     "SearchResult",
@@ -30,6 +37,7 @@ __all__ = [
     "TrialRecord",
     "TrialResult",
     "Verdict",
+    "batches",
     "run_search",
 ]
 
@@ -67,6 +75,8 @@ class TrialRecord:
     chosen_by: str
     #: each searched dimension's Amdahl bound (a TPOT speed-up; None: none) when chosen
     bounds: dict[str, float | None] = field(default_factory=dict)
+    #: the number of the first trial of its batch (``parallel > 1``); 0: a batch of one
+    batch: int = 0
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,18 @@ class Evaluator(Protocol):
     """Measures a trial config against the named incumbent (already measured)."""
 
     def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult: ...
+
+
+@runtime_checkable
+class BatchEvaluator(Protocol):
+    """Measures several trial configs at once against the named incumbent (``parallel > 1``):
+    one result per config, in order."""
+
+    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult: ...
+
+    def evaluate_batch(
+        self, configs: Sequence[ConfigSpec], incumbent: str
+    ) -> list[TrialResult]: ...
 
 
 @dataclass
@@ -142,17 +164,20 @@ class _Loop:
         section: SearchSection,
         history: Sequence[TrialRecord],
         bounds: Bounds | None = None,
+        parallel: int = 1,
     ):
         self.space, self.section = space, section
         self.bounds = bounds or Bounds({d.key: None for d in space.dims})
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # the library never prints
-        self.chosen = choose(section, space)
+        self.chosen = choose(section, space, parallel)
         self.study = optuna.create_study(direction=_direction(section), sampler=self.chosen.sampler)
         self.trials: list[TrialRecord] = []
         self.path = [space.baseline.name]
         self.since_better = 0
-        for rec in history:
-            self.add(rec)
+        for group in batches(history):
+            for rec in group:
+                self.add(rec)
+            self.judge(group)
         if section.sampler == "grid":
             for params in space.grid_points(section.seed):
                 if self.recorded(params) is None:
@@ -165,8 +190,7 @@ class _Loop:
         return max(vals) if _direction(self.section) == "minimize" else min(vals)
 
     def add(self, rec: TrialRecord, asked: optuna.Trial | None = None) -> None:
-        """Record a trial, tell the study (the asked trial, or a replayed one), move the
-        incumbent on a ``better`` verdict against the current incumbent."""
+        """Record a trial and tell the study (the asked trial, or a replayed one)."""
         value = _told_value(self.section, rec.result, self.worst())
         self.trials.append(rec)
         if asked is None:
@@ -175,17 +199,27 @@ class _Loop:
             asked.set_constraint("failed", _infeasible(rec.result))
             asked.set_user_attr("name", rec.name)
             self.study.tell(asked, value)
-        if rec.result.verdict == "better" and rec.against == self.path[-1]:
-            self.path.append(rec.name)
-            self.since_better = 0
-        else:
-            self.since_better += 1
+
+    def judge(self, batch: Sequence[TrialRecord]) -> None:
+        """Move the incumbent to the best-valued trial of ``batch`` judged ``better`` against
+        the current incumbent, if any; else count the batch against ``patience``."""
+        better = [r for r in batch if r.result.verdict == "better" and r.against == self.path[-1]]
+        if not better:
+            self.since_better += len(batch)
+            return
+        sign = -1.0 if _direction(self.section) == "minimize" else 1.0
+        best = max(
+            better, key=lambda r: -math.inf if r.result.value is None else sign * r.result.value
+        )
+        self.path.append(best.name)
+        self.since_better = 0
 
     def recorded(self, params: Params) -> TrialRecord | None:
         return next((t for t in self.trials if dict(t.params) == dict(params)), None)
 
-    def chosen_by(self) -> str:
-        return self.chosen.chosen_by(len(self.trials))
+    def chosen_by(self, ahead: int = 0) -> str:
+        """Why the trial ``ahead`` places after the next one was proposed."""
+        return self.chosen.chosen_by(len(self.trials) + ahead)
 
     def stop(self, started: float, now: float) -> StopReason | None:
         s = self.section
@@ -199,6 +233,16 @@ class _Loop:
             return "exhausted"
         return None
 
+    def room(self, parallel: int) -> int:
+        """How many trials the next batch may hold: ``parallel``, at most what the budget, the
+        patience and the space have left (at least 1: ``stop`` said none of them is spent)."""
+        s = self.section
+        left = min(s.budget_trials - len(self.trials), s.patience - self.since_better)
+        size = self.space.size()
+        if size != float("inf"):
+            left = min(left, int(size) - len(self.trials))
+        return max(1, min(parallel, left))
+
     def rebound(self, rebound: Callable[[str], Bounds | None]) -> tuple[StopReason | None, str]:
         """Re-read the bounds against the incumbent; ``bounds`` when nothing is left."""
         new = rebound(self.path[-1])
@@ -207,18 +251,58 @@ class _Loop:
         self.bounds = new
         return ("bounds", new.nothing_left) if new.nothing_left else (None, "")
 
-    def propose(self) -> tuple[optuna.Trial, Params] | None:
-        """The sampler's next values not tried yet; a repeat is told its recorded value (the
-        sampler learns nothing new, the grid marks it visited); None after 32 repeats."""
+    def propose(self, pending: Sequence[Params] = ()) -> tuple[optuna.Trial, Params] | None:
+        """The sampler's next values not tried yet (nor ``pending`` in this batch); a repeat
+        is told its recorded value (the sampler learns nothing new, the grid marks it
+        visited), a pending one is told failed; None after 32 repeats."""
         for _ in range(32):
             trial = self.study.ask(self.space.distributions())
             params = self.space.decode(trial.params)
             before = self.recorded(params)
-            if before is None:
+            if before is None and all(dict(p) != dict(params) for p in pending):
                 return trial, params
+            if before is None:  # pending: its value is not known yet
+                self.study.tell(trial, state=TrialState.FAIL)
+                continue
             trial.set_constraint("failed", _infeasible(before.result))
             self.study.tell(trial, _told_value(self.section, before.result, self.worst()))
         return None
+
+    def propose_batch(self, n: int) -> list[tuple[optuna.Trial, Params]]:
+        """Up to ``n`` distinct proposals (fewer when the sampler only repeats)."""
+        out: list[tuple[optuna.Trial, Params]] = []
+        while len(out) < n:
+            got = self.propose([p for _, p in out])
+            if got is None:
+                break
+            out.append(got)
+        return out
+
+
+def batches(history: Sequence[TrialRecord]) -> list[list[TrialRecord]]:
+    """The recorded trials grouped as they were measured: a batch's trials share ``batch``."""
+    out: list[list[TrialRecord]] = []
+    for rec in history:
+        if rec.batch and out and out[-1][0].batch == rec.batch:
+            out[-1].append(rec)
+        else:
+            out.append([rec])
+    return out
+
+
+def _measure(
+    evaluator: Evaluator, configs: list[ConfigSpec], incumbent: str, parallel: int
+) -> list[TrialResult]:
+    """The batch's results: one ``evaluate`` when the search is serial, else the evaluator's
+    ``evaluate_batch`` (one by one for an evaluator that has none)."""
+    if parallel == 1:
+        return [evaluator.evaluate(configs[0], incumbent)]
+    if isinstance(evaluator, BatchEvaluator):
+        got = evaluator.evaluate_batch(configs, incumbent)
+        if len(got) != len(configs):
+            raise ValueError(f"evaluate_batch gave {len(got)} results for {len(configs)} trials")
+        return got
+    return [evaluator.evaluate(c, incumbent) for c in configs]
 
 
 def run_search(
@@ -232,38 +316,46 @@ def run_search(
     clock: Callable[[], float] = time.monotonic,
     bounds: Bounds | None = None,
     rebound: Callable[[str], Bounds | None] | None = None,
+    parallel: int = 1,
 ) -> SearchResult:
     """Search ``space`` (its dimensions already pruned; ``pruned`` says which went and why)
     until a stop rule holds; ``history`` is a resumed search's recorded trials. ``bounds``:
     the dimensions' bounds against the baseline; ``rebound(incumbent)`` re-reads them against
     a new incumbent (None: no evidence for it), and the search stops (``bounds``) when they
-    say nothing is left."""
+    say nothing is left. ``parallel``: trials measured at once (a batch, see the module
+    docstring)."""
     if not space.dims:
         return SearchResult([], [space.baseline.name], "no_dimension", dict(pruned or {}))
-    loop = _Loop(space, section, history, bounds)
+    if parallel < 1:
+        raise ValueError(f"parallel = {parallel}: at least 1")
+    loop = _Loop(space, section, history, bounds, parallel)
     started = clock()
     reason: StopReason | None = None
     detail = ""
     if rebound is not None and len(loop.path) > 1:  # a resumed search's incumbent
         reason, detail = loop.rebound(rebound)
     while reason is None and (reason := loop.stop(started, clock())) is None:
-        proposed = loop.propose()
-        if proposed is None:
+        proposed = loop.propose_batch(loop.room(parallel))
+        if not proposed:
             reason = "exhausted"
             break
-        asked, params = proposed
-        index = len(loop.trials) + 1
-        config = space.config(index, params)
-        chosen_by = loop.chosen_by()
+        first = len(loop.trials) + 1
+        configs = [space.config(first + i, params) for i, (_, params) in enumerate(proposed)]
+        chosen = [loop.chosen_by(i) for i in range(len(proposed))]
         incumbent = loop.path[-1]
-        result = evaluator.evaluate(config, incumbent)
-        rec = TrialRecord(
-            index, config.name, dict(params), result, incumbent, chosen_by,
-            dict(loop.bounds.high),
-        )  # fmt: skip
-        loop.add(rec, asked)
+        results = _measure(evaluator, configs, incumbent, parallel)
+        batch = first if parallel > 1 else 0
+        high = dict(loop.bounds.high)
+        recs = [
+            TrialRecord(first + i, c.name, dict(p), r, incumbent, chosen[i], dict(high), batch)
+            for i, ((_, p), c, r) in enumerate(zip(proposed, configs, results, strict=True))
+        ]
+        for rec, (asked, _) in zip(recs, proposed, strict=True):
+            loop.add(rec, asked)
+        loop.judge(recs)
         if on_trial is not None:
-            on_trial(rec)
+            for rec in recs:
+                on_trial(rec)
         if rebound is not None and loop.path[-1] != incumbent:
             reason, detail = loop.rebound(rebound)
     return SearchResult(

@@ -75,26 +75,30 @@ def _startup(section: SearchSection) -> int:
     return max(2, min(5, section.budget_trials // 3))
 
 
-def _tpe(section: SearchSection) -> tuple[BaseSampler, int]:
+def _tpe(section: SearchSection, parallel: int = 1) -> tuple[BaseSampler, int]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        tpe = TPESampler(seed=section.seed, n_startup_trials=_startup(section), multivariate=True)
+        tpe = TPESampler(
+            seed=section.seed, n_startup_trials=_startup(section), multivariate=True,
+            constant_liar=parallel > 1,  # the batch's pending trials are not proposed again
+        )  # fmt: skip
     return tpe, _startup(section)
 
 
-def _gp(section: SearchSection) -> tuple[BaseSampler, int]:
+def _gp(section: SearchSection, parallel: int = 1) -> tuple[BaseSampler, int]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         gp = GPSampler(seed=section.seed, n_startup_trials=_startup(section))
     return gp, _startup(section)
 
 
-def _random(section: SearchSection) -> tuple[BaseSampler, int]:
+def _random(section: SearchSection, parallel: int = 1) -> tuple[BaseSampler, int]:
     return RandomSampler(seed=section.seed), 0
 
 
-#: sampler kind → its builder (``grid``: a random sampler under the enqueued grid)
-BUILDERS: dict[str, Callable[[SearchSection], tuple[BaseSampler, int]]] = {
+#: sampler kind → its builder from the section and the trials measured at once (``grid``: a
+#: random sampler under the enqueued grid)
+BUILDERS: dict[str, Callable[[SearchSection, int], tuple[BaseSampler, int]]] = {
     "tpe": _tpe,
     "gp": _gp,
     "random": _random,
@@ -125,8 +129,9 @@ def resolve(section: SearchSection, space: Space) -> tuple[str, str]:
     return "gp", "every dimension is numeric and GPSampler's dependencies import: GP"
 
 
-def choose(section: SearchSection, space: Space) -> Chosen:
-    """The search's sampler (see the module docstring)."""
+def choose(section: SearchSection, space: Space, parallel: int = 1) -> Chosen:
+    """The search's sampler (see the module docstring); ``parallel``: trials asked at once
+    (TPE then lies about the pending ones, its ``constant_liar``)."""
     kind, why = resolve(section, space)
-    sampler, startup = BUILDERS[kind](section)
+    sampler, startup = BUILDERS[kind](section, parallel)
     return Chosen(sampler, startup, kind, why)

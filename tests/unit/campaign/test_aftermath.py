@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from inferlab.campaign.aftermath import record_runtime, record_stop, runtime_failure, stop_message
+from inferlab.campaign.context import ConfigOutcome
 from inferlab.engines import get_engine
 from inferlab.server import StopReport
 from inferlab.server.gpumem import GpuDrain
@@ -64,3 +65,14 @@ def test_runtime_failure_is_classified_and_reported(tmp_path: Path) -> None:
     (lf,) = rep.launch_failures
     assert (lf.config, lf.kind) == ("oom", "cb_cache_too_large (while serving)")
     assert lf.remedy == fail.remedy and lf.log_path == str(dead)
+
+
+def test_a_runtime_failure_fails_a_measured_config_and_keeps_what_was_said() -> None:
+    # one rule for both drivers (campaign.pipeline on one host, cluster.task under Ray)
+    out = ConfigOutcome("a", "measured", "x" * 400)
+    out.failed_by("cuda_oom while serving (log line 9): OOM", "lower --max-num-seqs", ["t"])
+    assert out.status == "failed" and out.remedy == "lower --max-num-seqs"
+    assert out.message == "cuda_oom while serving (log line 9): OOM — " + "x" * 300 + "…"
+    stopped = ConfigOutcome("b", "interrupted")
+    stopped.failed_by("boom", None, [])
+    assert stopped.status == "interrupted" and stopped.message == "boom"

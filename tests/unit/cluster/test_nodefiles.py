@@ -56,6 +56,7 @@ class _Run:
 
     def __init__(self, name: str, installs: bool, ref: Any) -> None:
         self.name, self.state, self.reference = name, "new", ref
+        self.ab_reference = None
         self.cfg = SimpleNamespace(files={"fp8_gemm": "x"} if installs else {}, tune={})
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from inferlab.cluster.connect import NodeInfo
-from inferlab.cluster.placement import Need, check_fit, config_need
+from inferlab.cluster.placement import Need, check_fit, config_need, fits_at_once
 from inferlab.config.campaign import ClusterSection
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
@@ -32,3 +32,17 @@ def test_bundles_and_the_fit_check_name_the_config_and_the_largest_node() -> Non
     msg = str(exc.value)
     assert "config 'big' needs 16 GPU(s) and 6 CPU(s) on one node" in msg and "'ok'" not in msg
     assert "gpu1 (aaaaaaaa), has 8 GPU(s) and 64 CPU(s)" in msg
+
+
+def test_how_many_configs_the_nodes_hold_side_by_side() -> None:
+    """The test cluster's shape: a 1-CPU head, two nodes of 2 CPUs and 2 GPUs, a client node."""
+    nodes = [
+        NodeInfo("h" * 40, "10.0.0.1", "head", 1, 0),
+        NodeInfo("a" * 40, "10.0.0.2", "g1", 2, 2),
+        NodeInfo("b" * 40, "10.0.0.3", "g2", 2, 2),
+        NodeInfo("c" * 40, "10.0.0.4", "client", 1, 0),
+    ]
+    assert fits_at_once(Need("one", 1, 0.5, 0.5), nodes) == 4  # by GPUs and CPUs alike
+    assert fits_at_once(Need("two", 2, 0.5, 0.5), nodes) == 2  # a node's GPUs each
+    assert fits_at_once(Need("cpu", 0, 0.5, 0.5), nodes) == 6  # no GPU: the CPUs decide
+    assert fits_at_once(Need("fat", 1, 1, 1.5), nodes) == 0  # 2.5 CPUs: no node has them

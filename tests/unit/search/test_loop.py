@@ -198,6 +198,8 @@ def _campaign(tmp_path: Path, search: str) -> Path:
          9, "log = true needs low > 0"),
         ('[search]\nat = "C=8"\n[[search.dim]]\nenv = "A_BX"\nvalues = [1]\n'
          '[[search.dim]]\nenv = "A_BY"\nvalues = [2]\n', 7, "both named 'ab'"),
+        ('[search]\nat = "C=8"\nparallel = 0\n[[search.dim]]\nflag = "--x"\nvalues = [1]\n', 9,
+         "parallel: .*greater than or equal to 1"),
     ],
 )  # fmt: skip
 def test_a_bad_search_section_names_the_file_line_and_field(
@@ -242,3 +244,92 @@ def test_the_search_stops_when_the_bounds_against_a_new_incumbent_say_nothing_is
         Space(tuple(s.dim), BASE), s, Surface(s), history=result.trials, rebound=rebound
     )
     assert again.stopped == "bounds" and len(again.trials) == len(result.trials)
+
+
+class Batches(Surface):
+    """``Surface`` measured a batch at a time: each batch's configs and incumbent are kept."""
+
+    def __init__(self, section: SearchSection, fail: tuple[int, ...] = ()) -> None:
+        super().__init__(section, fail)
+        self.batches: list[tuple[list[str], str]] = []
+
+    def evaluate_batch(self, configs: list[ConfigSpec], incumbent: str) -> list[TrialResult]:
+        self.batches.append(([c.name for c in configs], incumbent))
+        return [self.evaluate(c, incumbent) for c in configs]
+
+
+def _params(result: Any) -> list[tuple[Any, ...]]:
+    return [tuple(sorted(t.params.items())) for t in result.trials]
+
+
+def test_a_parallel_search_asks_distinct_trials_per_batch_against_one_incumbent() -> None:
+    s = section(budget_trials=12, patience=12)
+    ev = Batches(s)
+    result = run_search(Space(tuple(s.dim), BASE), s, ev, parallel=3)
+    assert [len(names) for names, _ in ev.batches] == [3, 3, 3, 3]
+    assert len(set(_params(result))) == 12  # no repeat, inside a batch or across
+    by_name = {t.name: t for t in result.trials}
+    for names, incumbent in ev.batches:
+        recs = [by_name[n] for n in names]
+        # one incumbent per batch, and the batch's number is its first trial's
+        assert {r.against for r in recs} == {incumbent}
+        assert {r.batch for r in recs} == {recs[0].index}
+    assert result.stopped == "budget_trials"
+
+
+def test_the_incumbent_moves_to_the_best_of_several_better_trials_of_a_batch() -> None:
+    s = section(budget_trials=8, patience=8, sampler="random", seed=2)
+    ev = Batches(s)
+    result = run_search(Space(tuple(s.dim), BASE), s, ev, parallel=4)
+    moved = 0
+    for names, incumbent in ev.batches:
+        better = [t for t in result.trials if t.name in names and t.result.verdict == "better"]
+        if not better:
+            continue
+        best = max(better, key=lambda t: float(t.result.value or 0))
+        assert best.name in result.path  # the best better one, never another
+        assert [n for n in result.path if n in {t.name for t in better}] == [best.name]
+        assert result.path[result.path.index(best.name) - 1] == incumbent
+        moved += best is not better[0]
+    assert moved  # this seed's first batch has several better trials, the first not the best
+
+
+def test_patience_and_the_budget_count_trials_not_batches() -> None:
+    s = section(budget_trials=7, patience=20)
+    ev = Batches(s)
+    result = run_search(Space(tuple(s.dim), BASE), s, ev, parallel=3)
+    assert [len(n) for n, _ in ev.batches] == [3, 3, 1]  # the last batch: what the budget left
+    assert len(result.trials) == 7 and result.stopped == "budget_trials"
+    # everything worse than the baseline: patience 5 is spent after 5 trials, not 2 batches
+    s = section(budget_trials=12, patience=5)
+    flat = Batches(s)
+    flat.values["baseline"] = 2000.0
+    result = run_search(Space(tuple(s.dim), BASE), s, flat, parallel=3)
+    assert [len(n) for n, _ in flat.batches] == [3, 2]
+    assert result.stopped == "patience" and result.path == ["baseline"]
+
+
+def test_a_resumed_parallel_search_replays_its_batches_and_goes_on() -> None:
+    s = section(budget_trials=9, patience=9, sampler="random", seed=3)
+    space = Space(tuple(s.dim), BASE)
+    whole = run_search(space, s, Batches(s), parallel=3)
+    first = run_search(space, section(budget_trials=6, patience=9, sampler="random", seed=3),
+                       Batches(s), parallel=3)  # fmt: skip
+    ev = Batches(s)
+    ev.values.update({t.name: float(t.result.value or 0) for t in first.trials})
+    resumed = run_search(space, s, ev, history=first.trials, parallel=3)
+    assert resumed.trials[:6] == first.trials
+    # the incumbent replayed from the batches is the one the search had, and goes on from it
+    assert resumed.path[: len(first.path)] == first.path
+    assert [n for n, _ in ev.batches] == [[t.name for t in resumed.trials[6:]]]
+    assert ev.batches[0][1] == first.path[-1]
+    assert len(set(_params(resumed))) == 9
+    assert resumed.trials[6].batch == 7 and whole.stopped == resumed.stopped == "budget_trials"
+
+
+def test_an_evaluator_without_batches_is_asked_trial_by_trial() -> None:
+    s = section(budget_trials=4, patience=4)
+    ev = Surface(s)
+    result = run_search(Space(tuple(s.dim), BASE), s, ev, parallel=2)
+    assert ev.calls == [t.name for t in result.trials] and len(ev.calls) == 4
+    assert [t.batch for t in result.trials] == [1, 1, 3, 3]

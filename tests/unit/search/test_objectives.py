@@ -68,6 +68,19 @@ def test_the_capacity_objective_accepts_a_trial_whose_capacity_interval_is_above
     assert (ref.low, ref.high, cand.low, cand.high) == (4, 4, 6, 6)
 
 
+def test_the_capacity_objective_is_refused_under_ray_before_anything_launches(
+    tmp_path: Path,
+) -> None:
+    path = _campaign(
+        tmp_path, {"tpot_p50_ms": 0.907}, 4, objective="capacity",
+        dim=[{"flag": "--time-scale", "values": ["0.095"]}],
+    )  # fmt: skip
+    with Store(tmp_path / "db") as store:
+        with pytest.raises(ConfigError, match="'capacity' is not searched under --ray"):
+            optimize(path, store=store, ray="127.0.0.1:1")  # refused before any connection
+        assert not store.runs(campaign="opt")
+
+
 def test_the_goodput_objective_accepts_when_the_wilson_intervals_separate(
     tmp_path: Path,
 ) -> None:

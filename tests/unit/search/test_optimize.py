@@ -16,8 +16,10 @@ from inferlab.campaign.runner import run_plan
 from inferlab.config.search import SearchDim
 from inferlab.errors import ConfigError
 from inferlab.levers.model import Lever, PointBound
-from inferlab.search.driver import TRIAL_KIND, _Trials, optimize, search_plan
+from inferlab.search.driver import TRIAL_KIND, optimize, search_plan
 from inferlab.search.prune import bound_dims
+from inferlab.search.space import Space
+from inferlab.search.trials import Trials
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from support.campaign import write_campaign
@@ -109,6 +111,27 @@ def test_a_resumed_search_replays_the_stored_trials_and_goes_on(tmp_path: Path) 
     assert len(stored) == 4
 
 
+def test_a_batch_is_judged_against_one_incumbent_measurement_named_after_its_first_trial(
+    tmp_path: Path,
+) -> None:
+    plan, section = search_plan(_campaign(tmp_path))
+    space = Space(tuple(section.dim), plan.campaign.config[0])
+    with Store(tmp_path / "db") as store:
+        seen: list[list[str]] = []
+        trials = Trials(plan, section, store, lambda p: seen.append([c.name for c in p.configs])
+                        or {}, list(plan.campaign.config))  # fmt: skip
+        batch = [space.config(3, {"--itl-ms": "2", "--jitter-ms": "0.2"}),
+                 space.config(4, {"--itl-ms": "4", "--jitter-ms": "0.2"})]  # fmt: skip
+        got = trials.evaluate_batch(batch, "baseline")
+    # one plan: the incumbent's fresh measurement first, then the batch's trials side by side
+    assert seen == [["t03-ref", batch[0].name, batch[1].name]]
+    assert [trials.reference_of(c.name) for c in batch] == ["t03-ref", "t03-ref"]
+    assert trials.reference_of("baseline") == "baseline"
+    ref = next(c for c in trials.specs if c.name == "t03-ref")
+    assert ref.extends == "baseline" and not ref.set
+    assert [r.status for r in got] == ["failed", "failed"]  # nothing measured: no run stored
+
+
 def test_a_dimension_whose_bound_is_below_the_minimum_effect_is_pruned() -> None:
     comm = Lever(
         "comm", "communication / NCCL", "baseline", "amdahl",
@@ -142,6 +165,22 @@ def test_the_cli_prints_the_space_and_refuses_a_campaign_without_a_search(
     other = _campaign(tmp_path, at="C=64")
     r = cli("optimize", str(other), "--dry-run")
     assert r.exit_code != 0 and "search.at: 'C=64' is not a load point" in r.stderr
+
+
+def test_the_dry_run_under_ray_says_how_trials_are_batched_and_that_nothing_is_profiled(
+    tmp_path: Path, cli: Cli
+) -> None:
+    path = _campaign(tmp_path, parallel=3)  # --dry-run contacts no cluster
+    r = cli("optimize", str(path), "--dry-run", "--ray", "127.0.0.1:1")
+    assert r.exit_code == 0, r.stderr
+    assert "trials in batches of 3 ([search] parallel), side by side" in r.stdout
+    assert "[profile] does not run under --ray" not in r.stdout  # the campaign has none
+    text = path.read_text() + '\n[profile]\nat = ["C=2"]\n'
+    (tmp_path / "p.toml").write_text(text)
+    r = cli("optimize", str(tmp_path / "p.toml"), "--dry-run", "--ray", "127.0.0.1:1")
+    assert r.exit_code == 0, r.stderr
+    assert "[profile] does not run under --ray" in r.stdout
+    assert "searched without a bound, never pruned" in r.stdout
 
 
 def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
@@ -179,7 +218,7 @@ def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
         profiled = {a["config"] for a in store.analyses("profile", campaign="bst")}
         assert profiled == {"baseline", "ll"}
         # the profiles are stored: re-reading the bounds launches nothing (run: a no-op)
-        trials = _Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
+        trials = Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
         dims = tuple(section.dim)
         base = trials.bounds_of("baseline", dims)
         ll = trials.bounds_of("ll", dims)

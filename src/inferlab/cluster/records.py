@@ -1,0 +1,27 @@
+"""What the driver stores of its actors' reports (a launch), as ``inferlab run`` stores them."""
+
+from __future__ import annotations
+
+from inferlab.cluster.actors import Launched
+from inferlab.cluster.shared import Shared
+
+__all__ = ["store_launch"]
+
+
+def store_launch(sh: Shared, gid: int, got: Launched) -> None:
+    """What config ``gid``'s server actor reported of its launch: the node's recon, the
+    launch check with where it ran (and, when it failed, the log's findings)."""
+    where = got.placed.to_json()
+    if got.recon is not None:
+        with sh.store.transaction():
+            host = str(got.recon.get("host") or got.placed.hostname)
+            sh.store.add_analysis("recon", host, got.recon, campaign=sh.camp.campaign.name)
+    if got.error is not None:
+        sh.findings(gid, got.findings, str(got.error.get("log_path", "")))
+        detail = {**got.error, **where}
+    else:
+        detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}
+        detail |= {"gpu_used_mib": got.gpu_ready_mib, "server_pid": got.server_pid,
+                   "server_cuda_visible_devices": got.server_cuda_visible_devices}  # fmt: skip
+    with sh.store.transaction():
+        sh.store.add_verification(gid, "launch", got.error is None, detail)

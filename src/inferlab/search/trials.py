@@ -1,0 +1,164 @@
+"""The evaluator of ``inferlab optimize``: each batch of trials (one, on one host) and a fresh
+measurement of the incumbent beside it (``t03-ref``, named after the batch's first trial) as
+configs of a plan derived from the campaign: one load point, the search's, and a sequential A/B
+of every trial against that measurement. Its results read from the store; the bounds of the
+dimensions against a new incumbent read from its levers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from inferlab.campaign.plan import Plan, plan_of, select_configs
+from inferlab.config.campaign import ConfigSpec
+from inferlab.config.pattern import closed_concurrency
+from inferlab.config.search import SearchDim, SearchSection
+from inferlab.errors import InferlabError
+from inferlab.store import Store
+
+from .loop import Bounds, TrialResult
+from .objectives import OBJECTIVES, capacity_result
+from .prune import bound_dims, levers_of
+
+__all__ = ["Trials", "ref_spec"]
+
+
+class Trials:
+    """The evaluator: each trial and its incumbent's fresh measurement as configs of a plan
+    derived from the campaign (one point: the search's; a sequential A/B against the
+    incumbent's measurement)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        section: SearchSection,
+        store: Store,
+        run: Callable[[Plan], dict[str, str]],
+        specs: list[ConfigSpec],
+        profiles: bool = True,
+    ) -> None:
+        self.plan, self.section, self.store, self.run = plan, section, store, run
+        self.specs = specs  # the campaign's configs, then every trial's (and its ref's)
+        self.text = plan.path.read_text(encoding="utf-8")
+        self.profiles = profiles  # False under --ray, where [profile] does not run
+        self.refs: dict[str, str] = {}  # trial → the incumbent's measurement it was judged by
+
+    def add(self, trials: Sequence[ConfigSpec], incumbent: str) -> ConfigSpec:
+        """The trials of one batch, and the incumbent's fresh measurement beside them, as
+        configs of the derived plans (the measurement: named after the first trial)."""
+        ref = ref_spec(trials[0].name, incumbent)
+        known = {c.name for c in self.specs}
+        self.specs += [c for c in (ref, *trials) if c.name not in known]
+        self.refs.update((t.name, ref.name) for t in trials)
+        return ref
+
+    def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
+        """The campaign reduced to the search's point for ``names``, judged against
+        ``reference``; ``profile``: with the campaign's ``[profile]`` at that point."""
+        camp = self.plan.campaign
+        capacity = self.section.objective == "capacity"
+        at = closed_concurrency(self.section.at) if self.section.at else None
+        start = at or (camp.load.concurrency[0] if camp.load.concurrency else 1)
+        load = camp.load.model_copy(
+            update={
+                "concurrency": [start],
+                "rate": [],
+                "requests": "auto",
+                "sequential": not capacity,
+                "trials": 1,
+                "recheck_baseline": False,
+                "interleave": False,  # each trial has its own incumbent measurement (tNN-ref)
+                "max_requests": camp.load.max_requests or 2000,
+            }
+        )
+        verify = camp.verify.model_copy(update={"equivalent_to": reference})
+        prof = None
+        if profile and camp.profile is not None:
+            prof = camp.profile.model_copy(update={"at": [self.section.at], "configs": names})
+        derived = camp.model_copy(
+            update={"config": list(self.specs), "load": load, "verify": verify, "profile": prof}
+        )
+        return select_configs(plan_of(derived, self.plan.path, self.text), names)
+
+    def bounds_of(self, incumbent: str, dims: tuple[SearchDim, ...]) -> Bounds | None:
+        """The dimensions' bounds against a new incumbent, from its levers: its profile at the
+        search's point is captured first where ``[profile]`` asks for that point; None when no
+        lever has evidence for it."""
+        prof = self.plan.campaign.profile
+        if self.profiles and prof is not None and self.section.at in prof.at:
+            self.run(self.derived(self.reference_of(incumbent), [incumbent], profile=True))
+        camp = self.plan.campaign.campaign.name
+        levers = levers_of(self.store, camp, incumbent)
+        if not levers:
+            return None
+        at, eff = str(self.section.at), self.section.min_effect
+        bounds = bound_dims(dims, levers, at, eff)
+        said = "; ".join(f"{b.key}: {b.why(at)}" for b in bounds)
+        nothing = all(b.pruned for b in bounds)
+        why = f"against {incumbent}, below ×{1 + eff:.3f}: {said}" if nothing else None
+        return Bounds({b.key: b.high for b in bounds}, why)
+
+    def reference_of(self, name: str) -> str:
+        """The config ``name`` was judged against (the baseline for itself)."""
+        return self.refs.get(name, self.plan.baseline.name)
+
+    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult:
+        return self.evaluate_batch([config], incumbent)[0]
+
+    def evaluate_batch(self, configs: Sequence[ConfigSpec], incumbent: str) -> list[TrialResult]:
+        """The batch's trials measured side by side, each against one fresh measurement of
+        the incumbent (one plan)."""
+        ref = self.add(configs, incumbent)
+        names = [c.name for c in configs]
+        try:
+            outcomes = self.run(self.derived(ref.name, [ref.name, *names]))
+        except InferlabError as exc:
+            return [TrialResult("failed", reason=str(exc)) for _ in configs]
+        return [self.result(n, ref.name, outcomes) for n in names]
+
+    def result(self, name: str, ref: str, outcomes: dict[str, str]) -> TrialResult:
+        camp = self.plan.campaign.campaign.name
+        if self.section.objective == "capacity":
+            if outcomes.get(name, "measured").startswith("failed"):
+                return TrialResult("failed", reason=outcomes[name])
+            return capacity_result(self.store, camp, name, ref)
+        at = self.section.at
+        refs = [r for r in self.store.runs(campaign=camp, config=ref) if r.label == at]
+        runs = [r for r in self.store.runs(campaign=camp, config=name) if r.label == at]
+        if not runs:
+            return TrialResult("failed", reason=outcomes.get(name, "not measured"))
+        run = runs[-1]
+        value = _value(run.summary, self.section.objective)
+        if not refs or refs[-1].trust != "trusted":
+            why = "untrusted" if refs else outcomes.get(ref, "not measured")
+            return TrialResult("ok", value, "undecided", f"the incumbent's measurement {ref} at "
+                               f"{at}: {why}: no verdict")  # fmt: skip
+        if run.trust != "trusted":
+            return TrialResult("ok", value, "undecided", f"{name} at {at} untrusted: no verdict")
+        judge = OBJECTIVES[self.section.objective].judge
+        assert judge is not None
+        verdict, reason = judge(run, refs[-1], ref)
+        seq = ((run.stop or {}).get("sequential") or {}).get("metrics") or {}
+        ab = {
+            m: {k: d[k] for k in ("ratio", "low", "high", "status") if k in d}
+            for m, d in seq.items()
+            if isinstance(d, dict) and "ratio" in d
+        }
+        return TrialResult("ok", value, verdict, reason, ab)
+
+
+def _value(summary: dict[str, Any], objective: str) -> float | None:
+    """The objective's estimate from a run's summary: output tok/s, median TPOT (ms) or the
+    goodput share (0–1)."""
+    read = OBJECTIVES[objective].value
+    v = read(summary) if read is not None else None
+    return float(v) if isinstance(v, int | float) else None
+
+
+def ref_spec(trial: str, incumbent: str) -> ConfigSpec:
+    """The incumbent, unchanged, as the config measured again just before ``trial``."""
+    return ConfigSpec(
+        name=f"{trial.split('-', 1)[0]}-ref",
+        extends=incumbent,
+        description=f"the incumbent {incumbent}, measured again beside {trial}",
+    )
