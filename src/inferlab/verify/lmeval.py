@@ -132,9 +132,12 @@ def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, An
     }
 
 
-def _tail(text: str, n: int = 12) -> str:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return "\n".join(lines[-n:])
+def _last_words(text: str, limit: int = 300) -> str:
+    """The harness output's last line that says something (progress bars left out)."""
+    lines = [ln.strip() for ln in text.replace("\r", "\n").splitlines()]
+    said = [ln for ln in lines if ln and "it/s]" not in ln and "s/it]" not in ln]
+    last = said[-1] if said else "no output"
+    return last if len(last) <= limit else last[: limit - 1] + "…"
 
 
 def run_harness(gate: EvalGate, url: str, model: str, workdir: Path) -> HarnessRun:
@@ -160,7 +163,7 @@ def run_harness(gate: EvalGate, url: str, model: str, workdir: Path) -> HarnessR
         raise HarnessFailed(why) from exc
     log.write_text(proc.stdout)
     if proc.returncode != 0 or not out.is_file():
-        raise HarnessFailed(f"lm-eval exited {proc.returncode} ({log}):\n{_tail(proc.stdout)}")
+        raise HarnessFailed(f"lm-eval exited {proc.returncode}: {_last_words(proc.stdout)} ({log})")
     run = HarnessRun.from_json(json.loads(out.read_text()))
     if not any(run.samples.values()):
         raise HarnessFailed(f"lm-eval scored no document ({log})")
