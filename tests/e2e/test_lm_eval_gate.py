@@ -60,7 +60,7 @@ def test_the_harness_gates_a_config_whose_answers_change(
     assert status == {"baseline": "measured", "twin": "measured", "reseeded": "verify-failed"}
     failed = next(o for o in res.outcomes if o.config == "reseeded")
     assert "eval: lm-eval sim_words exact_match: config 0.000 vs reference 0.750" in failed.message
-    assert "difference -0.750" in failed.message and "< −0.1" in failed.message
+    assert "difference -0.750" in failed.message and "< -0.1" in failed.message
     checks = {n: (p, json.loads(d)) for n, k, p, d in rows if k == "eval"}
     assert checks["baseline"][1]["detail"]["verdict"] == "reference"
     twin = checks["twin"][1]["detail"]

@@ -38,7 +38,7 @@ def gap_message(gap: ScoreGap, gate: EvalGate, metric: str) -> str:
     return (
         f"{_what(gate)} {metric}: config {gap.config.estimate:.3f} vs reference "
         f"{gap.reference.estimate:.3f}; difference {d.estimate:+.3f} ({d.level:.0%} paired "
-        f"bootstrap [{d.low:+.3f}, {d.high:+.3f}]) {'≥' if ok else '<'} −{gate.max_drop:g}; "
+        f"bootstrap [{d.low:+.3f}, {d.high:+.3f}]) {'≥' if ok else '<'} -{gate.max_drop:g}; "
         f"{gap.docs} documents, {gap.changed} scored differently"
     )
 

@@ -64,7 +64,7 @@ def test_the_reference_is_scored_and_a_changed_config_fails_with_the_figures(
         "lm-eval sim_words exact_match: config 0.000 vs reference 0.750; difference -0.750 "
         "(95% paired bootstrap ["
     )
-    assert check.message.endswith("< −0.1; 20 documents, 15 scored differently")
+    assert check.message.endswith("< -0.1; 20 documents, 15 scored differently")
 
 
 def test_cannot_gate_is_a_failure_never_a_pass(tmp_path: Path) -> None:
