@@ -22,7 +22,7 @@ from inferlab.verify import CheckResult
 from inferlab.verify.lmeval import HarnessFailed, HarnessRun, run_harness, sample_scores
 from inferlab.verify.scoregap import DocKey, ScoreGap, gap_passes, score_gap
 
-__all__ = ["SAMPLES_KIND", "eval_check", "gap_message"]
+__all__ = ["SAMPLES_KIND", "eval_check", "gap_message", "plan_line"]
 
 #: the verification kind that holds a config's raw harness samples
 SAMPLES_KIND = "eval-samples"
@@ -30,6 +30,16 @@ SAMPLES_KIND = "eval-samples"
 
 def _what(gate: EvalGate) -> str:
     return f"lm-eval {','.join(gate.tasks)}" + (f" (limit {gate.limit})" if gate.limit else "")
+
+
+def plan_line(gate: EvalGate, *, reference: bool) -> str:
+    """What ``--dry-run`` says of a config's eval step."""
+    if reference:
+        return f"{_what(gate)}: scored once, the reference of the eval gate"
+    return (
+        f"{_what(gate)} gate: score difference from the reference ≥ -{gate.max_drop:g} "
+        f"(low end of the {gate.level:.0%} paired bootstrap, docs/verify.md)"
+    )
 
 
 def gap_message(gap: ScoreGap, gate: EvalGate, metric: str) -> str:

@@ -5,8 +5,12 @@ reference's score, the verdict and every "cannot gate" are checked in millisecon
 
 from __future__ import annotations
 
+import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from inferlab.campaign.evalstep import SAMPLES_KIND, eval_check
 from inferlab.campaign.launch import config_row
@@ -15,6 +19,7 @@ from inferlab.config.campaign import load_campaign
 from inferlab.store import Store
 from support import FIXTURES
 from support.campaign import write_campaign
+from support.cli import CliResult
 
 STAND_IN = """#!{python}
 import json, shutil, sys
@@ -85,3 +90,24 @@ def test_cannot_gate_is_a_failure_never_a_pass(tmp_path: Path) -> None:
         # the reference that cannot be scored is recorded, not gated (the others cannot gate)
         check, _ = eval_check(camp, base, "http://dead", "m", store, "baseline")
         assert not check.passed and not check.gating
+
+
+def test_without_the_harness_run_stops_before_any_launch_and_dry_run_tells_the_gate(
+    tmp_path: Path, cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "lm_eval" else real(n, *a)
+    )
+    monkeypatch.setenv("INFERLAB_CACHE", str(tmp_path / "empty"))  # no cached environment
+    path = write_campaign(
+        tmp_path / "c.toml",
+        config=[{"name": "baseline"}, {"name": "other", "extends": "baseline"}],
+        verify={"probes": [], "eval": {"tasks": ["gsm8k"], "limit": 200}},
+    )
+    p = cli("run", str(path), "--db", str(tmp_path / "db"))
+    assert p.exit_code == 2 and "pip install 'inferlab[eval]'" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "launching" not in p.stdout + p.stderr
+    p = cli("run", str(path), "--dry-run", env={"COLUMNS": "250"})
+    assert "lm-eval gsm8k (limit 200): scored once, the reference of the eval gate" in p.stdout
+    assert "lm-eval gsm8k (limit 200) gate: score difference from the reference ≥ -0.02" in p.stdout
