@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from inferlab.envs.vllm_cpu import _dir_size, _locked, _run, cache_root, venv_python
+from inferlab.envs.venv import build_lock, cache_root, dir_size, run_logged, venv_python
 
 __all__ = ["LM_EVAL_VERSION", "cached_python", "ensure_lm_eval", "venv_dir"]
 
@@ -57,7 +57,7 @@ def ensure_lm_eval(log: Callable[[str], object] = print, version: str = LM_EVAL_
     venv = venv_dir(version)
     if _marker_ok(venv, version):
         return venv_python(venv)
-    with _locked(venv.parent / f".lm-eval-{version}.lock"):
+    with build_lock(venv.parent / f".lm-eval-{version}.lock"):
         if _marker_ok(venv, version):  # another process built it while we waited
             return venv_python(venv)
         return _build(venv, version, log)
@@ -69,16 +69,17 @@ def _build(venv: Path, version: str, log: Callable[[str], object]) -> Path:
         shutil.rmtree(venv)
     t0 = time.monotonic()
     base = getattr(sys, "_base_executable", None) or sys.executable
-    _run([base, "-m", "venv", str(venv)], log)
+    run_logged([base, "-m", "venv", str(venv)], log)
     py = str(venv_python(venv))
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    _run([py, "-m", "pip", "install", "--no-input", "-q", f"lm-eval[api]=={version}"], log, env)
-    out = _run([py, "-c", _CHECK], log, env)
+    pip = [py, "-m", "pip", "install", "--no-input", "-q"]
+    run_logged([*pip, f"lm-eval[api]=={version}"], log, env)
+    out = run_logged([py, "-c", _CHECK], log, env)
     log("import lm_eval: " + out.strip().splitlines()[-1])
     seconds = time.monotonic() - t0
-    size = _dir_size(venv)
+    size = dir_size(venv)
     marker = {"lm_eval": version, "install_seconds": round(seconds, 1), "venv_bytes": size,
               "python": sys.version.split()[0]}  # fmt: skip
     (venv / MARKER_NAME).write_text(json.dumps(marker, indent=2) + "\n")
