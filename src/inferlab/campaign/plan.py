@@ -12,6 +12,7 @@ from pathlib import Path
 from inferlab.campaign import capture
 from inferlab.campaign.bench import bench_config
 from inferlab.campaign.cpus import CpuSplit, plan_cpus
+from inferlab.campaign.evalstep import plan_line
 from inferlab.campaign.files import check_files
 from inferlab.campaign.launch import output_dir
 from inferlab.campaign.resolve import resolve_configs
@@ -107,6 +108,7 @@ def render_plan(plan: Plan) -> list[str]:
     lines.append("load points: " + ", ".join(p.label for p in plan.points))
     lines += stopping_lines(plan.campaign, plan.baseline.name, plan.reference)
     lines += plan.cpus.lines()
+    verify = plan.campaign.verify
     for i, c in enumerate(plan.configs):
         lines.append(
             f"[{i + 1}] {c.name}"
@@ -143,6 +145,9 @@ def render_plan(plan: Plan) -> list[str]:
                     f"    lossy gate: KL ≤ {gate.max_kl:g} nats/token, top-1 ≥ "
                     f"{gate.min_top1:.2%} (interval ends, docs/verify.md)"
                 )
+        if verify.eval is not None and verify.enabled:
+            ref = verify.equivalent_to or base.name
+            lines.append("    " + plan_line(verify.eval, reference=c.name == ref))
         lines += capture.profiling_lines(plan.campaign, c)
         if c is not base:
             diff = _diff(spec, base, c, env)

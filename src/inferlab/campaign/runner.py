@@ -42,6 +42,7 @@ from inferlab.errors import ConfigError
 from inferlab.stats.recheck import recheck_points
 from inferlab.store import Store
 from inferlab.store.recheck import recheck_groups
+from inferlab.verify.lmeval import harness_python
 
 __all__ = ["CampaignResult", "done_cells", "run_campaign", "run_plan"]
 
@@ -96,7 +97,7 @@ def run_plan(
     events = events or CampaignEvents()
     camp = plan.campaign
     name = camp.campaign.name
-    _check_start(plan, store, resume)
+    _check_start(plan, store, resume, no_verify)
     run = RunContext(
         camp, plan.path, plan.baseline, plan.reference, plan.cpus, store, events.message,
         events.message, events, no_verify,
@@ -153,9 +154,9 @@ def _interleave(
     return (plan.baseline.name, todo) if out.status == "measured" else None
 
 
-def _check_start(plan: Plan, store: Store, resume: bool) -> None:
+def _check_start(plan: Plan, store: Store, resume: bool, no_verify: bool) -> None:
     """Before anything runs: a campaign with runs needs ``--resume``; every package the
-    files go into is found."""
+    files go into is found; ``[verify] eval`` has a Python with the harness."""
     name = plan.campaign.campaign.name
     existing = store.runs(campaign=name)
     if existing and not resume:
@@ -166,6 +167,9 @@ def _check_start(plan: Plan, store: Store, resume: bool) -> None:
     for c in plan.configs:
         for kind in sorted({*c.files, *c.tune}):
             target_dir(c, kind)
+    verify = plan.campaign.verify
+    if verify.eval is not None and verify.enabled and not no_verify:
+        harness_python(verify.eval)
 
 
 def _recheck_step(plan: Plan, run: RunContext, result: CampaignResult) -> None:

@@ -5,10 +5,11 @@
 ``up``). ``server``: launched (profiling on when ``[profile]`` names it), stored as a ``launch``
 verification, stopped on the way out with the stop, GPU-drain and runtime-failure checks
 (``campaign.steps.server_running``); kind ``openai``: the endpoint already running. ``verified``:
-probes, length, stream, greedy equivalence and the distribution-agreement gate against the
-reference, stored; a failure ends the config (``StepFailed`` "verify-failed"). ``levers``: the
-lever evidence of the config's diff against the baseline, stored and told. A new stage is a
-function here and an entry in :data:`RUN_STAGES`.
+probes, length, stream, greedy equivalence, the distribution-agreement gate and the lm-eval
+score gate (``campaign.evalstep``) against the reference, stored; a failure ends the config
+(``StepFailed`` "verify-failed"). ``levers``: the lever evidence of the config's diff against
+the baseline, stored and told. A new stage is a function here and an entry in
+:data:`RUN_STAGES`.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from typing import Any
 
 from inferlab.campaign import capture
 from inferlab.campaign.context import ConfigContext
+from inferlab.campaign.evalstep import SAMPLES_KIND, eval_check
 from inferlab.campaign.launch import config_row, served_model, server_url
 from inferlab.campaign.steps import StepFailed, check_applied, config_files, server_running
 from inferlab.config.campaign import CampaignFile
@@ -178,15 +181,25 @@ def verify_config(
         url, model=model, engine=spec, section=camp.verify, reference=ref,
         lossless=cfg.lossless, agreement=task,
     )  # fmt: skip
+    samples = None
+    if camp.verify.eval is not None and store is not None and reference_config and rep.passed:
+        check, samples = eval_check(camp, cfg, url, model, store, reference_config)
+        rep.checks.append(check)
     if store is not None:
-        store_verification(store, camp, cfg, rep)
+        store_verification(store, camp, cfg, rep, eval_samples=samples)
     return rep
 
 
 def store_verification(
-    store: Store, camp: CampaignFile, cfg: ResolvedConfig, rep: VerifyReport
+    store: Store,
+    camp: CampaignFile,
+    cfg: ResolvedConfig,
+    rep: VerifyReport,
+    *,
+    eval_samples: dict[str, Any] | None = None,
 ) -> None:
-    """Every check of ``rep`` with ``cfg``, and its greedy outputs when it passed."""
+    """Every check of ``rep`` with ``cfg``, its greedy outputs when it passed, and the raw
+    lm-eval samples of ``[verify] eval`` when the harness ran."""
     with store.transaction():
         gid = config_row(store, camp, cfg)
         for c in rep.checks:
@@ -195,3 +208,5 @@ def store_verification(
             store.add_verification(gid, "greedy-outputs", True, rep.outputs.to_json())
         if rep.logprobs is not None and rep.passed:
             store.add_verification(gid, "logprob-reference", True, rep.logprobs.to_json())
+        if eval_samples is not None:
+            store.add_verification(gid, SAMPLES_KIND, True, eval_samples)

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from inferlab.config.bench import SLO, LoadSpec, check_auto
+from inferlab.config.evalgate import EvalGate
 from inferlab.config.lossy import LossyGate
 from inferlab.config.search import SearchSection
 from inferlab.config.tomlcompat import tomllib
@@ -172,6 +173,8 @@ class VerifySection(_Closed):
     #: the campaign's distribution-agreement gate for ``lossless = false`` configs (a
     #: config's own ``lossy`` wins); lossless configs get the figures, not gated
     lossy: LossyGate | None = None
+    #: the lm-evaluation-harness score gate against the reference config (docs/verify.md)
+    eval: EvalGate | None = None
 
 
 class LoadSection(LoadSpec):

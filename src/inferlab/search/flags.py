@@ -24,7 +24,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SearchSection
 from inferlab.engines import get_engine
 from inferlab.engines.base import PYTHON
-from inferlab.envs.vllm_cpu import cache_root
+from inferlab.envs.venv import cache_root
 from inferlab.errors import ConfigError
 from inferlab.sim.inprocess import OPTIONS
 
