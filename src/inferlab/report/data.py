@@ -38,6 +38,7 @@ SERVER_KEYS: dict[str, str] = {
     "spec_acceptance_rate": "spec acceptance rate",
     "prefix_cache_hit_rate": "prefix-cache hit rate (tokens)",
     "prefix_cache_hit_rate_gauge": "prefix-cache hit rate (mean of per-batch gauge)",
+    "prefix_cache_queries": "prefix-cache lookups (tokens)",
     "max_kv_cache_usage": "max KV-cache usage",
     "mean_kv_cache_usage": "mean KV-cache usage",
     "max_running": "max running",

@@ -126,10 +126,13 @@ def _prefix_cache(
     deltas (vLLM's ``prefix_cache_hits`` / ``prefix_cache_queries``; SGLang's
     ``cached_tokens`` / ``prompt_tokens``); else the mean of SGLang's per-batch gauge
     over the scrapes, kept apart as ``prefix_cache_hit_rate_gauge`` (a mean of last-batch
-    rates, not weighted by tokens)."""
+    rates, not weighted by tokens). vLLM with prefix caching off looks nothing up: its flat
+    counters give ``prefix_cache_queries`` 0 and no rate (0 hits of 0 lookups)."""
     hits, queries = delta("prefix_cache_hits"), delta("prefix_cache_queries")
     if hits is not None and queries:
         return {"prefix_cache_hit_rate": hits / queries, "prefix_cache_queries": queries}
+    if hits == 0 and queries == 0:
+        return {"prefix_cache_queries": 0.0}
     cached, prompt = delta("cached_tokens"), delta("prompt_tokens")
     if cached is not None and prompt:
         return {"prefix_cache_hit_rate": cached / prompt, "prefix_cache_queries": prompt}

@@ -96,3 +96,25 @@ def test_real_sglang_dump_and_failures() -> None:
     dead = scrape_once("http://127.0.0.1:9/metrics", timeout_s=1)
     assert dead.error is not None and dead.samples == []
     assert derive(get_engine("vllm"), [dead]) == {"scrapes": 1, "failed_scrapes": 1}
+
+
+def prefix_text(hits: int, queries: int) -> str:
+    """vLLM 0.32's prefix-cache counters as its /metrics writes them."""
+    m = 'engine="0",model_name="tiny"'
+    return (
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        f"vllm:prefix_cache_queries_total{{{m}}} {queries}.0\n"
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        f"vllm:prefix_cache_hits_total{{{m}}} {hits}.0\n"
+    )
+
+
+def test_vllm_prefix_cache_on_and_off() -> None:
+    vllm = get_engine("vllm")
+    with metrics_server([prefix_text(128, 500), prefix_text(512, 1723)]) as url:
+        on = derive(vllm, [scrape_once(url), scrape_once(url)])
+    assert on["prefix_cache_queries"] == 1223 and on["prefix_cache_hit_rate"] == 384 / 1223
+    # caching off: vLLM looks nothing up, the counters stay flat: 0 lookups, no rate
+    with metrics_server([prefix_text(0, 0)]) as url:
+        off = derive(vllm, [scrape_once(url), scrape_once(url)])
+    assert off["prefix_cache_queries"] == 0 and "prefix_cache_hit_rate" not in off

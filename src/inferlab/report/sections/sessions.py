@@ -39,6 +39,12 @@ def _rate(value: object) -> str:
     return f"{value:.1%}" if isinstance(value, (int, float)) else "—"
 
 
+def _hit(server: dict[str, object]) -> str:
+    """The point's hit rate; "0 lookups" where the engine looked nothing up (caching off)."""
+    rate = server.get("prefix_cache_hit_rate", server.get("prefix_cache_hit_rate_gauge"))
+    return "0 lookups" if rate is None and server.get("prefix_cache_queries") == 0 else _rate(rate)
+
+
 def session_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
     """One row per turn of every stored sessions point of ``campaign`` (measurements only)."""
     out: list[tuple[str, ...]] = []
@@ -46,7 +52,7 @@ def session_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
         if run.purpose != "measure" or not _is_sessions(run.label):
             continue
         server = run.summary.get("server") or {}
-        hit = _rate(server.get("prefix_cache_hit_rate", server.get("prefix_cache_hit_rate_gauge")))
+        hit = _hit(server)
         kv = _rate(server.get("mean_kv_cache_usage"))
         for t in by_turn(store.requests(run.id)):
             ttft = f"{t.ttft_p50_ms:.1f} [{t.ttft_p50_low_ms:.1f}, {t.ttft_p50_high_ms:.1f}]"
