@@ -1,6 +1,14 @@
 """The method on a real engine: vLLM (CPU build) configs launched through ``inferlab up``,
 verified, measured with a short stored bench (metrics scraped), stopped; a config that cannot
-start is classified from its real log; greedy equivalence between launches.
+start is classified from its real log; greedy equivalence between launches. The two servers
+that run also carry the prefix-caching lever (examples/vllm-cpu-sessions.toml in small, no
+launch of its own): a multi-turn sessions point (``sessions:2x3``, the chat endpoint) against
+the baseline (vLLM 0.32's CPU build caches prefixes by default) and against seqs4, which turns
+the cache off. Asserted is what the engine counts, not the wall clock of a loaded machine: the
+label, TTFT for every turn, the prompt growing turn by turn, vLLM's own prefix-cache counters
+(no lookup with caching off; with it on, every prompt token looked up and the earlier turn's
+prompt served in whole 128-token blocks, the CPU backend's default block size), and the
+report's sessions section.
 
 Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab (minutes).
 """
@@ -14,9 +22,12 @@ import pytest
 
 from inferlab.campaign.bench import bench_with_record
 from inferlab.campaign.up import down, up
-from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.config.bench import BenchConfig, SessionsSpec, WorkloadSpec
 from inferlab.errors import LaunchError, VerifyError
 from inferlab.models import write_tiny_model
+from inferlab.records import RequestRecord
+from inferlab.report.render import build_report, render_markdown
+from inferlab.stats.turns import by_turn
 from inferlab.store import Store
 from support.vllmcamp import campaign_head, kept_env
 
@@ -38,6 +49,7 @@ name = "baseline"
 name = "seqs4"
 extends = "baseline"
 set = {{ "--max-num-seqs" = "4" }}
+args = ["--no-enable-prefix-caching"]  # the sessions point's cache-off side
 
 [[config]]
 name = "bf16"
@@ -56,6 +68,58 @@ equivalence_prompts = 4
 equivalence_tokens = 32
 """)
     return p
+
+
+BLOCK = 128  # vLLM's CPU KV-cache block size when none is given (platforms/cpu.py)
+USERS, TURNS = 2, 3
+
+
+def _sessions(url: str, model: Path, db: Path, config: str) -> list[RequestRecord]:
+    """A ``sessions:2x3`` point on the chat endpoint, stored as ``config``; its requests."""
+    cfg = BenchConfig(
+        url=url,
+        model="tiny",
+        engine=None,
+        endpoint="chat",
+        sessions=[SessionsSpec(users=USERS, turns=TURNS)],
+        tokenizer=model,
+        workload=WorkloadSpec(input_tokens=160, output_tokens=8),
+        lag_limit_ms=1e6,  # the counters are under test here, not trust
+    )
+    _, run_ids = bench_with_record(cfg, db=db, campaign="vllm-cpu", config=config)
+    with Store(db) as store:
+        (run,) = store.runs(run_ids=run_ids)
+        assert run.label == f"sessions:{USERS}x{TURNS}"
+        reqs = store.requests(run.id)
+    turns = by_turn(reqs)
+    assert [t.turn for t in turns] == list(range(TURNS)), config
+    assert all(t.requests == USERS and t.failed == 0 for t in turns), (config, turns)
+    prompts = [t.prompt_tokens_mean or 0.0 for t in turns]
+    assert prompts[0] > 160 and prompts == sorted(prompts), (config, prompts)  # the history
+    return reqs
+
+
+def _check_prefix_cache(db: Path, on_reqs: list[RequestRecord]) -> None:
+    """vLLM's counters: none with the cache off (seqs4); with it on (the baseline) every prompt
+    token looked up and turn t's resent history served in whole blocks; the report says so."""
+    with Store(db) as store:
+        runs = {r.config: r for r in store.runs(campaign="vllm-cpu") if "sessions" in r.label}
+        md = render_markdown(build_report(store, "vllm-cpu"))
+    off = runs["seqs4"].summary["server"]
+    assert off["prefix_cache_queries"] == 0 and "prefix_cache_hit_rate" not in off, off
+    on = runs["baseline"].summary["server"]
+    sent = sum(r.usage_prompt_tokens or 0 for r in on_reqs)
+    assert on["prefix_cache_queries"] == sent, (on, sent)
+    hits = round(on["prefix_cache_hit_rate"] * on["prefix_cache_queries"])
+    prompt = {(r.session, r.turn): r.usage_prompt_tokens or 0 for r in on_reqs}
+    floor = sum(prompt[s, t - 1] // BLOCK * BLOCK for (s, t) in prompt if t)
+    assert hits % BLOCK == 0 and floor <= hits < sent, (hits, floor, sent)
+    assert "## Sessions: TTFT by turn" in md
+    section = md.split("## Sessions: TTFT by turn", 1)[1].split("\n## ", 1)[0].splitlines()
+    rows = [ln for ln in section if ln.startswith("| seqs4 | sessions:2x3 | 0 |")]
+    assert len(rows) == TURNS and "| 0 lookups |" in rows[0], rows
+    (first_on,) = [ln for ln in section if ln.startswith("| baseline | sessions:2x3 | 0 | 1 |")]
+    assert f"| {on['prefix_cache_hit_rate']:.1%} |" in first_on
 
 
 @pytest.mark.vllm
@@ -82,6 +146,7 @@ def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
             workload=WorkloadSpec(input_tokens=16, output_tokens=24),
         )
         res, run_ids = bench_with_record(cfg, db=db, campaign="vllm-cpu", config="baseline")
+        on_reqs = _sessions(base.url, model, db, "baseline")
     finally:
         stopped = dict(down(path, "baseline"))
     assert stopped["baseline"].port_free
@@ -101,7 +166,11 @@ def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
 
     with Store(db) as store:  # the lever is proven by vLLM's own args dump
         seqs = up(path, "seqs4", store=store)
-    down(path, "seqs4")
+    try:
+        _sessions(seqs.url, model, db, "seqs4")
+    finally:
+        down(path, "seqs4")
+    _check_prefix_cache(db, on_reqs)
     # a second launch (a lossless lever that cannot bind at one request at a time): its greedy
     # outputs are the baseline's, token for token (this launch once had a config of its own)
     assert seqs.verify is not None
@@ -110,6 +179,7 @@ def test_vllm_configs_through_up_verify_bench_down(tmp_path: Path) -> None:
     items = {i.item: i for i in seqs.levers}
     assert items["--max-num-seqs"].status == "applied", items
     assert "max_num_seqs=4 in vLLM non-default args" in items["--max-num-seqs"].evidence
+    assert items["--no-enable-prefix-caching"].status == "applied", items
 
     with Store(db) as store, pytest.raises(VerifyError, match="bf16 diverged"):
         up(path, "bf16", store=store)  # random weights in bf16: argmax flips within 32 tokens
