@@ -112,23 +112,12 @@ async def _until(due_ns: int) -> None:
         await asyncio.sleep(delay / 1e9 if delay > _TIMER_GRANULARITY_NS else 0)
 
 
-#: how far ahead of its due time a send's task is started (ns): it then waits for its own
-#: moment, so the send is not one loop iteration late behind the task's creation
-_SEND_LEAD_NS = 5_000_000
-
-
 async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> None:
-    """Requests sent at their scheduled offsets, at most ``max_concurrency`` in flight. Each
-    request's task starts ``_SEND_LEAD_NS`` early and sleeps to its due time itself: a task
-    made at the due time would first run an iteration later, after every response chunk the
-    loop had ready (the send lateness of a busy replay)."""
+    """Requests sent at their scheduled offsets, at most ``max_concurrency`` in flight."""
     assert job.offsets_s is not None
     sem = asyncio.Semaphore(job.max_concurrency) if job.max_concurrency else None
 
-    async def timed(item: Item, due: int) -> None:
-        await _until(due)
-        if ctl.stopping() or ctl.finishing():
-            return
+    async def capped(item: Item, due: int) -> None:
         if sem is None:
             await one(item, due, False)
             return
@@ -139,10 +128,10 @@ async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> 
     tasks = []
     for item, off in zip(job.items, job.offsets_s):
         due = start_ns + int(off * 1e9)
-        await _until(due - _SEND_LEAD_NS)
+        await _until(due)
         if ctl.stopping() or ctl.finishing():
             break
-        tasks.append(asyncio.ensure_future(timed(item, due)))
+        tasks.append(asyncio.ensure_future(capped(item, due)))
     await asyncio.gather(*tasks)
 
 
