@@ -180,11 +180,11 @@ def test_bf16_is_gated_by_agreement_and_ngram_agrees_exactly(campaign: dict[str,
     refs = campaign["references"]  # one a baseline launch
     assert refs and all(r.config == "baseline" and len(r.detail["prompts"]) == 8 for r in refs)
     assert set(agr) == {"ngram", "bf16"}
-    ngram = agr["ngram"].detail  # lossless: the figures for information, never a gate
+    ngram = agr["ngram"].detail["detail"]  # lossless: the figures for information, never a gate
     assert ngram["gating"] is False and ngram["verdict"] == "pass"
     assert ngram["top1"]["estimate"] == 1.0 and ngram["kl"]["high"] < 1e-6
     assert ngram["prompts"] == 4 and ngram["positions"] >= 4  # the width met at the first look
-    bf16 = agr["bf16"].detail
+    bf16 = agr["bf16"].detail["detail"]
     assert bf16["gating"] is True and bf16["verdict"] in ("pass", "fail")
     assert 0.0 < bf16["kl"]["estimate"] <= bf16["kl"]["high"]  # bf16 moved the distribution
     assert bf16["prompts"] in (4, 8) and bf16["positions"] >= bf16["prompts"]

@@ -76,12 +76,14 @@ def _decision(detail: dict[str, Any], gating: bool) -> tuple[str, bool]:
     return "STOPPED before measurement: " + "; ".join(reasons), True
 
 
-def _row(config: str, kind: str, detail: dict[str, Any]) -> AgreementRow:
+def _row(config: str, kind: str, stored: dict[str, Any]) -> AgreementRow:
+    """``stored``: the reference's logprobs, or the agreement check (its ``detail`` inside)."""
     if kind == "logprob-reference":
-        n = len(detail.get("prompts") or [])
-        what = f"the reference: logprobs stored (top-{detail.get('top_k')}, {n} prompts)"
+        n = len(stored.get("prompts") or [])
+        what = f"the reference: logprobs stored (top-{stored.get('top_k')}, {n} prompts)"
         return AgreementRow(config, (config, "reference", *("–",) * 4, str(n), "–", what), False)
-    gating = bool(detail.get("gating"))
+    detail = stored.get("detail") or {}
+    gating = bool(stored.get("gating"))
     decision, stopped = _decision(detail, gating)
     limits = "–"
     if isinstance(detail.get("max_kl"), (int, float)):

@@ -11,15 +11,18 @@ from inferlab.report.agreement import agreement_rows
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
 from inferlab.verify.agreement import PromptFigures, agreement
+from inferlab.verify.checks import CheckResult
 from inferlab.verify.gate import decide
 
 LIMITS = LossyGate(max_kl=0.01, min_top1=0.98)
 
 
 def _detail(kl_per_pos: float, agree: int, gating: bool) -> dict[str, Any]:
+    """The agreement check as verification stores it (``CheckResult.to_json``)."""
     figs = [PromptFigures(32, agree, 32 * kl_per_pos, 32 * kl_per_pos, 0.1, 0.2, 0.0)] * 16
-    _, _, detail = decide(agreement(figs), LIMITS)
-    return {**detail, "gating": gating}
+    verdict, msg, detail = decide(agreement(figs), LIMITS)
+    detail["gating"] = gating
+    return CheckResult("agreement", verdict == "pass", msg, detail, gating=gating).to_json()
 
 
 def _store(path: Path) -> None:
