@@ -9,9 +9,9 @@ baseline also profiled at C=1 in a separate pass.
   analyzed in CPU mode, checked against sums of the same trace's events computed here
   (``cputrace``).
 - A lossy lever, ``--dtype bfloat16`` against the float32 baseline, is gated by distribution
-  agreement (``[verify] lossy``, few prompts): its figures are stored and the gate's decision
-  (pass, measured; or stopped, with the figures) is the config's outcome; the lossless n-gram
-  config gets the same figures for information.
+  agreement (``[verify] lossy``, few prompts, a limit it cannot meet): its figures are stored
+  and the gate stops it before measurement, with them; the lossless n-gram config gets the same
+  figures for information, and they are exact (KL 0, top-1 100%).
 
 One campaign (three launches) instead of several: the serial pass is the vLLM tests.
 Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab (minutes)."""
@@ -61,9 +61,11 @@ lossless = false
 
 [verify]
 probes = [{{ prompt = "Capital of France in one word?", expect = '\\S' }}]
-# few prompts and tokens: the wiring on a real engine is under test, the gate's error rates
-# are measured on the reference engine (docs/verify.md)
-lossy = {{ max_kl = 0.01, min_top1 = 0.98, prompts = 4, max_prompts = 8, tokens = 16 }}
+# Few prompts and tokens: the wiring on a real engine is under test (the gate's error rates
+# are measured on the reference engine, docs/verify.md). max_kl far below what bf16 reads here
+# (2-3e-4 nats/token; the demo's 0.01 passes it): the gate stops it before measurement, so it
+# costs its launch only, and the stop path is what this asserts.
+lossy = {{ max_kl = 2e-5, min_top1 = 0.98, prompts = 4, max_prompts = 8, tokens = 16 }}
 
 [load]
 workload = {{ kind = "random", input_tokens = 32, output_tokens = 160 }}
@@ -116,9 +118,10 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.mark.timeout(1200)
 def test_ngram_prediction_stands_next_to_its_measurement(campaign: dict[str, Any]) -> None:
     outcomes = campaign["outcomes"]
-    assert {c: o.status for c, o in outcomes.items() if c != "bf16"} == {
+    assert {c: o.status for c, o in outcomes.items()} == {
         "baseline": "measured",
         "ngram": "measured",
+        "bf16": "verify-failed",  # the agreement gate: test_bf16_is_stopped_...
     }, [o.message for o in outcomes.values()]
     d, md = campaign["decision"], campaign["md"]
     (spec,) = [lv for lv in d.levers["baseline"] if lv.kind == "spec-decode"]
@@ -175,24 +178,24 @@ def test_vllm_cpu_campaign_captures_and_analyzes_its_own_trace(campaign: dict[st
 
 
 @pytest.mark.timeout(1200)
-def test_bf16_is_gated_by_agreement_and_ngram_agrees_exactly(campaign: dict[str, Any]) -> None:
+def test_bf16_is_stopped_by_the_agreement_gate_and_ngram_agrees_exactly(
+    campaign: dict[str, Any],
+) -> None:
     agr, md = campaign["agreement"], campaign["md"]
     refs = campaign["references"]  # one a baseline launch
     assert refs and all(r.config == "baseline" and len(r.detail["prompts"]) == 8 for r in refs)
     assert set(agr) == {"ngram", "bf16"}
     ngram = agr["ngram"].detail["detail"]  # lossless: the figures for information, never a gate
     assert ngram["gating"] is False and ngram["verdict"] == "pass"
-    assert ngram["top1"]["estimate"] == 1.0 and ngram["kl"]["high"] < 1e-6
+    assert ngram["top1"]["estimate"] == 1.0 and ngram["kl"]["high"] == 0.0  # deterministic
     assert ngram["prompts"] == 4 and ngram["positions"] >= 4  # the width met at the first look
     bf16 = agr["bf16"].detail["detail"]
-    assert bf16["gating"] is True and bf16["verdict"] in ("pass", "fail")
-    assert 0.0 < bf16["kl"]["estimate"] <= bf16["kl"]["high"]  # bf16 moved the distribution
-    assert bf16["prompts"] in (4, 8) and bf16["positions"] >= bf16["prompts"]
-    out = campaign["outcomes"]["bf16"]
-    if bf16["verdict"] == "pass":
-        assert out.status == "measured", out.message
-        assert "passed: the pessimistic ends are inside the limits" in md
-    else:  # stopped before measurement, the figures in its outcome and the report
-        assert out.status == "verify-failed", out.message
-        assert "agreement: KL " in out.message and "top-1 " in out.message
-        assert "| bf16 | gating |" in md and "STOPPED before measurement: " in md
+    assert bf16["gating"] is True and bf16["verdict"] == "fail"
+    assert 2e-5 < bf16["kl"]["low"] <= bf16["kl"]["estimate"] < 0.01  # moved, a little
+    assert bf16["prompts"] == 8 and bf16["positions"] >= 8  # the KL width was not met at 4
+    out = campaign["outcomes"]["bf16"]  # stopped before measurement, with the figures
+    assert not out.run_ids
+    assert out.message.startswith("failed verification: agreement: KL "), out.message
+    assert "]) > 2e-05; top-1 " in out.message
+    row = next(line for line in md.splitlines() if line.startswith("| bf16 | gating |"))
+    assert "| STOPPED before measurement: KL's high end " in row and "max_kl 2e-05" in row
