@@ -63,3 +63,11 @@ def test_the_gate_stops_a_config_past_the_limit(tmp_path: Path) -> None:
     assert f"| far | agreement | **FAIL** | KL {kl.group(1)}" in page
     assert "not gating (lossless): KL 0 nats/token" in page
     assert "reference logprobs stored (16 prompts, top-20, 12 tokens each)" in page
+    # the verification section's agreement table: figures, limits and the decision per config
+    assert (
+        "| twin | information | 100.00% (95% \\[100.00%, 100.00%\\]) | 0 (95% \\[0, 0\\]) |" in page
+    )
+    assert "| near | gating |" in page and "passed: the pessimistic ends are inside" in page
+    far_row = next(line for line in page.splitlines() if line.startswith("| far | gating |"))
+    assert "| STOPPED before measurement: KL's high end " in far_row
+    assert "> max_kl 0.01" in far_row.replace("&gt;", ">")

@@ -94,6 +94,7 @@ def test_ctrl_c_stops_the_server_and_resume_finishes(cli: Cli, tmp_path: Path) -
     assert not _server_groups(tmp_path / "out")
     done = cli("run", str(path), "--resume", env={"INFERLAB_DB": str(tmp_path / "db")})
     assert done.exit_code == 0, done.stderr[-2000:]
+    assert "reseeded: verify-failed — " in done.stdout  # the summary says why
     with Store(tmp_path / "db") as store:
         runs = [r for r in store.runs(campaign="simrun") if not r.interrupted]
     assert {(r.config, r.label, r.trial) for r in runs} >= {

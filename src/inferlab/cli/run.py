@@ -83,12 +83,7 @@ def run(
         finally:
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
-    for o in result.outcomes:
-        out.print(
-            f"{escape(o.config)}: {o.status}"
-            + (f" ({len(o.run_ids)} runs stored)" if o.run_ids else ""),
-            highlight=False,
-        )
+    _summary(out, result.outcomes)
     for p in report_paths:
         out.print(f"report: {escape(str(p))}", highlight=False)
     if result.interrupted:
@@ -98,6 +93,18 @@ def run(
             f"inferlab run {escape(str(campaign_file))}{escape(again)} --resume continues[/yellow]"
         )
         raise typer.Exit(130)
+
+
+def _summary(out: Console, outcomes: list[ConfigOutcome]) -> None:
+    """One line a config: its status, runs stored, and why verification stopped it."""
+    for o in outcomes:
+        out.print(
+            f"{escape(o.config)}: {o.status}"
+            + (f" ({len(o.run_ids)} runs stored)" if o.run_ids else "")
+            + (f" — {escape(o.message)}" if o.status == "verify-failed" else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def _campaign(

@@ -13,6 +13,7 @@ from inferlab.config.pattern import closed_concurrency
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.picks import pick
+from inferlab.report.agreement import AgreementRow, agreement_rows
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_runs import config_keys
 from inferlab.report.comparison import Comparison
@@ -138,6 +139,7 @@ class Report:
     env_diff: dict[str, list[str]]
     notes: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)  # findings, recon, profiles, tuning
+    agreement: list[AgreementRow] = field(default_factory=list)  # docs/verify.md, per config
 
 
 def campaigns(store: Store) -> list[str]:
@@ -373,4 +375,5 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
         argv_diff=argv_diff,
         env_diff=env_diff,
         sections=build_sections(store, campaign),
+        agreement=agreement_rows(store, campaign),
     )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from html import escape
 
 from inferlab.config.pattern import closed_concurrency
+from inferlab.report.agreement import AGREEMENT_NOTE, agreement_table
 from inferlab.report.comparison import Comparison
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Quantiles, Report
 from inferlab.report.definitions import DEFINITIONS
@@ -246,6 +247,12 @@ def _html_checks(report: Report) -> list[str]:
         out.append("</table>")
     else:
         out.append("<p>No verification results stored for this campaign.</p>")
+    if report.agreement:
+        out += [
+            "<h3>Distribution agreement with the baseline</h3>",
+            f'<p class="def">{_h(AGREEMENT_NOTE)}</p>',
+            agreement_table(report.agreement)[1],
+        ]
     if report.launch_failures:
         out.append('<h2 id="launch-failures">Launch and runtime failures</h2>')
         for f in report.launch_failures:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from html import escape
 
+from inferlab.report.agreement import AGREEMENT_NOTE, agreement_table
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Report
 from inferlab.report.definitions import DEFINITIONS
 from inferlab.report.interleave import passes_md
@@ -133,6 +134,16 @@ def _md_checks(report: Report) -> list[str]:
     else:
         out.append("No verification results stored for this campaign.")
     out.append("")
+    if report.agreement:
+        md, _ = agreement_table(report.agreement)
+        out += [
+            "### Distribution agreement with the baseline",
+            "",
+            f"_{AGREEMENT_NOTE}_",
+            "",
+            *md,
+            "",
+        ]
     if report.launch_failures:
         out += ["## Launch and runtime failures", ""]
         for f in report.launch_failures:

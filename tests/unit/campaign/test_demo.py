@@ -65,7 +65,15 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(k, v)
     plan = make_plan(EXAMPLES / "vllm-cpu.toml")
     by = {c.name: c for c in plan.configs}
-    assert set(by) == {"baseline", "ngram", "ngram-iomp", "max-seqs-4"}
+    assert [c.name for c in plan.configs] == [
+        "baseline", "bf16", "fp8-kv", "ngram", "ngram-iomp", "max-seqs-4"
+    ]  # fmt: skip
+    bf16 = by["bf16"].args
+    assert bf16.count("--dtype") == 1 and bf16[bf16.index("--dtype") + 1] == "bfloat16"
+    assert by["fp8-kv"].args[-2:] == ["--kv-cache-dtype", "fp8"]
+    assert not by["bf16"].lossless and not by["fp8-kv"].lossless and by["ngram"].lossless
+    gate = plan.campaign.verify.lossy
+    assert gate is not None and (gate.max_kl, gate.min_top1) == (0.01, 0.98)
     assert by["ngram-iomp"].env["LD_PRELOAD"] == "/venv/lib/libiomp5.so"
     assert "--speculative-config" in by["ngram-iomp"].args
     assert by["max-seqs-4"].args[-2:] == ["--max-num-seqs", "4"]

@@ -1,0 +1,120 @@
+"""The verification section's distribution-agreement table (docs/verify.md): per config the
+newest ``agreement`` check's top-1 agreement, lumped KL (nats/token) and largest TV, each with
+its interval, the prompts scored, the limits and the gate's decision with its reason; the
+reference config's row says its logprobs were stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from inferlab.report.sections.base import table
+from inferlab.store import Store
+
+__all__ = ["AGREEMENT_NOTE", "HEAD", "AgreementRow", "agreement_rows", "agreement_table"]
+
+AGREEMENT_NOTE = (
+    "Each config scored on the baseline's greedy continuations of seeded prompts (teacher "
+    "forced, top-k logprobs): top-1 agreement, KL(baseline ‖ config) lumped outside the shared "
+    'top-k (a lower bound; "KL high" the upper bound if no token is below e^-30), the largest '
+    "per-position total variation, each with its bootstrap interval over prompts. A gated "
+    "(lossless = false) config passes only when the pessimistic interval ends are inside the "
+    "limits; else it is stopped before measurement. Lossless configs: for information (KL 0 "
+    "says they are deterministic). docs/verify.md"
+)
+
+HEAD = (
+    "config",
+    "gate",
+    "top-1 agreement",
+    "KL lumped (nats/token)",
+    "KL high",
+    "largest TV",
+    "prompts (positions)",
+    "limits",
+    "decision",
+)
+
+
+@dataclass(frozen=True)
+class AgreementRow:
+    """One config's figures as shown (strings); ``stopped``: the gate ended the config."""
+
+    config: str
+    cells: tuple[str, ...]
+    stopped: bool
+
+
+def _ival(d: Any, fmt: str) -> str:
+    if not isinstance(d, dict) or not isinstance(d.get("estimate"), (int, float)):
+        return "–"
+    lo, hi, lvl = d.get("low"), d.get("high"), d.get("level")
+    if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+        return format(d["estimate"], fmt)
+    pct = f"{lvl:.0%} " if isinstance(lvl, (int, float)) else ""
+    return f"{d['estimate']:{fmt}} ({pct}[{lo:{fmt}}, {hi:{fmt}}])"
+
+
+def _decision(detail: dict[str, Any], gating: bool) -> tuple[str, bool]:
+    """The decision text and whether the config was stopped by the gate."""
+    verdict = str(detail.get("verdict"))
+    if verdict == "cannot-gate":
+        why = f"cannot gate: {detail.get('why')}"
+        return (f"STOPPED before measurement: {why}", True) if gating else (why, False)
+    reasons = []
+    kl, top1 = detail.get("kl") or {}, detail.get("top1") or {}
+    max_kl, min_top1 = detail.get("max_kl"), detail.get("min_top1")
+    if isinstance(max_kl, (int, float)) and float(kl.get("high", 0.0)) > max_kl:
+        reasons.append(f"KL's high end {kl['high']:.4g} > max_kl {max_kl:g}")
+    if isinstance(min_top1, (int, float)) and float(top1.get("low", 1.0)) < min_top1:
+        reasons.append(f"top-1's low end {top1['low']:.2%} < min_top1 {min_top1:.2%}")
+    if not gating:
+        seen = "; ".join(reasons) or "inside the limits"
+        return f"for information (lossless, not gating): {seen}", False
+    if verdict == "pass":
+        return "passed: the pessimistic ends are inside the limits (measured)", False
+    return "STOPPED before measurement: " + "; ".join(reasons), True
+
+
+def _row(config: str, kind: str, stored: dict[str, Any]) -> AgreementRow:
+    """``stored``: the reference's logprobs, or the agreement check (its ``detail`` inside)."""
+    if kind == "logprob-reference":
+        n = len(stored.get("prompts") or [])
+        what = f"the reference: logprobs stored (top-{stored.get('top_k')}, {n} prompts)"
+        return AgreementRow(config, (config, "reference", *("–",) * 4, str(n), "–", what), False)
+    detail = stored.get("detail") or {}
+    gating = bool(stored.get("gating"))
+    decision, stopped = _decision(detail, gating)
+    limits = "–"
+    if isinstance(detail.get("max_kl"), (int, float)):
+        limits = f"KL ≤ {detail['max_kl']:g}, top-1 ≥ {float(detail.get('min_top1', 0)):.0%}"
+    kl_high = detail.get("kl_high")
+    prompts = f"{detail.get('prompts')} ({detail.get('positions')})" if "prompts" in detail else "–"
+    if detail.get("width_met") is False:
+        prompts += ", width not reached"
+    cells = (
+        config,
+        "gating" if gating else "information",
+        _ival(detail.get("top1"), ".2%"),
+        _ival(detail.get("kl"), ".3g"),
+        f"{kl_high:.3g}" if isinstance(kl_high, (int, float)) else "–",
+        _ival(detail.get("tv_max"), ".3g"),
+        prompts,
+        limits,
+        decision,
+    )
+    return AgreementRow(config, cells, stopped)
+
+
+def agreement_rows(store: Store, campaign: str) -> list[AgreementRow]:
+    """The newest agreement figures (or stored reference) of each config, in config order."""
+    newest: dict[str, tuple[str, dict[str, Any]]] = {}
+    for v in store.verifications(campaign):
+        if v.kind in ("agreement", "logprob-reference"):
+            newest[v.config] = (v.kind, v.detail)
+    return [_row(name, kind, detail) for name, (kind, detail) in newest.items()]
+
+
+def agreement_table(rows: list[AgreementRow]) -> tuple[list[str], str]:
+    """The rows as Markdown lines and an HTML table (escaped)."""
+    return table(HEAD, [r.cells for r in rows])
