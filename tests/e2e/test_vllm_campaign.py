@@ -61,6 +61,8 @@ lossless = false
 
 [verify]
 probes = [{{ prompt = "Capital of France in one word?", expect = '\\S' }}]
+equivalent_to = "baseline"  # ngram's greedy outputs must match; bf16's are recorded (lossless = false)
+equivalence_prompts = 4
 # Few prompts and tokens: the wiring on a real engine is under test (the gate's error rates
 # are measured on the reference engine, docs/verify.md). max_kl far below what bf16 reads here
 # (2-3e-4 nats/token; the demo's 0.01 passes it): the gate stops it before measurement, so it
@@ -112,6 +114,11 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 v.config: v for v in store.verifications("vllm-e2e", kinds=["agreement"])
             },
             "references": store.verifications("vllm-e2e", kinds=["logprob-reference"]),
+            "equivalence": [
+                v
+                for v in store.verifications("vllm-e2e", kinds=["equivalence"])
+                if v.config == "bf16"
+            ],
         }
 
 
@@ -193,6 +200,10 @@ def test_bf16_is_stopped_by_the_agreement_gate_and_ngram_agrees_exactly(
     assert bf16["gating"] is True and bf16["verdict"] == "fail"
     assert 2e-5 < bf16["kl"]["low"] <= bf16["kl"]["estimate"] < 0.01  # moved, a little
     assert bf16["prompts"] == 8 and bf16["positions"] >= 8  # the KL width was not met at 4
+    # greedy equivalence still sees bf16 diverge from float32 (random weights: the argmax flips
+    # within 16 tokens), recorded and not gating (lossless = false); the gate is what stops it
+    (eq,) = campaign["equivalence"]
+    assert not eq.passed and eq.detail["detail"]["match_rate"] < 1.0, eq.detail
     out = campaign["outcomes"]["bf16"]  # stopped before measurement, with the figures
     assert not out.run_ids
     assert out.message.startswith("failed verification: agreement: KL "), out.message
