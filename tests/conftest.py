@@ -29,7 +29,9 @@ ALONE = {
 }
 
 #: the slowest modules of the parallel pass (30–60 s each on 2 CPUs, 2026-12-01), slowest first,
-#: by their path under tests/
+#: by their path under tests/. ``make unit`` passes ``--no-loadscope-reorder``: by default
+#: xdist's loadscope reorders modules by their number of tests, so test_demo.py (one test, the
+#: longest) started last and ended the pass alone (2026-12-02: 381.7 s → 259–303 s)
 SLOW_FIRST = (
     "e2e/test_demo.py",  # the whole `inferlab demo --sim`, ~160 s: it starts first
     "e2e/test_cluster.py",  # the Ray tests, ~80 s, in one worker (one Ray head at a time)
