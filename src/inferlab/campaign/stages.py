@@ -151,6 +151,7 @@ def agreement_task(
     false`` config with a gate is gated, every other config gets the figures."""
     if camp.verify.lossy is None and all(c.lossy is None for c in camp.config):
         return None
+    reference_config = camp.verify.lossy_against or reference_config
     limits = cfg.lossy or camp.verify.lossy
     gating = not cfg.lossless and limits is not None
     if cfg.name == reference_config:

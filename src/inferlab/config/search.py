@@ -69,6 +69,10 @@ class SearchDim(_Closed):
     high: float | None = None
     log: bool = False
     presence: bool = False
+    #: False: a value may change the model's outputs (``--kv-cache-dtype``, ``--dtype``, a
+    #: quantization): the trials are gated by ``[verify] lossy`` against the baseline, not by
+    #: greedy equivalence
+    lossless: bool = True
     #: the dimension's part of a trial's name (default: the flag's initials)
     short: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9]*$")
 

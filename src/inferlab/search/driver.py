@@ -199,6 +199,12 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
     problem = slo_problem(section.objective, plan.campaign.slo)
     if problem is not None:
         raise ConfigError(f"{path}: search.objective: {problem}")
+    lossy = [d.key for d in section.dim if not d.lossless]
+    if lossy and plan.campaign.verify.lossy is None:
+        raise ConfigError(
+            f"{path}: search.dim {lossy[0]!r}: lossless = false needs [verify] lossy (the "
+            "distribution-agreement gate, docs/verify.md): without it a lossy trial is not gated"
+        )
     if section.objective == "capacity" and section.at is None:
         return plan, section
     labels = [p.label for p in plan.points]

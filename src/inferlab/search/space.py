@@ -173,6 +173,7 @@ class Space:
                 "set": flags,
                 "env": env,
                 "files": files,
+                "lossless": None if all(d.lossless for d in self.dims) else False,
                 "description": "optimize trial: "
                 + ", ".join(f"{d.key}={params[d.key]}" for d in self.dims),
             }

@@ -71,7 +71,12 @@ class Trials:
                 "max_requests": camp.load.max_requests or 2000,
             }
         )
-        verify = camp.verify.model_copy(update={"equivalent_to": reference})
+        # the A/B and greedy equivalence against the incumbent's fresh measurement; a lossy
+        # trial's agreement gate against the baseline (a step never gated against a moved one)
+        against = camp.verify.lossy_against or self.plan.baseline.name
+        verify = camp.verify.model_copy(
+            update={"equivalent_to": reference, "lossy_against": against}
+        )
         prof = None
         if profile and camp.profile is not None:
             prof = camp.profile.model_copy(update={"at": [self.section.at], "configs": names})

@@ -229,3 +229,45 @@ def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
     assert "against ll, below ×1.005" in ll.nothing_left
     assert "env NCCL_PROTO: communication / NCCL: ≤ ×1.004 at C=1: pruned" in ll.nothing_left
     assert "env NCCL_ALGO: communication / NCCL: ≤ ×1.004 at C=1: pruned" in ll.nothing_left
+
+
+def test_a_lossy_dimension_is_gated_against_the_baseline_and_needs_a_gate(tmp_path: Path) -> None:
+    """``lossless = false`` on a dimension: every trial is gated by distribution agreement
+    against the baseline's stored logprobs (``[verify] lossy_against``), not by greedy
+    equivalence; a trial the engine perturbs by twice the limit is stopped before measurement,
+    one that does not move passes. Without ``[verify] lossy`` the search is refused first."""
+    shift = {"flag": "--logprob-shift", "values": ["0", "0.02"], "lossless": False, "short": "ls"}
+    verify = {
+        "enabled": True,
+        "probes": [{"prompt": "hi", "expect": ".", "max_tokens": 2}],
+        "lossy": {"max_kl": 0.01, "min_top1": 0.5, "prompts": 4, "max_prompts": 4, "tokens": 4},
+    }
+    path = _campaign(tmp_path, budget=2, dim=[shift])
+    with pytest.raises(
+        ConfigError, match=r"--logprob-shift'.*lossless = false needs \[verify\] lossy"
+    ):
+        search_plan(path)
+    text = path.read_text().replace("[verify]\nenabled = false\n", "")
+    path.write_text(text + _toml_verify(verify))
+    res, _, _ = _optimize(path, tmp_path / "db")
+    trials = {t.params["--logprob-shift"]: t for t in res.search.trials}
+    assert trials["0.02"].result.status == "failed", trials["0.02"].result
+    assert "agreement: KL" in trials["0.02"].result.reason
+    assert trials["0"].result.status == "ok", trials["0"].result
+    with Store(tmp_path / "db") as store:
+        gated = {
+            v.config: v.detail["detail"]
+            for v in store.verifications("opt", kinds=["agreement"])
+            if v.config.startswith("t0") and not v.config.endswith("-ref")
+        }
+    assert set(gated) == {t.name for t in res.search.trials}
+    assert all(d["gating"] for d in gated.values())  # lossy trials: gated, not information
+
+
+def _toml_verify(v: dict[str, Any]) -> str:
+    lossy = ", ".join(f"{k} = {x}" for k, x in v["lossy"].items())
+    return (
+        "\n[verify]\nenabled = true\n"
+        'probes = [{ prompt = "hi", expect = ".", max_tokens = 2 }]\n'
+        f"lossy = {{ {lossy} }}\n"
+    )
