@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.runner import run_campaign
-from inferlab.report.render import build_report, render_markdown
-from inferlab.store import Store
-from support.campaign import write_campaign
+from support.campaign import run_and_read, write_campaign
 from support.lmeval_task import TASK, write_task
 
 
@@ -49,13 +46,7 @@ def test_the_harness_gates_a_config_whose_answers_change(
         verify={"probes": [], "length_tokens": 4, "eval": gate},
         load={"requests": 2},
     )
-    with Store(tmp_path / "db") as store:
-        res = run_campaign(path, store=store)
-        rows = store.db.execute(
-            "SELECT g.name, v.kind, v.passed, v.detail_json FROM verifications v "
-            "JOIN configs g ON g.id = v.config_id ORDER BY v.id"
-        ).fetchall()
-        page = render_markdown(build_report(store, "evalgate"))
+    res, rows, page = run_and_read(path, tmp_path / "db", "evalgate")
     status = {o.config: o.status for o in res.outcomes}
     assert status == {"baseline": "measured", "twin": "measured", "reseeded": "verify-failed"}
     failed = next(o for o in res.outcomes if o.config == "reseeded")

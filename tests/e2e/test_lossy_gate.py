@@ -8,10 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from inferlab.campaign.runner import run_campaign
-from inferlab.report.render import build_report, render_markdown
-from inferlab.store import Store
-from support.campaign import write_campaign
+from support.campaign import run_and_read, write_campaign
 
 GATE = {"max_kl": 0.01, "min_top1": 0.98, "prompts": 8, "max_prompts": 16, "tokens": 12}
 
@@ -39,13 +36,7 @@ def test_the_gate_stops_a_config_past_the_limit(tmp_path: Path) -> None:
         verify={"probes": [], "length_tokens": 4, "lossy": GATE},
         load={"requests": 2},
     )
-    with Store(tmp_path / "db") as store:
-        res = run_campaign(path, store=store)
-        rows = store.db.execute(
-            "SELECT g.name, v.kind, v.passed, v.detail_json FROM verifications v "
-            "JOIN configs g ON g.id = v.config_id ORDER BY v.id"
-        ).fetchall()
-        page = render_markdown(build_report(store, "gate"))
+    res, rows, page = run_and_read(path, tmp_path / "db", "gate")
     status = {o.config: o.status for o in res.outcomes}
     assert status == {"baseline": "measured", "twin": "measured", "near": "measured",
                       "far": "verify-failed"}  # fmt: skip

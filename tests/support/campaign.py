@@ -23,7 +23,10 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inferlab.campaign.runner import CampaignResult
 
 __all__ = ["DEFAULTS", "CampaignToml", "campaign_text", "toml_value", "write_campaign"]
 
@@ -118,3 +121,22 @@ def write_campaign(path: Path, **overrides: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(campaign_text(path.parent / "out", **overrides), encoding="utf-8")
     return path
+
+
+def run_and_read(
+    path: Path, db: Path, campaign: str
+) -> tuple[CampaignResult, list[tuple[Any, ...]], str]:
+    """Run the campaign at ``path`` into ``db``; its outcome, every stored verification row
+    ``(config, kind, passed, detail_json)`` in order, and its report's Markdown."""
+    from inferlab.campaign.runner import run_campaign
+    from inferlab.report.render import build_report, render_markdown
+    from inferlab.store import Store
+
+    with Store(db) as store:
+        res = run_campaign(path, store=store)
+        rows = store.db.execute(
+            "SELECT g.name, v.kind, v.passed, v.detail_json FROM verifications v "
+            "JOIN configs g ON g.id = v.config_id ORDER BY v.id"
+        ).fetchall()
+        page = render_markdown(build_report(store, campaign))
+    return res, rows, page
