@@ -167,9 +167,8 @@ class VerifySection(_Closed):
     enabled: bool = True
     probes: list[Probe] = Field(default_factory=lambda: list(DEFAULT_PROBES))
     equivalent_to: str | None = None  # greedy outputs must match this config's, token for token
-    #: the config whose stored logprobs gate the lossy configs (default: ``equivalent_to``, else
-    #: the baseline); ``inferlab optimize`` sets it to its baseline, so a lossy trial is gated
-    #: against the baseline, never against an incumbent that already moved
+    #: whose stored logprobs gate the lossy configs (default: ``equivalent_to``, else the
+    #: baseline; optimize: its baseline, never an incumbent that moved)
     lossy_against: str | None = None
     equivalence_prompts: int = Field(default=8, ge=1)
     equivalence_tokens: int = Field(default=32, ge=1)
