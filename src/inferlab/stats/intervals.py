@@ -17,6 +17,7 @@ __all__ = [
     "QUANTILES",
     "Statistic",
     "check_level",
+    "percentile_interval",
     "reducer",
     "sample_ratio",
     "throughput_ratio_batches",
@@ -97,9 +98,11 @@ def _point(trials: list[np.ndarray], statistic: Statistic) -> float:
     return float(reducer(statistic)(np.concatenate(trials)[None, :])[0])
 
 
-def _percentile_interval(
-    estimate: float, replicates: np.ndarray, level: float, what: str
+def percentile_interval(
+    estimate: float, replicates: np.ndarray, level: float, what: str = "the statistic"
 ) -> Interval:
+    """``estimate`` with the ``level`` percentile interval of its bootstrap ``replicates``
+    (``ValueError`` naming ``what`` when a replicate is undefined)."""
     bad = int(np.count_nonzero(~np.isfinite(replicates)))
     if bad:
         raise ValueError(
@@ -143,7 +146,7 @@ def sample_ratio(
     rc = _bootstrap_stat(cand, statistic, resamples, rng_c)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = rc / rb
-    return _percentile_interval(estimate, ratios, level, f"the baseline {statistic}")
+    return percentile_interval(estimate, ratios, level, f"the baseline {statistic}")
 
 
 def throughput_ratio_trials(
@@ -168,9 +171,7 @@ def throughput_ratio_trials(
     mc = y[rng.integers(0, y.size, size=(resamples, y.size))].mean(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = mc / mb
-    return _percentile_interval(
-        float(y.mean() / x.mean()), ratios, level, "the baseline throughput"
-    )
+    return percentile_interval(float(y.mean() / x.mean()), ratios, level, "the baseline throughput")
 
 
 def throughput_ratio_batches(

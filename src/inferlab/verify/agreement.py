@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.summary import Interval
 
 __all__ = [
@@ -161,11 +162,9 @@ def agreement(figs: Sequence[PromptFigures], level: float = 0.95, seed: int = 0)
     kl = np.array([f.kl_low for f in figs])
     tv = np.array([f.tv_max for f in figs])
     idx = np.random.default_rng(seed).integers(0, len(figs), (_BOOTSTRAP, len(figs)))
-    lo_q, hi_q = 50.0 * (1.0 - level), 50.0 * (1.0 + level)
 
     def interval(point: float, boot: np.ndarray) -> Interval:
-        lo, hi = np.percentile(boot, [lo_q, hi_q])
-        return Interval(point, float(lo), float(hi), level)
+        return percentile_interval(point, boot, level)
 
     total = float(n.sum())
     size = n[idx].sum(axis=1)

@@ -24,6 +24,7 @@ from typing import Any
 
 from inferlab.config.evalgate import EvalGate
 from inferlab.errors import ConfigError, InferlabError
+from inferlab.secrets import scrub_text
 from inferlab.verify.scoregap import DocKey
 
 __all__ = [
@@ -161,10 +162,14 @@ def run_harness(gate: EvalGate, url: str, model: str, workdir: Path) -> HarnessR
     except subprocess.TimeoutExpired as exc:
         why = f"lm-eval ran past {gate.timeout_s:g} s (verify.eval.timeout_s)"
         raise HarnessFailed(why) from exc
-    log.write_text(proc.stdout)
+    said = scrub_text(proc.stdout)  # the log and the stored message keep no secret
+    log.write_text(said)
     if proc.returncode != 0 or not out.is_file():
-        raise HarnessFailed(f"lm-eval exited {proc.returncode}: {_last_words(proc.stdout)} ({log})")
-    run = HarnessRun.from_json(json.loads(out.read_text()))
+        raise HarnessFailed(f"lm-eval exited {proc.returncode}: {_last_words(said)} ({log})")
+    try:
+        run = HarnessRun.from_json(json.loads(out.read_text()))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise HarnessFailed(f"lm-eval wrote no readable samples ({out}): {exc}") from None
     if not any(run.samples.values()):
         raise HarnessFailed(f"lm-eval scored no document ({log})")
     return run
@@ -191,8 +196,12 @@ def sample_scores(
         for s in samples:
             if str(s.get("filter")) != chosen:
                 continue
-            name = metric or str(s["metrics"][0])
-            if name not in s:
-                raise HarnessFailed(f"{task}: no metric {name!r} in its samples")
-            scores[(task, int(s["doc_id"]))] = float(s[name])
+            try:
+                name = metric or str(s["metrics"][0])
+                if name not in s:
+                    raise HarnessFailed(f"{task}: no metric {name!r} in its samples")
+                scores[(task, int(s["doc_id"]))] = float(s[name])
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                why = f"{task}: a sample without doc_id or a score ({exc!r})"
+                raise HarnessFailed(why) from None
     return scores

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from inferlab.stats.intervals import percentile_interval
+from inferlab.stats.slo import wilson
 from inferlab.stats.summary import Interval
 
 __all__ = ["DocKey", "ScoreGap", "gap_passes", "score_gap", "side_interval"]
@@ -48,23 +50,14 @@ class ScoreGap:
         }
 
 
-def _percentile_interval(point: float, boot: np.ndarray, level: float) -> Interval:
-    lo, hi = np.percentile(boot, [50.0 * (1.0 - level), 50.0 * (1.0 + level)])
-    return Interval(point, float(lo), float(hi), level)
-
-
 def side_interval(scores: np.ndarray, level: float, seed: int = 0) -> Interval:
     """One side's mean score: Wilson's interval when every score is 0 or 1, else a
     percentile bootstrap over documents."""
     n = len(scores)
-    mean = float(scores.mean())
     if np.isin(scores, (0.0, 1.0)).all():
-        from scipy.stats import binomtest
-
-        ci = binomtest(int(scores.sum()), n).proportion_ci(level, method="wilson")
-        return Interval(mean, float(ci.low), float(ci.high), level)
+        return wilson(int(scores.sum()), n, level)
     idx = np.random.default_rng(seed).integers(0, n, (_BOOTSTRAP, n))
-    return _percentile_interval(mean, scores[idx].mean(axis=1), level)
+    return percentile_interval(float(scores.mean()), scores[idx].mean(axis=1), level)
 
 
 def score_gap(
@@ -87,7 +80,7 @@ def score_gap(
         changed=int(np.count_nonzero(d)),
         reference=side_interval(r, level, seed),
         config=side_interval(c, level, seed),
-        diff=_percentile_interval(float(d.mean()), d[idx].mean(axis=1), level),
+        diff=percentile_interval(float(d.mean()), d[idx].mean(axis=1), level),
     )
 
 

@@ -76,6 +76,26 @@ def test_a_harness_that_fails_says_its_last_words_not_a_traceback(tmp_path: Path
     assert "Traceback" in (tmp_path / "work" / "lm-eval.log").read_text()  # kept in the log
 
 
+def test_a_harness_that_writes_no_readable_samples_cannot_gate_and_its_log_keeps_no_secret(
+    tmp_path: Path,
+) -> None:
+    fake = tmp_path / "python"
+    fake.write_text(  # the driver's argv[3] is its JSON; "out" is where it writes the samples
+        "#!/bin/sh\necho 'sending Authorization: Bearer sk-live-0123456789abcdef'\n"
+        'out=$(echo "$3" | sed \'s/.*"out": "\\([^"]*\\)".*/\\1/\')\n'
+        'echo "{not json" > "$out"\n'
+    )
+    fake.chmod(0o755)
+    gate = EvalGate(tasks=["t"], python=str(fake))
+    with pytest.raises(HarnessFailed, match=r"lm-eval wrote no readable samples"):
+        run_harness(gate, "http://127.0.0.1:1", "m", tmp_path / "work")
+    log = (tmp_path / "work" / "lm-eval.log").read_text()
+    assert "Bearer <redacted>" in log and "sk-live" not in log
+    broken = HarnessRun("0.4.13", {}, {"t": [{"filter": "none", "metrics": ["acc"], "acc": 1.0}]})
+    with pytest.raises(HarnessFailed, match=r"t: a sample without doc_id or a score"):
+        sample_scores(broken)
+
+
 def test_samples_are_read_per_document_under_one_filter_and_metric() -> None:
     run = _run()
     scores = sample_scores(run)
