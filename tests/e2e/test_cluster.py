@@ -38,7 +38,7 @@ from inferlab.store import Store  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
 from support import ROOT, ray_fakes  # noqa: E402
 from support.campaign import write_campaign  # noqa: E402
-from support.campaigns import files  # noqa: E402
+from support.campaigns import files, optimize_campaign  # noqa: E402
 from support.pkgcopy import tuned_dir  # noqa: E402
 from support.simproc import group_pids, start_sim  # noqa: E402
 
@@ -345,31 +345,22 @@ def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
     cluster: Any, tmp_path: Path
 ) -> None:
     # structure only: under Ray the reference engine runs on the wall clock (no model clock)
-    from inferlab.sim.tokenizer import WordTokenizer
-
+    camp = optimize_campaign(
+        tmp_path,
+        max_requests=40,
+        load={
+            "max_client_lag_ms": 10_000
+        },  # trusted on a loaded host: the A/B runs (no verdict read)
+        budget_trials=2,
+        parallel=2,
+        dim=DIMS_OPT,
+    )
     path = write_campaign(
         tmp_path / "opt.toml",
-        name="ropt",
-        engine={"args": ["--ttft-ms", "4", "--itl-ms", "4", "--startup-s", "0.2"], "gpus": 1},
+        **camp
+        | {"name": "ropt", "args": ["--ttft-ms", "4", "--itl-ms", "4", "--startup-s", "0.2"]},
+        engine={"gpus": 1},
         cluster={"server_cpus": 0.5, "client_cpus": 0.5},
-        load={
-            "workload": {"input_tokens": 8, "output_tokens": 12},
-            "concurrency": [2],
-            "requests": "auto",
-            "sequential": True,
-            "min_requests": 20,
-            "max_requests": 40,
-            "max_client_lag_ms": 10_000,  # trusted on a loaded host: the A/B runs (no verdict read)
-            "tokenizer": WordTokenizer().save_hf(tmp_path / "tok"),
-        },
-        search={
-            "objective": "tpot_ms",
-            "at": "C=2",
-            "budget_trials": 2,
-            "parallel": 2,
-            "seed": 1,
-            "dim": DIMS_OPT,
-        },
     )
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "o.db")}
     cmd = [sys.executable, "-m", "inferlab.cli.main", "optimize", str(path), "--ray"]

@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EAGLE", "LOSSY", "SEED", "SEQUENTIAL", "capture", "command", "files", "simrun"]
+__all__ = [
+    "EAGLE", "LOSSY", "OPT_DIMS", "SEED", "SEQUENTIAL", "capture", "command", "files", "optimize_campaign",
+    "simrun",
+]  # fmt: skip
 
 #: the seed story's preset and memory fraction (``sim serve`` options; a ``--time-scale`` follows)
 SEED = ["--preset", "dsv4-flash-8gpu", "--mem-fraction-static", "0.70"]
@@ -175,4 +178,44 @@ def command(python: str, tok: Path) -> dict[str, Any]:
         ],
         verify=PROBE_HI,
         load={"tokenizer": tok},
+    )
+
+
+#: optimize's test space: ``--itl-ms`` 2 beats the baseline's 4; ``--jitter-ms -1`` cannot start
+OPT_DIMS = [
+    {"flag": "--itl-ms", "values": ["4", "2"]},
+    {"flag": "--jitter-ms", "values": ["0.2", "-1"]},
+]
+
+
+def optimize_campaign(
+    tmp: Path, *, max_requests: int = 60, load: Any = None, **search: Any
+) -> dict[str, Any]:
+    """``inferlab optimize``'s campaign (name ``opt``): TTFT and ITL 4 ms, C=2 with a
+    sequential A/B, its word tokenizer saved under ``tmp``; ``[search]`` for ``tpot_ms`` at C=2
+    over ``OPT_DIMS``, ``search`` overriding it and ``load`` the load section's keys."""
+    from inferlab.sim.tokenizer import WordTokenizer
+
+    return dict(
+        name="opt",
+        args=["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", "0.2"],
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 12},
+            "concurrency": [2],
+            "requests": "auto",
+            "sequential": True,
+            "min_requests": 20,
+            "max_requests": max_requests,
+            "tokenizer": WordTokenizer().save_hf(tmp / "tok"),
+            **(load or {}),
+        },
+        search={
+            "objective": "tpot_ms",
+            "at": "C=2",
+            "budget_trials": 4,
+            "patience": 4,
+            "seed": 1,
+            "dim": OPT_DIMS,
+            **search,
+        },
     )

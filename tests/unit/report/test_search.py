@@ -15,9 +15,9 @@ from inferlab.campaign.launch import InProcessSim
 from inferlab.config.search import SEARCH_KIND, TRIAL_KIND
 from inferlab.report.sections.search import TRIAL_COLUMNS, search_section, trial_cells
 from inferlab.search.driver import optimize
-from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from support.campaign import write_campaign
+from support.campaigns import optimize_campaign
 from support.cli import Cli
 
 
@@ -26,31 +26,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A finished search of 4 trials over ``--itl-ms`` (2 beats the baseline's 4) and
     ``--jitter-ms`` (-1: the server refuses to start): the store and the best trial."""
     tmp = tmp_path_factory.mktemp("search")
-    path = write_campaign(
-        tmp / "opt.toml",
-        name="opt",
-        args=["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", "0.2"],
-        load={
-            "workload": {"input_tokens": 8, "output_tokens": 12},
-            "concurrency": [2],
-            "requests": "auto",
-            "sequential": True,
-            "min_requests": 20,
-            "max_requests": 60,
-            "tokenizer": WordTokenizer().save_hf(tmp / "tok"),
-        },
-        search={
-            "objective": "tpot_ms",
-            "at": "C=2",
-            "budget_trials": 4,
-            "patience": 4,
-            "seed": 1,
-            "dim": [
-                {"flag": "--itl-ms", "values": ["4", "2"]},
-                {"flag": "--jitter-ms", "values": ["0.2", "-1"]},
-            ],
-        },
-    )
+    path = write_campaign(tmp / "opt.toml", **optimize_campaign(tmp))
     db = tmp / "db"
     with Store(db) as store:
         res = optimize(path, store=store, launcher=InProcessSim(), clock=ModelClock())

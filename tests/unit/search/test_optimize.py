@@ -20,40 +20,17 @@ from inferlab.search.driver import TRIAL_KIND, optimize, search_plan
 from inferlab.search.prune import bound_dims
 from inferlab.search.space import Space
 from inferlab.search.trials import Trials
-from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from support.campaign import write_campaign
+from support.campaigns import OPT_DIMS, optimize_campaign
 from support.cli import Cli
 
-DIMS = [
-    {"flag": "--itl-ms", "values": ["4", "2"]},
-    {"flag": "--jitter-ms", "values": ["0.2", "-1"]},  # -1: the server refuses to start
-]
+DIMS = OPT_DIMS
 
 
 def _campaign(tmp: Path, budget: int = 4, **search: Any) -> Path:
     return write_campaign(
-        tmp / "opt.toml",
-        name="opt",
-        args=["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", "0.2"],
-        load={
-            "workload": {"input_tokens": 8, "output_tokens": 12},
-            "concurrency": [2],
-            "requests": "auto",
-            "sequential": True,
-            "min_requests": 20,
-            "max_requests": 60,
-            "tokenizer": WordTokenizer().save_hf(tmp / "tok"),
-        },
-        search={
-            "objective": "tpot_ms",
-            "at": "C=2",
-            "budget_trials": budget,
-            "patience": 4,
-            "seed": 1,
-            "dim": DIMS,
-            **search,
-        },
+        tmp / "opt.toml", **optimize_campaign(tmp, budget_trials=budget, **search)
     )
 
 
