@@ -101,6 +101,18 @@ def _levers(
     return files, tune, owner
 
 
+def _check_references(camp: CampaignFile, path: Path | None, text: str | None) -> None:
+    """``[verify] equivalent_to`` and ``lossy_against`` name configs of the campaign."""
+    names = [c.name for c in camp.config]
+    for key in ("equivalent_to", "lossy_against"):
+        ref = getattr(camp.verify, key)
+        if ref is not None and ref not in names:
+            raise ConfigError(
+                f"{_where(path, text, ('verify', key))}: verify.{key}: unknown config {ref!r} "
+                f"(known: {', '.join(names)})"
+            )
+
+
 def resolve_configs(
     camp: CampaignFile, path: Path | None = None, text: str | None = None
 ) -> list[ResolvedConfig]:
@@ -108,6 +120,7 @@ def resolve_configs(
     spec = get_engine(camp.engine.kind)
     eng = camp.engine
     _check_engine(eng, path, text)
+    _check_references(camp, path, text)
     base = path.parent if path is not None else Path.cwd()
     out = []
     for i, cfg in enumerate(camp.config):

@@ -40,6 +40,16 @@ def test_another_checkpoint_is_inherited_along_extends(tmp_path: Path) -> None:
         load_campaign(p)
 
 
+def test_verify_references_must_name_a_config(tmp_path: Path) -> None:
+    p = tmp_path / "c.toml"
+    head = '[campaign]\nname = "x"\n[engine]\nkind = "sim"\n[[config]]\nname = "base"\n'
+    for key in ("equivalent_to", "lossy_against"):
+        p.write_text(head + f'[verify]\n{key} = "bsae"\n')
+        with pytest.raises(ConfigError, match=rf"c.toml:8: verify.{key}: unknown config 'bsae' "
+                           r"\(known: base\)"):  # fmt: skip
+            resolve_configs(load_campaign(p), p, p.read_text())
+
+
 # --- resolving a campaign's configs: errors name the file and line; the design's story
 
 
