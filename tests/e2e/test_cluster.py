@@ -73,7 +73,7 @@ def campaign(
     client ``cpus`` each; greedy equivalence to the baseline unless not ``equiv``."""
     verify: dict[str, Any] = {"probes": [{"prompt": "hi", "expect": r"\w"}]}
     if equiv:
-        verify["equivalent_to"] = "baseline"
+        verify["equivalent_to"] = configs[0]["name"]  # the baseline: the first config
     verify["equivalence_prompts"] = 2
     return write_campaign(
         tmp / f"{name}.toml",
