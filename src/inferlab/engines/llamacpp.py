@@ -169,6 +169,8 @@ SPEC = register(
         min_tokens_field=None,
         version_path=None,
         tokenize_field="content",
+        # /v1/completions refuses echo ("Only no echo is supported", server-common.cpp)
+        teacher_forcing="stepwise",
         metrics_enable_flag="--metrics",
         native_api=NativeApi(
             path="/completion",
