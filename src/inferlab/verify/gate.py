@@ -50,17 +50,13 @@ async def build_reference(
     """The baseline's greedy continuations of ``max_prompts`` seeded prompts, each scored."""
     score = get_scorer(scorer)
     prompts = seeded_prompts(limits.seed, limits.max_prompts)
-    conts: list[str] = []
-    splits: list[list[str] | None] = []
-    positions = []
-    for p in prompts:
-        c = await continue_greedy(client, model, p, limits.tokens)
-        conts.append(c.text)
-        splits.append(c.tokens)
-        positions.append(await score(client, model, p, c.text, c.tokens, limits.top_k))
+    conts = [await continue_greedy(client, model, p, limits.tokens) for p in prompts]
+    positions = [await score(client, model, p, c, limits.top_k) for p, c in zip(prompts, conts)]
+    texts, ids = [c.tokens for c in conts], [c.ids for c in conts]
     return LogprobReference(
-        prompts, conts, positions, limits.top_k, limits.tokens, limits.seed, splits
-    )
+        prompts, [c.text for c in conts], positions, limits.top_k, limits.tokens, limits.seed,
+        texts, ids,
+    )  # fmt: skip
 
 
 def widths_met(a: Agreement, limits: LossyGate) -> bool:
@@ -75,14 +71,11 @@ async def measure(
 ) -> tuple[Agreement, bool]:
     """The config's agreement with ``ref`` and whether the width was reached (adaptive)."""
     score = get_scorer(scorer)
-    splits = ref.token_texts or [None] * len(ref.prompts)
     figs: list[PromptFigures] = []
     n = min(limits.prompts, len(ref.prompts))
     while True:
         for i in range(len(figs), n):
-            mine = await score(
-                client, model, ref.prompts[i], ref.continuations[i], splits[i], ref.top_k
-            )
+            mine = await score(client, model, ref.prompts[i], ref.forced(i), ref.top_k)
             if len(mine) != len(ref.positions[i]):
                 raise NoLogprobs(
                     f"prompt {i + 1}: {len(mine)} scored positions, the baseline had "

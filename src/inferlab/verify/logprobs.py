@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from inferlab.errors import InferlabError
 from inferlab.load.http import HttpClient
@@ -39,6 +39,7 @@ _TEXT = (
     "because after before while when where every many few some always never often slowly"
 )
 _WORDS = tuple(_TEXT.split())
+_T = TypeVar("_T", str, int)
 
 
 class NoLogprobs(InferlabError):
@@ -58,8 +59,9 @@ def seeded_prompts(seed: int, count: int) -> list[str]:
 @dataclass
 class LogprobReference:
     """The baseline's side: prompts, greedy continuations and each continuation position's
-    top-k map (token text → logprob, nats); ``token_texts``: each continuation split into its
-    generated tokens' texts (None: a reference stored before they were kept)."""
+    top-k map (token text → logprob, nats); ``token_texts`` / ``token_ids``: each continuation
+    split into its generated tokens' texts / ids (None: not named by the engine, or a reference
+    stored before they were kept)."""
 
     prompts: list[str]
     continuations: list[str]
@@ -68,6 +70,7 @@ class LogprobReference:
     tokens: int
     seed: int
     token_texts: list[list[str] | None] | None = None
+    token_ids: list[list[int] | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,14 +84,22 @@ class LogprobReference:
             int(d["top_k"]),
             int(d["tokens"]),
             int(d["seed"]),
-            _token_texts(d.get("token_texts")),
+            _splits(d.get("token_texts"), str),
+            _splits(d.get("token_ids"), int),
+        )
+
+    def forced(self, i: int) -> Continuation:
+        """Prompt ``i``'s continuation with its split, as the scorers take it."""
+        texts, ids = self.token_texts, self.token_ids
+        return Continuation(
+            self.continuations[i], texts[i] if texts else None, ids[i] if ids else None
         )
 
 
-def _token_texts(raw: object) -> list[list[str] | None] | None:
+def _splits(raw: object, kind: type[_T]) -> list[list[_T] | None] | None:
     if not isinstance(raw, list):
         return None
-    return [[str(t) for t in ts] if isinstance(ts, list) else None for ts in raw]
+    return [[kind(t) for t in ts] if isinstance(ts, list) else None for ts in raw]
 
 
 async def post_completion(client: HttpClient, body: dict[str, Any]) -> dict[str, Any]:
@@ -159,10 +170,12 @@ def generated_entries(choice: dict[str, Any]) -> list[tuple[str, dict[str, float
 @dataclass(frozen=True)
 class Continuation:
     """A greedy continuation and its generated tokens' texts (None: the engine named none, or
-    they do not join to the text)."""
+    they do not join to the text) and ids (None: the engine named none: only llama.cpp's
+    ``content`` entries carry an ``id``)."""
 
     text: str
     tokens: list[str] | None
+    ids: list[int] | None = None
 
 
 async def continue_greedy(client: HttpClient, model: str, prompt: str, tokens: int) -> Continuation:
@@ -184,4 +197,15 @@ async def continue_greedy(client: HttpClient, model: str, prompt: str, tokens: i
         split = None
     if split is not None and "".join(split) != text:
         split = None
-    return Continuation(text, split)
+    return Continuation(text, split, generated_ids(choice) if split is not None else None)
+
+
+def generated_ids(choice: dict[str, Any]) -> list[int] | None:
+    """The generated tokens' ids where the answer names them (llama.cpp's ``content[].id``)."""
+    lp = choice.get("logprobs")
+    content = lp.get("content") if isinstance(lp, dict) else None
+    if not isinstance(content, list):
+        return None
+    ids = [e.get("id") if isinstance(e, dict) else None for e in content]
+    ok = all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    return [int(i) for i in ids if isinstance(i, int)] if ok and ids else None

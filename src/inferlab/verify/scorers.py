@@ -6,12 +6,16 @@ position of ``prompt + continuation``.
   with the prompt's own top-k (``serving_completion``: ``request.echo and request.max_tokens
   == 0`` returns ``res.prompt_logprobs``). The scored positions are the tokens whose
   ``text_offset`` is at or past the prompt's end.
-- ``stepwise`` (llama.cpp, SGLang: their echo gives no usable prompt logprobs, docs/verify.md):
-  for each continuation token ``t = 0..n-1``, one request of ``prompt + tokens[:t]`` with
+- ``stepwise`` (SGLang: its echo gives no usable prompt logprobs, docs/verify.md): for each
+  continuation token ``t = 0..n-1``, one request of ``prompt + tokens[:t]`` with
   ``max_tokens = 1, temperature = 0, logprobs = k``, read from the one generated position.
   ``n`` requests per prompt; the engine re-tokenizes each text prefix, which may not split
   where the generated tokens did, so each step's ``usage.prompt_tokens`` must be the first
   step's plus ``t`` — else ``NoLogprobs`` rather than comparing the wrong positions.
+- ``stepwise-ids`` (llama.cpp, which refuses echo): the same steps, each prompt
+  ``[prompt, *ids[:t]]`` — llama.cpp's mixed prompt tokenizes the string and appends the
+  generated ids as they are (``server-common.cpp`` ``tokenize_mixed``), so nothing is
+  re-tokenized.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from inferlab.errors import lookup
 from inferlab.load.http import HttpClient
 from inferlab.verify.logprobs import (
+    Continuation,
     NoLogprobs,
     choice_of,
     generated_entries,
@@ -28,23 +33,26 @@ from inferlab.verify.logprobs import (
     prompt_tokens,
 )
 
-__all__ = ["SCORERS", "Scorer", "get_scorer", "score_echo", "score_stepwise"]
-
-#: ``(client, model, prompt, continuation, its token texts or None, k)`` → per-position maps
-Scorer = Callable[
-    [HttpClient, str, str, str, Sequence[str] | None, int], Awaitable[list[dict[str, float]]]
+__all__ = [
+    "SCORERS",
+    "Scorer",
+    "echo_positions",
+    "get_scorer",
+    "score_echo",
+    "score_stepwise",
+    "score_stepwise_ids",
+    "step_top",
 ]
+
+#: ``(client, model, prompt, the continuation with its split, k)`` → per-position maps
+Scorer = Callable[[HttpClient, str, str, Continuation, int], Awaitable[list[dict[str, float]]]]
 
 
 async def score_echo(
-    client: HttpClient,
-    model: str,
-    prompt: str,
-    continuation: str,
-    tokens: Sequence[str] | None,
-    top_k: int,
+    client: HttpClient, model: str, prompt: str, forced: Continuation, top_k: int
 ) -> list[dict[str, float]]:
     """The top-k map of every continuation position, teacher forced (echo, max_tokens = 0)."""
+    continuation = forced.text
     body = {
         "model": model,
         "prompt": prompt + continuation,
@@ -77,27 +85,49 @@ def echo_positions(
 
 
 async def score_stepwise(
-    client: HttpClient,
-    model: str,
-    prompt: str,
-    continuation: str,
-    tokens: Sequence[str] | None,
-    top_k: int,
+    client: HttpClient, model: str, prompt: str, forced: Continuation, top_k: int
 ) -> list[dict[str, float]]:
-    """The top-k map of every continuation position, one ``max_tokens = 1`` request each."""
+    """Every continuation position, one ``max_tokens = 1`` request of ``prompt + tokens[:t]``
+    (text) each."""
+    tokens = forced.tokens
     if tokens is None:
         raise NoLogprobs(
             "the stepwise scorer needs the reference's continuation tokens, which this stored "
             "reference lacks (measure the reference config again)"
         )
-    if "".join(tokens) != continuation:
+    if "".join(tokens) != forced.text:
         raise NoLogprobs("the reference's continuation tokens do not join to its text")
+    steps: list[str | list[str | int]] = [prompt + "".join(tokens[:t]) for t in range(len(tokens))]
+    return await _stepwise(client, model, steps, top_k)
+
+
+async def score_stepwise_ids(
+    client: HttpClient, model: str, prompt: str, forced: Continuation, top_k: int
+) -> list[dict[str, float]]:
+    """Every continuation position, one ``max_tokens = 1`` request of ``[prompt, *ids[:t]]``
+    each (llama.cpp's mixed prompt: the text tokenized, the ids appended as they are)."""
+    ids = forced.ids
+    if ids is None:
+        raise NoLogprobs(
+            "the stepwise-ids scorer needs the reference's continuation token ids, which this "
+            "stored reference lacks (measure the reference config again, on an engine that "
+            "names them)"
+        )
+    steps: list[str | list[str | int]] = [prompt] + [[prompt, *ids[:t]] for t in range(1, len(ids))]
+    return await _stepwise(client, model, steps, top_k)
+
+
+async def _stepwise(
+    client: HttpClient, model: str, steps: Sequence[str | list[str | int]], top_k: int
+) -> list[dict[str, float]]:
+    """The top-k of the one generated position of each step's prompt; step ``t``'s prompt must
+    come to the first's token count plus ``t`` (``usage.prompt_tokens``)."""
     out: list[dict[str, float]] = []
     first: int | None = None
-    for t in range(len(tokens)):
+    for t, step in enumerate(steps):
         body = {
             "model": model,
-            "prompt": prompt + "".join(tokens[:t]),
+            "prompt": step,
             "max_tokens": 1,
             "temperature": 0.0,
             "logprobs": top_k,
@@ -126,7 +156,11 @@ def step_top(choice: dict[str, object], t: int = 0) -> dict[str, float]:
     return top
 
 
-SCORERS: dict[str, Scorer] = {"echo": score_echo, "stepwise": score_stepwise}
+SCORERS: dict[str, Scorer] = {
+    "echo": score_echo,
+    "stepwise": score_stepwise,
+    "stepwise-ids": score_stepwise_ids,
+}
 
 
 def get_scorer(name: str) -> Scorer:

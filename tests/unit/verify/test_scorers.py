@@ -5,7 +5,7 @@ as the echo scorer (vLLM's way), and the gate decides the same through both."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import json
 
 import pytest
 
@@ -16,7 +16,7 @@ from inferlab.errors import ConfigError
 from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.verify import verify_endpoint
 from inferlab.verify.gate import AgreementTask
-from inferlab.verify.logprobs import LogprobReference, NoLogprobs, continue_greedy
+from inferlab.verify.logprobs import Continuation, LogprobReference, NoLogprobs, continue_greedy
 from inferlab.verify.scorers import SCORERS, get_scorer
 from support.simproc import SimFactory
 
@@ -28,11 +28,11 @@ SECTION = VerifySection(probes=[], length_tokens=2)
 PROMPT = "Sentence 1: the river city morning old new"
 
 
-def _score(url: str, scorer: str, prompt: str, cont: str, toks: Sequence[str] | None):  # type: ignore[no-untyped-def]
+def _score(url: str, scorer: str, prompt: str, cont: Continuation) -> list[dict[str, float]]:
     async def go() -> list[dict[str, float]]:
         client = HttpClient(Endpoint.parse(url), timeout_s=30)
         try:
-            return await get_scorer(scorer)(client, "inferlab-sim", prompt, cont, toks, 5)
+            return await get_scorer(scorer)(client, "inferlab-sim", prompt, cont, 5)
         finally:
             client.close()
 
@@ -64,13 +64,18 @@ def test_stepwise_reads_the_echo_maps(sim_server: SimFactory, shift: str) -> Non
     cont = _greedy(base.url, PROMPT, 10)
     assert cont.tokens is not None and len(cont.tokens) == 10
     assert "".join(cont.tokens) == cont.text
+    status, body = base.request("POST", "/tokenize", {"prompt": cont.text})
+    assert status == 200
+    with_ids = Continuation(cont.text, None, json.loads(body)["tokens"])
     cfg = sim_server(*FAST, "--logprob-shift", shift)
-    echo = _score(cfg.url, "echo", PROMPT, cont.text, None)
-    step = _score(cfg.url, "stepwise", PROMPT, cont.text, cont.tokens)
-    assert len(echo) == len(step) == 10
+    echo = _score(cfg.url, "echo", PROMPT, cont)
+    step = _score(cfg.url, "stepwise", PROMPT, cont)
+    by_ids = _score(cfg.url, "stepwise-ids", PROMPT, with_ids)  # [prompt, *ids[:t]] prompts
+    assert len(echo) == len(step) == len(by_ids) == 10
     _same_maps(echo, step)
+    _same_maps(echo, by_ids)
     if shift != "0":  # the shift is seen: the maps differ from the baseline's
-        assert _score(base.url, "stepwise", PROMPT, cont.text, cont.tokens) != step
+        assert _score(base.url, "stepwise", PROMPT, cont) != step
 
 
 def _check(url: str, engine, ref: LogprobReference | None):  # type: ignore[no-untyped-def]
@@ -112,15 +117,21 @@ def test_an_old_reference_without_tokens_cannot_gate_stepwise(sim_server: SimFac
     check = _check(base.url, STEPWISE, old)
     assert not check.passed and check.detail["verdict"] == "cannot-gate"
     assert "lacks" in check.message and "continuation tokens" in check.message
+    # the sim names no ids (legacy logprobs object): a stepwise-ids engine cannot gate on it
+    ids_engine = dataclasses.replace(SIM, teacher_forcing="stepwise-ids")
+    check = _check(base.url, ids_engine, LogprobReference.from_json(stored))
+    assert check.detail["verdict"] == "cannot-gate" and "token ids" in check.message
 
 
 def test_a_prefix_that_retokenizes_differently_is_refused(sim_server: SimFactory) -> None:
     sim = sim_server(*FAST)
     # " ri" + "ver" re-tokenizes as one word: step 2's prompt has 1 more token, not 2
     with pytest.raises(NoLogprobs, match="step 2: the text prefix re-tokenized to"):
-        _score(sim.url, "stepwise", PROMPT, " river city", [" ri", "ver", " city"])
+        _score(sim.url, "stepwise", PROMPT, Continuation(" river city", [" ri", "ver", " city"]))
     with pytest.raises(NoLogprobs, match="do not join"):
-        _score(sim.url, "stepwise", PROMPT, " river", [" rive"])
+        _score(sim.url, "stepwise", PROMPT, Continuation(" river", [" rive"]))
+    with pytest.raises(NoLogprobs, match="needs the reference's continuation token ids"):
+        _score(sim.url, "stepwise-ids", PROMPT, Continuation(" river", [" river"]))
 
 
 def test_every_engine_names_a_known_scorer() -> None:
@@ -129,7 +140,7 @@ def test_every_engine_names_a_known_scorer() -> None:
     } == {
         "vllm": "echo",
         "sglang": "stepwise",
-        "llamacpp": "stepwise",
+        "llamacpp": "stepwise-ids",
     }
     assert all(s.teacher_forcing in SCORERS for s in specs())
     with pytest.raises(ConfigError, match="unknown teacher-forcing scorer 'nope'"):
