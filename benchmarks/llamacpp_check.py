@@ -14,7 +14,7 @@ llamacpp engine spec (``stepwise-ids``) run against llama.cpp itself.
    the greedy answer's own top-k at that position (the same context, computed in one decode).
 4. ``--record DIR``: saves real answers as test fixtures (tests/fixtures/llamacpp/).
 
-    python benchmarks/llamacpp_check.py [--sdist PATH] [--prompts 16] [--tokens 16] [--record DIR]
+    python benchmarks/llamacpp_check.py [--sdist PATH] [--prompts 64] [--tokens 32] [--record DIR]
 """
 
 from __future__ import annotations
@@ -41,9 +41,11 @@ import numpy as np
 from inferlab.config.campaign import VerifySection
 from inferlab.config.lossy import LossyGate
 from inferlab.engines import get_engine
+from inferlab.load.http import Endpoint, HttpClient, run_loop
 from inferlab.verify import verify_endpoint
 from inferlab.verify.gate import AgreementTask
-from inferlab.verify.logprobs import LogprobReference, generated_entries
+from inferlab.verify.logprobs import LogprobReference, NoLogprobs, generated_entries
+from inferlab.verify.scorers import score_stepwise
 
 VERSION = "0.3.36"
 CACHE = Path.home() / ".cache" / "inferlab" / f"llama.cpp-lcp{VERSION}"
@@ -92,8 +94,9 @@ def _permute(w: np.ndarray, n_head: int) -> np.ndarray:
     )
 
 
-def write_gguf(hf: Path, out: Path) -> None:
-    """The HF Llama at ``hf`` as an f32 GGUF at ``out`` (vendored gguf-py)."""
+def write_gguf(hf: Path, out: Path, kind: str = "f32") -> None:
+    """The HF Llama at ``hf`` as a GGUF at ``out`` (vendored gguf-py): ``kind`` f32, f16 or
+    q8_0 for the 2-D weights (1-D norms stay f32, as the converter keeps them)."""
     sys.path.insert(0, str(CACHE / "src" / "gguf-py"))
     import gguf
     from safetensors.numpy import load_file
@@ -112,7 +115,8 @@ def write_gguf(hf: Path, out: Path) -> None:
     w.add_rope_freq_base(cfg["rope_theta"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     w.add_vocab_size(cfg["vocab_size"])
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    ftype = {"f32": "ALL_F32", "f16": "MOSTLY_F16", "q8_0": "MOSTLY_Q8_0"}[kind]
+    w.add_file_type(getattr(gguf.LlamaFileType, ftype))
     _vocab(w, gguf, hf, cfg["vocab_size"])
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, nl)
     for name, t in load_file(str(hf / "model.safetensors")).items():
@@ -120,7 +124,15 @@ def write_gguf(hf: Path, out: Path) -> None:
             t = _permute(t, nh)
         elif name.endswith("k_proj.weight"):
             t = _permute(t, nkv)
-        w.add_tensor(names.get_name(name, try_suffixes=(".weight", ".bias")), t.astype(np.float32))
+        gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        t = t.astype(np.float32)
+        if t.ndim == 2 and kind == "f16":
+            t = t.astype(np.float16)
+        elif t.ndim == 2 and kind == "q8_0":
+            q8 = gguf.GGMLQuantizationType.Q8_0
+            w.add_tensor(gname, gguf.quants.quantize(t, q8), raw_dtype=q8)
+            continue
+        w.add_tensor(gname, t)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -182,19 +194,46 @@ def post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         return e.code, json.loads(e.read())
 
 
-def gate(url: str, limits: LossyGate) -> tuple[LogprobReference, Any, float]:
-    """The reference built on ``url`` and ``url`` measured against it (llamacpp's scorer)."""
-    spec, section = get_engine("llamacpp"), VerifySection(probes=[], length_tokens=2)
-    t0 = time.monotonic()
+def _spec_section() -> tuple[Any, VerifySection]:
+    return get_engine("llamacpp"), VerifySection(probes=[], length_tokens=2)
+
+
+def reference(url: str, limits: LossyGate) -> LogprobReference:
+    """The reference built on ``url`` with the llamacpp spec's scorer (``stepwise-ids``)."""
+    spec, section = _spec_section()
     rep = verify_endpoint(url, model="tiny", engine=spec, section=section,
                           agreement=AgreementTask(limits, None, gating=False))  # fmt: skip
-    ref = rep.logprobs
-    if ref is None:
+    if rep.logprobs is None:
         raise RuntimeError(f"no reference: {rep.summary()}")
+    return rep.logprobs
+
+
+def measure(url: str, ref: LogprobReference, limits: LossyGate) -> Any:
+    """``url`` measured against ``ref``: the agreement check."""
+    spec, section = _spec_section()
     rep = verify_endpoint(url, model="tiny", engine=spec, section=section,
                           agreement=AgreementTask(limits, ref, gating=True))  # fmt: skip
-    check = next(c for c in rep.checks if c.kind == "agreement")
-    return ref, check, time.monotonic() - t0
+    return next(c for c in rep.checks if c.kind == "agreement")
+
+
+def text_stepwise_refusals(url: str, ref: LogprobReference) -> int:
+    """How many prompts the text ``stepwise`` scorer refuses on llama.cpp (a text prefix that
+    re-tokenizes across a generated token's boundary)."""
+
+    async def go() -> int:
+        client = HttpClient(Endpoint.parse(url), timeout_s=60)
+        n = 0
+        try:
+            for i, p in enumerate(ref.prompts):
+                try:
+                    await score_stepwise(client, "tiny", p, ref.forced(i), ref.top_k)
+                except NoLogprobs:
+                    n += 1
+        finally:
+            client.close()
+        return n
+
+    return run_loop(go())
 
 
 def against_decode(url: str, ref: LogprobReference, n: int) -> float:
@@ -232,11 +271,32 @@ def record(url: str, ref: LogprobReference, out: Path) -> None:
         )
 
 
+def run_all(binary: Path, work: Path, limits: LossyGate, rec: Path | None) -> dict[str, Any]:
+    """The f32 server gated against itself, then the f16 and q8_0 GGUFs against it."""
+    out: dict[str, Any] = {}
+    with serving(binary, work / "tiny-f32.gguf", work / "llama-server.log") as url:
+        t0 = time.monotonic()
+        ref = reference(url, limits)
+        same = measure(url, ref, limits)
+        out["f32 vs itself"] = same.message
+        out["seconds (reference + measure)"] = round(time.monotonic() - t0, 1)
+        out["reference requests"] = len(ref.prompts) * (1 + ref.tokens)
+        out["max |Δ logprob| teacher-forced vs decode"] = against_decode(url, ref, 4)
+        out["prompts the text stepwise scorer refuses"] = text_stepwise_refusals(url, ref)
+        if rec is not None:
+            record(url, ref, rec)
+    for kind in ("f16", "q8_0"):
+        with serving(binary, work / f"tiny-{kind}.gguf", work / f"llama-server-{kind}.log") as url:
+            check = measure(url, ref, limits)
+            out[f"{kind} vs f32"] = f"{check.detail['verdict']}: {check.message}"
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sdist", type=Path, default=SDIST)
-    ap.add_argument("--prompts", type=int, default=16)
-    ap.add_argument("--tokens", type=int, default=16)
+    ap.add_argument("--prompts", type=int, default=64, help="max_prompts (16 looked at first)")
+    ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--record", type=Path, default=None)
     args = ap.parse_args()
     t0 = time.monotonic()
@@ -246,24 +306,15 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "inferlab.cli.main", "model", "tiny", str(work / "hf")],
                    check=True, env={**os.environ})  # fmt: skip
-    write_gguf(work / "hf", work / "tiny-f32.gguf")
-    limits = LossyGate(max_kl=0.01, min_top1=0.98, prompts=args.prompts,
-                       max_prompts=args.prompts, tokens=args.tokens)  # fmt: skip
-    with serving(binary, work / "tiny-f32.gguf", work / "llama-server.log") as url:
-        ref, check, took = gate(url, limits)
-        worst = against_decode(url, ref, min(4, len(ref.prompts)))
-        if args.record is not None:
-            record(url, ref, args.record)
+    for kind in ("f32", "f16", "q8_0"):
+        write_gguf(work / "hf", work / f"tiny-{kind}.gguf", kind)
+    limits = LossyGate(max_prompts=args.prompts, tokens=args.tokens)  # the gate's defaults
     figs = {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}",
         "llama.cpp": f"vendored in llama-cpp-python {VERSION}",
-        "verdict": check.detail.get("verdict"), "message": check.message,
-        "positions": sum(len(p) for p in ref.positions),
-        "requests": len(ref.prompts) * (1 + 2 * ref.tokens),
-        "seconds (reference + measure)": round(took, 1),
-        "max |Δ logprob| teacher-forced vs decode": worst,
-    }  # fmt: skip
+        **run_all(binary, work, limits, args.record),
+    }
     print(json.dumps(figs, indent=1))
 
 
