@@ -169,6 +169,8 @@ class EngineSpec:
     #: OpenAI-API request-body fields that make the server emit exactly ``max_tokens`` tokens
     ignore_eos_field: str | None = "ignore_eos"
     min_tokens_field: str | None = "min_tokens"
+    #: how the agreement gate teacher-forces it: a name of ``inferlab.verify.scorers.SCORERS``
+    teacher_forcing: str = "echo"
     native_api: NativeApi | None = None
     #: launch variants, the first is the default (empty: nothing to launch)
     launchers: tuple[Launcher, ...] = ()
@@ -208,8 +210,7 @@ class EngineSpec:
     # -- requests ---------------------------------------------------------------------------
 
     def fixed_length_fields(self, n: int) -> dict[str, Any]:
-        """Extra OpenAI-API body fields asking for exactly ``n`` output tokens (with
-        ``max_tokens``)."""
+        """Extra OpenAI-API body fields asking for exactly ``n`` output tokens (+ max_tokens)."""
         out: dict[str, Any] = {}
         if self.ignore_eos_field:
             out[self.ignore_eos_field] = True

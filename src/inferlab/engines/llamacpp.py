@@ -169,6 +169,9 @@ SPEC = register(
         min_tokens_field=None,
         version_path=None,
         tokenize_field="content",
+        # /v1/completions ignores echo (no prompt logprobs); its mixed prompt [text, ids...]
+        # forces the generated ids without re-tokenizing them (docs/verify.md)
+        teacher_forcing="stepwise-ids",
         metrics_enable_flag="--metrics",
         native_api=NativeApi(
             path="/completion",

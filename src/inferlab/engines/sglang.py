@@ -274,6 +274,8 @@ SPEC = register(
         description="SGLang server (OpenAI API)",
         version_path="/get_server_info",
         metrics_enable_flag="--enable-metrics",
+        # its echo logprobs carry text_offset -1 (openai/utils.py): no prompt boundary to cut at
+        teacher_forcing="stepwise",
         native_api=NativeApi(
             path="/generate",
             params_key="sampling_params",

@@ -290,6 +290,7 @@ SPEC = register(
     EngineSpec(
         name="vllm",
         description="vLLM OpenAI-compatible server",
+        teacher_forcing="echo",
         launchers=(
             Launcher("cli", ("vllm", "serve"), model_flag="", also_reserved=("--model",)),
             Launcher(

@@ -19,6 +19,7 @@ from typing import Any
 
 from inferlab.load.http import Exchange, HttpClient, run_loop
 from inferlab.load.jobs import Item, WorkerJob, WorkerResult
+from inferlab.load.pacer import Pacer
 from inferlab.load.progress import Progress
 from inferlab.load.sessions import SessionScript, run_sessions
 from inferlab.load.sse import error_message_of, parse_stream
@@ -105,17 +106,18 @@ async def _closed_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -
     await asyncio.gather(*(user() for _ in range(job.concurrency or 1)))
 
 
-async def _until(due_ns: int) -> None:
-    """Sleep until ``due_ns`` (perf_counter_ns), never waking before it: the loop's timers
-    may fire up to a millisecond early, so the last part yields to the loop until it is due."""
-    while (delay := due_ns - _perf_ns()) > 0:
-        await asyncio.sleep(delay / 1e9 if delay > _TIMER_GRANULARITY_NS else 0)
-
-
 async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> None:
-    """Requests sent at their scheduled offsets, at most ``max_concurrency`` in flight."""
+    """Requests sent at their scheduled offsets, at most ``max_concurrency`` in flight.
+
+    The due times are kept by a pacer thread (``load.pacer``), not by the loop's timers: those
+    are millisecond-granular (libuv rounds a delay to ms and reads a cached ms clock, so one
+    fires up to ~1.5 ms late or early), which was the whole of the replay's send lateness p99.
+    """
     assert job.offsets_s is not None
+    loop = asyncio.get_running_loop()
     sem = asyncio.Semaphore(job.max_concurrency) if job.max_concurrency else None
+    tasks: list[asyncio.Future[None]] = []
+    ended: asyncio.Future[None] = loop.create_future()
 
     async def capped(item: Item, due: int) -> None:
         if sem is None:
@@ -125,13 +127,23 @@ async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> 
             if not ctl.stopping():
                 await one(item, due, False)
 
-    tasks = []
-    for item, off in zip(job.items, job.offsets_s):
-        due = start_ns + int(off * 1e9)
-        await _until(due)
+    def fire(k: int, due: int) -> bool:
         if ctl.stopping() or ctl.finishing():
-            break
-        tasks.append(asyncio.ensure_future(capped(item, due)))
+            return False
+        tasks.append(asyncio.ensure_future(capped(job.items[k], due)))
+        return True
+
+    dues = [start_ns + int(off * 1e9) for off in job.offsets_s[: len(job.items)]]
+    def end() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    pacer = Pacer(loop, dues, fire, end, halt=lambda: ctl.stopping() or ctl.finishing())
+    pacer.start()
+    try:
+        await ended
+    finally:
+        pacer.stop()
     await asyncio.gather(*tasks)
 
 

@@ -130,15 +130,20 @@ def _message_text(messages: object, tok: WordTokenizer) -> tuple[str, int] | Api
 
 
 def _prompt_text(prompt: object, tok: WordTokenizer) -> tuple[str, int] | ApiError:
+    """A string, a list of token ids, or (llama.cpp's mixed prompt) a string then ids."""
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], (str, list)):
         prompt = prompt[0]  # a batch of one
     if isinstance(prompt, str):
         return prompt, tok.count(prompt)
+    head = ""
+    if isinstance(prompt, list) and len(prompt) > 1 and isinstance(prompt[0], str):
+        head, prompt = prompt[0], prompt[1:]
     if isinstance(prompt, list) and prompt and all(_is_int(t) for t in prompt):
         top = tok.vocab_size
         if any(t < 0 or t >= top for t in prompt):
             return _bad(f"`prompt` token ids must be in [0, {top}).", "prompt")
-        return tok.decode(prompt), len(prompt)
+        text = tok.decode(prompt)
+        return (f"{head} {text}" if head else text), tok.count(head) + len(prompt)
     return _bad("`prompt` must be a string or a non-empty list of token ids.", "prompt")
 
 

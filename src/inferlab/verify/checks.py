@@ -206,7 +206,7 @@ def verify_endpoint(
                     checks.append(_equivalence(reference, outputs, gating=lossless))
             made: LogprobReference | None = None
             if agreement is not None:
-                got = await _agreement(client, model, agreement)
+                got = await _agreement(client, model, agreement, engine.teacher_forcing)
                 if isinstance(got, LogprobReference):
                     made = got
                 else:
@@ -227,12 +227,13 @@ def verify_endpoint(
 
 
 async def _agreement(
-    client: HttpClient, model: str, task: AgreementTask
+    client: HttpClient, model: str, task: AgreementTask, scorer: str
 ) -> CheckResult | LogprobReference:
-    """The agreement check, or (no reference given) the reference's logprobs, made here."""
+    """The agreement check, or (no reference given) the reference's logprobs, made here;
+    ``scorer``: the engine's teacher-forcing mechanism (``EngineSpec.teacher_forcing``)."""
     if task.reference is None and task.missing is None:
         try:
-            return await build_reference(client, model, task.limits)
+            return await build_reference(client, model, task.limits, scorer)
         except NoLogprobs as exc:
             reason = f"the reference serves no teacher-forced logprobs ({exc})"
             _, msg, detail = decide(None, task.limits, why=reason)
@@ -242,7 +243,7 @@ async def _agreement(
     why: str | None = task.missing
     if task.reference is not None:
         try:
-            a, met = await measure(client, model, task.reference, task.limits)
+            a, met = await measure(client, model, task.reference, task.limits, scorer)
         except NoLogprobs as exc:
             why = f"no teacher-forced logprobs ({exc})"
     verdict, msg, detail = decide(a, task.limits, width_met=met, why=why)

@@ -5,7 +5,8 @@ A config passes only when its KL interval's high end is at most ``max_kl`` and i
 interval's low end at least ``min_top1``. The prompt count starts at ``prompts`` and doubles
 until both intervals are at most ``width`` times their limit's margin wide (``max_kl``;
 ``1 − min_top1``) or every prompt of the reference is scored. An engine that serves no
-teacher-forced logprobs "cannot gate": never a pass.
+teacher-forced logprobs "cannot gate": never a pass. ``scorer``: how the engine serving the
+measured side is teacher forced (``EngineSpec.teacher_forcing``, :mod:`inferlab.verify.scorers`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,8 @@ from typing import Any, Literal
 from inferlab.config.lossy import LossyGate
 from inferlab.load.http import HttpClient
 from inferlab.verify.agreement import Agreement, PromptFigures, agreement, prompt_figures
-from inferlab.verify.logprobs import (
-    LogprobReference,
-    NoLogprobs,
-    continue_greedy,
-    score,
-    seeded_prompts,
-)
+from inferlab.verify.logprobs import LogprobReference, NoLogprobs, continue_greedy, seeded_prompts
+from inferlab.verify.scorers import get_scorer
 
 __all__ = [
     "AgreementTask",
@@ -48,15 +44,19 @@ class AgreementTask:
     missing: str | None = None
 
 
-async def build_reference(client: HttpClient, model: str, limits: LossyGate) -> LogprobReference:
+async def build_reference(
+    client: HttpClient, model: str, limits: LossyGate, scorer: str = "echo"
+) -> LogprobReference:
     """The baseline's greedy continuations of ``max_prompts`` seeded prompts, each scored."""
+    score = get_scorer(scorer)
     prompts = seeded_prompts(limits.seed, limits.max_prompts)
-    conts, positions = [], []
-    for p in prompts:
-        c = await continue_greedy(client, model, p, limits.tokens)
-        conts.append(c)
-        positions.append(await score(client, model, p, c, limits.top_k))
-    return LogprobReference(prompts, conts, positions, limits.top_k, limits.tokens, limits.seed)
+    conts = [await continue_greedy(client, model, p, limits.tokens) for p in prompts]
+    positions = [await score(client, model, p, c, limits.top_k) for p, c in zip(prompts, conts)]
+    texts, ids = [c.tokens for c in conts], [c.ids for c in conts]
+    return LogprobReference(
+        prompts, [c.text for c in conts], positions, limits.top_k, limits.tokens, limits.seed,
+        texts, ids,
+    )  # fmt: skip
 
 
 def widths_met(a: Agreement, limits: LossyGate) -> bool:
@@ -67,14 +67,15 @@ def widths_met(a: Agreement, limits: LossyGate) -> bool:
 
 
 async def measure(
-    client: HttpClient, model: str, ref: LogprobReference, limits: LossyGate
+    client: HttpClient, model: str, ref: LogprobReference, limits: LossyGate, scorer: str = "echo"
 ) -> tuple[Agreement, bool]:
     """The config's agreement with ``ref`` and whether the width was reached (adaptive)."""
+    score = get_scorer(scorer)
     figs: list[PromptFigures] = []
     n = min(limits.prompts, len(ref.prompts))
     while True:
         for i in range(len(figs), n):
-            mine = await score(client, model, ref.prompts[i], ref.continuations[i], ref.top_k)
+            mine = await score(client, model, ref.prompts[i], ref.forced(i), ref.top_k)
             if len(mine) != len(ref.positions[i]):
                 raise NoLogprobs(
                     f"prompt {i + 1}: {len(mine)} scored positions, the baseline had "

@@ -1,12 +1,14 @@
-"""Teacher-forced top-k logprobs over the OpenAI completions API (vLLM's mechanism).
+"""The baseline's side of the distribution-agreement gate and the OpenAI completions answers it
+reads (the scorers, one per engine mechanism, are in :mod:`inferlab.verify.scorers`).
 
-The baseline's greedy continuation of each seeded prompt (T = 0, unstreamed), then the text
-``prompt + continuation`` scored with ``echo = true, max_tokens = 0, logprobs = k``: vLLM
-answers that with the prompt's own top-k logprobs (``serving_completion``: ``request.echo and
-request.max_tokens == 0`` returns ``res.prompt_logprobs``). The scored positions are the tokens
-whose ``text_offset`` is at or past the prompt's end, so both sides are compared on the same
-tokens of the same text. An engine that refuses ``echo``/``logprobs`` or answers without them
-raises :class:`NoLogprobs`: it cannot be gated.
+The baseline's greedy continuation of each seeded prompt (T = 0, unstreamed, ``logprobs = 1``
+so that the answer names the continuation's tokens), then each continuation position's top-k
+map, teacher forced. Generated-token logprobs come in one of two shapes, both read here: the
+legacy completions object (``tokens``, ``top_logprobs`` as token text → logprob: vLLM,
+SGLang, the reference engine) or a ``content`` list of ``{token, logprob, top_logprobs: [{token,
+logprob}]}`` (llama.cpp's ``/v1/completions``, ``server-task.cpp`` ``probs_vector_to_json``).
+An engine that refuses ``logprobs`` or answers without them raises :class:`NoLogprobs`: it
+cannot be gated.
 """
 
 from __future__ import annotations
@@ -14,12 +16,21 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from inferlab.errors import InferlabError
 from inferlab.load.http import HttpClient
 
-__all__ = ["LogprobReference", "NoLogprobs", "continue_greedy", "score", "seeded_prompts"]
+__all__ = [
+    "Continuation",
+    "LogprobReference",
+    "NoLogprobs",
+    "continue_greedy",
+    "generated_entries",
+    "post_completion",
+    "prompt_tokens",
+    "seeded_prompts",
+]
 
 _TEXT = (
     "the a river city morning old new small light water stone road house garden market "
@@ -28,6 +39,7 @@ _TEXT = (
     "because after before while when where every many few some always never often slowly"
 )
 _WORDS = tuple(_TEXT.split())
+_T = TypeVar("_T", str, int)
 
 
 class NoLogprobs(InferlabError):
@@ -47,7 +59,9 @@ def seeded_prompts(seed: int, count: int) -> list[str]:
 @dataclass
 class LogprobReference:
     """The baseline's side: prompts, greedy continuations and each continuation position's
-    top-k map (token text → logprob, nats)."""
+    top-k map (token text → logprob, nats); ``token_texts`` / ``token_ids``: each continuation
+    split into its generated tokens' texts / ids (None: not named by the engine, or a reference
+    stored before they were kept)."""
 
     prompts: list[str]
     continuations: list[str]
@@ -55,6 +69,8 @@ class LogprobReference:
     top_k: int
     tokens: int
     seed: int
+    token_texts: list[list[str] | None] | None = None
+    token_ids: list[list[int] | None] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,10 +84,26 @@ class LogprobReference:
             int(d["top_k"]),
             int(d["tokens"]),
             int(d["seed"]),
+            _splits(d.get("token_texts"), str),
+            _splits(d.get("token_ids"), int),
+        )
+
+    def forced(self, i: int) -> Continuation:
+        """Prompt ``i``'s continuation with its split, as the scorers take it."""
+        texts, ids = self.token_texts, self.token_ids
+        return Continuation(
+            self.continuations[i], texts[i] if texts else None, ids[i] if ids else None
         )
 
 
-async def _post(client: HttpClient, body: dict[str, Any]) -> dict[str, Any]:
+def _splits(raw: object, kind: type[_T]) -> list[list[_T] | None] | None:
+    if not isinstance(raw, list):
+        return None
+    return [[kind(t) for t in ts] if isinstance(ts, list) else None for ts in raw]
+
+
+async def post_completion(client: HttpClient, body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON answer of ``POST /v1/completions``; ``NoLogprobs`` for a refusal or no choice."""
     ex = await client.request(client.build("POST", "/v1/completions", json.dumps(body).encode()))
     raw = ex.body()
     if ex.error_kind is not None or ex.status != 200:
@@ -86,43 +118,94 @@ async def _post(client: HttpClient, body: dict[str, Any]) -> dict[str, Any]:
         raise NoLogprobs(f"not a completions answer: {exc}") from None
     if not isinstance(choice, dict):
         raise NoLogprobs("not a completions answer: choices[0] is not an object")
-    return choice
+    return dict(obj)
 
 
-async def continue_greedy(client: HttpClient, model: str, prompt: str, tokens: int) -> str:
-    """The greedy (T = 0) continuation of ``prompt``, at most ``tokens`` tokens."""
-    body = {"model": model, "prompt": prompt, "max_tokens": tokens, "temperature": 0.0}
-    choice = await _post(client, body)
+def choice_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """``choices[0]`` of an answer :func:`post_completion` returned."""
+    return dict(obj["choices"][0])
+
+
+def prompt_tokens(obj: dict[str, Any]) -> int | None:
+    """``usage.prompt_tokens`` of an answer (None: not reported)."""
+    usage = obj.get("usage")
+    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) else None
+
+
+def _top_map(top: object) -> dict[str, float] | None:
+    """A top-k as token text → logprob: a legacy dict, or a list of ``{token, logprob}`` (the
+    first of equal texts kept: the list is best first)."""
+    if isinstance(top, dict):
+        return {str(t): float(v) for t, v in top.items() if isinstance(v, (int, float))}
+    if not isinstance(top, list):
+        return None
+    out: dict[str, float] = {}
+    for e in top:
+        if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float)):
+            out.setdefault(str(e.get("token")), float(e["logprob"]))
+    return out
+
+
+def generated_entries(choice: dict[str, Any]) -> list[tuple[str, dict[str, float] | None]]:
+    """Each generated token's text and top-k map of an unechoed answer, from either shape (the
+    legacy ``tokens``/``top_logprobs``, or llama.cpp's ``content`` list); ``NoLogprobs`` if
+    the answer has neither."""
+    lp = choice.get("logprobs")
+    if not isinstance(lp, dict):
+        raise NoLogprobs("the answer carries no logprobs object")
+    content = lp.get("content")
+    if isinstance(content, list):
+        return [
+            (str(e.get("token")), _top_map(e.get("top_logprobs")))
+            for e in content
+            if isinstance(e, dict)
+        ]
+    tokens, tops = lp.get("tokens"), lp.get("top_logprobs")
+    if not isinstance(tokens, list) or not isinstance(tops, list) or len(tokens) != len(tops):
+        raise NoLogprobs("logprobs lacks tokens/top_logprobs of equal length")
+    return [(str(t), _top_map(top)) for t, top in zip(tokens, tops)]
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """A greedy continuation and its generated tokens' texts (None: the engine named none, or
+    they do not join to the text) and ids (None: the engine named none: only llama.cpp's
+    ``content`` entries carry an ``id``)."""
+
+    text: str
+    tokens: list[str] | None
+    ids: list[int] | None = None
+
+
+async def continue_greedy(client: HttpClient, model: str, prompt: str, tokens: int) -> Continuation:
+    """The greedy (T = 0) continuation of ``prompt``, at most ``tokens`` tokens, with its split."""
+    body = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": tokens,
+        "temperature": 0.0,
+        "logprobs": 1,
+    }
+    choice = choice_of(await post_completion(client, body))
     text = choice.get("text")
     if not isinstance(text, str):
         raise NoLogprobs("the completion carries no text")
-    return text
+    try:
+        split: list[str] | None = [t for t, _ in generated_entries(choice)]
+    except NoLogprobs:
+        split = None
+    if split is not None and "".join(split) != text:
+        split = None
+    return Continuation(text, split, generated_ids(choice) if split is not None else None)
 
 
-async def score(
-    client: HttpClient, model: str, prompt: str, continuation: str, top_k: int
-) -> list[dict[str, float]]:
-    """The top-k map of every continuation position, teacher forced (echo, max_tokens = 0)."""
-    body = {
-        "model": model,
-        "prompt": prompt + continuation,
-        "max_tokens": 0,
-        "echo": True,
-        "logprobs": top_k,
-        "temperature": 0.0,
-    }
-    choice = await _post(client, body)
+def generated_ids(choice: dict[str, Any]) -> list[int] | None:
+    """The generated tokens' ids where the answer names them (llama.cpp's ``content[].id``)."""
     lp = choice.get("logprobs")
-    if not isinstance(lp, dict):
-        raise NoLogprobs("echo with logprobs answered without a logprobs object")
-    tops, offsets = lp.get("top_logprobs"), lp.get("text_offset")
-    if not isinstance(tops, list) or not isinstance(offsets, list) or len(tops) != len(offsets):
-        raise NoLogprobs("logprobs lacks top_logprobs/text_offset of equal length")
-    out = [
-        {str(t): float(v) for t, v in top.items()}
-        for top, at in zip(tops, offsets)
-        if isinstance(at, int) and at >= len(prompt) and isinstance(top, dict) and top
-    ]
-    if continuation.strip() and not out:
-        raise NoLogprobs("no scored position past the prompt (echo returned no prompt logprobs)")
-    return out
+    content = lp.get("content") if isinstance(lp, dict) else None
+    if not isinstance(content, list):
+        return None
+    ids = [e.get("id") if isinstance(e, dict) else None for e in content]
+    ok = all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+    return [int(i) for i in ids if isinstance(i, int)] if ok and ids else None
