@@ -111,7 +111,7 @@ async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> 
 
     The due times are kept by a pacer thread (``load.pacer``), not by the loop's timers: those
     are millisecond-granular (libuv rounds a delay to ms and reads a cached ms clock, so one
-    fires up to ~1.5 ms late or early), which was the whole of the replay's send lateness p99.
+    fires up to ~1.5 ms late or early), which put the replay's p99 at 1.2 ms (RESULTS.md).
     """
     assert job.offsets_s is not None
     loop = asyncio.get_running_loop()
@@ -134,6 +134,7 @@ async def _open_loop(job: WorkerJob, ctl: _Control, one: One, start_ns: int) -> 
         return True
 
     dues = [start_ns + int(off * 1e9) for off in job.offsets_s[: len(job.items)]]
+
     def end() -> None:
         if not ended.done():
             ended.set_result(None)
