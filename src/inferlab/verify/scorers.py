@@ -12,7 +12,7 @@ position of ``prompt + continuation``.
   ``n`` requests per prompt; the engine re-tokenizes each text prefix, which may not split
   where the generated tokens did, so each step's ``usage.prompt_tokens`` must be the first
   step's plus ``t`` — else ``NoLogprobs`` rather than comparing the wrong positions.
-- ``stepwise-ids`` (llama.cpp, which refuses echo): the same steps, each prompt
+- ``stepwise-ids`` (llama.cpp, which ignores echo): the same steps, each prompt
   ``[prompt, *ids[:t]]`` — llama.cpp's mixed prompt tokenizes the string and appends the
   generated ids as they are (``server-common.cpp`` ``tokenize_mixed``), so nothing is
   re-tokenized.
