@@ -2,7 +2,7 @@
 llamacpp engine spec (``stepwise-ids``) run against llama.cpp itself.
 
 1. Builds ``llama-server`` only, once, from the llama.cpp vendored in llama-cpp-python's sdist
-   (``vendor/llama.cpp``), into ``~/.cache/inferlab/llama.cpp-lcp<version>/`` (cached; ``nice
+   (``vendor/llama.cpp``), into ``$INFERLAB_CACHE`` (``~/.cache/inferlab``) ``/llama.cpp-lcp<version>/`` (cached; ``nice
    -n 19``, ``-j2``; ``GGML_NATIVE=ON``, no curl, tests or examples).
 2. Makes the tiny random-weight Llama (``inferlab model tiny``) and writes it as GGUF (f32)
    with the vendored ``gguf-py``'s ``GGUFWriter`` — the tensor names, the Q/K RoPE permutation
@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tarfile
@@ -41,14 +40,16 @@ import numpy as np
 from inferlab.config.campaign import VerifySection
 from inferlab.config.lossy import LossyGate
 from inferlab.engines import get_engine
+from inferlab.envs.venv import cache_root
 from inferlab.load.http import Endpoint, HttpClient, run_loop
+from inferlab.server.lifecycle import LaunchSpec, free_port, launch, stop, wait_ready
 from inferlab.verify import verify_endpoint
 from inferlab.verify.gate import AgreementTask
 from inferlab.verify.logprobs import LogprobReference, NoLogprobs, generated_entries
 from inferlab.verify.scorers import score_stepwise
 
 VERSION = "0.3.36"
-CACHE = Path.home() / ".cache" / "inferlab" / f"llama.cpp-lcp{VERSION}"
+CACHE = cache_root() / f"llama.cpp-lcp{VERSION}"
 SDIST = Path("/tmp/lcp-src") / f"llama_cpp_python-{VERSION}.tar.gz"
 CMAKE = ["-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF"]
 CMAKE += ["-DLLAMA_BUILD_EXAMPLES=OFF", "-DCMAKE_BUILD_TYPE=Release"]
@@ -154,32 +155,19 @@ def _vocab(w: Any, gguf: Any, hf: Path, size: int) -> None:
 
 @contextlib.contextmanager
 def serving(binary: Path, model: Path, log: Path) -> Iterator[str]:
-    """``llama-server`` on a free loopback port until the block ends; yields its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """``llama-server`` on a free loopback port until the block ends, launched, waited for and
+    stopped by inferlab's own server lifecycle; yields its URL."""
+    port = free_port()
     argv = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port)]
     argv += ["-c", "2048", "-t", "1", "-np", "1", "--no-webui"]
-    with open(log, "w") as err:
-        proc = subprocess.Popen(argv, stdout=err, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    spec = LaunchSpec("llama-server", argv, {}, port, log, url + "/health", ready_timeout_s=120)
+    server = launch(spec)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(
-                    f"llama-server exited {proc.returncode}: {log.read_text()[-2000:]}"
-                )
-            with contextlib.suppress(OSError, urllib.error.HTTPError):
-                if urllib.request.urlopen(url + "/health", timeout=2).status == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama-server not healthy in 120 s")
-            time.sleep(0.2)
+        wait_ready(server)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(server, drain_timeout_s=10)
 
 
 def post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

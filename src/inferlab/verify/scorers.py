@@ -139,7 +139,7 @@ async def _stepwise(
         first = n if first is None else first
         if n != first + t:
             raise NoLogprobs(
-                f"step {t}: the text prefix re-tokenized to {n} prompt tokens, not {first + t} "
+                f"step {t}: the prefix came to {n} prompt tokens, not {first + t} "
                 "(it does not split where the generated tokens did)"
             )
         out.append(step_top(choice_of(obj), t))
