@@ -228,13 +228,13 @@ class Measured:
         return TrialResult("ok", cand.trials[0], verdict)  # type: ignore[arg-type]
 
 
-Builder = Callable[[SearchSection], tuple[BaseSampler, int]]
+Builder = Callable[[SearchSection, int], tuple[BaseSampler, int]]
 
 
 def _tpe(**kw: object) -> Builder:
     """A TPE builder with Optuna options ``kw`` (start-up: inferlab's unless given)."""
 
-    def build(section: SearchSection) -> tuple[BaseSampler, int]:
+    def build(section: SearchSection, parallel: int = 1) -> tuple[BaseSampler, int]:
         opts: dict[str, object] = {"multivariate": True, **kw}
         opts.setdefault("n_startup_trials", samplers._startup(section))
         with warnings.catch_warnings():

@@ -34,9 +34,9 @@ def test_every_golden_dump_is_unchanged() -> None:
 
 
 def test_timestamps_and_paths_are_normalised() -> None:
-    """Each dump comes from its own process (its own PYTHONHASHSEED): the report's profile diff
-    once ordered tied rows by set order and differed from run to run; only times and paths
-    may differ, and those are normalised."""
+    """The dumps run in this process (``support.cli``), whose PYTHONHASHSEED differs from run
+    to run: the report's profile diff once ordered tied rows by set order and differed between
+    runs; only times and paths may differ, and those are normalised."""
     golden = _golden()
     text = golden._normalise(
         f'at 2026-12-02T04:00:40+0000 in {ROOT}/x, "seconds": 0.04', ROOT / "t"

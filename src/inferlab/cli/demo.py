@@ -9,19 +9,37 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from inferlab.campaign.demo import run_sim_campaign_demo, run_vllm_demo
+from inferlab.campaign.demo import (
+    EXAMPLES,
+    fresh_db,
+    prepare_vllm_demo,
+    run_sim_campaign_demo,
+    run_vllm_demo,
+)
 from inferlab.campaign.runner import CampaignResult
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import render_md
+from inferlab.search.driver import optimize
 from inferlab.store import Store
 
+from .optimize import print_search
 from .render import stdout_console
 from .run import _Events, _report
+
+#: the database ``demo --optimize`` writes (a fresh one each run)
+OPTIMIZE_DB = Path("inferlab-out") / "optimize-vllm-cpu" / "demo.db"
 
 
 def demo(
     sim: Annotated[
         bool, typer.Option("--sim", help="The seed campaign on the reference engine (~2 min)")
+    ] = False,
+    with_search: Annotated[
+        bool,
+        typer.Option(
+            "--optimize",
+            help="inferlab optimize on vLLM CPU: the scheduler's and n-gram's levers (~15 min)",
+        ),
     ] = False,
 ) -> None:
     """Run the whole method on a real vLLM (CPU) campaign, end to end.
@@ -31,9 +49,17 @@ def demo(
     intervals are within ±5%, each config's until its A/B against the baseline is settled),
     stored and reported. Takes several minutes (the first run also builds the vLLM CPU
     environment, ~4 min). --sim: the seed campaign of docs/design.md on the reference
-    engine's timing model (SIMULATED)."""
+    engine's timing model (SIMULATED). --optimize: `inferlab optimize` over vLLM CPU's
+    running-sequence cap, step token budget, n-gram draft length and chunked prefill
+    (examples/optimize-vllm-cpu.toml): a recommendation with its A/B interval against the
+    default, or "nothing was shown better" with the bounds that say why."""
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
+    if with_search and sim:
+        raise typer.BadParameter("--optimize runs on vLLM CPU; give --sim or --optimize")
+    if with_search:
+        _optimize(err, events)
+        return
     if sim:
         intro = (
             "[bold]inferlab demo --sim[/bold]: the seed campaign on the reference engine "
@@ -72,3 +98,27 @@ def _finish(result: CampaignResult, db: Path, campaign: str) -> None:
     con.print(f"database: {escape(str(db))}", highlight=False)
     if result.interrupted:
         raise typer.Exit(130)
+
+
+def _optimize(err: Console, events: _Events) -> None:
+    """``demo --optimize``: the vLLM environment, then ``inferlab optimize`` on the example
+    into a fresh database, its result and its report."""
+    err.print(
+        "[bold]inferlab demo --optimize[/bold]: inferlab optimize on vLLM (CPU build) serving a "
+        "tiny random-weight model, read at C=4; each trial beside a fresh launch of the "
+        "incumbent. About 15 minutes."
+    )
+    try:
+        prepare_vllm_demo(events)
+        db = fresh_db(OPTIMIZE_DB)
+        with Store(db) as store:
+            result = optimize(EXAMPLES / "optimize-vllm-cpu.toml", store=store, events=events)
+    finally:
+        events.progress_done()
+    print_search(result, simulated=False)
+    with Store(db) as store:
+        paths = _report(store, result.campaign)
+    con = stdout_console()
+    for p in paths:
+        con.print(f"report: {escape(str(p))}", highlight=False)
+    con.print(f"database: {escape(str(db))}", highlight=False)

@@ -14,8 +14,15 @@ from rich.table import Table
 
 from inferlab.campaign.plan import Plan
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
-from inferlab.search.driver import NO_PROFILE, OptimizeResult, optimize, search_plan
+from inferlab.search.driver import (
+    NO_PROFILE,
+    OBJECTIVE_METRIC,
+    OptimizeResult,
+    optimize,
+    search_plan,
+)
 from inferlab.search.flags import check_flags
+from inferlab.search.loop import TrialRecord
 from inferlab.search.samplers import resolve
 from inferlab.search.space import Space, ordinal
 from inferlab.store import Store, db_path
@@ -24,7 +31,9 @@ from .render import stdout_console
 from .run import _Events
 
 
-def _print(r: OptimizeResult, simulated: bool) -> None:
+def print_search(r: OptimizeResult, simulated: bool) -> None:
+    """A search's result as `optimize` prints it: the bounds, the trials, the path, the stop
+    and the recommendation with its evidence."""
     con = stdout_console()
     if simulated:
         con.print(
@@ -65,11 +74,35 @@ def _print(r: OptimizeResult, simulated: bool) -> None:
             f"nothing was shown better than the baseline {escape(r.baseline)} at {r.at}",
             highlight=False,
         )
+        ok = [t for t in r.search.trials if t.result.value is not None]
+        if ok:
+            top = max(ok, key=lambda t: _sign(r.objective) * (t.result.value or 0.0))
+            con.print(f"its closest: {escape(_evidence(r, top))}", highlight=False)
         return
     con.print(f"\n[bold]recommended: {escape(r.best)}[/bold]", highlight=False)
+    by_name = {t.name: t for t in r.search.trials}
+    for name in r.search.path[1:]:
+        con.print(f"  {escape(_evidence(r, by_name[name]))}", highlight=False)
     con.print(escape(r.snippet()), highlight=False)
     for line in r.launch:
         con.print(escape(line), highlight=False, soft_wrap=True)
+
+
+def _sign(objective: str) -> float:
+    return -1.0 if objective == "tpot_ms" else 1.0
+
+
+def _evidence(r: OptimizeResult, t: TrialRecord) -> str:
+    """A trial's A/B against the incumbent it was judged against, in words."""
+    metric = OBJECTIVE_METRIC.get(r.objective, r.objective)
+    ab = t.result.ab.get(metric) or {}
+    if "ratio" not in ab:
+        return f"{t.name}: {t.result.verdict or t.result.status} against {t.against}"
+    interval = f"[{ab['low']:.3f}, {ab['high']:.3f}]" if ab.get("low") is not None else ""
+    return (
+        f"{t.name}: {metric} ×{ab['ratio']:.3f} {interval} against {t.against} (95%, sequential "
+        f"A/B: {t.result.verdict})"
+    )
 
 
 def _values(d: SearchDim) -> str:
@@ -78,7 +111,8 @@ def _values(d: SearchDim) -> str:
         return "given or not"
     if d.values is not None:
         kind = " (ordinal: the sampler sees their rank)" if ordinal(d) else ""
-        return "values " + ", ".join(map(str, d.values)) + kind
+        into = f" into {d.template} (false: left out)" if d.template else ""
+        return "values " + ", ".join(map(str, d.values)) + kind + into
     scale = ", log scale" if d.log else ""
     return f"{'integers' if d.integer else 'numbers'} {d.low:g} … {d.high:g}{scale}"
 
@@ -169,4 +203,4 @@ def optimize_cmd(
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
         return
-    _print(result, plan.campaign.engine.kind == "sim")
+    print_search(result, plan.campaign.engine.kind == "sim")

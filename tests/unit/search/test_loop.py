@@ -177,6 +177,26 @@ def test_a_trial_is_a_named_config_over_the_baseline() -> None:
         space.grid()
 
 
+def test_a_templated_flag_launches_its_filled_template_and_false_leaves_it_out() -> None:
+    tmpl = '{"method":"ngram","num_speculative_tokens":{value},"prompt_lookup_max":3}'
+    s = section(
+        dim=[
+            {"flag": "--speculative-config", "values": [False, 1, 3], "template": tmpl,
+             "short": "k"},
+            {"flag": "--x", "values": ["a", "b"], "template": "mode={value}"},
+        ]
+    )  # fmt: skip
+    space = Space(tuple(s.dim), BASE)
+    on = space.config(2, {"--speculative-config": 3, "--x": "b"})
+    assert on.name == "t02-k3-xb"
+    assert on.set == {
+        "--speculative-config": '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3}',
+        "--x": "mode=b",
+    }
+    off = space.config(3, {"--speculative-config": False, "--x": "a"})
+    assert off.name == "t03-koff-xa" and off.set["--speculative-config"] is False
+
+
 def _campaign(tmp_path: Path, search: str) -> Path:
     p = tmp_path / "c.toml"
     p.write_text(
@@ -200,6 +220,10 @@ def _campaign(tmp_path: Path, search: str) -> Path:
          '[[search.dim]]\nenv = "A_BY"\nvalues = [2]\n', 7, "both named 'ab'"),
         ('[search]\nat = "C=8"\nparallel = 0\n[[search.dim]]\nflag = "--x"\nvalues = [1]\n', 9,
          "parallel: .*greater than or equal to 1"),
+        ('[search]\nat = "C=8"\n[[search.dim]]\nflag = "--x"\nvalues = [1]\ntemplate = "k"\n', 9,
+         "template 'k' has no {value} to fill"),
+        ('[search]\nat = "C=8"\n[[search.dim]]\nenv = "X"\nvalues = [1]\ntemplate = "{value}"\n',
+         9, "template is for a flag"),
     ],
 )  # fmt: skip
 def test_a_bad_search_section_names_the_file_line_and_field(
