@@ -217,6 +217,15 @@ SIGNATURES = (
         flags=("--max-model-len",),
         source="vllm/config model.py message (no fixture log)",
     ),
+    fatal_sig(
+        "batched_tokens_below_model_len",
+        r"max_num_batched_tokens \(\d+\) is smaller than max_model_len \(\d+\)",
+        remedy="with chunked prefill off (--no-enable-chunked-prefill) one step must hold a "
+        "whole prompt: raise --max-num-batched-tokens to --max-model-len or more, lower "
+        "--max-model-len, or leave chunked prefill on",
+        flags=("--max-num-batched-tokens", "--max-model-len", "--no-enable-chunked-prefill"),
+        source="vllm_cpu/startup_fail_batched_tokens.log (tests/fixtures/)",
+    ),
     *common.serving_failures(
         "another process holds the port: stop it or choose another [engine] port; for "
         "torch.distributed ports (EADDRINUSE from TCPStore) set VLLM_PORT / MASTER_PORT",

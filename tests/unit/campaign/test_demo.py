@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from inferlab.campaign.demo import EXAMPLES
@@ -91,3 +93,45 @@ def test_sim_demo_profiles_the_seed_points() -> None:
     prof = plan.campaign.profile
     assert prof is not None and prof.at == ["C=1", "C=16"] and prof.configs == ["baseline", "A"]
     assert "profiling on (SGLANG_TORCH_PROFILER_DIR=" in "\n".join(render_plan(plan))
+
+
+def test_the_optimize_demo_launches_what_its_trial_names_say(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``demo --optimize``'s space on vLLM: the n-gram draft length fills the JSON of
+    ``--speculative-config`` (off: the flag left out), chunked prefill off is the bare flag."""
+    from inferlab.search.driver import search_plan
+    from inferlab.search.space import Space
+    from inferlab.search.trials import Trials
+    from inferlab.store import Store
+
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    plan, section = search_plan(EXAMPLES / "optimize-vllm-cpu.toml")
+    space = Space(tuple(section.dim), plan.campaign.config[0])
+    assert space.size() == 4 * 4 * 5 * 2
+    on = space.config(1, {"--max-num-seqs": 16, "--max-num-batched-tokens": 512,
+                          "--speculative-config": 2, "--no-enable-chunked-prefill": True})  # fmt: skip
+    off = space.config(2, {"--max-num-seqs": 128, "--max-num-batched-tokens": 2048,
+                           "--speculative-config": False, "--no-enable-chunked-prefill": False})  # fmt: skip
+    assert (
+        on.name == "t01-mns16-mnbt512-k2-nocpon" and off.name == "t02-mns128-mnbt2048-koff-nocpoff"
+    )
+    with Store(tmp_path / "db") as store:
+        trials = Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
+        trials.add([on], "baseline")
+        trials.add([off], "baseline")
+        argv = {
+            c.name: next(
+                x for x in render_plan(trials.derived("baseline", [c.name])) if "argv:" in x
+            )
+            for c in (on, off)
+        }
+    spec = (
+        '{"method":"ngram","num_speculative_tokens":2,"prompt_lookup_max":3,"prompt_lookup_min":1}'
+    )
+    assert argv[on.name].endswith(
+        f"--max-num-seqs 16 --max-num-batched-tokens 512 --speculative-config '{spec}' "
+        "--no-enable-chunked-prefill"
+    ), argv
+    assert argv[off.name].endswith("--max-num-seqs 128 --max-num-batched-tokens 2048"), argv

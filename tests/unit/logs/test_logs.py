@@ -544,6 +544,11 @@ def test_vllm_startup_failures_are_findings_with_the_engines_remedy() -> None:
     assert f.evidence["signature"] == "max_model_len_too_large"
     assert "User-specified max_model_len (100000)" in f.message
     assert f.action is not None and "--max-model-len" in f.action
+    c = analyze_log(CPU / "startup_fail_batched_tokens.log")  # an optimize trial's launch
+    (h,) = [f for f in c.findings if f.kind == "launch-failure"]
+    assert h.evidence["signature"] == "batched_tokens_below_model_len"
+    assert h.evidence["lines"] == [56] and "(1024) is smaller than max_model_len (2048)" in h.message
+    assert h.action is not None and "--no-enable-chunked-prefill" in h.action
     b = analyze_log(CPU / "startup_fail_missing_model.log")
     (g,) = [f for f in b.findings if f.kind == "launch-failure"]
     assert g.evidence["signature"] == "model_not_found" and g.evidence["lines"] == [55]
