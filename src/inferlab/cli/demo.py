@@ -105,7 +105,7 @@ def _optimize(err: Console, events: _Events) -> None:
     into a fresh database, its result and its report."""
     err.print(
         "[bold]inferlab demo --optimize[/bold]: inferlab optimize on vLLM (CPU build) serving a "
-        "tiny random-weight model, read at C=4; each trial beside a fresh launch of the "
+        "tiny random-weight model, read at C=1; each trial beside a fresh launch of the "
         "incumbent. About 15 minutes."
     )
     try:

@@ -55,7 +55,7 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
         verdict = tr.result.verdict or tr.result.status
         t.add_row(
             str(tr.index), escape(tr.name), escape(tr.chosen_by), value, verdict,
-            escape(tr.against), escape(tr.result.reason),
+            escape(tr.against), escape(_short(tr.result.reason)),
         )  # fmt: skip
     con.print(t)
     con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
@@ -86,6 +86,11 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
     con.print(escape(r.snippet()), highlight=False)
     for line in r.launch:
         con.print(escape(line), highlight=False, soft_wrap=True)
+
+
+def _short(reason: str, width: int = 110) -> str:
+    """A trial's reason cut for the table (the report and --json keep it whole)."""
+    return reason if len(reason) <= width else reason[: width - 1].rstrip() + "…"
 
 
 def _sign(objective: str) -> float:

@@ -1,6 +1,7 @@
 """The search loop: Optuna proposes (ask), an evaluator launches and measures the trial against
 the incumbent (a sequential A/B), the loop records and tells. The incumbent changes only on a
-``better`` verdict; the loop stops at the budget, after ``patience`` trials in a row without one,
+``better`` verdict; the loop stops at the budget, after ``patience`` measured trials in a row
+without one (a trial that failed to launch measured nothing and is not counted),
 when the space is exhausted, or when no dimension is left (every bound below the minimum
 effect). The sampler's state is rebuilt from the recorded trials, never kept apart: a resumed
 search replays them into a fresh study.
@@ -204,8 +205,8 @@ class _Loop:
         """Move the incumbent to the best-valued trial of ``batch`` judged ``better`` against
         the current incumbent, if any; else count the batch against ``patience``."""
         better = [r for r in batch if r.result.verdict == "better" and r.against == self.path[-1]]
-        if not better:
-            self.since_better += len(batch)
+        if not better:  # a trial that failed to launch measured nothing: it does not count
+            self.since_better += sum(r.result.status == "ok" for r in batch)
             return
         sign = -1.0 if _direction(self.section) == "minimize" else 1.0
         best = max(

@@ -547,7 +547,9 @@ def test_vllm_startup_failures_are_findings_with_the_engines_remedy() -> None:
     c = analyze_log(CPU / "startup_fail_batched_tokens.log")  # an optimize trial's launch
     (h,) = [f for f in c.findings if f.kind == "launch-failure"]
     assert h.evidence["signature"] == "batched_tokens_below_model_len"
-    assert h.evidence["lines"] == [56] and "(1024) is smaller than max_model_len (2048)" in h.message
+    assert (
+        h.evidence["lines"] == [56] and "(1024) is smaller than max_model_len (2048)" in h.message
+    )
     assert h.action is not None and "--no-enable-chunked-prefill" in h.action
     b = analyze_log(CPU / "startup_fail_missing_model.log")
     (g,) = [f for f in b.findings if f.kind == "launch-failure"]

@@ -91,6 +91,17 @@ def test_stops_by_patience_when_nothing_beats_the_incumbent() -> None:
     assert result.path == ["baseline"]
 
 
+def test_patience_counts_measured_trials_not_failed_launches() -> None:
+    """A launch that fails measures nothing: on vLLM CPU three such trials in four stopped
+    the search by patience after one measurement (demo --optimize, 2026-12-02)."""
+    s = section(budget_trials=9, patience=3, sampler="random")
+    ev = Surface(s, fail=(4, 8, 16))
+    ev.values["baseline"] = 10_000.0  # nothing can beat it
+    result = run_search(Space(tuple(s.dim), BASE), s, ev)
+    measured = [t for t in result.trials if t.result.status == "ok"]
+    assert len(measured) == 3 and len(result.trials) > 3 and result.stopped == "patience"
+
+
 def test_a_small_space_is_exhausted_and_a_grid_walks_it_once() -> None:
     s = section(
         sampler="grid",
