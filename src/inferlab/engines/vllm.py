@@ -218,6 +218,15 @@ SIGNATURES = (
         source="vllm/config model.py message (no fixture log)",
     ),
     fatal_sig(
+        "fp8_kv_cache_needs_avx512",
+        r"FP8 KV cache on CPU requires x86 with AVX-512 or AMX",
+        remedy="this CPU has neither AVX-512 nor AMX (/proc/cpuinfo flags avx512f, amx_tile): "
+        "drop --kv-cache-dtype fp8 (the KV cache in the model's dtype), or run on a CPU that "
+        "has them",
+        flags=("--kv-cache-dtype",),
+        source="vllm_cpu/startup_fail_fp8_kv_no_avx512.log (tests/fixtures/)",
+    ),
+    fatal_sig(
         "batched_tokens_below_model_len",
         r"max_num_batched_tokens \(\d+\) is smaller than max_model_len \(\d+\)",
         remedy="with chunked prefill off (--no-enable-chunked-prefill) one step must hold a "

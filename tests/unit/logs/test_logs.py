@@ -551,6 +551,10 @@ def test_vllm_startup_failures_are_findings_with_the_engines_remedy() -> None:
         h.evidence["lines"] == [56] and "(1024) is smaller than max_model_len (2048)" in h.message
     )
     assert h.action is not None and "--no-enable-chunked-prefill" in h.action
+    k = analyze_log(CPU / "startup_fail_fp8_kv_no_avx512.log")  # a CPU without AVX-512
+    (fk,) = [f for f in k.findings if f.kind == "launch-failure"]
+    assert fk.evidence["signature"] == "fp8_kv_cache_needs_avx512" and fk.evidence["lines"][0] == 83
+    assert fk.action is not None and "--kv-cache-dtype" in fk.action
     b = analyze_log(CPU / "startup_fail_missing_model.log")
     (g,) = [f for f in b.findings if f.kind == "launch-failure"]
     assert g.evidence["signature"] == "model_not_found" and g.evidence["lines"] == [55]
