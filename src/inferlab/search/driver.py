@@ -309,7 +309,8 @@ def optimize(
         plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None
     )
     for batch in batches(history):  # the trials stored are configs of the derived plan
-        trials.add([space.config(r.index, r.params) for r in batch], batch[0].against)
+        ref, _ = trials.add([space.config(r.index, r.params) for r in batch], batch[0].against)
+        trials.settle(ref.name, batch[0].against, [r.result for r in batch])
 
     def stored(rec: TrialRecord) -> None:
         store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)

@@ -1,8 +1,10 @@
 """The evaluator of ``inferlab optimize``: each batch of trials (one, on one host) and a fresh
 measurement of the incumbent beside it (``t03-ref``, named after the batch's first trial) as
 configs of a plan derived from the campaign: one load point, the search's, and a sequential A/B
-of every trial against that measurement. Its results read from the store; the bounds of the
-dimensions against a new incumbent read from its levers."""
+of every trial against that measurement. A batch whose every trial failed to launch measured
+nothing after it: the next batch against the same incumbent reuses it (a launch, not a
+measurement, ago) instead of launching the incumbent again. Its results read from the store;
+the bounds of the dimensions against a new incumbent read from its levers."""
 
 from __future__ import annotations
 
@@ -42,15 +44,27 @@ class Trials:
         self.text = plan.path.read_text(encoding="utf-8")
         self.profiles = profiles  # False under --ray, where [profile] does not run
         self.refs: dict[str, str] = {}  # trial → the incumbent's measurement it was judged by
+        #: the incumbent's measurement whose batch failed to launch, and that incumbent: the
+        #: next batch against the same incumbent is judged by it (measured a launch ago)
+        self.spare: tuple[str, str] | None = None
 
-    def add(self, trials: Sequence[ConfigSpec], incumbent: str) -> ConfigSpec:
+    def add(self, trials: Sequence[ConfigSpec], incumbent: str) -> tuple[ConfigSpec, bool]:
         """The trials of one batch, and the incumbent's fresh measurement beside them, as
-        configs of the derived plans (the measurement: named after the first trial)."""
-        ref = ref_spec(trials[0].name, incumbent)
-        known = {c.name for c in self.specs}
+        configs of the derived plans (the measurement: named after the first trial); True
+        when that measurement is the spare one, already made (``settle``)."""
+        known = {c.name: c for c in self.specs}
+        spare = self.spare[0] if self.spare is not None and self.spare[1] == incumbent else None
+        ref = known[spare] if spare in known else ref_spec(trials[0].name, incumbent)
         self.specs += [c for c in (ref, *trials) if c.name not in known]
         self.refs.update((t.name, ref.name) for t in trials)
-        return ref
+        return ref, spare in known
+
+    def settle(self, ref: str, incumbent: str, results: Sequence[TrialResult]) -> None:
+        """After a batch: when every trial of it failed (nothing was measured after the
+        incumbent's measurement ``ref``), the next batch against ``incumbent`` reuses ``ref``
+        instead of launching the incumbent again; otherwise the next batch gets its own."""
+        failed = bool(results) and all(r.status == "failed" for r in results)
+        self.spare = (ref, incumbent) if failed else None
 
     def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
         """The campaign reduced to the search's point for ``names``, judged against
@@ -113,13 +127,16 @@ class Trials:
     def evaluate_batch(self, configs: Sequence[ConfigSpec], incumbent: str) -> list[TrialResult]:
         """The batch's trials measured side by side, each against one fresh measurement of
         the incumbent (one plan)."""
-        ref = self.add(configs, incumbent)
+        ref, reused = self.add(configs, incumbent)
         names = [c.name for c in configs]
         try:
-            outcomes = self.run(self.derived(ref.name, [ref.name, *names]))
+            outcomes = self.run(self.derived(ref.name, names if reused else [ref.name, *names]))
         except InferlabError as exc:
-            return [TrialResult("failed", reason=str(exc)) for _ in configs]
-        return [self.result(n, ref.name, outcomes) for n in names]
+            results = [TrialResult("failed", reason=str(exc)) for _ in configs]
+        else:
+            results = [self.result(n, ref.name, outcomes) for n in names]
+        self.settle(ref.name, incumbent, results)
+        return results
 
     def result(self, name: str, ref: str, outcomes: dict[str, str]) -> TrialResult:
         camp = self.plan.campaign.campaign.name

@@ -60,9 +60,17 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
     same = trials["im4-jm0.2"]  # the baseline's own values: it must never be accepted
     assert same.result.status == "ok" and same.result.verdict != "better"
     assert same.name not in res.search.path
-    # every trial is a stored config, and so is each incumbent's measurement beside it
+    # every trial is a stored config, and so is each incumbent's measurement beside it; a
+    # trial right after one that failed to launch (same incumbent) is judged by that one's
+    # measurement, which nothing was measured after, and no second one is launched
+    prev = None
     for t in res.search.trials:
-        assert t.name in names and f"{t.name[:3]}-ref" in names
+        own = f"{t.name[:3]}-ref"
+        assert t.name in names
+        reused = prev is not None and prev.result.status == "failed" and prev.against == t.against
+        assert (own in names) != reused, (t.name, prev)
+        prev = t
+    assert any(t.result.status == "failed" for t in res.search.trials[:-1])
     assert [a["data"]["name"] for a in stored] == [t.name for t in res.search.trials]
     out = res.to_json()
     assert out["best"] == {"name": fast.name, "args": {"--itl-ms": "2", "--jitter-ms": "0.2"},
