@@ -22,7 +22,7 @@ from inferlab.search.driver import (
     search_plan,
 )
 from inferlab.search.flags import check_flags
-from inferlab.search.loop import TrialRecord
+from inferlab.search.loop import TrialRecord, minimizes
 from inferlab.search.samplers import resolve
 from inferlab.search.space import Space, ordinal
 from inferlab.store import Store, db_path
@@ -76,7 +76,8 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
         )
         ok = [t for t in r.search.trials if t.result.value is not None]
         if ok:
-            top = max(ok, key=lambda t: _sign(r.objective) * (t.result.value or 0.0))
+            sign = -1.0 if minimizes(r.objective) else 1.0
+            top = max(ok, key=lambda t: sign * (t.result.value or 0.0))
             con.print(f"its closest: {escape(_evidence(r, top))}", highlight=False)
         return
     con.print(f"\n[bold]recommended: {escape(r.best)}[/bold]", highlight=False)
@@ -91,10 +92,6 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
 def _short(reason: str, width: int = 110) -> str:
     """A trial's reason cut for the table (the report and --json keep it whole)."""
     return reason if len(reason) <= width else reason[: width - 1].rstrip() + "…"
-
-
-def _sign(objective: str) -> float:
-    return -1.0 if objective == "tpot_ms" else 1.0
 
 
 def _evidence(r: OptimizeResult, t: TrialRecord) -> str:

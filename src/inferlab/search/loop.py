@@ -39,6 +39,7 @@ __all__ = [
     "TrialResult",
     "Verdict",
     "batches",
+    "minimizes",
     "run_search",
 ]
 
@@ -127,8 +128,13 @@ class SearchResult:
         return self.path[-1]
 
 
+def minimizes(objective: str) -> bool:
+    """Whether a lower value of ``objective`` is better (TPOT, ms)."""
+    return objective == "tpot_ms"
+
+
 def _direction(section: SearchSection) -> Literal["minimize", "maximize"]:
-    return "minimize" if section.objective == "tpot_ms" else "maximize"
+    return "minimize" if minimizes(section.objective) else "maximize"
 
 
 def _told_value(section: SearchSection, r: TrialResult, worst: float) -> float:

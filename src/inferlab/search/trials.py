@@ -61,10 +61,15 @@ class Trials:
 
     def settle(self, ref: str, incumbent: str, results: Sequence[TrialResult]) -> None:
         """After a batch: when every trial of it failed (nothing was measured after the
-        incumbent's measurement ``ref``), the next batch against ``incumbent`` reuses ``ref``
-        instead of launching the incumbent again; otherwise the next batch gets its own."""
+        incumbent's measurement ``ref``) and ``ref`` was measured, the next batch against
+        ``incumbent`` reuses ``ref`` instead of launching the incumbent again; otherwise the
+        next batch gets its own."""
         failed = bool(results) and all(r.status == "failed" for r in results)
-        self.spare = (ref, incumbent) if failed else None
+        camp, at = self.plan.campaign.campaign.name, self.section.at
+        measured = any(
+            r.label == at or at is None for r in self.store.runs(campaign=camp, config=ref)
+        )  # an incumbent that did not launch leaves nothing to reuse
+        self.spare = (ref, incumbent) if failed and measured else None
 
     def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
         """The campaign reduced to the search's point for ``names``, judged against
