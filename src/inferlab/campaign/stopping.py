@@ -8,12 +8,18 @@ could not carry a verdict itself.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.pattern import closed_concurrency
 from inferlab.load.adaptive import STOPPING_RULES, BaselineRef, baseline_ref
+from inferlab.stats.launches import spreads
+from inferlab.stats.spread import LaunchSpread
 from inferlab.store import Store
+from inferlab.store.launches import launch_groups
 
-__all__ = ["baseline_refs", "stopping_lines"]
+__all__ = ["baseline_refs", "launch_spreads", "stopping_lines"]
 
 
 def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[str]:
@@ -33,10 +39,20 @@ def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[st
     return out + (between if ld.interleave else []) + (again if ld.recheck_baseline else [])
 
 
+def launch_spreads(
+    store: Store, campaign: str, metrics: Sequence[str]
+) -> dict[tuple[str, str], LaunchSpread]:
+    """(label, metric) → the launch-to-launch spread of the campaign's points so far, from
+    every config launched there more than once (``store.launches``, ``stats.launches``)."""
+    return spreads(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
+
+
 def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, BaselineRef]:
     """Label → reference, from the newest trusted run of ``baseline`` at each load point (its
-    first pass or, with ``[load] interleave``, the pass measured just before the candidate)."""
+    first pass or, with ``[load] interleave``, the pass measured just before the candidate),
+    with the launch-to-launch spread there so far (configs launched more than once)."""
     out: dict[str, BaselineRef] = {}
+    spread = launch_spreads(store, campaign, ("tpot_ms", "output_tok_s"))
     runs = store.runs(campaign=campaign, config=baseline, purpose=None)
     for run in reversed([r for r in runs if r.purpose in ("measure", "interleave")]):
         if run.label in out or run.interrupted or run.trust != "trusted":
@@ -47,5 +63,6 @@ def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, Basel
         window = (run.stop or {}).get("window_ns")
         ref = baseline_ref(baseline, store.requests(run.id), window, c)
         if ref is not None:
-            out[run.label] = ref
+            at = {m: x for (lb, m), x in spread.items() if lb == run.label}
+            out[run.label] = replace(ref, launch=at)
     return out

@@ -16,15 +16,17 @@ point; ``plan_lines`` is how the kind reads in a campaign's plan.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from inferlab.config.bench import BenchConfig
 from inferlab.load.stopping import Check, Stop, StoppingRule
 from inferlab.records import RequestRecord
+from inferlab.stats.dist import t_quantile
 from inferlab.stats.metrics import METRICS, tpot_ms
 from inferlab.stats.sequential import decide_look, ld_obrien_fleming, spending_boundaries
+from inferlab.stats.spread import LaunchSpread, widen
 from inferlab.stats.stopping import (
     BatchMeans,
     MedianCI,
@@ -55,11 +57,13 @@ __all__ = [
 @dataclass(frozen=True)
 class BaselineRef:
     """A stored baseline point a candidate is tested against: its median TPOT and its
-    throughput, each with the standard error of its log."""
+    throughput, each with the standard error of its log; ``launch``: metric → the
+    launch-to-launch spread at the point so far (``stats.spread``), counted in the A/B."""
 
     config: str
     tpot: MedianCI
     throughput: BatchMeans
+    launch: Mapping[str, LaunchSpread] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -255,15 +259,21 @@ class SequentialRule:
             if value is None or se_c is None or value <= 0 or ref <= 0:
                 out["metrics"][m] = {"status": "open", "why": "no estimate yet"}
                 continue
-            var = se_c**2 + se_b**2
+            spread = base.launch.get(m)
+            two_tau2 = 2.0 * spread.tau**2 if spread else 0.0
+            var = se_c**2 + se_b**2 + two_tau2
             # a deterministic engine measures with no spread: an exact difference (tiny se)
             se = max(math.sqrt(var), _MIN_SE)
             info = info_by.setdefault(m, [])
-            at_cap = se_c**2 * n / max(self.max_requests, n) + se_b**2
+            # the launch term does not shrink with requests: it is in the information at the cap
+            at_cap = se_c**2 * n / max(self.max_requests, n) + se_b**2 + two_tau2
             # no spread at all: the first look holds all the information there is
             frac = at_cap / var if var > _MIN_SE**2 else 1.0
             t = 1.0 if last else min(1.0 - 1e-6, max(frac, _MIN_INFO))
-            bound = self._bound(m, info, t)
+            bound = z_bound = self._bound(m, info, t)
+            if spread is not None and spread.tau > 0:  # t over the normal's, at the widened df
+                w = widen(0.0, math.sqrt(se_c**2 + se_b**2), spread)
+                bound = z_bound * w.quantile(0.95) / t_quantile(0.975, 1e8)
             d = decide_look(
                 math.log(value / ref),
                 se,
@@ -279,6 +289,10 @@ class SequentialRule:
                 "z": d.z,
                 "boundary": d.boundary,
                 "info": info[-1],
+                "z_boundary": z_bound,
+                "launch_tau": spread.tau if spread else 0.0,
+                "launch_df": spread.df if spread else 0,
+                **({"counted": f"{spread.describe()} counted"} if spread else {}),
             }
         return out
 

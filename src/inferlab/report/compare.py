@@ -25,10 +25,13 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.groups import group_value, group_verdict, measured
+from inferlab.stats.launches import spreads
 from inferlab.stats.metrics import listed
+from inferlab.stats.spread import LaunchSpread
 from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass, baseline_passes, nearest_pass
+from inferlab.store.launches import launch_groups, one_launch
 
 __all__ = ["build_comparison"]
 
@@ -42,22 +45,31 @@ def _verdicts(
     metrics: Sequence[str],
     alpha: float,
     min_effect: float,
+    launch: Mapping[str, LaunchSpread],
 ) -> dict[str, Verdict]:
     """One cell's verdicts: none claimed from an untrusted side; a sequentially stopped
     candidate's primary metrics from its stored look; the rest from the raw samples; each
-    naming the baseline measurement it was taken against (``cand.against``) when set."""
+    naming the baseline measurement it was taken against (``cand.against``) when set.
+    ``launch``: metric → the point's launch-to-launch spread, counted when each side is one
+    launch (``stats.spread``)."""
     for who, c in (("candidate", cand), ("baseline", base_cell)):
         if c.untrusted:
             cand.blocked = c.untrusted if who == "candidate" else f"{c.untrusted} (baseline)"
             v = untrusted_verdict(c.untrusted, c.untrusted_reasons, f"{who} {c.label}")
             return {m: _against(v, cand.against) if cand.against else v for m in metrics}
     out: dict[str, Verdict] = {}
+    single = one_launch(bg.runs) and one_launch(cg.runs)
     for m in metrics:
-        seq = sequential_verdict(cg.runs[0], m, base, min_effect) if len(cg.runs) == 1 else None
+        spread = launch.get(m) if single else None
+        seq = (
+            sequential_verdict(cg.runs[0], m, base, min_effect, spread)
+            if len(cg.runs) == 1
+            else None
+        )
         if seq is not None:
             out[m], cand.looks[m] = seq
         else:
-            out[m] = group_verdict(m, bg, cg, alpha=alpha, min_effect=min_effect)
+            out[m] = group_verdict(m, bg, cg, alpha=alpha, min_effect=min_effect, launch=spread)
         if cand.against:  # interleaved: which baseline measurement it was taken against
             out[m] = _against(out[m], cand.against)
     return out
@@ -88,6 +100,14 @@ def _nearest(
 def _against(v: Verdict, against: str) -> Verdict:
     """``v`` with the baseline measurement it was taken against in its reason."""
     return replace(v, reason=f"{v.reason} (against {against}, the nearest)")
+
+
+def launch_spreads(
+    store: Store, campaign: str, metrics: Sequence[str]
+) -> dict[tuple[str, str], LaunchSpread]:
+    """(label, metric) → the campaign's launch-to-launch spread there: from every config it
+    launched more than once at that point (``store.launches``, ``stats.launches``)."""
+    return spreads(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
 
 
 def _saturation(
@@ -202,6 +222,8 @@ def build_comparison(
     cells = {(cfg, label): _cell(store, cfg, label, g) for (cfg, label), g in groups.items()}
     b = first[base]
     passes = baseline_passes(store, b.campaign, b.config, b.config_hash)
+    primary = [m.name for m in listed(lambda m: m.primary)]  # the recheck's and passes' too
+    launch = launch_spreads(store, b.campaign, list(dict.fromkeys([*metrics, *primary])))
     for (cfg, label), cand in cells.items():
         if cfg == base or (base, label) not in cells:
             continue
@@ -209,14 +231,15 @@ def build_comparison(
         cand.levers = not_applied(store, first[cfg])
         cg = groups[(cfg, label)]
         bg, base_cell = _nearest(store, passes.get(label, []), cand, cg, groups, cells, base)
-        cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect)
-    rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect)
+        at = {m: x for (lb, m), x in launch.items() if lb == label}
+        cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect, at)
+    rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect, launch)
     for cand in cells.values():  # a diff item that did not take effect: no claim
         if cand.levers and not force:
             cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
         base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
-        bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect),
-        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base),
+        bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect, launch),
+        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base), launch,
     )  # fmt: skip

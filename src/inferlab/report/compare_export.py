@@ -69,8 +69,18 @@ def to_json(c: Comparison) -> dict[str, Any]:
         **({"baseline_passes": [dict(zip(PASSES_HEAD, r, strict=True)) for r in c.passes]}
            if c.passes else {}),
         **({"capacity": [r.to_json() for r in c.capacity]} if c.capacity else {}),
+        **({"launch_spread": [
+            {"label": lb, "metric": m, "tau": x.tau, "df": x.df, "launches": x.launches}
+            for (lb, m), x in c.launch.items()
+        ]} if c.launch else {}),
     }  # fmt: skip
 
+
+LAUNCH_NOTE = (
+    "From the configs launched more than once at a point (the baseline's passes): how far "
+    "one launch reads from another beyond its own requests' error. Counted in every verdict "
+    'with one launch a side (docs/compare.md, "Launch-to-launch spread").'
+)
 
 _CSV_COLUMNS = (  # noqa: SIM905 (a column list reads best on one line)
     "config load trials metric value ratio ratio_low ratio_high p_value claim not_comparable "
@@ -157,6 +167,9 @@ def render_md(c: Comparison) -> list[str]:
         out += ["", "### Measurement-quality warnings", ""]
         out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
     out += recheck_md(c.rechecks) + passes_md(c.passes, c.passes_simulated)
+    if c.launch_lines():
+        out += ["", "### Launch-to-launch spread", "", LAUNCH_NOTE, ""]
+        out += [f"- {line}" for line in c.launch_lines()]
     reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
     if reasons:
         out += ["", "### Why each verdict", ""]

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 
 from inferlab.report.capacity import CapacityRow
 from inferlab.stats.compare import Difference
+from inferlab.stats.metrics import METRICS
 from inferlab.stats.quality import QualityWarning
 from inferlab.stats.recheck import RecheckPoint
 from inferlab.stats.saturation import Saturation
+from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.verdict import Verdict
 
 __all__ = ["Cell", "Comparison"]
@@ -74,3 +76,14 @@ class Comparison:
     passes_simulated: bool = False
     #: capacity at SLO per config, the baseline's first (``report.capacity``); empty: none
     capacity: list[CapacityRow] = field(default_factory=list)
+    #: (label, metric) → the launch-to-launch spread there (``stats.spread``), counted in
+    #: every one-launch-per-side verdict; empty when no config was launched twice
+    launch: dict[tuple[str, str], LaunchSpread] = field(default_factory=dict)
+
+    def launch_lines(self) -> list[str]:
+        """One sentence per load point and compared metric with a spread."""
+        return [
+            f"{lb} {METRICS[m].title}: {x.describe()}"
+            for (lb, m), x in self.launch.items()
+            if m in self.metrics
+        ]

@@ -11,6 +11,7 @@ from inferlab.report.comparison import Cell
 from inferlab.report.verdicts import num
 from inferlab.stats.groups import group_value
 from inferlab.stats.recheck import recheck_point
+from inferlab.stats.spread import LaunchSpread
 from inferlab.store import Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass
@@ -42,6 +43,7 @@ def pass_rows(
     cells: Mapping[tuple[str, str], Cell],
     alpha: float,
     min_effect: float,
+    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
 ) -> tuple[list[tuple[str, ...]], bool]:
     """The rows of ``PASSES_HEAD`` (none when the baseline was not interleaved), and whether
     they are the reference engine's (SIMULATED)."""
@@ -58,7 +60,9 @@ def pass_rows(
                 ratio = f"{' and '.join(bad)} untrusted (client lag or an unusable point)"
                 drift = "not assessed"
             elif p is not ps[0]:
-                rp = recheck_point(label, first, g, alpha=alpha, min_effect=min_effect)
+                rp = recheck_point(
+                    label, first, g, alpha=alpha, min_effect=min_effect, launch=launch
+                )
                 ratio, drift = rp.ratio_text(), "yes" if rp.drift else "no"
             users = [c.config for c in cells.values() if c.label == label and c.against == (
                 p.describe())]  # fmt: skip

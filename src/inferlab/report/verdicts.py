@@ -17,10 +17,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from inferlab.stats.dist import t_quantile
 from inferlab.stats.metrics import METRICS
+from inferlab.stats.sequential import decide_look
+from inferlab.stats.spread import LaunchSpread, widen
 from inferlab.stats.summary import Interval
 from inferlab.stats.trust import trust_from_json
-from inferlab.stats.verdict import Verdict
+from inferlab.stats.verdict import Claim, Verdict
 from inferlab.store import RunRow
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "num",
     "ratio_text",
     "refused_verdict",
+    "relook",
     "sequential_verdict",
     "stop_text",
     "untrusted_verdict",
@@ -61,29 +65,68 @@ def untrusted_verdict(label: str, reasons: list[dict[str, str]], side: str) -> V
 
 
 def sequential_verdict(
-    run: RunRow, metric: str, baseline: str, min_effect: float
+    run: RunRow,
+    metric: str,
+    baseline: str,
+    min_effect: float,
+    launch: LaunchSpread | None = None,
 ) -> tuple[Verdict, str] | None:
     """The stored sequential decision of ``run`` for ``metric`` against ``baseline`` and the
-    look that settled it ("look 2/4"); None when the run was not tested against it."""
+    look that settled it ("look 2/4"); None when the run was not tested against it. With
+    ``launch`` (each side one launch) other than the spread the look counted (the look saw the
+    launches measured before it; the comparison sees all of them): the look decided again
+    with it (``relook``)."""
     seq: Mapping[str, Any] = (run.stop or {}).get("sequential") or {}
     d = (seq.get("metrics") or {}).get(metric)
     if seq.get("baseline") != baseline or not isinstance(d, Mapping) or "ratio" not in d:
         return None
     stop = run.stop or {}
     look = f"look {stop.get('look')}/{stop.get('looks')}"
+    if launch is not None and (launch.tau, launch.df) != (
+        float(d.get("launch_tau") or 0.0),
+        int(d.get("launch_df") or 0),
+    ):
+        d = relook(d, launch, METRICS[metric].higher_is_better, min_effect)
     ratio = Interval(float(d["ratio"]), float(d["low"]), float(d["high"]), 0.95)
     status = str(d.get("status"))
     z, bound = float(d["z"]), float(d["boundary"])
+    counted = f"; {d['counted']}" if d.get("counted") else ""
     pct = f"{(ratio.estimate - 1) * 100:+.1f}%"
     rci = f"repeated 95% interval ×{ratio.low:.3f}…×{ratio.high:.3f}"
     if status in ("better", "worse"):
         why = f"{pct}, |z| = {abs(z):.2f} ≥ boundary {bound:.2f} ({rci}), settled at {look}"
-        return Verdict(ratio, None, "better" if status == "better" else "worse", why), look
+        claim: Claim = "better" if status == "better" else "worse"
+        return Verdict(ratio, None, claim, why + counted), look
     if status == "equivalent":
         why = f"equivalent: {rci} lies within ±{min_effect:.0%}, settled at {look}"
-        return Verdict(ratio, None, "~", why), look
+        return Verdict(ratio, None, "~", why + counted), look
     why = f"not settled by the last look ({look}): |z| = {abs(z):.2f} < {bound:.2f} ({rci})"
-    return Verdict(ratio, None, "~", why), look
+    return Verdict(ratio, None, "~", why + counted), look
+
+
+def relook(
+    d: Mapping[str, Any], launch: LaunchSpread, higher_is_better: bool, min_effect: float
+) -> dict[str, Any]:
+    """A stored look (``ratio``, its repeated interval ``low``–``high`` at ``boundary``, the
+    spread ``launch_tau`` it counted) decided again with ``launch``: the standard
+    error read back from the interval, the launch term replaced, the boundary scaled by the
+    t-to-normal ratio of the widened error's degrees of freedom."""
+    r, lo, hi, c = float(d["ratio"]), float(d["low"]), float(d["high"]), float(d["boundary"])
+    se = math.log(hi / lo) / (2.0 * c) if lo > 0 and c > 0 else math.inf
+    within = math.sqrt(max(0.0, se**2 - 2.0 * float(d.get("launch_tau") or 0.0) ** 2))
+    w = widen(math.log(r), within, launch)
+    z_bound = float(d.get("z_boundary") or c)  # the spending boundary, before any t scaling
+    bound = z_bound * w.quantile(0.95) / t_quantile(0.975, 1e8)  # t over the normal's
+    x = decide_look(math.log(r), w.se, bound, higher_is_better=higher_is_better,
+                    min_effect=min_effect)  # fmt: skip
+    was = str(d.get("status"))
+    counted = f"{launch.describe()} counted"
+    if was != x.status:
+        counted += f" (the look read {was})"
+    return {"ratio": x.ratio, "low": x.low, "high": x.high, "z": x.z, "boundary": x.boundary,
+            "status": x.status, "z_boundary": z_bound, "launch_tau": launch.tau,
+            "launch_df": launch.df,
+            "counted": counted}  # fmt: skip
 
 
 def claim_class(claim: str) -> str:

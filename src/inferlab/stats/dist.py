@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["t_quantile"]
+__all__ = ["t_quantile", "t_two_sided_p"]
 
 
 def _normal_two_sided_p(z: float) -> float:
@@ -59,6 +59,13 @@ def _t_cdf(t: float, df: float) -> float:
         return 0.5 * math.erfc(-t / math.sqrt(2.0))
     tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
     return 1.0 - tail if t >= 0 else tail
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| ≥ |t|) for Student's t with ``df`` (> 0; inf: the normal's)."""
+    if not math.isfinite(df):
+        return _normal_two_sided_p(t)
+    return 2.0 * (1.0 - _t_cdf(abs(t), df))
 
 
 def t_quantile(p: float, df: float) -> float:

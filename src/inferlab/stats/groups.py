@@ -20,12 +20,14 @@ from inferlab.stats.metrics import (
     statistic_of,
 )
 from inferlab.stats.metrics import metric as metric_row
+from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.stopping import request_span_rates
 from inferlab.stats.verdict import ThroughputSample, Verdict, compare_samples, compare_throughput
 
 __all__ = [
     "Trial",
     "TrialGroup",
+    "batch_rates_of",
     "group_value",
     "group_verdict",
     "measured",
@@ -94,7 +96,7 @@ def throughput_sample(g: TrialGroup, metric: str = "output_tok_s") -> Throughput
     rates: tuple[float, ...] = ()
     s = metric_row(metric).sampler
     if len(g.runs) == 1 and isinstance(s, PerTrial) and s.batch_rates:
-        rates = _batch_rates(g.runs[0], g.records[0])
+        rates = batch_rates_of(g.runs[0], g.records[0])
     return ThroughputSample(trials=trial_values(metric, g), batch_rates=rates)
 
 
@@ -109,11 +111,18 @@ def group_value(metric: str, g: TrialGroup) -> float:
 
 
 def group_verdict(
-    metric: str, a: TrialGroup, b: TrialGroup, *, alpha: float = 0.05, min_effect: float = 0.02
+    metric: str,
+    a: TrialGroup,
+    b: TrialGroup,
+    *,
+    alpha: float = 0.05,
+    min_effect: float = 0.02,
+    launch: LaunchSpread | None = None,
 ) -> Verdict:
     """``b`` against ``a`` on ``metric`` from the raw samples: a per-trial metric (output
     throughput) by ``compare_throughput``, a per-request metric by ``compare_samples`` on its
-    statistic."""
+    statistic; ``launch``: each side is one launch, and this is the launch-to-launch spread of
+    ``metric`` there (``stats.launches``)."""
     s = metric_row(metric).sampler
     if isinstance(s, PerTrial):
         return compare_throughput(
@@ -122,6 +131,7 @@ def group_verdict(
             metric=metric,
             alpha=alpha,
             min_effect=min_effect,
+            launch=launch,
         )
     return compare_samples(
         metric,
@@ -130,10 +140,11 @@ def group_verdict(
         statistic=s.statistic,
         alpha=alpha,
         min_effect=min_effect,
+        launch=launch,
     )
 
 
-def _batch_rates(run: Trial, records: Sequence[RequestRecord]) -> tuple[float, ...]:
+def batch_rates_of(run: Trial, records: Sequence[RequestRecord]) -> tuple[float, ...]:
     """One trial's batch rates (tok/s): over its steady window when adaptive (20 slices, as
     its stopping rule measured them), else 10 slices of first send → last end."""
     window = (run.stop or {}).get("window_ns")

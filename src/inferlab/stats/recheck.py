@@ -13,12 +13,13 @@ against, so a candidate's verdict there stands only when it reads the same again
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.stats.groups import TrialGroup, group_value, group_verdict
 from inferlab.stats.metrics import METRICS, listed
+from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.verdict import Verdict
 
 __all__ = ["RecheckPoint", "recheck_point", "recheck_points"]
@@ -94,10 +95,18 @@ class RecheckPoint:
 
 
 def recheck_point(
-    label: str, first: TrialGroup, again: TrialGroup, *, alpha: float, min_effect: float
+    label: str,
+    first: TrialGroup,
+    again: TrialGroup,
+    *,
+    alpha: float,
+    min_effect: float,
+    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
 ) -> RecheckPoint:
     """The baseline at ``label``: its recheck ``again`` against its first pass ``first`` on
-    each primary metric; drift not assessed when a trial of either side is untrusted."""
+    each primary metric; drift not assessed when a trial of either side is untrusted.
+    ``launch``: (label, metric) → the launch-to-launch spread, counted (each pass is one
+    launch): drift is then a move beyond what another launch would read."""
     p = RecheckPoint(label, group_value("output_tok_s", first), group_value("output_tok_s", again))
     both = [*first.runs, *again.runs]
     p.simulated = any(r.environment.get("engine_name") == "sim" for r in both)
@@ -107,7 +116,10 @@ def recheck_point(
         return p
     p.again = again
     for m in listed(lambda m: m.primary):
-        p.verdicts[m.name] = group_verdict(m.name, first, again, alpha=alpha, min_effect=min_effect)
+        spread = (launch or {}).get((label, m.name))
+        p.verdicts[m.name] = group_verdict(
+            m.name, first, again, alpha=alpha, min_effect=min_effect, launch=spread
+        )
     return p
 
 
@@ -116,7 +128,11 @@ def recheck_points(
     *,
     alpha: float = 0.05,
     min_effect: float = 0.02,
+    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
 ) -> list[RecheckPoint]:
     """Each rechecked load point judged (``recheck_point``), from (label, first pass, recheck)
     as ``store.recheck.recheck_groups`` reads them."""
-    return [recheck_point(lb, a, b, alpha=alpha, min_effect=min_effect) for lb, a, b in pairs]
+    return [
+        recheck_point(lb, a, b, alpha=alpha, min_effect=min_effect, launch=launch)
+        for lb, a, b in pairs
+    ]

@@ -13,6 +13,7 @@ from inferlab.stats.difference import (
     permutation_test,
     welch_t_test,
 )
+from inferlab.stats.dist import t_quantile
 from inferlab.stats.intervals import (
     Statistic,
     reducer,
@@ -21,6 +22,7 @@ from inferlab.stats.intervals import (
     throughput_ratio_trials,
 )
 from inferlab.stats.metrics import METRICS
+from inferlab.stats.spread import LaunchSpread, widen
 from inferlab.stats.summary import Interval
 
 __all__ = [
@@ -136,6 +138,29 @@ def decide(
     return Verdict(ratio, p_value, claim, f"{pct(est - 1)} ({ci}), p = {p_value:.2g}")
 
 
+def _one_launch(
+    ratio: Interval,
+    launch: LaunchSpread,
+    *,
+    higher_is_better: bool,
+    alpha: float,
+    min_effect: float,
+) -> Verdict:
+    """The verdict of a one-launch-per-side ``ratio`` with both launches' offsets counted
+    (``stats.spread``): its sampling error read back from its interval, ``2τ²`` added, a t
+    interval and p-value with Welch–Satterthwaite degrees of freedom."""
+    est, level = ratio.estimate, ratio.level
+    q = t_quantile(1.0 - (1.0 - level) / 2.0, 1e8)  # the normal's
+    se_within = math.log(ratio.high / ratio.low) / (2.0 * q) if ratio.low > 0 else math.inf
+    w = widen(math.log(est), se_within, launch)
+    half = w.quantile(level) * w.se
+    wide = Interval(est, est * math.exp(-half), est * math.exp(half), level)
+    v = decide(wide, w.p_value, higher_is_better=higher_is_better, alpha=alpha,
+               min_effect=min_effect)  # fmt: skip
+    why = f"{v.reason} [one launch a side, {launch.describe()} counted]"
+    return Verdict(v.ratio, v.p_value, v.claim, why)
+
+
 def _direction(metric: str) -> bool:
     try:
         return HIGHER_IS_BETTER[metric]
@@ -163,10 +188,12 @@ def compare_samples(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    launch: LaunchSpread | None = None,
 ) -> Verdict:
     """Verdict for a per-request metric (``tpot_ms``, ``ttft_ms``, ``e2e_ms``, ``itl_ms``,
     ``user_tok_s``...), each side a list of trials of raw samples: ratio of ``statistic``
-    (``sample_ratio``) and a Mann–Whitney U test on the pooled requests."""
+    (``sample_ratio``) and a Mann–Whitney U test on the pooled requests. With ``launch`` (each
+    side one launch): the launch-to-launch spread is counted (``_one_launch``)."""
     higher = _direction(metric)
     reducer(statistic)  # an unknown statistic is the caller's mistake: raise, don't "~"
     ratio: Interval | None = None
@@ -177,6 +204,10 @@ def compare_samples(
         pooled_b = [float(v) for t in baseline for v in t]
         pooled_c = [float(v) for t in candidate for v in t]
         p = mann_whitney_u(pooled_b, pooled_c).p_value
+        if launch is not None:
+            return _one_launch(
+                ratio, launch, higher_is_better=higher, alpha=alpha, min_effect=min_effect
+            )
     except Exception as exc:
         return _failed(exc, ratio)
     return decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
@@ -192,11 +223,13 @@ def compare_throughput(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    launch: LaunchSpread | None = None,
 ) -> Verdict:
     """Verdict for a throughput (tok/s or req/s, one value per trial). ≥ 2 trials per side:
     bootstrap over trials and a permutation test on the trial values. One trial per side:
     batch-means interval (``throughput_ratio_batches``) and a permutation test on the batch
-    rates. Any other shape is "~" with the reason."""
+    rates, or with ``launch`` the launch-to-launch spread counted (``_one_launch``). Any other
+    shape is "~" with the reason."""
     higher = _direction(metric)
     ratio: Interval | None = None
     try:
@@ -228,6 +261,10 @@ def compare_throughput(
                 candidate.batch_rates,
                 level=level,
             )
+            if launch is not None:
+                return _one_launch(
+                    ratio, launch, higher_is_better=higher, alpha=alpha, min_effect=min_effect
+                )
             p = permutation_test(baseline.batch_rates, candidate.batch_rates, seed=seed)
             return decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
         raise ValueError(

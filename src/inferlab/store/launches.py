@@ -1,0 +1,62 @@
+"""Which stored runs were measured in one launch of a server: one pass of a config at a load
+point (its first pass, each interleaved pass, its recheck: ``store.interleave``,
+``store.recheck``), its trials sharing the server. The launch-to-launch spread is estimated
+from the configs launched more than once at a point (``stats.launches``); profiled runs (a
+profiler attached) are not measurements of the launch and are left out."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+
+from inferlab.store.db import Store
+from inferlab.store.groups import RunGroup, group_runs
+from inferlab.store.interleave import INTERLEAVE_TAG
+from inferlab.store.rows import RunRow
+
+__all__ = ["MEASURED", "launch_groups", "launch_key", "one_launch"]
+
+#: the purposes of runs that measure a launch (not "profiled")
+MEASURED = ("measure", "interleave", "recheck")
+
+
+def launch_key(r: RunRow) -> Hashable:
+    """What a run's launch is told by, besides its order: config, point, pass."""
+    tag = r.environment.get(INTERLEAVE_TAG) if r.purpose == "interleave" else None
+    return (r.config_hash, r.config, r.label, r.purpose, None if tag is None else str(tag))
+
+
+def _launches(runs: Iterable[RunRow]) -> list[list[RunRow]]:
+    """``runs`` split into launches, in run order: a run of the same key whose trial the
+    current launch already holds starts another (a pass measured again on ``--resume``)."""
+    out: list[list[RunRow]] = []
+    open_: dict[Hashable, list[RunRow]] = {}
+    for r in sorted(runs, key=lambda r: r.id):
+        key = launch_key(r)
+        cur = open_.get(key)
+        if cur is None or any(x.trial == r.trial for x in cur):
+            cur = open_[key] = []
+            out.append(cur)
+        cur.append(r)
+    return out
+
+
+def one_launch(runs: Sequence[RunRow]) -> bool:
+    """Whether ``runs`` (one side of an A/B) were all measured in one launch."""
+    return bool(runs) and len(_launches(runs)) == 1
+
+
+def launch_groups(store: Store, runs: Iterable[RunRow]) -> dict[str, list[list[RunGroup]]]:
+    """Label → each config's launches there, one ``RunGroup`` a launch, from the finished,
+    trusted measuring runs of ``runs``."""
+    keep = [
+        r for r in runs
+        if r.purpose in MEASURED and not r.interrupted and r.trust == "trusted"
+    ]  # fmt: skip
+    by: dict[tuple[str, str], list[RunGroup]] = {}
+    for launch in _launches(keep):
+        g = group_runs(store, launch, lambda r: 0)[0]
+        by.setdefault((launch[0].label, launch[0].config_hash), []).append(g)
+    out: dict[str, list[list[RunGroup]]] = {}
+    for (label, _), groups in by.items():
+        out.setdefault(label, []).append(groups)
+    return out
