@@ -38,7 +38,7 @@ from inferlab.campaign.recheck import recheck_todo
 from inferlab.campaign.recon import store_recon
 from inferlab.campaign.stages import RUN_STAGES
 from inferlab.campaign.steps import Held
-from inferlab.campaign.stopping import launch_spreads
+from inferlab.campaign.stopping import campaign_launches
 from inferlab.errors import ConfigError
 from inferlab.stats.metrics import listed
 from inferlab.stats.recheck import recheck_points
@@ -191,7 +191,7 @@ def _recheck_step(plan: Plan, run: RunContext, result: CampaignResult) -> None:
     out.config = f"{base.name} (recheck)"
     if out.status == "measured":  # told with the campaign's own minimum effect
         pairs = recheck_groups(store, run.name, base.name)
-        launch = launch_spreads(store, run.name, [m.name for m in listed(lambda m: m.primary)])
+        launch = campaign_launches(store, run.name, [m.name for m in listed(lambda m: m.primary)])
         points = recheck_points(pairs, min_effect=plan.campaign.load.min_effect, launch=launch)
         out.message = "; ".join(p.line() for p in points) or out.message
     result.outcomes.append(out)

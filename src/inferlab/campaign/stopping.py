@@ -14,12 +14,11 @@ from dataclasses import replace
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.pattern import closed_concurrency
 from inferlab.load.adaptive import STOPPING_RULES, BaselineRef, baseline_ref
-from inferlab.stats.launches import spreads
-from inferlab.stats.spread import LaunchSpread
+from inferlab.stats.launches import Launches, launches_of
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups
 
-__all__ = ["baseline_refs", "launch_spreads", "stopping_lines"]
+__all__ = ["baseline_refs", "campaign_launches", "stopping_lines"]
 
 
 def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[str]:
@@ -39,12 +38,10 @@ def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[st
     return out + (between if ld.interleave else []) + (again if ld.recheck_baseline else [])
 
 
-def launch_spreads(
-    store: Store, campaign: str, metrics: Sequence[str]
-) -> dict[tuple[str, str], LaunchSpread]:
-    """(label, metric) → the launch-to-launch spread of the campaign's points so far, from
-    every config launched there more than once (``store.launches``, ``stats.launches``)."""
-    return spreads(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
+def campaign_launches(store: Store, campaign: str, metrics: Sequence[str]) -> Launches:
+    """The campaign's launches so far at each point with their estimates of ``metrics``,
+    whose spread a one-launch A/B counts (``store.launches``, ``stats.launches``)."""
+    return launches_of(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
 
 
 def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, BaselineRef]:
@@ -52,7 +49,7 @@ def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, Basel
     first pass or, with ``[load] interleave``, the pass measured just before the candidate),
     with the launch-to-launch spread there so far (configs launched more than once)."""
     out: dict[str, BaselineRef] = {}
-    spread = launch_spreads(store, campaign, ("tpot_ms", "output_tok_s"))
+    launches = campaign_launches(store, campaign, ("tpot_ms", "output_tok_s"))
     runs = store.runs(campaign=campaign, config=baseline, purpose=None)
     for run in reversed([r for r in runs if r.purpose in ("measure", "interleave")]):
         if run.label in out or run.interrupted or run.trust != "trusted":
@@ -63,6 +60,5 @@ def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, Basel
         window = (run.stop or {}).get("window_ns")
         ref = baseline_ref(baseline, store.requests(run.id), window, c)
         if ref is not None:
-            at = {m: x for (lb, m), x in spread.items() if lb == run.label}
-            out[run.label] = replace(ref, launch=at)
+            out[run.label] = replace(ref, launch=launches.at(run.label))
     return out

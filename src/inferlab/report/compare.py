@@ -25,7 +25,7 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.groups import group_value, group_verdict, measured
-from inferlab.stats.launches import spreads
+from inferlab.stats.launches import Launches, launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.spread import LaunchSpread
 from inferlab.store import RunRow, Store
@@ -102,12 +102,10 @@ def _against(v: Verdict, against: str) -> Verdict:
     return replace(v, reason=f"{v.reason} (against {against}, the nearest)")
 
 
-def launch_spreads(
-    store: Store, campaign: str, metrics: Sequence[str]
-) -> dict[tuple[str, str], LaunchSpread]:
-    """(label, metric) → the campaign's launch-to-launch spread there: from every config it
-    launched more than once at that point (``store.launches``, ``stats.launches``)."""
-    return spreads(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
+def campaign_launches(store: Store, campaign: str, metrics: Sequence[str]) -> Launches:
+    """The campaign's launches at each point with their estimates of ``metrics``, whose
+    spread every one-launch A/B counts (``store.launches``, ``stats.launches``)."""
+    return launches_of(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
 
 
 def _saturation(
@@ -223,7 +221,7 @@ def build_comparison(
     b = first[base]
     passes = baseline_passes(store, b.campaign, b.config, b.config_hash)
     primary = [m.name for m in listed(lambda m: m.primary)]  # the recheck's and passes' too
-    launch = launch_spreads(store, b.campaign, list(dict.fromkeys([*metrics, *primary])))
+    launch = campaign_launches(store, b.campaign, list(dict.fromkeys([*metrics, *primary])))
     for (cfg, label), cand in cells.items():
         if cfg == base or (base, label) not in cells:
             continue
@@ -231,7 +229,7 @@ def build_comparison(
         cand.levers = not_applied(store, first[cfg])
         cg = groups[(cfg, label)]
         bg, base_cell = _nearest(store, passes.get(label, []), cand, cg, groups, cells, base)
-        at = {m: x for (lb, m), x in launch.items() if lb == label}
+        at = launch.at(label)
         cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect, at)
     rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect, launch)
     for cand in cells.values():  # a diff item that did not take effect: no claim
@@ -241,5 +239,5 @@ def build_comparison(
     return Comparison(
         base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
         bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect, launch),
-        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base), launch,
+        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base), launch.all(),
     )  # fmt: skip

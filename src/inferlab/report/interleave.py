@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from inferlab.report.comparison import Cell
 from inferlab.report.verdicts import num
 from inferlab.stats.groups import group_value
+from inferlab.stats.launches import Launches
 from inferlab.stats.recheck import recheck_point
-from inferlab.stats.spread import LaunchSpread
 from inferlab.store import Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass
@@ -43,7 +43,7 @@ def pass_rows(
     cells: Mapping[tuple[str, str], Cell],
     alpha: float,
     min_effect: float,
-    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
+    launch: Launches | None = None,
 ) -> tuple[list[tuple[str, ...]], bool]:
     """The rows of ``PASSES_HEAD`` (none when the baseline was not interleaved), and whether
     they are the reference engine's (SIMULATED)."""

@@ -10,8 +10,8 @@ from dataclasses import replace
 from inferlab.report.comparison import Cell
 from inferlab.report.verdicts import num, ratio_text, refused_verdict
 from inferlab.stats.groups import group_verdict
+from inferlab.stats.launches import Launches
 from inferlab.stats.recheck import RecheckPoint, recheck_points
-from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup
@@ -41,14 +41,13 @@ def apply_rechecks(
     groups: Mapping[tuple[str, str], RunGroup],
     alpha: float,
     min_effect: float,
-    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
+    launch: Launches | None = None,
 ) -> list[RecheckPoint]:
     """The baseline's recheck (same ``alpha`` and ``min_effect`` as the A/B). Where the
     baseline drifted, a candidate's verdict stands only when it reads the same against the
     recheck (A-B-A: the claim holds against both passes of the baseline); else it is refused,
     with the drift as the reason (``Cell.drift_refused``). A cell with no verdict left is
-    blocked. ``launch``: (label, metric) → the launch-to-launch spread, counted in each
-    one-launch A/B."""
+    blocked. ``launch``: the campaign's launches, their spread counted in each one-launch A/B."""
     pairs = recheck_groups(store, base.campaign, base.config)
     out = recheck_points(pairs, alpha=alpha, min_effect=min_effect, launch=launch)
     for p in out:
@@ -60,7 +59,7 @@ def apply_rechecks(
             if cell.interleaved:  # judged against its nearest pass (interleave), not the first
                 continue
             for m, v in list(cell.verdicts.items()):
-                spread = (launch or {}).get((p.label, m))
+                spread = launch.spread(p.label, m) if launch else None
                 again = group_verdict(
                     m, p.again, groups[key], alpha=alpha, min_effect=min_effect, launch=spread
                 )

@@ -41,6 +41,11 @@ class Trial(Protocol):
     """One measured trial as the statistics read it (``store.RunRow`` is one)."""
 
     @property
+    def id(self) -> int:
+        """Its run id."""
+        ...
+
+    @property
     def summary(self) -> Mapping[str, Any]:
         """Its stored summary: each metric's value, ``duration_s``."""
         ...

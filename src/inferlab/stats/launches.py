@@ -6,7 +6,8 @@ which runs form one is the store's to say (``store.launches``)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,7 +16,7 @@ from inferlab.stats.metrics import PerRequest, PerTrial
 from inferlab.stats.metrics import metric as metric_row
 from inferlab.stats.spread import LaunchSpread, launch_spread
 
-__all__ = ["launch_estimate", "spreads"]
+__all__ = ["MIN_DF", "Launches", "launch_estimate", "launches_of"]
 
 
 def launch_estimate(metric: str, g: TrialGroup) -> tuple[float, float] | None:
@@ -54,17 +55,51 @@ def launch_estimate(metric: str, g: TrialGroup) -> tuple[float, float] | None:
 _RESAMPLES = 500
 
 
-def spreads(
+#: the least degrees of freedom a spread is counted with: one difference of two launches
+#: (t quantile 12.7) is no estimate of a spread, and the recheck's A-B-A rule judges that case
+MIN_DF = 2
+
+
+@dataclass
+class Launches:
+    """Each config's launches at each load point, with each metric's ``launch_estimate``,
+    and the run ids of each launch (a spread can leave out the launches it is judging)."""
+
+    #: (label, metric) → each config's launches: (run ids, (log value, se))
+    estimates: dict[tuple[str, str], list[list[tuple[frozenset[int], tuple[float, float]]]]]
+
+    def spread(self, label: str, metric: str, without: Iterable[int] = ()) -> LaunchSpread | None:
+        """The pooled spread at ``label`` of ``metric`` (``stats.spread``) from the launches
+        with none of the runs ``without`` (an A/A pair leaves itself out: its own difference
+        is what it tests); None below ``MIN_DF``."""
+        skip = frozenset(without)
+        configs = self.estimates.get((label, metric), [])
+        got = launch_spread([[e for ids, e in c if not ids & skip] for c in configs])
+        return got if got is not None and got.df >= MIN_DF else None
+
+    def at(self, label: str, without: Iterable[int] = ()) -> dict[str, LaunchSpread]:
+        """Metric → its spread at ``label`` (those that have one)."""
+        ids = frozenset(without)
+        out = {m: self.spread(lb, m, ids) for lb, m in self.estimates if lb == label}
+        return {m: x for m, x in out.items() if x is not None}
+
+    def all(self) -> dict[tuple[str, str], LaunchSpread]:
+        """(label, metric) → every spread there is."""
+        out = {k: self.spread(*k) for k in self.estimates}
+        return {k: x for k, x in out.items() if x is not None}
+
+
+def launches_of(
     launches: Mapping[str, Sequence[Sequence[TrialGroup]]], metrics: Sequence[str]
-) -> dict[tuple[str, str], LaunchSpread]:
-    """(label, metric) → the launch-to-launch spread there, from ``launches``: label → each
-    config's launches there (one group each). A point where no config was launched twice has
-    none."""
-    out: dict[tuple[str, str], LaunchSpread] = {}
+) -> Launches:
+    """The estimates of ``metrics`` from ``launches``: label → each config's launches there
+    (one group each, as ``store.launches.launch_groups`` reads them)."""
+    est: dict[tuple[str, str], list[list[tuple[frozenset[int], tuple[float, float]]]]] = {}
     for label, configs in launches.items():
         for m in metrics:
-            per = [[e for g in groups if (e := launch_estimate(m, g))] for groups in configs]
-            spread = launch_spread(per)
-            if spread is not None:
-                out[(label, m)] = spread
-    return out
+            est[(label, m)] = [
+                [(frozenset(r.id for r in g.runs), e) for g in groups
+                 if (e := launch_estimate(m, g))]
+                for groups in configs
+            ]  # fmt: skip
+    return Launches(est)

@@ -13,13 +13,13 @@ against, so a candidate's verdict there stands only when it reads the same again
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.stats.groups import TrialGroup, group_value, group_verdict
+from inferlab.stats.launches import Launches
 from inferlab.stats.metrics import METRICS, listed
-from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.verdict import Verdict
 
 __all__ = ["RecheckPoint", "recheck_point", "recheck_points"]
@@ -101,12 +101,12 @@ def recheck_point(
     *,
     alpha: float,
     min_effect: float,
-    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
+    launch: Launches | None = None,
 ) -> RecheckPoint:
     """The baseline at ``label``: its recheck ``again`` against its first pass ``first`` on
     each primary metric; drift not assessed when a trial of either side is untrusted.
-    ``launch``: (label, metric) → the launch-to-launch spread, counted (each pass is one
-    launch): drift is then a move beyond what another launch would read."""
+    ``launch``: the campaign's launches; the spread of the others (these two left out) is
+    counted (each pass is one launch): drift is then a move beyond what another launch reads."""
     p = RecheckPoint(label, group_value("output_tok_s", first), group_value("output_tok_s", again))
     both = [*first.runs, *again.runs]
     p.simulated = any(r.environment.get("engine_name") == "sim" for r in both)
@@ -116,7 +116,7 @@ def recheck_point(
         return p
     p.again = again
     for m in listed(lambda m: m.primary):
-        spread = (launch or {}).get((label, m.name))
+        spread = launch.spread(label, m.name, [r.id for r in both]) if launch else None
         p.verdicts[m.name] = group_verdict(
             m.name, first, again, alpha=alpha, min_effect=min_effect, launch=spread
         )
@@ -128,7 +128,7 @@ def recheck_points(
     *,
     alpha: float = 0.05,
     min_effect: float = 0.02,
-    launch: Mapping[tuple[str, str], LaunchSpread] | None = None,
+    launch: Launches | None = None,
 ) -> list[RecheckPoint]:
     """Each rechecked load point judged (``recheck_point``), from (label, first pass, recheck)
     as ``store.recheck.recheck_groups`` reads them."""

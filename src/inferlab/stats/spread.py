@@ -92,8 +92,9 @@ def widen(log_ratio: float, se_within: float, spread: LaunchSpread) -> Widened:
     var = se_within**2 + launch_var
     if var <= 0:
         return Widened(0.0, math.inf, 0.0 if log_ratio else 1.0)
-    uncertain = 2.0 * (spread.tau**2 + spread.within)  # the launch term's estimated variance
-    # at least 1: a pair measured far more precisely than the launches the spread came from
-    df = max(1.0, var**2 / (uncertain**2 / spread.df)) if launch_var > 0 else math.inf
+    # the launch term's estimated variance: also when τ² was estimated at 0, which its df say
+    # little about; at least 1 df, for a pair measured far more precisely than the launches
+    uncertain = 2.0 * (spread.tau**2 + spread.within)
+    df = max(1.0, var**2 * spread.df / uncertain**2) if uncertain > 0 else math.inf
     se = math.sqrt(var)
     return Widened(se, df, t_two_sided_p(log_ratio / se, df))

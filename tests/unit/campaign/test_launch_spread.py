@@ -16,7 +16,7 @@ from pathlib import Path
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.launch import InProcessSim
 from inferlab.campaign.runner import run_campaign
-from inferlab.campaign.stopping import launch_spreads
+from inferlab.campaign.stopping import campaign_launches
 from inferlab.report.compare import build_comparison
 from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
@@ -68,7 +68,7 @@ def test_one_launch_ab_counts_the_launch_to_launch_spread(tmp_path: Path) -> Non
     with Store(tmp_path / "db") as store:
         run_campaign(path, store=store, launcher=launcher, clock=ModelClock())
         assert launcher.launches == len(OFFSETS)
-        spread = launch_spreads(store, "noise", ["tpot_ms", "output_tok_s"])
+        spread = campaign_launches(store, "noise", ["tpot_ms", "output_tok_s"]).all()
         c = build_comparison(store, campaign="noise")
         # the launcher's offset changes the --itl-ms fast serves, which the applied check
         # reads as not fast's 1.4: forced, as that check is not this test's subject
