@@ -10,7 +10,7 @@ from typing import Any
 
 from inferlab.report.applied import LEVER_NOT_APPLIED
 from inferlab.report.comparison import Comparison
-from inferlab.report.interleave import PASSES_HEAD, passes_md
+from inferlab.report.interleave import PASSES_HEAD, launch_md, passes_md
 from inferlab.report.recheck import recheck_md
 from inferlab.report.verdicts import claim_text, num, ratio_text
 from inferlab.stats.metrics import METRICS
@@ -75,12 +75,6 @@ def to_json(c: Comparison) -> dict[str, Any]:
         ]} if c.launch else {}),
     }  # fmt: skip
 
-
-LAUNCH_NOTE = (
-    "From the configs launched more than once at a point (the baseline's passes): how far "
-    "one launch reads from another beyond its own requests' error. Counted in every verdict "
-    'with one launch a side (docs/compare.md, "Launch-to-launch spread").'
-)
 
 _CSV_COLUMNS = (  # noqa: SIM905 (a column list reads best on one line)
     "config load trials metric value ratio ratio_low ratio_high p_value claim not_comparable "
@@ -167,9 +161,7 @@ def render_md(c: Comparison) -> list[str]:
         out += ["", "### Measurement-quality warnings", ""]
         out += [f"- {cfg} {lb}: {w.message} — fix: {w.fix}" for (cfg, lb), w in warns]
     out += recheck_md(c.rechecks) + passes_md(c.passes, c.passes_simulated)
-    if c.launch_lines():
-        out += ["", "### Launch-to-launch spread", "", LAUNCH_NOTE, ""]
-        out += [f"- {line}" for line in c.launch_lines()]
+    out += launch_md(c.launch_lines(), c.launch_simulated)
     reasons = [(k, m, v) for k, cell in c.cells.items() for m, v in cell.verdicts.items()]
     if reasons:
         out += ["", "### Why each verdict", ""]

@@ -80,6 +80,12 @@ class Comparison:
     #: every one-launch-per-side verdict; empty when no config was launched twice
     launch: dict[tuple[str, str], LaunchSpread] = field(default_factory=dict)
 
+    @property
+    def launch_simulated(self) -> bool:
+        """Whether the launches the spread came from are the reference engine's (the
+        baseline's passes or its recheck)."""
+        return self.passes_simulated or any(p.simulated for p in self.rechecks)
+
     def launch_lines(self) -> list[str]:
         """One sentence per load point and compared metric with a spread."""
         return [

@@ -10,7 +10,13 @@ from inferlab.report.agreement import AGREEMENT_NOTE, agreement_table
 from inferlab.report.comparison import Comparison
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Quantiles, Report
 from inferlab.report.definitions import DEFINITIONS
-from inferlab.report.interleave import PASSES_HEAD, PASSES_NOTE, passes_title
+from inferlab.report.interleave import (
+    LAUNCH_NOTE,
+    PASSES_HEAD,
+    PASSES_NOTE,
+    launch_title,
+    passes_title,
+)
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
 from inferlab.report.recheck import RECHECK_HEAD, RECHECK_NOTE, recheck_rows, recheck_title
 from inferlab.report.safe import show_controls
@@ -136,7 +142,16 @@ def _html_verdicts(report: Report) -> list[str]:
     else:
         out.append("<li>fewer than two concurrency points: no saturation estimate</li>")
     out.append("</ul>")
-    return out + _html_recheck(c.rechecks) + _html_passes(c)
+    return out + _html_recheck(c.rechecks) + _html_passes(c) + _html_launch(c)
+
+
+def _html_launch(c: Comparison) -> list[str]:
+    """The launch-to-launch spread (nothing when no config was launched twice)."""
+    lines = c.launch_lines()
+    if not lines:
+        return []
+    out = [f"<h3>{_h(launch_title(c.launch_simulated))}</h3>", f"<p>{_h(LAUNCH_NOTE)}</p>"]
+    return [*out, "<ul>", *(f"<li>{_h(x)}</li>" for x in lines), "</ul>"]
 
 
 def _html_passes(c: Comparison) -> list[str]:

@@ -16,7 +16,16 @@ from inferlab.store import Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass
 
-__all__ = ["PASSES_HEAD", "PASSES_NOTE", "pass_rows", "passes_md", "passes_title"]
+__all__ = [
+    "LAUNCH_NOTE",
+    "PASSES_HEAD",
+    "PASSES_NOTE",
+    "launch_md",
+    "launch_title",
+    "pass_rows",
+    "passes_md",
+    "passes_title",
+]
 
 PASSES_HEAD = (
     "point", "baseline pass", "output tok/s", "ratio to the first pass [95% interval]",
@@ -27,6 +36,31 @@ PASSES_NOTE = (
     "first. Each candidate's verdicts at a point are taken against the baseline's nearest pass "
     "there (the one measured just before it); ratio = this pass / the first pass."
 )
+
+
+LAUNCH_NOTE = (
+    "From the configs launched more than once at a point (the baseline's passes): how far one "
+    "launch reads from another beyond its own requests' error, as the sd of a launch's log "
+    "offset. Counted in every verdict with one launch a side (docs/compare.md, "
+    '"Launch-to-launch spread").'
+)
+
+
+def launch_title(simulated: bool) -> str:
+    return "Launch-to-launch spread" + (" — SIMULATED" if simulated else "")
+
+
+def launch_md(
+    lines: Sequence[str],
+    simulated: bool = False,
+    esc: Callable[[str], str] = str,
+    level: str = "###",
+) -> list[str]:
+    """The spread's lines (``Comparison.launch_lines``) as Markdown; nothing when none."""
+    if not lines:
+        return []
+    out = ["", f"{level} {esc(launch_title(simulated))}", "", esc(LAUNCH_NOTE), ""]
+    return out + [f"- {esc(x)}" for x in lines]
 
 
 def _untrusted(g: RunGroup) -> bool:

@@ -8,7 +8,7 @@ from html import escape
 from inferlab.report.agreement import AGREEMENT_NOTE, agreement_table
 from inferlab.report.data import ENV_KEYS, SERVER_KEYS, Report
 from inferlab.report.definitions import DEFINITIONS
-from inferlab.report.interleave import passes_md
+from inferlab.report.interleave import launch_md, passes_md
 from inferlab.report.page import SIM_BANNER, cell_parts, quality_rows, server_runs, value_text
 from inferlab.report.recheck import recheck_md
 from inferlab.report.safe import show_controls
@@ -79,7 +79,8 @@ def _md_verdicts(report: Report) -> list[str]:
     else:
         out.append("- fewer than two concurrency points: no saturation estimate")
     passes = passes_md(c.passes, c.passes_simulated, _md)
-    return [*out, *recheck_md(c.rechecks, _md), *passes, ""]
+    launch = launch_md(c.launch_lines(), c.launch_simulated, _md)
+    return [*out, *recheck_md(c.rechecks, _md), *passes, *launch, ""]
 
 
 def _md_latency(report: Report) -> list[str]:

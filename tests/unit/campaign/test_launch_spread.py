@@ -18,6 +18,10 @@ from inferlab.campaign.launch import InProcessSim
 from inferlab.campaign.runner import run_campaign
 from inferlab.campaign.stopping import campaign_launches
 from inferlab.report.compare import build_comparison
+from inferlab.report.compare_export import render_md, to_json
+from inferlab.report.data import build_report
+from inferlab.report.html_page import render_html
+from inferlab.report.markdown import render_markdown
 from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
 from inferlab.stats.groups import group_verdict
@@ -83,6 +87,7 @@ def test_one_launch_ab_counts_the_launch_to_launch_spread(tmp_path: Path) -> Non
             cg = group_runs(store, runs, lambda r: 0)[0]
             bare[n] = group_verdict("tpot_ms", bg, cg)
         noop_run = store.runs(campaign="noise", config="noop")[0]
+        report = build_report(store, "noise")
     # the spread: five launches of the baseline, τ of the stated offsets' order
     tpot = spread[("C=2", "tpot_ms")]
     assert tpot.launches == 5 and tpot.df == 4
@@ -105,3 +110,9 @@ def test_one_launch_ab_counts_the_launch_to_launch_spread(tmp_path: Path) -> Non
     assert 0.6 < fast.ratio.estimate < 0.8
     # the baseline's own passes: no drift beyond the spread (A/A at α)
     assert all(p.verdicts["tpot_ms"].claim == "~" for p in c.rechecks)
+    # the spread is shown where the verdicts are: compare's Markdown and JSON, the report
+    assert any("C=2 median TPOT: launch-to-launch ±" in x for x in render_md(c))
+    js = [x for x in to_json(c)["launch_spread"] if x["metric"] == "tpot_ms"]
+    assert js == [{"label": "C=2", "metric": "tpot_ms", "tau": tpot.tau, "df": 4, "launches": 5}]
+    for page in (render_markdown(report), render_html(report)):
+        assert "Launch-to-launch spread — SIMULATED" in page
