@@ -38,14 +38,41 @@ _ENUM_REPR = re.compile(r"<([A-Za-z_][\w.]*): ('(?:[^'\\]|\\.)*'|-?\d+)>")
 
 def parse_dict_literal(text: str) -> dict[str, Any] | None:
     """A Python dict literal (``{'port': 8126, 'speculative_config': {...}}``), or None; an
-    enum's repr in it (``<Kind.NAME: 'value'>``) reads as its value."""
-    for src in (text, _ENUM_REPR.sub(r"\2", text)):
+    enum's repr in it (``<Kind.NAME: 'value'>``) reads as its value, and a dataclass's repr
+    (vLLM 0.32's ``'profiler_config': ProfilerConfig(profiler='torch', ...)``) as the dict
+    of its keyword arguments."""
+    src = _ENUM_REPR.sub(r"\2", text)
+    for attempt in (text, src):
         try:
-            value = ast.literal_eval(src)
+            value = ast.literal_eval(attempt)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         return value if isinstance(value, dict) else None
-    return None
+    try:
+        value = _tolerant(ast.parse(src.strip(), mode="eval").body, src.strip())
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _tolerant(node: ast.expr, text: str) -> Any:
+    """``node``'s literal value, where a call with keyword arguments (a dataclass's repr) reads
+    as their dict and any other non-literal as its source text."""
+    if isinstance(node, ast.Dict):
+        return {
+            _tolerant(k, text): _tolerant(v, text)
+            for k, v in zip(node.keys, node.values, strict=True)
+            if k is not None
+        }
+    if isinstance(node, ast.List | ast.Tuple):
+        items = [_tolerant(e, text) for e in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.Call) and not node.args:
+        return {kw.arg: _tolerant(kw.value, text) for kw in node.keywords if kw.arg is not None}
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return ast.get_source_segment(text, node)
 
 
 def parse_call_kwargs(text: str) -> dict[str, Any] | None:

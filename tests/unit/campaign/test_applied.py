@@ -86,6 +86,25 @@ def test_vllm_flags_from_non_default_args() -> None:
     assert seqs.status == "unknown" and "non-default args" in seqs.evidence
 
 
+def test_vllm_profiled_launch_keeps_its_lever_evidence() -> None:
+    """A profiled launch's args dump holds a ``ProfilerConfig(...)`` repr (real log of a
+    ``demo --optimize`` trial): its flags are still read as applied, not "no evidence"."""
+    base = cfg("vllm", "baseline", ["--max-model-len", "2048"])
+    trial = cfg(
+        "vllm",
+        "t02",
+        ["--max-model-len", "2048", "--max-num-seqs", "4", "--max-num-batched-tokens", "2048",
+         "--no-enable-chunked-prefill"],
+    )  # fmt: skip
+    items = check_levers(base, trial, sources(VLLM / "profiled_launch.log"), None)
+    for flag in ("--max-num-seqs", "--max-num-batched-tokens", "--no-enable-chunked-prefill"):
+        assert one(items, flag).status == "applied", one(items, flag)
+    wrong = cfg("vllm", "t", ["--max-model-len", "2048", "--max-num-seqs", "8"])
+    it = one(check_levers(base, wrong, sources(VLLM / "profiled_launch.log"), None),
+             "--max-num-seqs")  # fmt: skip
+    assert it.status == "not-applied" and "max_num_seqs=4" in it.evidence
+
+
 def test_vllm_cpu_preload_warning_means_not_applied() -> None:
     base = cfg("vllm", "baseline", [])
     iomp = cfg("vllm", "iomp", [], {"LD_PRELOAD": "/venv/lib/libiomp5.so"})

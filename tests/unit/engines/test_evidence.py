@@ -11,6 +11,7 @@ from inferlab.engines.evidence import (
     SGLANG_SERVER_ARGS,
     VLLM_NON_DEFAULT,
     parse_call_kwargs,
+    parse_dict_literal,
     same_value,
 )
 from support import FIXTURES
@@ -45,6 +46,30 @@ def test_args_dumps_of_real_logs_parse() -> None:
     # a value that is not a literal (an enum's repr) keeps its source text
     assert parse_call_kwargs("X(a=1, mode=<Mode.A: 1>)") is None  # not Python: no guess
     assert parse_call_kwargs("X(a=1, mode=Mode.A)") == {"a": 1, "mode": "Mode.A"}
+
+
+def test_profiled_launch_args_dump_parses() -> None:
+    """vLLM 0.32 prints ``--profiler-config`` as a dataclass repr inside the non-default args
+    dict (a real ``demo --optimize`` profiled launch): the other fields still read, so the
+    profiled launch keeps its lever evidence."""
+    line = next(
+        ln
+        for ln in (VLLM / "profiled_launch.log").read_text().splitlines()
+        if "non-default args" in ln
+    )
+    got = VLLM_NON_DEFAULT.find(line)
+    assert got is not None
+    assert got["max_num_seqs"] == 4 and got["max_num_batched_tokens"] == 2048
+    assert got["enable_chunked_prefill"] is False
+    assert got["speculative_config"]["num_speculative_tokens"] == 2
+    assert got["profiler_config"]["profiler"] == "torch"
+    assert got["profiler_config"]["max_iterations"] == 21
+    assert parse_dict_literal("{'a': X(b=1, c=Y.Z), 'd': [f(1)]}") == {
+        "a": {"b": 1, "c": "Y.Z"},
+        "d": ["f(1)"],
+    }
+    assert parse_dict_literal("{'a': 1") is None  # not Python: no guess
+    assert parse_dict_literal("[1, 2]") is None
 
 
 @pytest.mark.parametrize(
