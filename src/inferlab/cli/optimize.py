@@ -62,6 +62,8 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
     detail = f" ({r.search.stop_detail})" if r.search.stop_detail else ""
     stop = STOPPED.get(r.search.stopped, r.search.stopped)
     con.print(f"stopped: {escape(stop + detail)}; sampler: {r.search.sampler}", highlight=False)
+    for line in r.refused():
+        con.print(escape(line), highlight=False)
     undecided = [t for t in r.search.trials if t.result.verdict == "undecided"]
     if undecided:
         con.print(

@@ -82,6 +82,10 @@ class LogSignature:
     generic: bool = False
     #: where the exact text comes from (fixture log, engine source)
     source: str = ""
+    #: the engine refused the config as it read it (a validation error, not a crash or an
+    #: OOM): the same values of the flags involved (``flags`` and any the line names) fail
+    #: every time, whatever the other flags are
+    refusal: bool = False
 
 
 def sig(
@@ -96,6 +100,7 @@ def sig(
     generic: bool = False,
     source: str = "",
     ignorecase: bool = False,
+    refusal: bool = False,
 ) -> LogSignature:
     """Build a ``LogSignature`` from a regex string."""
     return LogSignature(
@@ -108,6 +113,7 @@ def sig(
         ready=ready,
         generic=generic,
         source=source,
+        refusal=refusal,
     )
 
 
@@ -120,8 +126,10 @@ def fatal_sig(
     generic: bool = False,
     source: str = "",
     ignorecase: bool = False,
+    refusal: bool = False,
 ) -> LogSignature:
-    """A line after which the server does not serve (severity ``error``, ``fatal``)."""
+    """A line after which the server does not serve (severity ``error``, ``fatal``);
+    ``refusal``: the engine refused the config (see ``LogSignature.refusal``)."""
     return sig(
         kind,
         pattern,
@@ -132,6 +140,7 @@ def fatal_sig(
         generic=generic,
         source=source,
         ignorecase=ignorecase,
+        refusal=refusal,
     )
 
 
@@ -157,11 +166,20 @@ class LogMatch:
     generic: bool = False
     #: position of the signature in the engine's list (lower: more specific)
     rank: int = 0
+    refusal: bool = False
+
+    def involved(self) -> tuple[str, ...]:
+        """A refusal's flags: the signature's and those the line names (``--jitter-ms``), in
+        order, once each; () for any other line."""
+        if not self.refusal:
+            return ()
+        named = re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", self.text)
+        return tuple(dict.fromkeys([*self.flags, *named]))
 
 
 def _match(s: LogSignature, line_no: int, text: str, rank: int) -> LogMatch:
     return LogMatch(
-        **pick(s, "kind", "severity", "fatal", "remedy", "ready", "flags", "generic"),
+        **pick(s, "kind", "severity", "fatal", "remedy", "ready", "flags", "generic", "refusal"),
         line_no=line_no,
         text=text,
         rank=rank,

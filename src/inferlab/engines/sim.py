@@ -41,6 +41,14 @@ SIGNATURES = (
         ignorecase=True,
         source="Python OSError errno 98 message",
     ),
+    fatal_sig(
+        "invalid_option",
+        r"invalid sim option --",
+        remedy="a `sim serve` option out of its range or of the wrong type: the line names it "
+        "and what it expects",
+        refusal=True,
+        source="src/inferlab/cli/sim.py (serve's option validation)",
+    ),
 )
 
 SPEC = register(

@@ -216,6 +216,7 @@ SIGNATURES = (
         "it; only with RoPE scaling configured set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
         flags=("--max-model-len",),
         source="vllm/config model.py message (no fixture log)",
+        refusal=True,
     ),
     fatal_sig(
         "fp8_kv_cache_needs_avx512",
@@ -225,6 +226,7 @@ SIGNATURES = (
         "has them",
         flags=("--kv-cache-dtype",),
         source="vllm_cpu/startup_fail_fp8_kv_no_avx512.log (tests/fixtures/)",
+        refusal=True,
     ),
     fatal_sig(
         "batched_tokens_below_model_len",
@@ -234,6 +236,7 @@ SIGNATURES = (
         "--max-model-len, or leave chunked prefill on",
         flags=("--max-num-batched-tokens", "--max-model-len", "--no-enable-chunked-prefill"),
         source="vllm_cpu/startup_fail_batched_tokens.log (tests/fixtures/)",
+        refusal=True,
     ),
     *common.serving_failures(
         "another process holds the port: stop it or choose another [engine] port; for "

@@ -46,6 +46,7 @@ from .flags import check_flags
 from .loop import Bounds, SearchResult, TrialRecord, TrialResult, batches, run_search
 from .objectives import slo_problem
 from .prune import DimBound, bound_dims, levers_of
+from .refusals import refusal_lines
 from .samplers import resolve
 from .space import Space
 from .summary import baseline_values, command_line, predicted_rows
@@ -137,7 +138,13 @@ class OptimizeResult:
             "command": self.command,
             "sampler": self.search.sampler,
             "stop_detail": self.search.stop_detail,
+            "skipped": dict(self.search.skipped),
         }
+
+    def refused(self) -> list[str]:
+        """The refusals that kept proposals from launching, one sentence each."""
+        flags = {t.name: t.result.implicated for t in self.search.trials}
+        return refusal_lines(self.search.skipped, flags)
 
     def summary(self, section: SearchSection, base: ResolvedConfig) -> dict[str, Any]:
         """What the report shows beside the trials (stored as the ``search`` analysis)."""
@@ -150,6 +157,7 @@ class OptimizeResult:
             min_effect=section.min_effect,
             budget_trials=section.budget_trials,
             stop_text=STOPPED.get(self.search.stopped, self.search.stopped),
+            refused=self.refused(),
             snippet=self.snippet(),
             metric=metric,
             dims=[f"{b.key}: {b.why(self.at)}" for b in self.bounds],
@@ -181,8 +189,9 @@ def _record_json(t: TrialRecord) -> dict[str, Any]:
 def _record_of(data: dict[str, Any]) -> TrialRecord:
     r = data["result"]
     result = TrialResult(
-        r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""), dict(r.get("ab") or {})
-    )
+        r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""),
+        dict(r.get("ab") or {}), tuple(r.get("implicated") or ()),
+    )  # fmt: skip
     return TrialRecord(
         int(data["index"]), str(data["name"]), dict(data["params"]), result,
         str(data["against"]), str(data["chosen_by"]), dict(data.get("bounds") or {}),

@@ -26,6 +26,7 @@ from optuna.trial import FrozenTrial, TrialState, create_trial
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 
+from .refusals import refused_region
 from .samplers import choose
 from .space import Params, Space
 
@@ -62,6 +63,9 @@ class TrialResult:
     reason: str = ""
     #: the A/B's ratios, trial / incumbent, by metric: ``{"ratio", "low", "high", "status"}``
     ab: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: a launch the engine refused (``LogSignature.refusal``): the flags involved; a proposal
+    #: with the same values of the dimensions they name is not launched (it would be refused)
+    implicated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,9 @@ class SearchResult:
     sampler: str = ""
     #: the stop rule's own words (``bounds``: each remaining dimension's bound)
     stop_detail: str = ""
+    #: refused trial → how many proposals were not launched because they share the values
+    #: that trial's refusal names
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def best(self) -> str:
@@ -181,6 +188,7 @@ class _Loop:
         self.trials: list[TrialRecord] = []
         self.path = [space.baseline.name]
         self.since_better = 0
+        self.skipped: dict[str, int] = {}
         for group in batches(history):
             for rec in group:
                 self.add(rec)
@@ -224,6 +232,14 @@ class _Loop:
     def recorded(self, params: Params) -> TrialRecord | None:
         return next((t for t in self.trials if dict(t.params) == dict(params)), None)
 
+    def refused_like(self, params: Params) -> TrialRecord | None:
+        """A refused trial whose refusal's values ``params`` share (it would be refused too)."""
+        for t in self.trials:
+            region = refused_region(self.space, t.params, t.result)
+            if region and all(params.get(k) == v for k, v in region.items()):
+                return t
+        return None
+
     def chosen_by(self, ahead: int = 0) -> str:
         """Why the trial ``ahead`` places after the next one was proposed."""
         return self.chosen.chosen_by(len(self.trials) + ahead)
@@ -259,13 +275,16 @@ class _Loop:
         return ("bounds", new.nothing_left) if new.nothing_left else (None, "")
 
     def propose(self, pending: Sequence[Params] = ()) -> tuple[optuna.Trial, Params] | None:
-        """The sampler's next values not tried yet (nor ``pending`` in this batch); a repeat
-        is told its recorded value (the sampler learns nothing new, the grid marks it
-        visited), a pending one is told failed; None after 32 repeats."""
+        """The sampler's next values not tried yet (nor ``pending`` in this batch, nor refused
+        like a recorded refusal); a repeat is told its recorded value (the sampler learns
+        nothing new, the grid marks it visited), one refused like a recorded trial is told
+        that trial's failure, a pending one is told failed; None after 32 repeats."""
         for _ in range(32):
             trial = self.study.ask(self.space.distributions())
             params = self.space.decode(trial.params)
             before = self.recorded(params)
+            if before is None and (before := self.refused_like(params)) is not None:
+                self.skipped[before.name] = self.skipped.get(before.name, 0) + 1
             if before is None and all(dict(p) != dict(params) for p in pending):
                 return trial, params
             if before is None:  # pending: its value is not known yet
@@ -366,5 +385,6 @@ def run_search(
         if rebound is not None and loop.path[-1] != incumbent:
             reason, detail = loop.rebound(rebound)
     return SearchResult(
-        loop.trials, loop.path, reason, dict(pruned or {}), loop.chosen.label, detail
-    )
+        loop.trials, loop.path, reason, dict(pruned or {}), loop.chosen.label, detail,
+        dict(loop.skipped),
+    )  # fmt: skip

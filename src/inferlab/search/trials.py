@@ -9,12 +9,15 @@ the bounds of the dimensions against a new incumbent read from its levers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.plan import Plan, plan_of, select_configs
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
 from inferlab.config.search import SearchDim, SearchSection
+from inferlab.engines import get_engine
+from inferlab.engines.logs import primary_failure
 from inferlab.errors import InferlabError
 from inferlab.store import Store
 
@@ -122,6 +125,18 @@ class Trials:
         why = f"against {incumbent}, below ×{1 + eff:.3f}: {said}" if nothing else None
         return Bounds({b.key: b.high for b in bounds}, why)
 
+    def refused(self, name: str) -> tuple[str, ...]:
+        """The flags involved when the engine refused ``name``'s last launch (its log's root
+        cause is a ``refusal`` signature); () for any other failure."""
+        launches = self.store.launches(self.plan.campaign.campaign.name, config=name)
+        log = launches[-1].record.log_path if launches and not launches[-1].passed else None
+        if not log or not Path(log).is_file():
+            return ()
+        spec = get_engine(self.plan.campaign.engine.kind)
+        text = Path(log).read_text(encoding="utf-8", errors="replace")
+        cause = primary_failure(spec.classify_log(text))
+        return cause.involved() if cause is not None else ()
+
     def reference_of(self, name: str) -> str:
         """The config ``name`` was judged against (the baseline for itself)."""
         return self.refs.get(name, self.plan.baseline.name)
@@ -147,13 +162,14 @@ class Trials:
         camp = self.plan.campaign.campaign.name
         if self.section.objective == "capacity":
             if outcomes.get(name, "measured").startswith("failed"):
-                return TrialResult("failed", reason=outcomes[name])
+                return TrialResult("failed", reason=outcomes[name], implicated=self.refused(name))
             return capacity_result(self.store, camp, name, ref)
         at = self.section.at
         refs = [r for r in self.store.runs(campaign=camp, config=ref) if r.label == at]
         runs = [r for r in self.store.runs(campaign=camp, config=name) if r.label == at]
         if not runs:
-            return TrialResult("failed", reason=outcomes.get(name, "not measured"))
+            why = outcomes.get(name, "not measured")
+            return TrialResult("failed", reason=why, implicated=self.refused(name))
         run = runs[-1]
         value = _value(run.summary, self.section.objective)
         if not refs or refs[-1].trust != "trusted":

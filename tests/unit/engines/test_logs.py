@@ -360,3 +360,31 @@ def test_vllm_cpu_logs() -> None:
         assert ready or fatal is not None or "fail" not in path.name, path.name
         if fatal is not None and ready:
             assert fatal.line_no > ready[0].line_no, path.name
+
+
+def test_a_refusal_names_the_flags_involved_and_a_crash_names_none() -> None:
+    """A refusal (the engine refused the config as it read it) names its flags, so a search
+    does not launch the same values again (``search.refusals``); an OOM, whose cause is not
+    just the flags its remedy turns, names none."""
+    cause = primary_failure(
+        classify_log((VLLM_CPU / "startup_fail_batched_tokens.log").read_text(), "vllm")
+    )
+    assert cause is not None and cause.kind == "batched_tokens_below_model_len"
+    assert cause.involved() == (
+        "--max-num-batched-tokens", "--max-model-len", "--no-enable-chunked-prefill"
+    )  # fmt: skip
+    fp8 = primary_failure(
+        classify_log((VLLM_CPU / "startup_fail_fp8_kv_no_avx512.log").read_text(), "vllm")
+    )
+    assert fp8 is not None and fp8.involved() == ("--kv-cache-dtype",)
+    sim = primary_failure(
+        classify_log("Error: invalid sim option --jitter-ms: Input should be >= 0", "sim")
+    )
+    assert sim is not None and sim.involved() == ("--jitter-ms",)
+    oom = primary_failure(
+        classify_log(
+            _read("oom_graph_capture/sglang-issue5285_deepep-h20-capture-oom-traceback.log"),
+            "sglang",
+        )
+    )
+    assert oom is not None and oom.flags and oom.involved() == ()

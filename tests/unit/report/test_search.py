@@ -23,8 +23,9 @@ from support.cli import Cli
 
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A finished search of 4 trials over ``--itl-ms`` (2 beats the baseline's 4) and
-    ``--jitter-ms`` (-1: the server refuses to start): the store and the best trial."""
+    """A finished search over ``--itl-ms`` (2 beats the baseline's 4) and ``--jitter-ms`` (-1:
+    the server refuses to start, and the other config with it is not launched): 3 trials; the
+    store and the best trial."""
     tmp = tmp_path_factory.mktemp("search")
     path = write_campaign(tmp / "opt.toml", **optimize_campaign(tmp))
     db = tmp / "db"
@@ -48,14 +49,17 @@ def test_the_report_shows_every_trial_the_path_and_the_recommendation(
     sec = _section(md)
     assert "SIMULATED" in sec
     rows = [ln for ln in sec.splitlines() if re.match(r"\| \d+ \| t0\d-", ln)]
-    assert len(rows) == 4  # every trial, one row each
+    assert len(rows) == 3  # every trial, one row each
     fast = next(ln for ln in rows if f"| {best} |" in ln)
     # better, with the A/B's TPOT ratio below 1 and its interval; no capacity stored: —
     ratio = r"×0\.\d{3} \\\[0\.\d{3}, 0\.\d{3}\\\]"  # Markdown-escaped brackets
     assert re.search(rf"\| better \| {ratio} \| baseline \| — \|$", fast), fast
     assert "--itl-ms=2" in fast and "TPE" in fast and "bounds: none (no dimension had one)" in fast
     failed = [ln for ln in rows if "failed:" in ln]
-    assert len(failed) == 2 and all("launch-failed" in ln for ln in failed)
+    assert len(failed) == 1 and "launch-failed" in failed[0] and "--jitter-ms=-1" in failed[0]
+    # the refused value ruled the other config with it out: said under "Stopped"
+    assert re.search(r"- t0\d-im\d-jmn1: refused by the engine \(--jitter-ms\); \d proposals? "
+                     "with the same values not launched", sec), sec  # fmt: skip
     assert f"Incumbent's path: baseline → {best}" in sec
     assert "Stopped: " in sec
     # the recommendation: its evidence, its [[config]] table and the engine's command line
@@ -94,4 +98,4 @@ def test_the_section_reads_the_store_and_says_what_is_absent(
         part = search_section(store, "opt")
         assert store.analyses(SEARCH_KIND, campaign="opt") == []
     assert part is not None and "has not stopped yet" in part.markdown
-    assert len(re.findall(r"^\| \d \| t0\d-", part.markdown, re.M)) == 4
+    assert len(re.findall(r"^\| \d \| t0\d-", part.markdown, re.M)) == 3

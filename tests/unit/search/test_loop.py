@@ -131,6 +131,66 @@ def test_failures_are_recorded_and_the_search_goes_on() -> None:
     assert not any(t in result.path for t in (f.name for f in failed))
 
 
+class Refusing(Surface):
+    """vLLM's rule (tests/fixtures/vllm_cpu/startup_fail_batched_tokens.log): with chunked
+    prefill off, a step budget below the model length (2048) is refused at start; the refusal
+    names its flags when ``named`` (as ``Trials.refused`` reads them from the log)."""
+
+    FLAGS = ("--max-num-batched-tokens", "--max-model-len", "--no-enable-chunked-prefill")
+
+    def __init__(self, section: SearchSection, named: bool = True) -> None:
+        super().__init__(section)
+        self.named = named
+        self.refused: list[ConfigSpec] = []
+
+    def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult:
+        if config.set.get("--no-enable-chunked-prefill") is True and (
+            int(config.set["--max-num-batched-tokens"]) < 2048
+        ):
+            self.calls.append(config.name)
+            self.refused.append(config)
+            flags = self.FLAGS if self.named else ()
+            return TrialResult("failed", reason="batched_tokens_below_model_len", implicated=flags)
+        return super().evaluate(config, incumbent)
+
+
+def _refusal_search(named: bool, seed: int) -> tuple[Refusing, Any]:
+    s = section(
+        budget_trials=16, patience=16, seed=seed,
+        dim=[*section().model_dump()["dim"], {"flag": "--no-enable-chunked-prefill",
+                                              "presence": True, "short": "nocp"}],
+    )  # fmt: skip
+    ev = Refusing(s, named)
+    return ev, run_search(Space(tuple(s.dim), BASE), s, ev)
+
+
+def _repeats(refused: list[ConfigSpec]) -> int:
+    """Launches refused for a step budget an earlier refusal already had."""
+    seen = [int(c.set["--max-num-batched-tokens"]) for c in refused]
+    return len(seen) - len(set(seen))
+
+
+def test_a_refused_launch_rules_out_every_config_with_its_values() -> None:
+    """demo --optimize on vLLM CPU (2026-12-03): 4 of 8 trials were refused the same way,
+    two of them with the step budget an earlier refusal had. A refusal that names its flags
+    keeps the values it names from being launched again; each proposal ruled out is counted."""
+    for seed in range(4):
+        ev, result = _refusal_search(True, seed)
+        assert _repeats(ev.refused) == 0, seed
+        refused = [t for t in result.trials if t.result.status == "failed"]
+        assert len(refused) == len(ev.refused) <= 3  # one launch per refused step budget
+        assert set(result.skipped) <= {t.name for t in refused}
+        measured = [t for t in result.trials if t.result.status == "ok"]
+        assert all(
+            t.params["--no-enable-chunked-prefill"] is False
+            or t.params["--max-num-batched-tokens"] >= 2048
+            for t in measured
+        )
+    # without the names (an OOM, a crash) nothing is ruled out: the sampler alone steers
+    assert sum(_repeats(_refusal_search(False, seed)[0].refused) for seed in range(4)) > 0
+    assert all(not _refusal_search(False, seed)[1].skipped for seed in range(2))
+
+
 def test_a_resumed_search_replays_its_trials_and_goes_on_from_there() -> None:
     s = section(budget_trials=10, patience=10, seed=7)
     space = Space(tuple(s.dim), BASE)

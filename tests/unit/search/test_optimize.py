@@ -49,11 +49,15 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
 ) -> None:
     res, names, stored = _optimize(_campaign(tmp_path), tmp_path / "db")
     trials = {t.name.split("-", 1)[1]: t for t in res.search.trials}
-    assert sorted(trials) == sorted(["im2-jmn1", "im2-jm0.2", "im4-jmn1", "im4-jm0.2"])
-    assert res.search.stopped in ("exhausted", "budget_trials")
-    for key in ("im2-jmn1", "im4-jmn1"):  # failures are data: classified, not a crash
-        assert trials[key].result.status == "failed"
-        assert "launch-failed" in trials[key].result.reason
+    # the sim refuses --jitter-ms -1 ("invalid sim option --jitter-ms"): failures are data,
+    # classified, not a crash, and the other config with that value is never launched
+    refused = [t for t in res.search.trials if t.params["--jitter-ms"] == "-1"]
+    assert len(refused) == 1 and refused[0].result.status == "failed"
+    assert "launch-failed" in refused[0].result.reason
+    assert refused[0].result.implicated == ("--jitter-ms",)
+    assert res.search.skipped.get(refused[0].name, 0) >= 1
+    assert sorted(trials) == sorted([refused[0].name.split("-", 1)[1], "im2-jm0.2", "im4-jm0.2"])
+    assert res.search.stopped == "exhausted"  # every point measured or refused
     fast = trials["im2-jm0.2"]
     assert fast.result.verdict == "better" and fast.result.status == "ok"
     assert res.best == fast.name and res.search.path == ["baseline", fast.name]
@@ -75,7 +79,8 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
     out = res.to_json()
     assert out["best"] == {"name": fast.name, "args": {"--itl-ms": "2", "--jitter-ms": "0.2"},
                            "env": {}, "files": {}}  # fmt: skip
-    assert out["trials"] == 4 and out["stopped"] == res.search.stopped
+    assert out["trials"] == 3 and out["stopped"] == res.search.stopped
+    assert out["skipped"] == {refused[0].name: res.search.skipped[refused[0].name]}
     assert any("--itl-ms 2" in line for line in res.launch)
     assert "sim serve" in out["command"] and "--itl-ms 2" in out["command"]
     assert out["sampler"] == "TPE"
@@ -90,10 +95,14 @@ def test_a_resumed_search_replays_the_stored_trials_and_goes_on(tmp_path: Path) 
         _optimize(_campaign(tmp_path, budget=4), db)
     again, names, stored = _optimize(_campaign(tmp_path, budget=4), db, resume=True)
     assert again.search.trials[:2] == first.search.trials
-    assert [t.index for t in again.search.trials] == [1, 2, 3, 4]
+    # of the four points, one repeats the refused --jitter-ms -1: the refusal, rebuilt from
+    # the store, keeps it from being launched
+    assert [t.index for t in again.search.trials] == [1, 2, 3]
     params = [tuple(sorted(t.params.items())) for t in again.search.trials]
-    assert len(set(params)) == 4  # nothing measured twice
-    assert len(stored) == 4
+    assert len(set(params)) == 3  # nothing measured twice
+    assert sum(t.params["--jitter-ms"] == "-1" for t in again.search.trials) == 1
+    assert again.search.skipped and again.search.stopped == "exhausted"
+    assert len(stored) == 3
 
 
 def test_a_batch_is_judged_against_one_incumbent_measurement_named_after_its_first_trial(

@@ -202,6 +202,7 @@ def search_section(store: Store, campaign: str) -> Section | None:
         stop = str(s.get("stop_text") or STOPPED.get(str(s.get("stopped")), s.get("stopped")))
         detail = f" ({s['stop_detail']})" if s.get("stop_detail") else ""
         out.para(f"Stopped: {stop}{detail}.")
+        out.bullets([str(x) for x in s.get("refused") or []])
         _recommendation(out, s)
         if s.get("predicted"):
             _predicted(out, s["predicted"])
