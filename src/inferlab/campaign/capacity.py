@@ -1,10 +1,12 @@
-"""Capacity at SLO against a running endpoint: closed-loop probes chosen by bracketing and
-bisection (``stats.capacity``), each a stored load point that stops by the sweep's own rule
+"""Capacity at SLO against a running endpoint: probes chosen by bracketing and bisection
+(``stats.capacity``), each a stored load point that stops by the sweep's own rule
 (``requests = "auto"``: adaptive stopping), the result stored as a ``capacity`` analysis.
 
-``find_capacity`` is the library call behind ``inferlab bench --capacity UP_TO``. A probe
-measured with a starved client (untrusted) or interrupted counts as undecided: it narrows
-nothing."""
+The probes lie on a ``Ladder``: closed-loop concurrency 1, 2, 3, … (``bench --capacity
+UP_TO``), or open-loop request rates of one step apart, ``step``, 2·``step``, … req/s
+(``bench --capacity-rate UP_TO [--rate-step S]``); the bisection works on the ladder's index,
+so a rate capacity is resolved to one step. A probe measured with a starved client
+(untrusted) or interrupted counts as undecided: it narrows nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from inferlab.campaign.bench import bench_with_record
 from inferlab.campaign.clock import ModelClock
@@ -31,18 +33,64 @@ from inferlab.stats.slo import LIMITS, SloState, assess_slo, margin_replicates
 from inferlab.stats.summary import Interval
 from inferlab.store import Store
 
-__all__ = ["CAPACITY_KIND", "CapacityResult", "Probe", "check_capacity", "find_capacity"]
+__all__ = [
+    "CAPACITY_KIND",
+    "CONCURRENCY",
+    "CapacityResult",
+    "Ladder",
+    "Probe",
+    "check_capacity",
+    "find_capacity",
+]
 
 #: the ``analyses.kind`` a capacity result is stored under (its name: the SLO's text)
 CAPACITY_KIND = "capacity"
 
 
 @dataclass(frozen=True)
-class Probe:
-    """One measured concurrency: the SLO's state there, its margin (largest percentile/limit
-    ratio), goodput share, requests counted, the stored run ids and why it stopped."""
+class Ladder:
+    """The points a capacity search may probe, index ``i`` ≥ 1 → ``i × step``: closed-loop
+    concurrency (``step`` 1) or open-loop request rate (req/s)."""
 
-    concurrency: int
+    unit: Literal["concurrency", "rate"] = "concurrency"
+    step: float = 1.0
+
+    def at(self, i: int) -> float | int:
+        """The point of index ``i``: a concurrency (int) or a rate (req/s)."""
+        return i if self.unit == "concurrency" else round(i * self.step, 9)
+
+    def index(self, value: float) -> int:
+        """The nearest index of ``value`` (at least 1)."""
+        return max(1, round(value / self.step))
+
+    def top(self, up_to: float) -> int:
+        """The highest index whose point is ≤ ``up_to``."""
+        return max(1, math.floor(up_to / self.step + 1e-9))
+
+    def text(self, value: float | None) -> str:
+        """``C=4`` or ``2.5 req/s``."""
+        if value is None:
+            return "?"
+        return f"C={value:g}" if self.unit == "concurrency" else f"{value:g} req/s"
+
+    def load(self, i: int) -> dict[str, list[Any]]:
+        """The bench config's load for probe ``i``: one point."""
+        if self.unit == "concurrency":
+            return {"concurrency": [i], "rate": []}
+        return {"concurrency": [], "rate": [float(self.at(i))]}
+
+
+#: the closed-loop ladder of ``bench --capacity``
+CONCURRENCY = Ladder()
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One measured point (a concurrency, or a rate in req/s): the SLO's state there, its
+    margin (largest percentile/limit ratio), goodput share, requests counted, the stored run
+    ids and why it stopped."""
+
+    point: float | int
     state: SloState
     margin: float
     goodput: float
@@ -73,57 +121,95 @@ class CapacityResult:
     up_to: int
     simulated: bool = field(default=False)
     workload: str = ""  # the workload as JSON (two capacities compare only under the same)
+    #: the probes' ladder: ``bracket`` and ``up_to`` are its indices, ``estimate`` its unit's
+    ladder: Ladder = CONCURRENCY
+
+    def value(self, i: int | None) -> float | int | None:
+        """The ladder's point of index ``i`` (0: none held; None: none failed)."""
+        return None if i is None else (self.ladder.at(i) if i else 0)
 
     def to_json(self) -> dict[str, Any]:
-        b = self.bracket
+        b, v = self.bracket, self.value
         return {
             "slo": self.slo,
             "engine": self.engine,
             "simulated": self.simulated,
-            "holds_at": b.holds_at,
-            "fails_at": b.fails_at,
-            "low": b.low,
-            "high": b.high,
+            "unit": self.ladder.unit,
+            "step": self.ladder.step,
+            "holds_at": v(b.holds_at),
+            "fails_at": v(b.fails_at),
+            "low": v(b.low),
+            "high": v(b.high),
             "estimate": self.estimate.to_json() if self.estimate is not None else None,
             "stopped": self.stopped,
-            "up_to": self.up_to,
+            "up_to": v(self.up_to),
             "workload": self.workload,
             "probes": [p.to_json() for p in self.probes],
         }
 
     @property
     def sentence(self) -> str:
-        """``capacity at SLO …: 10–11 (holds at 10, fails at 12); isotonic 10.6 [10.2–11.0]``."""
-        b = self.bracket
-        top = max((p.concurrency for p in self.probes), default=0)
-        span = f"{b.low}" if b.high == b.low else f"{b.low}–{b.high}"
-        if b.high is None:
-            span = f"≥ {b.low} (nothing failed with confidence up to C={top})"
-        fails = f", fails at C={b.fails_at}" if b.fails_at is not None else ""
-        text = f"capacity at SLO {self.slo}: C {span} (holds at C={b.holds_at}{fails})"
+        """``capacity at SLO …: C 10–11 (holds at C=10, fails at C=12); isotonic estimate
+        C≈10.6 [10.2–11.0]`` (a rate: ``2.5–2.75 req/s (holds at 2.5 req/s, …)``)."""
+        b, v, t = self.bracket, self.value, self.ladder.text
+        top = max((p.point for p in self.probes), default=0)
+        rate = self.ladder.unit == "rate"
+        low, high = v(b.low), v(b.high)
+        head, tail = ("rate ", " req/s") if rate else ("C ", "")
+        if high is None:
+            span = f"≥ {low:g}{tail} (nothing failed with confidence up to {t(top)})"
+        else:
+            span = (f"{low:g}" if high == low else f"{low:g}–{high:g}") + tail
+        fails = f", fails at {t(v(b.fails_at))}" if b.fails_at is not None else ""
+        held = t(v(b.holds_at)) if b.holds_at else "no probed point"
+        text = f"capacity at SLO {self.slo}: {head}{span} (holds at {held}{fails})"
         e = self.estimate
         if e is not None and not math.isnan(e.low):
-            text += f"; isotonic estimate C≈{e.estimate:.1f} [{e.low:.1f}–{e.high:.1f}]"
+            u, f = (("", " req/s"), ".3g") if rate else (("C≈", ""), ".1f")
+            text += f"; isotonic estimate {u[0]}{e.estimate:{f}}{u[1]} [{e.low:{f}}–{e.high:{f}}]"
         sim = "SIMULATED " if self.simulated else ""
         return f"{sim}{text}; {len(self.probes)} probes, stopped: {self.stopped}"
 
 
-def check_capacity(cfg: BenchConfig, up_to: int) -> None:
-    """ConfigError for what the search cannot do: no percentile limit, or rate points."""
+def check_capacity(cfg: BenchConfig, up_to: float, ladder: Ladder = CONCURRENCY) -> None:
+    """ConfigError for what the search cannot do: no percentile limit, points of the other
+    kind (rates for a concurrency search, concurrencies for a rate search), a top below one
+    step."""
+    opt = "--capacity" if ladder.unit == "concurrency" else "--capacity-rate"
     dist = [k for k in cfg.slo.limits() if LIMITS[k].statistic is not None]
     if not dist:
         keys = ", ".join(k for k, v in LIMITS.items() if v.statistic is not None)
-        raise ConfigError(f"--capacity: needs a percentile limit in --slo / [slo] ({keys})")
-    if cfg.rate:
-        raise ConfigError("--capacity: searches closed-loop concurrency; give no --rate")
-    if up_to < 1:
-        raise ConfigError(f"--capacity: the highest concurrency to try must be ≥ 1, got {up_to}")
+        raise ConfigError(f"{opt}: needs a percentile limit in --slo / [slo] ({keys})")
+    if ladder.unit == "concurrency":
+        if cfg.rate:
+            raise ConfigError("--capacity: searches closed-loop concurrency; give no --rate")
+        if up_to < 1:
+            raise ConfigError(
+                f"--capacity: the highest concurrency to try must be ≥ 1, got {up_to}"
+            )
+        return
+    if cfg.concurrency:
+        raise ConfigError("--capacity-rate: searches open-loop request rate; give no --concurrency")
+    if not ladder.step > 0:
+        raise ConfigError(f"--rate-step: must be > 0 req/s, got {ladder.step:g}")
+    if up_to < ladder.step:
+        raise ConfigError(
+            f"--capacity-rate: the highest rate to try ({up_to:g} req/s) is below one "
+            f"--rate-step ({ladder.step:g} req/s)"
+        )
+
+
+def _start(cfg: BenchConfig, ladder: Ladder) -> int:
+    """The first probe's index: the first --concurrency / --rate given, else one step."""
+    given = cfg.concurrency if ladder.unit == "concurrency" else cfg.rate
+    return ladder.index(given[0]) if given else 1
 
 
 def find_capacity(
     cfg: BenchConfig,
-    up_to: int,
+    up_to: float,
     *,
+    ladder: Ladder = CONCURRENCY,
     max_probes: int = 12,
     events: BenchEvents | None = None,
     db: Path | Store | None = None,
@@ -134,30 +220,31 @@ def find_capacity(
     resamples: int = 1000,
     on_probe: Callable[[Probe], None] | None = None,
 ) -> tuple[CapacityResult, list[int]]:
-    """The highest concurrency ≤ ``up_to`` at which ``cfg.slo`` holds (see the module
-    docstring), starting at ``cfg.concurrency[0]`` (1 when not given); every probe is stored
-    with ``db`` and the result too. Returns it with the stored run ids."""
-    check_capacity(cfg, up_to)
+    """The highest point of ``ladder`` ≤ ``up_to`` (a concurrency, or a rate in req/s) at
+    which ``cfg.slo`` holds (see the module docstring), starting at the first concurrency or
+    rate given (one step when none is); every probe is stored with ``db`` and the result too.
+    Returns it with the stored run ids."""
+    check_capacity(cfg, up_to, ladder)
     limits = cfg.slo.limits()
-    start = cfg.concurrency[0] if cfg.concurrency else 1
+    start, top = _start(cfg, ladder), ladder.top(up_to)
     states: dict[int, SloState] = {}
     probes: list[Probe] = []
     samples: list[MarginSample] = []
     run_ids: list[int] = []
     engine, model, stopped = cfg.engine or "openai", "", "budget"
     while len(probes) < max_probes:
-        c = next_probe(states, start, up_to)
+        c = next_probe(states, start, top)
         if c is None:
-            stopped = _why_stopped(states, up_to)
+            stopped = _why_stopped(states, top)
             break
-        pcfg = cfg.model_copy(update={"concurrency": [c], "rate": []})
+        pcfg = cfg.model_copy(update=ladder.load(c))
         result, ids = bench_with_record(
             pcfg, events, db=db, campaign=campaign, config=config, clock=clock,
             config_id=config_id,
         )  # fmt: skip
         engine, model = result.engine, result.model
         run_ids += ids
-        probe, sample = _judge(result, c, limits, tuple(ids), cfg.seed + c, resamples)
+        probe, sample = _judge(result, c, ladder, limits, tuple(ids), cfg.seed + c, resamples)
         probes.append(probe)
         states[c] = probe.state
         samples += [sample] if probe.trusted else []
@@ -167,24 +254,37 @@ def find_capacity(
             stopped = "interrupted"
             break
     out = CapacityResult(
-        cfg.slo.text, engine, tuple(probes), bracket(states), isotonic_capacity(samples),
-        stopped, up_to, simulated=engine == "sim",
+        cfg.slo.text, engine, tuple(probes), bracket(states), _estimate(samples, ladder),
+        stopped, top,
+        simulated=engine == "sim",
         workload=json.dumps(cfg.workload.model_dump(mode="json"), sort_keys=True),
+        ladder=ladder,
     )  # fmt: skip
     if db is not None and probes:
         _store(db, out, campaign, config or f"{engine}:{model}", config_id)
     return out, run_ids
 
 
+def _estimate(samples: list[MarginSample], ladder: Ladder) -> Interval | None:
+    """The isotonic estimate, fitted over the ladder's indices, in its unit."""
+    e = isotonic_capacity(samples)
+    if e is None or ladder.unit == "concurrency":
+        return e
+    k = ladder.step
+    return Interval(e.estimate * k, e.low * k, e.high * k, e.level)
+
+
 def _judge(
     result: BenchResult,
     c: int,
+    ladder: Ladder,
     limits: dict[str, float],
     ids: tuple[int, ...],
     seed: int,
     resamples: int,
 ) -> tuple[Probe, MarginSample]:
-    """One probe's verdict and margin from its records (every trial's)."""
+    """One probe's verdict and margin from its records (every trial's); the margin sample is
+    at the ladder's index ``c``."""
     recs = [r for p in result.points for r in p.records]
     slo = assess_slo(recs, limits, seed=seed)
     untrusted = any(p.trust.state != "trusted" or p.interrupted for p in result.points)
@@ -192,7 +292,7 @@ def _judge(
     margin, reps = margin_replicates(recs, limits, resamples=resamples, seed=seed)
     stop = result.points[-1].stop if result.points else None
     probe = Probe(
-        c, state, margin, slo.goodput.estimate, slo.requests, ids,
+        ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,
         stop.reason if stop is not None else None, not untrusted,
     )  # fmt: skip
     return probe, MarginSample(c, margin, reps, slo.requests)

@@ -44,6 +44,7 @@ from .bench_options import (
     BurstinessOpt,
     CampaignOpt,
     CapacityOpt,
+    CapacityRateOpt,
     ClientCpusOpt,
     ClientsOpt,
     ConcurrencyOpt,
@@ -67,6 +68,7 @@ from .bench_options import (
     PrefixTokensOpt,
     PromptsOpt,
     RateOpt,
+    RateStepOpt,
     RayOpt,
     RequestsOpt,
     SeedOpt,
@@ -240,6 +242,8 @@ def bench(
     ray: RayOpt = None,
     clients: ClientsOpt = None,
     capacity: CapacityOpt = None,
+    capacity_rate: CapacityRateOpt = None,
+    rate_step: RateStepOpt = None,
     trace: TraceOpt = DEFAULT["trace"],
     trace_format: TraceFormatOpt = DEFAULT["trace_format"],
     replay_speed: SpeedOpt = None,
@@ -266,8 +270,8 @@ def _run(o: dict[str, Any]) -> None:
     err = Console(stderr=True)
     table_console = err if as_json else stdout_console()
     events = _RichEvents(err, table_console)
-    if o["capacity"] is not None:
-        return bench_capacity(cfg, o["capacity"], events, o, table_console)
+    if o["capacity"] is not None or o["capacity_rate"] is not None or o["rate_step"] is not None:
+        return bench_capacity(cfg, events, o, table_console)
     try:
         result, run_ids = _measure(cfg, events, o)
     finally:

@@ -20,6 +20,7 @@ __all__ = [
     "BurstinessOpt",
     "CampaignOpt",
     "CapacityOpt",
+    "CapacityRateOpt",
     "ClientCpusOpt",
     "ClientsOpt",
     "ConcurrencyOpt",
@@ -43,6 +44,7 @@ __all__ = [
     "PrefixesOpt",
     "PromptsOpt",
     "RateOpt",
+    "RateStepOpt",
     "RayOpt",
     "RequestsOpt",
     "SeedOpt",
@@ -118,6 +120,23 @@ SloOpt = Annotated[
     str | None,
     typer.Option(
         help="e.g. ttft_ms=500,tpot_p99_ms=50 (docs/bench.md: ttft/e2e p99, tpot p50/p99, itl p99)"
+    ),
+]
+CapacityRateOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--capacity-rate",
+        metavar="UP_TO",
+        help="Find the highest request rate ≤ UP_TO req/s (open loop) at which --slo holds, "
+        "to one --rate-step (bisection from --rate's first value, else one step)",
+    ),
+]
+RateStepOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--rate-step",
+        metavar="REQ_S",
+        help="--capacity-rate: the resolution, req/s (default: UP_TO / 32)",
     ),
 ]
 CapacityOpt = Annotated[

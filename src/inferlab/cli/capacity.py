@@ -1,5 +1,5 @@
-"""``inferlab bench --capacity UP_TO``: capacity at SLO, a thin adapter over
-``campaign.capacity.find_capacity``."""
+"""``inferlab bench --capacity UP_TO`` / ``--capacity-rate UP_TO``: capacity at SLO over
+concurrency or request rate, a thin adapter over ``campaign.capacity.find_capacity``."""
 
 from __future__ import annotations
 
@@ -31,30 +31,47 @@ def capacity_table(res: CapacityResult) -> Table:
         caption="margin: the largest percentile/limit ratio (≤ 1: within the SLO)",
         caption_justify="left",
     )
-    for col in ("C", "SLO", "margin", "goodput", "requests", "stop"):
+    point = "C" if res.ladder.unit == "concurrency" else "req/s"
+    for col in (point, "SLO", "margin", "goodput", "requests", "stop"):
         t.add_column(col, justify="left" if col in ("SLO", "stop") else "right")
     for p in res.probes:
         t.add_row(
-            str(p.concurrency), p.state + ("" if p.trusted else " (untrusted)"),
+            f"{p.point:g}", p.state + ("" if p.trusted else " (untrusted)"),
             fmt(p.margin, 3), f"{fmt(p.goodput * 100, 0)}%", str(p.requests), p.stop or "count",
         )  # fmt: skip
     return t
 
 
-def bench_capacity(
-    cfg: BenchConfig, up_to: int, events: Any, o: dict[str, Any], console: Console
-) -> None:
-    """Search, print the probes and the capacity (``--json``: the result as JSON)."""
-    from inferlab.campaign.capacity import check_capacity, find_capacity  # scipy.optimize
+def bench_capacity(cfg: BenchConfig, events: Any, o: dict[str, Any], console: Console) -> None:
+    """Search (``--capacity UP_TO`` over concurrency, ``--capacity-rate UP_TO`` over request
+    rate, one ``--rate-step`` apart), print the probes and the capacity (``--json``: the result
+    as JSON)."""
+    from inferlab.campaign.capacity import (  # scipy.optimize
+        CONCURRENCY,
+        Ladder,
+        check_capacity,
+        find_capacity,
+    )
 
+    opt = "--capacity" if o["capacity_rate"] is None else "--capacity-rate"
+    if o["capacity"] is not None and o["capacity_rate"] is not None:
+        raise ConfigError("--capacity and --capacity-rate: give one (concurrency or rate)")
     if o["ray"] is not None:
-        raise ConfigError("--capacity: runs from this host; give no --ray")
-    check_capacity(cfg, up_to)
+        raise ConfigError(f"{opt}: runs from this host; give no --ray")
+    if o["capacity_rate"] is None:
+        if o["rate_step"] is not None:
+            raise ConfigError("--rate-step: only with --capacity-rate")
+        up_to, ladder = float(o["capacity"]), CONCURRENCY
+    else:
+        up_to = float(o["capacity_rate"])
+        ladder = Ladder("rate", o["rate_step"] if o["rate_step"] is not None else up_to / 32)
+    check_capacity(cfg, up_to, ladder)
     db = None if o["no_db"] else db_path(o["db"])
     try:
         res, run_ids = find_capacity(
-            cfg, up_to, events=events, db=db, campaign=o["campaign"], config=o["config_name"]
-        )
+            cfg, up_to, ladder=ladder, events=events, db=db, campaign=o["campaign"],
+            config=o["config_name"],
+        )  # fmt: skip
     finally:
         events.progress_done()
     console.print(capacity_table(res))

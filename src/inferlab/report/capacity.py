@@ -30,6 +30,7 @@ class CapacityRow:
         return {
             "config": self.config,
             "slo": v.slo,
+            "unit": v.unit,
             "low": v.low,
             "high": v.high,
             "estimate": v.estimate.to_json() if v.estimate is not None else None,
@@ -41,13 +42,17 @@ class CapacityRow:
 
     @property
     def capacity_text(self) -> str:
+        """``C 4–5 (isotonic 4.3 [4.1–4.6])``, or over rate ``2.5–2.75 req/s (isotonic …)``."""
         v = self.value
-        text = f"C {v.low}" if v.high == v.low else f"C {v.low}–{v.high}"
+        head, tail = ("C ", "") if v.unit == "concurrency" else ("", " req/s")
+        text = f"{v.low:g}" if v.high == v.low else f"{v.low:g}–{v.high:g}"
         if v.high is None:
-            text = f"C ≥ {v.low}"
+            text = f"≥ {v.low:g}"
+        text = head + text + tail
         e = v.estimate
         if e is not None and not math.isnan(e.low):
-            text += f" (isotonic {e.estimate:.1f} [{e.low:.1f}–{e.high:.1f}])"
+            f = ".1f" if v.unit == "concurrency" else ".3g"
+            text += f" (isotonic {e.estimate:{f}} [{e.low:{f}}–{e.high:{f}}])"
         return text
 
     @property

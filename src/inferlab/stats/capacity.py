@@ -1,6 +1,8 @@
-"""Capacity at SLO: the highest closed-loop concurrency at which an SLO holds.
+"""Capacity at SLO: the highest closed-loop concurrency, or open-loop request rate, at which
+an SLO holds.
 
-Pure rules over probed points (``campaign.capacity`` measures them):
+Pure rules over probed points, by their integer index on a ladder (concurrency itself, or
+rate / step; ``campaign.capacity`` maps and measures them):
 - ``next_probe``: bracketing (doubling from the start until a point fails with confidence),
   then bisection over the integers between the highest point that holds with confidence and
   the lowest that fails with confidence; an undecided point narrows nothing, so its unprobed
@@ -137,13 +139,15 @@ def isotonic_capacity(samples: Sequence[MarginSample], level: float = 0.95) -> I
 @dataclass(frozen=True)
 class CapacityValue:
     """One config's stored capacity at SLO: the bracket ``[low, high]`` (``high`` None: at
-    least ``low``), the isotonic estimate with its interval, the SLO and workload it is of."""
+    least ``low``), the isotonic estimate with its interval, the SLO and workload it is of,
+    and its unit (``concurrency``, or ``rate``: req/s)."""
 
     slo: str
-    low: int
-    high: int | None
+    low: float
+    high: float | None
     estimate: Interval | None = None
     workload: str = ""
+    unit: str = "concurrency"
 
 
 @dataclass(frozen=True)
@@ -159,8 +163,14 @@ class CapacityRatio:
 
 
 def compare_capacity(base: CapacityValue, cand: CapacityValue) -> CapacityRatio:
-    """``cand`` against ``base``; not comparable under different SLOs or workloads."""
-    for what, a, b in (("SLO", base.slo, cand.slo), ("workload", base.workload, cand.workload)):
+    """``cand`` against ``base``; not comparable under different SLOs, workloads or units (a
+    capacity over request rate against one over concurrency)."""
+    pairs = (
+        ("capacity over", base.unit, cand.unit),
+        ("SLO", base.slo, cand.slo),
+        ("workload", base.workload, cand.workload),
+    )
+    for what, a, b in pairs:
         if a != b:
             return CapacityRatio(None, "not comparable", f"not comparable: {what} {b} vs {a}")
     if base.high is not None and cand.low > base.high:

@@ -27,9 +27,10 @@ def _value(data: dict[str, Any]) -> CapacityValue:
             float(e["high"]) if e.get("high") is not None else nan,
             float(e.get("level") or 0.95),
         )
+    high = data.get("high")
     return CapacityValue(
-        str(data.get("slo")), int(data.get("low") or 0), data.get("high"), est,
-        str(data.get("workload") or ""),
+        str(data.get("slo")), float(data.get("low") or 0), None if high is None else float(high),
+        est, str(data.get("workload") or ""), str(data.get("unit") or "concurrency"),
     )  # fmt: skip
 
 

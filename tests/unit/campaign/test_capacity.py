@@ -1,6 +1,7 @@
 """Capacity at SLO on the reference engine's model clock, where the true capacity is known:
 with the ``generic`` preset a decode step of B sequences takes (8 + 0.25·B)·scale ms, so the
-median TPOT at closed-loop concurrency C is that step (SIMULATED)."""
+median TPOT at closed-loop concurrency C is that step (SIMULATED). Over request rate, the
+probes walk a ladder of rates one step apart (SIMULATED)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.capacity import CAPACITY_KIND, check_capacity, find_capacity
+from inferlab.campaign.capacity import (
+    CAPACITY_KIND,
+    CONCURRENCY,
+    Ladder,
+    check_capacity,
+    find_capacity,
+)
 from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError
@@ -42,7 +49,7 @@ def test_capacity_interval_contains_the_true_capacity(
     db = tmp_path / "t.db"
     res, run_ids = find_capacity(cfg, 64, db=db, campaign="cap", config="g", clock=ModelClock())
     # bracketing 1, 2, 4, 8, then bisection 6, 5
-    assert [p.concurrency for p in res.probes] == [1, 2, 4, 8, 6, 5], res.probes
+    assert [p.point for p in res.probes] == [1, 2, 4, 8, 6, 5], res.probes
     b = res.bracket
     assert b.low <= TRUE_CAPACITY <= (b.high or 0) and (b.holds_at, b.fails_at) == (4, 5)
     assert res.stopped == "bracketed" and res.simulated and "SIMULATED" in res.sentence
@@ -63,3 +70,59 @@ def test_capacity_needs_a_percentile_limit_and_closed_loop(tmp_path: Path) -> No
     cfg = BenchConfig(url="http://x:1", rate=[2.0], requests=4, slo=SLO.parse("tpot_p99_ms=9"))
     with pytest.raises(ConfigError, match="give no --rate"):
         check_capacity(cfg, 8)
+
+
+def _rate_cfg(url: str, tmp_path: Path, start: float, slo: str) -> BenchConfig:
+    return BenchConfig(
+        url=url, engine="sim", rate=[start], requests=20,
+        workload=WorkloadSpec(input_tokens=8, output_tokens=6),
+        tokenizer=WordTokenizer().save_hf(tmp_path / "tok"), slo=SLO.parse(slo),
+    )  # fmt: skip
+
+
+def test_capacity_over_request_rate_walks_a_ladder_of_rates(
+    sim_server: SimFactory, tmp_path: Path
+) -> None:
+    """Over request rate (open loop), on a ladder one step apart. The engine's 1 ms between
+    tokens makes TPOT ≥ 1 ms at any rate: a 0.5 ms limit fails everywhere, 50 ms holds
+    everywhere, so the probes and the stop are known whatever the machine's load."""
+    sim = sim_server("--ttft-ms", "2", "--itl-ms", "1")
+    ladder = Ladder("rate", 10.0)
+    db = tmp_path / "r.db"
+    fails = _rate_cfg(sim.url, tmp_path, 20.0, "tpot_p99_ms=0.5")
+    res, _ = find_capacity(fails, 80.0, ladder=ladder, db=db, campaign="r", config="no",
+                           clock=ModelClock())  # fmt: skip
+    # 20 req/s fails, then the one step below it: nowhere on the ladder does it hold
+    assert [p.point for p in res.probes] == [20.0, 10.0] and res.stopped == "holds nowhere"
+    assert res.sentence.startswith("SIMULATED capacity at SLO tpot_p99_ms=0.5: rate 0")
+    assert "holds at no probed point, fails at 10 req/s" in res.sentence
+    holds = _rate_cfg(sim.url, tmp_path, 10.0, "tpot_p50_ms=50")
+    res, ids = find_capacity(holds, 80.0, ladder=ladder, db=db, campaign="r", config="yes",
+                             clock=ModelClock())  # fmt: skip
+    assert [p.point for p in res.probes] == [10.0, 20.0, 40.0, 80.0] and res.stopped == "top holds"
+    assert "rate ≥ 80 req/s (nothing failed with confidence up to 80 req/s)" in res.sentence
+    assert len(ids) == 4
+    with Store(db) as store:
+        stored = {a["config"]: a["data"] for a in store.analyses(CAPACITY_KIND, "r")}
+        runs = store.runs(campaign="r", config="yes")
+    assert stored["yes"]["unit"] == "rate" and stored["yes"]["low"] == 80.0
+    assert stored["yes"]["high"] is None and stored["no"]["fails_at"] == 10.0
+    assert [p["point"] for p in stored["yes"]["probes"]] == [10.0, 20.0, 40.0, 80.0]
+    assert sorted(r.rate for r in runs) == [10.0, 20.0, 40.0, 80.0]  # open-loop points
+
+
+def test_the_rate_ladder_and_its_refusals(tmp_path: Path) -> None:
+    ladder = Ladder("rate", 0.25)
+    assert [ladder.at(i) for i in (1, 2, 7)] == [0.25, 0.5, 1.75]
+    assert ladder.index(1.0) == 4 and ladder.index(0.01) == 1 and ladder.top(2.6) == 10
+    assert ladder.load(3) == {"concurrency": [], "rate": [0.75]}
+    assert CONCURRENCY.load(3) == {"concurrency": [3], "rate": []}
+    ok = _rate_cfg("http://127.0.0.1:9", tmp_path, 1.0, "tpot_p99_ms=9")
+    check_capacity(ok, 8.0, ladder)
+    closed = _cfg("http://127.0.0.1:9", tmp_path, 1, "tpot_p99_ms=9")
+    with pytest.raises(ConfigError, match="--capacity-rate: searches open-loop request rate"):
+        check_capacity(closed, 8.0, ladder)
+    with pytest.raises(ConfigError, match=r"below one --rate-step \(0.25 req/s\)"):
+        check_capacity(ok, 0.1, ladder)
+    with pytest.raises(ConfigError, match="--rate-step: must be > 0"):
+        check_capacity(ok, 8.0, Ladder("rate", 0.0))

@@ -54,3 +54,34 @@ def test_bench_capacity_refuses_an_slo_without_a_percentile_limit(cli: Cli) -> N
     assert "Traceback" not in bad.stderr
     bad = cli(*base, "--slo", "tpot_p99_ms=50", "--capacity", "0")
     assert bad.exit_code == 2 and "must be ≥ 1" in bad.stderr
+
+
+def test_bench_capacity_rate_prints_rates_and_refuses_what_it_cannot_do(
+    sim_server: SimFactory, cli: Cli, tmp_path: Path
+) -> None:
+    base = ("bench", "--url", "http://127.0.0.1:9", "--requests", "20")
+    slo = ("--slo", "tpot_p99_ms=50")
+    for args, said in (
+        (("-c", "1", "--capacity-rate", "8"), "give no --concurrency"),
+        (("--rate", "1", "--capacity", "8", "--capacity-rate", "8"), "give one"),
+        (("--rate", "1", "--rate-step", "1"), "--rate-step: only with --capacity-rate"),
+        (("--rate", "1", "--capacity-rate", "8", "--rate-step", "0"), "must be > 0 req/s"),
+        (("--rate", "1", "--capacity-rate", "0.5", "--rate-step", "1"), "below one --rate-step"),
+    ):
+        bad = cli(*base, *slo, *args)
+        assert bad.exit_code == 2 and said in bad.stderr, (args, bad.stderr)
+        assert "Traceback" not in bad.stderr
+    # TPOT is at least the engine's 1 ms gap: a 0.5 ms limit fails at every rate
+    sim = sim_server("--ttft-ms", "2", "--itl-ms", "1")
+    tok = WordTokenizer().save_hf(tmp_path / "tok")
+    p = cli(
+        "bench", "--url", sim.url, "--engine", "sim", "--rate", "20", "--requests", "20",
+        "--input-tokens", "8",
+        "--output-tokens", "5", "--tokenizer", str(tok), "--slo", "tpot_p99_ms=0.5",
+        "--capacity-rate", "40", "--rate-step", "10", "--json", "--no-db",
+    )  # fmt: skip
+    assert p.exit_code == 0, p.stderr
+    cap = json.loads(p.stdout)["capacity"]
+    assert cap["unit"] == "rate" and cap["step"] == 10.0 and cap["up_to"] == 40.0
+    assert [x["point"] for x in cap["probes"]] == [20.0, 10.0]
+    assert "req/s" in p.stderr and "capacity at SLO tpot_p99_ms=0.5: rate" in p.stderr

@@ -52,3 +52,26 @@ def test_the_report_shows_each_configs_capacity_against_the_baseline(tmp_path: P
     assert rows[2].ratio_text == "not comparable: SLO t vs s"
     assert sec is not None and "SIMULATED" in sec.markdown
     assert "| fast | s | C 20–21 (isotonic 21.0 \\[20.4–21.6\\]) | ×2.00" in sec.markdown
+
+
+def test_a_capacity_over_rate_reads_in_req_s_and_is_not_compared_with_one_over_concurrency(
+    tmp_path: Path,
+) -> None:
+    rate = CapacityValue("s", 2.5, 2.75, Interval(2.6, 2.5, 2.7, 0.95), "w", "rate")
+    closed = CapacityValue("s", 10, 11, Interval(10.5, 10.2, 10.8, 0.95), "w")
+    no = compare_capacity(closed, rate)
+    assert no.verdict == "not comparable" and "capacity over rate vs concurrency" in no.reason
+    faster = compare_capacity(rate, CapacityValue("s", 5.0, 5.25, Interval(5.1, 5.0, 5.2, 0.95), "w",
+                                                  "rate"))  # fmt: skip
+    assert faster.verdict == "higher" and faster.ratio is not None
+    with Store(tmp_path / "t.db") as store, store.transaction():
+        cid = store.campaign_id("c")
+        ids = {n: store.config_id(cid, n, engine="sim", model="m") for n in ("base", "fast")}
+        for name, low, est in (("base", 2.5, 2.6), ("fast", 5.0, 5.1)):
+            data = _data("s", 0, None, est, est - 0.1, est + 0.1)
+            data.update(unit="rate", step=0.25, low=low, high=low + 0.25)
+            store.add_analysis("capacity", "s", data, campaign="c", config_id=ids[name])
+    with Store(tmp_path / "t.db") as store:
+        rows = capacity_rows(stored_capacities(store, "c"), store.config_names("c"), None)
+    assert rows[0].capacity_text == "2.5–2.75 req/s (isotonic 2.6 [2.5–2.7])"
+    assert rows[1].ratio_text.endswith("higher") and rows[1].value.unit == "rate"
