@@ -46,7 +46,9 @@ def test_campaign_failures_resume_and_changed_config(tmp_path: Path) -> None:
             "SELECT detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
             "WHERE g.name = 'broken' AND v.kind = 'launch'"
         ).fetchone()[0]
-        assert '"kind": "exited"' in launch.replace('":"', '": "') and "--ttft-ms" in launch
+        # the sim refuses --ttft-ms -1: classified as its refusal, not a bare exit
+        assert '"kind": "invalid_option"' in launch.replace('":"', '": "')
+        assert "--ttft-ms" in launch
         c = build_comparison(store, campaign="simrun", baseline="baseline")
         assert c.cells[("fast", "C=1")].verdicts["tpot_ms"].claim == "better"
         with pytest.raises(ConfigError, match="use --resume"):

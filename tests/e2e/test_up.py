@@ -68,8 +68,9 @@ def test_up_verify_equivalence_down(tmp_path: Path) -> None:
 def test_failed_launch_is_classified(tmp_path: Path) -> None:
     with pytest.raises(LaunchError) as ei:
         up(camp(tmp_path), "broken")
-    assert ei.value.kind == "exited"
+    assert ei.value.kind == "invalid_option"  # the sim's refusal of --ttft-ms -5
     assert any("--ttft-ms" in line for line in ei.value.tail)
+    assert ei.value.remedy and "the line names it" in ei.value.remedy
 
 
 def test_address_in_use_is_classified(tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_cli_up_down(cli: Cli, tmp_path: Path) -> None:
     state = json.loads((tmp_path / "out" / ".servers" / "baseline.json").read_text())
     assert state["url"].startswith("http://127.0.0.1:")
     bad = cli("up", str(path), "broken", env=env)
-    assert bad.exit_code == 3 and "launch failed (exited)" in bad.stderr
+    assert bad.exit_code == 3 and "launch failed (invalid_option)" in bad.stderr
     d = cli("down", str(path), env=env)
     assert d.exit_code == 0 and "baseline: stopped by SIGTERM" in d.stdout
 
