@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from inferlab.campaign import profiled as profiled_passes
 from inferlab.campaign.bench import StoreSink, bench_config
-from inferlab.campaign.capacity import find_capacity
+from inferlab.campaign.capacity import CONCURRENCY, Ladder, find_capacity
 from inferlab.campaign.context import ConfigContext, ConfigOutcome
 from inferlab.campaign.recheck import RecheckTodo, recheck_pass
 from inferlab.campaign.stopping import baseline_refs
@@ -116,9 +116,10 @@ def recheck(points: list[LoadPoint], todo: RecheckTodo) -> Pass:
     return measure
 
 
-def capacity(up_to: int) -> PassFactory:
-    """Capacity at SLO up to concurrency ``up_to``, from the campaign's first concurrency; the
-    probes and the result stored with the config."""
+def capacity(up_to: float, ladder: Ladder = CONCURRENCY) -> PassFactory:
+    """Capacity at SLO up to ``up_to`` on ``ladder`` (concurrency, or request rate in req/s),
+    from the campaign's first concurrency or rate; the probes and the result stored with the
+    config."""
 
     def make(points: list[LoadPoint], todo: set[tuple[str, int]]) -> Pass:
         def measure(cx: ConfigContext) -> ConfigOutcome:
@@ -129,7 +130,7 @@ def capacity(up_to: int) -> PassFactory:
             )
             try:
                 res, ids = find_capacity(
-                    bench, up_to, events=run.events, db=run.store, campaign=run.name,
+                    bench, up_to, ladder=ladder, events=run.events, db=run.store, campaign=run.name,
                     config=cx.name, clock=cx.held.clock, config_id=cx.config_id,
                 )  # fmt: skip
             except (ServerRejected, ConnectError) as exc:

@@ -171,6 +171,12 @@ class SearchSection(_Closed):
     #: capacity: the highest concurrency a trial's bisection tries (it starts at ``at``, else
     #: at the campaign's first concurrency)
     capacity_up_to: int = Field(default=256, ge=1)
+    #: capacity over open-loop request rate instead: the highest rate a trial's bisection
+    #: tries (req/s), on a ladder ``capacity_rate_step`` apart (default: this / 32), from the
+    #: campaign's first rate; each probe measures ``[load] requests`` (a count) or
+    #: ``duration_s``
+    capacity_rate_up_to: float | None = Field(default=None, gt=0)
+    capacity_rate_step: float | None = Field(default=None, gt=0)
     #: ``optimize --ray``: trials measured at once (default: as many as the cluster holds)
     parallel: int | None = Field(default=None, ge=1, le=64)
     seed: int = 0
@@ -180,6 +186,12 @@ class SearchSection(_Closed):
     def _at(self) -> SearchSection:
         if self.objective != "capacity" and self.at is None:
             raise ValueError(f"objective {self.objective!r} needs at = 'C=N' (where it is read)")
+        if self.capacity_rate_up_to is not None and self.objective != "capacity":
+            raise ValueError("capacity_rate_up_to: only with objective = 'capacity'")
+        if self.capacity_rate_step is not None and self.capacity_rate_up_to is None:
+            raise ValueError("capacity_rate_step: only with capacity_rate_up_to")
+        if self.capacity_rate_up_to is not None and self.at is not None:
+            raise ValueError("capacity_rate_up_to: the bisection starts at [load] rate; give no at")
         keys = [d.key for d in self.dim]
         dup = sorted({k for k in keys if keys.count(k) > 1})
         if dup:

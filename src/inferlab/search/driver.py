@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign import passes
+from inferlab.campaign.capacity import CONCURRENCY, Ladder
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents
 from inferlab.campaign.launch import SUBPROCESS, Launcher
@@ -214,6 +215,14 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
             f"{path}: search.dim {lossy[0]!r}: lossless = false needs [verify] lossy (the "
             "distribution-agreement gate, docs/verify.md): without it a lossy trial is not gated"
         )
+    if section.capacity_rate_up_to is not None:
+        ld = plan.campaign.load
+        if not ld.rate or not (isinstance(ld.requests, int) or ld.duration_s):
+            raise ConfigError(
+                f"{path}: search.capacity_rate_up_to: a capacity over request rate needs [load] "
+                "rate = [START] and requests = N or duration_s (an open-loop probe does not "
+                "stop adaptively)"
+            )
     if section.objective == "capacity" and section.at is None:
         return plan, section
     labels = [p.label for p in plan.points]
@@ -257,7 +266,7 @@ class _Runs:
         """A trials' plan run, each config's outcome in words (Ctrl-C: ``KeyboardInterrupt``):
         the sweep, or for the capacity objective its bisection."""
         capacity = section.objective == "capacity"
-        measure = passes.capacity(section.capacity_up_to) if capacity else passes.sweep
+        measure = passes.capacity(*capacity_ladder(section)) if capacity else passes.sweep
 
         def run(p: Plan) -> dict[str, str]:
             res = self(p, measure=measure)
@@ -280,6 +289,15 @@ class _Runs:
             )
         needs = check_plan(select_configs(copy.copy(plan), [plan.baseline.name]), self.ray)
         return section.parallel or max(1, side_by_side(needs, self.ray) - 1)
+
+
+def capacity_ladder(section: SearchSection) -> tuple[float, Ladder]:
+    """The capacity objective's top and ladder: over request rate with
+    ``capacity_rate_up_to``, else over concurrency."""
+    top = section.capacity_rate_up_to
+    if top is None:
+        return float(section.capacity_up_to), CONCURRENCY
+    return top, Ladder("rate", section.capacity_rate_step or top / 32)
 
 
 def optimize(

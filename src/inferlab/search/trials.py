@@ -81,11 +81,12 @@ class Trials:
         capacity = self.section.objective == "capacity"
         at = closed_concurrency(self.section.at) if self.section.at else None
         start = at or (camp.load.concurrency[0] if camp.load.concurrency else 1)
+        points: dict[str, Any] = {"concurrency": [start], "rate": [], "requests": "auto"}
+        if self.section.capacity_rate_up_to is not None:  # over rate: open loop, a count
+            points = {"concurrency": [], "rate": camp.load.rate[:1]}
         load = camp.load.model_copy(
             update={
-                "concurrency": [start],
-                "rate": [],
-                "requests": "auto",
+                **points,
                 "sequential": not capacity,
                 "trials": 1,
                 "recheck_baseline": False,

@@ -94,3 +94,47 @@ def test_the_goodput_objective_accepts_when_the_wilson_intervals_separate(
     (trial,) = res.search.trials
     assert trial.result.verdict == "better" and (trial.result.value or 0) > 0.5, trial.result
     assert "goodput share [" in trial.result.reason and res.best == trial.name
+
+
+def test_the_capacity_objective_over_request_rate(tmp_path: Path) -> None:
+    """``capacity_rate_up_to``: each trial's capacity over open-loop request rate, on a ladder
+    10 req/s apart. The engine's fixed gap between tokens makes TPOT that gap at any rate: a
+    3 ms TPOT limit fails everywhere at 4 ms, holds everywhere at 2 ms (SIMULATED)."""
+    path = write_campaign(
+        tmp_path / "opt.toml",
+        name="opt",
+        args=["--ttft-ms", "2", "--itl-ms", "4"],
+        load={
+            "workload": {"input_tokens": 8, "output_tokens": 6},
+            "rate": [10.0],
+            "requests": 20,
+            "tokenizer": WordTokenizer().save_hf(tmp_path / "tok"),
+        },
+        slo={"tpot_p50_ms": 3},
+        search={"budget_trials": 1, "patience": 1, "objective": "capacity",
+                "capacity_rate_up_to": 40, "capacity_rate_step": 10,
+                "dim": [{"flag": "--itl-ms", "values": ["2"]}]},
+    )  # fmt: skip
+    with Store(tmp_path / "db") as store:
+        res = optimize(path, store=store, launcher=InProcessSim(), clock=ModelClock())
+        caps = stored_capacities(store, "opt")
+        probes = {a["config"]: [p["point"] for p in a["data"]["probes"]]
+                  for a in store.analyses("capacity", "opt")}  # fmt: skip
+    (trial,) = res.search.trials
+    assert trial.result.verdict == "better", trial.result
+    ref, cand = caps["t01-ref"][0], caps[trial.name][0]
+    assert ref.unit == cand.unit == "rate"
+    assert (ref.low, ref.high) == (0, 0) and (cand.low, cand.high) == (40.0, None)
+    assert probes == {"t01-ref": [10.0], trial.name: [10.0, 20.0, 40.0]}
+
+
+def test_a_capacity_over_rate_needs_open_loop_points_of_a_count(tmp_path: Path) -> None:
+    dims = [{"flag": "--time-scale", "values": ["0.08"]}]
+    path = _campaign(tmp_path, {"tpot_p50_ms": 1}, objective="capacity",
+                     capacity_rate_up_to=20, dim=dims)  # fmt: skip
+    with pytest.raises(ConfigError, match="capacity_rate_up_to: a capacity over request rate"):
+        search_plan(path)
+    path = _campaign(tmp_path, {"tpot_p50_ms": 1}, objective="tpot_ms", at="C=8",
+                     capacity_rate_up_to=20, dim=dims)  # fmt: skip
+    with pytest.raises(ConfigError, match="only with objective = 'capacity'"):
+        search_plan(path)
