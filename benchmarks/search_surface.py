@@ -77,7 +77,7 @@ from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchDim, SearchSection
 from inferlab.search import Space, TrialResult, run_search
 from inferlab.search.driver import search_plan
-from inferlab.search.prune import DimBound, bound_dims, levers_of
+from inferlab.search.prune import DimBound, bound_dims, levers_of, searched
 from inferlab.sim.model import step_ms
 from inferlab.sim.presets import (
     Levers,
@@ -348,7 +348,7 @@ def surface_lines(s: Surface, args: argparse.Namespace) -> list[str]:
     best = max(r or 0.0 for r in rates)
     base = true_rate(ConfigSpec(name="baseline"), s.c) or 0.0
     bounds = real_bounds(s)
-    kept = tuple(d for d, b in zip(full, bounds, strict=True) if not b.pruned)
+    kept = searched(full, bounds)  # as optimize narrows them (a running cap above C: one)
     methods = [Method("optimize (bounds → prune → TPE → A/B)", "tpe", kept)]
     if kept != full:
         methods.append(Method("TPE, full space (no bounds)", "tpe", full))

@@ -46,7 +46,7 @@ from inferlab.store import Store
 from .flags import check_flags
 from .loop import Bounds, SearchResult, TrialRecord, TrialResult, batches, run_search
 from .objectives import slo_problem
-from .prune import DimBound, bound_dims, levers_of
+from .prune import DimBound, bound_dims, levers_of, searched
 from .refusals import refusal_lines
 from .samplers import resolve
 from .space import Space
@@ -329,7 +329,7 @@ def optimize(
         raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
     bounds = bound_dims(section.dim, levers_of(store, name, base), at, section.min_effect)
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
-    kept = tuple(d for d, b in zip(section.dim, bounds, strict=True) if not b.pruned)
+    kept = searched(section.dim, bounds)
     space = Space(kept, plan.campaign.config[0])
     history = [_record_of(a["data"]) for a in store.analyses(TRIAL_KIND, campaign=name)]
     trials = Trials(

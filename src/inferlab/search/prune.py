@@ -7,6 +7,11 @@ dimension's bound. A bound below ``1 + min_effect`` prunes the dimension: no val
 move the objective by the minimum effect. A dimension no rule explains, or whose levers carry
 no number at that point, has no bound and is searched.
 
+A running-request cap (``--max-num-seqs``, ``--max-running-requests``) at a closed-loop point
+of C users admits them all once it is ≥ C: it cannot bind there. Its values ≥ C are one
+(the smallest is kept; a range's top is lowered to C), and a cap whose every value is ≥ C is
+pruned.
+
 Pruned together, dimensions whose levers are different shares of the step add up (Amdahl: the
 shares ``1 − 1/high`` of distinct levers sum), so they are pruned by their joint bound: the
 smallest bounds first, while ``1 / (1 − Σ share)`` over their distinct levers stays below
@@ -20,7 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
+from inferlab.config.pattern import closed_concurrency
 from inferlab.config.search import SearchDim
 from inferlab.errors import ConfigError
 from inferlab.levers import LeverOptions, decide
@@ -28,7 +35,10 @@ from inferlab.levers.model import Lever, speedup_text
 from inferlab.levers.registry import rules_for
 from inferlab.store import Store
 
-__all__ = ["DimBound", "bound_dims", "item_of", "levers_of"]
+__all__ = ["RUNNING_CAPS", "DimBound", "bound_dims", "item_of", "levers_of", "searched"]
+
+#: flags that cap how many requests an engine runs at once (vLLM, SGLang and the sim)
+RUNNING_CAPS = frozenset({"--max-num-seqs", "--max-running-requests"})
 
 
 def item_of(dim: SearchDim) -> str:
@@ -55,8 +65,17 @@ class DimBound:
     joint: float | None = None
     #: the lever kinds the bound comes from
     kinds: tuple[str, ...] = ()
+    #: values that cannot differ at the point, taken out (a running cap's above it): what
+    #: the searched dimension becomes (``{"values": [...]}`` or ``{"high": C}``), and why
+    narrowed: dict[str, Any] | None = None
+    note: str = ""
 
     def why(self, at: str) -> str:
+        if self.note:
+            return self.note if self.pruned else f"{self._why(at)}; {self.note}"
+        return self._why(at)
+
+    def _why(self, at: str) -> str:
         if not self.rules:
             return "no lever rule explains it: searched without a bound"
         if not self.levers:
@@ -82,8 +101,9 @@ def bound_dims(
     dims: Sequence[SearchDim], levers: Sequence[Lever], at: str, min_effect: float
 ) -> list[DimBound]:
     """Each dimension's bound from the baseline's ranked ``levers`` at load point ``at``,
-    pruned by their joint bound (see the module docstring)."""
-    out = [_bound(d, levers, at) for d in dims]
+    pruned by their joint bound, and a running cap's values that cannot bind at ``at`` taken
+    out (see the module docstring)."""
+    out = [_cap(d, _bound(d, levers, at), at) for d in dims]
     limit = 1.0 + min_effect
     shares: dict[str, float] = {}  # lever kind → its share of the step, of the pruned dims
     order = sorted(
@@ -103,6 +123,40 @@ def bound_dims(
         else:
             out[i] = replace(b, joint=joint)
     return out
+
+
+def searched(dims: Sequence[SearchDim], bounds: Sequence[DimBound]) -> tuple[SearchDim, ...]:
+    """The dimensions left to search, each narrowed as its bound says."""
+    return tuple(
+        d.model_copy(update=b.narrowed) if b.narrowed else d
+        for d, b in zip(dims, bounds, strict=True)
+        if not b.pruned
+    )
+
+
+def _cap(d: SearchDim, b: DimBound, at: str) -> DimBound:
+    """A running cap's values ≥ C at closed-loop point ``at`` (C users) made one, or the cap
+    pruned when every value is ≥ C."""
+    c = closed_concurrency(at)
+    if c is None or d.flag not in RUNNING_CAPS:
+        return b
+    why = f"a running cap ≥ {c} cannot bind at {at}"
+    if d.values is not None:
+        nums = [v for v in d.values if isinstance(v, int | float) and not isinstance(v, bool)]
+        over = sorted(v for v in nums if v >= c)
+        if len(nums) != len(d.values) or len(over) < 2:
+            return b
+        if len(over) == len(nums):
+            return replace(b, pruned=True, note=f"every value ≥ {c}: {why}: pruned")
+        keep = [v for v in d.values if v not in over[1:]]
+        dropped = ", ".join(f"{v:g}" for v in over[1:])
+        note = f"{dropped} left out, the same as {over[0]:g} ({why})"
+        return replace(b, narrowed={"values": keep}, note=note)
+    if d.low is None or d.high is None or d.high <= c:
+        return b
+    if d.low >= c:
+        return replace(b, pruned=True, note=f"every value ≥ {c}: {why}: pruned")
+    return replace(b, narrowed={"high": c}, note=f"searched up to {c} ({why})")
 
 
 def _bound(d: SearchDim, levers: Sequence[Lever], at: str) -> DimBound:
