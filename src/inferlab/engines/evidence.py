@@ -71,29 +71,21 @@ def _tolerant(node: ast.expr, text: str) -> Any:
         return {kw.arg: _tolerant(kw.value, text) for kw in node.keywords if kw.arg is not None}
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except (ValueError, SyntaxError):
         return ast.get_source_segment(text, node)
 
 
 def parse_call_kwargs(text: str) -> dict[str, Any] | None:
     """The keyword arguments of a dataclass repr (``ServerArgs(a=1, b='x')``): literal values
-    as Python values, anything else (an enum's repr) as its source text; None when ``text``
-    is not a call."""
+    as Python values, a nested dataclass repr as its own dict, anything else (an enum's
+    repr) as its source text; None when ``text`` is not a call."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
     if not isinstance(node, ast.Call):
         return None
-    out: dict[str, Any] = {}
-    for kw in node.keywords:
-        if kw.arg is None:
-            continue
-        try:
-            out[kw.arg] = ast.literal_eval(kw.value)
-        except (ValueError, SyntaxError):
-            out[kw.arg] = ast.get_source_segment(text.strip(), kw.value)
-    return out
+    return {kw.arg: _tolerant(kw.value, text.strip()) for kw in node.keywords if kw.arg is not None}
 
 
 def _balanced(text: str, start: int) -> str | None:

@@ -19,6 +19,7 @@ from inferlab.config.search import SearchDim, SearchSection
 from inferlab.engines import get_engine
 from inferlab.engines.logs import primary_failure
 from inferlab.errors import InferlabError
+from inferlab.server import log_tail
 from inferlab.store import Store
 
 from .loop import Bounds, TrialResult
@@ -131,11 +132,11 @@ class Trials:
         cause is a ``refusal`` signature); () for any other failure."""
         launches = self.store.launches(self.plan.campaign.campaign.name, config=name)
         log = launches[-1].record.log_path if launches and not launches[-1].passed else None
-        if not log or not Path(log).is_file():
+        if not log:
             return ()
         spec = get_engine(self.plan.campaign.engine.kind)
-        text = Path(log).read_text(encoding="utf-8", errors="replace")
-        cause = primary_failure(spec.classify_log(text))
+        # the lines the launch itself classified its failure from (``server.lifecycle``)
+        cause = primary_failure(spec.classify_log(log_tail(Path(log), 2000)))
         return cause.involved() if cause is not None else ()
 
     def reference_of(self, name: str) -> str:

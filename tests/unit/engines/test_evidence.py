@@ -46,6 +46,7 @@ def test_args_dumps_of_real_logs_parse() -> None:
     # a value that is not a literal (an enum's repr) keeps its source text
     assert parse_call_kwargs("X(a=1, mode=<Mode.A: 1>)") is None  # not Python: no guess
     assert parse_call_kwargs("X(a=1, mode=Mode.A)") == {"a": 1, "mode": "Mode.A"}
+    assert parse_call_kwargs("X(a=Y(b=2), c=f(3))") == {"a": {"b": 2}, "c": "f(3)"}
 
 
 def test_profiled_launch_args_dump_parses() -> None:
