@@ -55,6 +55,11 @@ class Ladder:
     unit: Literal["concurrency", "rate"] = "concurrency"
     step: float = 1.0
 
+    @classmethod
+    def rates(cls, up_to: float, step: float | None = None) -> Ladder:
+        """Request rates up to ``up_to`` req/s, ``step`` apart (default: ``up_to`` / 32)."""
+        return cls("rate", step if step is not None else up_to / 32)
+
     def at(self, i: int) -> float | int:
         """The point of index ``i``: a concurrency (int) or a rate (req/s)."""
         return i if self.unit == "concurrency" else round(i * self.step, 9)

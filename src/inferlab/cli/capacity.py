@@ -64,7 +64,7 @@ def bench_capacity(cfg: BenchConfig, events: Any, o: dict[str, Any], console: Co
         up_to, ladder = float(o["capacity"]), CONCURRENCY
     else:
         up_to = float(o["capacity_rate"])
-        ladder = Ladder("rate", o["rate_step"] if o["rate_step"] is not None else up_to / 32)
+        ladder = Ladder.rates(up_to, o["rate_step"])
     check_capacity(cfg, up_to, ladder)
     db = None if o["no_db"] else db_path(o["db"])
     try:

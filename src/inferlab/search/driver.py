@@ -297,7 +297,7 @@ def capacity_ladder(section: SearchSection) -> tuple[float, Ladder]:
     top = section.capacity_rate_up_to
     if top is None:
         return float(section.capacity_up_to), CONCURRENCY
-    return top, Ladder("rate", section.capacity_rate_step or top / 32)
+    return top, Ladder.rates(top, section.capacity_rate_step)
 
 
 def optimize(

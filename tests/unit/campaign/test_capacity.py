@@ -113,6 +113,7 @@ def test_capacity_over_request_rate_walks_a_ladder_of_rates(
 
 def test_the_rate_ladder_and_its_refusals(tmp_path: Path) -> None:
     ladder = Ladder("rate", 0.25)
+    assert Ladder.rates(8.0) == ladder and Ladder.rates(8.0, 1.0).step == 1.0  # default UP_TO/32
     assert [ladder.at(i) for i in (1, 2, 7)] == [0.25, 0.5, 1.75]
     assert ladder.index(1.0) == 4 and ladder.index(0.01) == 1 and ladder.top(2.6) == 10
     assert ladder.load(3) == {"concurrency": [], "rate": [0.75]}
