@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,23 +40,37 @@ __all__ = [
 FORMAT = "inferlab.server/1"
 
 
+#: lock files this process holds (a POSIX record lock does not refuse its own process)
+_HELD: set[Path] = set()
+_HELD_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def campaign_lock(d: Path, name: str) -> Iterator[None]:
     """One runner per campaign (output directory ``d``) on a host: at most one of its servers
     runs at a time, and the records of a runner that does not hold this lock are those of a
-    dead one."""
+    dead one.
+
+    A POSIX record lock (``lockf``), not ``flock``: a process forked from the runner (the load
+    workers are) does not inherit it, so a runner killed with ``kill -9`` frees its campaign
+    when it dies, not when its last forked child does."""
     d.mkdir(parents=True, exist_ok=True)
-    f = (d / ".lock").open("w")
+    path = (d / ".lock").resolve()
+    busy = ConfigError(f"campaign {name!r} is already running on this host (lock {d / '.lock'})")
+    with _HELD_GUARD:
+        if path in _HELD:
+            raise busy
+        _HELD.add(path)
     try:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise ConfigError(
-                f"campaign {name!r} is already running on this host (lock {d / '.lock'})"
-            ) from None
-        yield
+        with path.open("a") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise busy from None
+            yield
     finally:
-        f.close()
+        with _HELD_GUARD:
+            _HELD.discard(path)
 
 
 def _dir(out_dir: Path) -> Path:
