@@ -7,10 +7,14 @@ dimension's bound. A bound below ``1 + min_effect`` prunes the dimension: no val
 move the objective by the minimum effect. A dimension no rule explains, or whose levers carry
 no number at that point, has no bound and is searched.
 
-A running-request cap (``--max-num-seqs``, ``--max-running-requests``) at a closed-loop point
-of C users admits them all once it is ≥ C: it cannot bind there. Its values ≥ C are one
-(the smallest is kept; a range's top is lowered to C), and a cap whose every value is ≥ C is
-pruned.
+A flag that bounds the batch in requests acts alike for every value ≥ C at a closed-loop point
+of C users, since no batch there holds more than C (``BATCH_BOUNDS``): a running-request cap
+(``--max-num-seqs``, ``--max-running-requests``) admits them all, and SGLang's (and the sim's)
+``--cuda-graph-max-bs`` runs every decode batch in a CUDA graph. Its values ≥ C are one (the
+smallest is kept: a larger one only costs memory; a range's top is lowered to C), and a flag
+whose every value is ≥ C is pruned. vLLM's capture sizes (``compilation_config``
+``max_cudagraph_capture_size``) count tokens (a decode step with k speculative tokens is
+``b × (1 + k)`` of them, a chunked-prefill step more), so they are not one of these.
 
 Pruned together, dimensions whose levers are different shares of the step add up (Amdahl: the
 shares ``1 − 1/high`` of distinct levers sum), so they are pruned by their joint bound: the
@@ -35,10 +39,15 @@ from inferlab.levers.model import Lever, speedup_text
 from inferlab.levers.registry import rules_for
 from inferlab.store import Store
 
-__all__ = ["RUNNING_CAPS", "DimBound", "bound_dims", "item_of", "levers_of", "searched"]
+__all__ = ["BATCH_BOUNDS", "DimBound", "bound_dims", "item_of", "levers_of", "searched"]
 
-#: flags that cap how many requests an engine runs at once (vLLM, SGLang and the sim)
-RUNNING_CAPS = frozenset({"--max-num-seqs", "--max-running-requests"})
+#: flags that bound the batch in requests (vLLM, SGLang and the sim), each with why its values
+#: ≥ C act alike at a closed-loop point of C users
+BATCH_BOUNDS: dict[str, str] = {
+    "--max-num-seqs": "a running cap ≥ {c} cannot bind at {at}",
+    "--max-running-requests": "a running cap ≥ {c} cannot bind at {at}",
+    "--cuda-graph-max-bs": "a CUDA-graph batch bound ≥ {c} captures every batch at {at}",
+}
 
 
 def item_of(dim: SearchDim) -> str:
@@ -101,9 +110,9 @@ def bound_dims(
     dims: Sequence[SearchDim], levers: Sequence[Lever], at: str, min_effect: float
 ) -> list[DimBound]:
     """Each dimension's bound from the baseline's ranked ``levers`` at load point ``at``,
-    pruned by their joint bound, and a running cap's values that cannot bind at ``at`` taken
-    out (see the module docstring)."""
-    out = [_cap(d, _bound(d, levers, at), at) for d in dims]
+    pruned by their joint bound, and a batch bound's values that act alike at ``at`` made one
+    (see the module docstring)."""
+    out = [_at_most_c(d, _bound(d, levers, at), at) for d in dims]
     limit = 1.0 + min_effect
     shares: dict[str, float] = {}  # lever kind → its share of the step, of the pruned dims
     order = sorted(
@@ -134,13 +143,13 @@ def searched(dims: Sequence[SearchDim], bounds: Sequence[DimBound]) -> tuple[Sea
     )
 
 
-def _cap(d: SearchDim, b: DimBound, at: str) -> DimBound:
-    """A running cap's values ≥ C at closed-loop point ``at`` (C users) made one, or the cap
-    pruned when every value is ≥ C."""
+def _at_most_c(d: SearchDim, b: DimBound, at: str) -> DimBound:
+    """A batch bound's values ≥ C at closed-loop point ``at`` (C users) made one, or the
+    dimension pruned when every value is ≥ C."""
     c = closed_concurrency(at)
-    if c is None or d.flag not in RUNNING_CAPS:
+    if c is None or d.flag is None or d.flag not in BATCH_BOUNDS:
         return b
-    why = f"a running cap ≥ {c} cannot bind at {at}"
+    why = BATCH_BOUNDS[d.flag].format(c=c, at=at)
     if d.values is not None:
         nums = [v for v in d.values if isinstance(v, int | float) and not isinstance(v, bool)]
         over = sorted(v for v in nums if v >= c)

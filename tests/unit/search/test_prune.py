@@ -49,26 +49,32 @@ def test_a_bound_above_the_minimum_effect_is_searched_whatever_the_others() -> N
     assert [b.pruned for b in bounds] == [False, True]
 
 
-def test_a_running_cap_that_cannot_bind_at_the_point_is_narrowed_or_pruned() -> None:
+def test_a_batch_bound_that_cannot_bind_at_the_point_is_narrowed_or_pruned() -> None:
     """At C users a cap ≥ C admits them all: make demo's max-seqs-4 read ×0.99–1.02 at C=1 and
-    4 in 3 of 3 runs. Its values ≥ C are one; a cap whose every value is ≥ C is pruned."""
+    4 in 3 of 3 runs. A CUDA-graph batch bound ≥ C captures every batch. Their values ≥ C are
+    one; a dimension whose every value is ≥ C is pruned. A flag that counts tokens is not."""
     mrr = SearchDim(flag="--max-running-requests", values=[2, 4, 8, 16, 64])
     mns = SearchDim(flag="--max-num-seqs", values=[2, 4, 16, 128])  # demo --optimize, at C=1
     ranged = SearchDim(flag="--max-num-seqs", low=1, high=32, log=True)
-    other = SearchDim(flag="--cuda-graph-max-bs", values=[4, 8, 16, 64])
-    dims = [mrr, mns, ranged, other]
+    graphs = SearchDim(flag="--cuda-graph-max-bs", values=[4, 8, 16, 64])
+    tokens = SearchDim(flag="--max-cudagraph-capture-size", values=[4, 8, 16, 64])
+    dims = [mrr, mns, ranged, graphs, tokens]
     by = {(b.key, i): b for i, b in enumerate(bound_dims(dims, [], "C=8", 0.02))}
     b = by[("--max-running-requests", 0)]
     assert not b.pruned and b.narrowed == {"values": [2, 4, 8]}
     assert "16, 64 left out, the same as 8 (a running cap ≥ 8 cannot bind at C=8)" in b.why("C=8")
     assert by[("--max-num-seqs", 1)].narrowed == {"values": [2, 4, 16]}  # 128 is 16 at C=8
     assert by[("--max-num-seqs", 2)].narrowed == {"high": 8}
-    assert by[("--cuda-graph-max-bs", 3)].narrowed is None  # not a running cap
+    g = by[("--cuda-graph-max-bs", 3)]
+    assert g.narrowed == {"values": [4, 8]} and not g.pruned
+    assert "(a CUDA-graph batch bound ≥ 8 captures every batch at C=8)" in g.why("C=8")
+    assert by[("--max-cudagraph-capture-size", 4)].narrowed is None  # tokens, not requests
     one = bound_dims([mns, ranged], [], "C=1", 0.02)
     assert all(x.pruned for x in one)
     assert one[0].why("C=1") == "every value ≥ 1: a running cap ≥ 1 cannot bind at C=1: pruned"
     # searched(): the dimensions left, narrowed; a rate point or a capacity search: untouched
     left = searched(dims, bound_dims(dims, [], "C=8", 0.02))
     assert [d.values for d in left[:2]] == [[2, 4, 8], [2, 4, 16]] and left[2].high == 8
+    assert left[3].values == [4, 8] and left[4] == tokens
     assert searched(dims, bound_dims(dims, [], "rate=2/s", 0.02)) == tuple(dims)
     assert searched(dims, bound_dims(dims, [], "SLO tpot_p99_ms=9", 0.02)) == tuple(dims)
