@@ -15,9 +15,15 @@ def kept_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(KEEP)}
 
 
+#: the model runs in the engine-core process, not in a worker process of its own: a launch is
+#: one Python process (torch, vLLM imported) fewer, ~22 s instead of ~31 s on 2 CPUs (vLLM 0.32)
+ONE_PROCESS_FEWER = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
+
 def campaign_head(name: str, out: Path, python: Path, model: Path, env: Mapping[str, str]) -> str:
     """TOML for ``[campaign]`` (name, output) and ``[engine]`` (vLLM, module launcher, the
-    tiny model in float32, eager, ``env`` as given)."""
+    tiny model in float32, eager, the uni-process executor, ``env`` as given)."""
+    env = {**env, **ONE_PROCESS_FEWER}
     return f"""
 [campaign]
 name = "{name}"
@@ -29,7 +35,7 @@ launcher = "module"
 python = "{python}"
 model = "{model}"
 args = ["--served-model-name", "tiny", "--dtype", "float32", "--max-model-len", "2048",
-        "--enforce-eager"]
+        "--enforce-eager", "--distributed-executor-backend", "uni"]
 env = {json.dumps(dict(env)).replace('":', '" =')}
 ready_timeout_s = 300
 stop_grace_s = 30

@@ -71,9 +71,9 @@ def test_a_second_runner_is_refused_and_a_killed_one_frees_the_lock_despite_its_
 
 
 def test_the_same_process_cannot_take_its_own_campaign_twice(tmp_path: Path) -> None:
-    with campaign_lock(tmp_path, "c"):
-        with pytest.raises(ConfigError, match="already running"):
-            with campaign_lock(tmp_path / ".", "c"):
-                pass
+    held = campaign_lock(tmp_path, "c")
+    again = campaign_lock(tmp_path / ".", "c")
+    with held, pytest.raises(ConfigError, match="already running"), again:
+        pass
     with campaign_lock(tmp_path, "c"):  # released on the way out
         pass
