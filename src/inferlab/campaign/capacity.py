@@ -6,7 +6,12 @@ The probes lie on a ``Ladder``: closed-loop concurrency 1, 2, 3, … (``bench --
 UP_TO``), or open-loop request rates of one step apart, ``step``, 2·``step``, … req/s
 (``bench --capacity-rate UP_TO [--rate-step S]``); the bisection works on the ladder's index,
 so a rate capacity is resolved to one step. A probe measured with a starved client
-(untrusted) or interrupted counts as undecided: it narrows nothing."""
+(untrusted) or interrupted counts as undecided: it narrows nothing.
+
+The bracket's confidence is for the whole bisection (``stats.capacity_error``): each probe's
+limits are decided at the Bonferroni level of the search's probe budget, each probe with its
+own recorded bootstrap seed, and with a known launch-to-launch spread (``launch``) the bracket
+is of the config's capacity across launches; without one, of this launch's."""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from inferlab.campaign.bench import bench_with_record
 from inferlab.campaign.clock import ModelClock
@@ -28,6 +35,13 @@ from inferlab.stats.capacity import (
     bracket,
     isotonic_capacity,
     next_probe,
+)
+from inferlab.stats.capacity_error import (
+    ONE_LAUNCH,
+    ErrorBudget,
+    LaunchTerm,
+    launch_offsets,
+    probe_seed,
 )
 from inferlab.stats.slo import LIMITS, SloState, assess_slo, margin_replicates
 from inferlab.stats.summary import Interval
@@ -93,7 +107,7 @@ CONCURRENCY = Ladder()
 class Probe:
     """One measured point (a concurrency, or a rate in req/s): the SLO's state there, its
     margin (largest percentile/limit ratio), goodput share, requests counted, the stored run
-    ids and why it stopped."""
+    ids, why it stopped and the seed of its bootstrap (``capacity_error.probe_seed``)."""
 
     point: float | int
     state: SloState
@@ -103,6 +117,7 @@ class Probe:
     run_ids: tuple[int, ...] = ()
     stop: str | None = None
     trusted: bool = True  # False: a starved client or an interruption (then undecided)
+    seed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -128,6 +143,15 @@ class CapacityResult:
     workload: str = ""  # the workload as JSON (two capacities compare only under the same)
     #: the probes' ladder: ``bracket`` and ``up_to`` are its indices, ``estimate`` its unit's
     ladder: Ladder = CONCURRENCY
+    #: the bracket's confidence, for the whole bisection
+    budget: ErrorBudget = field(default_factory=ErrorBudget)
+    launch: LaunchTerm | None = None  # None: one launch (the capacity of this launch)
+
+    @property
+    def definition(self) -> str:
+        """What the bracket covers, and with what confidence."""
+        of = self.launch.describe() if self.launch is not None else ONE_LAUNCH
+        return f"bracket {self.budget.describe()}; {of}"
 
     def value(self, i: int | None) -> float | int | None:
         """The ladder's point of index ``i`` (0: none held; None: none failed)."""
@@ -149,6 +173,9 @@ class CapacityResult:
             "stopped": self.stopped,
             "up_to": v(self.up_to),
             "workload": self.workload,
+            "confidence": self.budget.to_json(),
+            "launch": self.launch.to_json() if self.launch is not None else None,
+            "definition": self.definition,
             "probes": [p.to_json() for p in self.probes],
         }
 
@@ -173,7 +200,8 @@ class CapacityResult:
             u, f = (("", " req/s"), ".3g") if rate else (("C≈", ""), ".1f")
             text += f"; isotonic estimate {u[0]}{e.estimate:{f}}{u[1]} [{e.low:{f}}–{e.high:{f}}]"
         sim = "SIMULATED " if self.simulated else ""
-        return f"{sim}{text}; {len(self.probes)} probes, stopped: {self.stopped}"
+        runs = f"{len(self.probes)} probes, stopped: {self.stopped}"
+        return f"{sim}{text}; {runs}; {self.definition}"
 
 
 def check_capacity(cfg: BenchConfig, up_to: float, ladder: Ladder = CONCURRENCY) -> None:
@@ -222,16 +250,23 @@ def find_capacity(
     config: str | None = None,
     clock: ModelClock | None = None,
     config_id: int | None = None,
-    resamples: int = 1000,
+    resamples: int | None = None,
     on_probe: Callable[[Probe], None] | None = None,
+    level: float = 0.95,
+    launch: LaunchTerm | None = None,
 ) -> tuple[CapacityResult, list[int]]:
     """The highest point of ``ladder`` ≤ ``up_to`` (a concurrency, or a rate in req/s) at
     which ``cfg.slo`` holds (see the module docstring), starting at the first concurrency or
     rate given (one step when none is); every probe is stored with ``db`` and the result too.
-    Returns it with the stored run ids."""
+    ``level``: the bracket's confidence for the whole search (spent over ``max_probes``);
+    ``launch``: the launch-to-launch spread, when known; ``resamples``: bootstrap resamples a
+    probe (default: the budget's). Returns it with the stored run ids."""
     check_capacity(cfg, up_to, ladder)
     limits = cfg.slo.limits()
     start, top = _start(cfg, ladder), ladder.top(up_to)
+    dist = sum(LIMITS[k].statistic is not None for k in limits)
+    budget = ErrorBudget(level, max_probes, dist)
+    judge = _Judge(limits, ladder, budget, resamples or budget.resamples, cfg.seed, launch)
     states: dict[int, SloState] = {}
     probes: list[Probe] = []
     samples: list[MarginSample] = []
@@ -249,7 +284,7 @@ def find_capacity(
         )  # fmt: skip
         engine, model = result.engine, result.model
         run_ids += ids
-        probe, sample = _judge(result, c, ladder, limits, tuple(ids), cfg.seed + c, resamples)
+        probe, sample = judge(result, c, tuple(ids))
         probes.append(probe)
         states[c] = probe.state
         samples += [sample] if probe.trusted else []
@@ -263,7 +298,7 @@ def find_capacity(
         stopped, top,
         simulated=engine == "sim",
         workload=json.dumps(cfg.workload.model_dump(mode="json"), sort_keys=True),
-        ladder=ladder,
+        ladder=ladder, budget=budget, launch=launch,
     )  # fmt: skip
     if db is not None and probes:
         _store(db, out, campaign, config or f"{engine}:{model}", config_id)
@@ -279,28 +314,46 @@ def _estimate(samples: list[MarginSample], ladder: Ladder) -> Interval | None:
     return Interval(e.estimate * k, e.low * k, e.high * k, e.level)
 
 
-def _judge(
-    result: BenchResult,
-    c: int,
-    ladder: Ladder,
-    limits: dict[str, float],
-    ids: tuple[int, ...],
-    seed: int,
-    resamples: int,
-) -> tuple[Probe, MarginSample]:
-    """One probe's verdict and margin from its records (every trial's); the margin sample is
-    at the ladder's index ``c``."""
-    recs = [r for p in result.points for r in p.records]
-    slo = assess_slo(recs, limits, seed=seed)
-    untrusted = any(p.trust.state != "trusted" or p.interrupted for p in result.points)
-    state: SloState = "undecided" if untrusted or slo.state is None else slo.state
-    margin, reps = margin_replicates(recs, limits, resamples=resamples, seed=seed)
-    stop = result.points[-1].stop if result.points else None
-    probe = Probe(
-        ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,
-        stop.reason if stop is not None else None, not untrusted,
-    )  # fmt: skip
-    return probe, MarginSample(c, margin, reps, slo.requests)
+@dataclass(frozen=True)
+class _Judge:
+    """One search's verdicts: each probe's limits at the budget's level, from ``resamples``
+    resamples seeded by the probe (``probe_seed``), with the launch's offsets (one draw per
+    resample, the same for every probe: they read one launch)."""
+
+    limits: dict[str, float]
+    ladder: Ladder
+    budget: ErrorBudget
+    resamples: int
+    seed: int
+    launch: LaunchTerm | None
+
+    def seed_of(self, c: int, what: str = "probe") -> int:
+        return probe_seed(self.seed, self.ladder.unit, self.ladder.step, c, what)
+
+    @property
+    def offsets(self) -> np.ndarray | None:
+        return launch_offsets(self.launch, self.resamples, self.seed_of(0, "launch"))
+
+    def __call__(
+        self, result: BenchResult, c: int, ids: tuple[int, ...]
+    ) -> tuple[Probe, MarginSample]:
+        """One probe's verdict and margin from its records (every trial's); the margin
+        sample is at the ladder's index ``c``."""
+        recs = [r for p in result.points for r in p.records]
+        seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
+        slo = assess_slo(
+            recs, self.limits, level=self.budget.probe_level, resamples=n, seed=seed,
+            offsets=offsets,
+        )  # fmt: skip
+        untrusted = any(p.trust.state != "trusted" or p.interrupted for p in result.points)
+        state: SloState = "undecided" if untrusted or slo.state is None else slo.state
+        margin, reps = margin_replicates(recs, self.limits, resamples=n, seed=seed, offsets=offsets)
+        stop = result.points[-1].stop if result.points else None
+        probe = Probe(
+            self.ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,
+            stop.reason if stop is not None else None, not untrusted, seed,
+        )  # fmt: skip
+        return probe, MarginSample(c, margin, reps, slo.requests)
 
 
 def _why_stopped(states: dict[int, SloState], up_to: int) -> str:

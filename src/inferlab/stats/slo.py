@@ -190,9 +190,13 @@ def _replicates(
     limits: Mapping[str, float],
     resamples: int,
     seed: int,
+    offsets: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Bootstrap replicates (ms) of each distribution limit's percentile, all from the same
-    resamples of the requests."""
+    resamples of the requests; ``offsets``: a launch's log offset per resample, each
+    replicate multiplied by its ``e^offset`` (``stats.capacity_error``)."""
+    if offsets is not None and offsets.shape != (resamples,):
+        raise ValueError(f"offsets: one per resample ({resamples}), got {offsets.shape}")
     n = len(records)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples) if n else np.zeros((0, 0))
@@ -202,7 +206,8 @@ def _replicates(
         if kind.statistic is None:
             continue
         values, owner = _flat(records, kind)
-        out[key] = _weighted_quantile(values, owner, counts, QUANTILES[kind.statistic] / 100)
+        rep = _weighted_quantile(values, owner, counts, QUANTILES[kind.statistic] / 100)
+        out[key] = rep if offsets is None else rep * np.exp(offsets)
     return out
 
 
@@ -222,13 +227,15 @@ def assess_slo(
     level: float = 0.95,
     resamples: int = 1000,
     seed: int = 0,
+    offsets: np.ndarray | None = None,
 ) -> SloPoint:
     """The SLO ``limits`` (key → ms) at the point of ``records`` (its measured requests: warmup
-    and dropped ones are left out); see the module docstring."""
+    and dropped ones are left out); see the module docstring. ``level``: each percentile
+    limit's two-sided level; ``offsets``: a launch term (``_replicates``)."""
     check_limits(limits)
     measured = [r for r in records if not r.warmup and r.dropped is None]
     good = sum(_good(r, limits) for r in measured)
-    reps = _replicates(measured, limits, resamples, seed)
+    reps = _replicates(measured, limits, resamples, seed, offsets)
     alpha = (1 - level) / 2
     checks = []
     for key, rep in reps.items():
@@ -268,12 +275,13 @@ def margin_replicates(
     *,
     resamples: int = 1000,
     seed: int = 0,
+    offsets: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """The point's margin, the largest percentile/limit ratio over the distribution limits
     (≤ 1: the SLO holds), and ``resamples`` bootstrap replicates of it (requests resampled)."""
     check_limits(limits)
     measured = [r for r in records if not r.warmup and r.dropped is None]
-    reps = _replicates(measured, limits, resamples, seed)
+    reps = _replicates(measured, limits, resamples, seed, offsets)
     if not reps:
         raise ValueError("the SLO has no distribution limit (a _pXX_ms key): no margin")
     point = []
