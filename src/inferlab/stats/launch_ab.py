@@ -1,0 +1,211 @@
+"""An A/B whose unit is the launch: each side's launches of a config at one load point, each
+read as (log of its value, standard error of that log: ``stats.launches.launch_estimate``).
+
+Why launches: a server launched again reads differently (where its threads landed, the
+machine's state, a host-bound step's luck), and more requests of one launch do not shrink
+that. On the lent H200 the same FP8 A/B read ×0.771 [0.666, 0.891] on one day and ×0.586
+[0.558, 0.615] two days later, each interval counting one launch's requests; the host-bound
+candidate read 1.75–2.35 ms across five launches where each launch's own error was ~1%.
+
+The model is the one-way random-effects model over launches (as ``stats.spread``): launch i
+of side X reads ``y_i = μ_X + u_i + e_i`` with ``u_i ~ N(0, τ_X²)`` and ``e_i`` of known
+standard error ``s_i``. The ratio's log is the difference of the two sides' launch means. A
+side's variance of one launch value is estimated from its own launches (``S_X²``, ``k − 1``
+df) and moderated by a prior spread measured elsewhere (``τ0² + mean s²`` with ``d0`` df: the
+campaign's other configs launched more than once there, and the spreads stored for this
+engine, model and host by earlier campaigns, ``store.spreads``), as in Smyth's moderated t
+(2004): ``Ṽ = ((k−1) S² + d0 V0) / (k − 1 + d0)``. A side whose own launches vary more than
+the moderated value keeps its own (``max``): a host-bound config that moves more than the
+GPU-bound ones is not flattered by their spread. With one launch on a side and no prior, that
+side borrows the other side's own launch variance (the same τ assumed, and said); with one
+launch on each side and no prior at all, no interval is honest: the verdict is "undecided".
+The t has the smaller side's degrees of freedom (the conservative df of Welch's test;
+Satterthwaite's read 93% coverage at 2–3 launches a side), capped at the independent launch
+differences there are (``k_b − 1 + k_c − 1 + d0``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inferlab.stats.dist import t_quantile, t_two_sided_p
+from inferlab.stats.spread import LaunchSpread
+from inferlab.stats.summary import Interval
+from inferlab.stats.verdict import Verdict, decide, pct
+from inferlab.stats.verdict import HIGHER_IS_BETTER as _HIGHER
+
+__all__ = [
+    "LaunchAB",
+    "compare_launches",
+    "launch_ab",
+    "pool_spreads",
+    "settled",
+    "undecided",
+]
+
+Launch = tuple[float, float]  # (log value, standard error of that log)
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side's launch mean, the variance of one launch value (``var``) and its df."""
+
+    k: int
+    mean: float
+    var: float
+    df: float
+    own: bool  # the variance is the side's own launches' (not moderated down)
+    borrowed: bool = False  # one launch, the other side's variance used
+
+
+@dataclass(frozen=True)
+class LaunchAB:
+    """A launch-level log ratio candidate/baseline: its standard error and t df (None when
+    undecided), the launches of each side, and what the prior was."""
+
+    log_ratio: float
+    se: float | None
+    df: float | None
+    k_baseline: int
+    k_candidate: int
+    prior: LaunchSpread | None
+    note: str = ""
+
+    def interval(self, level: float = 0.95) -> Interval:
+        """The ratio's ``level`` interval (nan bounds when undecided)."""
+        r = math.exp(self.log_ratio)
+        if self.se is None or self.df is None:
+            return Interval(r, math.nan, math.nan, level)
+        half = t_quantile(1.0 - (1.0 - level) / 2.0, min(self.df, 1e8)) * self.se
+        return Interval(r, math.exp(self.log_ratio - half), math.exp(self.log_ratio + half), level)
+
+    def p_value(self) -> float | None:
+        """Two-sided p of no change (None when undecided)."""
+        if self.se is None or self.df is None:
+            return None
+        if self.se <= 0:
+            return 0.0 if self.log_ratio else 1.0
+        return t_two_sided_p(self.log_ratio / self.se, self.df)
+
+    def launches_text(self) -> str:
+        """ "2 + 2 launches" (baseline + candidate)."""
+        return f"{self.k_baseline} + {self.k_candidate} launches"
+
+
+def pool_spreads(*spreads: LaunchSpread | None) -> LaunchSpread | None:
+    """Several spreads of one metric at one point as one: τ² and the sampling term weighted
+    by their degrees of freedom, the df and launches added; None when there is none."""
+    got = [s for s in spreads if s is not None and s.df > 0]
+    if not got:
+        return None
+    df = sum(s.df for s in got)
+    tau2 = sum(s.df * s.tau**2 for s in got) / df
+    within = sum(s.df * s.within for s in got) / df
+    return LaunchSpread(math.sqrt(tau2), df, sum(s.launches for s in got), within)
+
+
+def _own(ys: Sequence[Launch]) -> tuple[float, float, float]:
+    """(mean of the logs, their sample variance (nan below 2), mean squared sampling error)."""
+    k = len(ys)
+    mean = sum(y for y, _ in ys) / k
+    s2 = sum(s * s for _, s in ys) / k
+    var = sum((y - mean) ** 2 for y, _ in ys) / (k - 1) if k >= 2 else math.nan
+    return mean, var, s2
+
+
+def _side(ys: Sequence[Launch], prior: LaunchSpread | None) -> _Side | None:
+    """One side moderated by ``prior`` (module docstring); None with one launch and no prior."""
+    k = len(ys)
+    mean, own, s2 = _own(ys)
+    if prior is None:
+        return _Side(k, mean, own, k - 1.0, True) if k >= 2 else None
+    v0 = prior.tau**2 + s2
+    if k < 2:
+        return _Side(k, mean, v0, float(prior.df), False)
+    moderated = ((k - 1) * own + prior.df * v0) / (k - 1 + prior.df)
+    if own > moderated:
+        return _Side(k, mean, own, k - 1.0, True)
+    return _Side(k, mean, moderated, k - 1.0 + prior.df, False)
+
+
+def launch_ab(
+    baseline: Sequence[Launch], candidate: Sequence[Launch], prior: LaunchSpread | None = None
+) -> LaunchAB:
+    """The launch-level log ratio of ``candidate`` over ``baseline`` (module docstring)."""
+    if not baseline or not candidate:
+        raise ValueError("each side needs at least one launch")
+    b, c = _side(baseline, prior), _side(candidate, prior)
+    d = _own(candidate)[0] - _own(baseline)[0]
+    note = ""
+    if b is None and c is None:
+        return LaunchAB(d, None, None, 1, 1, None, "one launch each")
+    if b is None or c is None:  # one launch on one side, no prior: the other side's τ
+        have = c if b is None else b
+        mean = _own(baseline if b is None else candidate)[0]
+        one = _Side(1, mean, have.var, have.df, True, borrowed=True)
+        b, c = (one, c) if b is None else (b, one)
+        note = "the side launched once assumed to vary as the other"
+    assert b is not None and c is not None
+    vb, vc = b.var / b.k, c.var / c.k
+    var = vb + vc
+    if not math.isfinite(var):
+        return LaunchAB(d, None, None, b.k, c.k, prior, "no launch variance")
+    # the smaller side's df (the conservative df of Welch's test: Satterthwaite's is liberal
+    # at 2-3 launches, 93% coverage at a nominal 95%), never more than the independent
+    # launch differences there are
+    cap = (b.k - 1) + (c.k - 1) + (prior.df if prior is not None else 0)
+    sides = [df for v, df in ((vb, b.df), (vc, c.df)) if v > 0]
+    df = max(1.0, min([*sides, float(max(cap, 1))]))
+    return LaunchAB(d, math.sqrt(max(var, 0.0)), df, b.k, c.k, prior, note)
+
+
+def compare_launches(
+    metric: str,
+    baseline: Sequence[Launch],
+    candidate: Sequence[Launch],
+    *,
+    prior: LaunchSpread | None = None,
+    alpha: float = 0.05,
+    min_effect: float = 0.02,
+    level: float = 0.95,
+) -> Verdict:
+    """The verdict of ``metric`` over each side's launches (``launch_ab``): "better"/"worse"
+    by ``stats.verdict.decide`` on the launch-level interval, "~ equivalent" when the interval
+    lies within ±``min_effect``, "undecided: …" (claim "~") with one launch each and no prior."""
+    try:
+        higher = _HIGHER[metric]
+    except KeyError:
+        raise ValueError(f"unknown metric {metric!r}") from None
+    ab = launch_ab(baseline, candidate, prior)
+    ratio = ab.interval(level)
+    if ab.se is None:
+        why = (
+            f"undecided: {ab.note or 'no launch variance'} ({pct(ratio.estimate - 1)} read), "
+            "and no launch-to-launch spread measured for this engine, model and host: launch "
+            "each config again ([load] launches = 2) or measure the spread once here"
+        )
+        return Verdict(ratio, None, "~", why)
+    p = ab.p_value()
+    v = decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
+    where = f"{ab.launches_text()}, t with {ab.df:.1f} df"
+    if ab.prior is not None:
+        where += f"; prior {ab.prior.describe()}"
+    if ab.note:
+        where += f"; {ab.note}"
+    lo, hi = ratio.low, ratio.high
+    if v.claim == "~" and 1.0 - min_effect <= lo and hi <= 1.0 + min_effect:
+        why = f"equivalent: {level:.0%} interval ×{lo:.3f}…×{hi:.3f} lies within ±{min_effect:.0%}"
+        return Verdict(ratio, p, "~", f"{why} [{where}]")
+    return Verdict(v.ratio, v.p_value, v.claim, f"{v.reason} [{where}]")
+
+
+def undecided(v: Verdict) -> bool:
+    """Whether ``v`` is the no-interval verdict of one launch each and no prior."""
+    return v.reason.startswith("undecided:")
+
+
+def settled(v: Verdict) -> bool:
+    """Whether ``v`` needs no more launches: claimed, or equivalent within the minimum effect."""
+    return v.claim != "~" or v.reason.startswith("equivalent:")
