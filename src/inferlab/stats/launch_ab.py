@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from inferlab.stats.dist import t_quantile, t_two_sided_p
 from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.summary import Interval
-from inferlab.stats.verdict import Verdict, decide, pct
 from inferlab.stats.verdict import HIGHER_IS_BETTER as _HIGHER
+from inferlab.stats.verdict import Verdict, decide, pct
 
 __all__ = [
     "LaunchAB",
