@@ -141,11 +141,11 @@ def launch_ab(
     note = ""
     if b is None and c is None:
         return LaunchAB(d, None, None, 1, 1, None, "one launch each")
-    if b is None or c is None:  # one launch on one side, no prior: the other side's τ
-        have = c if b is None else b
-        mean = _own(baseline if b is None else candidate)[0]
-        one = _Side(1, mean, have.var, have.df, True, borrowed=True)
-        b, c = (one, c) if b is None else (b, one)
+    if b is None and c is not None:  # one launch on one side, no prior: the other's τ
+        b = _Side(1, _own(baseline)[0], c.var, c.df, True, borrowed=True)
+        note = "the side launched once assumed to vary as the other"
+    elif c is None and b is not None:
+        c = _Side(1, _own(candidate)[0], b.var, b.df, True, borrowed=True)
         note = "the side launched once assumed to vary as the other"
     assert b is not None and c is not None
     vb, vc = b.var / b.k, c.var / c.k
