@@ -99,20 +99,23 @@ def bench_table(result: BenchResult, points: list[PointResult] | None = None) ->
 
 
 def print_turns(console: Console, result: BenchResult) -> None:
-    """A sessions point's TTFT by turn (median, 95% bootstrap interval over users)."""
-    from inferlab.stats.turns import by_turn
+    """A sessions point's TTFT by turn (median, order-statistic interval over users)."""
+    from inferlab.stats.turns import by_turn, turn_interval_text
 
     for res in result.points:
         turns = by_turn(res.records)
         if not turns:
             continue
-        console.print(f"{res.point.label}: TTFT by turn (median ms [95% interval], prompt tokens)")
+        console.print(
+            f"{res.point.label}: TTFT by turn (median ms [interval ≥ 95%, its coverage], "
+            "prompt tokens)"
+        )
         for t in turns:
             prompt = f"{t.prompt_tokens_mean:.0f}" if t.prompt_tokens_mean is not None else "?"
             failed = f", {t.failed} failed" if t.failed else ""
             console.print(
-                f"  turn {t.turn + 1}: {t.ttft_p50_ms:.1f} [{t.ttft_p50_low_ms:.1f}, "
-                f"{t.ttft_p50_high_ms:.1f}]  {prompt} tokens  ({t.requests} requests{failed})",
+                f"  turn {t.turn + 1}: {turn_interval_text(t)}  {prompt} tokens  "
+                f"({t.requests} requests{failed})",
                 highlight=False,
             )
 
