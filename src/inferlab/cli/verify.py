@@ -16,12 +16,13 @@ from inferlab.campaign.resolve import resolve_configs
 from inferlab.campaign.steps import check_applied
 from inferlab.campaign.up import find_config
 from inferlab.config.bench import validation_message
-from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection, load_campaign
+from inferlab.config.campaign import Probe, VerifySection, load_campaign
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 from inferlab.load.detect import detect_engine
 from inferlab.store import Store, db_path
 from inferlab.verify import GreedyOutputs, verify_endpoint
+from inferlab.verify.checks import default_probes
 
 from .render import stdout_console
 
@@ -104,14 +105,14 @@ def verify(
 
     Smoke probes, output length, stream form, (with --against) greedy equivalence and (with
     --levers) lever-applied evidence. Exit code 1 when a check fails."""
-    probes = [] if no_default_probes else list(DEFAULT_PROBES)
-    probes += [_probe(p) for p in probe or []]
-    section = VerifySection(probes=probes, equivalent_to=against or save_as)
     con = stdout_console()
     if engine is None:
         found = detect_engine(url)
         con.print(escape(found.sentence()), highlight=False)
         engine = found.engine
+    probes = [] if no_default_probes else default_probes(get_engine(engine))
+    probes += [_probe(p) for p in probe or []]
+    section = VerifySection(probes=probes, equivalent_to=against or save_as)
     reference = _reference(against, campaign, db)
     report = verify_endpoint(
         url, model=model, engine=get_engine(engine), section=section, reference=reference

@@ -165,7 +165,7 @@ DEFAULT_PROBES = (Probe(prompt="Capital of France in one word?", expect="(?i)par
 
 class VerifySection(_Closed):
     enabled: bool = True
-    probes: list[Probe] = Field(default_factory=lambda: list(DEFAULT_PROBES))
+    probes: list[Probe] | None = None  # None: the engine's (verify.checks.default_probes)
     equivalent_to: str | None = None  # greedy outputs must match this config's, token for token
     #: whose stored logprobs gate the lossy configs (default: ``equivalent_to``, else the
     #: baseline; optimize: its baseline, never an incumbent that moved)

@@ -197,6 +197,8 @@ class EngineSpec:
     parallel_within: Mapping[str, str] = field(default_factory=dict)
     #: GPUs a server needs when its args give no parallel flag (0: runs on CPUs)
     default_gpus: int = 0
+    #: False: it serves no language model (the reference engine): default probes ask for text
+    speaks_language: bool = True
     # -- what the layers above read (``inferlab.engines.facts``; None: not supported) --------
     #: how ``inferlab recon`` inspects it in a Python
     recon: ReconFacts | None = None
@@ -208,7 +210,6 @@ class EngineSpec:
     oom: OomAdvice | None = None
 
     # -- requests ---------------------------------------------------------------------------
-
     def fixed_length_fields(self, n: int) -> dict[str, Any]:
         """Extra OpenAI-API body fields asking for exactly ``n`` output tokens (+ max_tokens)."""
         out: dict[str, Any] = {}
@@ -232,7 +233,6 @@ class EngineSpec:
         return {api.params_key: params} if api.params_key else params
 
     # -- launching --------------------------------------------------------------------------
-
     def launcher(self, name: str | None = None) -> Launcher:
         """The launcher called ``name`` (default: the first); ``ConfigError`` if none."""
         if not self.launchers:

@@ -14,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from inferlab.config.campaign import Probe, VerifySection
+from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConnectError
 from inferlab.load.http import Endpoint, HttpClient, run_loop
@@ -23,7 +23,26 @@ from inferlab.verify.agreement import Agreement
 from inferlab.verify.gate import AgreementTask, build_reference, decide, measure
 from inferlab.verify.logprobs import LogprobReference, NoLogprobs
 
-__all__ = ["EQUIVALENCE_PROMPTS", "CheckResult", "GreedyOutputs", "VerifyReport", "verify_endpoint"]
+__all__ = [
+    "EQUIVALENCE_PROMPTS",
+    "TEXT_PROBES",
+    "CheckResult",
+    "GreedyOutputs",
+    "VerifyReport",
+    "default_probes",
+    "verify_endpoint",
+]
+
+#: the default probe of an engine that speaks no language (the reference engine): text, not
+#: an answer (a real model is held to DEFAULT_PROBES' "Paris")
+TEXT_PROBES = (Probe(prompt="Say anything.", expect=r"\w"),)
+
+
+def default_probes(engine: EngineSpec) -> list[Probe]:
+    """The probes of a ``[verify]`` that names none: the capital of France where the engine
+    serves a language model, any word where it speaks none (``EngineSpec.speaks_language``)."""
+    return list(DEFAULT_PROBES if engine.speaks_language else TEXT_PROBES)
+
 
 #: fixed prompts for greedy equivalence (plain text any tokenizer can take)
 EQUIVALENCE_PROMPTS = (
@@ -196,7 +215,8 @@ def verify_endpoint(
         checks: list[CheckResult] = []
         stream_issues: list[str] = []
         try:
-            for probe in section.probes:
+            probes = default_probes(engine) if section.probes is None else section.probes
+            for probe in probes:
                 checks.append(await _probe(client, model, probe, stream_issues))
             checks.append(await _length_check(client, model, engine, section, stream_issues))
             outputs: GreedyOutputs | None = None

@@ -99,8 +99,10 @@ def test_cli_save_and_against(sim_server: SimFactory, cli: Cli, tmp_path: Path) 
         db,
     )
     assert again.exit_code == 0 and "match 8/8 (100%)" in again.stdout
-    paris = cli("verify", "--url", sim.url, "--model", "inferlab-sim", "--engine", "sim")
-    assert paris.exit_code == 1 and "FAILED probe" in paris.stdout
+    paris = cli(
+        "verify", "--url", sim.url, "--model", "inferlab-sim", "--probe", "France?::(?i)paris"
+    )
+    assert paris.exit_code == 1 and "FAILED probe" in paris.stdout  # the sim has no answer
     none = cli(
         "verify", "--url", sim.url, "--model", "inferlab-sim", "--against", "zzz", "--db", db
     )
