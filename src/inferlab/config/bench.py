@@ -180,6 +180,7 @@ class LoadSpec(_Closed):
     max_duration_s: float | None = Field(default=None, gt=0)  # auto: per point
     looks: int = Field(default=4, ge=3, le=5)  # sequential A/B: planned looks
     min_effect: float = Field(default=0.02, ge=0, lt=1)  # sequential A/B: ±equivalence
+    alpha: float = Field(default=0.05, gt=0, lt=1)  # sequential A/B: two-sided level
     trace: Path | None = None  # replay this trace's requests at their timestamps
     trace_format: TraceFormat = "mooncake"
     speed: list[float] = Field(default_factory=lambda: [1.0])  # replay: timestamps ÷ speed
@@ -274,6 +275,8 @@ class BenchConfig(LoadSpec):
         for k in _DUMP_WHEN_SET:
             if not data.get(k):
                 data.pop(k, None)
+        if data.get("alpha") == 0.05:  # the default: configs stored before it keep their bytes
+            data.pop("alpha")
         return {k: data[k] for k in _BENCH_DUMP_ORDER if k in data} | data
 
     @model_validator(mode="after")

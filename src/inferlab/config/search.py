@@ -33,7 +33,8 @@ STOPPED = {
     "budget_trials": "the trial budget is spent",
     "budget_minutes": "the time budget is spent",
     "patience": "the last trials in a row found nothing better",
-    "exhausted": "every point of the space was tried",
+    "exhausted": "every point of the space was tried or ruled out by a refusal",
+    "repeats": "the sampler only repeated points already tried",
     "no_dimension": "no dimension is left: every bound is below the minimum effect",
     "bounds": "the bounds against the new incumbent say nothing is left",
 }

@@ -6,8 +6,9 @@
   both are within ±precision at two checks in a row (or at the cap / duration);
 - ``sequential`` (``requests = "auto"`` against a stored baseline point, a sequential A/B): at
   planned looks (k/K of ``max_requests``) it tests each primary metric with a Lan–DeMets
-  O'Brien–Fleming boundary (``stats.sequential``) and stops when every metric is settled
-  (better, worse, or equivalent within ±min_effect), or at the last look.
+  O'Brien–Fleming boundary at two-sided ``[load] alpha`` (``stats.sequential``) and stops when
+  every metric is settled (better, worse, or equivalent within ±min_effect), or at the last
+  look; the stored test carries the ``alpha`` and ``min_effect`` it was decided at.
 
 ``STOPPING_RULES`` is the registry: the first kind whose ``for_point`` answers a rule stops the
 point; ``plan_lines`` is how the kind reads in a campaign's plan.
@@ -93,6 +94,8 @@ class PlanFields(Protocol):
     def looks(self) -> int: ...
     @property
     def min_effect(self) -> float: ...
+    @property
+    def alpha(self) -> float: ...
 
 
 class RuleKind(Protocol):
@@ -212,7 +215,9 @@ class SequentialRule:
     def for_point(cls, cfg: BenchConfig, point: PointFacts) -> SequentialRule | None:
         if not cfg.adaptive or point.baseline is None:
             return None
-        return cls(point.baseline, cfg.max_requests, cfg.precision, cfg.looks, cfg.min_effect)
+        return cls(
+            point.baseline, cfg.max_requests, cfg.precision, cfg.looks, cfg.min_effect, cfg.alpha
+        )
 
     @classmethod
     def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
@@ -220,8 +225,8 @@ class SequentialRule:
             return []
         return [
             f"sequential A/B vs {reference} (measured to the cap, {load.max_requests} "
-            f"requests a point): {load.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided 5%), "
-            f"equivalence within ±{load.min_effect:.0%}"
+            f"requests a point): {load.looks} looks, Lan-DeMets O'Brien-Fleming (two-sided "
+            f"α = {load.alpha:g}), equivalence within ±{load.min_effect:.0%}"
         ]
 
     def schedule(self) -> Sequence[int]:
@@ -249,7 +254,8 @@ class SequentialRule:
         estimates = {"tpot_ms": prec.tpot, "output_tok_s": prec.throughput}
         refs = {"tpot_ms": (base.tpot.median, base.tpot.se_log)}
         refs["output_tok_s"] = (base.throughput.mean, base.throughput.se_rel)
-        out: dict[str, Any] = {"baseline": base.config, "looks": self.looks, "metrics": {}}
+        out: dict[str, Any] = {"baseline": base.config, "looks": self.looks, "alpha": self.alpha}
+        out.update(min_effect=self.min_effect, metrics={})
         for m, est in estimates.items():
             value = None if est is None else (est.median if isinstance(est, MedianCI) else est.mean)
             se_c = (
@@ -273,7 +279,8 @@ class SequentialRule:
             bound = z_bound = self._bound(m, info, t)
             if spread is not None and spread.tau > 0:  # t over the normal's, at the widened df
                 w = widen(0.0, math.sqrt(se_c**2 + se_b**2), spread)
-                bound = z_bound * w.quantile(0.95) / t_quantile(0.975, 1e8)
+                level = 1.0 - self.alpha
+                bound = z_bound * w.quantile(level) / t_quantile(1.0 - self.alpha / 2.0, 1e8)
             d = decide_look(
                 math.log(value / ref),
                 se,

@@ -241,6 +241,19 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
     return plan, section
 
 
+def _check_history(path: Path, space: Space, history: list[TrialRecord]) -> None:
+    """A resumed search's stored trials must fit today's ``[search]`` (their values are
+    replayed into the sampler): refused, naming the dimension, when one does not."""
+    for rec in history:
+        what = space.changed(rec.params)
+        if what is not None:
+            raise ConfigError(
+                f"{path}: search.dim: --resume: {what} (trial {rec.name}): the stored trials "
+                "were measured on another space. Restore [search] as it was to resume, or "
+                "search afresh under another [campaign] name (or another --db)"
+            )
+
+
 @dataclass
 class _Runs:
     """Where the search's plans run: on this host (``run_plan``), or on the Ray cluster at
@@ -332,6 +345,7 @@ def optimize(
     kept = searched(section.dim, bounds)
     space = Space(kept, plan.campaign.config[0])
     history = [_record_of(a["data"]) for a in store.analyses(TRIAL_KIND, campaign=name)]
+    _check_history(plan.path, space, history)
     trials = Trials(
         plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None
     )

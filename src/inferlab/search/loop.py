@@ -18,7 +18,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState, create_trial
@@ -26,9 +26,11 @@ from optuna.trial import FrozenTrial, TrialState, create_trial
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 
+from .records import Bounds, StopReason, TrialRecord, TrialResult, Verdict
 from .refusals import refused_region
 from .samplers import choose
 from .space import Params, Space
+from .untried import REPEATS, UNTRIED, Draw, draw_untried, why_none
 
 __all__ = [
     "BatchEvaluator",
@@ -43,56 +45,6 @@ __all__ = [
     "minimizes",
     "run_search",
 ]
-
-#: the sequential A/B's verdict on a trial against the incumbent
-Verdict = Literal["better", "worse", "equivalent", "undecided"]
-StopReason = Literal[
-    "budget_trials", "budget_minutes", "patience", "exhausted", "no_dimension", "bounds"
-]
-
-
-@dataclass(frozen=True)
-class TrialResult:
-    """What measuring one trial gave: the objective's estimate at the search's point (its
-    unit: tok/s, ms, share or concurrency) and the verdict against the incumbent; a trial that
-    failed to launch or verify has ``status = "failed"`` and its classified reason."""
-
-    status: Literal["ok", "failed"]
-    value: float | None = None
-    verdict: Verdict | None = None
-    reason: str = ""
-    #: the A/B's ratios, trial / incumbent, by metric: ``{"ratio", "low", "high", "status"}``
-    ab: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: a launch the engine refused (``LogSignature.refusal``): the flags involved; a proposal
-    #: with the same values of the dimensions they name is not launched (it would be refused)
-    implicated: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One trial as it is stored: its number, config name, values, result, the incumbent it was
-    judged against and why it was chosen."""
-
-    index: int
-    name: str
-    params: dict[str, Any]
-    result: TrialResult
-    against: str
-    chosen_by: str
-    #: each searched dimension's Amdahl bound (a TPOT speed-up; None: none) when chosen
-    bounds: dict[str, float | None] = field(default_factory=dict)
-    #: the number of the first trial of its batch (``parallel > 1``); 0: a batch of one
-    batch: int = 0
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """Each searched dimension's Amdahl bound against the current incumbent (a TPOT speed-up;
-    None: no bound), and, when every one is below ``1 + min_effect``, the sentence that says
-    so (the search then stops: nothing left can move the objective by the minimum effect)."""
-
-    high: dict[str, float | None]
-    nothing_left: str | None = None
 
 
 class Evaluator(Protocol):
@@ -189,6 +141,8 @@ class _Loop:
         self.path = [space.baseline.name]
         self.since_better = 0
         self.skipped: dict[str, int] = {}
+        self.drawn: set[int] = set()  # the study's trial numbers the loop drew (``untried``)
+        self.draw: Draw | None = None  # the loop's last draw of an untried point
         for group in batches(history):
             for rec in group:
                 self.add(rec)
@@ -240,8 +194,11 @@ class _Loop:
                 return t
         return None
 
-    def chosen_by(self, ahead: int = 0) -> str:
-        """Why the trial ``ahead`` places after the next one was proposed."""
+    def chosen_by(self, ahead: int = 0, number: int = -1) -> str:
+        """Why the trial ``ahead`` places after the next one (the study's trial ``number``)
+        was proposed: the sampler's step, or the loop's draw after its repeats."""
+        if number in self.drawn:
+            return UNTRIED
         return self.chosen.chosen_by(len(self.trials) + ahead)
 
     def stop(self, started: float, now: float) -> StopReason | None:
@@ -253,7 +210,7 @@ class _Loop:
         if self.since_better >= s.patience:
             return "patience"
         if len(self.trials) >= self.space.size():
-            return "exhausted"
+            return "exhausted"  # ``run_search`` says how many (``why_none``)
         return None
 
     def room(self, parallel: int) -> int:
@@ -278,8 +235,9 @@ class _Loop:
         """The sampler's next values not tried yet (nor ``pending`` in this batch, nor refused
         like a recorded refusal); a repeat is told its recorded value (the sampler learns
         nothing new, the grid marks it visited), one refused like a recorded trial is told
-        that trial's failure, a pending one is told failed; None after 32 repeats."""
-        for _ in range(32):
+        that trial's failure, a pending one is told failed; after ``REPEATS`` repeats an untried
+        point drawn by the loop (``untried``), None when there is none."""
+        for _ in range(REPEATS):
             trial = self.study.ask(self.space.distributions())
             params = self.space.decode(trial.params)
             before = self.recorded(params)
@@ -292,7 +250,20 @@ class _Loop:
                 continue
             trial.set_constraint("failed", _infeasible(before.result))
             self.study.tell(trial, _told_value(self.section, before.result, self.worst()))
-        return None
+        return self.untried(pending)
+
+    def untried(self, pending: Sequence[Params]) -> tuple[optuna.Trial, Params] | None:
+        """An untried point drawn by the loop (``search.untried``), asked of the study."""
+        self.draw = draw_untried(
+            self.space, self.section.seed + len(self.trials), pending,
+            lambda p: self.recorded(p) is not None, lambda p: self.refused_like(p) is not None,
+        )  # fmt: skip
+        if self.draw.point is None:
+            return None
+        self.study.enqueue_trial(self.space.encode(self.draw.point))
+        trial = self.study.ask(self.space.distributions())
+        self.drawn.add(trial.number)
+        return trial, self.space.decode(trial.params)
 
     def propose_batch(self, n: int) -> list[tuple[optuna.Trial, Params]]:
         """Up to ``n`` distinct proposals (fewer when the sampler only repeats)."""
@@ -363,11 +334,11 @@ def run_search(
     while reason is None and (reason := loop.stop(started, clock())) is None:
         proposed = loop.propose_batch(loop.room(parallel))
         if not proposed:
-            reason = "exhausted"
+            reason, detail = why_none(space, len(loop.trials), loop.draw)
             break
         first = len(loop.trials) + 1
         configs = [space.config(first + i, params) for i, (_, params) in enumerate(proposed)]
-        chosen = [loop.chosen_by(i) for i in range(len(proposed))]
+        chosen = [loop.chosen_by(i, t.number) for i, (t, _) in enumerate(proposed)]
         incumbent = loop.path[-1]
         results = _measure(evaluator, configs, incumbent, parallel)
         batch = first if parallel > 1 else 0
@@ -384,6 +355,8 @@ def run_search(
                 on_trial(rec)
         if rebound is not None and loop.path[-1] != incumbent:
             reason, detail = loop.rebound(rebound)
+    if reason == "exhausted" and not detail:
+        detail = f"{len(loop.trials)} of {len(loop.trials)} points tried"
     return SearchResult(
         loop.trials, loop.path, reason, dict(pruned or {}), loop.chosen.label, detail,
         dict(loop.skipped),

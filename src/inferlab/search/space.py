@@ -107,6 +107,31 @@ class Space:
                 out[d.key] = d.values[int(out[d.key])]
         return out
 
+    def changed(self, params: Params) -> str | None:
+        """How a stored trial's values do not fit this space, naming the dimension (None: they
+        fit): one searched then and not now, one new, or a value this dimension no longer
+        holds."""
+        keys = {d.key for d in self.dims}
+        gone = [k for k in params if k not in keys]
+        if gone:
+            return f"dimension {gone[0]!r} was searched and is not now"
+        for d in self.dims:
+            if d.key not in params:
+                return f"dimension {d.key!r} is new"
+            v = params[d.key]
+            if d.presence and not isinstance(v, bool):
+                return f"dimension {d.key!r}: the stored value {v!r} is not a presence"
+            if d.values is not None and repr(v) not in map(repr, d.values):
+                return f"dimension {d.key!r}: the stored value {v!r} is not among {d.values}"
+            if d.low is not None and d.high is not None:
+                num = isinstance(v, int | float) and not isinstance(v, bool)
+                if not num or not d.low <= float(v) <= d.high:
+                    return (
+                        f"dimension {d.key!r}: the stored value {v!r} is outside "
+                        f"[{d.low:g}, {d.high:g}]"
+                    )
+        return None
+
     def size(self) -> float:
         """How many distinct trials the space holds (``inf`` with a float range)."""
         n = 1.0

@@ -26,7 +26,14 @@ from .loop import Bounds, TrialResult
 from .objectives import OBJECTIVES, capacity_result
 from .prune import bound_dims, levers_of
 
-__all__ = ["Trials", "ref_spec"]
+__all__ = ["Trials", "ref_spec", "trial_alpha"]
+
+
+def trial_alpha(alpha: float, section: SearchSection) -> float:
+    """Each trial's two-sided level: ``alpha`` spent evenly over the trial budget (Bonferroni,
+    so that the chance that any of the search's do-nothing trials is accepted is ≤ ``alpha``
+    whatever the order and the incumbent's moves; Dunn 1961)."""
+    return alpha / section.budget_trials
 
 
 class Trials:
@@ -93,6 +100,11 @@ class Trials:
                 "recheck_baseline": False,
                 "interleave": False,  # each trial has its own incumbent measurement (tNN-ref)
                 "max_requests": camp.load.max_requests or 2000,
+                # [search] min_effect is the trials' A/B's, whatever [load] says; and α is
+                # spent over the trial budget (Bonferroni): P(any do-nothing trial accepted)
+                # ≤ [load] alpha over the whole search
+                "min_effect": self.section.min_effect,
+                "alpha": trial_alpha(camp.load.alpha, self.section),
             }
         )
         # the A/B and greedy equivalence against the incumbent's fresh measurement; a lossy

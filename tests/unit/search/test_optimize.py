@@ -58,6 +58,7 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
     assert res.search.skipped.get(refused[0].name, 0) >= 1
     assert sorted(trials) == sorted([refused[0].name.split("-", 1)[1], "im2-jm0.2", "im4-jm0.2"])
     assert res.search.stopped == "exhausted"  # every point measured or refused
+    assert res.search.stop_detail == "3 of 4 points tried (1 ruled out by a refusal)"
     fast = trials["im2-jm0.2"]
     assert fast.result.verdict == "better" and fast.result.status == "ok"
     assert res.best == fast.name and res.search.path == ["baseline", fast.name]
@@ -93,6 +94,14 @@ def test_a_resumed_search_replays_the_stored_trials_and_goes_on(tmp_path: Path) 
     assert len(first.search.trials) == 2
     with pytest.raises(ConfigError, match="--resume"):
         _optimize(_campaign(tmp_path, budget=4), db)
+    # a resumed search on an edited space: the dimension and what to do, not Optuna's
+    # traceback (issue 42, item 9)
+    edited = [{"flag": "--itl-ms", "values": ["8", "3"]}, DIMS[1]]
+    with pytest.raises(ConfigError, match=r"search\.dim: --resume: dimension '--itl-ms': the "
+                       r"stored value '\d' is not among \['8', '3'\].*Restore \[search\]"):  # fmt: skip
+        _optimize(_campaign(tmp_path, budget=4, dim=edited), db, resume=True)
+    with pytest.raises(ConfigError, match=r"dimension '--jitter-ms' was searched and is not now"):
+        _optimize(_campaign(tmp_path, budget=4, dim=DIMS[:1]), db, resume=True)
     again, names, stored = _optimize(_campaign(tmp_path, budget=4), db, resume=True)
     assert again.search.trials[:2] == first.search.trials
     # of the four points, one repeats the refused --jitter-ms -1: the refusal, rebuilt from
