@@ -314,6 +314,9 @@ def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResu
     )
     records = [m.records[i] for i in order]
     texts = [m.texts[i] for i in order]
+    for rec in records:  # a first turn's prompt is its message, as the client counted it
+        if rec.turn == 0 and not rec.warmup and 0 <= rec.index < len(prompts):
+            rec.input_tokens = prompts[rec.index].input_tokens
     sw.events.message(f"{point.label}: counting tokens ...")
     try:
         assign_token_counts(records, texts, sw.tokenizer)

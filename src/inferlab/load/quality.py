@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from inferlab.config.bench import BenchConfig
 from inferlab.engines import get_engine
+from inferlab.load.promptcheck import check_prompt_counts
 from inferlab.load.results import BenchWarning, PointResult
 
 __all__ = ["FEW_SAMPLES", "LAG_WARN_MS", "point_warnings"]
@@ -48,6 +49,7 @@ def point_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[Ben
                 "and --tokenizer matches the served model",
             )
         )
+    out += _tokenizer_warning(cfg, res)
     if 0 < s.ok < FEW_SAMPLES:
         out.append(
             BenchWarning(
@@ -89,3 +91,19 @@ def _lag_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[Benc
                 )
             )
     return out
+
+
+def _tokenizer_warning(cfg: BenchConfig, res: PointResult) -> list[BenchWarning]:
+    """``tokenizer-mismatch`` when the server's prompt counts are not the client's
+    (``load.promptcheck``): a ``--tokenizer`` of another model."""
+    got = check_prompt_counts(res.records, chat=cfg.endpoint == "chat")
+    if got is None or not got.mismatch:
+        return []
+    which = f"--tokenizer {cfg.tokenizer}" if cfg.tokenizer else "the server's /tokenize"
+    return [
+        BenchWarning(
+            "tokenizer-mismatch",
+            f"{got.message()} ({which} is not the served model's tokenizer)",
+            "pass --tokenizer DIR of the served model ([load] tokenizer), then measure again",
+        )
+    ]

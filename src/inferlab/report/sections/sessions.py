@@ -39,10 +39,15 @@ def _rate(value: object) -> str:
     return f"{value:.1%}" if isinstance(value, (int, float)) else "—"
 
 
-def _hit(server: dict[str, object]) -> str:
-    """The point's hit rate; "0 lookups" where the engine looked nothing up (caching off)."""
+def _hit(server: dict[str, object], warnings: list[dict[str, str]]) -> str:
+    """The point's hit rate; "0 lookups" where the engine looked nothing up (caching off);
+    marked "not the workload's" where the client's tokenizer was not the server's."""
     rate = server.get("prefix_cache_hit_rate", server.get("prefix_cache_hit_rate_gauge"))
-    return "0 lookups" if rate is None and server.get("prefix_cache_queries") == 0 else _rate(rate)
+    if rate is None and server.get("prefix_cache_queries") == 0:
+        return "0 lookups"
+    if rate is not None and any(w.get("kind") == "tokenizer-mismatch" for w in warnings):
+        return f"{_rate(rate)} (wrong tokenizer: not the workload's)"
+    return _rate(rate)
 
 
 def session_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
@@ -52,7 +57,7 @@ def session_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
         if run.purpose != "measure" or not _is_sessions(run.label):
             continue
         server = run.summary.get("server") or {}
-        hit = _hit(server)
+        hit = _hit(server, store.run_meta(run.id).get("warnings") or [])
         kv = _rate(server.get("mean_kv_cache_usage"))
         for t in by_turn(store.requests(run.id)):
             ttft = turn_interval_text(t)
@@ -73,7 +78,8 @@ def sessions_section(store: Store, campaign: str) -> Section | None:
         "interval, of exact coverage ≥ 95% (stated; none below 6 users: 5 values' [min, max] "
         "covers 93.75%, 3 values' 75%); "
         "the hit rate is the point's prefix-cache hits over looked-up prompt tokens, from the "
-        "engine's counters (docs/launch.md, Scrape)."
+        "engine's counters (docs/launch.md, Scrape); a point whose prompts the server counted "
+        "otherwise than the client's tokenizer (tokenizer-mismatch) has it marked."
     )
     t_md, t_html = table(HEAD, rows)
     html = f'<p class="muted">{escape(intro)}</p>{t_html}'
