@@ -30,6 +30,7 @@ def _sim(*args: str) -> subprocess.CompletedProcess[str]:
         (["--fault", "explode"], "--fault"),
         (["--fault-every", "0"], "--fault-every"),
         (["--port", "notaport"], "--port"),
+        (["--launch-sd", "-0.04"], "--launch-sd"),
     ],
 )
 def test_bad_option_exits_2_naming_it(args: list[str], named: str) -> None:

@@ -111,6 +111,15 @@ _Prefix = Annotated[
 _Shift = Annotated[
     float, _o("--logprob-shift", "Temper the served distribution by this mean KL (nats).")
 ]
+_LaunchSd = Annotated[
+    float,
+    _o("--launch-sd", "Per-launch speed factor exp(N(0, S²)) on every time; S 0.04 ≈ 4%."),
+]
+_LaunchSeed = Annotated[_OptI, _o("--launch-seed", "Seed of the launch factor (default: random).")]
+_LaunchState = Annotated[
+    Path | None,
+    _o("--launch-state", "Launch counter file: each launch draws the factor of (seed, count)."),
+]
 _Startup = Annotated[
     float, _o("--startup-s", "Seconds before listening (stands in for weight loading).")
 ]
@@ -152,12 +161,16 @@ def serve_cmd(
     startup_s: _Startup = 0.0,
     prefix_cache: _Prefix = False,
     logprob_shift: _Shift = 0.0,
+    launch_sd: _LaunchSd = 0.0,
+    launch_seed: _LaunchSeed = None,
+    launch_state: _LaunchState = None,
 ) -> None:
     """Serve the SIMULATED engine until SIGINT/SIGTERM.
 
     By default every answer keeps a fixed schedule (--ttft-ms, then --itl-ms per token). With
     --preset or --model-mode batching, a continuous-batching model paces the answers and
-    SGLang's levers apply (NCCL_PROTO is read from the environment).
+    SGLang's levers apply (NCCL_PROTO is read from the environment). With --launch-sd, one
+    speed factor drawn at start-up (and logged) multiplies every time of this launch.
     """
     options = dict(locals())  # every option above, by its SimConfig field name
     from inferlab.sim.launch import config_from_options, run_engine

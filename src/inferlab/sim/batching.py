@@ -95,7 +95,7 @@ class BatchingEngine:
         self.srv = srv
         self.model = model
         self.wheel = wheel
-        self.scale_ns = cfg.time_scale * 1e6
+        self.scale_ns = cfg.time_scale * cfg.launch_factor * 1e6  # sim.launchspread
         self.interval = cfg.decode_log_interval
         self.log = srv.log
         self.rng = random.Random(cfg.seed)

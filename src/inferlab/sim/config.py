@@ -36,6 +36,10 @@ class SimConfig(BaseModel):
     ``fault_for_s`` only requests received in that window (s after the first generation
     request); ``exit`` with ``fault_at_s`` exits at that time. ``drip_ms``: the gap between
     two dripped bytes.
+
+    ``launch_sd`` (a log standard deviation, 0.04 ≈ 4%), ``launch_seed`` and ``launch_state``
+    draw a per-launch speed factor (:mod:`inferlab.sim.launchspread`); ``launch_factor`` is the
+    factor drawn at start-up (not an option), multiplying every time of the launch.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -69,6 +73,11 @@ class SimConfig(BaseModel):
     prefix_cache: bool = False
     #: mean KL (nats) by which the served distribution is tempered (:mod:`inferlab.sim.lm`)
     logprob_shift: float = Field(default=0.0, ge=0.0, le=10.0)
+    launch_sd: float = Field(default=0.0, ge=0.0, le=1.0)
+    launch_seed: int | None = None
+    launch_state: Path | None = None
+    #: drawn at start-up from ``launch_sd`` (``sim.launchspread``); not a ``sim serve`` option
+    launch_factor: float = Field(default=1.0, gt=0.0)
 
     @property
     def batching(self) -> bool:

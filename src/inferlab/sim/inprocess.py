@@ -31,7 +31,8 @@ READY_LINE = "inferlab sim (SIMULATED engine) listening on "
 
 #: ``SimConfig`` fields whose option is not ``--`` + the field's name in kebab case
 _RENAMED = {"truth_path": "--truth"}
-_SIM_FIELDS = tuple(f for f in SimConfig.model_fields if f != "levers")
+#: ``launch_factor`` is drawn at start-up, not given
+_SIM_FIELDS = tuple(f for f in SimConfig.model_fields if f not in ("levers", "launch_factor"))
 
 
 def _option(field: str) -> str:

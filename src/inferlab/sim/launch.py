@@ -14,6 +14,7 @@ from typing import Any
 
 from inferlab.errors import ConfigError
 from inferlab.sim.config import SimConfig, sim_config
+from inferlab.sim.launchspread import launch_line, with_launch_factor
 from inferlab.sim.presets import StartupFailure
 from inferlab.sim.server import serve
 from inferlab.sim.startup import prepare
@@ -75,10 +76,13 @@ def run_engine(
     ``sleep`` waits the startup delay (s).
     """
     batching = config.batching
+    config, launch = with_launch_factor(config)  # SimError: an unusable --launch-state
     # as real servers do (SGLang's server_args=..., vLLM's non-default args): the whole argv,
     # secrets included: what inferlab stores from this log must not carry them
     log("[SIMULATED] started as: inferlab " + command)
     config, startup = prepare(config, env)  # SGLang's startup lines (sim.startup)
+    if config.launch_sd > 0.0:
+        startup.append(launch_line(config, launch))
     for line in startup:
         log(f"[SIMULATED] {line}")
 

@@ -80,7 +80,10 @@ class SimServer:
         self.lm = StatedModel(config.seed, self.tokenizer, config.logprob_shift)
         self.words = [b" " + w.encode() for w in self.tokenizer.vocab]
         self.model_json = json.dumps(config.model)
-        self._schedule = Schedule(config.ttft_ms, config.itl_ms, config.jitter_ms, config.seed)
+        f = config.launch_factor  # this launch's speed (sim.launchspread)
+        self._schedule = Schedule(
+            config.ttft_ms * f, config.itl_ms * f, config.jitter_ms * f, config.seed
+        )
         self._faults = FaultPlan(
             config.fault, config.fault_every, config.fault_at_s, config.fault_for_s
         )

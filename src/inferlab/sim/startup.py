@@ -74,7 +74,8 @@ def nccl_lines(env: Mapping[str, str]) -> list[str]:
 
 def server_args(config: SimConfig) -> dict[str, Any]:
     """Every ``inferlab sim serve`` arg by its field name, effective values filled in."""
-    d = config.model_dump(mode="json", exclude={"levers", "truth_path"})
+    # launch_factor: drawn at start-up, logged on its own line (sim.launchspread)
+    d = config.model_dump(mode="json", exclude={"levers", "truth_path", "launch_factor"})
     d["truth"] = str(config.truth_path) if config.truth_path else None
     lv = config.levers.model_dump(mode="json")
     if config.batching:
