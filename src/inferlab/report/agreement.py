@@ -1,7 +1,8 @@
 """The verification section's distribution-agreement table (docs/verify.md): per config the
-newest ``agreement`` check's top-1 agreement, lumped KL (nats/token) and largest TV, each with
-its interval, the prompts scored, the limits and the gate's decision with its reason; the
-reference config's row says its logprobs were stored."""
+newest ``agreement`` check's top-1 agreement, the KL's lumped lower bound and its upper bound
+(nats/token, the gated one), the largest TV's bracket, the prompts scored, the limits and the
+gate's decision with its reason; the reference config's row says its logprobs were stored. A
+check stored before the upper bound was gated shows its ``kl_high`` bare, marked "not gated"."""
 
 from __future__ import annotations
 
@@ -15,20 +16,24 @@ __all__ = ["AGREEMENT_NOTE", "HEAD", "AgreementRow", "agreement_rows", "agreemen
 
 AGREEMENT_NOTE = (
     "Each config scored on the baseline's greedy continuations of seeded prompts (teacher "
-    "forced, top-k logprobs): top-1 agreement, KL(baseline ‖ config) lumped outside the shared "
-    'top-k (a lower bound; "KL high" the upper bound if no token is below e^-30), the largest '
-    "per-position total variation, each with its bootstrap interval over prompts. A gated "
-    "(lossless = false) config passes only when the pessimistic interval ends are inside the "
-    "limits; else it is stopped before measurement. Lossless configs: for information (KL 0 "
-    "says they are deterministic). docs/verify.md"
+    "forced, top-k logprobs): top-1 agreement and KL(baseline ‖ config) between two bounds, "
+    "each with its bootstrap interval over prompts (at the level of one look of the doubling "
+    "prompt count): the lumped KL (a lower bound: the mass outside the shared top-k as one "
+    "bucket) and the upper bound (exact when both sides list every token; else it assumes no "
+    "token of the config is below e^log_floor, and is loose when the tail is not small), which "
+    "is what the gate reads. Largest TV: the bracket of the largest per-position total "
+    "variation over the positions scored. A gated (lossless = false) config passes only when "
+    "the KL upper bound's high end and top-1's low end are inside the limits; else it is "
+    "stopped before measurement. Lossless configs: for information (KL 0 says they are "
+    "deterministic). docs/verify.md"
 )
 
 HEAD = (
     "config",
     "gate",
     "top-1 agreement",
-    "KL lumped (nats/token)",
-    "KL high",
+    "KL lower bound, lumped (nats/token)",
+    "KL upper bound (gated)",
     "largest TV",
     "prompts (positions)",
     "limits",
@@ -51,8 +56,17 @@ def _ival(d: Any, fmt: str) -> str:
     lo, hi, lvl = d.get("low"), d.get("high"), d.get("level")
     if not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
         return format(d["estimate"], fmt)
-    pct = f"{lvl:.0%} " if isinstance(lvl, (int, float)) else ""
+    pct = f"{100 * lvl:.4g}% " if isinstance(lvl, (int, float)) else ""
     return f"{d['estimate']:{fmt}} ({pct}[{lo:{fmt}}, {hi:{fmt}}])"
+
+
+def _bracket(d: Any) -> str:
+    """The largest TV: its bracket ``[low, high]`` (level 1); an older bootstrap as stored."""
+    if isinstance(d, dict) and d.get("level") == 1.0:
+        lo, hi = d.get("low"), d.get("high")
+        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+            return f"[{lo:.3g}, {hi:.3g}]"
+    return _ival(d, ".3g")
 
 
 def _decision(detail: dict[str, Any], gating: bool) -> tuple[str, bool]:
@@ -62,10 +76,13 @@ def _decision(detail: dict[str, Any], gating: bool) -> tuple[str, bool]:
         why = f"cannot gate: {detail.get('why')}"
         return (f"STOPPED before measurement: {why}", True) if gating else (why, False)
     reasons = []
-    kl, top1 = detail.get("kl") or {}, detail.get("top1") or {}
+    top1 = detail.get("top1") or {}
+    kl, what = detail.get("kl_upper"), "KL upper bound's high end"
+    if not isinstance(kl, dict):  # stored before the upper bound was gated
+        kl, what = detail.get("kl") or {}, "lumped KL's high end"
     max_kl, min_top1 = detail.get("max_kl"), detail.get("min_top1")
     if isinstance(max_kl, (int, float)) and float(kl.get("high", 0.0)) > max_kl:
-        reasons.append(f"KL's high end {kl['high']:.4g} > max_kl {max_kl:g}")
+        reasons.append(f"{what} {kl['high']:.4g} > max_kl {max_kl:g}")
     if isinstance(min_top1, (int, float)) and float(top1.get("low", 1.0)) < min_top1:
         reasons.append(f"top-1's low end {top1['low']:.2%} < min_top1 {min_top1:.2%}")
     if not gating:
@@ -88,7 +105,9 @@ def _row(config: str, kind: str, stored: dict[str, Any]) -> AgreementRow:
     limits = "–"
     if isinstance(detail.get("max_kl"), (int, float)):
         limits = f"KL ≤ {detail['max_kl']:g}, top-1 ≥ {float(detail.get('min_top1', 0)):.0%}"
-    kl_high = detail.get("kl_high")
+    upper = _ival(detail.get("kl_upper"), ".3g")
+    if upper == "–" and isinstance(detail.get("kl_high"), (int, float)):
+        upper = f"{detail['kl_high']:.3g} (not gated)"
     prompts = f"{detail.get('prompts')} ({detail.get('positions')})" if "prompts" in detail else "–"
     if detail.get("width_met") is False:
         prompts += ", width not reached"
@@ -97,8 +116,8 @@ def _row(config: str, kind: str, stored: dict[str, Any]) -> AgreementRow:
         "gating" if gating else "information",
         _ival(detail.get("top1"), ".2%"),
         _ival(detail.get("kl"), ".3g"),
-        f"{kl_high:.3g}" if isinstance(kl_high, (int, float)) else "–",
-        _ival(detail.get("tv_max"), ".3g"),
+        upper,
+        _bracket(detail.get("tv_max")),
         prompts,
         limits,
         decision,

@@ -54,7 +54,7 @@ def test_rows_show_the_newest_figures_and_the_decision(tmp_path: Path) -> None:
     fp8 = rows["fp8"]
     assert fp8.stopped
     assert fp8.cells[-1] == (
-        "STOPPED before measurement: KL's high end 0.05 > max_kl 0.01; "
+        "STOPPED before measurement: KL upper bound's high end 0.05 > max_kl 0.01; "
         "top-1's low end 93.75% < min_top1 98.00%"
     )
 
@@ -69,4 +69,24 @@ def test_the_report_shows_the_table_in_both_formats(tmp_path: Path) -> None:
         "| fp8 | gating | 93.75% (95% \\[93.75%, 93.75%\\]) | 0.05 (95% \\[0.05, 0.05\\]) |" in md
     )
     assert "<h3>Distribution agreement with the baseline</h3>" in html
-    assert "<td>STOPPED before measurement: KL&#x27;s high end 0.05" in html
+    assert "<td>STOPPED before measurement: KL upper bound&#x27;s high end 0.05" in html
+
+
+def test_a_check_stored_before_the_upper_bound_was_gated_says_so(tmp_path: Path) -> None:
+    """A check of 82ddb2d's gate stored the lumped KL interval, a bare ``kl_high`` (not gated)
+    and a bootstrap of the largest TV: the row says which bound the decision read."""
+    old = {
+        "verdict": "fail", "max_kl": 0.01, "min_top1": 0.95, "prompts": 64, "positions": 2128,
+        "kl": {"estimate": 0.0799, "low": 0.0770, "high": 0.0831, "level": 0.95},
+        "kl_high": 2.78, "tail": 0.097, "log_floor": -30.0,
+        "top1": {"estimate": 0.80, "low": 0.78, "high": 0.82, "level": 0.95},
+        "tv_max": {"estimate": 0.416, "low": 0.39, "high": 0.416, "level": 0.95},
+    }  # fmt: skip
+    with Store(tmp_path / "db") as store, store.transaction():
+        cid = store.campaign_id("old")
+        fp8 = store.config_id(cid, "fp8", engine="vllm", model="m")
+        store.add_verification(fp8, "agreement", False, {"detail": old, "gating": True})
+    with Store(tmp_path / "db") as store:
+        (row,) = agreement_rows(store, "old")
+    assert row.cells[4] == "2.78 (not gated)" and row.cells[5] == "0.416 (95% [0.39, 0.416])"
+    assert row.cells[-1].startswith("STOPPED before measurement: lumped KL's high end 0.0831")

@@ -23,6 +23,8 @@ from support.simproc import SimFactory
 SIM = get_engine("sim")
 STEPWISE = dataclasses.replace(SIM, teacher_forcing="stepwise")
 FAST = ("--ttft-ms", "0", "--itl-ms", "0")
+#: 20 words: the top-20 lists every token, so the gated KL upper bound is the exact KL
+WHOLE = (*FAST, "--vocab-size", "21")
 LIMITS = LossyGate(max_kl=0.01, min_top1=0.98, prompts=8, max_prompts=16, tokens=8)
 SECTION = VerifySection(probes=[], length_tokens=2)
 PROMPT = "Sentence 1: the river city morning old new"
@@ -88,16 +90,16 @@ def _check(url: str, engine, ref: LogprobReference | None):  # type: ignore[no-u
 
 
 def test_the_gate_decides_the_same_through_both(sim_server: SimFactory) -> None:
-    base = sim_server(*FAST)
+    base = sim_server(*WHOLE)
     refs = {e.teacher_forcing: _check(base.url, e, None) for e in (SIM, STEPWISE)}
     for e, s in zip(refs["echo"].positions, refs["stepwise"].positions, strict=True):
         _same_maps(e, s)
     assert refs["stepwise"].token_texts is not None
-    twin, far = sim_server(*FAST), sim_server(*FAST, "--logprob-shift", "0.02")
+    twin, far = sim_server(*WHOLE), sim_server(*WHOLE, "--logprob-shift", "0.02")
     for engine in (SIM, STEPWISE):
         ref = refs[engine.teacher_forcing]
         same, off = _check(twin.url, engine, ref), _check(far.url, engine, ref)
-        assert same.passed and same.detail["kl"]["high"] == 0.0, same.message
+        assert same.passed and same.detail["kl_upper"]["high"] == 0.0, same.message
         assert same.detail["top1"]["low"] == 1.0
         assert not off.passed and off.detail["verdict"] == "fail", off.message
         assert 0.015 < off.detail["kl"]["estimate"] < 0.025  # the known KL, 0.02
@@ -108,7 +110,7 @@ def test_the_gate_decides_the_same_through_both(sim_server: SimFactory) -> None:
 
 
 def test_an_old_reference_without_tokens_cannot_gate_stepwise(sim_server: SimFactory) -> None:
-    base = sim_server(*FAST)
+    base = sim_server(*WHOLE)
     stored = _check(base.url, SIM, None).to_json()
     del stored["token_texts"]  # a reference stored before the split was kept
     old = LogprobReference.from_json(stored)
