@@ -5,7 +5,7 @@ only. Which runs a cell reads: ``report.compare_runs``; rendered by ``report.com
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from inferlab.config.pattern import closed_concurrency, label_key
 from inferlab.errors import ConfigError, NotComparable
@@ -25,15 +25,64 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.groups import group_value, group_verdict, measured
+from inferlab.stats.launch_ab import compare_launches, pool_spreads, undecided
 from inferlab.stats.launches import Launches, launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.spread import LaunchSpread
+from inferlab.stats.trust import too_short, trust_from_json
 from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass, baseline_passes, nearest_pass
 from inferlab.store.launches import launch_groups, one_launch
+from inferlab.store.spreads import SpreadKey, spread_key, stored_spreads
 
 __all__ = ["build_comparison"]
+
+
+@dataclass
+class _LaunchView:
+    """What a cell's launch-level verdicts read: every config's launches at every point
+    (``stats.launches``), the spreads stored for this engine, model and host by other
+    campaigns (``store.spreads``), and this campaign's name."""
+
+    launches: Launches
+    store: Store
+    key: SpreadKey
+    campaign: str
+
+    def sides(
+        self, label: str, metric: str, base: RunGroup, cand: RunGroup
+    ) -> tuple[list[tuple[float, float]], list[tuple[float, float]], set[int]] | None:
+        """Each side's launches at ``label`` (all of its config's: every pass, every round)
+        and their run ids; None when a side has no estimate of ``metric``."""
+        configs = self.launches.estimates.get((label, metric), [])
+        got = []
+        for g in (base, cand):
+            ids = {r.id for r in g.runs}
+            mine = next((c for c in configs if any(i & ids for i, _ in c)), None)
+            if not mine:
+                return None
+            got.append(mine)
+        ids = {i for c in got for run_ids, _ in c for i in run_ids}
+        return [e for _, e in got[0]], [e for _, e in got[1]], ids
+
+    def prior(self, label: str, metric: str, without: set[int]) -> LaunchSpread | None:
+        """The spread of the campaign's other configs at ``label`` pooled with the stored."""
+        own = self.launches.spread(label, metric, without)
+        stored = stored_spreads(self.store, self.key, label, metric, other_than=self.campaign)
+        return pool_spreads(own, *stored)
+
+    def verdict(
+        self, label: str, metric: str, base: RunGroup, cand: RunGroup, alpha: float,
+        min_effect: float,
+    ) -> Verdict | None:  # fmt: skip
+        """The launch-level verdict (``stats.launch_ab``); None without estimates."""
+        sides = self.sides(label, metric, base, cand)
+        if sides is None:
+            return None
+        b, c, ids = sides
+        prior = self.prior(label, metric, ids)
+        return compare_launches(metric, b, c, prior=prior, alpha=alpha, min_effect=min_effect)
 
 
 def _verdicts(
@@ -45,13 +94,12 @@ def _verdicts(
     metrics: Sequence[str],
     alpha: float,
     min_effect: float,
-    launch: Mapping[str, LaunchSpread],
+    view: _LaunchView,
 ) -> dict[str, Verdict]:
     """One cell's verdicts: none claimed from an untrusted side; a sequentially stopped
-    candidate's primary metrics from its stored look; the rest from the raw samples; each
-    naming the baseline measurement it was taken against (``cand.against``) when set.
-    ``launch``: metric → the point's launch-to-launch spread, counted when each side is one
-    launch (``stats.spread``)."""
+    candidate's primary metrics from its stored look, unless the launches leave it
+    undecided; the rest over each side's launches (``stats.launch_ab``: the launch is the
+    unit); each naming the baseline measurement it was taken against (``cand.against``)."""
     for who, c in (("candidate", cand), ("baseline", base_cell)):
         if c.untrusted:
             cand.blocked = c.untrusted if who == "candidate" else f"{c.untrusted} (baseline)"
@@ -60,17 +108,20 @@ def _verdicts(
     out: dict[str, Verdict] = {}
     single = one_launch(bg.runs) and one_launch(cg.runs)
     for m in metrics:
-        spread = launch.get(m) if single else None
+        lv = view.verdict(cand.label, m, bg, cg, alpha, min_effect)
+        spread = view.prior(cand.label, m, set()) if single else None
         seq = (
             sequential_verdict(cg.runs[0], m, base, min_effect, spread)
-            if len(cg.runs) == 1
+            if len(cg.runs) == 1 and not (lv is not None and undecided(lv))
             else None
         )
         if seq is not None:
             out[m], cand.looks[m] = seq
+        elif lv is not None:
+            out[m] = lv
         else:
             out[m] = group_verdict(m, bg, cg, alpha=alpha, min_effect=min_effect, launch=spread)
-        if cand.against:  # interleaved: which baseline measurement it was taken against
+        if cand.against and lv is None:  # interleaved: which baseline measurement
             out[m] = _against(out[m], cand.against)
     return out
 
@@ -168,6 +219,10 @@ def _cell(store: Store, cfg: str, label: str, g: RunGroup) -> Cell:
     ]
     cell = Cell(cfg, label, len(g.runs), values)
     cell.untrusted, cell.untrusted_reasons = group_trust(g.runs)
+    short = too_short([len(measured(recs)) for recs in g.records], closed_concurrency(label))
+    if short is not None:  # < MIN_WAVES waves of C in its steady window: no claim
+        cell.untrusted_reasons = [*cell.untrusted_reasons, short.to_json()]
+        cell.untrusted = trust_from_json(cell.untrusted_reasons).label
     cell.warnings = quality_warnings(
         samples=n_ok,
         trial_tok_s=tok_s,
@@ -222,6 +277,7 @@ def build_comparison(
     passes = baseline_passes(store, b.campaign, b.config, b.config_hash)
     primary = [m.name for m in listed(lambda m: m.primary)]  # the recheck's and passes' too
     launch = campaign_launches(store, b.campaign, list(dict.fromkeys([*metrics, *primary])))
+    view = _LaunchView(launch, store, spread_key(b), b.campaign)
     for (cfg, label), cand in cells.items():
         if cfg == base or (base, label) not in cells:
             continue
@@ -229,8 +285,7 @@ def build_comparison(
         cand.levers = not_applied(store, first[cfg])
         cg = groups[(cfg, label)]
         bg, base_cell = _nearest(store, passes.get(label, []), cand, cg, groups, cells, base)
-        at = launch.at(label)
-        cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect, at)
+        cand.verdicts = _verdicts(bg, cg, base, cand, base_cell, metrics, alpha, min_effect, view)
     rechecks = apply_rechecks(store, first[base], cells, groups, alpha, min_effect, launch)
     for cand in cells.values():  # a diff item that did not take effect: no claim
         if cand.levers and not force:

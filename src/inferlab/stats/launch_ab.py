@@ -103,7 +103,10 @@ def pool_spreads(*spreads: LaunchSpread | None) -> LaunchSpread | None:
     df = sum(s.df for s in got)
     tau2 = sum(s.df * s.tau**2 for s in got) / df
     within = sum(s.df * s.within for s in got) / df
-    return LaunchSpread(math.sqrt(tau2), df, sum(s.launches for s in got), within)
+    source = "; ".join(dict.fromkeys(s.source for s in got if s.source))
+    if source and any(not s.source for s in got):
+        source = f"this campaign's and {source}"
+    return LaunchSpread(math.sqrt(tau2), df, sum(s.launches for s in got), within, source)
 
 
 def _own(ys: Sequence[Launch]) -> tuple[float, float, float]:
@@ -119,6 +122,7 @@ def _side(ys: Sequence[Launch], prior: LaunchSpread | None) -> _Side | None:
     """One side moderated by ``prior`` (module docstring); None with one launch and no prior."""
     k = len(ys)
     mean, own, s2 = _own(ys)
+    own = max(own, s2)  # launches that agree closer than their own errors: τ² = 0, not less
     if prior is None:
         return _Side(k, mean, own, k - 1.0, True) if k >= 2 else None
     v0 = prior.tau**2 + s2
@@ -128,6 +132,15 @@ def _side(ys: Sequence[Launch], prior: LaunchSpread | None) -> _Side | None:
     if own > moderated:
         return _Side(k, mean, own, k - 1.0, True)
     return _Side(k, mean, moderated, k - 1.0 + prior.df, False)
+
+
+def _borrowed(once: str, other: str, side: _Side, ys: Sequence[Launch]) -> str:
+    """The note of a side launched once that borrows the other side's launch variance."""
+    tau = math.sqrt(max(0.0, side.var - _own(ys)[2]))
+    return (
+        f"the {once}'s one launch assumed to vary as the {other}'s {side.k} "
+        f"(launch-to-launch ±{tau:.1%})"
+    )
 
 
 def launch_ab(
@@ -143,10 +156,10 @@ def launch_ab(
         return LaunchAB(d, None, None, 1, 1, None, "one launch each")
     if b is None and c is not None:  # one launch on one side, no prior: the other's τ
         b = _Side(1, _own(baseline)[0], c.var, c.df, True, borrowed=True)
-        note = "the side launched once assumed to vary as the other"
+        note = _borrowed("baseline", "candidate", c, candidate)
     elif c is None and b is not None:
         c = _Side(1, _own(candidate)[0], b.var, b.df, True, borrowed=True)
-        note = "the side launched once assumed to vary as the other"
+        note = _borrowed("candidate", "baseline", b, baseline)
     assert b is not None and c is not None
     vb, vc = b.var / b.k, c.var / c.k
     var = vb + vc

@@ -41,12 +41,16 @@ class LaunchSpread:
     df: int
     launches: int
     within: float = 0.0
+    #: where it was measured, when not this campaign's own launches ("stored: campaign
+    #: demo, 2026-12-04")
+    source: str = ""
 
     def describe(self) -> str:
         """ "launch-to-launch ±5.5% (sd of a launch's log offset; 5 launches, 4 df)"."""
+        where = f"; {self.source}" if self.source else ""
         return (
             f"launch-to-launch ±{self.tau:.1%} (sd of a launch's log offset; "
-            f"{self.launches} launches, {self.df} df)"
+            f"{self.launches} launches, {self.df} df{where})"
         )
 
 
