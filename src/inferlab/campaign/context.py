@@ -122,6 +122,7 @@ class ConfigContext:
     log_path: Path | None = None
     verify: VerifyReport | None = None
     levers: list[LeverItem] = field(default_factory=list)
+    launch: int = 1  # which launch of the config this is (``[load] launches``; campaign.rounds)
 
     @property
     def name(self) -> str:

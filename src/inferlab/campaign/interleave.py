@@ -16,7 +16,9 @@ Each pass is stored as the baseline's runs with ``purpose = 'interleave'``, tagg
 candidate (``store.interleave``): nothing is lost, and the first pass alone stays the
 baseline's row of every table. The candidate's sequential A/B is tested against the newest
 pass (``campaign.stopping.baseline_refs``); ``compare``, ``report`` and ``levers`` judge it
-against its nearest pass (``store.interleave.nearest_pass``) and say which.
+against its nearest pass (``store.interleave.nearest_pass``) and say which. With
+``[load] launches`` ≥ 2 (``campaign.rounds``) each round runs the candidates each after a pass
+like this, which is the baseline's launch of that round.
 """
 
 from __future__ import annotations
@@ -43,9 +45,10 @@ def needs_pass(plan: Plan, candidate: str, previous: tuple[str, set[tuple[str, i
 
 
 def interleave_step(
-    plan: Plan, run: RunContext, candidate: str, todo: set[tuple[str, int]]
+    plan: Plan, run: RunContext, candidate: str, todo: set[tuple[str, int]], launch: int = 1
 ) -> ConfigOutcome:
-    """The baseline launched again and measured at ``todo`` just before ``candidate``; its
+    """The baseline launched again and measured at ``todo`` just before ``candidate`` (in
+    round ``launch`` of ``[load] launches``: its runs tagged with it, ``campaign.rounds``); its
     outcome is "BASELINE (before CANDIDATE)"."""
     base = plan.baseline
     assert run.store is not None  # ``run`` always stores
@@ -53,7 +56,7 @@ def interleave_step(
         gid = config_row(run.store, plan.campaign, base)
     labels = sorted({lb for lb, _ in todo})
     run.say(f"{base.name}: launched again before {candidate} ({', '.join(labels)}; interleave)")
-    cx = ConfigContext(run, base, gid, run.held())
+    cx = ConfigContext(run, base, gid, run.held(), launch=launch)
     out = run_config(cx, RUN_STAGES, passes.sweep(plan.points, todo, before=candidate))
     out.config = f"{base.name} (before {candidate})"
     return out

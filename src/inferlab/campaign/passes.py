@@ -5,7 +5,9 @@ pass takes the :class:`~inferlab.campaign.context.ConfigContext` and gives the c
 at once (``campaign.bench.StoreSink``), stopped early when its server exits; then ``profiled``:
 the profiled passes of ``[profile]`` (``campaign.profiled``). ``sweep(..., before=NAME)``: the
 baseline's interleaved pass just before candidate NAME (``[load] interleave``, purpose
-'interleave', tagged with NAME; no profiled passes). ``recheck``: the baseline,
+'interleave', tagged with NAME; no profiled passes). A config's later launches
+(``ConfigContext.launch`` ≥ 2, ``campaign.rounds``) are tagged with their number
+(``store.launches.LAUNCH_TAG``) and have no profiled passes. ``recheck``: the baseline,
 launched again, rechecked at the points it has not been rechecked at (``campaign.recheck``).
 ``kept``: nothing measured (``up``). ``capacity``: capacity at SLO on the live server
 (``campaign.capacity``; ``optimize``'s capacity objective).
@@ -27,6 +29,7 @@ from inferlab.errors import ConnectError, ServerRejected
 from inferlab.load.bench import LoadPoint, run_bench
 from inferlab.load.results import ResultSink
 from inferlab.store.interleave import INTERLEAVE_TAG
+from inferlab.store.launches import LAUNCH_TAG
 
 __all__ = ["Pass", "PassFactory", "capacity", "kept", "profiled", "recheck", "sweep"]
 
@@ -43,6 +46,8 @@ def _sink(
     env: dict[str, object] = {"cpu_split": run.cpus.to_json()}
     if before is not None:
         env[INTERLEAVE_TAG] = before
+    if cx.launch > 1:
+        env[LAUNCH_TAG] = cx.launch
     return StoreSink(run.store, bench, run.name, cx.name, config_id=cx.config_id,
                      purpose=purpose, environment_extra=env)  # fmt: skip
 
@@ -86,7 +91,7 @@ def sweep(points: list[LoadPoint], todo: set[tuple[str, int]], before: str | Non
             return cx.outcome("failed", watch[0].exited, run_ids=sink.run_ids)
         if res is not None and res.interrupted:
             return cx.outcome("interrupted", "", run_ids=sink.run_ids)
-        notes = profiled(cx, bench, points) if before is None else []
+        notes = profiled(cx, bench, points) if before is None and cx.launch == 1 else []
         return cx.outcome("measured", "; ".join(notes), run_ids=sink.run_ids)
 
     return measure

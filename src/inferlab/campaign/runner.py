@@ -10,7 +10,11 @@ undone in reverse: stop → drain → files restored. Every finished load point 
 once. A config that fails to launch or verify is stored with its classified failure, log tail
 and remedy, and the campaign goes on. ``resume`` skips finished cells of configs whose content
 hash is unchanged (a changed config is a new config: its old results are never mixed in).
-Only one server of a campaign runs at a time. With ``[load] interleave``, the baseline is
+Only one server of a campaign runs at a time. With ``[load] launches`` (and
+``max_launches``) every config is launched in rounds of alternating order, then again while a
+candidate's verdict is unsettled (``campaign.rounds``); each round's outcomes are named
+"CONFIG (launch K)" and, with a budget above one launch, each config's launches and why it
+stopped are said and stored (analysis "launches"). With ``[load] interleave``, the baseline is
 measured again just before each candidate after the first (``campaign.interleave``). With
 ``[load] recheck_baseline``, the baseline is launched once more after the last config and
 every point rechecked (``campaign.recheck``).
@@ -20,10 +24,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from inferlab.campaign import passes, profiled
+from inferlab.campaign import passes, profiled, rounds
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents, ConfigContext, ConfigOutcome, RunContext
 from inferlab.campaign.files import target_dir
@@ -39,10 +43,12 @@ from inferlab.campaign.recon import store_recon
 from inferlab.campaign.stages import RUN_STAGES
 from inferlab.campaign.steps import Held
 from inferlab.campaign.stopping import campaign_launches
+from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
 from inferlab.stats.metrics import listed
 from inferlab.stats.recheck import recheck_points
 from inferlab.store import Store
+from inferlab.store.launches import launch_cells
 from inferlab.store.recheck import recheck_groups
 from inferlab.verify.lmeval import harness_python
 
@@ -54,11 +60,14 @@ class CampaignResult:
     campaign: str
     outcomes: list[ConfigOutcome]
     interrupted: bool = False
+    #: each config's launches and why it stopped (``[load] max_launches`` > 1)
+    launches: list[rounds.Tally] = field(default_factory=list)
 
 
 def done_cells(store: Store, campaign: str, config_id: int) -> set[tuple[str, int]]:
-    """(label, trial) cells of a config already measured (what ``--resume`` skips)."""
-    return store.measured_cells(campaign, config_id)
+    """(label, trial) cells of a config's first launch already measured (what ``--resume``
+    skips in round 1; ``store.launches.launch_cells`` has every round's)."""
+    return launch_cells(store, campaign, config_id).get(1, set())
 
 
 def run_campaign(
@@ -106,50 +115,103 @@ def run_plan(
         held=functools.partial(Held, launcher=launcher, clock=clock),
     )  # fmt: skip
     result = CampaignResult(name, [])
-    all_cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
     with campaign_lock(camp):
         for line in recover_campaign(plan.output_dir, store) + plan_notes(plan, store):
             events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
-        previous: tuple[str, set[tuple[str, int]]] | None = None  # what was measured last
-        for i, cfg in enumerate(plan.configs):
-            with store.transaction():
-                gid = config_row(store, camp, cfg)
-            todo = all_cells - done_cells(store, name, gid) if resume else set(all_cells)
-            if not todo and not profiled.profiles_missing(camp, cfg, store, gid):
-                out = ConfigOutcome(cfg.name, "skipped", "every cell already measured")
-                result.outcomes.append(out)
-                events.config_done(out)
-                continue
-            if needs_pass(plan, cfg.name, previous, todo):
-                previous = _interleave(plan, run, result, cfg.name, todo)
+        walk = _Walk(plan, run, result, resume, measure)
+        for k, configs, why in rounds.schedule(plan, store, walk.failed):
+            if k > 1 or camp.load.launches > 1:
+                names = ", ".join(c.name for c in configs)
+                events.message(f"round {k} (launch {k} of {names})" + (f"; {why}" if why else ""))
+            for i, cfg in enumerate(configs):
+                walk.config(k, i, len(configs), cfg)
                 if result.interrupted:
                     break
-            events.config_started(cfg, i, len(plan.configs))
-            cx = ConfigContext(run, cfg, gid, run.held())
-            out = run_config(cx, RUN_STAGES, measure(plan.points, todo))
-            result.outcomes.append(out)
-            events.config_done(out)
-            if out.status == "measured" or out.run_ids:  # else nothing of it was measured
-                previous = (cfg.name, todo) if out.status == "measured" else None
-            if out.status == "measured" and not predict_now(store, name, events):
-                result.interrupted = True
+            if result.interrupted:
                 break
-            if out.status == "interrupted":
-                result.interrupted = True
-                break
+        if rounds.budget(camp.load) > 1 and not result.interrupted:
+            _tell_launches(plan, run, result, walk.failed)
         if camp.load.recheck_baseline and not result.interrupted:
             _recheck_step(plan, run, result)
     return result
 
 
+@dataclass
+class _Walk:
+    """The configs of a run, round by round (``campaign.rounds``): what was measured last (the
+    interleave's ``previous``) and the configs that failed (not launched again)."""
+
+    plan: Plan
+    run: RunContext
+    result: CampaignResult
+    resume: bool
+    measure: passes.PassFactory
+    previous: tuple[str, set[tuple[str, int]]] | None = None  # what was measured last
+    failed: set[str] = field(default_factory=set)
+
+    def config(self, k: int, i: int, total: int, cfg: ResolvedConfig) -> None:
+        """``cfg``'s launch ``k``: its cells that round has not measured (all without
+        ``resume``), after the baseline's interleaved pass where one is due."""
+        plan, run, result, store = self.plan, self.run, self.result, self.run.store
+        assert store is not None
+        with store.transaction():
+            gid = config_row(store, plan.campaign, cfg)
+        cells = {(p.label, t) for p in plan.points for t in range(plan.trials)}
+        todo = cells - launch_cells(store, run.name, gid).get(k, set()) if self.resume else cells
+        if not todo and (k > 1 or not profiled.profiles_missing(plan.campaign, cfg, store, gid)):
+            out = ConfigOutcome(_named(cfg.name, k), "skipped", "every cell already measured")
+            result.outcomes.append(out)
+            run.events.config_done(out)
+            return
+        if needs_pass(plan, cfg.name, self.previous, todo):
+            self.previous = _interleave(plan, run, result, cfg.name, todo, k)
+            if result.interrupted:
+                return
+        run.events.config_started(cfg, i, total)
+        cx = ConfigContext(run, cfg, gid, run.held(), launch=k)
+        out = run_config(cx, RUN_STAGES, self.measure(plan.points, todo))
+        out.config = _named(cfg.name, k)
+        result.outcomes.append(out)
+        run.events.config_done(out)
+        if out.status == "measured" or out.run_ids:  # else nothing of it was measured
+            self.previous = (cfg.name, todo) if out.status == "measured" else None
+        if out.status not in ("measured", "interrupted"):
+            self.failed.add(cfg.name)
+        if out.status == "measured" and not predict_now(store, run.name, run.events):
+            result.interrupted = True
+        if out.status == "interrupted":
+            result.interrupted = True
+
+
+def _named(config: str, k: int) -> str:
+    """A config's outcome name in round ``k``: "fast", "fast (launch 2)"."""
+    return config if k == 1 else f"{config} (launch {k})"
+
+
+def _tell_launches(plan: Plan, run: RunContext, result: CampaignResult, failed: set[str]) -> None:
+    """Each config's launches and why it stopped: said, kept in ``result`` and stored (the
+    campaign's "launches" analysis)."""
+    assert run.store is not None
+    result.launches = rounds.tally(run.store, plan, failed)
+    for t in result.launches:
+        run.say(t.line())
+    data = {"budget": rounds.budget(plan.campaign.load), "launches": plan.campaign.load.launches,
+            "configs": [asdict(t) for t in result.launches]}  # fmt: skip
+    with run.store.transaction():
+        run.store.add_analysis("launches", "rounds", data, campaign=run.name)
+
+
 def _interleave(
-    plan: Plan, run: RunContext, result: CampaignResult, candidate: str, todo: set[tuple[str, int]]
-) -> tuple[str, set[tuple[str, int]]] | None:
-    """The baseline's pass before ``candidate`` (``campaign.interleave``), told and kept in
-    ``result``; what it measured (None when it did not finish)."""
-    out = interleave_step(plan, run, candidate, todo)
+    plan: Plan, run: RunContext, result: CampaignResult, candidate: str,
+    todo: set[tuple[str, int]], k: int,
+) -> tuple[str, set[tuple[str, int]]] | None:  # fmt: skip
+    """The baseline's pass before ``candidate`` in round ``k`` (``campaign.interleave``), told
+    and kept in ``result``; what it measured (None when it did not finish)."""
+    out = interleave_step(plan, run, candidate, todo, k)
+    if k > 1:
+        out.config += f" (launch {k})"
     result.outcomes.append(out)
     run.events.config_done(out)
     result.interrupted = out.status == "interrupted"

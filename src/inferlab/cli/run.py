@@ -84,6 +84,8 @@ def run(
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
     _summary(out, result.outcomes)
+    for t in result.launches:  # [load] max_launches > 1: each config's launches, why it stopped
+        out.print(escape(t.line()), highlight=False, soft_wrap=True)
     for p in report_paths:
         out.print(f"report: {escape(str(p))}", highlight=False)
     if result.interrupted:

@@ -30,18 +30,13 @@ from inferlab.cpus import parse_cpu_list
 from inferlab.errors import ConfigError
 
 __all__ = [
-    "CampaignFile",
-    "CampaignSection",
-    "ClusterSection",
-    "ConfigSpec",
-    "EngineSection",
-    "FileKind",
-    "LoadSection",
-    "Probe",
-    "ProfileSection",
-    "VerifySection",
+    "DEFAULT_LAUNCHES", "CampaignFile", "CampaignSection", "ClusterSection", "ConfigSpec",
+    "EngineSection", "FileKind", "LoadSection", "Probe", "ProfileSection", "VerifySection",
     "load_campaign",
-]
+]  # fmt: skip
+
+
+DEFAULT_LAUNCHES = (1, 1)  # [load] launches, max_launches when not given (issue 42: (2, 4)?)
 
 
 class _Closed(BaseModel):
@@ -191,6 +186,9 @@ class LoadSection(LoadSpec):
     #: the baseline measured again just before each candidate after the first (baseline, A,
     #: baseline, B, ...): each verdict is taken against its nearest pass (campaign.interleave)
     interleave: StrictBool = False
+    #: each config's launches in rounds, more while unsettled to max_launches (campaign.rounds)
+    launches: int = Field(default=DEFAULT_LAUNCHES[0], ge=1)
+    max_launches: int | None = Field(default=None, ge=1)
     max_client_lag_ms: float = Field(default=1.0, gt=0)
     #: CPUs of the measuring client ("6,7"); default: 1 per 16 streams (at most a quarter of
     #: the CPUs), the last ones
@@ -222,6 +220,8 @@ class LoadSection(LoadSpec):
             raise ValueError(
                 "sequential = true needs max_requests > 0 (its looks are k/looks of it)"
             )
+        if (self.max_launches or self.launches) < self.launches:
+            raise ValueError(f"give max_launches ≥ launches = {self.launches} (a budget a config)")
         return self
 
 

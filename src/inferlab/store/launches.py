@@ -6,6 +6,7 @@ profiler attached) are not measurements of the launch and are left out."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Iterable, Sequence
 
 from inferlab.store.db import Store
@@ -13,16 +14,56 @@ from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import INTERLEAVE_TAG
 from inferlab.store.rows import RunRow
 
-__all__ = ["MEASURED", "launch_groups", "launch_key", "one_launch"]
+__all__ = [
+    "LAUNCH_TAG", "MEASURED", "config_runs", "launch_cells", "launch_groups", "launch_key",
+    "launch_of", "one_launch",
+]  # fmt: skip
 
 #: the purposes of runs that measure a launch (not "profiled")
 MEASURED = ("measure", "interleave", "recheck")
+#: the environment key holding which launch of its config a run was measured in (2, 3, ...)
+LAUNCH_TAG = "launch"
+
+
+def launch_of(environment: dict[str, object]) -> int:
+    """The launch number a run's environment records (1: none recorded, the first)."""
+    k = environment.get(LAUNCH_TAG)
+    return k if isinstance(k, int) and k >= 1 else 1
 
 
 def launch_key(r: RunRow) -> Hashable:
-    """What a run's launch is told by, besides its order: config, point, pass."""
+    """What a run's launch is told by, besides its order: config, point, pass, launch."""
     tag = r.environment.get(INTERLEAVE_TAG) if r.purpose == "interleave" else None
-    return (r.config_hash, r.config, r.label, r.purpose, None if tag is None else str(tag))
+    k = launch_of(r.environment)
+    return (r.config_hash, r.config, r.label, r.purpose, None if tag is None else str(tag), k)
+
+
+def config_runs(store: Store, campaign: str, config_id: int) -> list[RunRow]:
+    """Every run of config row ``config_id`` (its current content; all purposes), oldest first."""
+    got = store.db.execute("SELECT name, hash FROM configs WHERE id = ?", (config_id,)).fetchone()
+    if got is None:
+        return []
+    runs = store.runs(campaign=campaign, config=str(got[0]), purpose=None)
+    return [r for r in runs if r.config_hash == got[1]]
+
+
+def launch_cells(store: Store, campaign: str, config_id: int) -> dict[int, set[tuple[str, int]]]:
+    """Launch number → the (label, trial) cells of config row ``config_id`` measured to the end
+    in that launch (what ``--resume`` skips in each round): not interrupted, not rejected,
+    purpose "measure"."""
+    rows = store.db.execute(
+        "SELECT r.label, r.trial, e.snapshot_json FROM runs r "
+        "JOIN campaigns c ON c.id = r.campaign_id "
+        "LEFT JOIN environments e ON e.id = r.environment_id "
+        "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
+        "AND r.purpose = 'measure'",
+        (campaign, config_id),
+    ).fetchall()
+    out: dict[int, set[tuple[str, int]]] = {}
+    for label, trial, env in rows:
+        k = launch_of(json.loads(env) if env else {})
+        out.setdefault(k, set()).add((str(label), int(trial)))
+    return out
 
 
 def _launches(runs: Iterable[RunRow]) -> list[list[RunRow]]:
