@@ -29,6 +29,7 @@ from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult
+from inferlab.records import RequestRecord
 from inferlab.stats.capacity import (
     Bracket,
     MarginSample,
@@ -43,7 +44,7 @@ from inferlab.stats.capacity_error import (
     launch_offsets,
     probe_seed,
 )
-from inferlab.stats.slo import LIMITS, SloState, assess_slo, margin_replicates
+from inferlab.stats.slo import LIMITS, SloPoint, SloState, assess_with_margin
 from inferlab.stats.summary import Interval
 from inferlab.store import Store
 
@@ -53,6 +54,7 @@ __all__ = [
     "CapacityResult",
     "Ladder",
     "Probe",
+    "ProbeJudge",
     "check_capacity",
     "find_capacity",
 ]
@@ -266,7 +268,7 @@ def find_capacity(
     start, top = _start(cfg, ladder), ladder.top(up_to)
     dist = sum(LIMITS[k].statistic is not None for k in limits)
     budget = ErrorBudget(level, max_probes, dist)
-    judge = _Judge(limits, ladder, budget, resamples or budget.resamples, cfg.seed, launch)
+    judge = ProbeJudge(limits, ladder, budget, resamples or budget.resamples, cfg.seed, launch)
     states: dict[int, SloState] = {}
     probes: list[Probe] = []
     samples: list[MarginSample] = []
@@ -315,7 +317,7 @@ def _estimate(samples: list[MarginSample], ladder: Ladder) -> Interval | None:
 
 
 @dataclass(frozen=True)
-class _Judge:
+class ProbeJudge:
     """One search's verdicts: each probe's limits at the budget's level, from ``resamples``
     resamples seeded by the probe (``probe_seed``), with the launch's offsets (one draw per
     resample, the same for every probe: they read one launch)."""
@@ -334,20 +336,25 @@ class _Judge:
     def offsets(self) -> np.ndarray | None:
         return launch_offsets(self.launch, self.resamples, self.seed_of(0, "launch"))
 
+    def decide(self, recs: list[RequestRecord], c: int) -> tuple[SloPoint, float, np.ndarray, int]:
+        """The SLO at probe ``c`` from its records, its margin and the margin's replicates,
+        and the probe's seed."""
+        seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
+        slo, margin, reps = assess_with_margin(
+            recs, self.limits, level=self.budget.probe_level, resamples=n, seed=seed,
+            offsets=offsets,
+        )  # fmt: skip
+        return slo, margin, reps, seed
+
     def __call__(
         self, result: BenchResult, c: int, ids: tuple[int, ...]
     ) -> tuple[Probe, MarginSample]:
         """One probe's verdict and margin from its records (every trial's); the margin
         sample is at the ladder's index ``c``."""
         recs = [r for p in result.points for r in p.records]
-        seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
-        slo = assess_slo(
-            recs, self.limits, level=self.budget.probe_level, resamples=n, seed=seed,
-            offsets=offsets,
-        )  # fmt: skip
+        slo, margin, reps, seed = self.decide(recs, c)
         untrusted = any(p.trust.state != "trusted" or p.interrupted for p in result.points)
         state: SloState = "undecided" if untrusted or slo.state is None else slo.state
-        margin, reps = margin_replicates(recs, self.limits, resamples=n, seed=seed, offsets=offsets)
         stop = result.points[-1].stop if result.points else None
         probe = Probe(
             self.ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,

@@ -3,7 +3,8 @@ incumbent's fresh measurement: one ``Objective`` row per ``[search] objective``.
 
 - ``output_tok_s``, ``tpot_ms``: the sequential A/B's status of that metric at the point.
 - ``goodput``: the share of requests that met every SLO limit at the point (``[slo]``
-  needed); better or worse only when the two Wilson intervals separate.
+  needed); better or worse by Newcombe's interval of the difference of the two shares
+  (``stats.goodput.compare_goodput``).
 - ``capacity``: capacity at SLO (``[slo]`` with a percentile limit needed), measured on each
   server by bisection (``campaign.capacity``); better or worse only when the two capacity
   intervals separate (``stats.capacity.compare_capacity``).
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inferlab.config.bench import SLO
+from inferlab.stats.goodput import compare_goodput
 from inferlab.store import RunRow, Store
 from inferlab.store.capacity import stored_capacities
 
@@ -48,11 +50,13 @@ def _goodput(run: RunRow, ref: RunRow, ref_name: str) -> tuple[Verdict, str]:
     a, b = _goodput_band(ref.summary), _goodput_band(run.summary)
     if a is None or b is None:
         return "undecided", f"no goodput interval (this run or {ref_name}): no verdict"
-    verdict: Verdict = "better" if b[0] > a[1] else "worse" if b[1] < a[0] else "undecided"
-    return verdict, (
-        f"goodput share [{b[0]:.0%}–{b[1]:.0%}] vs {ref_name} [{a[0]:.0%}–{a[1]:.0%}] "
-        "(Wilson 95%; a verdict only when they separate)"
-    )
+    ab = compare_goodput(_good_of(ref.summary), _good_of(run.summary), against=ref_name)
+    return ab.verdict, ab.reason  # a test of the two proportions (stats.goodput)
+
+
+def _good_of(summary: dict[str, Any]) -> tuple[int, int]:
+    slo = summary.get("slo") or {}
+    return int(slo.get("good") or 0), int(slo.get("requests") or 0)
 
 
 def _tpot(summary: dict[str, Any]) -> Any:

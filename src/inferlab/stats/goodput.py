@@ -92,7 +92,7 @@ def compare_goodput(
         verdict = "equivalent"
     pct = 100.0
     reason = (
-        f"goodput share {cand[0]}/{cand[1]} vs {against} {base[0]}/{base[1]}: "
+        f"goodput share [{cand[0]}/{cand[1]}] vs {against} [{base[0]}/{base[1]}]: "
         f"{d.estimate * pct:+.1f} points [{d.low * pct:+.1f}, {d.high * pct:+.1f}] "
         f"(Newcombe {level:.0%} interval of the difference): {verdict}"
     )

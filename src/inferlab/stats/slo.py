@@ -34,6 +34,7 @@ __all__ = [
     "SloPoint",
     "SloState",
     "assess_slo",
+    "assess_with_margin",
     "check_limits",
     "margin_replicates",
     "wilson",
@@ -185,6 +186,15 @@ def _weighted_quantile(
     return out
 
 
+def _draw_counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    """How often each of ``n`` requests is drawn, per resample of ``n`` draws with
+    replacement (a multinomial row, by one bincount: numpy's multinomial loops per row)."""
+    if not n:
+        return np.zeros((0, 0), dtype=np.int64)
+    idx = rng.integers(0, n, size=(resamples, n)) + (np.arange(resamples) * n)[:, None]
+    return np.bincount(idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+
+
 def _replicates(
     records: Sequence[RequestRecord],
     limits: Mapping[str, float],
@@ -199,7 +209,7 @@ def _replicates(
         raise ValueError(f"offsets: one per resample ({resamples}), got {offsets.shape}")
     n = len(records)
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples) if n else np.zeros((0, 0))
+    counts = _draw_counts(rng, n, resamples)
     out = {}
     for key in limits:
         kind = LIMITS[key]
@@ -234,8 +244,32 @@ def assess_slo(
     limit's two-sided level; ``offsets``: a launch term (``_replicates``)."""
     check_limits(limits)
     measured = [r for r in records if not r.warmup and r.dropped is None]
-    good = sum(_good(r, limits) for r in measured)
+    return _point(measured, limits, level, _replicates(measured, limits, resamples, seed, offsets))
+
+
+def assess_with_margin(
+    records: Sequence[RequestRecord],
+    limits: Mapping[str, float],
+    *,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+    offsets: np.ndarray | None = None,
+) -> tuple[SloPoint, float, np.ndarray]:
+    """``assess_slo`` and ``margin_replicates`` from the same resamples (computed once)."""
+    check_limits(limits)
+    measured = [r for r in records if not r.warmup and r.dropped is None]
     reps = _replicates(measured, limits, resamples, seed, offsets)
+    return (_point(measured, limits, level, reps), *_margin(measured, limits, reps))
+
+
+def _point(
+    measured: Sequence[RequestRecord],
+    limits: Mapping[str, float],
+    level: float,
+    reps: Mapping[str, np.ndarray],
+) -> SloPoint:
+    good = sum(_good(r, limits) for r in measured)
     alpha = (1 - level) / 2
     checks = []
     for key, rep in reps.items():
@@ -281,7 +315,14 @@ def margin_replicates(
     (≤ 1: the SLO holds), and ``resamples`` bootstrap replicates of it (requests resampled)."""
     check_limits(limits)
     measured = [r for r in records if not r.warmup and r.dropped is None]
-    reps = _replicates(measured, limits, resamples, seed, offsets)
+    return _margin(measured, limits, _replicates(measured, limits, resamples, seed, offsets))
+
+
+def _margin(
+    measured: Sequence[RequestRecord],
+    limits: Mapping[str, float],
+    reps: Mapping[str, np.ndarray],
+) -> tuple[float, np.ndarray]:
     if not reps:
         raise ValueError("the SLO has no distribution limit (a _pXX_ms key): no margin")
     point = []
