@@ -38,6 +38,9 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             "concurrency": [1, 2],
             "requests": 16,
             "tokenizer": tok,
+            # the baseline launched again at the end: a launch-level A/B needs a launch
+            # spread, and one launch each with none measured is "undecided"
+            "recheck_baseline": True,
         },
     )
     db = tmp / "seam.db"
@@ -50,6 +53,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         "same": "measured",
         "fast": "measured",
         "broken": "launch-failed",
+        "baseline (recheck)": "measured",
     }, [(o.config, o.message, o.log_tail) for o in res.outcomes]
     assert "--jitter-ms" in next(o.message for o in res.outcomes if o.config == "broken")
     return path, db

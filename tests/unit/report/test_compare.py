@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,15 @@ from support.records import rec
 from support.simproc import start_sim_thread
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Campaign 'ab': base (ITL 6 ms), same (ITL 6 ms again), fast (ITL 4 ms), each with the
+    """Campaign 'ab': base (ITL 6 ms, launched twice), same (ITL 6 ms again), fast (ITL 4 ms), each with the
     engine's seeded jitter of 0.3 ms, C=1,4, two trials, read on the engine's model clock (so
     the verdicts are the timing model's, not the machine's); campaign 'other': a different
     output length."""
@@ -32,8 +39,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tok = WordTokenizer().save_hf(tmp / "tok")
     path = tmp / "cmp.db"
 
+    port = _free_port()  # base's two launches at one URL: one config, launched twice
+
     def sweep(itl: str, name: str, campaign: str = "ab", out_tokens: int = 16) -> None:
-        with start_sim_thread("--ttft-ms", "8", "--itl-ms", itl, "--jitter-ms", "0.3") as sim:
+        at = ("--port", str(port)) if name == "base" else ()
+        with start_sim_thread("--ttft-ms", "8", "--itl-ms", itl, "--jitter-ms", "0.3", *at) as sim:
             cfg = BenchConfig(
                 url=sim.url,
                 engine="sim",
@@ -46,6 +56,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
             bench_with_record(cfg, db=path, campaign=campaign, config=name, clock=ModelClock())
 
     sweep("6", "base")
+    sweep("6", "base")  # launched twice: one launch each with no spread is "undecided"
     sweep("6", "same")
     sweep("4", "fast")
     sweep("6", "longer", campaign="other", out_tokens=24)
@@ -116,7 +127,7 @@ def test_cli_formats_and_errors(cli: Cli, db: Path, tmp_path: Path) -> None:
     missing = cli("compare", "--db", str(tmp_path / "none.db"), "--campaign", "x")
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
     listed = cli("runs", "--db", str(db), "--campaign", "ab")
-    assert listed.exit_code == 0 and listed.stdout.count("inferlab bench") == 12
+    assert listed.exit_code == 0 and listed.stdout.count("inferlab bench") == 16
 
 
 # --- configs measured on different GPU models are not compared unless forced
