@@ -29,16 +29,16 @@ from dataclasses import dataclass
 
 from inferlab.campaign.launch import config_row
 from inferlab.campaign.plan import Plan
-from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.campaign import DEFAULT_LAUNCHES, LoadSection
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.stats.launch_ab import compare_launches, settled
-from inferlab.stats.launches import launch_estimate
+from inferlab.stats.launch_ab import compare_launches, pool_spreads, settled
+from inferlab.stats.launches import launch_estimate, launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.verdict import Verdict
 from inferlab.store import Store
 from inferlab.store.groups import RunGroup
 from inferlab.store.launches import config_runs, launch_cells, launch_groups, launch_of
+from inferlab.store.spreads import spread_key, stored_spreads
 
 __all__ = ["Open", "Tally", "budget", "order", "schedule", "tally", "unsettled"]
 
@@ -96,12 +96,17 @@ def verdicts(
     store: Store, plan: Plan, cfg: ResolvedConfig, before: int
 ) -> list[tuple[str, str, Verdict]]:
     """``cfg``'s launch-level verdict against the baseline at each load point both have, for each
-    primary metric, from the rounds before ``before``. The prior spread: the campaign's other
-    configs launched more than once there (``stats.launches.Launches.spread``)."""
+    primary metric, from the rounds before ``before``, as ``compare`` decides it: the prior
+    spread is the campaign's other configs launched more than once there pooled with the
+    spreads stored for this engine, model and host by other campaigns (``store.spreads``)."""
     metrics = [m.name for m in listed(lambda m: m.primary)]
     base = _groups(store, plan, plan.baseline, before)
     cand = _groups(store, plan, cfg, before)
-    pooled = campaign_launches(store, plan.campaign.campaign.name, metrics)
+    name = plan.campaign.campaign.name
+    earlier = [
+        r for r in store.runs(campaign=name, purpose=None) if launch_of(r.environment) < before
+    ]
+    pooled = launches_of(launch_groups(store, earlier), metrics)
     ld = plan.campaign.load
     alpha = float(getattr(ld, "alpha", 0.05))  # [load] alpha where the config has it
     out: list[tuple[str, str, Verdict]] = []
@@ -112,13 +117,15 @@ def verdicts(
             c = [e for g in cand[label] if (e := launch_estimate(m, g)) is not None]
             if not b or not c:
                 continue
-            prior = pooled.spread(label, m, without=ids)
+            own = pooled.spread(label, m, without=ids)
+            key = spread_key(base[label][0].runs[0])
+            prior = pool_spreads(own, *stored_spreads(store, key, label, m, other_than=name))
             v = compare_launches(m, b, c, prior=prior, alpha=alpha, min_effect=ld.min_effect)
             out.append((label, m, v))
     return out
 
 
-def launches_of(store: Store, plan: Plan, cfg: ResolvedConfig, before: int = 1 << 30) -> int:
+def launch_count(store: Store, plan: Plan, cfg: ResolvedConfig, before: int = 1 << 30) -> int:
     """How many rounds before ``before`` measured ``cfg`` (its launches of the rounds)."""
     with store.transaction():
         gid = config_row(store, plan.campaign, cfg)
@@ -134,7 +141,7 @@ def unsettled(store: Store, plan: Plan, before: int, skip: Collection[str] = ())
             continue
         cells = [x for x in verdicts(store, plan, cfg, before) if not settled(x[2])]
         if cells:
-            out.append(Open(cfg.name, launches_of(store, plan, cfg, before), cells))
+            out.append(Open(cfg.name, launch_count(store, plan, cfg, before), cells))
     return out
 
 

@@ -1,0 +1,193 @@
+"""``[load] launches`` and ``max_launches`` (``campaign.rounds``): every config launched in rounds
+of alternating order (A B B A), then again only while a candidate's launch-level verdict is
+unsettled, to its budget. The reference engine on a thread of this process, launched by a
+launcher that serves each candidate's n-th launch at a stated speed factor (its ITL times
+``FACTORS[n]``: a launch-to-launch spread chosen by the test); every point read on the
+engine's model clock (``campaign.clock``); real HTTP on loopback, real SQLite."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.launch import InProcessSim
+from inferlab.campaign.runner import CampaignResult, run_campaign
+from inferlab.config.campaign import load_campaign
+from inferlab.errors import ConfigError
+from inferlab.server import ServerProcess
+from inferlab.server.lifecycle import LaunchSpec
+from inferlab.store import Store
+from inferlab.store.launches import launch_groups, launch_of
+from support.campaign import write_campaign
+
+#: a candidate whose launches vary far more than any verdict can settle in four launches
+WOBBLY = (1.0, 1.3, 0.8, 1.25, 1.0, 1.2)
+#: twice as fast at every launch: claimed "better" on two launches each (a do-nothing candidate
+#: is not: with no prior spread, 2 + 2 launches give a t with 1 df, wider than ±min_effect)
+STEADY = (0.5,) * 6
+
+
+def _cand(name: str) -> dict[str, Any]:
+    return {"name": name, "extends": "baseline", "env": {"INFERLAB_TEST_CAND": name}}
+
+
+class Speeds(InProcessSim):
+    """``InProcessSim`` whose candidate NAME serves its n-th launch (0-based, counted over every
+    run of the campaign: a resumed run goes on counting) with its ITL times
+    ``factors[NAME][n]``; ``order`` lists every launch's config, ``kill_at`` raises a
+    KeyboardInterrupt at that launch (1-based), as a kill between two launches would stop it."""
+
+    def __init__(self, factors: dict[str, Sequence[float]], kill_at: int | None = None) -> None:
+        self.factors = factors
+        self.counts: dict[str, int] = {}
+        self.order: list[str] = []
+        self.kill_at = kill_at
+
+    def start(self, spec: LaunchSpec) -> ServerProcess:
+        name = (spec.env or {}).get("INFERLAB_TEST_CAND", "baseline")
+        if self.kill_at is not None and len(self.order) + 1 == self.kill_at:
+            self.kill_at = None
+            raise KeyboardInterrupt
+        self.order.append(name)
+        argv = list(spec.argv)
+        if name in self.factors:
+            n = self.counts.get(name, 0)
+            self.counts[name] = n + 1
+            i = len(argv) - 1 - argv[::-1].index("--itl-ms") + 1  # the last given wins
+            argv[i] = f"{float(argv[i]) * self.factors[name][n]:.4f}"
+        return super().start(dataclasses.replace(spec, argv=argv))
+
+
+def _write(tmp: Path, configs: list[dict[str, Any]], **load: Any) -> Path:
+    return write_campaign(
+        tmp / "c.toml",
+        name="rounds",
+        args=["--ttft-ms", "2", "--itl-ms", "2", "--jitter-ms", "0.05"],
+        config=configs,
+        load={"concurrency": [2], "requests": 24, **load},
+    )
+
+
+def _run(path: Path, db: Path, launcher: Speeds, resume: bool = False) -> CampaignResult:
+    with Store(db) as store:
+        return run_campaign(path, store=store, launcher=launcher, clock=ModelClock(), resume=resume)
+
+
+def _names(res: CampaignResult) -> list[str]:
+    return [f"{o.config}:{o.status}" for o in res.outcomes]
+
+
+def test_launches_and_budget_are_checked_with_the_field_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"c\.toml.*max_launches.*≥ launches = 3"):
+        load_campaign(_write(tmp_path, [{"name": "baseline"}], launches=3, max_launches=2))
+    with pytest.raises(ConfigError, match=r"c\.toml.*launches"):
+        load_campaign(_write(tmp_path, [{"name": "baseline"}], launches=0))
+    with pytest.raises(ConfigError, match=r"c\.toml.*max_launches"):
+        load_campaign(_write(tmp_path, [{"name": "baseline"}], max_launches=0))
+    ld = load_campaign(_write(tmp_path, [{"name": "baseline"}])).load
+    assert (ld.launches, ld.max_launches) == (1, None)  # the default: one launch each
+
+
+def test_two_launches_run_a_b_b_a_and_stop_once_settled(tmp_path: Path) -> None:
+    path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
+    launcher = Speeds({"x": STEADY})
+    res = _run(path, tmp_path / "db", launcher)
+    assert launcher.order == ["baseline", "x", "x", "baseline"]  # A B B A; settled: no more
+    assert _names(res) == [
+        "baseline:measured", "x:measured", "x (launch 2):measured", "baseline (launch 2):measured",
+    ]  # fmt: skip
+    assert [(t.config, t.launches, t.stopped) for t in res.launches] == [
+        ("baseline", 2, "the baseline: launched beside the candidates"),
+        ("x", 2, "settled"),
+    ]
+    with Store(tmp_path / "db") as store:
+        runs = store.runs(campaign="rounds")
+        assert sorted((r.config, launch_of(r.environment)) for r in runs) == [
+            ("baseline", 1), ("baseline", 2), ("x", 1), ("x", 2),
+        ]  # fmt: skip
+        # the store tells each config's two launches apart (same point, same trial)
+        for cfg in ("baseline", "x"):
+            groups = launch_groups(store, [r for r in runs if r.config == cfg])
+            assert [len(g) for g in groups["C=2"]] == [2]
+        stored = store.analyses("launches", campaign="rounds")[0]["data"]
+    assert stored["budget"] == 4 and stored["launches"] == 2
+    assert [c["launches"] for c in stored["configs"]] == [2, 2]
+
+
+def test_an_unsettled_candidate_is_launched_again_to_its_budget(tmp_path: Path) -> None:
+    path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
+    launcher = Speeds({"x": WOBBLY})
+    res = _run(path, tmp_path / "db", launcher)
+    # rounds 3 and 4 go on alternating: A B B A A B B A
+    assert launcher.order == ["baseline", "x", "x", "baseline"] * 2
+    x = next(t for t in res.launches if t.config == "x")
+    assert x.launches == 4
+    assert x.stopped.startswith("budget spent ([load] max_launches = 4), unsettled at C=2")
+
+
+def test_only_the_unsettled_candidates_get_the_extra_rounds(tmp_path: Path) -> None:
+    configs = [{"name": "baseline"}, _cand("steady"), _cand("wobbly")]
+    path = _write(tmp_path, configs, launches=2, max_launches=3)
+    launcher = Speeds({"steady": STEADY, "wobbly": WOBBLY})
+    res = _run(path, tmp_path / "db", launcher)
+    assert launcher.order == [
+        "baseline", "steady", "wobbly", "wobbly", "steady", "baseline", "baseline", "wobbly",
+    ]  # fmt: skip
+    assert {t.config: (t.launches, t.stopped.split(" (")[0]) for t in res.launches} == {
+        "baseline": (3, "the baseline: launched beside the candidates"),
+        "steady": (2, "settled"),
+        "wobbly": (3, "budget spent"),
+    }
+
+
+def test_with_interleave_the_passes_before_each_candidate_are_the_baselines_launches(
+    tmp_path: Path,
+) -> None:
+    configs = [{"name": "baseline"}, _cand("x"), _cand("y")]
+    path = _write(tmp_path, configs, launches=2, interleave=True)
+    launcher = Speeds({"x": STEADY, "y": STEADY})
+    res = _run(path, tmp_path / "db", launcher)
+    # round 1 as interleave runs it; round 2 in reverse, each candidate after a baseline pass
+    assert _names(res) == [
+        "baseline:measured", "x:measured", "baseline (before y):measured", "y:measured",
+        "baseline (before y) (launch 2):measured", "y (launch 2):measured",
+        "baseline (before x) (launch 2):measured", "x (launch 2):measured",
+    ]  # fmt: skip
+    assert {t.config: t.launches for t in res.launches} == {"baseline": 4, "x": 2, "y": 2}
+
+
+def test_resume_after_a_kill_in_round_3_redoes_nothing_and_decides_the_same(
+    tmp_path: Path,
+) -> None:
+    path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
+    whole = Speeds({"x": WOBBLY})
+    _run(path, tmp_path / "whole", whole)
+    launcher = Speeds({"x": WOBBLY}, kill_at=6)  # the kill: as round 3's x is launched
+    try:
+        cut = _run(path, tmp_path / "db", launcher).interrupted
+    except KeyboardInterrupt:
+        cut = True
+    assert cut
+    with Store(tmp_path / "db") as store:
+        before = {r.id: (r.config, launch_of(r.environment)) for r in store.runs(campaign="rounds")}
+    assert sorted(before.values()) == [
+        ("baseline", 1), ("baseline", 2), ("baseline", 3), ("x", 1), ("x", 2),
+    ]  # fmt: skip
+    res = _run(path, tmp_path / "db", launcher, resume=True)
+    assert launcher.order == whole.order  # rounds 3 and 4 decided as the run without a kill
+    assert [o.config for o in res.outcomes if o.status == "skipped"] == [
+        "baseline",
+        "x",
+        "x (launch 2)",
+        "baseline (launch 2)",
+        "baseline (launch 3)",
+    ]
+    with Store(tmp_path / "db") as store:
+        after = {r.id: (r.config, launch_of(r.environment)) for r in store.runs(campaign="rounds")}
+    assert before.items() <= after.items()  # nothing lost, nothing measured again
+    assert sorted(after.values()) == sorted((c, k) for c in ("baseline", "x") for k in (1, 2, 3, 4))
