@@ -41,6 +41,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             "speed": [8.0],
             "trace_limit": 12,
             "tokenizer": WordTokenizer().save_hf(tmp / "tok"),
+            "recheck_baseline": True,  # a second baseline launch: a spread for the A/B
         },
     )
     db = tmp / "replay.db"
@@ -49,6 +50,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     assert {o.config: o.status for o in res.outcomes} == {
         "baseline": "measured",
         "fast": "measured",
+        "baseline (recheck)": "measured",
     }
     return path, db
 
