@@ -188,5 +188,6 @@ def bench_with_record(
     )
     if store_sink is not None:
         sinks.append(store_sink)
-    result = run_bench(cfg, events, out, sinks)
+    live = clock.live(cfg)[0] if clock is not None else cfg  # to the cap: stop on its clock
+    result = run_bench(live, events, out, sinks)
     return result, store_sink.run_ids if store_sink is not None else []

@@ -15,7 +15,7 @@ launched again, rechecked at the points it has not been rechecked at (``campaign
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from inferlab.campaign import profiled as profiled_passes
 from inferlab.campaign.bench import StoreSink, bench_config
@@ -26,6 +26,7 @@ from inferlab.campaign.stopping import baseline_refs
 from inferlab.campaign.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConnectError, ServerRejected
+from inferlab.load.adaptive import BaselineRef
 from inferlab.load.bench import LoadPoint, run_bench
 from inferlab.load.results import ResultSink
 from inferlab.store.interleave import INTERLEAVE_TAG
@@ -57,9 +58,11 @@ def _watch(cx: ConfigContext) -> list[ServerWatch]:
     return [ServerWatch(cx.held.server, cx.name)] if cx.held.server is not None else []
 
 
-def _clock(cx: ConfigContext, bench: BenchConfig) -> list[ResultSink]:
-    """With a model clock (``campaign.clock``), its sink."""
-    return [cx.held.clock.sink(cx.url, bench)] if cx.held.clock is not None else []
+def _clock(
+    cx: ConfigContext, bench: BenchConfig, refs: Mapping[str, BaselineRef] | None = None
+) -> list[ResultSink]:
+    """With a model clock (``campaign.clock``), its sink (``refs``: the sequential A/B's)."""
+    return [cx.held.clock.sink(cx.url, bench, refs)] if cx.held.clock is not None else []
 
 
 def sweep(points: list[LoadPoint], todo: set[tuple[str, int]], before: str | None = None) -> Pass:
@@ -77,11 +80,13 @@ def sweep(points: list[LoadPoint], todo: set[tuple[str, int]], before: str | Non
         refs = {}
         if camp.load.sequential and cfg.name != run.reference:
             refs = baseline_refs(store, run.name, run.reference)
-        watch, clock = _watch(cx), _clock(cx, bench)
+        watch, clock = _watch(cx), _clock(cx, bench, refs)
         sinks: list[ResultSink] = [*watch, *clock, sink]
+        # on the model clock the live sweep runs to the cap; the sink decides its stop
+        live, live_refs = cx.held.clock.live(bench, refs) if cx.held.clock else (bench, refs)
         try:
             res = (
-                run_bench(bench, run.events, None, sinks, cells=todo, baselines=refs)
+                run_bench(live, run.events, None, sinks, cells=todo, baselines=live_refs)
                 if todo
                 else None
             )

@@ -12,7 +12,8 @@ The draw:
 - ``--launch-seed N`` without ``--launch-state``: the factor of seed N (every launch the same);
 - ``--launch-seed N --launch-state PATH``: PATH holds a launch counter (created at 0, advanced
   under a lock at each start); launch ``k`` draws the factor of (N, k), so successive launches
-  of one argv draw different factors and a fresh state file replays the same sequence;
+  of one argv draw different factors and a fresh state file replays the same sequence (the
+  counter advances at ``--launch-sd 0`` too: it counts the launches);
 - no ``--launch-seed``: drawn from the OS's entropy (not reproducible).
 
 The factor is logged at start (``[SIMULATED] inferlab sim: SIMULATED launch factor ×1.034``).
@@ -69,10 +70,11 @@ def draw_factor(sd: float, seed: int | None, launch: int | None) -> float:
 
 def with_launch_factor(config: SimConfig) -> tuple[SimConfig, int | None]:
     """The config with this launch's factor drawn (``launch_factor``), and the launch number
-    taken from ``--launch-state`` (None without one). Without ``--launch-sd`` unchanged."""
-    if config.launch_sd <= 0.0:
-        return config, None
+    taken from ``--launch-state`` (None without one; counted at ``--launch-sd 0`` too, the
+    config then unchanged)."""
     launch = next_launch(config.launch_state) if config.launch_state is not None else None
+    if config.launch_sd <= 0.0:
+        return config, launch
     factor = draw_factor(config.launch_sd, config.launch_seed, launch)
     return config.model_copy(update={"launch_factor": factor}), launch
 
