@@ -39,7 +39,8 @@ class SimConfig(BaseModel):
 
     ``launch_sd`` (a log standard deviation, 0.04 ≈ 4%), ``launch_seed`` and ``launch_state``
     draw a per-launch speed factor (:mod:`inferlab.sim.launchspread`); ``launch_factor`` is the
-    factor drawn at start-up (not an option), multiplying every time of the launch.
+    factor drawn at start-up (not an option), multiplying every time of the launch, and
+    ``launch_index`` the launch number, mixed into the jitter's seed (each launch its own).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -78,6 +79,8 @@ class SimConfig(BaseModel):
     launch_state: Path | None = None
     #: drawn at start-up from ``launch_sd`` (``sim.launchspread``); not a ``sim serve`` option
     launch_factor: float = Field(default=1.0, gt=0.0)
+    #: the launch number taken from ``launch_state``; mixed into the jitter's seed
+    launch_index: int | None = None
 
     @property
     def batching(self) -> bool:

@@ -31,8 +31,9 @@ READY_LINE = "inferlab sim (SIMULATED engine) listening on "
 
 #: ``SimConfig`` fields whose option is not ``--`` + the field's name in kebab case
 _RENAMED = {"truth_path": "--truth"}
-#: ``launch_factor`` is drawn at start-up, not given
-_SIM_FIELDS = tuple(f for f in SimConfig.model_fields if f not in ("levers", "launch_factor"))
+#: drawn at start-up (``sim.launchspread``), not given
+_DRAWN = ("launch_factor", "launch_index")
+_SIM_FIELDS = tuple(f for f in SimConfig.model_fields if f != "levers" and f not in _DRAWN)
 
 
 def _option(field: str) -> str:

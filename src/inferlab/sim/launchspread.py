@@ -13,7 +13,8 @@ The draw:
 - ``--launch-seed N --launch-state PATH``: PATH holds a launch counter (created at 0, advanced
   under a lock at each start); launch ``k`` draws the factor of (N, k), so successive launches
   of one argv draw different factors and a fresh state file replays the same sequence (the
-  counter advances at ``--launch-sd 0`` too: it counts the launches);
+  counter advances at ``--launch-sd 0`` too: it counts the launches), and the jitter
+  (``--jitter-ms``) of launch ``k`` is seeded by (``--seed``, k): each launch its own noise;
 - no ``--launch-seed``: drawn from the OS's entropy (not reproducible).
 
 The factor is logged at start (``[SIMULATED] inferlab sim: SIMULATED launch factor ×1.034``).
@@ -73,6 +74,8 @@ def with_launch_factor(config: SimConfig) -> tuple[SimConfig, int | None]:
     taken from ``--launch-state`` (None without one; counted at ``--launch-sd 0`` too, the
     config then unchanged)."""
     launch = next_launch(config.launch_state) if config.launch_state is not None else None
+    if launch is not None:
+        config = config.model_copy(update={"launch_index": launch})
     if config.launch_sd <= 0.0:
         return config, launch
     factor = draw_factor(config.launch_sd, config.launch_seed, launch)

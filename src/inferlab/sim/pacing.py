@@ -30,11 +30,14 @@ __all__ = ["Pacer", "Schedule"]
 class Schedule:
     """Due times of an answer's chunks: TTFT, then ``ntokens × ITL`` per chunk (ns)."""
 
-    def __init__(self, ttft_ms: float, itl_ms: float, jitter_ms: float, seed: int) -> None:
+    def __init__(
+        self, ttft_ms: float, itl_ms: float, jitter_ms: float, seed: int, launch: int | None = None
+    ) -> None:
+        """``launch``: the launch number (``--launch-state``), mixed into the jitter's seed."""
         self._ttft_ns = round(ttft_ms * 1e6)
         self._itl_ns = round(itl_ms * 1e6)
         self._jitter_ns = jitter_ms * 1e6
-        self._rng = random.Random(seed)
+        self._rng = random.Random(seed if launch is None else f"jitter:{seed}:{launch}")
 
     def dues(self, recv_ns: int, sizes: list[int]) -> list[int]:
         """Due times (perf_counter ns) of chunks of ``sizes`` tokens received at ``recv_ns``."""

@@ -74,8 +74,9 @@ def nccl_lines(env: Mapping[str, str]) -> list[str]:
 
 def server_args(config: SimConfig) -> dict[str, Any]:
     """Every ``inferlab sim serve`` arg by its field name, effective values filled in."""
-    # launch_factor: drawn at start-up, logged on its own line (sim.launchspread)
-    d = config.model_dump(mode="json", exclude={"levers", "truth_path", "launch_factor"})
+    # the launch's factor and number: drawn at start-up, logged on their own line
+    drawn = {"launch_factor", "launch_index"}
+    d = config.model_dump(mode="json", exclude={"levers", "truth_path", *drawn})
     d["truth"] = str(config.truth_path) if config.truth_path else None
     lv = config.levers.model_dump(mode="json")
     if config.batching:

@@ -100,3 +100,14 @@ def test_a_negative_sd_is_an_invalid_option_and_a_bad_state_file_is_named(tmp_pa
     with pytest.raises(SimError, match=r"--launch-state .*state: expected a launch counter"):
         next_launch(bad)
     assert [next_launch(tmp_path / "n") for _ in range(3)] == [0, 1, 2]
+
+
+def test_each_launch_of_a_state_file_draws_its_own_jitter(tmp_path: Path) -> None:
+    def gaps(state: Path) -> list[float]:
+        args = ("--itl-ms", "2", "--jitter-ms", "0.5", "--launch-state", str(state))
+        with start_sim_thread(*args) as sim:
+            return _gaps_ms(sim, 8)[1]
+
+    first, second = gaps(tmp_path / "a"), gaps(tmp_path / "a")
+    assert first != second  # launch 0 and launch 1: each its own noise
+    assert gaps(tmp_path / "b") == first  # a fresh counter: launch 0's again
