@@ -18,18 +18,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any
 
 from inferlab.campaign.bench import bench_with_record
+from inferlab.campaign.capacity_probe import CONCURRENCY, Ladder, Probe, ProbeJudge, stored_term
 from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
-from inferlab.load.bench import BenchEvents, BenchResult
-from inferlab.records import RequestRecord
+from inferlab.load.bench import BenchEvents
 from inferlab.stats.capacity import (
     Bracket,
     MarginSample,
@@ -41,10 +39,8 @@ from inferlab.stats.capacity_error import (
     ONE_LAUNCH,
     ErrorBudget,
     LaunchTerm,
-    launch_offsets,
-    probe_seed,
 )
-from inferlab.stats.slo import LIMITS, SloPoint, SloState, assess_with_margin
+from inferlab.stats.slo import LIMITS, SloState
 from inferlab.stats.summary import Interval
 from inferlab.store import Store
 
@@ -61,71 +57,6 @@ __all__ = [
 
 #: the ``analyses.kind`` a capacity result is stored under (its name: the SLO's text)
 CAPACITY_KIND = "capacity"
-
-
-@dataclass(frozen=True)
-class Ladder:
-    """The points a capacity search may probe, index ``i`` ≥ 1 → ``i × step``: closed-loop
-    concurrency (``step`` 1) or open-loop request rate (req/s)."""
-
-    unit: Literal["concurrency", "rate"] = "concurrency"
-    step: float = 1.0
-
-    @classmethod
-    def rates(cls, up_to: float, step: float | None = None) -> Ladder:
-        """Request rates up to ``up_to`` req/s, ``step`` apart (default: ``up_to`` / 32)."""
-        return cls("rate", step if step is not None else up_to / 32)
-
-    def at(self, i: int) -> float | int:
-        """The point of index ``i``: a concurrency (int) or a rate (req/s)."""
-        return i if self.unit == "concurrency" else round(i * self.step, 9)
-
-    def index(self, value: float) -> int:
-        """The nearest index of ``value`` (at least 1)."""
-        return max(1, round(value / self.step))
-
-    def top(self, up_to: float) -> int:
-        """The highest index whose point is ≤ ``up_to``."""
-        return max(1, math.floor(up_to / self.step + 1e-9))
-
-    def text(self, value: float | None) -> str:
-        """``C=4`` or ``2.5 req/s``."""
-        if value is None:
-            return "?"
-        return f"C={value:g}" if self.unit == "concurrency" else f"{value:g} req/s"
-
-    def load(self, i: int) -> dict[str, list[Any]]:
-        """The bench config's load for probe ``i``: one point."""
-        if self.unit == "concurrency":
-            return {"concurrency": [i], "rate": []}
-        return {"concurrency": [], "rate": [float(self.at(i))]}
-
-
-#: the closed-loop ladder of ``bench --capacity``
-CONCURRENCY = Ladder()
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One measured point (a concurrency, or a rate in req/s): the SLO's state there, its
-    margin (largest percentile/limit ratio), goodput share, requests counted, the stored run
-    ids, why it stopped and the seed of its bootstrap (``capacity_error.probe_seed``)."""
-
-    point: float | int
-    state: SloState
-    margin: float
-    goodput: float
-    requests: int
-    run_ids: tuple[int, ...] = ()
-    stop: str | None = None
-    trusted: bool = True  # False: a starved client or an interruption (then undecided)
-    seed: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["run_ids"] = list(self.run_ids)
-        d["margin"] = None if math.isnan(self.margin) else self.margin
-        return d
 
 
 @dataclass(frozen=True)
@@ -256,40 +187,38 @@ def find_capacity(
     on_probe: Callable[[Probe], None] | None = None,
     level: float = 0.95,
     launch: LaunchTerm | None = None,
+    stored_spread: bool = True,
 ) -> tuple[CapacityResult, list[int]]:
     """The highest point of ``ladder`` ≤ ``up_to`` (a concurrency, or a rate in req/s) at
     which ``cfg.slo`` holds (see the module docstring), starting at the first concurrency or
     rate given (one step when none is); every probe is stored with ``db`` and the result too.
-    ``level``: the bracket's confidence for the whole search (spent over ``max_probes``);
-    ``launch``: the launch-to-launch spread, when known; ``resamples``: bootstrap resamples a
-    probe (default: the budget's). Returns it with the stored run ids."""
+    ``level``: the bracket's confidence for the whole search; ``launch``: the launch spread
+    (default, ``stored_spread``: ``db``'s for the first probe's engine, model and host).
+    Returns it with the stored run ids."""
     check_capacity(cfg, up_to, ladder)
     limits = cfg.slo.limits()
     start, top = _start(cfg, ladder), ladder.top(up_to)
-    dist = sum(LIMITS[k].statistic is not None for k in limits)
-    budget = ErrorBudget(level, max_probes, dist)
+    budget = ErrorBudget(level, max_probes, sum(LIMITS[k].statistic is not None for k in limits))
     judge = ProbeJudge(limits, ladder, budget, resamples or budget.resamples, cfg.seed, launch)
     states: dict[int, SloState] = {}
-    probes: list[Probe] = []
-    samples: list[MarginSample] = []
-    run_ids: list[int] = []
+    probes, samples, run_ids = list[Probe](), list[MarginSample](), list[int]()
     engine, model, stopped = cfg.engine or "openai", "", "budget"
     while len(probes) < max_probes:
         c = next_probe(states, start, top)
         if c is None:
             stopped = _why_stopped(states, top)
             break
-        pcfg = cfg.model_copy(update=ladder.load(c))
         result, ids = bench_with_record(
-            pcfg, events, db=db, campaign=campaign, config=config, clock=clock,
-            config_id=config_id,
+            cfg.model_copy(update=ladder.load(c)), events, db=db, campaign=campaign,
+            config=config, clock=clock, config_id=config_id,
         )  # fmt: skip
         engine, model = result.engine, result.model
+        if not run_ids and ids and db is not None and stored_spread and launch is None:
+            judge = replace(judge, launch=stored_term(db, ids[0], limits))  # before judging
         run_ids += ids
         probe, sample = judge(result, c, tuple(ids))
         probes.append(probe)
-        states[c] = probe.state
-        samples += [sample] if probe.trusted else []
+        states[c], samples = probe.state, samples + ([sample] if probe.trusted else [])
         if on_probe is not None:
             on_probe(probe)
         if result.interrupted:
@@ -297,14 +226,15 @@ def find_capacity(
             break
     out = CapacityResult(
         cfg.slo.text, engine, tuple(probes), bracket(states), _estimate(samples, ladder),
-        stopped, top,
-        simulated=engine == "sim",
-        workload=json.dumps(cfg.workload.model_dump(mode="json"), sort_keys=True),
-        ladder=ladder, budget=budget, launch=launch,
+        stopped, top, engine == "sim", _workload(cfg), ladder, budget, judge.launch,
     )  # fmt: skip
     if db is not None and probes:
         _store(db, out, campaign, config or f"{engine}:{model}", config_id)
     return out, run_ids
+
+
+def _workload(cfg: BenchConfig) -> str:
+    return json.dumps(cfg.workload.model_dump(mode="json"), sort_keys=True)
 
 
 def _estimate(samples: list[MarginSample], ladder: Ladder) -> Interval | None:
@@ -314,53 +244,6 @@ def _estimate(samples: list[MarginSample], ladder: Ladder) -> Interval | None:
         return e
     k = ladder.step
     return Interval(e.estimate * k, e.low * k, e.high * k, e.level)
-
-
-@dataclass(frozen=True)
-class ProbeJudge:
-    """One search's verdicts: each probe's limits at the budget's level, from ``resamples``
-    resamples seeded by the probe (``probe_seed``), with the launch's offsets (one draw per
-    resample, the same for every probe: they read one launch)."""
-
-    limits: dict[str, float]
-    ladder: Ladder
-    budget: ErrorBudget
-    resamples: int
-    seed: int
-    launch: LaunchTerm | None
-
-    def seed_of(self, c: int, what: str = "probe") -> int:
-        return probe_seed(self.seed, self.ladder.unit, self.ladder.step, c, what)
-
-    @property
-    def offsets(self) -> np.ndarray | None:
-        return launch_offsets(self.launch, self.resamples, self.seed_of(0, "launch"))
-
-    def decide(self, recs: list[RequestRecord], c: int) -> tuple[SloPoint, float, np.ndarray, int]:
-        """The SLO at probe ``c`` from its records, its margin and the margin's replicates,
-        and the probe's seed."""
-        seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
-        slo, margin, reps = assess_with_margin(
-            recs, self.limits, level=self.budget.probe_level, resamples=n, seed=seed,
-            offsets=offsets,
-        )  # fmt: skip
-        return slo, margin, reps, seed
-
-    def __call__(
-        self, result: BenchResult, c: int, ids: tuple[int, ...]
-    ) -> tuple[Probe, MarginSample]:
-        """One probe's verdict and margin from its records (every trial's); the margin
-        sample is at the ladder's index ``c``."""
-        recs = [r for p in result.points for r in p.records]
-        slo, margin, reps, seed = self.decide(recs, c)
-        untrusted = any(p.trust.state != "trusted" or p.interrupted for p in result.points)
-        state: SloState = "undecided" if untrusted or slo.state is None else slo.state
-        stop = result.points[-1].stop if result.points else None
-        probe = Probe(
-            self.ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,
-            stop.reason if stop is not None else None, not untrusted, seed,
-        )  # fmt: skip
-        return probe, MarginSample(c, margin, reps, slo.requests)
 
 
 def _why_stopped(states: dict[int, SloState], up_to: int) -> str:

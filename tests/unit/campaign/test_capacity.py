@@ -21,7 +21,10 @@ from inferlab.campaign.clock import ModelClock
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError
 from inferlab.sim.tokenizer import WordTokenizer
+from inferlab.stats.capacity_error import probe_seed
+from inferlab.stats.spread import LaunchSpread
 from inferlab.store import Store
+from inferlab.store.spreads import save_spreads, spread_key
 from support.simproc import SimFactory
 
 SCALE = 0.1
@@ -61,6 +64,41 @@ def test_capacity_interval_contains_the_true_capacity(
         (stored,) = store.analyses(CAPACITY_KIND, "cap")
     assert stored["config"] == "g" and stored["name"] == f"tpot_p50_ms={LIMIT_MS:g}"
     assert stored["data"]["holds_at"] == 4 and len(stored["data"]["probes"]) == 6
+    # each probe its own recorded bootstrap seed; the confidence is the whole bisection's,
+    # and without a stored launch spread the capacity says it is of one launch
+    seeds = [p["seed"] for p in stored["data"]["probes"]]
+    assert seeds == [probe_seed(cfg.seed, "concurrency", 1.0, p.point) for p in res.probes]
+    assert len(set(seeds)) == 6
+    conf = stored["data"]["confidence"]
+    assert conf["level"] == 0.95 and conf["probes"] == 12 and conf["method"] == "bonferroni"
+    assert conf["probe_level"] == pytest.approx(1 - 0.1 / 12)
+    assert stored["data"]["launch"] is None and "one launch" in stored["data"]["definition"]
+    assert "95% for the whole bisection" in res.sentence and "one launch" in res.sentence
+
+
+def test_a_stored_launch_spread_for_the_engine_model_and_host_is_carried(
+    sim_server: SimFactory, tmp_path: Path
+) -> None:
+    sim = sim_server("--preset", "generic", "--time-scale", str(SCALE))
+    cfg = _cfg(sim.url, tmp_path, 1, "tpot_p50_ms=0.5")  # fails at C=1: one probe a search
+    db = tmp_path / "t.db"
+    first, ids = find_capacity(cfg, 8, db=db, campaign="a", config="g", clock=ModelClock())
+    assert first.launch is None and first.stopped == "holds nowhere"
+    with Store(db) as store:
+        (run,) = store.runs(run_ids=ids)
+        spread = LaunchSpread(0.06, 4, 5)
+        save_spreads(store, "earlier", spread_key(run), {("C=8", "tpot_ms"): spread})
+    res, _ = find_capacity(cfg, 8, db=db, campaign="b", config="g", clock=ModelClock())
+    assert res.launch is not None and res.launch.spread.tau == 0.06
+    assert "across launches: launch-to-launch ±6.0%" in res.sentence
+    assert "stored: campaign earlier" in res.sentence and "tpot_ms at C=8" in res.sentence
+    with Store(db) as store:
+        (stored,) = store.analyses(CAPACITY_KIND, "b")
+    assert stored["data"]["launch"]["tau"] == 0.06
+    # the lookup can be turned off
+    off, _ = find_capacity(cfg, 8, db=db, campaign="c", config="g", clock=ModelClock(),
+                           stored_spread=False)  # fmt: skip
+    assert off.launch is None
 
 
 def test_capacity_needs_a_percentile_limit_and_closed_loop(tmp_path: Path) -> None:
