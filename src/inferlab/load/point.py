@@ -20,6 +20,7 @@ from inferlab.config.pattern import Replay
 from inferlab.engines import EngineSpec
 from inferlab.errors import TokenizerError
 from inferlab.load.adaptive import BaselineRef, PointFacts, choose_rule
+from inferlab.load.budget import point_budget
 from inferlab.load.http import Endpoint, HttpClient
 from inferlab.load.jobs import Item, WorkerJob
 from inferlab.load.phase import run_phase
@@ -234,7 +235,7 @@ def _plan(
             max_model_len=sw.max_model_len,
         )
         return plan.offsets, plan.warmup, plan.prompts, False, plan.refused
-    offsets, n, cycle = _request_plan(cfg, point, pi)
+    offsets, n, cycle = _request_plan(point_budget(cfg, point.concurrency), point, pi)
     spec = cfg.workload.model_copy(update={"seed": cfg.workload.seed + 1000 * pi})
     kind = f" ({spec.label})" if spec.kind == "shared-prefix" else ""
     sw.events.message(f"{point.label}: preparing {n + cfg.warmup} prompts{kind} ...")
@@ -267,7 +268,7 @@ def _measure(
     cycle: bool,
     m: _Measured,
 ) -> None:
-    cfg = sw.cfg
+    cfg = point_budget(sw.cfg, point.concurrency)  # ≥ MIN_WAVES waves of C (load.budget)
     planned = point.users * (point.turns or 1) if point.users is not None else len(items)
     sw.events.point_started(point, None if cycle else planned, False)
     jobs = split_jobs(sw, point, items, workers, warmup=False, offsets=offsets, cycle=cycle)

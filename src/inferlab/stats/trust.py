@@ -10,7 +10,11 @@ A point is untrusted when its numbers do not measure the server:
   measurement failure and not a speed;
 - ``interrupted``: the point was cut short (Ctrl-C): what it had is stored, never used;
 - ``all-failed``: no request of the point succeeded (a server that died, 5xx): there is no speed
-  to measure, and the client's lag during the burst of errors is not reported.
+  to measure, and the client's lag during the burst of errors is not reported;
+- ``too-short`` (``too_short``, judged by ``compare`` from the stored requests): a closed-loop
+  point at C ≥ 2 whose counted requests (its steady window: ramp-up and drain left out) are
+  fewer than :data:`MIN_WAVES` waves of C: its throughput is the fill and drain of a few
+  waves, not a steady state (the H200's C=128 points of 2 waves read ±130–146%).
 
 Pure functions; ``compare`` and the report never claim a change from an untrusted point.
 """
@@ -24,15 +28,19 @@ from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_LAG_LIMIT_MS",
+    "MIN_WAVES",
     "TPOT_ZERO_MS",
     "Trust",
     "TrustIssue",
     "assess",
+    "too_short",
     "trust_from_json",
 ]
 
 DEFAULT_LAG_LIMIT_MS = 1.0
 TPOT_ZERO_MS = 0.1  # 10,000 tok/s for one stream: no real server decodes that fast; a burst read
+#: fewest waves (counted requests ÷ C) a closed-loop point's steady window needs to carry a claim
+MIN_WAVES = 8
 
 TrustState = Literal["trusted", "untrusted"]
 
@@ -42,6 +50,7 @@ _LABELS = {
     "tpot-zero": "TPOT 0",
     "interrupted": "interrupted",
     "all-failed": "all requests failed",
+    "too-short": "too short",
 }
 
 
@@ -49,7 +58,7 @@ _LABELS = {
 class TrustIssue:
     """One reason a point is untrusted, and what removes it."""
 
-    reason: str  # client-lag | late-sends | tpot-zero | interrupted | all-failed
+    reason: str  # client-lag | late-sends | tpot-zero | interrupted | all-failed | too-short
     message: str
     fix: str
 
@@ -158,4 +167,28 @@ def trust_from_json(items: Sequence[Mapping[str, Any]]) -> Trust:
             TrustIssue(str(i.get("reason", "")), str(i.get("message", "")), str(i.get("fix", "")))
             for i in items
         )
+    )
+
+
+def too_short(
+    counted: Sequence[int], concurrency: int | None, min_waves: int = MIN_WAVES
+) -> TrustIssue | None:
+    """``too-short`` when the shortest of a point's runs (``counted``: each run's counted,
+    successful requests) has fewer than ``min_waves`` × C of them; None at C = 1 (a wave is
+    one request there: ``too-few-samples`` covers it), for a point that is not closed-loop,
+    or without runs."""
+    if concurrency is None or concurrency < 2 or not counted:
+        return None
+    n = min(counted)
+    waves = n / concurrency
+    if waves >= min_waves:
+        return None
+    return TrustIssue(
+        "too-short",
+        f"{waves:.1f} waves at C={concurrency} ({n} counted requests in its steady window), "
+        f"need ≥ {min_waves}: its throughput is the fill and drain of a few waves, not a "
+        "steady state",
+        f'measure ≥ {min_waves * concurrency} requests at C={concurrency} (requests = "auto" '
+        f"raises its min_requests and max_requests to {min_waves} × C; a fixed requests = N: "
+        "raise N)",
     )

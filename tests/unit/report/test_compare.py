@@ -48,7 +48,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 url=sim.url,
                 engine="sim",
                 concurrency=[1, 4],
-                requests=24,
+                requests=32,  # 8 waves at C=4: fewer carry no claim (stats.trust.too_short)
                 trials=2,
                 tokenizer=tok,
                 workload=WorkloadSpec(input_tokens=8, output_tokens=out_tokens),

@@ -39,7 +39,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 url=sim.url,
                 engine="sim",
                 concurrency=[1, 2],
-                requests=12,
+                requests=16,  # 8 waves at C=2: fewer are too short to claim
                 tokenizer=tok,
                 workload=WorkloadSpec(input_tokens=8, output_tokens=16),
             )
