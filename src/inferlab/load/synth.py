@@ -64,6 +64,9 @@ class BlockText:
 
 
 def _check(texts: list[str], want: list[int], tok: WordSource) -> None:
+    """Each text is as many tokens as made, by the client's own tokenizer: a tokenizer of
+    another model passes this; the server's count of each prompt is checked after the point
+    (``load.promptcheck``: the ``tokenizer-mismatch`` warning)."""
     for i, (got, n) in enumerate(zip(tok.count_many(texts), want)):
         if got != n:
             raise TokenizerError(
