@@ -82,10 +82,16 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
             top = max(ok, key=lambda t: sign * (t.result.value or 0.0))
             con.print(f"its closest: {escape(_evidence(r, top))}", highlight=False)
         return
-    con.print(f"\n[bold]recommended: {escape(r.best)}[/bold]", highlight=False)
+    conf = r.confirmation
+    head = "recommended" if r.recommended else "not recommended (the search's winner)"
+    con.print(f"\n[bold]{head}: {escape(r.best)}[/bold]", highlight=False)
+    if conf is not None:  # the winner's interval is the confirmation's (search.confirm)
+        con.print(f"  {escape(conf.sentence())}", highlight=False)
     by_name = {t.name: t for t in r.search.trials}
     for name in r.search.path[1:]:
-        con.print(f"  {escape(_evidence(r, by_name[name]))}", highlight=False)
+        con.print(f"  selected by: {escape(_evidence(r, by_name[name]))}", highlight=False)
+    if not r.recommended:
+        return
     con.print(escape(r.snippet()), highlight=False)
     for line in r.launch:
         con.print(escape(line), highlight=False, soft_wrap=True)

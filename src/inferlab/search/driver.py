@@ -43,13 +43,14 @@ from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSecti
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.store import Store
 
+from .confirm import Confirmation, defend, resumed_stop
 from .flags import check_flags
 from .loop import Bounds, SearchResult, TrialRecord, TrialResult, batches, run_search
 from .objectives import slo_problem
 from .prune import DimBound, bound_dims, levers_of, searched
 from .refusals import refusal_lines
 from .samplers import resolve
-from .space import Space
+from .space import Space, check_resumed
 from .summary import baseline_values, command_line, predicted_rows
 from .trials import Trials, ref_spec
 
@@ -91,6 +92,18 @@ class OptimizeResult:
     configs: dict[str, ConfigSpec] = field(default_factory=dict)
     #: the best config's resolved launch (argv, env) as ``run --dry-run`` prints it
     launch: list[str] = field(default_factory=list)
+    #: the winner's confirmation A/B on fresh launches (``search.confirm``); None: the
+    #: baseline won, or the objective has none (goodput, capacity)
+    confirmation: Confirmation | None = None
+
+    @property
+    def recommended(self) -> str | None:
+        """The config recommended: the winner when it confirmed (or has no confirmation for
+        its objective); None when nothing beat the baseline or the winner did not confirm."""
+        if self.best == self.baseline:
+            return None
+        ok = self.confirmation is None or self.confirmation.confirmed
+        return self.best if ok else None
 
     @property
     def best(self) -> str:
@@ -140,6 +153,8 @@ class OptimizeResult:
             "sampler": self.search.sampler,
             "stop_detail": self.search.stop_detail,
             "skipped": dict(self.search.skipped),
+            "recommended": self.recommended,
+            "confirmation": self.confirmation.to_json() if self.confirmation else None,
         }
 
     def refused(self) -> list[str]:
@@ -241,19 +256,6 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
     return plan, section
 
 
-def _check_history(path: Path, space: Space, history: list[TrialRecord]) -> None:
-    """A resumed search's stored trials must fit today's ``[search]`` (their values are
-    replayed into the sampler): refused, naming the dimension, when one does not."""
-    for rec in history:
-        what = space.changed(rec.params)
-        if what is not None:
-            raise ConfigError(
-                f"{path}: search.dim: --resume: {what} (trial {rec.name}): the stored trials "
-                "were measured on another space. Restore [search] as it was to resume, or "
-                "search afresh under another [campaign] name (or another --db)"
-            )
-
-
 @dataclass
 class _Runs:
     """Where the search's plans run: on this host (``run_plan``), or on the Ray cluster at
@@ -345,7 +347,7 @@ def optimize(
     kept = searched(section.dim, bounds)
     space = Space(kept, plan.campaign.config[0])
     history = [_record_of(a["data"]) for a in store.analyses(TRIAL_KIND, campaign=name)]
-    _check_history(plan.path, space, history)
+    check_resumed(plan.path, space, [(r.name, r.params) for r in history])
     trials = Trials(
         plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None
     )
@@ -357,14 +359,18 @@ def optimize(
         store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)
 
     first = Bounds({b.key: b.high for b in bounds if not b.pruned})
+    left = resumed_stop(store, name, section, len(history))  # stopped: only to confirm
     result = run_search(
-        space, section, trials, history=history, pruned=pruned, on_trial=stored, bounds=first,
-        rebound=lambda incumbent: trials.bounds_of(incumbent, kept), parallel=parallel,
+        space, left.section if left else section, trials, history=history, pruned=pruned,
+        on_trial=stored, bounds=first, parallel=parallel,
+        rebound=lambda incumbent: trials.bounds_of(incumbent, kept),
     )  # fmt: skip
+    confirmation = defend(trials, result, OBJECTIVE_METRIC.get(section.objective), left)
     configs = {c.name: c for c in trials.specs}
     launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
     shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
-    out = OptimizeResult(name, base, section.objective, at, bounds, result, configs, launch[shown:])
+    out = OptimizeResult(name, base, section.objective, at, bounds, result, configs,
+                         launch[shown:], confirmation)  # fmt: skip
     data = out.summary(section, plan.baseline)
     data["simulated"] = plan.campaign.engine.kind == "sim"
     store.add_analysis(SEARCH_KIND, name, data, campaign=name)

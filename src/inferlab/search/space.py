@@ -22,7 +22,7 @@ from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchDim, SearchSection
 from inferlab.errors import ConfigError
 
-__all__ = ["Params", "Space", "distribution", "ordinal", "value_text"]
+__all__ = ["Params", "Space", "check_resumed", "distribution", "ordinal", "value_text"]
 
 #: a trial's values, by dimension key (``--max-num-seqs``, ``env NCCL_PROTO``, ``files moe``)
 Params = Mapping[str, Any]
@@ -203,3 +203,17 @@ class Space:
                 + ", ".join(f"{d.key}={params[d.key]}" for d in self.dims),
             }
         )
+
+
+def check_resumed(path: Any, space: Space, stored: Sequence[tuple[str, Params]]) -> None:
+    """A resumed search's stored trials (name, values) must fit today's ``[search]`` (they are
+    replayed into the sampler): refused, naming the dimension and what to do, when one does
+    not (``path``: the campaign file)."""
+    for name, params in stored:
+        what = space.changed(params)
+        if what is not None:
+            raise ConfigError(
+                f"{path}: search.dim: --resume: {what} (trial {name}): the stored trials were "
+                "measured on another space. Restore [search] as it was to resume, or search "
+                "afresh under another [campaign] name (or another --db)"
+            )

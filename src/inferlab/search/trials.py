@@ -82,9 +82,13 @@ class Trials:
         )  # an incumbent that did not launch leaves nothing to reuse
         self.spare = (ref, incumbent) if failed and measured else None
 
-    def derived(self, reference: str, names: list[str], profile: bool = False) -> Plan:
+    def derived(
+        self, reference: str, names: list[str], profile: bool = False, confirm: bool = False
+    ) -> Plan:
         """The campaign reduced to the search's point for ``names``, judged against
-        ``reference``; ``profile``: with the campaign's ``[profile]`` at that point."""
+        ``reference``; ``profile``: with the campaign's ``[profile]`` at that point;
+        ``confirm``: the winner's confirmation (``search.confirm``): no sequential A/B (each
+        launch measured by the precision rule), no verification (the trial passed it)."""
         camp = self.plan.campaign
         capacity = self.section.objective == "capacity"
         at = closed_concurrency(self.section.at) if self.section.at else None
@@ -95,7 +99,7 @@ class Trials:
         load = camp.load.model_copy(
             update={
                 **points,
-                "sequential": not capacity,
+                "sequential": not capacity and not confirm,
                 "trials": 1,
                 "recheck_baseline": False,
                 "interleave": False,  # each trial has its own incumbent measurement (tNN-ref)
@@ -112,6 +116,7 @@ class Trials:
         against = camp.verify.lossy_against or self.plan.baseline.name
         verify = camp.verify.model_copy(
             update={"equivalent_to": reference, "lossy_against": against}
+            | ({"enabled": False} if confirm else {})
         )
         prof = None
         if profile and camp.profile is not None:

@@ -165,7 +165,16 @@ def _recommendation(out: _Out, s: dict[str, Any]) -> None:
         f"{e['name']} against {e['against']}: {_ratio(e)} on {s.get('metric')} (better)"
         for e in s.get("evidence") or []
     ]
-    out.para(f"{best}: " + "; ".join(ev) if ev else best)
+    conf = s.get("confirmation") or {}
+    if conf:  # the winner's interval is its confirmation's (search.confirm)
+        lead = "Recommended" if conf.get("confirmed") else "Not recommended (the search's winner)"
+        out.para(f"{lead}: {best}. {conf.get('sentence', '')}")
+        if ev:
+            out.para("Selected by: " + "; ".join(ev), "muted")
+        if not conf.get("confirmed"):
+            return
+    else:
+        out.para(f"{best}: " + "; ".join(ev) if ev else best)
     if s.get("snippet"):
         out.code(str(s["snippet"]))
     if s.get("command"):

@@ -1,0 +1,86 @@
+"""How often ``inferlab optimize``'s own A/B accepts a trial that does nothing (issue 42, item 4).
+
+SIMULATED. Each repetition is one trial of a search as ``optimize`` measures it
+(``search.trials.Trials.evaluate``): the incumbent launched again as ``t01-ref`` and measured
+at the search's point to the cap, then the trial launched and measured by the sequential A/B
+against it (Lan–DeMets O'Brien–Fleming, ``[load]`` looks), on the reference engine in this
+process, read on its model clock (``ModelClock``: the verdict does not depend on this machine's
+load). The trial changes nothing the engine's timing reads: only ``--seed`` (of its jitter and
+text), so that the two launches draw different noise (``--jitter-ms``, normal noise on TTFT
+and each token gap) — a do-nothing lever. Each repetition has its own campaign and seeds.
+
+Counted: the trial's verdict on the objective (``tpot_ms``, as ``optimize`` decides it). A
+"better" is a false acceptance (the incumbent would move). The A/B is run at the level one
+trial gets: ``[load] alpha`` / ``[search] budget_trials`` (``--budget`` 1: the nominal α).
+
+    .venv/bin/python benchmarks/optimize_false_accept.py --reps 100 [--budget 1] [--alpha 0.05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.context import CampaignEvents
+from inferlab.campaign.launch import InProcessSim
+from inferlab.search.driver import _Runs, search_plan
+from inferlab.search.space import Space
+from inferlab.search.trials import Trials
+from inferlab.stats.slo import wilson
+from inferlab.store import Store
+from support.campaign import write_campaign
+from support.campaigns import optimize_campaign
+
+
+def one(tmp: Path, rep: int, budget: int, alpha: float, jitter: float) -> str:
+    """One do-nothing trial's verdict against a fresh measurement of the incumbent."""
+    camp = optimize_campaign(tmp, budget_trials=budget, load={"alpha": alpha})
+    camp["args"] = ["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", str(jitter),
+                    "--seed", str(2 * rep)]  # fmt: skip
+    camp["search"]["dim"] = [{"flag": "--seed", "values": [str(2 * rep + 1)]}]
+    path = write_campaign(tmp / f"r{rep}.toml", **camp)
+    plan, section = search_plan(path)
+    with Store(tmp / f"r{rep}.db") as store:
+        runs = _Runs(store, CampaignEvents(), InProcessSim(), ModelClock(), None)
+        trials = Trials(plan, section, store, runs.trials(section), list(plan.campaign.config))
+        space = Space(tuple(section.dim), plan.campaign.config[0])
+        trial = space.config(1, {"--seed": str(2 * rep + 1)})
+        got = trials.evaluate(trial, "baseline")
+    return got.verdict or f"failed: {got.reason}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--budget", type=int, default=1, help="[search] budget_trials (α spent)")
+    ap.add_argument("--alpha", type=float, default=0.05)
+    ap.add_argument("--jitter-ms", type=float, default=0.2)
+    ap.add_argument("--first", type=int, default=0, help="first repetition's number (seeds)")
+    a = ap.parse_args()
+    started = time.monotonic()
+    counts: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory() as d:
+        for rep in range(a.first, a.first + a.reps):
+            v = one(Path(d), rep, a.budget, a.alpha, a.jitter_ms)
+            counts[v] += 1
+            print(f"rep {rep}: {v}", flush=True)
+    n = sum(counts.values())
+    fa = wilson(counts["better"], n)
+    per = a.alpha / a.budget  # search.trials.trial_alpha
+    print(f"do-nothing trials: {n}, verdicts {dict(counts)}")
+    print(
+        f"false acceptances ('better'): {counts['better']} of {n} = {fa.estimate:.1%} "
+        f"[{fa.low:.1%}, {fa.high:.1%}] (Wilson 95%), at a trial's α = {per:g} "
+        f"(alpha {a.alpha:g} / budget {a.budget}); {time.monotonic() - started:.0f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()

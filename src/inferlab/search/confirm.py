@@ -1,0 +1,203 @@
+"""The confirmation A/B of a search's winner (issue 42: ``optimize`` defends its winner).
+
+The winner was selected as the best of many trials, so its own A/B flatters it (the winner's
+curse), and each trial's A/B counted one launch. Before a recommendation, the baseline and the
+winner are launched again, fresh and interleaved — baseline, winner, winner, baseline
+(``confirm-t03-b1``, ``-w1``, ``-w2``, ``-b2``: stored configs extending them) — and measured
+at the search's point; the verdict is ``stats.launch_ab.compare_launches`` over those four
+launches only, on the objective's metric, at the campaign's ``[load] alpha`` and ``[search]
+min_effect``. The launches before (the winner's trial, its incumbents' measurements) are left
+out of the two sides: the winner's were chosen for reading well, and would carry that bias
+into the ratio. They are the prior of the launch spread (with the spreads stored for this
+engine, model and host), which is not what selected the winner. A winner the confirmation does
+not call *better* is not recommended ("not confirmed: …").
+
+Each launch is a config of a derived plan, so ``--resume`` measures only the ones missing; the
+confirmation is stored as an analysis (``search-confirm``) when it starts (what was being
+confirmed, and the search's stop, so that a resumed search goes straight to it) and when it is
+decided."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from inferlab.campaign.stopping import campaign_launches
+from inferlab.config.campaign import ConfigSpec
+from inferlab.config.search import SearchSection
+from inferlab.stats.launch_ab import compare_launches
+from inferlab.stats.launches import launch_estimate
+from inferlab.store import Store
+from inferlab.store.launches import launch_groups
+
+from .loop import SearchResult
+from .trials import Trials
+
+__all__ = [
+    "CONFIRM_KIND", "ORDER", "Confirmation", "Resumed", "confirm_names", "confirm_winner",
+    "defend", "judge", "resumed_stop",
+]  # fmt: skip
+
+#: the analysis kind a confirmation is stored as
+CONFIRM_KIND = "search-confirm"
+#: the confirmation's launches in order: b = the baseline, w = the winner
+ORDER = ("b1", "w1", "w2", "b2")
+
+
+def confirm_names(winner: str) -> list[str]:
+    """The confirmation's configs, in launch order: ``confirm-t03-b1`` ... ``confirm-t03-b2``."""
+    tag = winner.split("-", 1)[0]
+    return [f"confirm-{tag}-{x}" for x in ORDER]
+
+
+def _specs(names: list[str], winner: str, baseline: str) -> list[ConfigSpec]:
+    return [
+        ConfigSpec(
+            name=n,
+            extends=baseline if n.endswith(("-b1", "-b2")) else winner,
+            description=f"confirmation of {winner} against {baseline}: launch {i + 1} of 4",
+        )
+        for i, n in enumerate(names)
+    ]
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A confirmation's verdict: the winner against the baseline on ``metric`` over the fresh
+    launches (ratio winner / baseline with its ``1 − alpha`` interval; None: no interval)."""
+
+    winner: str
+    baseline: str
+    metric: str
+    configs: tuple[str, ...]
+    confirmed: bool
+    claim: str  # "better", "worse" or "~"
+    reason: str
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    launches: tuple[int, int] = (0, 0)  # baseline, winner
+    alpha: float = 0.05
+    min_effect: float = 0.02
+
+    def sentence(self) -> str:
+        """ "confirmed: tpot_ms ×0.912 [0.871, 0.955] …" or "not confirmed: …"."""
+        head = "confirmed" if self.confirmed else "not confirmed"
+        band = ""
+        if self.ratio is not None:
+            band = f"{self.metric} ×{self.ratio:.3f}"
+            if self.low is not None and self.high is not None:
+                band += f" [{self.low:.3f}, {self.high:.3f}]"
+            band += f" ({1 - self.alpha:.0%}), "
+        b, w = self.launches
+        return (
+            f"{head}: {band}{self.winner} against {self.baseline} on {b} + {w} fresh launches "
+            f"(baseline, winner, winner, baseline): {self.claim} — {self.reason}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["configs"], out["launches"] = list(self.configs), list(self.launches)
+        out["sentence"] = self.sentence()
+        return out
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def judge(
+    store: Store, campaign: str, at: str, names: list[str], metric: str, *,
+    winner: str, baseline: str, alpha: float, min_effect: float,
+) -> Confirmation:  # fmt: skip
+    """The confirmation's verdict from the stored launches of ``names`` at ``at``."""
+    none = Confirmation(winner, baseline, metric, tuple(names), False, "~", "",
+                        alpha=alpha, min_effect=min_effect)  # fmt: skip
+    sides: dict[str, list[tuple[float, float]]] = {"b": [], "w": []}
+    ids: set[int] = set()
+    missing = []
+    for n in names:
+        runs = [r for r in store.runs(campaign=campaign, config=n) if r.label == at]
+        groups = [g for cs in launch_groups(store, runs).get(at, []) for g in cs]
+        est = [e for g in groups if (e := launch_estimate(metric, g)) is not None]
+        if not est:
+            missing.append(n)
+        sides[n.rsplit("-", 1)[1][0]] += est
+        ids |= {r.id for r in runs}
+    if missing:
+        why = f"{', '.join(missing)}: no trusted measurement of {metric} at {at}"
+        return replace(none, reason=why)
+    prior = campaign_launches(store, campaign, [metric]).spread(at, metric, without=ids)
+    v = compare_launches(
+        metric, sides["b"], sides["w"], prior=prior, alpha=alpha, min_effect=min_effect,
+        level=1.0 - alpha,
+    )  # fmt: skip
+    r = v.ratio
+    return replace(
+        none, confirmed=v.claim == "better", claim=v.claim, reason=v.reason,
+        ratio=_finite(r.estimate), low=_finite(r.low), high=_finite(r.high),
+        launches=(len(sides["b"]), len(sides["w"])),
+    )  # fmt: skip
+
+
+def confirm_winner(
+    trials: Trials, winner: str, metric: str, marker: dict[str, Any]
+) -> Confirmation:
+    """Launch the baseline and ``winner`` again (``ORDER``), measure the search's point and
+    judge; ``marker``: what the started confirmation is stored with (the search's stop)."""
+    plan, section, store = trials.plan, trials.section, trials.store
+    camp, base = plan.campaign.campaign.name, plan.baseline.name
+    names = confirm_names(winner)
+    known = {c.name for c in trials.specs}
+    trials.specs += [c for c in _specs(names, winner, base) if c.name not in known]
+    store.add_analysis(CONFIRM_KIND, winner, {**marker, "status": "started", "configs": names},
+                       campaign=camp)  # fmt: skip
+    trials.run(trials.derived(base, names, confirm=True))
+    out = judge(
+        store, camp, str(section.at), names, metric, winner=winner, baseline=base,
+        alpha=plan.campaign.load.alpha, min_effect=section.min_effect,
+    )  # fmt: skip
+    store.add_analysis(CONFIRM_KIND, winner, {**marker, "status": "decided", **out.to_json()},
+                       campaign=camp)  # fmt: skip
+    return out
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A resumed search that had stopped and started its confirmation: its stop as stored, and
+    the section it is replayed under (the budget its trials already spent: nothing proposed)."""
+
+    marker: dict[str, Any]
+    section: SearchSection
+
+
+def resumed_stop(
+    store: Store, campaign: str, section: SearchSection, trials: int
+) -> Resumed | None:
+    """The stored start of a confirmation whose search stopped with ``trials`` trials under
+    today's trial budget (a resumed search then goes straight to it); None otherwise."""
+    got = store.analyses(CONFIRM_KIND, campaign=campaign)
+    last: dict[str, Any] = got[-1]["data"] if got else {}
+    if not trials or last.get("trials") != trials:
+        return None
+    if last.get("budget_trials") != section.budget_trials:
+        return None
+    return Resumed(last, section.model_copy(update={"budget_trials": trials}))
+
+
+def defend(
+    trials: Trials, result: SearchResult, metric: str | None, resumed: Resumed | None
+) -> Confirmation | None:
+    """The winner's confirmation (``confirm_winner``) when the search found one and its
+    objective has a metric to confirm (None: nothing to confirm); a resumed search's stop is
+    the stored one."""
+    if resumed is not None:
+        result.stopped = resumed.marker["stopped"]
+        result.stop_detail = str(resumed.marker.get("stop_detail") or "")
+    if result.best == result.path[0] or metric is None:
+        return None
+    budget = trials.section.budget_trials
+    marker = {"stopped": result.stopped, "stop_detail": result.stop_detail,
+              "trials": len(result.trials), "budget_trials": budget}  # fmt: skip
+    return confirm_winner(trials, result.best, metric, marker)
