@@ -35,6 +35,7 @@ class CapacityRow:
             "high": v.high,
             "estimate": v.estimate.to_json() if v.estimate is not None else None,
             "simulated": self.simulated,
+            "launches": v.launches,
             "ratio": r.ratio.to_json() if r is not None and r.ratio is not None else None,
             "verdict": r.verdict if r is not None else None,
             "reason": r.reason if r is not None else None,
@@ -53,7 +54,7 @@ class CapacityRow:
         if e is not None and not math.isnan(e.low):
             f = ".1f" if v.unit == "concurrency" else ".3g"
             text += f" (isotonic {e.estimate:{f}} [{e.low:{f}}–{e.high:{f}}])"
-        return text
+        return text + (f"; {v.launches}" if v.launches else "")
 
     @property
     def ratio_text(self) -> str:

@@ -140,7 +140,8 @@ def isotonic_capacity(samples: Sequence[MarginSample], level: float = 0.95) -> I
 class CapacityValue:
     """One config's stored capacity at SLO: the bracket ``[low, high]`` (``high`` None: at
     least ``low``), the isotonic estimate with its interval, the SLO and workload it is of,
-    and its unit (``concurrency``, or ``rate``: req/s)."""
+    its unit (``concurrency``, or ``rate``: req/s) and what it covers of launches (``one
+    launch``, ``across launches ±6.0%``; empty: stored before the bisection-wide budget)."""
 
     slo: str
     low: float
@@ -148,6 +149,7 @@ class CapacityValue:
     estimate: Interval | None = None
     workload: str = ""
     unit: str = "concurrency"
+    launches: str = ""
 
 
 @dataclass(frozen=True)

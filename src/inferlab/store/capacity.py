@@ -31,7 +31,17 @@ def _value(data: dict[str, Any]) -> CapacityValue:
     return CapacityValue(
         str(data.get("slo")), float(data.get("low") or 0), None if high is None else float(high),
         est, str(data.get("workload") or ""), str(data.get("unit") or "concurrency"),
+        _launches(data),
     )  # fmt: skip
+
+
+def _launches(data: dict[str, Any]) -> str:
+    """``one launch`` / ``across launches ±6.0%``; empty for an analysis stored without
+    (per-probe verdicts at 95% each, one launch)."""
+    if "definition" not in data:
+        return ""
+    launch = data.get("launch")
+    return f"across launches ±{float(launch['tau']):.1%}" if launch else "one launch"
 
 
 def stored_capacities(store: Store, campaign: str | None) -> dict[str, tuple[CapacityValue, bool]]:

@@ -75,3 +75,22 @@ def test_a_capacity_over_rate_reads_in_req_s_and_is_not_compared_with_one_over_c
         rows = capacity_rows(stored_capacities(store, "c"), store.config_names("c"), None)
     assert rows[0].capacity_text == "2.5–2.75 req/s (isotonic 2.6 [2.5–2.7])"
     assert rows[1].ratio_text.endswith("higher") and rows[1].value.unit == "rate"
+
+
+def test_the_report_says_whether_a_capacity_is_of_one_launch_or_across_launches(
+    tmp_path: Path,
+) -> None:
+    one = {**_data("s", 10, 11, 10.5, 10.2, 10.8), "definition": "…", "launch": None}
+    across = {**_data("s", 12, 14, 13.0, 11.9, 14.2), "definition": "…",
+              "launch": {"tau": 0.06, "df": 4, "launches": 5, "source": "stored"}}  # fmt: skip
+    with Store(tmp_path / "t.db") as store, store.transaction():
+        cid = store.campaign_id("c")
+        ids = {n: store.config_id(cid, n, engine="sim", model="m") for n in ("a", "b", "old")}
+        for n, d in (("a", one), ("b", across), ("old", _data("s", 9, 9, 9.2, 9.0, 9.4))):
+            store.add_analysis("capacity", "s", d, campaign="c", config_id=ids[n])
+    with Store(tmp_path / "t.db") as store:
+        rows = {r.config: r for r in capacity_rows(stored_capacities(store, "c"), ["a"], "a")}
+    assert rows["a"].capacity_text.endswith("; one launch")
+    assert rows["b"].capacity_text.endswith("; across launches ±6.0%")
+    assert rows["b"].to_json()["launches"] == "across launches ±6.0%"
+    assert "launch" not in rows["old"].capacity_text  # stored before: as it was
