@@ -82,6 +82,13 @@ def check_plan(plan: Plan, address: str) -> dict[str, Need]:
             f"{plan.path}: load.interleave: not with --ray, where configs run side by side; "
             "run it without --ray, or set interleave = false"
         )
+    ld = plan.campaign.load
+    asked = {"launches", "max_launches"} & ld.model_fields_set  # a default is not asked for
+    if asked and max(ld.launches, ld.max_launches or 1) > 1:  # rounds: one server's order
+        raise ConfigError(
+            f"{plan.path}: load.launches: rounds of launches are not run with "
+            "--ray (configs side by side): run without --ray, or launches = 1"
+        )
     needs = _needs(plan)
     ray = connect(address)
     check_fit(list(needs.values()), alive_nodes(ray), str(plan.path))
