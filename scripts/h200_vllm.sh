@@ -11,6 +11,11 @@
 #                                         # tiles) against its bf16 twin, gated by distribution
 #                                         # agreement; then the trace-replay lateness benchmark on
 #                                         # this quiet host (benchmarks/replay_lateness.py)
+#   bash scripts/h200_vllm.sh run ab      # issue 42: fresh launches of H200_ORDER (baseline,A),
+#                                         # each `inferlab up` → `inferlab bench` and `vllm bench
+#                                         # serve` on the client CPUs → `inferlab down`; on launch
+#                                         # H200_REPEATS_ON, H200_REPEATS interleaved repeats of
+#                                         # both clients (benchmarks/h200_launch_ab.py)
 #
 # Here, first: python3 scripts/h200_vllm_wheels.py build  (→ .vllm/01 … .vllm/05, ~218 MiB).
 # The calls go back to back (a machine is given back after ~30 s idle, and /tmp with it):
@@ -25,10 +30,10 @@ set -uo pipefail
 export COLUMNS=${COLUMNS:-160}
 CMD=${1:-}
 ARG=${2:-}
-usage() { echo "usage: $0 stage N | run part1|part2|peer|lossy" >&2; exit 2; }
+usage() { echo "usage: $0 stage N | run part1|part2|peer|lossy|ab" >&2; exit 2; }
 case "$CMD" in
   stage) [[ "$ARG" =~ ^[0-9]+$ ]] || usage ;;
-  run) case "$ARG" in part1 | part2 | peer | lossy) ;; *) usage ;; esac ;;
+  run) case "$ARG" in part1 | part2 | peer | lossy | ab) ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -99,16 +104,19 @@ if [ ! -f "$INFERLAB_GPU_MODEL/model.safetensors" ]; then
   preset=1b; [ "$LOCAL" = 1 ] && preset=test
   "${IL[@]}" model random --preset "$preset" --quant fp8-block "$INFERLAB_GPU_MODEL" 2>&1 | tee -a "$LOG" || exit 1
 fi
-[ "$LOCAL" = 1 ] && { say "local test: stopping before vLLM"; exit 0; }
+[ "$LOCAL" = 1 ] && [ "$ARG" != ab ] && { say "local test: stopping before vLLM"; exit 0; }
 
-say "preflight: imports and the GPU"
-python3 - <<'PY' 2>&1 | tee -a "$LOG" || exit 1
+if [ "$LOCAL" != 1 ]; then
+  say "preflight: imports and the GPU"
+  python3 - <<'PY' 2>&1 | tee -a "$LOG" || exit 1
 import importlib.metadata as md, torch
 import inferlab.cli.main  # noqa: F401
 print("torch", torch.__version__, "vllm", md.version("vllm"), "pydantic", md.version("pydantic"),
       "GPU", torch.cuda.get_device_name(0))
 PY
-nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$OUTDIR/gpu.csv" 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$OUTDIR/gpu.csv" 2>&1
+fi
+[ "$ARG" = ab ] && { source scripts/h200_launch_ab.sh; exit $?; }
 
 if [ ! -f "$DB" ] && [ -f .gpu-run/h200-vllm.db ]; then
   cp .gpu-run/h200-vllm.db "$DB" && say "resuming from the carried .gpu-run/h200-vllm.db"
