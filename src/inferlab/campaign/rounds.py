@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from inferlab.campaign.launch import config_row
 from inferlab.campaign.plan import Plan
-from inferlab.config.campaign import DEFAULT_LAUNCHES, LoadSection
+from inferlab.campaign.stopping import launch_budget
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.stats.launch_ab import compare_launches, pool_spreads, settled
 from inferlab.stats.launches import launch_estimate, launches_of
@@ -43,10 +43,9 @@ from inferlab.store.spreads import spread_key, stored_spreads
 __all__ = ["Open", "Tally", "budget", "order", "schedule", "tally", "unsettled"]
 
 
-def budget(load: LoadSection) -> int:
-    """The most launches of one config: ``max_launches``, by default the larger of
-    ``launches`` and ``DEFAULT_LAUNCHES[1]``."""
-    return load.max_launches or max(load.launches, DEFAULT_LAUNCHES[1])
+#: the most launches of one config: ``max_launches``, by default the larger of ``launches``
+#: and ``config.campaign.DEFAULT_LAUNCHES[1]``
+budget = launch_budget
 
 
 def order(configs: Sequence[ResolvedConfig], k: int) -> list[ResolvedConfig]:

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from inferlab.config.campaign import CampaignFile
+from inferlab.config.campaign import DEFAULT_LAUNCHES, CampaignFile, LoadSection
 from inferlab.config.pattern import closed_concurrency
 from inferlab.load.adaptive import STOPPING_RULES, BaselineRef, baseline_ref
 from inferlab.stats.launches import Launches, launches_of
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups
 
-__all__ = ["baseline_refs", "campaign_launches", "stopping_lines"]
+__all__ = ["baseline_refs", "campaign_launches", "launch_budget", "stopping_lines"]
 
 
 def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[str]:
@@ -35,7 +35,20 @@ def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[st
         "the first (baseline, A, baseline, B, ...); each verdict against its nearest pass"
     ]
     out = [line for kind in STOPPING_RULES for line in kind.plan_lines(ld, reference)]
+    top = launch_budget(ld)
+    more = f", then again while a candidate's verdict is unsettled, {top} at most"
+    rounds = [
+        f"launches: each config {ld.launches}× in rounds of alternating order (A B B A)"
+        + (more if top > ld.launches else "") + " (campaign.rounds)"
+    ]  # fmt: skip
+    out += rounds if top > 1 else []
     return out + (between if ld.interleave else []) + (again if ld.recheck_baseline else [])
+
+
+def launch_budget(load: LoadSection) -> int:
+    """The most launches of one config (``campaign.rounds``): ``max_launches``, by default the
+    larger of ``launches`` and ``DEFAULT_LAUNCHES[1]``."""
+    return load.max_launches or max(load.launches, DEFAULT_LAUNCHES[1])
 
 
 def campaign_launches(store: Store, campaign: str, metrics: Sequence[str]) -> Launches:

@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.demo import EXAMPLES
 from inferlab.campaign.launch import InProcessSim
+from inferlab.campaign.plan import make_plan, render_plan
 from inferlab.campaign.runner import CampaignResult, run_campaign
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
@@ -91,6 +93,15 @@ def test_launches_and_budget_are_checked_with_the_field_named(tmp_path: Path) ->
         load_campaign(_write(tmp_path, [{"name": "baseline"}], max_launches=0))
     ld = load_campaign(_write(tmp_path, [{"name": "baseline"}])).load
     assert (ld.launches, ld.max_launches) == (1, None)  # the default: one launch each
+
+
+def test_the_plan_states_the_rounds_and_the_budget() -> None:
+    text = "\n".join(render_plan(make_plan(EXAMPLES / "sim-launches.toml")))
+    assert (
+        "launches: each config 2× in rounds of alternating order (A B B A), then again while a "
+        "candidate's verdict is unsettled, 4 at most" in text
+    )
+    assert "vs baseline: ~ --itl-ms: 4 → 3.6" in text
 
 
 def test_two_launches_run_a_b_b_a_and_stop_once_settled(tmp_path: Path) -> None:
