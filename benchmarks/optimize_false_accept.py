@@ -14,6 +14,10 @@ Counted: the trial's verdict on the objective (``tpot_ms``, as ``optimize`` deci
 trial gets: ``[load] alpha`` / ``[search] budget_trials`` (``--budget`` 1: the nominal α).
 
     .venv/bin/python benchmarks/optimize_false_accept.py --reps 100 [--budget 1] [--alpha 0.05]
+        [--min-effect 0.02] [--jitter-ms 0.2]
+
+``--min-effect 0`` tests the level alone: a "better" then needs only significance, so a
+calibrated two-sided test reads "better" for a do-nothing trial α/2 of the time.
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ from support.campaign import write_campaign
 from support.campaigns import optimize_campaign
 
 
-def one(tmp: Path, rep: int, budget: int, alpha: float, jitter: float) -> str:
+def one(tmp: Path, rep: int, budget: int, alpha: float, jitter: float, effect: float) -> str:
     """One do-nothing trial's verdict against a fresh measurement of the incumbent."""
-    camp = optimize_campaign(tmp, budget_trials=budget, load={"alpha": alpha})
+    camp = optimize_campaign(tmp, budget_trials=budget, min_effect=effect, load={"alpha": alpha})
     camp["args"] = ["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", str(jitter),
                     "--seed", str(2 * rep)]  # fmt: skip
     camp["search"]["dim"] = [{"flag": "--seed", "values": [str(2 * rep + 1)]}]
@@ -62,13 +66,14 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=1, help="[search] budget_trials (α spent)")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--jitter-ms", type=float, default=0.2)
+    ap.add_argument("--min-effect", type=float, default=0.02, help="[search] min_effect")
     ap.add_argument("--first", type=int, default=0, help="first repetition's number (seeds)")
     a = ap.parse_args()
     started = time.monotonic()
     counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as d:
         for rep in range(a.first, a.first + a.reps):
-            v = one(Path(d), rep, a.budget, a.alpha, a.jitter_ms)
+            v = one(Path(d), rep, a.budget, a.alpha, a.jitter_ms, a.min_effect)
             counts[v] += 1
             print(f"rep {rep}: {v}", flush=True)
     n = sum(counts.values())
@@ -78,7 +83,8 @@ def main() -> None:
     print(
         f"false acceptances ('better'): {counts['better']} of {n} = {fa.estimate:.1%} "
         f"[{fa.low:.1%}, {fa.high:.1%}] (Wilson 95%), at a trial's α = {per:g} "
-        f"(alpha {a.alpha:g} / budget {a.budget}); {time.monotonic() - started:.0f} s"
+        f"(alpha {a.alpha:g} / budget {a.budget}), min_effect {a.min_effect:g}, jitter "
+        f"{a.jitter_ms:g} ms; {time.monotonic() - started:.0f} s"
     )
 
 

@@ -8,9 +8,10 @@ at the search's point; the verdict is ``stats.launch_ab.compare_launches`` over 
 launches only, on the objective's metric, at the campaign's ``[load] alpha`` and ``[search]
 min_effect``. The launches before (the winner's trial, its incumbents' measurements) are left
 out of the two sides: the winner's were chosen for reading well, and would carry that bias
-into the ratio. They are the prior of the launch spread (with the spreads stored for this
-engine, model and host), which is not what selected the winner. A winner the confirmation does
-not call *better* is not recommended ("not confirmed: …").
+into the ratio. They are the prior of the launch spread (the campaign's configs launched more
+than once at the point, pooled with the spreads stored for this engine, model and host by
+other campaigns: ``store.spreads``), which is not what selected the winner. A winner the
+confirmation does not call *better* is not recommended ("not confirmed: …").
 
 Each launch is a config of a derived plan, so ``--resume`` measures only the ones missing; the
 confirmation is stored as an analysis (``search-confirm``) when it starts (what was being
@@ -26,10 +27,11 @@ from typing import Any
 from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
-from inferlab.stats.launch_ab import compare_launches
+from inferlab.stats.launch_ab import compare_launches, pool_spreads
 from inferlab.stats.launches import launch_estimate
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups
+from inferlab.store.spreads import spread_key, stored_spreads
 
 from .loop import SearchResult
 from .trials import Trials
@@ -128,7 +130,9 @@ def judge(
     if missing:
         why = f"{', '.join(missing)}: no trusted measurement of {metric} at {at}"
         return replace(none, reason=why)
-    prior = campaign_launches(store, campaign, [metric]).spread(at, metric, without=ids)
+    own = campaign_launches(store, campaign, [metric]).spread(at, metric, without=ids)
+    key = spread_key(store.runs(campaign=campaign, config=names[0])[-1])
+    prior = pool_spreads(own, *stored_spreads(store, key, at, metric, other_than=campaign))
     v = compare_launches(
         metric, sides["b"], sides["w"], prior=prior, alpha=alpha, min_effect=min_effect,
         level=1.0 - alpha,

@@ -109,6 +109,8 @@ class Trials:
                 # ≤ [load] alpha over the whole search
                 "min_effect": self.section.min_effect,
                 "alpha": trial_alpha(camp.load.alpha, self.section),
+                # the confirmation interleaves its own four launches, once each
+                **({"launches": 1, "max_launches": None} if confirm else {}),
             }
         )
         # the A/B and greedy equivalence against the incumbent's fresh measurement; a lossy
