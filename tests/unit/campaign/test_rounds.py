@@ -26,6 +26,7 @@ from inferlab.server.lifecycle import LaunchSpec
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups, launch_of
 from support.campaign import write_campaign
+from support.campaigns import SEQUENTIAL
 
 #: a candidate whose launches vary far more than any verdict can settle in four launches
 WOBBLY = (1.0, 1.3, 0.8, 1.25, 1.0, 1.2)
@@ -202,3 +203,25 @@ def test_resume_after_a_kill_in_round_3_redoes_nothing_and_decides_the_same(
         after = {r.id: (r.config, launch_of(r.environment)) for r in store.runs(campaign="rounds")}
     assert before.items() <= after.items()  # nothing lost, nothing measured again
     assert sorted(after.values()) == sorted((c, k) for c in ("baseline", "x") for k in (1, 2, 3, 4))
+
+
+def test_sequential_ab_runs_in_every_launch(tmp_path: Path) -> None:
+    path = write_campaign(
+        tmp_path / "c.toml",
+        **{**SEQUENTIAL, "load": {**SEQUENTIAL["load"], "max_requests": 80, "launches": 2}},
+    )
+    launcher = Speeds({})
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store, launcher=launcher, clock=ModelClock())
+        runs = store.runs(campaign="seq")
+    assert _names(res) == [
+        "baseline:measured", "fast:measured", "fast (launch 2):measured",
+        "baseline (launch 2):measured",
+    ]  # fmt: skip
+    by = {(r.config, launch_of(r.environment)): r for r in runs}
+    assert sorted(by) == [("baseline", 1), ("baseline", 2), ("fast", 1), ("fast", 2)]
+    # each launch of the candidate is its own sequential A/B, stopped before the cap; the
+    # reference (the baseline) is measured to the cap in each of its launches
+    for k in (1, 2):
+        assert by[("fast", k)].stop is not None
+        assert by[("fast", k)].n_requests < by[("baseline", k)].n_requests
