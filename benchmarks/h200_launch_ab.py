@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -154,7 +155,7 @@ def vllm_read(s: Session, ln: dict[str, Any], c: int, n: int) -> dict[str, Any]:
             "--percentile-metrics", "ttft,tpot,itl,e2el", "--num-warmups", str(WARMUP),
             "--disable-tqdm", "--save-result", "--result-dir", str(s.out),
             "--result-filename", f"{tag}.json"]  # fmt: skip
-    if ln.get("client_cpus"):
+    if ln.get("client_cpus") and shutil.which("taskset"):
         argv = ["taskset", "-c", ln["client_cpus"], *argv]
     r = _run(argv, s.out / f"{tag}.log", min(240.0, s.left()))
     r.update(client="vllm", concurrency=c, requests=n)
