@@ -120,12 +120,14 @@ def test_campaign_sequential_ab_says_which_look_settled_it(
     from inferlab.report.compare_export import cell_text
     from inferlab.store import Store
 
-    path = campaign_toml("seq.toml", **SEQUENTIAL)
+    # the baseline launched again at the end: a launch spread for the launch-level A/B
+    load = {**SEQUENTIAL["load"], "recheck_baseline": True}
+    path = campaign_toml("seq.toml", **{**SEQUENTIAL, "load": load})
     plan_text = "\n".join(render_plan(make_plan(path)))
     assert "requests: auto — stop at ±5%" in plan_text and "sequential A/B vs baseline" in plan_text
     with Store(tmp_path / "db") as store:
         res = run_campaign(path, store=store)
-        assert [o.status for o in res.outcomes] == ["measured", "measured"]
+        assert [o.status for o in res.outcomes] == ["measured", "measured", "measured"]
         base, fast = store.runs(campaign="seq")
         assert base.stop is not None and base.stop["reason"] in ("precision", "cap")
         assert fast.stop is not None and fast.stop["reason"] == "sequential-better"

@@ -116,7 +116,8 @@ def test_campaign_installs_checks_and_restores(
     cell, fcell = plain.cells[("S", "C=1")], forced.cells[("S", "C=1")]
     assert cell.levers == ["files fp8_gemm"] and cell.verdicts["tpot_ms"].claim == "~"
     assert "lever not applied" in cell.verdicts["tpot_ms"].reason
-    assert fcell.verdicts["tpot_ms"].claim == "better"
+    forced_v = fcell.verdicts["tpot_ms"]  # one launch each: undecided, even forced
+    assert forced_v.ratio.estimate < 0.98 and forced_v.reason.startswith("undecided:"), forced_v
     assert "(lever not applied)" in cell_text(plain, "S", "C=1", "tpot_ms")
     assert plain.cells[("A", "C=1")].levers == []
     assert "## Levers applied" in md and "| S | files fp8_gemm | ✗ |" in md

@@ -147,11 +147,13 @@ def test_drift_is_found_and_the_candidate_verdict_refused(drift: Done) -> None:
         v = cell.verdicts[m]
         assert v.claim == "~" and "the baseline itself moved ×0." in v.reason
         assert "verdicts here are not comparable" in v.reason and "against the recheck" in v.reason
-    fast = c.cells[("fast", "C=1")]  # better than both passes of the baseline: it stands
-    assert fast.blocked is None and fast.drift is None
+    # fast is better than both passes of the baseline, but the baseline's two launches read
+    # ×0.5 apart: one launch of fast against them carries that spread (t with 1 df), and
+    # nothing is claimed (the one-launch A/B of before the launch design claimed it)
+    fast = c.cells[("fast", "C=1")]
     for m in ("output_tok_s", "tpot_ms"):
         v = fast.verdicts[m]
-        assert v.claim == "better" and "the same against the baseline's recheck" in v.reason, m
+        assert v.claim == "~", (m, v.reason)
     assert js["recheck"][0]["drift"] is True and js["recheck"][0]["label"] == "C=1"
     noop = next(x for x in js["cells"] if x["config"] == "noop")
     assert "baseline itself moved" in noop["baseline_drift"]

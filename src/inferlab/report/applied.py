@@ -36,11 +36,12 @@ def not_applied(store: Store, run: RunRow) -> list[str]:
 
 
 def unclaimed(v: Verdict, items: list[str]) -> Verdict:
-    """A verdict that claims nothing because the lever behind it did not take effect."""
-    if v.claim == "~":
+    """A verdict that claims nothing because the lever behind it did not take effect (an
+    undecided one says so too: more launches would not make it claimable)."""
+    if v.claim == "~" and not v.reason.startswith("undecided:"):
         return v
     reason = (
         f"{LEVER_NOT_APPLIED} ({', '.join(items)}): no change is claimed for it "
-        f"(it measured {v.claim}; --force claims it anyway)"
+        f"(it measured {'undecided' if v.claim == '~' else v.claim}; --force claims it anyway)"
     )
     return replace(v, claim="~", reason=reason)

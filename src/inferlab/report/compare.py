@@ -110,15 +110,21 @@ def _verdicts(
     for m in metrics:
         lv = view.verdict(cand.label, m, bg, cg, alpha, min_effect)
         spread = view.prior(cand.label, m, set()) if single else None
+        # a stored look stands where a spread can decide it again (``relook``), or where
+        # there are no launch estimates; else the launches decide (undecided, or borrowed),
+        # and a look that read the same is named beside them
         seq = (
             sequential_verdict(cg.runs[0], m, base, min_effect, spread)
-            if len(cg.runs) == 1 and not (lv is not None and undecided(lv))
+            if len(cg.runs) == 1
             else None
         )
-        if seq is not None:
+        if seq is not None and (lv is None or (spread is not None and not undecided(lv))):
             out[m], cand.looks[m] = seq
         elif lv is not None:
             out[m] = lv
+            if seq is not None and seq[0].claim == lv.claim != "~":
+                cand.looks[m] = seq[1]
+                out[m] = replace(lv, reason=f"{lv.reason}; in-run sequential A/B: {seq[0].reason}")
         else:
             out[m] = group_verdict(m, bg, cg, alpha=alpha, min_effect=min_effect, launch=spread)
         if cand.against and lv is None:  # interleaved: which baseline measurement

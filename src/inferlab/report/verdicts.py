@@ -136,12 +136,14 @@ def claim_class(claim: str) -> str:
 
 def claim_text(verdict: Verdict, untrusted: str | None, look: str | None) -> str:
     """What a cell says after its ratio: "better", "~ within noise", "untrusted: client lag",
-    "better (look 1/4)"."""
+    "better (look 1/4)", "? undecided" (one launch each, no spread: ``stats.launch_ab``)."""
     if untrusted:
         return untrusted
     mark: str = "~ within noise" if verdict.claim == "~" else verdict.claim
     if verdict.reason.startswith("equivalent:"):
         mark = "~ equivalent"
+    if verdict.reason.startswith("undecided:"):
+        mark = "? undecided"
     return f"{mark} ({look})" if look else mark
 
 
