@@ -297,6 +297,7 @@ class SequentialRule:
                 "boundary": d.boundary,
                 "info": info[-1],
                 "z_boundary": z_bound,
+                "alpha": self.alpha,  # what a re-look (report.verdicts.relook) scales by
                 "launch_tau": spread.tau if spread else 0.0,
                 "launch_df": spread.df if spread else 0,
                 **({"counted": f"{spread.describe()} counted"} if spread else {}),
