@@ -40,6 +40,7 @@ from inferlab.campaign.plan import Plan, make_plan, select_configs
 from inferlab.campaign.predictions import predict_now
 from inferlab.campaign.recheck import recheck_todo
 from inferlab.campaign.recon import store_recon
+from inferlab.campaign.spreads import record_spreads
 from inferlab.campaign.stages import RUN_STAGES
 from inferlab.campaign.steps import Held
 from inferlab.campaign.stopping import campaign_launches
@@ -135,6 +136,8 @@ def run_plan(
             _tell_launches(plan, run, result, walk.failed)
         if camp.load.recheck_baseline and not result.interrupted:
             _recheck_step(plan, run, result)
+        if (n := record_spreads(store, name)) and not result.interrupted:
+            events.message(f"launch spreads kept for this engine, model and host: {n}")
     return result
 
 
