@@ -25,6 +25,7 @@ from inferlab.search.flags import check_flags
 from inferlab.search.loop import TrialRecord, minimizes
 from inferlab.search.samplers import resolve
 from inferlab.search.space import Space, ordinal
+from inferlab.search.trials import trial_alpha
 from inferlab.store import Store, db_path
 
 from .render import stdout_console
@@ -146,6 +147,17 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
     )
     for d in section.dim:
         con.print(f"  {escape(d.key)} ({d.label}): {escape(_values(d))}", highlight=False)
+    alpha = plan.campaign.load.alpha
+    con.print(
+        escape(
+            f"each trial's A/B at α = {trial_alpha(alpha, section):.3g} ([load] alpha {alpha:g}"
+            f" / {section.budget_trials} trials, Bonferroni); the winner confirmed on 4 fresh "
+            f"launches (baseline, winner, winner, baseline) at α = {alpha:g} before it is "
+            "recommended"
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
     text = campaign_file.read_text(encoding="utf-8")
     check = check_flags(campaign_file, text, section, plan.baseline)
     n_flags = sum(d.flag is not None for d in section.dim)

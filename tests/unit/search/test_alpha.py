@@ -25,6 +25,7 @@ from inferlab.stats.stopping import BatchMeans, MedianCI, Precision
 from inferlab.store import Store
 from support.campaign import write_campaign
 from support.campaigns import optimize_campaign
+from support.cli import Cli
 
 
 def _rule(path: Path, tmp: Path) -> SequentialRule:
@@ -82,3 +83,12 @@ def test_the_sequential_ab_decides_and_stores_at_its_alpha() -> None:
     assert loose["alpha"] == 0.05 and strict["alpha"] == 0.01
     assert strict["min_effect"] == 0.02
     assert m1["boundary"] > m5["boundary"]
+
+
+def test_the_dry_run_says_each_trials_level_and_the_confirmation(tmp_path: Path, cli: Cli) -> None:
+    camp = optimize_campaign(tmp_path, load={"alpha": 0.1})
+    camp["search"].update(budget_trials=4)
+    r = cli("optimize", str(write_campaign(tmp_path / "c.toml", **camp)), "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert "each trial's A/B at α = 0.025 ([load] alpha 0.1 / 4 trials, Bonferroni)" in r.stdout
+    assert "the winner confirmed on 4 fresh launches" in r.stdout
