@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from inferlab.stats.summary import Interval
 
-__all__ = ["GoodputAB", "compare_goodput", "newcombe", "wilson_bounds"]
+__all__ = ["GoodputAB", "compare_goodput", "goodput_stop", "newcombe", "wilson_bounds"]
 
 GoodputVerdict = Literal["better", "worse", "equivalent", "undecided"]
 
@@ -91,9 +91,31 @@ def compare_goodput(
     elif min_effect is not None and -min_effect < d.low and d.high < min_effect:
         verdict = "equivalent"
     pct = 100.0
+    lvl = f"{level * pct:.4g}%"
     reason = (
         f"goodput share [{cand[0]}/{cand[1]}] vs {against} [{base[0]}/{base[1]}]: "
         f"{d.estimate * pct:+.1f} points [{d.low * pct:+.1f}, {d.high * pct:+.1f}] "
-        f"(Newcombe {level:.0%} interval of the difference): {verdict}"
+        f"(Newcombe {lvl} interval of the difference): {verdict}"
     )
     return GoodputAB(d, verdict, reason)
+
+
+def goodput_stop(
+    base: tuple[int, int],
+    cand: tuple[int, int],
+    *,
+    looks: int,
+    alpha: float = 0.05,
+    min_effect: float | None = 0.02,
+    against: str = "baseline",
+) -> GoodputAB | None:
+    """A sequential goodput A/B's stopping rule, one call a look: the A/B at level
+    ``1 − alpha / looks`` (Bonferroni over the ``looks`` planned, so that stopping at the
+    first settled look keeps the false-claim rate ≤ ``alpha``); the settled A/B (better,
+    worse or equivalent), or None to go on measuring."""
+    if looks < 1 or not 0 < alpha < 1:
+        raise ValueError(f"looks must be ≥ 1 and alpha in (0, 1), got {looks}, {alpha}")
+    ab = compare_goodput(
+        base, cand, level=1.0 - alpha / looks, min_effect=min_effect, against=against
+    )
+    return None if ab.verdict == "undecided" else ab

@@ -59,3 +59,26 @@ def test_its_false_claims_stay_near_alpha_and_it_finds_more_than_the_overlap_rul
     gain_test, gain_overlap = claims(0.85, 0.92)
     assert gain_test > gain_overlap + 0.15, (gain_test, gain_overlap)
     assert not math.isnan(gain_test)
+
+
+def test_the_sequential_stop_spends_alpha_over_its_looks() -> None:
+    from inferlab.stats.goodput import goodput_stop
+
+    # claimed at one look at 95%, not at 99.5% (10 looks)
+    assert compare_goodput((80, 100), (92, 100)).verdict == "better"
+    assert goodput_stop((80, 100), (92, 100), looks=10) is None
+    done = goodput_stop((800, 1000), (920, 1000), looks=10)
+    assert done is not None and done.verdict == "better" and "99.5%" in done.reason
+    rng = np.random.default_rng(1)
+    false = 0
+    for _ in range(400):  # equal shares, 5 looks of 100 more requests each
+        a = b = n = 0
+        for _ in range(5):
+            a, b, n = a + int(rng.binomial(100, 0.85)), b + int(rng.binomial(100, 0.85)), n + 100
+            stop = goodput_stop((a, n), (b, n), looks=5, min_effect=None)
+            if stop is not None:
+                false += stop.verdict in ("better", "worse")
+                break
+    assert false / 400 < 0.05
+    with pytest.raises(ValueError, match="looks"):
+        goodput_stop((1, 2), (1, 2), looks=0)
