@@ -16,6 +16,11 @@ trial gets: ``[load] alpha`` / ``[search] budget_trials`` (``--budget`` 1: the n
     .venv/bin/python benchmarks/optimize_false_accept.py --reps 100 [--budget 1] [--alpha 0.05]
         [--min-effect 0.02] [--jitter-ms 0.2]
 
+``--confirm --launch-sd S``: the confirmation instead (``search.confirm``), the engine's speed
+drawn afresh at each launch (``sim serve --launch-sd``): the baseline launched three times
+(``baseline``, ``t01-ref``, ``t02-ref``: what a search's incumbent measurements give the prior
+spread) and a do-nothing winner once, then the four confirmation launches; counted: confirmed.
+
 ``--min-effect 0`` tests the level alone: a "better" then needs only significance, so a
 calibrated two-sided test reads "better" for a do-nothing trial α/2 of the time.
 """
@@ -60,6 +65,27 @@ def one(tmp: Path, rep: int, budget: int, alpha: float, jitter: float, effect: f
     return got.verdict or f"failed: {got.reason}"
 
 
+def one_confirm(tmp: Path, rep: int, alpha: float, jitter: float, sd: float) -> str:
+    """One do-nothing winner's confirmation: its claim (``better`` = falsely confirmed)."""
+    from inferlab.search.confirm import confirm_winner
+
+    camp = optimize_campaign(tmp, load={"alpha": alpha})
+    camp["args"] = ["--ttft-ms", "4", "--itl-ms", "4", "--jitter-ms", str(jitter), "--seed",
+                    str(rep), "--launch-sd", str(sd), "--launch-seed", str(rep)]  # fmt: skip
+    camp["config"] = [{"name": "baseline"}, {"name": "t01-ref", "extends": "baseline"},
+                      {"name": "t02-ref", "extends": "baseline"},
+                      {"name": "t01-same", "set": {"--itl-ms": "4"}}]  # fmt: skip
+    path = write_campaign(tmp / f"c{rep}.toml", **camp)
+    plan, section = search_plan(path)
+    with Store(tmp / f"c{rep}.db") as store:
+        runs = _Runs(store, CampaignEvents(), InProcessSim(), ModelClock(), None)
+        trials = Trials(plan, section, store, runs.trials(section), list(plan.campaign.config))
+        names = [c.name for c in plan.campaign.config]
+        trials.run(trials.derived("baseline", names, confirm=True))
+        c = confirm_winner(trials, "t01-same", "tpot_ms", {})
+    return c.claim if c.ratio is not None else f"no ratio: {c.reason}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=100)
@@ -68,12 +94,18 @@ def main() -> None:
     ap.add_argument("--jitter-ms", type=float, default=0.2)
     ap.add_argument("--min-effect", type=float, default=0.02, help="[search] min_effect")
     ap.add_argument("--first", type=int, default=0, help="first repetition's number (seeds)")
+    ap.add_argument("--confirm", action="store_true", help="the confirmation A/B instead")
+    ap.add_argument("--launch-sd", type=float, default=0.04, help="--confirm: sim --launch-sd")
     a = ap.parse_args()
     started = time.monotonic()
     counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as d:
         for rep in range(a.first, a.first + a.reps):
-            v = one(Path(d), rep, a.budget, a.alpha, a.jitter_ms, a.min_effect)
+            v = (
+                one_confirm(Path(d), rep, a.alpha, a.jitter_ms, a.launch_sd)
+                if a.confirm
+                else one(Path(d), rep, a.budget, a.alpha, a.jitter_ms, a.min_effect)
+            )
             counts[v] += 1
             print(f"rep {rep}: {v}", flush=True)
     n = sum(counts.values())
