@@ -16,7 +16,7 @@ SIMULATED, no engine: a seeded numpy generator draws each prompt's figures
 Each side is run at multiples of its limit's margin (KL ``m · max_kl``; top-1
 ``1 − m · (1 − min_top1)``): below 1 a fail is a false rejection, at 1 and past it a pass is
 a false acceptance. Two rules decide on the same draws: the gate now, and 82ddb2d's (every
-look at the nominal level, stopped on the width only). For the latter, the pass rate at the
+look's plain percentile interval at the nominal level, stopped on the width only). For the latter, the pass rate at the
 first look alone is shown too: what a fixed 16-prompt test would claim.
 
     python benchmarks/gate_sequential.py [--seeds 400] [--record]
@@ -85,7 +85,7 @@ def today(figs: list[PromptFigures], limits: LossyGate) -> tuple[Agreement, Agre
     """82ddb2d's rule: every look at ``level``, doubled until the width; (stopping look, first)."""
     first = None
     for n in looks(limits.prompts, len(figs)):
-        a = agreement(figs[:n], limits.level, limits.seed)
+        a = agreement(figs[:n], limits.level, limits.seed, expand=False)
         first = first or a
         if widths_met(a, limits):
             return a, first
@@ -176,8 +176,9 @@ def main(argv: list[str]) -> int:
         "SIMULATED prompts from a seeded generator (the model in the script's docstring), "
         f"{POSITIONS} positions a prompt, decided by the gate's own code: `max_kl = 0.01`, "
         '`min_top1 = 0.98`, 16 prompts first, doubled up to 64, level 0.95. "now": the upper '
-        "bound gated, each look at the Bonferroni level 1 − 0.05/3, stops on the width or a "
-        'clear miss; "82ddb2d": every look at 95%, stops on the width only. '
+        "bound gated, each look's expanded percentile interval at the Bonferroni level "
+        '1 − 0.05/3, stops on the width or a clear miss; "82ddb2d": every look\'s plain '
+        "percentile interval at 95%, stops on the width only. "
         f"{args.seeds} seeds a cell; {os.cpu_count()} CPUs (shared, loaded: load1 "
         f"{load0:.1f} → {load1:.1f}), Python {platform.python_version()}, {wall:.0f} s; "
         "no clock is read by the gate.",

@@ -18,10 +18,11 @@ outside it (the **tail**). Per position (docs/verify.md, "The KL's two bounds"):
   ``½(Σ_K |p − q| + p_o + q_o)``.
 
 Over prompts: top-1 agreement and both KL bounds are pooled means per position (``Σ /
-positions``), each with a percentile bootstrap interval over prompts (resampled whole, ``B``
-times, seeded: the prompt is the unit that is drawn). The **largest TV** is a statement about
-the positions scored, not a sampled estimate: its bracket ``[max low, max high]`` holds the
-largest true TV over those positions with certainty (level 1).
+positions``), each with an expanded percentile bootstrap interval over prompts (resampled
+whole, ``B`` times, seeded: the prompt is the unit that is drawn; :func:`expanded_level`).
+The **largest TV** is a statement about the positions scored, not a sampled estimate: its
+bracket ``[max low, max high]`` holds the largest true TV over those positions with certainty
+(level 1).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "PositionFigures",
     "PromptFigures",
     "agreement",
+    "expanded_level",
     "position_figures",
     "prompt_figures",
 ]
@@ -183,14 +185,30 @@ class Agreement:
         }
 
 
+def expanded_level(level: float, n: int) -> float:
+    """The percentile level that gives ``level`` coverage over ``n`` prompts: Hesterberg's
+    expanded percentile interval (2015, "What teachers should know about the bootstrap",
+    The American Statistician 69(4)), whose tails are ``Φ(−√(n/(n−1)) · t_{n−1})`` so that it
+    is as wide as Student's t interval on normal data: the plain percentile interval is too
+    narrow over few prompts."""
+    if n < 2:
+        return level
+    from scipy.stats import norm, t
+
+    tail = float(norm.cdf(-math.sqrt(n / (n - 1)) * t.ppf(1.0 - (1.0 - level) / 2.0, n - 1)))
+    return 1.0 - 2.0 * tail
+
+
 def agreement(
     figs: Sequence[PromptFigures],
     level: float = 0.95,
     seed: int = 0,
     *,
     log_floor: float = LOG_FLOOR,
+    expand: bool = True,
 ) -> Agreement:
-    """Pool ``figs`` and bootstrap top-1 and the KL bounds over prompts (percentile, seeded);
+    """Pool ``figs`` and bootstrap top-1 and the KL bounds over prompts (expanded percentile at
+    ``level``, seeded; ``expand`` False: the plain percentile interval of 82ddb2d);
     ``log_floor``: the floor the figures' upper bounds assumed (recorded)."""
     if not figs:
         raise ValueError("no prompt to pool")
@@ -202,8 +220,11 @@ def agreement(
     total = float(n.sum())
     size = n[idx].sum(axis=1)
 
+    wide = expanded_level(level, len(figs)) if expand else level
+
     def pooled(x: np.ndarray) -> Interval:
-        return percentile_interval(float(x.sum()) / total, x[idx].sum(axis=1) / size, level)
+        iv = percentile_interval(float(x.sum()) / total, x[idx].sum(axis=1) / size, wide)
+        return Interval(iv.estimate, iv.low, iv.high, level)
 
     tv_lo = max(f.tv_max for f in figs)
     return Agreement(

@@ -17,7 +17,7 @@ from typing import Any
 from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConnectError
-from inferlab.load.http import Endpoint, HttpClient, run_loop
+from inferlab.load.http import MAX_EVENT_BYTES, Endpoint, HttpClient, run_loop
 from inferlab.load.sse import ParsedStream, error_message_of, parse_stream
 from inferlab.verify.agreement import Agreement
 from inferlab.verify.gate import AgreementTask, build_reference, decide, measure
@@ -209,9 +209,14 @@ def verify_endpoint(
     the distribution-agreement gate (or the reference's logprobs, made)."""
 
     async def go() -> VerifyReport:
+        # a top-k answer of every position: ~100 bytes a logprob (vLLM at top-1024: 4.4 MB
+        # for 50 positions), so a large lossy top_k needs more than one event's default
+        lim = agreement.limits if agreement is not None else None
+        big = 0 if lim is None else 128 * lim.top_k * (lim.tokens + 256)
         client = HttpClient(
-            Endpoint.parse(url), timeout_s=120, stall_timeout_s=60, headers=headers or {}
-        )
+            Endpoint.parse(url), timeout_s=120, stall_timeout_s=60, headers=headers or {},
+            max_event_bytes=max(MAX_EVENT_BYTES, big),
+        )  # fmt: skip
         checks: list[CheckResult] = []
         stream_issues: list[str] = []
         try:
