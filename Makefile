@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 # that need a machine-wide resource (marker `serial(reason=...)`: all CPUs for vllm and the
 # demo, the Ray head) run after it, alone. Verdicts and trust are tested on the reference
 # engine's model clock (inferlab.campaign.clock), so no test is serial for its timing. The
-# vLLM CPU environment the serial tests use is built (when not cached) beside the parallel pass,
+# vLLM CPU environment the serial tests use, and SmolLM2 converted in it (inferlab.envs.smollm2),
+# are built (when not cached) beside the parallel pass,
 # and so is the lm-eval one (about 3 min; the lm-eval e2e test waits on its build lock), both
 # niced: the pass is bounded by test_demo, which the builds slowed by a minute at equal priority.
 # The venv is installed by uv (~10 s cold against pip's ~45 s warm; pip if uv fails).
@@ -41,9 +42,9 @@ unit: $(STAMP)
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
 	rc=0; nice -n 10 $(BIN)/python -m inferlab.envs.lmeval > $(VENV)/lm-eval-env.log 2>&1 & lme=$$!; \
-		nice -n 10 $(BIN)/python -m inferlab.envs.vllm_cpu > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
+		nice -n 10 $(BIN)/python -m inferlab.envs.smollm2 > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
 		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope --no-loadscope-reorder || rc=$$?; \
-		wait $$env || echo "vLLM CPU environment not built ($(VENV)/vllm-cpu-env.log): its tests will say why"; \
+		wait $$env || echo "vLLM CPU environment or SmolLM2 not built ($(VENV)/vllm-cpu-env.log): their tests will say why"; \
 		wait $$lme || echo "lm-eval environment not built ($(VENV)/lm-eval-env.log)"; \
 		$(BIN)/pytest -m serial || rc=$$?; exit $$rc
 
