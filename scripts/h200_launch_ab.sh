@@ -4,6 +4,7 @@
 #   H200_ORDER=baseline,A      the configs, one fresh launch each, in this order
 #   H200_REPEATS_ON=-1         which launch of H200_ORDER gets the client question's repeats
 #   H200_REPEATS=3             vLLM's client then inferlab's, this many times each, at C=1
+#   H200_HI=32                 inferlab bench's higher point (0: C=1 alone)
 # Each config is served at a port of its own, the same at every launch (the driver writes the
 # committed file with `[engine] port = 8431 + k` per config: `inferlab bench` keys its config rows
 # by URL, not by flags). On a card other than the H200 the tuned tiles are renamed for it (vLLM
@@ -57,7 +58,7 @@ say "ab: launches ${H200_ORDER:-baseline,A}, repeats on ${H200_REPEATS_ON:--1}; 
 timeout -s INT -k 60 $((ab_s + 60)) python3 benchmarks/h200_launch_ab.py --campaign "$ab_src" \
   --db "$AB_DB" --out "$AB_DIR" --tokenizer "$INFERLAB_GPU_MODEL" --engine "$ab_engine" \
   --order "${H200_ORDER:-baseline,A}" --repeats-on "${H200_REPEATS_ON:--1}" \
-  --repeats "${H200_REPEATS:-3}" --deadline-s "$ab_s" "${ab_vllm[@]}" 2>&1 | tee -a "$LOG"
+  --repeats "${H200_REPEATS:-3}" --hi "${H200_HI:-32}" --deadline-s "$ab_s" "${ab_vllm[@]}" 2>&1 | tee -a "$LOG"
 say "ab exited with ${PIPESTATUS[0]}; stopping anything left up"
 for f in "$AB_DIR"/campaign-*.toml; do [ -f "$f" ] && "${IL[@]}" down "$f" >> "$LOG" 2>&1; done
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$AB_DB"
