@@ -37,7 +37,13 @@ from inferlab.stats.metrics import listed
 from inferlab.stats.verdict import Verdict
 from inferlab.store import Store
 from inferlab.store.groups import RunGroup
-from inferlab.store.launches import config_runs, launch_cells, launch_groups, launch_of
+from inferlab.store.launches import (
+    config_runs,
+    count_launches,
+    launch_cells,
+    launch_groups,
+    launch_of,
+)
 from inferlab.store.spreads import spread_key, stored_spreads
 
 __all__ = ["Open", "Tally", "budget", "order", "schedule", "tally", "unsettled"]
@@ -186,20 +192,25 @@ class Tally:
 
 
 def tally(store: Store, plan: Plan, failed: set[str]) -> list[Tally]:
-    """Each config's launches (the most at any of its points: the baseline's interleaved
-    passes count) and why no more were run: settled, the budget spent, or failed."""
+    """Each config's launches (the most at any of its points, trusted or not: the baseline's
+    interleaved passes count) and why no more were run: settled, the budget spent, no
+    verdict to settle (no trusted point beside the baseline's), or failed."""
     top = budget(plan.campaign.load)
-    still = {o.config: o for o in unsettled(store, plan, 1 << 30)}
     out: list[Tally] = []
     for cfg in plan.configs:
-        n = max((len(gs) for gs in _groups(store, plan, cfg, 1 << 30).values()), default=0)
+        with store.transaction():
+            gid = config_row(store, plan.campaign, cfg)
+        n = count_launches(config_runs(store, plan.campaign.campaign.name, gid))
+        cells = [] if cfg.name == plan.baseline.name else verdicts(store, plan, cfg, 1 << 30)
+        still = [f"{lb} {m}" for lb, m, v in cells if not settled(v)]
         if cfg.name in failed:
             why = "failed: not launched again"
         elif cfg.name == plan.baseline.name:
             why = "the baseline: launched beside the candidates"
-        elif cfg.name in still:
-            at = ", ".join(f"{lb} {m}" for lb, m, _ in still[cfg.name].cells)
-            why = f"budget spent ([load] max_launches = {top}), unsettled at {at}"
+        elif not cells:
+            why = "no verdict to settle: no trusted point beside the baseline's"
+        elif still:
+            why = f"budget spent ([load] max_launches = {top}), unsettled at {', '.join(still)}"
         else:
             why = "settled"
         out.append(Tally(cfg.name, n, why))

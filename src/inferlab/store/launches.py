@@ -15,8 +15,8 @@ from inferlab.store.interleave import INTERLEAVE_TAG
 from inferlab.store.rows import RunRow
 
 __all__ = [
-    "LAUNCH_TAG", "MEASURED", "config_runs", "launch_cells", "launch_groups", "launch_key",
-    "launch_of", "one_launch",
+    "LAUNCH_TAG", "MEASURED", "config_runs", "count_launches", "launch_cells", "launch_groups",
+    "launch_key", "launch_of", "one_launch",
 ]  # fmt: skip
 
 #: the purposes of runs that measure a launch (not "profiled")
@@ -79,6 +79,17 @@ def _launches(runs: Iterable[RunRow]) -> list[list[RunRow]]:
             out.append(cur)
         cur.append(r)
     return out
+
+
+def count_launches(runs: Iterable[RunRow]) -> int:
+    """The most launches of one config at any load point among ``runs`` (its measuring runs
+    that finished, trusted or not: a launch whose points were untrusted was still spent)."""
+    keep = [r for r in runs if r.purpose in MEASURED and not r.interrupted]
+    per: dict[tuple[str, str], int] = {}
+    for launch in _launches(keep):
+        key = (launch[0].config_hash, launch[0].label)
+        per[key] = per.get(key, 0) + 1
+    return max(per.values(), default=0)
 
 
 def one_launch(runs: Sequence[RunRow]) -> bool:

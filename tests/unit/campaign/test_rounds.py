@@ -225,3 +225,15 @@ def test_sequential_ab_runs_in_every_launch(tmp_path: Path) -> None:
     for k in (1, 2):
         assert by[("fast", k)].stop is not None
         assert by[("fast", k)].n_requests < by[("baseline", k)].n_requests
+
+
+def test_untrusted_points_are_launches_spent_with_no_verdict_to_settle(tmp_path: Path) -> None:
+    path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
+    launcher = Speeds({"x": WOBBLY})
+    with Store(tmp_path / "db") as store:  # a starved client at C=2: no point is trusted
+        res = run_campaign(path, store=store, launcher=launcher, clock=ModelClock({"C=2": 50.0}))
+    assert launcher.order == ["baseline", "x", "x", "baseline"]  # no extra round: none helps
+    assert [t.line() for t in res.launches] == [
+        "baseline: 2 launches — the baseline: launched beside the candidates",
+        "x: 2 launches — no verdict to settle: no trusted point beside the baseline's",
+    ]
