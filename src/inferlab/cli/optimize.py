@@ -83,6 +83,11 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
             top = max(ok, key=lambda t: sign * (t.result.value or 0.0))
             con.print(f"its closest: {escape(_evidence(r, top))}", highlight=False)
         return
+    _recommendation(con, r)
+
+
+def _recommendation(con: Console, r: OptimizeResult) -> None:
+    """The winner: recommended with its confirmation's interval, or not, and why."""
     conf = r.confirmation
     head = "recommended" if r.recommended else "not recommended (the search's winner)"
     con.print(f"\n[bold]{head}: {escape(r.best)}[/bold]", highlight=False)
