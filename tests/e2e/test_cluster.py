@@ -378,7 +378,10 @@ def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
     assert [t["batch"] for t in out["trial_list"]] == [1, 1]  # one batch of two
     assert {t["against"] for t in out["trial_list"]} == {"baseline"}
     with Store(tmp_path / "o.db") as st:
-        assert set(st.config_names("ropt")) == {"baseline", "t01-ref", *trials}
+        # a winner is confirmed on four fresh launches (search.confirm) before it is recommended
+        confirm = {n for n in st.config_names("ropt") if n.startswith("confirm-")}
+        assert len(confirm) == (4 if out["best"]["name"] != "baseline" else 0)
+        assert set(st.config_names("ropt")) - confirm == {"baseline", "t01-ref", *trials}
         runs = {r.config: r for r in st.runs(campaign="ropt")}
         windows = _windows(st, "ropt")
         nodes = {n: d["node_id"] for n, d in _launches(st).items()}
@@ -390,7 +393,7 @@ def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
         seq = (runs[name].stop or {}).get("sequential") or {}
         assert seq.get("baseline") == "t01-ref" and seq.get("metrics"), runs[name].stop
     assert not (runs["t01-ref"].stop or {}).get("sequential")  # the reference: to the cap
-    assert len(nodes) == 4  # baseline, ref and the trials: one server each
+    assert len(nodes) == 4 + len(confirm)  # baseline, ref, the trials (+ confirmation): each
 
 
 class _LoseNode(CampaignEvents):
