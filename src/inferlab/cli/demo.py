@@ -15,6 +15,7 @@ from inferlab.campaign.demo import (
     prepare_vllm_demo,
     run_sim_campaign_demo,
     run_vllm_demo,
+    run_vllm_quote_demo,
 )
 from inferlab.campaign.runner import CampaignResult
 from inferlab.report.compare import build_comparison
@@ -44,11 +45,13 @@ def demo(
 ) -> None:
     """Run the whole method on a real vLLM (CPU) campaign, end to end.
 
-    Baseline, n-gram speculative decoding, the same with Intel OpenMP preloaded and
-    --max-num-seqs 4: launched, verified, measured at C=1,4,8,16 (each point until its
-    intervals are within ±5%, each config's until its A/B against the baseline is settled),
-    stored and reported. Takes several minutes (the first run also builds the vLLM CPU
-    environment, ~4 min). --sim: the seed campaign of docs/design.md on the reference
+    SmolLM2-135M-Instruct (trained weights: probes with real answers) in float32, bf16 and an
+    FP8 KV cache gated by distribution agreement, n-gram speculative decoding, the same with
+    Intel OpenMP preloaded and --max-num-seqs 4: launched, verified, measured at C=1,4,8,16
+    (each point until its intervals are within ±5%, each config's until its A/B against the
+    baseline is settled), stored and reported; then n-gram on copy-and-edit prompts. Takes
+    several minutes (the first run also builds the vLLM CPU environment, ~4 min, and
+    converts SmolLM2, 1-4 min). --sim: the seed campaign of docs/design.md on the reference
     engine's timing model (SIMULATED). --optimize: `inferlab optimize` over vLLM CPU's
     running-sequence cap, step token budget, n-gram draft length and chunked prefill
     (examples/optimize-vllm-cpu.toml): a recommendation with its A/B interval against the
@@ -68,9 +71,9 @@ def demo(
         run_demo, name = run_sim_campaign_demo, "sim-dsv4"
     else:
         intro = (
-            "[bold]inferlab demo[/bold]: vLLM (CPU build) serving a tiny random-weight model; "
-            "4 configs × C=1,4,8,16, server and client on their own CPUs. This takes several "
-            "minutes."
+            "[bold]inferlab demo[/bold]: vLLM (CPU build) serving SmolLM2-135M-Instruct (REAL "
+            "weights); 4 configs × C=1,4,8,16, then n-gram on copy-and-edit prompts at C=1,4; "
+            "server and client on their own CPUs. This takes several minutes."
         )
         run_demo, name = run_vllm_demo, "vllm-cpu"
     err.print(intro)
@@ -79,6 +82,12 @@ def demo(
     finally:
         events.progress_done()
     _finish(result, db, name)
+    if not sim:  # n-gram again, on prompts it copies from (examples/vllm-cpu-quote.toml)
+        try:
+            quote, db = run_vllm_quote_demo(events, db=db)
+        finally:
+            events.progress_done()
+        _finish(quote, db, "vllm-cpu-quote")
 
 
 def _finish(result: CampaignResult, db: Path, campaign: str) -> None:

@@ -12,6 +12,7 @@ from inferlab.campaign.plan import make_plan, render_plan
 ENV = {
     "INFERLAB_VLLM_PYTHON": "/venv/bin/python",
     "INFERLAB_TINY_MODEL": "/m/tiny",
+    "INFERLAB_SMOLLM2_MODEL": "/m/smollm2",
     "INFERLAB_CPU_PRELOAD": "/venv/lib/libiomp5.so",
     "MODEL_DIR": "/models/dsv4",
     "MODEL": "llama",
@@ -79,6 +80,9 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert by["ngram-iomp"].env["LD_PRELOAD"] == "/venv/lib/libiomp5.so"
     assert "--speculative-config" in by["ngram-iomp"].args
     assert by["max-seqs-4"].args[-2:] == ["--max-num-seqs", "4"]
+    assert plan.campaign.engine.model == "/m/smollm2"  # the trained model, held to real answers
+    probes = plan.campaign.verify.probes or []
+    assert [p.expect for p in probes][:2] == ["(?i)paris", "(?i)tokyo"] and len(probes) == 3
     assert [p.label for p in plan.points] == ["C=1", "C=4", "C=8", "C=16"]
     assert plan.campaign.load.requests == "auto" and plan.campaign.load.sequential
     assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in plan.campaign.engine.env  # the split sets it
