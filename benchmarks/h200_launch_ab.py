@@ -73,6 +73,7 @@ class Session:
     def __init__(self, a: argparse.Namespace) -> None:
         self.a, self.out = a, a.out
         self.t0 = time.monotonic()
+        self.reserve = 0.0  # seconds the launches still to come need
         self.il = [sys.executable, "-m", "inferlab"]
         self.doc: dict[str, Any] = {"campaign_file": str(a.campaign), "campaign": a.name,
                                     "workload": [IN_TOKENS, OUT_TOKENS], "launches": []}  # fmt: skip
@@ -177,7 +178,7 @@ def _reads(s: Session, ln: dict[str, Any], repeats: int) -> None:
     a, add = s.a, ln["reads"].append
     if repeats:
         for k in range(repeats):
-            if s.left() < 60:
+            if s.left() < 60 + s.reserve:  # the launches after this one keep their time
                 s.say(f"repeats stopped after {k} of {repeats}: the deadline")
                 break
             add(vllm_read(s, ln, 1, REQ_C1) if a.vllm else {"client": "vllm", "skipped": True})
@@ -242,6 +243,7 @@ def measure(a: argparse.Namespace) -> int:
             s.say(f"not launched: {', '.join(order[i:])} ({s.left():.0f} s left, {need} needed)")
             s.doc.setdefault("not_launched", []).extend(order[i:])
             break
+        s.reserve = LAUNCH_S * (len(order) - i - 1)
         one_launch(s, config, a.repeats if i == a.repeats_on else 0)
     s.save()
     print(summarize([s.path]))
