@@ -72,7 +72,7 @@ def demo(
     else:
         intro = (
             "[bold]inferlab demo[/bold]: vLLM (CPU build) serving SmolLM2-135M-Instruct (REAL "
-            "weights); 4 configs × C=1,4,8,16, then n-gram on copy-and-edit prompts at C=1,4; "
+            "weights); 4 configs × C=1,4,8,16, then n-gram on copy-and-edit prompts at C=1; "
             "server and client on their own CPUs. This takes several minutes."
         )
         run_demo, name = run_vllm_demo, "vllm-cpu"
