@@ -5,6 +5,7 @@ Real servers on threads of this process, real HTTP on loopback, the ground truth
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import statistics
@@ -36,7 +37,7 @@ def _gaps_ms(sim: SimInProcess, tokens: int = 6) -> tuple[float, list[float]]:
     assert status == 200
     (t,) = sim.truth()
     dues = [int(c[0]) for c in t["chunks"] if int(c[2]) > 0]
-    gaps = [(b - a) / 1e6 for a, b in zip(dues, dues[1:], strict=False)]
+    gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(dues)]
     return (dues[0] - int(t["recv_ns"])) / 1e6, gaps
 
 

@@ -103,7 +103,10 @@ def test_equivalence_settles_without_a_claim() -> None:
 def test_one_side_launched_once_borrows_the_other_sides_spread() -> None:
     b = [(0.0, 0.01), (0.04, 0.01), (-0.03, 0.01)]
     v = compare_launches("tpot_ms", b, [(-0.4, 0.01)])
-    assert not undecided(v) and "candidate's one launch assumed to vary as the baseline's 3" in v.reason
+    assert (
+        not undecided(v)
+        and "candidate's one launch assumed to vary as the baseline's 3" in v.reason
+    )
     assert v.claim == "better"
 
 
