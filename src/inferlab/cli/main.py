@@ -70,7 +70,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "model": LazyCommand(
         "inferlab.cli.model:model_app",
-        "Models inferlab makes itself, so real engines run without downloading weights.",
+        "Models for real engines, no model hub needed.",
     ),
     "logs": LazyCommand(
         "inferlab.cli.logs:logs_app", "Mine server logs (SGLang, vLLM, llama.cpp) for findings."

@@ -43,6 +43,7 @@ def test_the_vllm_campaign_is_the_demos_engine_at_c1(
 ) -> None:
     monkeypatch.setenv("INFERLAB_VLLM_PYTHON", sys.executable)
     monkeypatch.setenv("INFERLAB_TINY_MODEL", str(tmp_path))
+    monkeypatch.setenv("INFERLAB_SMOLLM2_MODEL", str(tmp_path))  # the demo's model now
     mod = _module()
     plan = make_plan(mod.vllm_campaign(tmp_path / "v.toml", "v0", {}))
     assert [c.name for c in plan.configs] == ["baseline", "ngram"]

@@ -60,8 +60,12 @@ def test_one_row_is_a_verdict_a_column_and_a_definition(db: Path) -> None:
     assert c.cells[("baseline", base.label)].values["itl_p99_ms"] == percentile(gaps, 99)
     assert HIGHER_IS_BETTER["itl_p99_ms"] is False
     verdicts = [cell.verdicts["itl_p99_ms"] for cell in c.cells.values() if cell.verdicts]
-    assert len(verdicts) == 6 and all(math.isfinite(v.ratio.estimate) for v in verdicts)
-    assert any(v.claim != "~" for v in verdicts)
+    assert len(verdicts) == 6
+    # the stored demo is one launch a side: each row decided by the launch rule (undecided,
+    # the ratio shown), the C=16 points too short to carry one (7 waves)
+    decided = [v for v in verdicts if not v.reason.startswith("untrusted")]
+    assert decided and all(math.isfinite(v.ratio.estimate) for v in decided)
+    assert all(v.reason.startswith("undecided:") for v in decided)
     md = "\n".join(render_md(c))
     assert "### p99 ITL (ms)" in md and " itl_p99_ms: " in md
     doc = to_json(c)

@@ -88,7 +88,7 @@ def test_markdown_has_verdicts_saturation_and_sections(db: Path) -> None:
     assert "### output throughput (tok/s)" in md and "### median TPOT (ms)" in md
     assert "| config | C=1 | C=2 | C=4 |" in md
     row = next(line for line in md.splitlines() if line.startswith("| fast&lt;script"))
-    assert "better" in row and "×" in row
+    assert "undecided" in row and "×" in row  # one launch each: no claim, the ratio shown
     assert "### Saturation" in md and "- **base**: " in md and ("saturated" in md)
     assert "TPOT = (E2E − TTFT) / (output tokens − 1)" in md
     assert "cuda-oom" in md and "lower --mem-fraction-static" in md
