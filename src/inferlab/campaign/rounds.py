@@ -31,7 +31,7 @@ from inferlab.campaign.launch import config_row
 from inferlab.campaign.plan import Plan
 from inferlab.campaign.stopping import launch_budget
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.stats.launch_ab import compare_launches, pool_spreads, settled
+from inferlab.stats.launch_ab import compare_launches, settled
 from inferlab.stats.launches import launch_estimate, launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.verdict import Verdict
@@ -44,7 +44,7 @@ from inferlab.store.launches import (
     launch_groups,
     launch_of,
 )
-from inferlab.store.spreads import spread_key, stored_spreads
+from inferlab.store.spreads import prior_spread, spread_key
 
 __all__ = ["Open", "Tally", "budget", "order", "schedule", "tally", "unsettled"]
 
@@ -113,7 +113,7 @@ def verdicts(
     ]
     pooled = launches_of(launch_groups(store, earlier), metrics)
     ld = plan.campaign.load
-    alpha = float(getattr(ld, "alpha", 0.05))  # [load] alpha where the config has it
+    alpha = ld.alpha
     out: list[tuple[str, str, Verdict]] = []
     for label in [p.label for p in plan.points if p.label in base and p.label in cand]:
         ids = {r.id for g in (*base[label], *cand[label]) for r in g.runs}
@@ -124,7 +124,7 @@ def verdicts(
                 continue
             own = pooled.spread(label, m, without=ids)
             key = spread_key(base[label][0].runs[0])
-            prior = pool_spreads(own, *stored_spreads(store, key, label, m, other_than=name))
+            prior = prior_spread(store, key, label, m, own, campaign=name)
             v = compare_launches(m, b, c, prior=prior, alpha=alpha, min_effect=ld.min_effect)
             out.append((label, m, v))
     return out

@@ -25,7 +25,7 @@ from inferlab.stats.compare import (
     quality_warnings,
 )
 from inferlab.stats.groups import group_value, group_verdict, measured
-from inferlab.stats.launch_ab import compare_launches, pool_spreads, undecided
+from inferlab.stats.launch_ab import compare_launches, undecided
 from inferlab.stats.launches import Launches, launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.spread import LaunchSpread
@@ -34,7 +34,7 @@ from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass, baseline_passes, nearest_pass
 from inferlab.store.launches import launch_groups, one_launch
-from inferlab.store.spreads import SpreadKey, spread_key, stored_spreads
+from inferlab.store.spreads import SpreadKey, prior_spread, spread_key
 
 __all__ = ["build_comparison"]
 
@@ -69,8 +69,7 @@ class _LaunchView:
     def prior(self, label: str, metric: str, without: set[int]) -> LaunchSpread | None:
         """The spread of the campaign's other configs at ``label`` pooled with the stored."""
         own = self.launches.spread(label, metric, without)
-        stored = stored_spreads(self.store, self.key, label, metric, other_than=self.campaign)
-        return pool_spreads(own, *stored)
+        return prior_spread(self.store, self.key, label, metric, own, campaign=self.campaign)
 
     def verdict(
         self, label: str, metric: str, base: RunGroup, cand: RunGroup, alpha: float,

@@ -27,11 +27,11 @@ from typing import Any
 from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
-from inferlab.stats.launch_ab import compare_launches, pool_spreads
+from inferlab.stats.launch_ab import compare_launches
 from inferlab.stats.launches import launch_estimate
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups
-from inferlab.store.spreads import spread_key, stored_spreads
+from inferlab.store.spreads import prior_spread, spread_key
 
 from .loop import SearchResult
 from .trials import Trials
@@ -132,7 +132,7 @@ def judge(
         return replace(none, reason=why)
     own = campaign_launches(store, campaign, [metric]).spread(at, metric, without=ids)
     key = spread_key(store.runs(campaign=campaign, config=names[0])[-1])
-    prior = pool_spreads(own, *stored_spreads(store, key, at, metric, other_than=campaign))
+    prior = prior_spread(store, key, at, metric, own, campaign=campaign)
     v = compare_launches(
         metric, sides["b"], sides["w"], prior=prior, alpha=alpha, min_effect=min_effect,
         level=1.0 - alpha,

@@ -40,7 +40,6 @@ __all__ = [
     "LaunchAB",
     "compare_launches",
     "launch_ab",
-    "pool_spreads",
     "settled",
     "undecided",
 ]
@@ -92,21 +91,6 @@ class LaunchAB:
     def launches_text(self) -> str:
         """ "2 + 2 launches" (baseline + candidate)."""
         return f"{self.k_baseline} + {self.k_candidate} launches"
-
-
-def pool_spreads(*spreads: LaunchSpread | None) -> LaunchSpread | None:
-    """Several spreads of one metric at one point as one: τ² and the sampling term weighted
-    by their degrees of freedom, the df and launches added; None when there is none."""
-    got = [s for s in spreads if s is not None and s.df > 0]
-    if not got:
-        return None
-    df = sum(s.df for s in got)
-    tau2 = sum(s.df * s.tau**2 for s in got) / df
-    within = sum(s.df * s.within for s in got) / df
-    source = "; ".join(dict.fromkeys(s.source for s in got if s.source))
-    if source and any(not s.source for s in got):
-        source = f"this campaign's and {source}"
-    return LaunchSpread(math.sqrt(tau2), df, sum(s.launches for s in got), within, source)
 
 
 def _own(ys: Sequence[Launch]) -> tuple[float, float, float]:

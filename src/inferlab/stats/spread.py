@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from inferlab.stats.dist import t_quantile, t_two_sided_p
 
-__all__ = ["LaunchSpread", "Widened", "launch_spread", "widen"]
+__all__ = ["LaunchSpread", "Widened", "launch_spread", "pool_spreads", "widen"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,21 @@ def launch_spread(configs: Sequence[Sequence[tuple[float, float]]]) -> LaunchSpr
     if df == 0:
         return None
     return LaunchSpread(math.sqrt(max(0.0, num / df)), df, launches, within / launches)
+
+
+def pool_spreads(*spreads: LaunchSpread | None) -> LaunchSpread | None:
+    """Several spreads of one metric at one point as one: τ² and the sampling term weighted
+    by their degrees of freedom, the df and launches added; None when there is none."""
+    got = [s for s in spreads if s is not None and s.df > 0]
+    if not got:
+        return None
+    df = sum(s.df for s in got)
+    tau2 = sum(s.df * s.tau**2 for s in got) / df
+    within = sum(s.df * s.within for s in got) / df
+    source = "; ".join(dict.fromkeys(s.source for s in got if s.source))
+    if source and any(not s.source for s in got):
+        source = f"this campaign's and {source}"
+    return LaunchSpread(math.sqrt(tau2), df, sum(s.launches for s in got), within, source)
 
 
 @dataclass(frozen=True)

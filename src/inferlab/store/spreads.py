@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from inferlab.stats.spread import LaunchSpread
+from inferlab.stats.spread import LaunchSpread, pool_spreads
 from inferlab.store.db import Store
 from inferlab.store.rows import RunRow
 
-__all__ = ["KIND", "SpreadKey", "save_spreads", "spread_key", "stored_spreads"]
+__all__ = ["KIND", "SpreadKey", "prior_spread", "save_spreads", "spread_key", "stored_spreads"]
 
 KIND = "launch_spread"
 
@@ -72,3 +72,14 @@ def stored_spreads(
                          float(d.get("within") or 0.0), src)  # fmt: skip
         newest[str(a["campaign"])] = (s, src)
     return [s for s, _ in newest.values()]
+
+
+def prior_spread(
+    store: Store, key: SpreadKey, label: str, metric: str, own: LaunchSpread | None, *,
+    campaign: str,
+) -> LaunchSpread | None:  # fmt: skip
+    """The prior a launch-level A/B of ``metric`` at ``label`` is moderated with
+    (``stats.launch_ab``): ``own`` (the campaign's other configs launched more than once
+    there) pooled with the spreads other campaigns stored under ``key``. One rule for
+    ``compare``, the launch rounds and ``optimize``'s confirmation."""
+    return pool_spreads(own, *stored_spreads(store, key, label, metric, other_than=campaign))

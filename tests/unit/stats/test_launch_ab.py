@@ -14,11 +14,10 @@ import pytest
 from inferlab.stats.launch_ab import (
     compare_launches,
     launch_ab,
-    pool_spreads,
     settled,
     undecided,
 )
-from inferlab.stats.spread import LaunchSpread
+from inferlab.stats.spread import LaunchSpread, pool_spreads
 
 
 def _side(rng: random.Random, k: int, mu: float, tau: float, s: float) -> list[tuple[float, float]]:
