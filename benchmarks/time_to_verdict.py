@@ -15,7 +15,7 @@
    pairs at C=8, each side its own sim server).
 
     .venv/bin/python benchmarks/time_to_verdict.py [--null 200] [--per-effect 50] [--live 20]
-        [--min-effect 0.02,0.01,0.03] [--save LANES.json | --load LANES.json]
+        [--min-effect 0.02,0.01,0.03] [--save LANES.json | --load LANES.json[.xz]]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import dataclasses
 import datetime as dt
 import heapq
 import json
+import lzma
 import math
 import os
 import sys
@@ -507,7 +508,9 @@ def save_lanes(path: Path, lanes: dict[int, list[list[Req]]]) -> None:
 
 
 def load_lanes(path: Path) -> dict[int, list[list[Req]]]:
-    data = json.loads(path.read_text())
+    """A ``--save`` recording, plain or packed with xz (the committed one is ``.json.xz``)."""
+    with lzma.open(path, "rt") if path.suffix == ".xz" else path.open() as f:
+        data = json.load(f)
     return {int(c): [[Req(*q) for q in ln] for ln in ls] for c, ls in data.items()}
 
 

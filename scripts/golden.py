@@ -4,12 +4,13 @@
     python scripts/golden.py check   # regenerate and diff against tests/fixtures/golden/; rc 1
 
 The inputs never change: the stores under ``tests/fixtures/golden/stores/`` (a ``demo --sim``
-store), ``benchmarks/results/h200-*.db`` (the H200 ``transformers serve`` and vLLM stores) and
-every server log under ``tests/fixtures/``. For each store and campaign: ``compare --format``
-json, csv and md; ``report`` (report.md); ``levers --json``; ``export`` of runs (CSV, JSONL) and
-of requests (their digest: first lines, line count, SHA-256); ``runs``. For each log: ``logs
-analyze --json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``, ``<ROOT>``) so
-that a refactor's dumps are byte-identical to the ones before it.
+store), ``benchmarks/results/h200-*.db.xz`` (the H200 ``transformers serve`` and vLLM stores,
+packed: ``scripts/stores.py`` unpacks them into the temporary folder) and every server log
+under ``tests/fixtures/``. For each store and campaign: ``compare --format`` json, csv and md;
+``report`` (report.md); ``levers --json``; ``export`` of runs (CSV, JSONL) and of requests
+(their digest: first lines, line count, SHA-256); ``runs``. For each log: ``logs analyze
+--json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``, ``<ROOT>``) so that a
+refactor's dumps are byte-identical to the ones before it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ STORES = GOLDEN / "stores"
 #: the committed stores: a ``demo --sim`` store (golden/stores/) and the H200 runs' stores
 RESULTS = ROOT / "benchmarks" / "results"
 LOG_SUFFIXES = (".log", ".log.gz")
-if str(ROOT / "tests") not in sys.path:  # support.cli: the in-process entry point
-    sys.path.insert(0, str(ROOT / "tests"))
+for _path in (ROOT / "tests", ROOT / "scripts"):  # support.cli: the in-process entry point
+    if str(_path) not in sys.path:  # stores: the packed stores' reader
+        sys.path.insert(0, str(_path))
 _TS = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}| UTC)?")
 _EPOCH = re.compile(
     r'("(?:created|started|ended|finished|made|at|ts|time)[a-z_]*"\s*:\s*)\d{9,}(\.\d+)?'
@@ -102,12 +104,23 @@ def _logs() -> list[Path]:
     return found
 
 
-#: the stores the dumps are made from; each must be committed (``*.db`` is ignored: git add -f)
+#: the stores the dumps are made from; each must be committed (``*.db`` is ignored: git add -f);
+#: a ``.db.xz`` is unpacked first and dumped under its ``.db`` name
 INPUT_STORES = (
     STORES / "demo-sim.db",
-    RESULTS / "h200-transformers.db",
-    RESULTS / "h200-vllm.db",
+    RESULTS / "h200-transformers.db.xz",
+    RESULTS / "h200-vllm.db.xz",
 )
+
+
+def _unpacked(store: Path, into: Path) -> Path:
+    """``store`` itself, or a packed ``X.db.xz`` unpacked to ``into/X.db``."""
+    if store.suffix != ".xz":
+        return store
+    from stores import unpack
+
+    into.mkdir(exist_ok=True)
+    return unpack(store, into / store.with_suffix("").name)
 
 
 def inputs() -> list[Path]:
@@ -123,7 +136,8 @@ def dumps() -> dict[str, str]:
     out: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="golden-") as t:
         tmp = Path(t)
-        for store in INPUT_STORES:
+        for packed in INPUT_STORES:
+            store = _unpacked(packed, tmp / "unpacked")
             for campaign in _campaigns(store):
                 db = tmp / f"{store.stem}.db"  # a fresh copy each campaign: levers writes
                 shutil.copy(store, db)
