@@ -4,13 +4,13 @@
     python scripts/golden.py check   # regenerate and diff against tests/fixtures/golden/; rc 1
 
 The inputs never change: the stores under ``tests/fixtures/golden/stores/`` (a ``demo --sim``
-store), ``benchmarks/results/h200-*.db.xz`` (the H200 ``transformers serve`` and vLLM stores,
-packed: ``scripts/stores.py`` unpacks them into the temporary folder) and every server log
-under ``tests/fixtures/``. For each store and campaign: ``compare --format`` json, csv and md;
-``report`` (report.md); ``levers --json``; ``export`` of runs (CSV, JSONL) and of requests
-(their digest: first lines, line count, SHA-256); ``runs``. For each log: ``logs analyze
---json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``, ``<ROOT>``) so that a
-refactor's dumps are byte-identical to the ones before it.
+store) and ``benchmarks/results/h200-*.db.xz`` (the H200 ``transformers serve`` and vLLM
+stores), all packed (``scripts/stores.py`` unpacks them into the temporary folder), and every
+server log under ``tests/fixtures/``. For each store and campaign: ``compare --format`` json,
+csv and md; ``report`` (report.md); ``levers --json``; ``export`` of runs (CSV, JSONL) and of
+requests (their digest: first lines, line count, SHA-256); ``runs``. For each log: ``logs
+analyze --json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``, ``<ROOT>``) so that
+a refactor's dumps are byte-identical to the ones before it.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _logs() -> list[Path]:
 #: the stores the dumps are made from; each must be committed (``*.db`` is ignored: git add -f);
 #: a ``.db.xz`` is unpacked first and dumped under its ``.db`` name
 INPUT_STORES = (
-    STORES / "demo-sim.db",
+    STORES / "demo-sim.db.xz",
     RESULTS / "h200-transformers.db.xz",
     RESULTS / "h200-vllm.db.xz",
 )

@@ -1,11 +1,13 @@
 """The committed stores are kept as ``.db.xz`` (issue 47: a light tree): unpack and pack them.
 
-    python scripts/stores.py unpack          # every benchmarks/results/**/*.db.xz -> *.db beside it
-    python scripts/stores.py pack STORE.db   # STORE.db -> STORE.db.xz (xz -9e), for git add -f
+    python scripts/stores.py unpack [X.db.xz ...]  # those, or every benchmarks/results/**/*.db.xz,
+                                                   # to X.db beside each
+    python scripts/stores.py pack STORE.db         # STORE.db -> STORE.db.xz (xz -9e), to commit
 
 An unpacked ``*.db`` is ignored by git (``.gitignore``: ``*.db``), so ``inferlab report NAME --db
-benchmarks/results/h200-vllm.db`` works after ``unpack`` and nothing raw is committed. A store is
-never edited in place: a new run is a new store, packed again.
+benchmarks/results/h200-vllm.db`` works after ``unpack`` and nothing raw is committed. The golden
+input ``tests/fixtures/golden/stores/demo-sim.db.xz`` is packed the same way. A store is never
+edited in place: a new run is a new store, packed again.
 """
 
 from __future__ import annotations
@@ -46,9 +48,12 @@ def pack(store: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:2] == ["unpack"] and len(argv) == 2:
-        for packed in sorted(RESULTS.rglob(f"*.db{SUFFIX}")):
-            print(unpack(packed).relative_to(ROOT))
+    if argv[1:2] == ["unpack"]:
+        named = [Path(a).resolve() for a in argv[2:]]
+        for packed in named or sorted(RESULTS.rglob(f"*.db{SUFFIX}")):
+            if not packed.is_file():
+                raise SystemExit(f"stores: {packed} does not exist")
+            print(unpack(packed))
         return 0
     if argv[1:2] == ["pack"] and len(argv) == 3:
         store = Path(argv[2])

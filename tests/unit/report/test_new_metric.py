@@ -7,8 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import lzma
 import math
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from inferlab.store import Store
 from inferlab.store.export import run_rows
 from support.cli import Cli
 
-STORE = Path(__file__).parents[2] / "fixtures" / "golden" / "stores" / "demo-sim.db"
+STORE = Path(__file__).parents[2] / "fixtures" / "golden" / "stores" / "demo-sim.db.xz"
 
 P99_ITL = Metric(
     "itl_p99_ms",
@@ -46,7 +46,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the demo --sim store (campaign sim-dsv4), with the p99 ITL row in the table."""
     monkeypatch.setitem(metrics._ROWS, P99_ITL.name, P99_ITL)
     path = tmp_path / "demo.db"
-    shutil.copy(STORE, path)
+    path.write_bytes(lzma.decompress(STORE.read_bytes()))  # committed packed (xz)
     return path
 
 

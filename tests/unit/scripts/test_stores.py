@@ -58,13 +58,30 @@ def test_a_raw_store_is_not_taken_for_a_packed_one(tmp_path: Path) -> None:
         _stores().unpack(_store(tmp_path / "a.db", 1))
 
 
-def test_no_raw_store_is_committed_under_benchmarks() -> None:
-    """The light tree (issue 47): a store under benchmarks/ is committed packed."""
+def test_no_raw_store_is_committed() -> None:
+    """The light tree (issue 47): the H200 stores and the golden demo store are committed packed."""
     tracked = subprocess.run(
-        ["git", "ls-files", "benchmarks"], cwd=ROOT, capture_output=True, text=True, check=True
+        ["git", "ls-files", "benchmarks", "tests/fixtures"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert [f for f in tracked if f.endswith(".db")] == []
-    assert {
+    packed = {
         "benchmarks/results/h200-vllm.db.xz",
         "benchmarks/results/h200-transformers.db.xz",
-    } <= set(tracked)
+        "tests/fixtures/golden/stores/demo-sim.db.xz",
+    }
+    assert packed <= set(tracked)
+
+
+def test_the_command_line_unpacks_a_named_store_and_names_a_missing_one(tmp_path: Path) -> None:
+    s = _stores()
+    packed = s.pack(_store(tmp_path / "a.db", 5))
+    (tmp_path / "a.db").unlink()
+    assert s.main(["stores.py", "unpack", str(packed)]) == 0
+    assert (tmp_path / "a.db").read_bytes().startswith(b"SQLite format 3")
+    with pytest.raises(SystemExit, match=r"b\.db\.xz does not exist"):
+        s.main(["stores.py", "unpack", str(tmp_path / "b.db.xz")])
+    assert s.main(["stores.py", "bogus"]) == 2
