@@ -39,6 +39,7 @@ def test_a_server_that_died_during_the_capture_is_a_classified_launch_failure(
 def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
     from inferlab.campaign.profiled import point_bench
     from inferlab.config.bench import BenchConfig
+    from inferlab.config.pattern import ClosedLoop
     from inferlab.load.quality import FEW_SAMPLES
     from inferlab.load.results import LoadPoint
 
@@ -50,7 +51,7 @@ def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
             min_requests=min_requests,
             max_requests=400,
         )
-        return point_bench(auto, LoadPoint("C=1", concurrency=1))
+        return point_bench(auto, LoadPoint.of(ClosedLoop(1)))
 
     assert bench(50).requests == FEW_SAMPLES == 100  # no few-samples warning on a stored pass
     assert bench(150).requests == 150 and bench(150).concurrency == [1]

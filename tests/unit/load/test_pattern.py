@@ -9,7 +9,6 @@ import pytest
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.pattern import (
-    NOT_YET,
     PATTERNS,
     ClosedLoop,
     LoadPattern,
@@ -75,7 +74,9 @@ def test_parse_refuses_what_no_variant_reads(label: str) -> None:
 
 
 def test_every_named_variant_is_built() -> None:
-    assert not NOT_YET and {"replay", "sessions"} <= set(PATTERNS)
+    assert {"closed", "open", "replay", "sessions"} <= set(PATTERNS)
+    with pytest.raises(ConfigError, match="unknown load pattern kind 'burst'; expected closed"):
+        LoadPattern.from_json({"kind": "burst"})
     with pytest.raises(ConfigError, match="load pattern 'sessions': users must be an integer"):
         LoadPattern.from_json({"kind": "sessions", "users": 0, "turns": 8})
 
