@@ -21,7 +21,7 @@ from inferlab.campaign.capture import (
 )
 from inferlab.campaign.collect import CaptureFailed, RankFile
 from inferlab.campaign.launch import output_dir
-from inferlab.config.bench import BenchConfig
+from inferlab.config.bench import TRACE_FIELDS, BenchConfig, LoadSpec
 from inferlab.config.campaign import CampaignFile, ProfileSection
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -78,16 +78,18 @@ class SteadyEvents(BenchEvents):
         self.inner.point_finished(result)
 
 
-#: a sweep's load with no point in it (``point_bench`` adds the one it runs)
-_NO_POINTS: dict[str, Any] = {"concurrency": [], "rate": [], "trace": None, "sessions": [],
-                              "points": []}  # fmt: skip
+#: the ``[load]`` fields that make points, as when none is given (``point_bench`` adds one)
+_POINT_FIELDS = ("concurrency", "rate", "sessions", "points", *TRACE_FIELDS)
 
 
 def point_bench(bench: BenchConfig, point: LoadPoint, requests: int | None = None) -> BenchConfig:
     """``bench`` at ``point`` alone (its pattern's ``alone()``), one trial, validated again;
     ``requests``: a fixed count (default: the same, or for ``auto`` enough load to capture
     beside and for its stored p99s)."""
-    upd: dict[str, Any] = {"trials": 1, **_NO_POINTS, **point.pattern.alone()}
+    none = {
+        f: LoadSpec.model_fields[f].get_default(call_default_factory=True) for f in _POINT_FIELDS
+    }
+    upd: dict[str, Any] = {"trials": 1, **none, **point.pattern.alone()}
     if requests is not None:
         upd["requests"] = requests
     elif bench.requests == "auto":  # a profiled pass needs load while it captures, not precision

@@ -130,7 +130,7 @@ def test_a_sweep_plans_one_point_per_pattern_with_todays_labels() -> None:
     assert [p.label for p in cfg.patterns()] == ["C=1", "C=8", "rate=4/s max C=3",
                                                  "rate=0.5/s max C=3"]  # fmt: skip
     pts = plan_points(cfg)
-    assert [(p.label, p.concurrency, p.rate, p.max_concurrency) for p in pts] == [
+    assert [(p.label, *p.pattern.columns().values()) for p in pts] == [
         ("C=1", 1, None, None),
         ("C=8", 8, None, None),
         ("rate=4/s max C=3", None, 4.0, 3),
@@ -144,7 +144,7 @@ def test_a_trace_plans_one_replay_point_per_speed_after_the_others(tmp_path: obj
                       trace_format="csv", speed=[1, 4], trace_limit=9, trace_end_s=30)  # fmt: skip
     pts = plan_points(cfg)
     assert [p.label for p in pts] == ["C=2", "replay:csv@1.0x", "replay:csv@4.0x"]
-    assert (pts[1].concurrency, pts[1].rate) == (None, None)
+    assert pts[1].pattern.columns() == {"concurrency": None, "rate": None, "max_concurrency": None}
     assert pts[2].pattern == Replay("csv", 4.0, "t.csv", None, 9, 0.0, 30.0)
     only = BenchConfig(url="http://h", trace="t.jsonl")  # no --requests: the trace has them
     assert [p.label for p in only.patterns()] == ["replay:mooncake@1.0x"]
