@@ -1,7 +1,10 @@
-"""What a load pattern does, as the load generator asks it (``config.pattern`` adds the label
-and JSON): ``Behaviour``, the base of every pattern, with its ``schedule`` (the ``Budget`` it
-reads, the ``Tools`` it may ask of the sweep, the ``Schedule`` it returns, which ``load.point``
-runs), its streams, its one-point ``[load]`` form and its ``Lateness`` rule."""
+"""What a load pattern does for the load generator: schedule, streams, alone, lateness.
+
+``Behaviour`` is the base of every pattern (``config.pattern.LoadPattern`` adds the label and
+JSON): its ``schedule`` reads a ``Budget``, may ask the sweep's ``Tools`` and returns a
+``Schedule``, which ``load.point`` runs; ``alone()`` is its one-point ``[load]``; its
+``Lateness`` says what a late send means for it.
+"""
 
 from __future__ import annotations
 
