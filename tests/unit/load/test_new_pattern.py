@@ -33,7 +33,7 @@ class Burst(LoadPattern):
     gap_s: float = 0.2
 
     kind: ClassVar[str] = "burst"
-    spellings: ClassVar[tuple[str, ...]] = ("burst:SxW",)
+    spellings: ClassVar[tuple[str, ...]] = ("burst:WxN",)
     counted: ClassVar[bool] = False  # it brings its own count
 
     @property
@@ -41,11 +41,11 @@ class Burst(LoadPattern):
         return f"burst:{self.width}x{self.waves}"
 
     @property
-    def streams(self) -> int:
+    def streams(self) -> int:  # at most one wave in flight
         return self.width
 
     @property
-    def size(self) -> float:
+    def size(self) -> float:  # what its labels sort by
         return float(self.width)
 
     def fields(self) -> dict[str, Any]:
