@@ -59,3 +59,10 @@ def test_a_trace_is_not_split_across_hosts() -> None:
     with pytest.raises(ConfigError, match="--trace: replay from one client"):
         split_config(cfg, 2)
     assert [c.trace for c in split_config(cfg, 1)] == [cfg.trace]
+
+
+def test_named_load_points_are_not_split_across_hosts() -> None:
+    cfg = BenchConfig(url="http://h", points=[{"kind": "sessions", "users": 4, "turns": 2}])
+    with pytest.raises(ConfigError, match=r"\[\[load.points\]\]: not split across client hosts"):
+        split_config(cfg, 2)
+    assert [c.points for c in split_config(cfg, 1)] == [cfg.points]
