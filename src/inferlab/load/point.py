@@ -157,8 +157,7 @@ def split_jobs(
     """One job per worker: its share of the items and of the streams (or of the arrivals and
     their cap), or of the conversations."""
     cfg = sw.cfg
-    closed = plan.offsets is None
-    if closed and plan.streams is not None:
+    if plan.offsets is None and plan.streams is not None:
         workers = max(1, min(workers, plan.streams))
     if plan.turns is not None and not warmup:
         return _session_jobs(sw, workers)
@@ -182,7 +181,7 @@ def split_jobs(
             cpus=cfg.client_cpus,
             not_before_ns=None if warmup else cfg.not_before_ns,
         )
-        if plan.offsets is None:
+        if plan.offsets is None:  # closed loop: a share of the streams
             c = plan.streams or 1
             job.concurrency = c // workers + (w < c % workers)
             if warmup:
