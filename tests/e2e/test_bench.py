@@ -50,7 +50,7 @@ def test_sweep_matches_ground_truth_per_request(sim_server: SimFactory, tokdir: 
         warm = [r for r in p.records if r.warmup]
         assert len(warm) == 2  # stored, but not in the statistics
         assert p.summary.ttft_ms.count == 12
-        assert p.summary.peak_concurrency <= (p.point.concurrency or 0)
+        assert p.summary.peak_concurrency <= (p.point.pattern.loop_concurrency or 0)
         for r in p.records:
             t = truth[r.request_id]
             assert r.usage_completion_tokens == 12 == r.counted_output_tokens == sum(r.event_tokens)

@@ -23,7 +23,6 @@ from typing import Any
 
 from inferlab.campaign.clockstop import live_config, replay_stop
 from inferlab.config.bench import BenchConfig
-from inferlab.config.pattern import Replay
 from inferlab.errors import SimError
 from inferlab.load.adaptive import BaselineRef
 from inferlab.load.point import judge, summary_of
@@ -99,9 +98,10 @@ class ModelClockSink:
         body = _call("GET", self.url + "/truth").decode()
         truth = [json.loads(line) for line in body.splitlines() if line.strip()]
         done = on_model_clock(res.records, truth)
-        if res.point.concurrency is not None and not res.interrupted:
-            back_to_back(res.records, res.point.concurrency)  # an adaptive point's too
-        if isinstance(res.point.pattern, Replay):
+        pattern = res.point.pattern
+        if pattern.loop_concurrency is not None and not res.interrupted:
+            back_to_back(res.records, pattern.loop_concurrency)  # an adaptive point's too
+        if pattern.lateness.on_schedule:
             on_schedule(res.records, int(self.late_ms.get(res.point.label, 0.0) * 1e6))
         self.retimed += done.retimed
         self.kept += done.kept

@@ -22,7 +22,7 @@ from inferlab.config.bench import BenchConfig
 from inferlab.load.adaptive import BaselineRef, PointFacts, PrecisionRule, choose_rule
 from inferlab.load.bench import plan_points
 from inferlab.load.progress import LightRecord
-from inferlab.load.results import LoadPoint, PointResult
+from inferlab.load.results import PointResult
 from inferlab.load.steady import final_stop
 from inferlab.load.stopping import Check, RuleMonitor, Stop
 from inferlab.records import RequestRecord
@@ -40,15 +40,11 @@ def live_config(
     if not cfg.adaptive:
         return cfg, dict(baselines)
     points = plan_points(cfg)
-    if cfg.max_requests and all(_closed(p) for p in points):
-        top = max(p.concurrency or 1 for p in points)
+    if cfg.max_requests and all(p.pattern.closed_loop for p in points):
+        top = max(p.pattern.loop_concurrency or 1 for p in points)
         fixed = {"requests": cfg.max_requests + 2 * top, "stop_on_precision": False}
         return cfg.model_copy(update=fixed), {}
     return cfg.model_copy(update={"stop_on_precision": False}), {}
-
-
-def _closed(p: LoadPoint) -> bool:
-    return p.concurrency is not None and p.users is None and p.rate is None
 
 
 def _light(rec: RequestRecord) -> LightRecord:
@@ -93,7 +89,7 @@ def _replay(
     cfg: BenchConfig, res: PointResult, baseline: BaselineRef | None, done: Sequence[RequestRecord]
 ) -> tuple[RuleMonitor, int | None] | None:
     """The monitor after the replay, and the model-clock time it stopped (None: not stopped)."""
-    c = res.point.concurrency or 1
+    c = res.point.pattern.loop_concurrency or 1
     rule = choose_rule(cfg, PointFacts(c, baseline))
     if not rule.live:
         return None
@@ -128,8 +124,8 @@ def replay_stop(cfg: BenchConfig, res: PointResult, baseline: BaselineRef | None
     """Decide ``res``'s stop on the model clock (see the module docstring); ``res``'s records
     must already be re-timed (back to back). A point of a fixed count, or interrupted, or not
     closed loop, is left as it is."""
-    c = res.point.concurrency
-    if not cfg.adaptive or res.interrupted or c is None or not _closed(res.point):
+    c = res.point.pattern.loop_concurrency
+    if not cfg.adaptive or res.interrupted or c is None:
         return
     _ramp_up(res, c)
     done = sorted((r for r in res.records if not r.warmup and r.end_ns), key=lambda r: r.end_ns)

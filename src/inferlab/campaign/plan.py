@@ -84,9 +84,9 @@ def plan_of(camp: CampaignFile, p: Path, text: str) -> Plan:
                     "'from-log' or a saved tune-run-*.json)"
                 )
     ld = camp.load
-    if not ld.concurrency and not ld.rate and ld.trace is None and not ld.sessions:
-        raise ConfigError(f"{p}: load: give concurrency, rate, trace and/or sessions")
-    if (ld.concurrency or ld.rate) and ld.requests is None and ld.duration_s is None:
+    if not ld.patterns():
+        raise ConfigError(f"{p}: load: give concurrency, rate, trace, sessions and/or points")
+    if any(x.counted for x in ld.patterns()) and ld.requests is None and ld.duration_s is None:
         raise ConfigError(f"{p}: load: give requests or duration_s")
     bench = bench_config(camp, "http://127.0.0.1:1", camp.engine.model or "model", camp.engine.kind)
     read_traces(bench)  # every line of the trace checked before any server starts

@@ -21,9 +21,8 @@ from inferlab.campaign.capture import (
 )
 from inferlab.campaign.collect import CaptureFailed, RankFile
 from inferlab.campaign.launch import output_dir
-from inferlab.config.bench import BenchConfig
+from inferlab.config.bench import TRACE_FIELDS, BenchConfig, LoadSpec
 from inferlab.config.campaign import CampaignFile, ProfileSection
-from inferlab.config.pattern import Replay
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.engines.capture import CaptureRecipe, rank_of
@@ -79,21 +78,24 @@ class SteadyEvents(BenchEvents):
         self.inner.point_finished(result)
 
 
+#: the ``[load]`` fields that make points, as when none is given (``point_bench`` adds one)
+_POINT_FIELDS = ("concurrency", "rate", "sessions", "points", *TRACE_FIELDS)
+
+
 def point_bench(bench: BenchConfig, point: LoadPoint, requests: int | None = None) -> BenchConfig:
-    """``bench`` at ``point`` alone, one trial; ``requests``: a fixed count (default: the
-    same, or for ``auto`` enough load to capture beside and for its stored p99s)."""
-    upd: dict[str, Any] = {"trials": 1, "concurrency": [], "rate": [], "trace": None}
+    """``bench`` at ``point`` alone (its pattern's ``alone()``), one trial, validated again;
+    ``requests``: a fixed count (default: the same, or for ``auto`` enough load to capture
+    beside and for its stored p99s)."""
+    none = {
+        f: LoadSpec.model_fields[f].get_default(call_default_factory=True) for f in _POINT_FIELDS
+    }
+    upd: dict[str, Any] = {"trials": 1, **none, **point.pattern.alone()}
     if requests is not None:
         upd["requests"] = requests
     elif bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
         upd["requests"] = max(bench.min_requests, FEW_SAMPLES)
-    if isinstance(point.pattern, Replay):  # the same trace (and slice) at its speed
-        upd |= {"trace": bench.trace, "speed": [point.pattern.speed]}
-    elif point.concurrency is not None:
-        upd["concurrency"] = [point.concurrency]
-    else:
-        upd["rate"] = [point.rate]
-    return bench.model_copy(update=upd)
+    fields = {k: getattr(bench, k) for k in type(bench).model_fields}
+    return type(bench).model_validate(fields | upd)
 
 
 def _finding(
@@ -190,7 +192,7 @@ def profiled_pass(
     ctl = Controller(recipe, bench.url, prof, prefix, directory, files,
                      recipe.ranks(spec.parse_args(cfg.args)))  # fmt: skip
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid, purpose="profiled")
-    ev = SteadyEvents(events, ctl.steady, closed_loop=point.concurrency is not None)
+    ev = SteadyEvents(events, ctl.steady, closed_loop=point.pattern.closed_loop)
     worker = threading.Thread(target=ctl.run, name=f"capture-{cfg.name}", daemon=True)
     events.message(f"{cfg.name}: profiled pass at {point.label} ({prof.steps} steps) ...")
     worker.start()

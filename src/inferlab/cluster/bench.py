@@ -62,6 +62,8 @@ def split_config(cfg: BenchConfig, clients: int) -> list[BenchConfig]:
         )
     if cfg.max_concurrency is not None and cfg.max_concurrency < clients:
         raise ConfigError(f"--max-concurrency {cfg.max_concurrency} is below --clients {clients}")
+    if cfg.points and clients > 1:  # each host would send the whole of each point
+        raise ConfigError("[[load.points]]: not split across client hosts (--clients 1)")
     if cfg.trace is not None and clients > 1:  # each host would send the whole trace
         raise ConfigError("--trace: replay from one client (--clients 1), not split across hosts")
     if cfg.requests == "auto":  # one host's stopping rule cannot see the other hosts' requests

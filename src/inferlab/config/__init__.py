@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from inferlab.faces import lazy_face
 
 if TYPE_CHECKING:
-    from inferlab.config.bench import SLO, BenchConfig, LoadSpec, WorkloadSpec, validation_message
+    from inferlab.config.bench import SLO, BenchConfig, LoadSpec, validation_message
     from inferlab.config.campaign import (
         CampaignFile,
         ConfigSpec,
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from inferlab.config.pattern import LoadPattern
     from inferlab.config.resolve import ResolvedConfig
     from inferlab.config.urls import redact_url
+    from inferlab.config.workload import WorkloadSpec
 
 __all__ = [
     "SLO",
@@ -45,7 +46,6 @@ __getattr__ = lazy_face(
             "SLO",
             "BenchConfig",
             "LoadSpec",
-            "WorkloadSpec",
             "validation_message",
         ),
         "inferlab.config.campaign": (
@@ -59,5 +59,6 @@ __getattr__ = lazy_face(
         "inferlab.config.pattern": ("LoadPattern",),
         "inferlab.config.resolve": ("ResolvedConfig",),
         "inferlab.config.urls": ("redact_url",),
+        "inferlab.config.workload": ("WorkloadSpec",),
     },
 )

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     SerializerFunctionWrapHandler,
     ValidationError,
     field_serializer,
@@ -18,14 +21,17 @@ from pydantic import (
 
 from inferlab.config.pattern import Arrival, ClosedLoop, LoadPattern, OpenLoop, Replay, Sessions
 from inferlab.config.urls import redact_url
+from inferlab.config.workload import PREFIX_FIELDS, WorkloadSpec
 from inferlab.errors import ConfigError
 
+#: ``PREFIX_FIELDS`` and ``WorkloadSpec`` stay importable from here (``config.workload``)
 __all__ = [
     "PREFIX_FIELDS",
     "SLO",
     "TRACE_FIELDS",
     "BenchConfig",
     "LoadSpec",
+    "PatternField",
     "SessionsSpec",
     "TraceFormat",
     "WorkloadSpec",
@@ -88,47 +94,6 @@ class SLO(_Closed):
         return ",".join(f"{k}={v:g}" for k, v in sorted(self.limits().items()))
 
 
-#: the fields of a shared-prefix workload; left out of a dump for the other kinds
-PREFIX_FIELDS = ("prefixes", "prefix_tokens", "suffix_tokens", "prefix_dist")
-
-
-class WorkloadSpec(_Closed):
-    """Where prompts come from and how long outputs are (tokens). ``shared-prefix``: each
-    prompt is one of ``prefixes`` shared prefixes of ``prefix_tokens``, chosen ``uniform`` or
-    ``zipf:S``, then a suffix of ``suffix_tokens`` of its own."""
-
-    kind: Literal["random", "shared-prefix", "jsonl", "sharegpt"] = "random"
-    input_tokens: int = Field(default=256, ge=1)
-    output_tokens: int = Field(default=256, ge=1)
-    path: Path | None = None
-    seed: int = 0
-    prefixes: int = Field(default=8, ge=1)
-    prefix_tokens: int = Field(default=1024, ge=1)
-    suffix_tokens: int = Field(default=64, ge=1)
-    prefix_dist: str = Field(default="uniform", pattern=r"^(uniform|zipf:[0-9]*\.?[0-9]+)$")
-
-    @model_validator(mode="after")
-    def _path_needed(self) -> WorkloadSpec:
-        if self.kind in ("jsonl", "sharegpt") and self.path is None:
-            raise ValueError(f"workload kind {self.kind!r} needs a path")
-        return self
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The shared-prefix fields only for that kind (other runs dump the bytes as before)."""
-        data: dict[str, Any] = handler(self)
-        if self.kind != "shared-prefix":
-            data = {k: v for k, v in data.items() if k not in PREFIX_FIELDS}
-        return data
-
-    @property
-    def label(self) -> str:
-        """``prefix:8x1024`` for shared prefixes; the kind for the others."""
-        if self.kind == "shared-prefix":
-            return f"prefix:{self.prefixes}x{self.prefix_tokens}"
-        return self.kind
-
-
 #: the trace formats ``load.traces.TRACE_FORMATS`` reads (a test keeps the two the same)
 TraceFormat = Literal["mooncake", "csv", "inferlab"]
 
@@ -156,9 +121,29 @@ class SessionsSpec(_Closed):
         return data
 
 
+def _pattern(value: Any) -> LoadPattern:
+    """A ``[[load.points]]`` entry: a table with a ``kind`` of ``PATTERNS`` (or a pattern)."""
+    if isinstance(value, LoadPattern):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a table with a kind, got {value!r}")
+    try:
+        return LoadPattern.from_json(value)
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+#: a load pattern as a config field: a ``kind`` table in, its JSON out
+PatternField = Annotated[
+    LoadPattern, PlainValidator(_pattern), PlainSerializer(lambda p: p.to_json())
+]
+
+
 class LoadSpec(_Closed):
     """What load to offer and how long to measure it: the fields ``inferlab bench`` and a
-    campaign's ``[load]`` share (each adds its own, and its own checks)."""
+    campaign's ``[load]`` share (each adds its own, and its own checks). The flat fields
+    (``concurrency``, ``rate``, ``trace``..., ``sessions``) are short for patterns;
+    ``points`` names any pattern of ``PATTERNS`` by kind (``[[load.points]] kind = ...``)."""
 
     workload: WorkloadSpec = WorkloadSpec()
     endpoint: Literal["completions", "chat"] = "completions"
@@ -187,6 +172,7 @@ class LoadSpec(_Closed):
     trace_limit: int | None = Field(default=None, ge=1)  # replay: the first N (of the window)
     trace_start_s: float = Field(default=0.0, ge=0)  # replay window, s from the first request
     trace_end_s: float | None = Field(default=None, gt=0)
+    points: list[PatternField] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _trace(self) -> LoadSpec:
@@ -198,11 +184,17 @@ class LoadSpec(_Closed):
             raise ValueError(
                 "trace_format, speed, trace_limit and the trace window need a trace (--trace)"
             )
+        if self.points:
+            labels = [p.label for p in self.patterns()]
+            twice = sorted({x for x in labels if labels.count(x) > 1})
+            if twice:
+                raise ValueError(f"points: two load points share the label {twice[0]!r}")
         return self
 
     def patterns(self) -> list[LoadPattern]:
         """One closed-loop pattern per concurrency, one open-loop pattern per rate, one
-        replay per speed when a trace is given, then one sessions pattern per ``sessions``."""
+        replay per speed when a trace is given, one sessions pattern per ``sessions``, then
+        ``points`` as given."""
         closed: list[LoadPattern] = [ClosedLoop(c) for c in self.concurrency]
         opened: list[LoadPattern] = [
             OpenLoop(r, self.arrival, self.burstiness, self.max_concurrency) for r in self.rate
@@ -220,7 +212,7 @@ class LoadSpec(_Closed):
             for x in (self.speed if self.trace is not None else [])
         ]
         sessions: list[LoadPattern] = [Sessions(x.users, x.turns, x.think_s) for x in self.sessions]
-        return closed + opened + replays + sessions
+        return closed + opened + replays + sessions + list(self.points)
 
 
 def _trace_set(load: LoadSpec) -> bool:
@@ -240,7 +232,7 @@ _BENCH_DUMP_ORDER = (
     *("timeout_s", "stall_timeout_s", "workers", "slo", "seed", "not_before_ns"),
 )
 #: fields dumped only when set (configs stored before them keep their bytes)
-_DUMP_WHEN_SET = ("sessions",)
+_DUMP_WHEN_SET = ("sessions", "points")
 
 
 class BenchConfig(LoadSpec):
@@ -281,13 +273,14 @@ class BenchConfig(LoadSpec):
 
     @model_validator(mode="after")
     def _check(self) -> BenchConfig:
-        if not self.concurrency and not self.rate and self.trace is None and not self.sessions:
-            raise ValueError("give --concurrency, --rate, --trace and/or --sessions")
         if any(c < 1 for c in self.concurrency):
             raise ValueError("concurrency values must be ≥ 1")
         if any(r <= 0 for r in self.rate):
             raise ValueError("rate values must be > 0 requests/s")
-        if (self.concurrency or self.rate) and self.requests is None and self.duration_s is None:
+        if not self.patterns():
+            raise ValueError("give --concurrency, --rate, --trace and/or --sessions")
+        counted = any(p.counted for p in self.patterns())
+        if counted and self.requests is None and self.duration_s is None:
             raise ValueError("give --requests or --duration")
         if isinstance(self.requests, int) and self.requests < 1:
             raise ValueError("requests must be ≥ 1 or 'auto'")
@@ -317,6 +310,9 @@ def check_auto(load: LoadSpec) -> None:
             "requests = 'auto' stops closed-loop points; a trace replays its own requests "
             "(give requests = N for the concurrency points, or replay in a run of its own)"
         )
+    bad = [p.label for p in load.points if not p.closed_loop]
+    if bad:
+        raise ValueError(f"requests = 'auto' stops closed-loop points; points: {bad[0]} is not one")
     if max_requests and min_requests > max_requests:
         raise ValueError(
             f"min_requests ({min_requests}) is more than max_requests ({max_requests})"

@@ -7,23 +7,23 @@ the concurrency cap, not the arrival process: a parsed open-loop label has the d
 (``to_json`` keeps all of it). A replay label (``replay:mooncake@1.0x``) names the trace's
 format and speed, not its file or slice: a parsed one has no file (``to_json`` keeps them).
 A sessions label (``sessions:4x8``) names users and turns, not the think time. Each variant is
-one class in ``PATTERNS``; a named variant that is not built yet (``NOT_YET``, none today) is
-refused by name.
+one class in ``PATTERNS``, which also carries its behaviour (``config.schedule.Behaviour``): a
+new pattern is one class and one line there; ``[[load.points]] kind = ...`` spells it.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from inferlab.config.schedule import Behaviour, Budget, Lateness, Schedule, Tools
 from inferlab.errors import ConfigError
 
 __all__ = [
-    "NOT_YET",
     "PATTERNS",
     "Arrival",
     "ClosedLoop",
@@ -38,8 +38,9 @@ __all__ = [
 Arrival = Literal["poisson", "gamma"]
 
 
-class LoadPattern(ABC):
-    """One load point's pattern; subclasses are frozen dataclasses registered in PATTERNS."""
+class LoadPattern(Behaviour):
+    """One load point's pattern: its label and JSON here, its behaviour from ``Behaviour``;
+    subclasses are frozen dataclasses registered in PATTERNS."""
 
     kind: ClassVar[str]  # the JSON ``kind``
     spellings: ClassVar[tuple[str, ...]]  # the label forms it reads, for error messages
@@ -48,11 +49,6 @@ class LoadPattern(ABC):
     @abstractmethod
     def label(self) -> str:
         """The label reports and store rows show."""
-
-    @property
-    @abstractmethod
-    def streams(self) -> int | None:
-        """Most requests in flight it allows; None: no bound of its own."""
 
     @property
     @abstractmethod
@@ -73,9 +69,8 @@ class LoadPattern(ABC):
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> LoadPattern:
-        """A stored pattern; ConfigError naming an unknown, unbuilt or malformed one."""
+        """A stored pattern; ConfigError naming an unknown or malformed one."""
         kind = str(data.get("kind"))
-        _refuse_unbuilt(kind)
         cls = PATTERNS.get(kind)
         if cls is None:
             raise ConfigError(f"unknown load pattern kind {kind!r}; expected {', '.join(PATTERNS)}")
@@ -87,7 +82,6 @@ class LoadPattern(ABC):
     @staticmethod
     def parse(label: str) -> LoadPattern:
         """The pattern a label names; ConfigError for a label no variant reads."""
-        _refuse_unbuilt(re.split("[=:]", label, maxsplit=1)[0])
         for cls in PATTERNS.values():
             found = cls.from_label(label)
             if found is not None:
@@ -104,6 +98,11 @@ class ClosedLoop(LoadPattern):
 
     kind: ClassVar[str] = "closed"
     spellings: ClassVar[tuple[str, ...]] = ("C=N",)
+    closed_loop: ClassVar[bool] = True
+    stored_whole: ClassVar[bool] = False
+    run_columns: ClassVar[tuple[str, ...]] = ("concurrency",)
+    #: its prompts when not counted (a duration, no cap): 8 waves of its users, in [256, 4096]
+    _WAVES: ClassVar[tuple[int, int, int]] = (8, 256, 4096)
     _LABEL: ClassVar[re.Pattern[str]] = re.compile(r"C=(\d+)")
 
     def __post_init__(self) -> None:
@@ -127,6 +126,20 @@ class ClosedLoop(LoadPattern):
     def fields(self) -> dict[str, Any]:
         return {"concurrency": self.concurrency}
 
+    def schedule(self, budget: Budget, tools: Tools) -> Schedule:
+        """``requests`` prompts; adaptive and capped: the cap and a ramp-up and drain wave,
+        cycled; else (a duration, no cap) ``_WAVES`` waves, cycled until it stops."""
+        c = self.concurrency
+        if budget.adaptive and budget.max_requests:  # the cap counts measured requests
+            return Schedule(budget.max_requests + 2 * c, c, cycle=True)
+        if isinstance(budget.requests, int):
+            return Schedule(budget.requests, c)
+        waves, fewest, most = self._WAVES
+        return Schedule(min(most, max(fewest, waves * c)), c, cycle=True)
+
+    def alone(self) -> dict[str, Any]:
+        return {"concurrency": [self.concurrency]}
+
     @classmethod
     def from_label(cls, label: str) -> ClosedLoop | None:
         m = cls._LABEL.fullmatch(label)
@@ -144,6 +157,8 @@ class OpenLoop(LoadPattern):
     max_concurrency: int | None = None
 
     kind: ClassVar[str] = "open"
+    stored_whole: ClassVar[bool] = False
+    run_columns: ClassVar[tuple[str, ...]] = ("rate", "max_concurrency")
     spellings: ClassVar[tuple[str, ...]] = ("rate=R/s", "rate=R/s max C=N", "rate=inf")
     #: ``rate=4/s``, ``rate=4/s max C=8``; imported runs' spellings, read to the same pattern
     #: (whose ``label`` is the one above): ``rate=inf`` (all at once), ``C=8,rate=4/s``
@@ -185,6 +200,20 @@ class OpenLoop(LoadPattern):
             "max_concurrency": self.max_concurrency,
         }
 
+    def schedule(self, budget: Budget, tools: Tools) -> Schedule:
+        """Arrivals drawn for ``requests`` sends or over ``duration_s``."""
+        count = budget.requests if isinstance(budget.requests, int) else None
+        offsets = tools.arrivals(self.rate, self.arrival, self.burstiness, count, budget.duration_s)
+        return Schedule(len(offsets), self.max_concurrency, offsets)
+
+    @property
+    def lateness(self) -> Lateness:
+        """Uncapped, a late send is the client's lag (a warning); capped, it is the cap's."""
+        return Lateness(warns=self.max_concurrency is None)
+
+    def alone(self) -> dict[str, Any]:
+        return {"rate": [self.rate]} | {k: v for k, v in self.fields().items() if k != "rate"}
+
     @classmethod
     def from_label(cls, label: str) -> OpenLoop | None:
         m = cls._LABEL.fullmatch(label)
@@ -219,6 +248,12 @@ class Replay(LoadPattern):
     end_s: float | None = None
 
     kind: ClassVar[str] = "replay"
+    counted: ClassVar[bool] = False
+    run_columns: ClassVar[tuple[str, ...]] = ("max_concurrency",)
+    #: its fields as ``[load]`` spells them (``alone``)
+    _FLAT: ClassVar[dict[str, str]] = {
+        k: "trace_" + k for k in ("format", "limit", "start_s", "end_s")
+    }
     spellings: ClassVar[tuple[str, ...]] = ("replay:FORMAT@Xx", "replay:FORMAT@Xx max C=N")
     _LABEL: ClassVar[re.Pattern[str]] = re.compile(
         r"replay:(?P<fmt>[a-z0-9_-]+)@(?P<speed>[0-9.e+-]+)x(?: max C=(?P<cap>\d+))?"
@@ -260,6 +295,18 @@ class Replay(LoadPattern):
             "end_s": self.end_s,
         }
 
+    def schedule(self, budget: Budget, tools: Tools) -> Schedule:
+        """The trace's own requests at its timestamps ÷ speed (``load.replay``)."""
+        return tools.trace(self)
+
+    @property
+    def lateness(self) -> Lateness:
+        """Uncapped, a send late against the trace is no longer the trace: untrusted."""
+        return Lateness(untrusts=self.max_concurrency is None, on_schedule=True)
+
+    def alone(self) -> dict[str, Any]:
+        return {self._FLAT.get(k, k): v for k, v in self.fields().items()} | {"speed": [self.speed]}
+
     @classmethod
     def from_label(cls, label: str) -> Replay | None:
         m = cls._LABEL.fullmatch(label)
@@ -283,6 +330,8 @@ class Sessions(LoadPattern):
     think_s: float = 0.0
 
     kind: ClassVar[str] = "sessions"
+    counted: ClassVar[bool] = False
+    stored_whole: ClassVar[bool] = False
     spellings: ClassVar[tuple[str, ...]] = ("sessions:UxT",)
     _LABEL: ClassVar[re.Pattern[str]] = re.compile(r"sessions:(\d+)x(\d+)")
 
@@ -310,6 +359,13 @@ class Sessions(LoadPattern):
     def fields(self) -> dict[str, Any]:
         return {"users": self.users, "turns": self.turns, "think_s": self.think_s}
 
+    def schedule(self, budget: Budget, tools: Tools) -> Schedule:
+        """One user message per turn of every conversation."""
+        return Schedule(self.users * self.turns, self.users, turns=self.turns, think_s=self.think_s)
+
+    def alone(self) -> dict[str, Any]:
+        return {"sessions": [self.fields()]}
+
     @classmethod
     def from_label(cls, label: str) -> Sessions | None:
         m = cls._LABEL.fullmatch(label)
@@ -322,14 +378,6 @@ class Sessions(LoadPattern):
 PATTERNS: dict[str, type[LoadPattern]] = {
     c.kind: c for c in (ClosedLoop, OpenLoop, Replay, Sessions)
 }
-
-#: variants named but not built yet (kind, and label key) → why they are refused
-NOT_YET: dict[str, str] = {}
-
-
-def _refuse_unbuilt(kind: str) -> None:
-    if kind in NOT_YET:
-        raise ConfigError(f"load pattern {kind!r}: {NOT_YET[kind]}")
 
 
 def closed_concurrency(label: str | None) -> int | None:

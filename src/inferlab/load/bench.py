@@ -17,7 +17,6 @@ from typing import IO, Any
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
-from inferlab.config.pattern import Replay
 from inferlab.cpus import pinned
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError, ConnectError, ServerRejected, TokenizerError
@@ -58,7 +57,7 @@ FORMAT = "inferlab.bench/2"
 
 
 def plan_points(cfg: BenchConfig) -> list[LoadPoint]:
-    """One point per concurrency, then one per rate (``LoadSpec.patterns``)."""
+    """One point per pattern, in ``LoadSpec.patterns`` order."""
     return [LoadPoint.of(p) for p in cfg.patterns()]
 
 
@@ -209,9 +208,10 @@ def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dic
 
 
 def replay_json(res: PointResult) -> dict[str, Any]:
-    """A replay point's pattern and its requests refused for the context ({} for others)."""
+    """The pattern of a point whose label does not say all of it (a replay's: ``stored_whole``)
+    and its requests refused for the context ({} for the others)."""
     p = res.point.pattern
-    if not isinstance(p, Replay):
+    if not p.stored_whole:
         return {}
     return {"pattern": p.to_json(), "refused_over_context": res.refused}
 
@@ -224,9 +224,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
         "trial": res.trial,
         "started_at": res.started_at,
         "ended_at": res.ended_at,
-        "concurrency": p.concurrency,
-        "rate": p.rate,
-        "max_concurrency": p.max_concurrency,
+        **p.pattern.columns(),
         "workers": res.workers,
         "interrupted": res.interrupted,
         "rejected": res.rejected,
@@ -247,7 +245,7 @@ def point_json(res: PointResult) -> dict[str, Any]:
 
 
 def _check_tokenizer(cfg: BenchConfig, ep: Endpoint, tokenizer: object) -> None:
-    if tokenizer is None and cfg.workload.kind in ("random", "shared-prefix"):
+    if tokenizer is None and cfg.workload.of.exact:
         raise TokenizerError(
             f"{cfg.workload.kind} prompts of exact length need a tokenizer: {ep.base} has no "
             "working "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.pattern import Replay
+from inferlab.config.schedule import Schedule
 from inferlab.engines import EngineSpec
 from inferlab.errors import TokenizerError
 from inferlab.load.adaptive import BaselineRef, PointFacts, choose_rule
@@ -107,48 +108,60 @@ class Sweep:
         return out
 
 
-def _request_plan(
-    cfg: BenchConfig, point: LoadPoint, pi: int
-) -> tuple[list[float] | None, int, bool]:
-    """(open-loop offsets, prompts to prepare, cycle them) for one point."""
-    if point.users is not None:  # one user message per turn of every conversation
-        return None, point.users * (point.turns or 1), False
-    c = point.concurrency or 1
-    if point.rate is not None:
-        offsets = arrival_offsets(
-            point.rate,
-            arrival=cfg.arrival,
-            burstiness=cfg.burstiness,
-            count=cfg.requests if isinstance(cfg.requests, int) else None,
-            duration_s=cfg.duration_s,
-            seed=cfg.seed + pi,
+@dataclass
+class _Tools:
+    """What a point's pattern may ask of the sweep while it plans (``config.schedule.Tools``)."""
+
+    sw: Sweep
+    pi: int
+
+    def arrivals(
+        self,
+        rate: float,
+        arrival: str,
+        burstiness: float,
+        count: int | None,
+        duration_s: float | None,
+    ) -> list[float]:
+        seed = self.sw.cfg.seed + self.pi
+        return arrival_offsets(
+            rate,
+            arrival=arrival,
+            burstiness=burstiness,
+            count=count,
+            duration_s=duration_s,
+            seed=seed,
         )
-        return offsets, len(offsets), False
-    if cfg.adaptive:
-        if cfg.max_requests:  # the cap counts measured requests: add ramp-up and drain
-            return None, cfg.max_requests + 2 * c, True
-        return None, min(4096, max(256, 8 * c)), True
-    if isinstance(cfg.requests, int):
-        return None, cfg.requests, False
-    return None, min(4096, max(256, 8 * c)), True
+
+    def trace(self, pattern: Replay) -> Schedule:
+        sw, cfg = self.sw, self.sw.cfg
+        sw.events.message(f"{pattern.label}: synthesising the trace's prompts ...")
+        seed = cfg.workload.seed + 1000 * self.pi
+        plan = plan_replay(
+            pattern,
+            sw.traces,
+            sw.tokenizer,
+            warmup=cfg.warmup,
+            seed=seed,
+            max_model_len=sw.max_model_len,
+        )
+        given = (plan.warmup, plan.prompts)
+        return Schedule(
+            len(plan.prompts), pattern.streams, plan.offsets, given=given, refused=plan.refused
+        )
 
 
 def split_jobs(
-    sw: Sweep,
-    point: LoadPoint,
-    items: list[Item],
-    workers: int,
-    *,
-    warmup: bool,
-    offsets: list[float] | None,
-    cycle: bool,
+    sw: Sweep, plan: Schedule, items: list[Item], workers: int, *, warmup: bool
 ) -> list[WorkerJob]:
-    """One job per worker: its share of the items and of the concurrency (or arrivals)."""
+    """One job per worker: its share of the items and of the streams (or of the arrivals and
+    their cap), or of the conversations."""
     cfg = sw.cfg
-    if point.concurrency is not None:
-        workers = max(1, min(workers, point.concurrency))
-    if point.users is not None and not warmup:
-        return _session_jobs(sw, point, workers)
+    if plan.offsets is None and plan.streams is not None:
+        workers = max(1, min(workers, plan.streams))
+    if plan.turns is not None and not warmup:
+        return _session_jobs(sw, workers)
+    cycle = plan.cycle
     jobs = []
     for w in range(workers):
         mine = items[w::workers]
@@ -168,15 +181,15 @@ def split_jobs(
             cpus=cfg.client_cpus,
             not_before_ns=None if warmup else cfg.not_before_ns,
         )
-        if point.concurrency is not None:
-            job.concurrency = point.concurrency // workers + (w < point.concurrency % workers)
+        if plan.offsets is None:  # closed loop: a share of the streams
+            c = plan.streams or 1
+            job.concurrency = c // workers + (w < c % workers)
             if warmup:
                 job.concurrency = min(job.concurrency, len(mine)) or 1
         else:
-            assert offsets is not None
-            job.offsets_s = offsets[w::workers]
-            if point.max_concurrency:
-                mc = point.max_concurrency
+            job.offsets_s = plan.offsets[w::workers]
+            if plan.streams:
+                mc = plan.streams
                 job.max_concurrency = max(1, mc // workers + (w < mc % workers))
         jobs.append(job)
     for i, j in enumerate(jobs):
@@ -184,7 +197,7 @@ def split_jobs(
     return jobs
 
 
-def _session_jobs(sw: Sweep, point: LoadPoint, workers: int) -> list[WorkerJob]:
+def _session_jobs(sw: Sweep, workers: int) -> list[WorkerJob]:
     """A sessions point's jobs: the conversations dealt round-robin to the workers."""
     scripts = sw.pending_scripts
     workers = max(1, min(workers, len(scripts)))
@@ -219,38 +232,27 @@ class _Measured:
     refused: int = 0  # replay: requests beyond the model's context, not sent
 
 
-def _plan(
-    sw: Sweep, point: LoadPoint, pi: int
-) -> tuple[list[float] | None, list[Prompt], list[Prompt], bool, int]:
-    """(open-loop offsets, warmup prompts, measured prompts, cycle them, refused) of a point."""
+def _plan(sw: Sweep, point: LoadPoint, pi: int) -> tuple[Schedule, list[Prompt], list[Prompt]]:
+    """(schedule, warm-up prompts, measured prompts) of a point: its pattern's schedule, the
+    workload's prompts for it (or the pattern's own, a trace's)."""
     cfg = sw.cfg
-    if isinstance(point.pattern, Replay):
-        sw.events.message(f"{point.label}: synthesising the trace's prompts ...")
-        plan = plan_replay(
-            point.pattern,
-            sw.traces,
-            sw.tokenizer,
-            warmup=cfg.warmup,
-            seed=cfg.workload.seed + 1000 * pi,
-            max_model_len=sw.max_model_len,
-        )
-        return plan.offsets, plan.warmup, plan.prompts, False, plan.refused
-    offsets, n, cycle = _request_plan(point_budget(cfg, point.concurrency), point, pi)
+    budget = point_budget(cfg, point.pattern.loop_concurrency)
+    plan = point.pattern.schedule(budget, _Tools(sw, pi))
+    if plan.given is not None:
+        return plan, list(plan.given[0]), list(plan.given[1])
+    n = plan.prompts
     spec = cfg.workload.model_copy(update={"seed": cfg.workload.seed + 1000 * pi})
-    kind = f" ({spec.label})" if spec.kind == "shared-prefix" else ""
+    kind = f" ({spec.label})" if spec.label != spec.kind else ""
     sw.events.message(f"{point.label}: preparing {n + cfg.warmup} prompts{kind} ...")
     prompts = make_prompts(spec, n + cfg.warmup, sw.tokenizer)
-    return offsets, prompts[: cfg.warmup], prompts[cfg.warmup :], cycle, 0
+    return plan, prompts[: cfg.warmup], prompts[cfg.warmup :]
 
 
 def _warmup(sw: Sweep, point: LoadPoint, items: list[Item], workers: int, m: _Measured) -> None:
+    """The warm-up, as a closed loop: the point's own, or its streams' (at most one per item)."""
     sw.events.point_started(point, len(items), True)
-    conc = (
-        point
-        if point.concurrency
-        else LoadPoint(point.label, concurrency=min(len(items), point.streams))
-    )
-    jobs = split_jobs(sw, conc, items, workers, warmup=True, offsets=None, cycle=False)
+    c = point.pattern.loop_concurrency or min(len(items), point.streams)
+    jobs = split_jobs(sw, Schedule(len(items), c), items, workers, warmup=True)
     out = run_phase(jobs, sw.events.progress)
     m.interrupted = out.interrupted
     for r in out.results:
@@ -260,20 +262,14 @@ def _warmup(sw: Sweep, point: LoadPoint, items: list[Item], workers: int, m: _Me
 
 
 def _measure(
-    sw: Sweep,
-    point: LoadPoint,
-    items: list[Item],
-    workers: int,
-    offsets: list[float] | None,
-    cycle: bool,
-    m: _Measured,
+    sw: Sweep, point: LoadPoint, plan: Schedule, items: list[Item], workers: int, m: _Measured
 ) -> None:
-    cfg = point_budget(sw.cfg, point.concurrency)  # ≥ MIN_WAVES waves of C (load.budget)
-    planned = point.users * (point.turns or 1) if point.users is not None else len(items)
-    sw.events.point_started(point, None if cycle else planned, False)
-    jobs = split_jobs(sw, point, items, workers, warmup=False, offsets=offsets, cycle=cycle)
+    loop = point.pattern.loop_concurrency
+    cfg = point_budget(sw.cfg, loop)  # ≥ MIN_WAVES waves of C (load.budget)
+    sw.events.point_started(point, None if plan.cycle else plan.prompts, False)
+    jobs = split_jobs(sw, plan, items, workers, warmup=False)
     m.workers = len(jobs)
-    c = point.concurrency or 1
+    c = loop or 1
     rule = choose_rule(cfg, PointFacts(c, sw.baselines.get(point.label)))
     if rule.live:
         m.monitor = RuleMonitor(rule, c, cfg.max_requests, cfg.max_duration_s, cfg.seed)
@@ -296,20 +292,19 @@ def run_point(sw: Sweep, pi: int, point: LoadPoint, trial: int = 0) -> PointResu
     workers = sw.workers(point)
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     pi = pi * 1000 + trial  # fresh prompts (and arrival draws) for every trial
-    offsets, warm, prompts, cycle, refused = _plan(sw, point, pi)
-    m = _Measured(refused=refused)
+    plan, warm, prompts = _plan(sw, point, pi)
+    m = _Measured(refused=plan.refused)
     if warm:
         _warmup(sw, point, sw.items(warm, -len(warm), "w", pi), workers, m)
     if not m.interrupted and m.rejected is None:
-        if point.users is not None:
-            sw.pending_scripts = conversations(
-                point, [p.text or "" for p in prompts], [p.output_tokens for p in prompts],
-                f"{sw.run_id}-{pi}", sw.engine.fixed_length_fields,
-            )  # fmt: skip
-            main: list[Item] = []
+        main: list[Item] = []
+        if plan.turns is not None:
+            said, lengths = [p.text or "" for p in prompts], [p.output_tokens for p in prompts]
+            ids, fixed = f"{sw.run_id}-{pi}", sw.engine.fixed_length_fields
+            sw.pending_scripts = conversations(plan.turns, plan.think_s, said, lengths, ids, fixed)
         else:
             main = sw.items(prompts, 0, "", pi)
-        _measure(sw, point, main, workers, offsets, cycle, m)
+        _measure(sw, point, plan, main, workers, m)
     order = sorted(
         range(len(m.records)), key=lambda i: (not m.records[i].warmup, m.records[i].send_ns)
     )
@@ -351,7 +346,7 @@ def judge(cfg: BenchConfig, res: PointResult) -> None:
     summary and client loop lag."""
     summary, lag = res.summary, res.loop_lag_ms
     late = summary.queue_delay_ms
-    scheduled = isinstance(res.point.pattern, Replay) and not res.point.max_concurrency
+    scheduled = res.point.pattern.lateness.untrusts
     res.trust = assess(
         lag_p99_ms=lag.p99 if lag.count else None,
         late_p99_ms=late.p99 if scheduled and late.count else None,
@@ -375,7 +370,8 @@ def _result(
     cfg = sw.cfg
     stop = None
     if m.monitor is not None:
-        stop = final_stop(records, m.monitor, m.finish_ns, m.interrupted, point.concurrency or 1)
+        c = point.pattern.loop_concurrency or 1
+        stop = final_stop(records, m.monitor, m.finish_ns, m.interrupted, c)
     res = PointResult(
         point=point,
         records=records,

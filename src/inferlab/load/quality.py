@@ -80,16 +80,15 @@ def _lag_warnings(cfg: BenchConfig, res: PointResult, workers: int) -> list[Benc
                 "concurrency, or run the client on another host",
             )
         )
-    if res.point.rate is not None and s.queue_delay_ms.count:
-        q = s.queue_delay_ms
-        if res.point.max_concurrency is None and q.p99 > LAG_WARN_MS:
-            out.append(
-                BenchWarning(
-                    "send-lag",
-                    f"requests were sent late against the arrival schedule: p99 {q.p99:.2f} ms",
-                    f"run with --workers {workers + 1} or a lower --rate",
-                )
+    q = s.queue_delay_ms
+    if res.point.pattern.lateness.warns and q.count and q.p99 > LAG_WARN_MS:
+        out.append(
+            BenchWarning(
+                "send-lag",
+                f"requests were sent late against the arrival schedule: p99 {q.p99:.2f} ms",
+                f"run with --workers {workers + 1} or a lower --rate",
             )
+        )
     return out
 
 

@@ -17,41 +17,22 @@ __all__ = ["BenchEvents", "BenchResult", "BenchWarning", "LoadPoint", "PointResu
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One load level: closed loop at ``concurrency``, open loop at ``rate`` req/s, ``users``
-    sessions of ``turns`` turns with ``think_s`` s between them, or another ``pattern`` (a
-    trace replay: none of these)."""
+    """One load level: its label and the pattern that offers it (``config.pattern``: its
+    streams, schedule, lateness and stored columns)."""
 
     label: str
-    concurrency: int | None = None
-    rate: float | None = None
-    max_concurrency: int | None = None
-    pattern: LoadPattern | None = None
-    users: int | None = None
-    turns: int | None = None
-    think_s: float = 0.0
+    pattern: LoadPattern
 
     @classmethod
     def of(cls, p: LoadPattern) -> LoadPoint:
-        """The point that offers pattern ``p`` (the fields it has: concurrency, rate, cap)."""
-        return cls(
-            p.label,
-            concurrency=getattr(p, "concurrency", None),
-            rate=getattr(p, "rate", None),
-            max_concurrency=getattr(p, "max_concurrency", None),
-            pattern=p,
-            users=getattr(p, "users", None),
-            turns=getattr(p, "turns", None),
-            think_s=getattr(p, "think_s", 0.0),
-        )
+        """The point that offers pattern ``p``, under its own label."""
+        return cls(p.label, p)
 
     @property
     def streams(self) -> int:
-        """Most requests this point may keep in flight (an estimate for open loop)."""
-        if self.concurrency is not None:
-            return self.concurrency
-        if self.users is not None:
-            return self.users
-        return self.max_concurrency or 256
+        """Most requests this point may keep in flight (256 where its pattern sets no bound:
+        an estimate, for open loop)."""
+        return self.pattern.streams or 256
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from inferlab.load.http import Exchange
 from inferlab.load.sse import parse_stream
@@ -47,16 +47,18 @@ class ChatTarget:
 
 
 def conversations(
-    point: SessionsPoint,
+    turns: int,
+    think_s: float,
     texts: Sequence[str],
     output_tokens: Sequence[int],
     prefix: str,
     fixed: Callable[[int], dict[str, Any]],
 ) -> list[SessionScript]:
-    """A sessions point's conversations: user ``u``'s turn ``t`` says ``texts[u*T+t]`` and asks
-    for ``output_tokens[u*T+t]`` tokens (``fixed(n)``: the engine's fields that force ``n``);
-    request ids ``{prefix}-s{u}t{t}``."""
-    users, turns = point.users or 1, point.turns or 1
+    """A sessions point's conversations, ``len(texts) // turns`` of ``turns`` turns each,
+    ``think_s`` s between an answer and the next turn: user ``u``'s turn ``t`` says
+    ``texts[u*T+t]`` and asks for ``output_tokens[u*T+t]`` tokens (``fixed(n)``: the engine's
+    fields that force ``n``); request ids ``{prefix}-s{u}t{t}``."""
+    users = len(texts) // turns
     out = []
     for u in range(users):
         mine = range(u * turns, (u + 1) * turns)
@@ -68,21 +70,10 @@ def conversations(
                 request_ids=tuple(f"{prefix}-s{u}t{t}" for t in range(turns)),
                 output_tokens=tuple(output_tokens[i] for i in mine),
                 fixed_fields=tuple(fixed(output_tokens[i]) for i in mine),
-                think_s=point.think_s,
+                think_s=think_s,
             )
         )
     return out
-
-
-class SessionsPoint(Protocol):
-    """What a sessions point says about its conversations (``load.results.LoadPoint``)."""
-
-    @property
-    def users(self) -> int | None: ...
-    @property
-    def turns(self) -> int | None: ...
-    @property
-    def think_s(self) -> float: ...
 
 
 def turn_body(

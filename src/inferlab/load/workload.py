@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.config.bench import BenchConfig
+from inferlab.config.workload import WorkloadSpec
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError
 from inferlab.load.prompt import Prompt
@@ -53,9 +54,18 @@ def _shared_prefix(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) ->
     )  # fmt: skip
 
 
-def _from_file(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
+def _jsonl(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
     assert spec.path is not None
-    base = _read_jsonl(spec.path, spec) if spec.kind == "jsonl" else _read_sharegpt(spec.path, spec)
+    return _counted(_read_jsonl(spec.path, spec), n, tokenizer)
+
+
+def _sharegpt(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
+    assert spec.path is not None
+    return _counted(_read_sharegpt(spec.path, spec), n, tokenizer)
+
+
+def _counted(base: list[Prompt], n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
+    """A file's prompts counted by ``tokenizer`` (when given), cycled to ``n``."""
     if tokenizer is not None:
         texts = [p.text if p.text is not None else _messages_text(p.messages) for p in base]
         counts = tokenizer.count_many(texts)
@@ -63,12 +73,12 @@ def _from_file(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> lis
     return [base[i % len(base)] for i in range(n)]
 
 
-#: workload kind → its prompt maker
+#: workload kind (``config.workload.WORKLOADS``) → its prompt maker (a test keeps the two alike)
 MAKERS: dict[str, Callable[[WorkloadSpec, int, PromptMaker | None], list[Prompt]]] = {
     "random": _random,
     "shared-prefix": _shared_prefix,
-    "jsonl": _from_file,
-    "sharegpt": _from_file,
+    "jsonl": _jsonl,
+    "sharegpt": _sharegpt,
 }
 
 
@@ -178,12 +188,8 @@ def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
     (the random seed is left out: other prompts of the same lengths are the same workload)."""
     w = cfg.workload
     d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
-    if w.kind == "random":
-        d["input_tokens"] = w.input_tokens
-    elif w.kind == "shared-prefix":
-        d |= {"label": w.label, "prefix_tokens": w.prefix_tokens}
-        d |= {"suffix_tokens": w.suffix_tokens, "prefix_dist": w.prefix_dist}
-    elif w.path is not None:
+    d |= {f: getattr(w, f) for f in w.of.identity}
+    if w.of.from_file and w.path is not None:
         d |= _file_identity(w.path)
     if cfg.trace is not None:  # a replay's requests are the trace's, whatever the workload
         d["trace"] = {"format": cfg.trace_format, **_file_identity(cfg.trace)}

@@ -39,6 +39,7 @@ def test_a_server_that_died_during_the_capture_is_a_classified_launch_failure(
 def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
     from inferlab.campaign.profiled import point_bench
     from inferlab.config.bench import BenchConfig
+    from inferlab.config.pattern import ClosedLoop
     from inferlab.load.quality import FEW_SAMPLES
     from inferlab.load.results import LoadPoint
 
@@ -50,7 +51,7 @@ def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
             min_requests=min_requests,
             max_requests=400,
         )
-        return point_bench(auto, LoadPoint("C=1", concurrency=1))
+        return point_bench(auto, LoadPoint.of(ClosedLoop(1)))
 
     assert bench(50).requests == FEW_SAMPLES == 100  # no few-samples warning on a stored pass
     assert bench(150).requests == 150 and bench(150).concurrency == [1]
@@ -68,3 +69,20 @@ def test_a_profiled_pass_at_a_replay_point_replays_that_trace_alone() -> None:
     assert [p.label for p in plan_points(at_replay)] == ["replay:mooncake@2.0x"]
     assert at_replay.trace_limit == 50
     assert [p.label for p in plan_points(point_bench(bench, c4))] == ["C=4"]
+
+
+def test_a_profiled_or_recheck_pass_at_a_sessions_point_runs_that_point_alone() -> None:
+    from inferlab.campaign.profiled import point_bench
+    from inferlab.config.bench import BenchConfig
+    from inferlab.load.bench import plan_points
+
+    bench = BenchConfig(url="http://127.0.0.1:1", concurrency=[4], rate=[2.0], requests=20,
+                        sessions=[{"users": 2, "turns": 3}, {"users": 4, "turns": 2,
+                                                             "think_s": 0.5}])  # fmt: skip
+    *_, first, second = plan_points(bench)
+    for requests in (None, 12):  # a profiled pass; a recheck's count
+        alone = point_bench(bench, second, requests=requests)
+        (only,) = plan_points(alone)
+        assert only.label == "sessions:4x2" and only.pattern == second.pattern
+        assert alone.trials == 1 and alone.concurrency == [] and alone.rate == []
+    assert [p.label for p in plan_points(point_bench(bench, first))] == ["sessions:2x3"]

@@ -8,6 +8,7 @@ import pytest
 from inferlab.cluster.actors import Measured, Placed
 from inferlab.cluster.bench import merge_point, split_config
 from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.config.pattern import ClosedLoop
 from inferlab.errors import ConfigError
 from inferlab.load.bench import LoadPoint, PointResult
 from inferlab.stats.metrics import summarize
@@ -43,9 +44,9 @@ def test_merged_point_is_summarized_on_the_driver_clock() -> None:
     parts = []
     for i, (host, skew) in enumerate([("a", 3_000_000_000), ("b", -2_000_000_000)]):
         recs = [rec(i, 10_000_000_000 + skew + i * 10_000_000)]
-        pr = PointResult(LoadPoint("C=1", concurrency=1), recs, summarize(recs), describe([]), 1)
+        pr = PointResult(LoadPoint.of(ClosedLoop(1)), recs, summarize(recs), describe([]), 1)
         parts.append((host, Measured(pr, [], {}, placed), ClockOffset(skew, 1_000_000, 8)))
-    res = merge_point(LoadPoint("C=2", concurrency=2), 0, parts, cfg, 10_000_000_000)
+    res = merge_point(LoadPoint.of(ClosedLoop(2)), 0, parts, cfg, 10_000_000_000)
     assert [r.client for r in res.records] == ["a", "b"]
     assert [r.send_ns for r in res.records] == [10_000_000_000, 10_010_000_000]
     assert res.summary.requests == 2 and abs(res.summary.duration_s - 0.06) < 1e-9
@@ -58,3 +59,10 @@ def test_a_trace_is_not_split_across_hosts() -> None:
     with pytest.raises(ConfigError, match="--trace: replay from one client"):
         split_config(cfg, 2)
     assert [c.trace for c in split_config(cfg, 1)] == [cfg.trace]
+
+
+def test_named_load_points_are_not_split_across_hosts() -> None:
+    cfg = BenchConfig(url="http://h", points=[{"kind": "sessions", "users": 4, "turns": 2}])
+    with pytest.raises(ConfigError, match=r"\[\[load.points\]\]: not split across client hosts"):
+        split_config(cfg, 2)
+    assert [c.points for c in split_config(cfg, 1)] == [cfg.points]

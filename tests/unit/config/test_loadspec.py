@@ -12,6 +12,7 @@ from inferlab.campaign.bench import bench_config
 from inferlab.cli.bench import bench
 from inferlab.config.bench import BenchConfig, LoadSpec, WorkloadSpec
 from inferlab.config.campaign import CampaignFile, LoadSection
+from support.campaign import CampaignToml
 
 SHARED = list(LoadSpec.model_fields)
 
@@ -80,3 +81,24 @@ def test_the_run_file_config_keeps_its_order() -> None:
     ]  # fmt: skip
     assert list(cfg.model_dump(mode="json")) == keys
     assert "secret" not in cfg.model_dump_json()
+
+
+def test_a_campaign_names_load_points_by_kind_beside_the_flat_spellings(
+    campaign_toml: CampaignToml,
+) -> None:
+    from inferlab.campaign.plan import make_plan
+    from inferlab.errors import ConfigError
+
+    points = [{"kind": "open", "rate": 2, "arrival": "gamma", "burstiness": 0.5},
+              {"kind": "sessions", "users": 2, "turns": 3, "think_s": 0.1}]  # fmt: skip
+    plan = make_plan(campaign_toml(load={"points": points}))
+    assert [p.label for p in plan.points] == ["C=1", "rate=2/s", "sessions:2x3"]
+    assert plan.bench.points[0].to_json()["arrival"] == "gamma"
+    only = make_plan(campaign_toml(load={"concurrency": [], "requests": None,
+                                         "points": points[1:]}))  # fmt: skip
+    assert [p.label for p in only.points] == ["sessions:2x3"]  # sessions count their own
+    with pytest.raises(ConfigError, match="give requests or duration_s"):
+        make_plan(campaign_toml(load={"concurrency": [], "requests": None,
+                                      "points": points[:1]}))  # fmt: skip
+    with pytest.raises(ConfigError, match="unknown load pattern kind 'steps'"):
+        make_plan(campaign_toml(load={"points": [{"kind": "steps"}]}))

@@ -9,7 +9,6 @@ import pytest
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.pattern import (
-    NOT_YET,
     PATTERNS,
     ClosedLoop,
     LoadPattern,
@@ -75,7 +74,9 @@ def test_parse_refuses_what_no_variant_reads(label: str) -> None:
 
 
 def test_every_named_variant_is_built() -> None:
-    assert not NOT_YET and {"replay", "sessions"} <= set(PATTERNS)
+    assert {"closed", "open", "replay", "sessions"} <= set(PATTERNS)
+    with pytest.raises(ConfigError, match="unknown load pattern kind 'burst'; expected closed"):
+        LoadPattern.from_json({"kind": "burst"})
     with pytest.raises(ConfigError, match="load pattern 'sessions': users must be an integer"):
         LoadPattern.from_json({"kind": "sessions", "users": 0, "turns": 8})
 
@@ -129,7 +130,7 @@ def test_a_sweep_plans_one_point_per_pattern_with_todays_labels() -> None:
     assert [p.label for p in cfg.patterns()] == ["C=1", "C=8", "rate=4/s max C=3",
                                                  "rate=0.5/s max C=3"]  # fmt: skip
     pts = plan_points(cfg)
-    assert [(p.label, p.concurrency, p.rate, p.max_concurrency) for p in pts] == [
+    assert [(p.label, *p.pattern.columns().values()) for p in pts] == [
         ("C=1", 1, None, None),
         ("C=8", 8, None, None),
         ("rate=4/s max C=3", None, 4.0, 3),
@@ -143,7 +144,7 @@ def test_a_trace_plans_one_replay_point_per_speed_after_the_others(tmp_path: obj
                       trace_format="csv", speed=[1, 4], trace_limit=9, trace_end_s=30)  # fmt: skip
     pts = plan_points(cfg)
     assert [p.label for p in pts] == ["C=2", "replay:csv@1.0x", "replay:csv@4.0x"]
-    assert (pts[1].concurrency, pts[1].rate) == (None, None)
+    assert pts[1].pattern.columns() == {"concurrency": None, "rate": None, "max_concurrency": None}
     assert pts[2].pattern == Replay("csv", 4.0, "t.csv", None, 9, 0.0, 30.0)
     only = BenchConfig(url="http://h", trace="t.jsonl")  # no --requests: the trace has them
     assert [p.label for p in only.patterns()] == ["replay:mooncake@1.0x"]

@@ -140,3 +140,16 @@ def test_shared_prefix_prompts_come_from_the_workload_spec(tmp_path: Path) -> No
     assert "prefixes" in spec.model_dump() and "prefixes" not in WorkloadSpec().model_dump()
     with pytest.raises(ValueError, match="prefix_dist"):
         WorkloadSpec(kind="shared-prefix", prefix_dist="zipf")
+
+
+def test_every_workload_kind_has_a_maker_and_an_unknown_one_is_named() -> None:
+    from pydantic import ValidationError
+
+    from inferlab.config.workload import WORKLOADS
+    from inferlab.load.workload import MAKERS
+
+    assert set(MAKERS) == set(WORKLOADS)
+    with pytest.raises(ValidationError, match="unknown workload kind 'csv'; expected random, "):
+        WorkloadSpec(kind="csv")
+    assert WorkloadSpec(kind="shared-prefix", prefixes=2).label == "prefix:2x1024"
+    assert WorkloadSpec(kind="jsonl", path="p.jsonl").label == "jsonl"
