@@ -28,6 +28,7 @@ from inferlab.search.space import Space, ordinal
 from inferlab.search.trials import trial_alpha
 from inferlab.store import Store, db_path
 
+from .options import CampaignFileArg, DbOpt, JsonAlias, RayOpt, TableJsonFormatOpt, output_format
 from .render import stdout_console
 from .run import _Events
 
@@ -104,7 +105,7 @@ def _recommendation(con: Console, r: OptimizeResult) -> None:
 
 
 def _short(reason: str, width: int = 110) -> str:
-    """A trial's reason cut for the table (the report and --json keep it whole)."""
+    """A trial's reason cut for the table (the report and --format json keep it whole)."""
     return reason if len(reason) <= width else reason[: width - 1].rstrip() + "…"
 
 
@@ -186,21 +187,15 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
 
 
 def optimize_cmd(
-    campaign_file: Annotated[Path, typer.Argument(help="Campaign file with a [search] section")],
-    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
+    campaign: CampaignFileArg,
+    db: DbOpt = None,
     resume: Annotated[bool, typer.Option(help="Continue the search stored for it")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the search space, run nothing")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            metavar="ADDRESS",
-            help="Trials in batches, side by side, on this Ray cluster (HOST:PORT, auto, local)",
-        ),
-    ] = None,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
+    ray: RayOpt = None,
 ) -> None:
     """Search the campaign's [search] levers: trials against the incumbent by sequential A/B.
 
@@ -208,6 +203,7 @@ def optimize_cmd(
     proposes trials over the rest; a trial replaces the incumbent only when the A/B says
     better. --resume continues a stopped search from the store. --ray: in batches on a Ray
     cluster, each batch's trials beside one fresh measurement of the incumbent."""
+    campaign_file, fmt = Path(campaign), output_format(format_, json_alias)
     plan, section = search_plan(campaign_file)
     if dry_run:
         _dry_run(campaign_file, plan, section, ray)
@@ -227,7 +223,7 @@ def optimize_cmd(
             raise typer.Exit(130) from None
         finally:
             events.progress_done()
-    if as_json:
+    if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
         return
     print_search(result, plan.campaign.engine.kind == "sim")

@@ -24,6 +24,7 @@ from inferlab.store import Store, db_path
 from inferlab.verify import GreedyOutputs, verify_endpoint
 from inferlab.verify.checks import default_probes
 
+from .options import CampaignOpt, DbOpt
 from .render import stdout_console
 
 
@@ -91,8 +92,8 @@ def verify(
     save_as: Annotated[
         str | None, typer.Option(help="Store this server's greedy outputs as CONFIG's")
     ] = None,
-    campaign: Annotated[str, typer.Option(help="Campaign of --against/--save-as")] = "bench",
-    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
+    campaign: CampaignOpt = "bench",
+    db: DbOpt = None,
     levers: Annotated[
         str | None,
         typer.Option(
@@ -104,7 +105,8 @@ def verify(
     """Check that a running server answers correctly before it is measured.
 
     Smoke probes, output length, stream form, (with --against) greedy equivalence and (with
-    --levers) lever-applied evidence. Exit code 1 when a check fails."""
+    --levers) lever-applied evidence; --against and --save-as read and store in --campaign.
+    Exit code 1 when a check fails."""
     con = stdout_console()
     if engine is None:
         found = detect_engine(url)
