@@ -216,7 +216,9 @@ ExportFormatOpt = Annotated[
 JsonAlias = Annotated[bool, _alias("--json", "--format json")]
 OutDirOpt = Annotated[
     Path | None,
-    typer.Option("--out-dir", metavar="DIR", help="Directory to write into", rich_help_panel=OUTPUT),
+    typer.Option(
+        "--out-dir", metavar="DIR", help="Directory to write into", rich_help_panel=OUTPUT
+    ),
 ]
 #: the old spelling of ``--out-dir``
 OutDirAlias = Annotated[Path | None, _alias("--out", "--out-dir")]

@@ -158,7 +158,9 @@ def profile(
     config_alias: AsAlias = None,
     point: Annotated[
         str | None,
-        typer.Option("--point", help="With --campaign: its load point, e.g. C=16", rich_help_panel=STORE),
+        typer.Option(
+            "--point", help="With --campaign: its load point, e.g. C=16", rich_help_panel=STORE
+        ),
     ] = None,
 ) -> None:
     """Show where the GPU time of a decode (or prefill) step goes.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+
 import typer
 from rich.console import Console
 from rich.markup import escape
