@@ -265,7 +265,8 @@ def _message(exc: ValidationError) -> str:
     for err in exc.errors():
         loc = [str(x) for x in err["loc"]]
         key = ".".join(x for x in loc if not x.isdigit())
-        where = by_field.get(key) or by_field.get(loc[0]) or ".".join(loc) or "bench"
+        where = by_field.get(key) or by_field.get(loc[0] if loc else "") or ".".join(loc)
+        where = where or "bench"
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
 

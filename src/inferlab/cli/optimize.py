@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -28,7 +27,16 @@ from inferlab.search.space import Space, ordinal
 from inferlab.search.trials import trial_alpha
 from inferlab.store import Store, db_path
 
-from .options import CampaignFileArg, DbOpt, JsonAlias, RayOpt, TableJsonFormatOpt, output_format
+from .options import (
+    CampaignFileArg,
+    DbOpt,
+    DryRunOpt,
+    JsonAlias,
+    RayOpt,
+    ResumeOpt,
+    TableJsonFormatOpt,
+    output_format,
+)
 from .render import stdout_console
 from .run import _Events
 
@@ -189,10 +197,8 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
 def optimize_cmd(
     campaign: CampaignFileArg,
     db: DbOpt = None,
-    resume: Annotated[bool, typer.Option(help="Continue the search stored for it")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the search space, run nothing")
-    ] = False,
+    resume: ResumeOpt = False,
+    dry_run: DryRunOpt = False,
     format_: TableJsonFormatOpt = "table",
     json_alias: JsonAlias = False,
     ray: RayOpt = None,
@@ -201,8 +207,9 @@ def optimize_cmd(
 
     The baseline (first config) is measured and its levers bound each dimension; Optuna
     proposes trials over the rest; a trial replaces the incumbent only when the A/B says
-    better. --resume continues a stopped search from the store. --ray: in batches on a Ray
-    cluster, each batch's trials beside one fresh measurement of the incumbent."""
+    better. --dry-run prints the search space; --resume continues a stopped search from the
+    store. --ray: in batches on a Ray cluster, each batch's trials beside one fresh
+    measurement of the incumbent."""
     campaign_file, fmt = Path(campaign), output_format(format_, json_alias)
     plan, section = search_plan(campaign_file)
     if dry_run:

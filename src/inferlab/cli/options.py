@@ -199,15 +199,19 @@ AsAlias = Annotated[str | None, _alias("--config", "--as")]
 
 # ------------------------------------------------------------------------------ output
 
-_FORMAT_HELP = "What to print: a table for people, json (or csv, md) for programs"
 TableJsonFormatOpt = Annotated[
     Literal["table", "json"],
-    typer.Option("--format", help=_FORMAT_HELP, rich_help_panel=OUTPUT),
+    typer.Option(
+        "--format", help="What to print: table (for people) or json", rich_help_panel=OUTPUT
+    ),
 ]
 CompareFormatOpt = Annotated[
     Literal["table", "md", "json", "csv"],
-    typer.Option("--format", help=_FORMAT_HELP, rich_help_panel=OUTPUT),
-]
+    typer.Option(
+        "--format", help="What to print: table (for people), md, json or csv",
+        rich_help_panel=OUTPUT,
+    ),
+]  # fmt: skip
 ExportFormatOpt = Annotated[
     Literal["csv", "jsonl", "parquet"] | None,
     typer.Option("--format", help="The file's format (default: by --out's suffix)"),

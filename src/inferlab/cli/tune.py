@@ -12,7 +12,6 @@ from rich.markup import escape
 
 from inferlab.tune.config import tune_engines
 from inferlab.tune.workflow import (
-    DEFAULT_OUT,
     Fp8GemmRequest,
     RayTune,
     TuneOutcome,
@@ -25,6 +24,7 @@ from .options import (
     DryRunOpt,
     JsonAlias,
     OutDirAlias,
+    OutDirOpt,
     RayOpt,
     TableJsonFormatOpt,
     output_format,
@@ -61,12 +61,6 @@ _BatchSizes = Annotated[
 ]
 _Engine = Annotated[
     str, typer.Option("--engine", help="File naming: " + " | ".join(tune_engines()))
-]
-_OutDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--out-dir", metavar="DIR", help=f"Directory for files and the run (default {DEFAULT_OUT})"
-    ),
 ]
 _InstallInto = Annotated[
     str | None, typer.Option("--install-into", help="Write into the installed engine's config dir")
@@ -105,7 +99,7 @@ def fp8_gemm(
     tp: _Tp = None,
     batch_sizes: _BatchSizes = None,
     engine: _Engine = "sglang",
-    out_dir: _OutDir = None,
+    out_dir: OutDirOpt = None,
     out_alias: OutDirAlias = None,
     install_into: _InstallInto = None,
     python: _Python = None,
@@ -125,7 +119,8 @@ def fp8_gemm(
     """Tune the Triton W8A8 block-FP8 GEMM and write the engine's config files.
 
     DeepSeek-style 1×128 / 128×128 scales; SGLang's or vLLM's files, merged into existing ones;
-    --campaign stores the results.
+    the files and the run into --out-dir (default inferlab-out/tune); --campaign stores the
+    results.
     """
     out = pick(out_dir, out_alias, "--out", "--out-dir")
     as_json = output_format(format_, json_alias) == "json"
