@@ -1,8 +1,9 @@
-"""The options of ``inferlab bench``, generated from the sweep's model (``BenchConfig``, its
-``LoadSpec`` fields and the workload's): :data:`FLAGS` says, per field, the help line and the
-``--help`` panel; the flag, its type and its default come from the field. The values parsed
-go back into the model by the same table (:func:`bench_config`), so a field, its flag and the
-error naming it cannot drift apart."""
+"""The options of ``inferlab bench``, generated from the fields of the sweep's model.
+
+The model is ``BenchConfig`` (its ``LoadSpec`` fields and the workload's): :data:`FLAGS` says,
+per field, the help line and the ``--help`` panel; the flag, its type and its default come
+from the field. The values parsed go back into the model by the same table
+(:func:`bench_config`), so a field, its flag and the error naming it cannot drift apart."""
 
 from __future__ import annotations
 

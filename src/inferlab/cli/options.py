@@ -1,5 +1,6 @@
-"""The options and arguments that several ``inferlab`` commands share, declared once: one
-spelling, one meaning and one help text each (tests/unit/cli/test_vocabulary.py walks every
+"""The options and arguments several ``inferlab`` commands share, each declared once.
+
+One spelling, one meaning and one help text each (tests/unit/cli/test_vocabulary.py walks every
 command and holds them to it).
 
 The vocabulary:

@@ -145,15 +145,19 @@ def fp8_gemm(
         server_env=server_env or [],
         planned_device=device_name,
     )
+    show(_run(req), from_results, not no_split_k, campaign, as_json)
+
+
+def _run(req: Fp8GemmRequest) -> TuneOutcome:
+    """The tuning run (on the Ray cluster at ``req.ray``, if any), its progress on stderr."""
     ray_tune: RayTune | None = None
-    if ray is not None:
+    if req.ray is not None:
         from inferlab.cluster.tune import tune_shapes_ray
 
         ray_tune = tune_shapes_ray
     err = Console(stderr=True)
-    o = tune_fp8_gemm(
+    return tune_fp8_gemm(
         req,
         progress=lambda msg: err.print(escape(msg), style="dim", highlight=False),
         ray_tune=ray_tune,
     )
-    show(o, from_results, not no_split_k, campaign, as_json)
