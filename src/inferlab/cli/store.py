@@ -98,7 +98,7 @@ def runs(
 
 def export(
     out_arg: Annotated[
-        Path | None, typer.Argument(metavar="[OUT]", help="deprecated: use --out", hidden=True)
+        Path | None, typer.Argument(metavar="OUT", help="deprecated: use --out", hidden=True)
     ] = None,
     out_opt: Annotated[
         Path | None, typer.Option("--out", metavar="FILE", help="The file to write")
