@@ -74,6 +74,16 @@ def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:
     return all(i.status != "not-applied" for i in items)
 
 
+_LeversOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="CAMPAIGN:CONFIG",
+        help="Check CONFIG's levers against the campaign's baseline took effect (CAMPAIGN: "
+        "its file, or its name where NAME.toml is here)",
+    ),
+]
+
+
 def verify(
     url: Annotated[str, typer.Option("--url", help="Base URL of the running server")],
     model: Annotated[str, typer.Option(help="Model name as served")],
@@ -95,14 +105,7 @@ def verify(
     ] = None,
     campaign: CampaignOpt = "bench",
     db: DbOpt = None,
-    levers: Annotated[
-        str | None,
-        typer.Option(
-            metavar="CAMPAIGN:CONFIG",
-            help="Check CONFIG's levers against the campaign's baseline took effect (CAMPAIGN: "
-            "its file, or its name where NAME.toml is here)",
-        ),
-    ] = None,
+    levers: _LeversOpt = None,
     log: Annotated[Path | None, typer.Option(help="The server's launch log (for --levers)")] = None,
 ) -> None:
     """Check that a running server answers correctly before it is measured.
