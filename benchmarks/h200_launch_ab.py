@@ -126,7 +126,7 @@ def inferlab_read(s: Session, ln: dict[str, Any], c: int, n: int, campaign: str)
             "--tokenizer", s.a.tokenizer, "--concurrency", str(c), "--requests", str(n),
             "--warmup", str(WARMUP), "--input-tokens", str(IN_TOKENS),
             "--output-tokens", str(OUT_TOKENS), "--db", str(s.a.db), "--campaign", campaign,
-            "--config", ln["config"], "--json"]  # fmt: skip
+            "--as", ln["config"], "--format", "json"]  # fmt: skip
     if ln.get("client_cpus"):
         argv += ["--client-cpus", ln["client_cpus"]]
     js = s.out / f"{tag}.json"

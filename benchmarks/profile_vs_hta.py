@@ -6,8 +6,8 @@ moe_decode_trace.json.gz, one H200): its 16 decode steps are repeated, every cop
 keeping Kineto's own text layout, until the file reaches the target size.
 
 Each tool runs in its own subprocess, measured with ``resource.getrusage(RUSAGE_CHILDREN)``
-(wall time, peak RSS of the child): inferlab (``python -m inferlab.cli.main profile TRACE --json
---segment all``) under the project's python, and HTA's ``TraceAnalysis(...).get_gpu_kernel_breakdown
+(wall time, peak RSS of the child): inferlab (``python -m inferlab.cli.main profile TRACE
+--format json --segment all``) under the project's python, and HTA's ``TraceAnalysis(...).get_gpu_kernel_breakdown
 (visualize=False)`` in a separate venv under ``~/.cache/inferlab/hta-0.5.0`` installed from the
 frozen ``benchmarks/hta_requirements.txt`` with ``--no-deps`` (never into the project venv).
 
@@ -171,7 +171,8 @@ def child(kind: str, trace: Path, timeout: float) -> dict[str, Any]:
             str(trace),
             "--segment",
             "all",
-            "--json",
+            "--format",
+            "json",
         ]
         return measure(argv, timeout, env)
     py = hta_python()
@@ -236,7 +237,7 @@ def append_results(rows: list[dict[str, Any]]) -> None:
         "`benchmarks/profile_vs_hta.py`: the real MoE decode trace's 16 decode steps repeated to the size below; "
         "each tool in its own subprocess (wall time; peak RSS from getrusage). HTA: "
         "`TraceAnalysis(trace_dir).get_gpu_kernel_breakdown(visualize=False)`, default parser backend. "
-        "inferlab: `inferlab profile TRACE --segment all --json` (all analyses, not only the breakdown).",
+        "inferlab: `inferlab profile TRACE --segment all --format json` (all analyses, not only the breakdown).",
         "",
         "| trace | inferlab wall | inferlab peak RSS | HTA wall | HTA peak RSS | speed-up | memory ratio |",
         "|---|---:|---:|---:|---:|---:|---:|",

@@ -85,7 +85,7 @@ def inferlab_client(model: str, c: int, n: int, out: Path) -> dict[str, Any]:
             "--model", MODEL_NAME, "--engine", "vllm", "--tokenizer", model,
             "--concurrency", str(c), "--requests", str(n), "--input-tokens", str(IN_TOKENS),
             "--output-tokens", str(OUT_TOKENS), "--db", str(out / "peer-inferlab.db"),
-            "--campaign", "peer", "--config", "baseline", "--json"]  # fmt: skip
+            "--campaign", "peer", "--as", "baseline", "--format", "json"]  # fmt: skip
     js = out / f"inferlab-C{c}.json"
     r = _timed(argv, out / f"inferlab-C{c}.log", js)
     try:

@@ -7,10 +7,10 @@ The inputs never change: the stores under ``tests/fixtures/golden/stores/`` (a `
 store) and ``benchmarks/results/h200-*.db.xz`` (the H200 ``transformers serve`` and vLLM
 stores), all packed (``scripts/stores.py`` unpacks them into the temporary folder), and every
 server log under ``tests/fixtures/``. For each store and campaign: ``compare --format`` json,
-csv and md; ``report`` (report.md); ``levers --json``; ``export`` of runs (CSV, JSONL) and of
-requests (their digest: first lines, line count, SHA-256); ``runs``. For each log: ``logs
-analyze --json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``, ``<ROOT>``) so that
-a refactor's dumps are byte-identical to the ones before it.
+csv and md; ``report`` (report.md); ``levers --format json``; ``export`` of runs (CSV, JSONL)
+and of requests (their digest: first lines, line count, SHA-256); ``runs``. For each log:
+``logs analyze --format json``. Timestamps and paths are normalised (``<TS>``, ``<TMP>``,
+``<ROOT>``) so that a refactor's dumps are byte-identical to the ones before it.
 """
 
 from __future__ import annotations
@@ -148,14 +148,14 @@ def dumps() -> dict[str, str]:
                     )
                 out[f"{key}.runs.txt"] = _inferlab("runs", "--db", str(db), cwd=tmp)
                 rep = tmp / f"report-{key}"
-                log = _inferlab("report", campaign, "--db", str(db), "--out", str(rep), cwd=tmp)
+                log = _inferlab("report", campaign, "--db", str(db), "--out-dir", str(rep), cwd=tmp)
                 md = rep / "report.md"
                 out[f"{key}.report.md"] = md.read_text() if md.exists() else log
                 for what in ("runs", "requests"):
                     for suffix in ("csv", "jsonl"):
                         dest = tmp / f"{key}.{what}.{suffix}"
                         log = _inferlab(
-                            "export", str(dest), "--db", str(db), "--what", what,
+                            "export", "--out", str(dest), "--db", str(db), "--what", what,
                             "--campaign", campaign, cwd=tmp,
                         )  # fmt: skip
                         text = dest.read_text() if dest.exists() else log
@@ -163,11 +163,13 @@ def dumps() -> dict[str, str]:
                             _digest(_normalise(text, tmp)) if what == "requests" else text
                         )
                 out[f"{key}.levers.json"] = _inferlab(
-                    "levers", campaign, "--db", str(db), "--json", cwd=tmp
+                    "levers", campaign, "--db", str(db), "--format", "json", cwd=tmp
                 )
         for log_path in _logs():
             rel = log_path.relative_to(FIXTURES).as_posix().replace("/", "__")
-            out[f"logs.{rel}.json"] = _inferlab("logs", "analyze", "--json", str(log_path), cwd=tmp)
+            out[f"logs.{rel}.json"] = _inferlab(
+                "logs", "analyze", "--format", "json", str(log_path), cwd=tmp
+            )
         return {name: _normalise(text, tmp) for name, text in out.items()}
 
 

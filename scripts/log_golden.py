@@ -2,9 +2,9 @@
 
 For every file under the given folders (and each line of it alone, with ``--lines``; each two
 lines glued into one, as a lost newline does, with ``--glued``), under every
-``--engine`` choice: the JSON that ``inferlab logs analyze --json`` prints (run through the CLI,
-``seconds`` dropped) and the parsers' state (``LogState``'s fields, caches left out). One JSON
-object a line, in a fixed order, so ``cmp`` / ``diff`` of two dumps is the check::
+``--engine`` choice: the JSON that ``inferlab logs analyze --format json`` prints (run through
+the CLI, ``seconds`` dropped) and the parsers' state (``LogState``'s fields, caches left out).
+One JSON object a line, in a fixed order, so ``cmp`` / ``diff`` of two dumps is the check::
 
     PYTHONPATH=/tmp/old/src python scripts/log_golden.py --out old.jsonl --lines DIR...
     python scripts/log_golden.py --out new.jsonl --lines DIR...
@@ -54,11 +54,13 @@ def state_of(path: Path, engine: str) -> dict[str, Any]:
 
 
 def cli_json(paths: list[Path], engine: str) -> list[Any]:
-    """``inferlab logs analyze --json --engine ENGINE PATHS`` as data, ``seconds`` dropped."""
+    """``inferlab logs analyze --format json --engine ENGINE PATHS`` as data, ``seconds``
+    dropped."""
     code = "import sys; from inferlab.cli.main import main; sys.argv[0] = 'inferlab'; main()"
     out: list[Any] = []
     for i in range(0, len(paths), 200):  # keep argv short
-        argv = ["logs", "analyze", "--json", "--engine", engine, *map(str, paths[i : i + 200])]
+        argv = ["logs", "analyze", "--format", "json", "--engine", engine]
+        argv += map(str, paths[i : i + 200])
         r = subprocess.run(
             [sys.executable, "-c", code, *argv],
             capture_output=True,

@@ -219,7 +219,8 @@ def test_cli_bench_out_json_and_no_secret(
         "MY_KEY",
         "--out",
         str(out),
-        "--json",
+        "--format",
+        "json",
         env={"MY_KEY": secret, "INFERLAB_DB": str(tmp_path / "t.db")},
     )
     assert p.exit_code == 0, p.stderr

@@ -369,7 +369,7 @@ def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
     dry = subprocess.run([*cmd, cluster.address, "--dry-run"], timeout=120, **kw)
     assert dry.returncode == 0, dry.stderr
     assert "trials in batches of 2 ([search] parallel)" in dry.stdout
-    done = subprocess.run([*cmd, cluster.address, "--json"], timeout=300, **kw)
+    done = subprocess.run([*cmd, cluster.address, "--format", "json"], timeout=300, **kw)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["trials"] == 2 and out["stopped"] == "budget_trials"

@@ -76,7 +76,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "profile",
         str(TRACES / "cudagraph_decode_trace.json.gz"),
         *db_,
-        "--config",
+        "--as",
         "baseline",
         "--point",
         "C=1",
@@ -85,7 +85,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "profile",
         str(TRACES / "fp8_decode_default.json.gz"),
         *db_,
-        "--config",
+        "--as",
         "baseline",
         "--point",
         "C=16",
@@ -96,7 +96,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "profile",
         str(TRACES / "moe_decode_trace.json.gz"),
         *db_,
-        "--config",
+        "--as",
         "qwen-moe",
         "--point",
         "C=8",
@@ -273,7 +273,16 @@ def test_predictions_are_stored_once_with_their_time(db: Path) -> None:
 
 def test_cli_json_options_and_refusals(cli: Cli, db: Path, tmp_path: Path) -> None:
     r = cli(
-        "levers", "decide", "--db", str(db), "--json", "--config", "A", "--accept-length", "1.3"
+        "levers",
+        "decide",
+        "--db",
+        str(db),
+        "--format",
+        "json",
+        "--config",
+        "A",
+        "--accept-length",
+        "1.3",
     )
     assert r.exit_code == 0, r.stderr
     out = json.loads(r.stdout)

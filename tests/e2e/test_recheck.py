@@ -180,7 +180,7 @@ def test_the_cli_shows_the_recheck(cli: Cli, drift: Done) -> None:
     assert "Baseline recheck (order effects) — SIMULATED" in table
     assert "not comparable: baseline drift" in table
     out = drift.db.parent / "report"
-    ok("report", drift.name, "--db", str(drift.db), "--out", str(out))
+    ok("report", drift.name, "--db", str(drift.db), "--out-dir", str(out))
     md = (out / "report.md").read_text()
     assert "| C=1 |" in md and "| yes |" in md
 

@@ -45,7 +45,7 @@ def recon(vllm_python: Path) -> dict[str, Any]:
         [
             sys.executable, "-m", "inferlab.cli.main", "recon",
             "--engine", "vllm", "--python", str(vllm_python),
-            "--log", str(LOG), "--device", H100, "--json",
+            "--log", str(LOG), "--device", H100, "--format", "json",
         ],
         capture_output=True,
         text=True,

@@ -64,13 +64,16 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         runs.append(
             ["bench", "--url", url, "-c", "1", "--requests", "4", "--input-tokens", "8",
              "--output-tokens", "4", "--engine", "sim", "--tokenizer", str(tok),
-             "--api-key-env", "MY_KEY", "--out", str(out / "bench.jsonl"), "--json"]
+             "--api-key-env", "MY_KEY", "--out", str(out / "bench.jsonl"), "--format", "json"]
         )  # fmt: skip
         runs += [
-            ["report", "secrets", "--out", str(out / "report")],
-            ["report", "bench", "--out", str(out / "report-bench")],
-            *(["export", str(out / f"runs.{f}")] for f in ("csv", "jsonl", "parquet")),
-            *(["export", str(out / f"req.{f}"), "--what", "requests"] for f in ("csv", "jsonl")),
+            ["report", "secrets", "--out-dir", str(out / "report")],
+            ["report", "bench", "--out-dir", str(out / "report-bench")],
+            *(["export", "--out", str(out / f"runs.{f}")] for f in ("csv", "jsonl", "parquet")),
+            *(
+                ["export", "--out", str(out / f"req.{f}"), "--what", "requests"]
+                for f in ("csv", "jsonl")
+            ),
         ]
         for args in runs:
             r = run_cli(*args, env=env)

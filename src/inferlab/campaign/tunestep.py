@@ -98,7 +98,7 @@ def tuned_config(
                 "(launch the baseline first: it is the first config)"
             )
         argv = [sys.executable, "-m", "inferlab.cli.main", "tune", "fp8-gemm"]
-        argv += ["--engine", _tuner_engine(cfg, kind), "--out", str(work), "--json"]
+        argv += ["--engine", _tuner_engine(cfg, kind), "--out-dir", str(work), "--format", "json"]
         # a saved run is written whole; the lever evidence tells whether it covers what runs
         argv += ["--from-log", str(log)] if how == "from-log" else ["--from-results", how]
         got = _run_tuner(argv, cfg, kind, how)

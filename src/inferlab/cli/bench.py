@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -22,115 +21,31 @@ from rich.progress import (
 )
 
 from inferlab.campaign.bench import bench_with_record
-from inferlab.config.bench import (
-    PREFIX_FIELDS,
-    SLO,
-    BenchConfig,
-    WorkloadSpec,
-    validation_message,
-)
-from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
+from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents, BenchResult, LoadPoint, PointResult, point_json
 from inferlab.store import db_path
 from inferlab.store.export import FORMAT_VERSION
 
-from .bench_options import (
-    DEFAULT,
-    WORKLOAD_DEFAULT,
-    ApiKeyEnvOpt,
-    ArrivalOpt,
-    AsJsonOpt,
-    BurstinessOpt,
-    CampaignOpt,
-    CapacityOpt,
-    CapacityRateOpt,
-    ClientCpusOpt,
-    ClientsOpt,
-    ConcurrencyOpt,
-    ConfigNameOpt,
-    DurationOpt,
-    EndpointOpt,
-    EngineOpt,
-    InputTokensOpt,
-    LimitOpt,
-    MaxConcurrencyOpt,
-    MaxDurationOpt,
-    MaxRequestsOpt,
-    MinRequestsOpt,
-    ModelOpt,
-    NoDbOpt,
-    OutOpt,
-    OutputTokensOpt,
-    PrecisionOpt,
-    PrefixDistOpt,
-    PrefixesOpt,
-    PrefixTokensOpt,
-    PromptsOpt,
-    RateOpt,
-    RateStepOpt,
-    RayOpt,
-    RequestsOpt,
-    SeedOpt,
-    SessionsOpt,
-    SloOpt,
-    SpeedOpt,
-    StallTimeoutOpt,
-    SuffixTokensOpt,
-    ThinkOpt,
-    TimeoutOpt,
-    TokenizerOpt,
-    TraceFormatOpt,
-    TraceOpt,
-    TraceWindowOpt,
-    TrialsOpt,
-    UrlOpt,
-    WarmupOpt,
-    WorkersOpt,
-    WorkloadOpt,
-    sessions_entries,
-)
+from .bench_options import CAPACITY, BenchRun, bench_config, with_flags
 from .capacity import bench_capacity
-from .options import DbOpt
+from .options import (
+    OUTPUT,
+    RUN,
+    STORE,
+    AsAlias,
+    AsOpt,
+    CampaignOpt,
+    DbOpt,
+    JsonAlias,
+    RayOpt,
+    TableJsonFormatOpt,
+    output_format,
+    pick,
+)
 from .render import bench_table, print_turns, stdout_console
 
 __all__ = ["bench"]
-
-
-N = TypeVar("N", int, float)
-
-
-def _num_list(text: str | None, opt: str, kind: type[N]) -> list[N]:
-    """``1,8,16`` as numbers of ``kind``; ConfigError naming ``opt`` when one is not."""
-    if not text:
-        return []
-    try:
-        return [kind(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        what = "integers" if kind is int else "numbers"
-        raise ConfigError(f"{opt}: expected comma-separated {what}, got {text!r}") from None
-
-
-def _requests(text: str | None) -> int | Literal["auto"] | None:
-    if text is None or text.strip().lower() == "auto":
-        return None if text is None else "auto"
-    try:
-        return int(text)
-    except ValueError:
-        raise ConfigError(f"--requests: expected a count or 'auto', got {text!r}") from None
-
-
-def _client_cpus(text: str | None) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    cpus = parse_cpu_list(text, "--client-cpus")
-    missing = sorted(set(cpus) - set(host_cpus()))
-    if missing:
-        raise ConfigError(
-            f"--client-cpus: CPU {format_cpu_list(missing)} is not on this host "
-            f"(it has {format_cpu_list(host_cpus())})"
-        )
-    return cpus
 
 
 class _RichEvents(BenchEvents):
@@ -201,115 +116,128 @@ class _RichEvents(BenchEvents):
             )
 
 
-def bench(
-    url: UrlOpt,
-    concurrency: ConcurrencyOpt = None,
-    rate: RateOpt = None,
-    sessions: SessionsOpt = None,
-    think_s: ThinkOpt = 0.0,
-    arrival: ArrivalOpt = DEFAULT["arrival"],
-    burstiness: BurstinessOpt = DEFAULT["burstiness"],
-    max_concurrency: MaxConcurrencyOpt = DEFAULT["max_concurrency"],
-    model: ModelOpt = DEFAULT["model"],
-    endpoint: EndpointOpt = DEFAULT["endpoint"],
-    engine: EngineOpt = DEFAULT["engine"],
-    input_tokens: InputTokensOpt = WORKLOAD_DEFAULT["input_tokens"],
-    output_tokens: OutputTokensOpt = WORKLOAD_DEFAULT["output_tokens"],
-    workload: WorkloadOpt = WORKLOAD_DEFAULT["kind"],
-    prompts: PromptsOpt = WORKLOAD_DEFAULT["path"],
-    requests: RequestsOpt = DEFAULT["requests"],
-    precision: PrecisionOpt = DEFAULT["precision"],
-    min_requests: MinRequestsOpt = DEFAULT["min_requests"],
-    max_requests: MaxRequestsOpt = DEFAULT["max_requests"],
-    max_duration: MaxDurationOpt = DEFAULT["max_duration_s"],
-    client_cpus: ClientCpusOpt = DEFAULT["client_cpus"],
-    duration: DurationOpt = DEFAULT["duration_s"],
-    warmup: WarmupOpt = DEFAULT["warmup"],
-    api_key_env: ApiKeyEnvOpt = DEFAULT["api_key_env"],
-    tokenizer: TokenizerOpt = DEFAULT["tokenizer"],
-    slo: SloOpt = None,
-    timeout: TimeoutOpt = DEFAULT["timeout_s"],
-    stall_timeout: StallTimeoutOpt = DEFAULT["stall_timeout_s"],
-    workers: WorkersOpt = DEFAULT["workers"],
-    seed: SeedOpt = DEFAULT["seed"],
-    trials: TrialsOpt = DEFAULT["trials"],
-    out: OutOpt = None,
-    db: DbOpt = None,
-    no_db: NoDbOpt = False,
-    campaign: CampaignOpt = "bench",
-    config_name: ConfigNameOpt = None,
-    as_json: AsJsonOpt = False,
-    ray: RayOpt = None,
-    clients: ClientsOpt = None,
-    capacity: CapacityOpt = None,
-    capacity_rate: CapacityRateOpt = None,
-    rate_step: RateStepOpt = None,
-    trace: TraceOpt = DEFAULT["trace"],
-    trace_format: TraceFormatOpt = DEFAULT["trace_format"],
-    replay_speed: SpeedOpt = None,
-    limit: LimitOpt = None,
-    trace_window: TraceWindowOpt = None,
-    prefixes: PrefixesOpt = WORKLOAD_DEFAULT["prefixes"],
-    prefix_tokens: PrefixTokensOpt = WORKLOAD_DEFAULT["prefix_tokens"],
-    suffix_tokens: SuffixTokensOpt = WORKLOAD_DEFAULT["suffix_tokens"],
-    prefix_dist: PrefixDistOpt = WORKLOAD_DEFAULT["prefix_dist"],
-) -> None:
+def _bench(**o: Any) -> None:
     """Measure a running endpoint across concurrency levels, request rates or a trace.
 
     Closed loop at each --concurrency, open loop at each --rate, the requests of --trace at
     their timestamps, conversations at each --sessions; prints the table and stores every
     request (--out: also as JSONL); --ray: the load comes from Ray client nodes.
     """
-    _run(dict(locals()))
+    cfg = bench_config(o)
+    run = BenchRun(
+        out=o["out"],
+        db=None if o["no_db"] else db_path(o["db"]),
+        campaign=o["campaign"],
+        config=pick(o["as_"], o["config_alias"], "--config", "--as"),
+        format=output_format(o["format_"], o["json_alias"]),
+        ray=o["ray"],
+        clients=o["clients"],
+        capacity=o["capacity"],
+        capacity_rate=o["capacity_rate"],
+        rate_step=o["rate_step"],
+    )
+    _run(cfg, run, o["db"])
 
 
-def _run(o: dict[str, Any]) -> None:
-    """``bench`` with its options ``o``: measure, print, store."""
-    cfg = _config(o)
-    as_json, out, db, campaign = o["as_json"], o["out"], o["db"], o["campaign"]
+def _options(
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Also write raw records + summaries here (JSONL)",
+            rich_help_panel=OUTPUT,
+        ),
+    ] = None,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
+    db: DbOpt = None,
+    no_db: Annotated[
+        bool, typer.Option("--no-db", help="Do not store the results", rich_help_panel=STORE)
+    ] = False,
+    campaign: CampaignOpt = "bench",
+    as_: AsOpt = None,
+    config_alias: AsAlias = None,
+    ray: RayOpt = None,
+    clients: Annotated[
+        int | None,
+        typer.Option(
+            "--clients",
+            help="With --ray: client nodes sharing the load (default 1)",
+            rich_help_panel=RUN,
+        ),
+    ] = None,
+    capacity: Annotated[
+        int | None,
+        typer.Option(
+            "--capacity",
+            metavar="UP_TO",
+            rich_help_panel=CAPACITY,
+            help="Find the highest concurrency ≤ UP_TO at which --slo holds (bisection from "
+            "--concurrency's first value)",
+        ),
+    ] = None,
+    capacity_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--capacity-rate",
+            metavar="UP_TO",
+            rich_help_panel=CAPACITY,
+            help="Find the highest request rate ≤ UP_TO req/s (open loop) at which --slo holds, "
+            "to one --rate-step (bisection from --rate's first value, else one step)",
+        ),
+    ] = None,
+    rate_step: Annotated[
+        float | None,
+        typer.Option(
+            "--rate-step",
+            metavar="REQ_S",
+            rich_help_panel=CAPACITY,
+            help="--capacity-rate: the resolution, req/s (default: UP_TO / 32)",
+        ),
+    ] = None,
+) -> None:
+    """The options of ``bench`` that are not the sweep's (those are ``bench_options.FLAGS``)."""
+
+
+#: the command: FLAGS' options (generated from the sweep's model), then ``_options``'
+bench = with_flags(_bench, _options)
+
+
+def _run(cfg: BenchConfig, run: BenchRun, db: Path | None) -> None:
+    """``bench``: measure, print, store (``db``: ``--db`` as given, for the line saying where)."""
     err = Console(stderr=True)
-    table_console = err if as_json else stdout_console()
+    table_console = err if run.as_json else stdout_console()
     events = _RichEvents(err, table_console)
-    if o["capacity"] is not None or o["capacity_rate"] is not None or o["rate_step"] is not None:
-        return bench_capacity(cfg, events, o, table_console)
+    if run.capacity is not None or run.capacity_rate is not None or run.rate_step is not None:
+        return bench_capacity(cfg, events, run, table_console)
     try:
-        result, run_ids = _measure(cfg, events, o)
+        result, run_ids = _measure(cfg, events, run)
     finally:
         events.progress_done()
     table_console.print(bench_table(result))
     print_turns(table_console, result)
-    _where(err, out, run_ids, db_path(db), campaign)
-    if as_json:
+    _where(err, run.out, run_ids, db_path(db), run.campaign)
+    if run.as_json:
         sys.stdout.write(json.dumps(_json(result, run_ids), indent=2, allow_nan=False) + "\n")
     if result.interrupted:
         err.print("[yellow]interrupted: what was measured is shown and written[/yellow]")
         raise typer.Exit(130)
 
 
-def _measure(
-    cfg: BenchConfig, events: BenchEvents, o: dict[str, Any]
-) -> tuple[BenchResult, list[int]]:
+def _measure(cfg: BenchConfig, events: BenchEvents, run: BenchRun) -> tuple[BenchResult, list[int]]:
     """The sweep from this host, or from ``--clients`` client nodes of the Ray cluster at
     ``--ray``; stored unless ``--no-db``."""
-    out, campaign, config = o["out"], o["campaign"], o["config_name"]
-    ray, clients = o["ray"], o["clients"]
-    db = None if o["no_db"] else db_path(o["db"])
-    if clients is not None and ray is None:
+    if run.clients is not None and run.ray is None:
         raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
-    if ray is None:
-        return bench_with_record(cfg, events, out=out, db=db, campaign=campaign, config=config)
+    where: dict[str, Any] = {
+        "out": run.out, "db": run.db, "campaign": run.campaign, "config": run.config,
+    }  # fmt: skip
+    if run.ray is None:
+        return bench_with_record(cfg, events, **where)
     from inferlab.cluster.bench import bench_ray
 
-    return bench_ray(
-        cfg,
-        address=ray,
-        clients=clients or 1,
-        events=events,
-        out=out,
-        db=db,
-        campaign=campaign,
-        config=config,
-    )
+    return bench_ray(cfg, address=run.ray, clients=run.clients or 1, events=events, **where)
 
 
 def _where(err: Console, out: Path | None, run_ids: list[int], db: Path, campaign: str) -> None:
@@ -332,62 +260,3 @@ def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
         "interrupted": result.interrupted,
         "points": [point_json(p) for p in result.points],
     }
-
-
-#: BenchConfig field → the option whose value it takes as given
-_AS_GIVEN = {
-    "url": "url", "model": "model", "endpoint": "endpoint", "engine": "engine",
-    "arrival": "arrival", "burstiness": "burstiness", "max_concurrency": "max_concurrency",
-    "duration_s": "duration", "precision": "precision", "min_requests": "min_requests",
-    "max_requests": "max_requests", "max_duration_s": "max_duration", "warmup": "warmup",
-    "trials": "trials", "api_key_env": "api_key_env", "tokenizer": "tokenizer",
-    "timeout_s": "timeout", "stall_timeout_s": "stall_timeout", "workers": "workers",
-    "seed": "seed",
-}  # fmt: skip
-
-
-def _trace_fields(o: dict[str, Any]) -> dict[str, Any]:
-    """The replay fields the options give (none that were not given: their defaults hold)."""
-    out: dict[str, Any] = {"trace": o["trace"], "trace_format": o["trace_format"]}
-    if o["replay_speed"] is not None:
-        out["speed"] = _num_list(o["replay_speed"], "--speed", float)
-    if o["limit"] is not None:
-        out["trace_limit"] = o["limit"]
-    if o["trace_window"] is not None:
-        start, sep, end = o["trace_window"].partition(":")
-        try:
-            if not sep:
-                raise ValueError
-            out["trace_start_s"] = float(start) if start.strip() else 0.0
-            out["trace_end_s"] = float(end) if end.strip() else None
-        except ValueError:
-            raise ConfigError(
-                f"--trace-window: expected START:END seconds (either may be empty), "
-                f"got {o['trace_window']!r}"
-            ) from None
-    return out
-
-
-def _config(o: dict[str, Any]) -> BenchConfig:
-    """The parsed options as one sweep's config; a bad value is a ``ConfigError`` naming it."""
-    try:
-        return BenchConfig(
-            **{name: o[opt] for name, opt in _AS_GIVEN.items()},
-            concurrency=_num_list(o["concurrency"], "--concurrency", int),
-            rate=_num_list(o["rate"], "--rate", float),
-            sessions=sessions_entries(o["sessions"], o["think_s"]),
-            workload=WorkloadSpec(
-                kind=o["workload"],
-                input_tokens=o["input_tokens"],
-                output_tokens=o["output_tokens"],
-                path=o["prompts"],
-                seed=o["seed"],
-                **{k: o[k] for k in PREFIX_FIELDS},
-            ),
-            requests=_requests(o["requests"]),
-            client_cpus=_client_cpus(o["client_cpus"]),
-            slo=SLO.parse(o["slo"]) if o["slo"] else SLO(),
-            **_trace_fields(o),
-        )
-    except ValidationError as exc:
-        raise ConfigError(validation_message(exc, "bench")) from None

@@ -12,10 +12,12 @@ from rich.table import Table
 
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
-from inferlab.store import db_path
 from inferlab.store.export import FORMAT_VERSION
 
 from .render import fmt
+
+if TYPE_CHECKING:
+    from .bench_options import BenchRun
 
 if TYPE_CHECKING:
     from inferlab.campaign.capacity import CapacityResult
@@ -42,10 +44,10 @@ def capacity_table(res: CapacityResult) -> Table:
     return t
 
 
-def bench_capacity(cfg: BenchConfig, events: Any, o: dict[str, Any], console: Console) -> None:
+def bench_capacity(cfg: BenchConfig, events: Any, run: BenchRun, console: Console) -> None:
     """Search (``--capacity UP_TO`` over concurrency, ``--capacity-rate UP_TO`` over request
-    rate, one ``--rate-step`` apart), print the probes and the capacity (``--json``: the result
-    as JSON)."""
+    rate, one ``--rate-step`` apart), print the probes and the capacity (``--format json``:
+    the result as JSON)."""
     from inferlab.campaign.capacity import (  # scipy.optimize
         CONCURRENCY,
         Ladder,
@@ -53,32 +55,31 @@ def bench_capacity(cfg: BenchConfig, events: Any, o: dict[str, Any], console: Co
         find_capacity,
     )
 
-    opt = "--capacity" if o["capacity_rate"] is None else "--capacity-rate"
-    if o["capacity"] is not None and o["capacity_rate"] is not None:
+    opt = "--capacity" if run.capacity_rate is None else "--capacity-rate"
+    if run.capacity is not None and run.capacity_rate is not None:
         raise ConfigError("--capacity and --capacity-rate: give one (concurrency or rate)")
-    if o["ray"] is not None:
+    if run.ray is not None:
         raise ConfigError(f"{opt}: runs from this host; give no --ray")
-    if o["capacity_rate"] is None:
-        if o["rate_step"] is not None:
+    if run.capacity_rate is None:
+        if run.rate_step is not None or run.capacity is None:
             raise ConfigError("--rate-step: only with --capacity-rate")
-        up_to, ladder = float(o["capacity"]), CONCURRENCY
+        up_to, ladder = float(run.capacity), CONCURRENCY
     else:
-        up_to = float(o["capacity_rate"])
-        ladder = Ladder.rates(up_to, o["rate_step"])
+        up_to = float(run.capacity_rate)
+        ladder = Ladder.rates(up_to, run.rate_step)
     check_capacity(cfg, up_to, ladder)
-    db = None if o["no_db"] else db_path(o["db"])
     try:
         res, run_ids = find_capacity(
-            cfg, up_to, ladder=ladder, events=events, db=db, campaign=o["campaign"],
-            config=o["config_name"],
+            cfg, up_to, ladder=ladder, events=events, db=run.db, campaign=run.campaign,
+            config=run.config,
         )  # fmt: skip
     finally:
         events.progress_done()
     console.print(capacity_table(res))
     err = Console(stderr=True)
-    (console if not o["as_json"] else err).print(res.sentence, highlight=False)
+    (console if not run.as_json else err).print(res.sentence, highlight=False)
     if run_ids:
         err.print(f"[dim]stored as runs {run_ids[0]}–{run_ids[-1]} and a capacity analysis[/dim]")
-    if o["as_json"]:
+    if run.as_json:
         doc = {"format_version": FORMAT_VERSION, "stored_runs": run_ids, "capacity": res.to_json()}
         sys.stdout.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")

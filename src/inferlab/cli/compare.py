@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,6 +25,7 @@ from inferlab.report.interleave import passes_md
 from inferlab.report.recheck import recheck_md
 from inferlab.stats.metrics import METRICS, listed
 
+from .options import CampaignScopeOpt, CompareFormatOpt, DbOpt
 from .render import stdout_console
 from .store import _open
 
@@ -48,8 +48,8 @@ def compare(
     selectors: Annotated[
         list[str] | None, typer.Argument(help="Run ids or config names (default: the campaign)")
     ] = None,
-    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
-    campaign: Annotated[str | None, typer.Option(help="Campaign to compare")] = None,
+    db: DbOpt = None,
+    campaign: CampaignScopeOpt = None,
     baseline: Annotated[str | None, typer.Option(help="Baseline config (default: first)")] = None,
     metric: Annotated[
         list[str] | None,
@@ -57,14 +57,12 @@ def compare(
     ] = None,
     min_effect: Annotated[float, typer.Option(help="Smallest change claimed (0.02 = 2%)")] = 0.02,
     force: Annotated[bool, typer.Option(help="Compare non-comparable runs, marking cells")] = False,
-    format_: Annotated[str, typer.Option("--format", help="table | md | json | csv")] = "table",
+    format_: CompareFormatOpt = "table",
 ) -> None:
     """Compare configs at each load point against the baseline.
 
     Values, the ratio to the baseline with its 95% interval, and a claim only when the
     difference is significant and larger than --min-effect."""
-    if format_ not in ("table", "md", "json", "csv"):
-        raise ConfigError(f"--format: expected table, md, json or csv, got {format_!r}")
     if not 0 <= min_effect < 1:
         raise ConfigError(f"--min-effect: expected a fraction in [0, 1), got {min_effect}")
     with _open(db) as store:

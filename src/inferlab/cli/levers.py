@@ -19,7 +19,7 @@ from inferlab.levers.render import (
     prediction_cells,
 )
 
-from .options import DbOpt
+from .options import CampaignArg, ConfigOpt, DbOpt, JsonAlias, TableJsonFormatOpt, output_format
 from .render import stdout_console
 from .store import _open
 
@@ -57,12 +57,11 @@ def _print(d: Decision, stored: int) -> None:
 
 
 def levers(
-    campaign: Annotated[str, typer.Argument(help="Campaign in the store")],
+    campaign: CampaignArg,
     db: DbOpt = None,
-    config: Annotated[
-        str | None, typer.Option("--config", help="Only this config's levers and predictions")
-    ] = None,
-    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout")] = False,
+    config: ConfigOpt = None,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
     accept_length: Annotated[
         float | None,
         typer.Option("--accept-length", help="τ: tokens per verify step for speculative decoding"),
@@ -85,7 +84,7 @@ def levers(
     with _open(db) as store:
         d = decide(store, campaign, opts)  # raises "nothing to rank" before storing anything
         stored = record_predictions(store, campaign, opts)
-    if json_:
+    if output_format(format_, json_alias) == "json":
         out = d.to_dict()
         out["stored"] = [s["key"] for s in stored]
         sys.stdout.write(json.dumps(out, indent=1) + "\n")

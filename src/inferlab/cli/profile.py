@@ -27,6 +27,17 @@ from inferlab.profile.render import (
 from inferlab.profile.stored import check_point, store_profile
 from inferlab.store import Store, db_path
 
+from .options import (
+    STORE,
+    AsAlias,
+    AsOpt,
+    CampaignScopeOpt,
+    DbOpt,
+    JsonAlias,
+    TableJsonFormatOpt,
+    output_format,
+    pick,
+)
 from .render import stdout_console
 
 
@@ -136,25 +147,28 @@ def profile(
     ] = None,
     vs: Annotated[Path | None, typer.Option("--vs", help="A second trace to diff against")] = None,
     top: Annotated[int, typer.Option(help="Kernels shown")] = 20,
-    json_: Annotated[bool, typer.Option("--json", help="JSON on stdout")] = False,
-    campaign: Annotated[
-        str | None, typer.Option(help="Store the profile under this campaign")
-    ] = None,
-    db: Annotated[Path | None, typer.Option("--db", help="Database (with --campaign)")] = None,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
+    campaign: CampaignScopeOpt = None,
+    db: DbOpt = None,
     categories: Annotated[
         Path | None, typer.Option("--categories", help="TOML/JSON file of extra [[rule]]s")
     ] = None,
-    config: Annotated[
-        str | None, typer.Option("--config", help="With --campaign: the config it profiles")
-    ] = None,
+    as_: AsOpt = None,
+    config_alias: AsAlias = None,
     point: Annotated[
-        str | None, typer.Option("--point", help="With --campaign: its load point, e.g. C=16")
+        str | None,
+        typer.Option(
+            "--point", help="With --campaign: its load point, e.g. C=16", rich_help_panel=STORE
+        ),
     ] = None,
 ) -> None:
     """Show where the GPU time of a decode (or prefill) step goes.
 
     Steps and busy time, categories and kernels with their shares, under-occupied kernels and
-    Amdahl bounds. A trace without GPU activity (a CPU engine's) is analyzed in CPU mode."""
+    Amdahl bounds. A trace without GPU activity (a CPU engine's) is analyzed in CPU mode.
+    --campaign stores the profile (--as: the config it profiles, --point: its load point)."""
+    config = pick(as_, config_alias, "--config", "--as")
     if top < 1:
         raise ConfigError(f"--top: expected a positive count, got {top}")
     if sms is not None and sms < 1:
@@ -168,13 +182,13 @@ def profile(
         diff = diff_profiles(p, q, top=top).to_dict()
         data["vs"] = {"profile": q.to_dict(), "diff": diff}
     if (config or point) and not campaign:
-        raise ConfigError("--config/--point: they say where to store the profile; add --campaign")
+        raise ConfigError("--as/--point: they say where to store the profile; add --campaign")
     if point is not None:
         check_point(point)
     if campaign:
         with Store(db_path(db)) as store:
             store_profile(store, campaign, trace, data, config=config, point=point)
-    if json_:
+    if output_format(format_, json_alias) == "json":
         sys.stdout.write(json.dumps(data, indent=1, default=str) + "\n")
     else:
         _print(data, top, diff)

@@ -16,7 +16,7 @@ from inferlab.recon import ReconOptions, run_recon
 from inferlab.recon.tables import ReconTable, recon_tables
 from inferlab.store import Store, db_path
 
-from .options import DbOpt
+from .options import CampaignScopeOpt, DbOpt, JsonAlias, TableJsonFormatOpt, output_format
 from .render import stdout_console
 
 __all__ = ["recon"]
@@ -58,8 +58,6 @@ _DeviceOpt = Annotated[
     list[str] | None,
     typer.Option("--device", help="Also check tuned configs for this GPU (repeatable)"),
 ]
-_CampaignOpt = Annotated[str | None, typer.Option(help="Store the snapshot under this campaign")]
-_AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout")]
 
 
 def recon(
@@ -70,16 +68,19 @@ def recon(
     log: _LogOpt = None,
     fetch: _FetchOpt = False,
     device: _DeviceOpt = None,
-    campaign: _CampaignOpt = None,
+    campaign: CampaignScopeOpt = None,
     db: DbOpt = None,
-    as_json: _AsJsonOpt = False,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
 ) -> None:
     """Take stock of the GPUs, the engine and its environment; nothing is changed.
 
     GPUs, CUDA/torch/triton in the engine's Python, engine version and checkout, the
     speculative / FP8 / CUDA-graph flags it offers, its tuned kernel configs versus a log's
     needs, NCCL variables, and a running server. Nothing is fetched without --fetch.
+    --campaign stores the snapshot under that campaign.
     """
+    as_json = output_format(format_, json_alias) == "json"
     if log is not None and not log.is_file():
         raise ConfigError(f"--log: {log} is not a file")
     if db is not None and campaign is None:

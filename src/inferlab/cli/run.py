@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +16,15 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
 
 from .bench import _RichEvents
+from .options import (
+    CampaignFileArg,
+    ConfigsOpt,
+    DbOpt,
+    DryRunOpt,
+    NoVerifyOpt,
+    RayOpt,
+    ResumeOpt,
+)
 from .render import stdout_console
 
 
@@ -39,27 +47,19 @@ class _Events(_RichEvents, CampaignEvents):
 
 
 def run(
-    campaign_file: Annotated[Path, typer.Argument(help="Campaign file (TOML or YAML)")],
-    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue: skip finished cells")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan, run nothing")] = False,
-    no_verify: Annotated[bool, typer.Option("--no-verify", help="Measure unverified")] = False,
-    config: Annotated[
-        list[str] | None,
-        typer.Option("--config", help="Run only this config (repeatable; default: all)"),
-    ] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            metavar="ADDRESS",
-            help="Run the configs side by side on a Ray cluster: HOST:PORT, auto or local",
-        ),
-    ] = None,
+    campaign: CampaignFileArg,
+    db: DbOpt = None,
+    resume: ResumeOpt = False,
+    dry_run: DryRunOpt = False,
+    no_verify: NoVerifyOpt = False,
+    config: ConfigsOpt = None,
+    ray: RayOpt = None,
 ) -> None:
     """Launch, verify, measure, store and stop every config of the campaign, then report.
 
-    Config by config (side by side with --ray); --resume continues an interrupted run."""
+    Config by config (side by side on a Ray cluster with --ray); --resume continues an
+    interrupted run."""
+    campaign_file = Path(campaign)
     plan = select_configs(make_plan(campaign_file), config or ())
     err = Console(stderr=True)
     out = stdout_console()

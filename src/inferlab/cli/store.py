@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -12,9 +15,20 @@ from rich.table import Table
 
 from inferlab.errors import ConfigError
 from inferlab.store import Store, db_path
+from inferlab.store.export import FORMAT_VERSION
 from inferlab.store.export import export as export_lib
 
-from .options import DbOpt
+from .options import (
+    AsAlias,
+    AsOpt,
+    CampaignOpt,
+    CampaignScopeOpt,
+    ConfigOpt,
+    DbOpt,
+    ExportFormatOpt,
+    TableJsonFormatOpt,
+    pick,
+)
 from .render import fmt, stdout_console
 
 
@@ -27,16 +41,21 @@ def _open(db: Path | None) -> Store:
 
 def runs(
     db: DbOpt = None,
-    campaign: Annotated[str | None, typer.Option(help="Only this campaign")] = None,
-    config: Annotated[str | None, typer.Option(help="Only this config")] = None,
+    campaign: CampaignScopeOpt = None,
+    config: ConfigOpt = None,
+    format_: TableJsonFormatOpt = "table",
 ) -> None:
     """List the stored runs (one per load point × trial).
 
     One row each: campaign, config, load point, trial, source, requests, output tok/s and
-    the TPOT / TTFT medians; --campaign and --config filter.
+    the TPOT / TTFT medians; --campaign and --config filter; --format json: every field.
     """
     with _open(db) as store:
         rows = store.runs(campaign=campaign, config=config)
+    if format_ == "json":
+        doc = {"format_version": FORMAT_VERSION, "runs": [asdict(r) for r in rows]}
+        sys.stdout.write(json.dumps(doc, indent=1, default=str) + "\n")
+        return
     t = Table(title=f"runs in {db_path(db)}")
     for col in (
         "id",
@@ -78,20 +97,26 @@ def runs(
 
 
 def export(
-    out: Annotated[Path, typer.Argument(help="Output file")],
+    out_arg: Annotated[
+        Path | None, typer.Argument(metavar="OUT", help="deprecated: use --out", hidden=True)
+    ] = None,
+    out_opt: Annotated[
+        Path | None, typer.Option("--out", metavar="FILE", help="The file to write")
+    ] = None,
     db: DbOpt = None,
     what: Annotated[str, typer.Option("--what", help="runs | requests")] = "runs",
-    format_: Annotated[
-        str | None, typer.Option("--format", help="csv | jsonl | parquet (default: by suffix)")
-    ] = None,
-    campaign: Annotated[str | None, typer.Option(help="Only this campaign")] = None,
+    format_: ExportFormatOpt = None,
+    campaign: CampaignScopeOpt = None,
     run: Annotated[list[int] | None, typer.Option("--run", help="Only these run ids")] = None,
 ) -> None:
     """Write runs or their requests as CSV, JSONL or Parquet.
 
-    --what runs or requests, one row each; the format follows OUT's suffix unless --format
-    names it.
+    --what runs or requests, one row each, into the file --out; its format follows the
+    file's suffix unless --format names it.
     """
+    out = pick(out_opt, out_arg, "export OUT", "export --out OUT")
+    if out is None:
+        raise ConfigError("--out: the file to write is missing (e.g. --out runs.csv)")
     if what not in ("runs", "requests"):
         raise ConfigError(f"--what: expected runs or requests, got {what!r}")
     f = format_ or out.suffix.lstrip(".").lower()
@@ -106,17 +131,19 @@ def export(
 def import_(
     files: Annotated[list[Path], typer.Argument(help="Result files of other tools")],
     db: DbOpt = None,
-    campaign: Annotated[str, typer.Option(help="Campaign to store them under")] = "imported",
-    config: Annotated[
-        str | None, typer.Option("--config", help="Config name (default TOOL:MODEL)")
-    ] = None,
+    campaign: CampaignOpt = "imported",
+    as_: AsOpt = None,
+    config_alias: AsAlias = None,
 ) -> None:
     """Import other benchmark tools' results into the store.
 
     sglang.bench_serving JSONL, vllm bench serve JSON, GuideLLM and AIPerf exports, each
-    format recognized by its content; stored under --campaign, named by --config.
+    format recognized by its content; stored under --campaign, named by --as (default
+    TOOL:MODEL).
     """
     from inferlab.store.ingest import import_files
+
+    config = pick(as_, config_alias, "--config", "--as")
 
     for f in files:
         if not f.is_file():

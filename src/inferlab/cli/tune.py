@@ -12,14 +12,24 @@ from rich.markup import escape
 
 from inferlab.tune.config import tune_engines
 from inferlab.tune.workflow import (
-    DEFAULT_OUT,
     Fp8GemmRequest,
     RayTune,
     TuneOutcome,
     tune_fp8_gemm,
 )
 
-from .options import DbOpt
+from .options import (
+    CampaignScopeOpt,
+    DbOpt,
+    DryRunOpt,
+    JsonAlias,
+    OutDirAlias,
+    OutDirOpt,
+    RayOpt,
+    TableJsonFormatOpt,
+    output_format,
+    pick,
+)
 from .render import command
 from .tune_show import show
 
@@ -52,10 +62,6 @@ _BatchSizes = Annotated[
 _Engine = Annotated[
     str, typer.Option("--engine", help="File naming: " + " | ".join(tune_engines()))
 ]
-_Out = Annotated[
-    Path | None,
-    typer.Option("--out", help=f"Directory for files and the run (default {DEFAULT_OUT})"),
-]
 _InstallInto = Annotated[
     str | None, typer.Option("--install-into", help="Write into the installed engine's config dir")
 ]
@@ -64,16 +70,9 @@ _Python = Annotated[
 ]
 _NoSplitK = Annotated[bool, typer.Option("--no-split-k", help="Do not time split-K candidates")]
 _Devices = Annotated[str | None, typer.Option("--devices", help="GPU indices, e.g. 0,1")]
-_Ray = Annotated[
-    str | None, typer.Option("--ray", help="Tune on every GPU of a Ray cluster", metavar="ADDRESS")
-]
-_DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the plan; run nothing")]
 _FromResults = Annotated[
     Path | None,
     typer.Option("--from-results", help="A saved run (tune-run-*.json): write/store only"),
-]
-_Campaign = Annotated[
-    str | None, typer.Option("--campaign", help="Store the results in this campaign")
 ]
 _ServerArgs = Annotated[
     str | None,
@@ -90,7 +89,6 @@ _DeviceName = Annotated[
         help="GPU the plan is for when none is here, e.g. 'NVIDIA H200' (names, warnings)",
     ),
 ]
-_Json = Annotated[bool, typer.Option("--json", help="Print a JSON summary on stdout")]
 
 
 @command(tune_app, "fp8-gemm")
@@ -101,25 +99,31 @@ def fp8_gemm(
     tp: _Tp = None,
     batch_sizes: _BatchSizes = None,
     engine: _Engine = "sglang",
-    out: _Out = None,
+    out_dir: OutDirOpt = None,
+    out_alias: OutDirAlias = None,
     install_into: _InstallInto = None,
     python: _Python = None,
     no_split_k: _NoSplitK = False,
     devices: _Devices = None,
-    ray: _Ray = None,
-    dry_run: _DryRun = False,
+    ray: RayOpt = None,
+    dry_run: DryRunOpt = False,
     from_results: _FromResults = None,
-    campaign: _Campaign = None,
+    campaign: CampaignScopeOpt = None,
     db: DbOpt = None,
     server_args: _ServerArgs = None,
     server_env: _ServerEnv = None,
     device_name: _DeviceName = None,
-    as_json: _Json = False,
+    format_: TableJsonFormatOpt = "table",
+    json_alias: JsonAlias = False,
 ) -> None:
     """Tune the Triton W8A8 block-FP8 GEMM and write the engine's config files.
 
-    DeepSeek-style 1×128 / 128×128 scales; SGLang's or vLLM's files, merged into existing ones.
+    DeepSeek-style 1×128 / 128×128 scales; SGLang's or vLLM's files, merged into existing ones;
+    the files and the run into --out-dir (default inferlab-out/tune); --campaign stores the
+    results.
     """
+    out = pick(out_dir, out_alias, "--out", "--out-dir")
+    as_json = output_format(format_, json_alias) == "json"
     req = Fp8GemmRequest(
         shape_args=shape or [],
         log=from_log,
@@ -141,15 +145,19 @@ def fp8_gemm(
         server_env=server_env or [],
         planned_device=device_name,
     )
+    show(_run(req), from_results, not no_split_k, campaign, as_json)
+
+
+def _run(req: Fp8GemmRequest) -> TuneOutcome:
+    """The tuning run (on the Ray cluster at ``req.ray``, if any), its progress on stderr."""
     ray_tune: RayTune | None = None
-    if ray is not None:
+    if req.ray is not None:
         from inferlab.cluster.tune import tune_shapes_ray
 
         ray_tune = tune_shapes_ray
     err = Console(stderr=True)
-    o = tune_fp8_gemm(
+    return tune_fp8_gemm(
         req,
         progress=lambda msg: err.print(escape(msg), style="dim", highlight=False),
         ray_tune=ray_tune,
     )
-    show(o, from_results, not no_split_k, campaign, as_json)

@@ -17,6 +17,7 @@ from inferlab.errors import InferlabError, LaunchError
 from inferlab.logs import analyze_log
 from inferlab.store import Store, db_path
 
+from .options import CampaignFileArg, DbOpt, NoVerifyOpt
 from .render import stdout_console
 
 
@@ -36,10 +37,10 @@ def _findings(log: Path | str | None, con: Console) -> None:
 
 
 def up(
-    campaign_file: Annotated[Path, typer.Argument(help="Campaign file (TOML or YAML)")],
+    campaign: CampaignFileArg,
     config: Annotated[str, typer.Argument(help="Config to launch")],
-    db: Annotated[Path | None, typer.Option("--db", help="Database for verification")] = None,
-    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip verification")] = False,
+    db: DbOpt = None,
+    no_verify: NoVerifyOpt = False,
 ) -> None:
     """Launch CONFIG, wait until ready, verify it, and leave it running.
 
@@ -49,7 +50,7 @@ def up(
     err.print(f"launching {escape(config)} ...", highlight=False)
     try:
         with Store(db_path(db)) as store:
-            r = up_lib(campaign_file, config, store=store, no_verify=no_verify)
+            r = up_lib(Path(campaign), config, store=store, no_verify=no_verify)
     except LaunchError as exc:
         err.print(
             f"[red]launch failed[/red] ({escape(exc.kind)}): {escape(str(exc))}", highlight=False
@@ -86,14 +87,14 @@ def up(
 
 
 def down(
-    campaign_file: Annotated[Path, typer.Argument(help="Campaign file")],
+    campaign: CampaignFileArg,
     config: Annotated[str | None, typer.Argument(help="Config (default: all)")] = None,
 ) -> None:
     """Stop servers left running by `inferlab up`.
 
     SIGTERM, then SIGKILL; then checks that the port and the GPU memory are released."""
     con = stdout_console()
-    for name, rep in down_lib(campaign_file, config):
+    for name, rep in down_lib(Path(campaign), config):
         con.print(
             f"{escape(name)}: stopped by {rep.signal} in {rep.seconds:.1f} s; port "
             f"{'free' if rep.port_free else 'STILL IN USE'}; GPU memory: {escape(rep.gpu_check)}",

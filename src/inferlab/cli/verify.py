@@ -24,6 +24,7 @@ from inferlab.store import Store, db_path
 from inferlab.verify import GreedyOutputs, verify_endpoint
 from inferlab.verify.checks import default_probes
 
+from .options import CampaignOpt, DbOpt, campaign_file
 from .render import stdout_console
 
 
@@ -51,11 +52,12 @@ def _reference(against: str | None, campaign: str, db: Path | None) -> GreedyOut
 
 
 def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:
-    """``--levers FILE:CONFIG``: did CONFIG's diff against the campaign's baseline take effect
+    """``--levers CAMPAIGN:CONFIG``: did CONFIG's diff against the campaign's baseline take effect
     on this server (its launch log, /get_server_info, /metrics)? True when none is ✗."""
-    path, sep, name = which.rpartition(":")
-    if not sep or not path:
-        raise ConfigError(f"--levers: expected CAMPAIGN_FILE:CONFIG, got {which!r}")
+    given, sep, name = which.rpartition(":")
+    if not sep or not given:
+        raise ConfigError(f"--levers: expected CAMPAIGN:CONFIG, got {which!r}")
+    path = str(campaign_file(given))
     configs = resolve_configs(load_campaign(path), Path(path), Path(path).read_text("utf-8"))
     cfg = find_config(configs, name, Path(path))
     pending = {p.config: p for p in pending_manifests(output_dir(load_campaign(path)))}
@@ -70,6 +72,16 @@ def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:
         say=lambda line: con.print(escape(line), highlight=False),
     )
     return all(i.status != "not-applied" for i in items)
+
+
+_LeversOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="CAMPAIGN:CONFIG",
+        help="Check CONFIG's levers against the campaign's baseline took effect (CAMPAIGN: "
+        "its file, or its name where NAME.toml is here)",
+    ),
+]
 
 
 def verify(
@@ -91,20 +103,16 @@ def verify(
     save_as: Annotated[
         str | None, typer.Option(help="Store this server's greedy outputs as CONFIG's")
     ] = None,
-    campaign: Annotated[str, typer.Option(help="Campaign of --against/--save-as")] = "bench",
-    db: Annotated[Path | None, typer.Option("--db", help="Database")] = None,
-    levers: Annotated[
-        str | None,
-        typer.Option(
-            help="CAMPAIGN_FILE:CONFIG: check its levers against the baseline took effect"
-        ),
-    ] = None,
+    campaign: CampaignOpt = "bench",
+    db: DbOpt = None,
+    levers: _LeversOpt = None,
     log: Annotated[Path | None, typer.Option(help="The server's launch log (for --levers)")] = None,
 ) -> None:
     """Check that a running server answers correctly before it is measured.
 
     Smoke probes, output length, stream form, (with --against) greedy equivalence and (with
-    --levers) lever-applied evidence. Exit code 1 when a check fails."""
+    --levers) lever-applied evidence; --against and --save-as read and store in --campaign.
+    Exit code 1 when a check fails."""
     con = stdout_console()
     if engine is None:
         found = detect_engine(url)

@@ -18,7 +18,7 @@ def test_bench_json_carries_the_format_version(
     tok = WordTokenizer().save_hf(tmp_path / "tok")
     p = cli(
         "bench", "--url", sim.url, "--engine", "sim", "--concurrency", "1", "--requests", "3",
-        "--input-tokens", "8", "--output-tokens", "4", "--tokenizer", str(tok), "--json",
+        "--input-tokens", "8", "--output-tokens", "4", "--tokenizer", str(tok), "--format", "json",
         env={"INFERLAB_DB": str(tmp_path / "t.db")},
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr

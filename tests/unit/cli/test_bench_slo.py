@@ -22,8 +22,8 @@ def test_bench_slo_reports_goodput_and_state_per_point(
     for slo in ("tpot_p50_ms=50,ttft_p99_ms=5000", "tpot_p99_ms=0.5"):
         p = cli(
             "bench", "--url", sim.url, "--engine", "sim", "-c", "2", "--requests", "30",
-            "--input-tokens", "8", "--output-tokens", "5", "--tokenizer", str(tok), "--json",
-            "--slo", slo, "--campaign", "s", "--config", slo.split("=")[0], env=env,
+            "--input-tokens", "8", "--output-tokens", "5", "--tokenizer", str(tok), "--format", "json",
+            "--slo", slo, "--campaign", "s", "--as", slo.split("=")[0], env=env,
         )  # fmt: skip
         assert p.exit_code == 0, p.stderr
         (point,) = json.loads(p.stdout)["points"]
@@ -35,12 +35,12 @@ def test_bench_slo_reports_goodput_and_state_per_point(
         )
         assert 0 <= got["goodput"]["low"] <= got["goodput"]["estimate"] <= got["goodput"]["high"]
         assert f"{want} (tpot_p" in p.stderr  # the table's SLO column
-    rep = cli("report", "s", "--out", str(tmp_path / "rep"), env=env)
+    rep = cli("report", "s", "--out-dir", str(tmp_path / "rep"), env=env)
     assert rep.exit_code == 0, rep.stderr
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## SLO" in md and "| holds |" in md and "| fails |" in md
     out = tmp_path / "runs.csv"
-    ex = cli("export", str(out), "--what", "runs", "--campaign", "s", env=env)
+    ex = cli("export", "--out", str(out), "--what", "runs", "--campaign", "s", env=env)
     assert ex.exit_code == 0, ex.stderr
     rows = list(csv.DictReader(out.read_text().splitlines()))
     assert [r["slo_state"] for r in rows] == ["holds", "fails"]
@@ -78,7 +78,7 @@ def test_bench_capacity_rate_prints_rates_and_refuses_what_it_cannot_do(
         "bench", "--url", sim.url, "--engine", "sim", "--rate", "20", "--requests", "20",
         "--input-tokens", "8",
         "--output-tokens", "5", "--tokenizer", str(tok), "--slo", "tpot_p99_ms=0.5",
-        "--capacity-rate", "40", "--rate-step", "10", "--json", "--no-db",
+        "--capacity-rate", "40", "--rate-step", "10", "--format", "json", "--no-db",
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     cap = json.loads(p.stdout)["capacity"]

@@ -26,12 +26,12 @@ def test_a_measured_run_is_replayed_from_its_export(
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     out = tmp_path / "requests.jsonl"
-    p = cli("export", str(out), "--what", "requests", "--run", "1", env=env)
+    p = cli("export", "--out", str(out), "--what", "requests", "--run", "1", env=env)
     assert p.exit_code == 0, p.stderr
     measured = [json.loads(x) for x in out.read_text().splitlines()]
     p = cli(
         "bench", "--url", sim.url, "--engine", "sim", "--trace", str(out), "--trace-format",
-        "inferlab", "--speed", "2", "--limit", "4", "--tokenizer", tok, "--json", env=env,
+        "inferlab", "--speed", "2", "--limit", "4", "--tokenizer", tok, "--format", "json", env=env,
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     [point] = json.loads(p.stdout)["points"]
@@ -49,7 +49,7 @@ def test_a_measured_run_is_replayed_from_its_export(
         (["--trace-window", "5"], "--trace-window: expected START:END seconds"),
         (["--trace-window", "9:3"], "trace_end_s must be after trace_start_s"),
         (["--speed", "fast"], "--speed: expected comma-separated numbers"),
-        (["--trace-format", "bailian"], "trace_format"),
+        (["--trace-format", "bailian"], "'--trace-format': Value error, 'bailian' is not one of"),
     ],
 )
 def test_bad_trace_options_are_named(

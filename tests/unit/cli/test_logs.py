@@ -25,7 +25,8 @@ def test_cli_table_json_and_exit_codes(cli: Cli, tmp_path: Path) -> None:
         "logs",
         "analyze",
         str(VLLM / "tt-inference-server-246_vllm-v0-metrics-py-wrapped.log"),
-        "--json",
+        "--format",
+        "json",
     )
     assert r.exit_code == 0
     (doc,) = json.loads(r.stdout)["files"]

@@ -20,10 +20,10 @@ def test_cli_stores_a_manual_profile_for_a_config_and_point(cli: Cli, tmp_path: 
     with Store(db) as store, store.transaction():
         store.config_id(store.campaign_id("cap"), "baseline", engine="vllm", model="m")
     profile = ("profile", str(trace), "--db", str(db))
-    r = cli(*profile, "--campaign", "cap", "--config", "baseline", "--point", "16")
+    r = cli(*profile, "--campaign", "cap", "--as", "baseline", "--point", "16")
     assert r.exit_code == 2 and "--point: expected a closed-loop load point" in r.stderr
-    assert cli(*profile, "--config", "baseline").exit_code == 2  # where to? needs --campaign
-    r = cli(*profile, "--campaign", "cap", "--config", "baseline", "--point", "C=1", "--json")
+    assert cli(*profile, "--as", "baseline").exit_code == 2  # where to? needs --campaign
+    r = cli(*profile, "--campaign", "cap", "--as", "baseline", "--point", "C=1", "--format", "json")
     assert r.exit_code == 0, r.stderr
     with Store(db) as store:
         (row,) = store.analyses("profile", campaign="cap")
@@ -47,7 +47,17 @@ GRAPH = TRACES / "cudagraph_decode_trace.json.gz"
 
 def test_cli_json_store_and_report_section(cli: Cli, tmp_path: Path) -> None:
     db = tmp_path / "p.db"
-    r = cli("profile", str(GRAPH), "--json", "--campaign", "prof", "--db", str(db), cwd=tmp_path)
+    r = cli(
+        "profile",
+        str(GRAPH),
+        "--format",
+        "json",
+        "--campaign",
+        "prof",
+        "--db",
+        str(db),
+        cwd=tmp_path,
+    )
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["mean_step"]["kernels"] == 813 and data["graph_launches"] == 16
@@ -87,7 +97,7 @@ VLLM_CPU = FIX / "vllm_cpu_decode_c1.pt.trace.json.gz"
 
 
 def test_cli_json_in_cpu_mode(cli: Cli) -> None:
-    r = cli("profile", str(VLLM_CPU), "--json")
+    r = cli("profile", str(VLLM_CPU), "--format", "json")
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["mode"] == "cpu" and d["mean_step"]["span_us"] > 0

@@ -103,7 +103,7 @@ def test_checkout_without_upstream_and_cli_table(cli: Cli, tmp_path: Path) -> No
 
 def test_cli_json_behind_after_fetch(cli: Cli, checkout: tuple[Path, Path]) -> None:
     _, work = checkout
-    plain = json.loads(cli("recon", "--repo", str(work), "--json").stdout)
+    plain = json.loads(cli("recon", "--repo", str(work), "--format", "json").stdout)
     assert plain["repo"]["behind"] == 0 and plain["repo_source"] == "--repo"
     p = cli("recon", "--repo", str(work), "--fetch")
     assert p.exit_code == 0, p.stderr
@@ -113,7 +113,8 @@ def test_cli_json_behind_after_fetch(cli: Cli, checkout: tuple[Path, Path]) -> N
 def test_cli_shows_nccl_env_never_secrets(cli: Cli) -> None:
     p = cli(
         "recon",
-        "--json",
+        "--format",
+        "json",
         env={"NCCL_DEBUG": "INFO", "NCCL_P2P_DISABLE": "1", "SGLANG_API_KEY": "hunter2-secret"},
     )
     assert p.exit_code == 0, p.stderr
@@ -153,7 +154,7 @@ def test_stored_and_reported(cli: Cli, tmp_path: Path, sim_server: SimFactory) -
     assert row["name"] == row["data"]["host"]
     assert [e["path"] for e in row["data"]["server"]["endpoints"]][0] == "/v1/models"
     out = tmp_path / "out"
-    rep = cli("report", "c1", "--db", str(db), "--out", str(out))
+    rep = cli("report", "c1", "--db", str(db), "--out-dir", str(out))
     assert rep.exit_code == 0, rep.stderr
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()

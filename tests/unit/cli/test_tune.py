@@ -50,7 +50,7 @@ def test_dry_run_shows_plan_and_saving(cli: Cli) -> None:
 def test_dry_run_vllm_model_config_and_json(cli: Cli) -> None:
     p = cli(
         "tune", "fp8-gemm", "--model-config", str(V3), "--tp", "8", "--engine", "vllm",
-        "--batch-sizes", "1,16", "--no-split-k", "--dry-run", "--json",
+        "--batch-sizes", "1,16", "--no-split-k", "--dry-run", "--format", "json",
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     doc = json.loads(p.stdout)
@@ -130,8 +130,8 @@ def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> Non
     shutil.copyfile(VLLM_FILE, shipped)
     db = tmp_path / "t.db"
     p = cli(
-        "tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out", str(out),
-        "--campaign", "dsv3", "--db", str(db), "--json",
+        "tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out-dir", str(out),
+        "--campaign", "dsv3", "--db", str(db), "--format", "json",
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     doc = json.loads(p.stdout)
@@ -167,7 +167,7 @@ def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> Non
     assert rows[0]["data"]["cells"][0]["default_samples_us"] == [62.8]
 
     rep = tmp_path / "rep"
-    p = cli("report", "dsv3", "--db", str(db), "--out", str(rep))
+    p = cli("report", "dsv3", "--db", str(db), "--out-dir", str(rep))
     assert p.exit_code == 0, p.stderr
     md = (rep / "report.md").read_text()
     html = (rep / "report.html").read_text()
@@ -182,7 +182,7 @@ def test_from_results_rewrites_identically(cli: Cli, tmp_path: Path) -> None:
     run = run_json(tmp_path / "run.json")
     out = tmp_path / "o"
     for _ in range(2):
-        p = cli("tune", "fp8-gemm", "--from-results", str(run), "--out", str(out))
+        p = cli("tune", "fp8-gemm", "--from-results", str(run), "--out-dir", str(out))
         assert p.exit_code == 0, p.stderr
     f = out / "N=7168,K=2048,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json"
     assert "unchanged [1, 16, 64]" in p.stdout
@@ -193,7 +193,7 @@ def test_from_results_subset_and_errors(cli: Cli, tmp_path: Path) -> None:
     run = run_json(tmp_path / "run.json")
     p = cli(
         "tune", "fp8-gemm", "--from-results", str(run), "--shape", "7168,2048",
-        "--batch-sizes", "16", "--out", str(tmp_path / "o"), "--json",
+        "--batch-sizes", "16", "--out-dir", str(tmp_path / "o"), "--format", "json",
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     assert [(c["n"], c["m"]) for c in json.loads(p.stdout)["cells"]] == [(7168, 16)]
@@ -215,7 +215,9 @@ def test_corrupt_existing_engine_file_stops_before_writing(cli: Cli, tmp_path: P
     out.mkdir()
     broken = out / VLLM_FILE.name
     broken.write_text('{"1": ')
-    p = cli("tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out", str(out))
+    p = cli(
+        "tune", "fp8-gemm", "--from-results", str(run), "--engine", "vllm", "--out-dir", str(out)
+    )
     assert p.exit_code == 2 and str(broken) in p.stderr and "not valid JSON" in p.stderr
     assert broken.read_text() == '{"1": '
 

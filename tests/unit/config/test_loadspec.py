@@ -61,7 +61,7 @@ def test_the_bench_options_default_to_the_model() -> None:
     option = {"duration": "duration_s", "max_duration": "max_duration_s", "timeout": "timeout_s",
               "stall_timeout": "stall_timeout_s"}  # fmt: skip
     for opt, field in {**{n: n for n in params if n in BenchConfig.model_fields}, **option}.items():
-        if field in ("url", "concurrency", "rate", "sessions", "workload", "slo"):
+        if field in ("url", "concurrency", "rate", "sessions", "workload", "slo", "speed"):
             continue  # required, or options given as text (lists, KEY=VALUE) or split up
         assert params[opt].default == BenchConfig.model_fields[field].default, opt
     for opt, field in {"input_tokens": "input_tokens", "output_tokens": "output_tokens",

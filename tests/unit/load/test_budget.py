@@ -22,7 +22,7 @@ def test_an_adaptive_point_at_c8_measures_eight_waves_past_a_smaller_cap(
     p = cli(
         "bench", "--url", sim.url, "--engine", "sim", "-c", "8", "--requests", "auto",
         "--min-requests", "10", "--max-requests", "20", "--input-tokens", "8",
-        "--output-tokens", "8", "--json", env={"INFERLAB_DB": str(db)},
+        "--output-tokens", "8", "--format", "json", env={"INFERLAB_DB": str(db)},
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr
     assert [pt["label"] for pt in json.loads(p.stdout)["points"]] == ["C=8"]

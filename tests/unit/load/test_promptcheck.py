@@ -49,7 +49,7 @@ def wrong_tok(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _bench(cli: Cli, url: str, tok: Path, db: Path, *args: str) -> dict[str, object]:
     p = cli(
         "bench", "--url", url, "--engine", "sim", "--input-tokens", str(IN),
-        "--output-tokens", str(OUT), "--tokenizer", str(tok), "--json", *args,
+        "--output-tokens", str(OUT), "--tokenizer", str(tok), "--format", "json", *args,
         env={"INFERLAB_DB": str(db)},
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr

@@ -25,7 +25,7 @@ def _bench(cli: Cli, sim_url: str, tmp_path: Path, *extra: str) -> dict[str, obj
     p = cli(
         "bench", "--url", sim_url, "--engine", "sim", "--endpoint", "chat",
         "--sessions", f"{USERS}x{TURNS}", "--input-tokens", str(IN), "--output-tokens", str(OUT),
-        "--tokenizer", str(tok), "--json", *extra,
+        "--tokenizer", str(tok), "--format", "json", *extra,
         env={"INFERLAB_DB": str(tmp_path / "t.db")},
     )  # fmt: skip
     assert p.exit_code == 0, p.stderr

@@ -21,12 +21,12 @@ def test_python_without_engine_is_recorded_not_raised(cli: Cli) -> None:
         engine_config_dirs("vllm", sys.executable)
     with pytest.raises(ConfigError, match="--engine: unknown engine 'tgi'"):
         engine_config_dirs("tgi", sys.executable)
-    p = cli("recon", "--python", sys.executable, "--json")
+    p = cli("recon", "--python", sys.executable, "--format", "json")
     assert p.exit_code == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["python"]["executable"] == sys.executable
     assert data["engine"] is None
     assert any("none of vllm, sglang, transformers is installed" in e for e in data["errors"])
-    p = cli("recon", "--engine", "sglang", "--python", sys.executable, "--json")
+    p = cli("recon", "--engine", "sglang", "--python", sys.executable, "--format", "json")
     data = json.loads(p.stdout)
     assert any(f"sglang is not installed in {sys.executable}" in e for e in data["errors"])

@@ -140,7 +140,7 @@ def test_unknown_campaign_and_baseline(db: Path) -> None:
 
 def test_cli_writes_both_files(cli: Cli, db: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    p = cli("report", "rep", "--db", str(db), "--out", str(out))
+    p = cli("report", "rep", "--db", str(db), "--out-dir", str(out))
     assert p.exit_code == 0, p.stderr
     assert p.stdout.split() == [str(out / "report.md"), str(out / "report.html")]
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
@@ -185,7 +185,7 @@ def test_every_section_in_one_report_renders_safely(cli: Cli, db: Path, tmp_path
             "fp8-gemm",
             "--from-results",
             str(tuned),
-            "--out",
+            "--out-dir",
             str(tmp_path / "t"),
             "--campaign",
             "rep",

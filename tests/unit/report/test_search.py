@@ -43,7 +43,7 @@ def test_the_report_shows_every_trial_the_path_and_the_recommendation(
     searched: tuple[Path, str], cli: Cli, tmp_path: Path
 ) -> None:
     db, best = searched
-    r = cli("report", "opt", "--db", str(db), "--out", str(tmp_path))
+    r = cli("report", "opt", "--db", str(db), "--out-dir", str(tmp_path))
     assert r.exit_code == 0, r.stderr
     md = (tmp_path / "report.md").read_text()
     sec = _section(md)
