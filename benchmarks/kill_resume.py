@@ -73,6 +73,8 @@ probes = [{{ prompt = "hi", expect = '\\w' }}]
 workload = {{ input_tokens = 8, output_tokens = 16 }}
 concurrency = [{points}]
 requests = {requests}
+launches = 1  # one launch a config: kills across launch rounds are tests/e2e/test_run_rounds.py's
+max_launches = 1
 """
 
 

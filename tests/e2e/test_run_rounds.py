@@ -53,7 +53,7 @@ def test_kill_in_round_2_then_resume_finishes_without_redoing_round_1(
         verify={"probes": [{"prompt": "hi", "expect": r"\w"}]},
         load={
             "workload": {"input_tokens": 8, "output_tokens": 16}, "concurrency": [2],
-            "requests": 6, "launches": 2, "max_client_lag_ms": 1e6,
+            "requests": 6, "launches": 2, "max_launches": 2, "max_client_lag_ms": 1e6,
         },
     )  # fmt: skip
     db = tmp_path / "db"

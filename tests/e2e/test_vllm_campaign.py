@@ -73,6 +73,8 @@ lossy = {{ max_kl = 2e-5, min_top1 = 0.98, prompts = 4, max_prompts = 8, tokens 
 workload = {{ kind = "random", input_tokens = 32, output_tokens = 160 }}
 concurrency = [1, 4]
 requests = 8
+launches = 1  # one launch a config: the wiring is under test, not the launch design
+max_launches = 1
 max_client_lag_ms = 1e6  # levers and capture are under test here, not trust (unit/stats/test_trust.py)
 tokenizer = "{model}"
 

@@ -9,7 +9,10 @@ and measures 4 requests of 8 tokens in, 8 out, at C=1::
                ready_timeout_s = 30, stop_grace_s = 5
     [[config]] name = "baseline"
     [verify]   enabled = false
-    [load]     workload = { input_tokens = 8, output_tokens = 8 }, concurrency = [1], requests = 4
+    [load]     workload = { input_tokens = 8, output_tokens = 8 }, concurrency = [1], requests = 4,
+               launches = 1, max_launches = 1  (``ONE_LAUNCH``, unless ``load`` names either:
+               the design's default launches more, config.campaign.DEFAULT_LAUNCHES; give
+               launches=None, max_launches=None for it)
 
 ``campaign``, ``engine`` and ``load`` given update their section (a key given None is dropped);
 ``config`` (a list of tables), ``verify`` and any other section given (``profile``,
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from inferlab.campaign.runner import CampaignResult
 
-__all__ = ["DEFAULTS", "CampaignToml", "campaign_text", "toml_value", "write_campaign"]
+__all__ = ["DEFAULTS", "ONE_LAUNCH", "CampaignToml", "campaign_text", "toml_value", "write_campaign"]
 
 DEFAULTS: dict[str, Any] = {
     "campaign": {"name": "test"},
@@ -46,6 +49,9 @@ DEFAULTS: dict[str, Any] = {
         "requests": 4,
     },
 }
+#: the design of a test campaign that names neither ``launches`` nor ``max_launches`` in its
+#: ``load``: one launch a config (the default design launches more: DEFAULT_LAUNCHES)
+ONE_LAUNCH = {"launches": 1, "max_launches": 1}
 #: the ``campaign_toml`` fixture's type: ``campaign_toml(file="c.toml", **overrides) -> Path``
 CampaignToml = Callable[..., Path]
 
@@ -93,6 +99,11 @@ def _sections(out: Path, overrides: Mapping[str, Any]) -> dict[str, Any]:
         if key in over:
             over.setdefault(section, {})
             over[section] = {**over[section], field: over.pop(key)}
+    load = over.get("load")
+    if load is not None and not {"launches", "max_launches"} & set(load):
+        over["load"] = {**ONE_LAUNCH, **load}
+    elif "load" not in over:
+        over["load"] = dict(ONE_LAUNCH)
     for name, given in over.items():
         if given is None:
             sections.pop(name, None)

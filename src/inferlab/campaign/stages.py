@@ -104,14 +104,20 @@ def serving(cx: ConfigContext, srv: ServerProcess) -> None:
 
 @contextlib.contextmanager
 def verified(cx: ConfigContext) -> Iterator[None]:
-    """Verified (unless ``[verify] enabled = false`` or ``--no-verify``): ``cx.verify``."""
+    """Verified (unless ``[verify] enabled = false`` or ``--no-verify``): ``cx.verify``. A
+    config's later launches (``[load] launches``) check its probes again, not the greedy
+    equivalence, the agreement gate and the eval: those are facts of the config, decided and
+    stored at its first launch (``probes_again``)."""
     run = cx.run
     if run.campaign.verify.enabled and not run.no_verify:
         run.progress(f"{cx.name}: verifying ...")
         ref = run.campaign.verify.equivalent_to or run.baseline.name
-        cx.verify = rep = verify_config(
-            run.campaign, cx.cfg, cx.url, cx.model, run.store, reference_config=ref
-        )
+        if cx.launch > 1:
+            cx.verify = rep = probes_again(run.campaign, cx.cfg, cx.url, cx.model)
+        else:
+            cx.verify = rep = verify_config(
+                run.campaign, cx.cfg, cx.url, cx.model, run.store, reference_config=ref
+            )
         if not rep.passed:
             remedy = "fix the config, or --no-verify to measure anyway"
             raise StepFailed("verify-failed", rep.summary(), remedy)
@@ -189,6 +195,15 @@ def verify_config(
     if store is not None:
         store_verification(store, camp, cfg, rep, eval_samples=samples)
     return rep
+
+
+def probes_again(camp: CampaignFile, cfg: ResolvedConfig, url: str, model: str) -> VerifyReport:
+    """``[verify]``'s probes (and its length check) on a later launch of ``cfg``: the
+    checks that say this server answers, without the equivalence, gate and eval that its first
+    launch decided and stored. Not stored: the stored verification stays the first launch's."""
+    section = camp.verify.model_copy(update={"equivalent_to": None, "lossy": None, "eval": None})
+    spec = get_engine(cfg.api or cfg.engine)
+    return verify_endpoint(url, model=model, engine=spec, section=section, lossless=cfg.lossless)
 
 
 def store_verification(

@@ -36,7 +36,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-DEFAULT_LAUNCHES = (1, 1)  # [load] launches, max_launches when not given (issue 42: (2, 4)?)
+DEFAULT_LAUNCHES = (2, 4)  # [load] launches, max_launches when not given (issue 42)
 
 
 class _Closed(BaseModel):

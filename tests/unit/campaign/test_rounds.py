@@ -18,6 +18,7 @@ from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.demo import EXAMPLES
 from inferlab.campaign.launch import InProcessSim
 from inferlab.campaign.plan import make_plan, render_plan
+from inferlab.campaign.rounds import budget
 from inferlab.campaign.runner import CampaignResult, run_campaign
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
@@ -93,7 +94,11 @@ def test_launches_and_budget_are_checked_with_the_field_named(tmp_path: Path) ->
     with pytest.raises(ConfigError, match=r"c\.toml.*max_launches"):
         load_campaign(_write(tmp_path, [{"name": "baseline"}], max_launches=0))
     ld = load_campaign(_write(tmp_path, [{"name": "baseline"}])).load
-    assert (ld.launches, ld.max_launches) == (1, None)  # the default: one launch each
+    assert (ld.launches, ld.max_launches) == (1, 1)  # as the test campaigns pin it
+    ld = load_campaign(
+        _write(tmp_path, [{"name": "baseline"}], launches=None, max_launches=None)
+    ).load
+    assert (ld.launches, ld.max_launches, budget(ld)) == (2, None, 4)  # the default design
 
 
 def test_the_plan_states_the_rounds_and_the_budget() -> None:
@@ -237,3 +242,26 @@ def test_untrusted_points_are_launches_spent_with_no_verdict_to_settle(tmp_path:
         "baseline: 2 launches — the baseline: launched beside the candidates",
         "x: 2 launches — no verdict to settle: no trusted point beside the baseline's",
     ]
+
+
+def test_a_later_launch_checks_the_probes_not_the_equivalence_again(tmp_path: Path) -> None:
+    """Greedy equivalence (and the agreement gate, the eval) are facts of a config, decided
+    and stored at its first launch; launch 2 checks that the server answers (the probes), and
+    stores no second verification."""
+    verify = {"probes": [{"prompt": "hi", "expect": r"\w"}], "equivalent_to": "baseline"}
+    path = write_campaign(
+        tmp_path / "c.toml", name="rounds", args=["--ttft-ms", "2", "--itl-ms", "2"],
+        config=[{"name": "baseline"}, _cand("x")], verify=verify,
+        load={"concurrency": [2], "requests": 24, "launches": 2, "max_launches": 2},
+    )  # fmt: skip
+    launcher = Speeds({"x": STEADY})
+    res = _run(path, tmp_path / "db", launcher)
+    assert launcher.order == ["baseline", "x", "x", "baseline"]
+    assert all(o.status == "measured" for o in res.outcomes), _names(res)
+    with Store(tmp_path / "db") as store:
+        kinds = [(v.config, v.kind) for v in store.verifications("rounds")]
+    per_launch = ("launch", "lever", "stop")  # the launch's own records, and its lever evidence
+    checks = [(c, k) for c, k in kinds if k not in per_launch]
+    assert sorted(set(checks)) == sorted(checks), kinds  # each check once: the first launch's
+    assert [c for c, k in kinds if k == "launch"] == ["baseline", "x", "x", "baseline"]
+    assert ("x", "equivalence") in checks, kinds
