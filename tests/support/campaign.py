@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from inferlab.campaign.runner import CampaignResult
 
-__all__ = ["DEFAULTS", "ONE_LAUNCH", "CampaignToml", "campaign_text", "toml_value", "write_campaign"]
+__all__ = [
+    "DEFAULTS",
+    "ONE_LAUNCH",
+    "CampaignToml",
+    "campaign_text",
+    "toml_value",
+    "write_campaign",
+]
 
 DEFAULTS: dict[str, Any] = {
     "campaign": {"name": "test"},

@@ -217,9 +217,11 @@ FLAGS: tuple[Flag, ...] = (
 )  # fmt: skip
 
 #: the fields of the sweep that no option sets: the method's constants, a campaign's own, or
-#: set by inferlab itself (tests/unit/cli/test_vocabulary.py: every other field has a flag)
+#: set by inferlab itself, or ``points`` (a list of ``[[load.points]]`` tables, whose flat
+#: flags --concurrency, --rate, --trace, --sessions are the sugar)
+#: (tests/unit/cli/test_vocabulary.py: every other field has a flag)
 INTERNAL = frozenset(
-    {"looks", "min_effect", "alpha", "stop_on_precision", "lag_limit_ms", "not_before_ns"}
+    {"looks", "min_effect", "alpha", "stop_on_precision", "lag_limit_ms", "not_before_ns", "points"}
 )
 
 
