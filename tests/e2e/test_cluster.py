@@ -329,7 +329,7 @@ def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path
         runs = st.runs(campaign="cli", config="dies")
         assert len([r for r in runs if not r.interrupted]) < 3 and "exited with code" in done.stderr
         for r in runs:  # a point it died in is stored interrupted, with the warning
-            warns = [w["kind"] for w in st.run_meta(r.id)["warnings"]]
+            warns = [w["kind"] for w in st.runs.meta(r.id)["warnings"]]
             assert r.interrupted == ("server-exited" in warns)
     report = Path(next(ln for ln in done.stdout.splitlines() if ln.endswith(".md"))[8:])
     text = (tmp_path / report).read_text()
@@ -379,9 +379,9 @@ def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
     assert {t["against"] for t in out["trial_list"]} == {"baseline"}
     with Store(tmp_path / "o.db") as st:
         # a winner is confirmed on four fresh launches (search.confirm) before it is recommended
-        confirm = {n for n in st.config_names("ropt") if n.startswith("confirm-")}
+        confirm = {n for n in st.configs.config_names("ropt") if n.startswith("confirm-")}
         assert len(confirm) == (4 if out["best"]["name"] != "baseline" else 0)
-        assert set(st.config_names("ropt")) - confirm == {"baseline", "t01-ref", *trials}
+        assert set(st.configs.config_names("ropt")) - confirm == {"baseline", "t01-ref", *trials}
         runs = {r.config: r for r in st.runs(campaign="ropt")}
         windows = _windows(st, "ropt")
         nodes = {n: d["node_id"] for n, d in _launches(st).items()}

@@ -218,7 +218,7 @@ def _cell(store: Store, cfg: str, label: str, g: RunGroup) -> Cell:
     n_ok = sum(len(measured(recs)) for recs in g.records)
     errors = sum(int(sum((r.summary.get("errors") or {}).values())) for r in g.runs)
     lags = [
-        float((store.run_meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
+        float((store.runs.meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
         for r in g.runs
         if r.source == "inferlab bench"
     ]

@@ -31,6 +31,7 @@ from inferlab.stats.launch_ab import compare_launches
 from inferlab.stats.launches import launch_estimate
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups
+from inferlab.store.models import ConfirmBody
 from inferlab.store.spreads import prior_spread, spread_key
 
 from .loop import SearchResult
@@ -181,13 +182,13 @@ def resumed_stop(
 ) -> Resumed | None:
     """The stored start of a confirmation whose search stopped with ``trials`` trials under
     today's trial budget (a resumed search then goes straight to it); None otherwise."""
-    got = store.analyses(CONFIRM_KIND, campaign=campaign)
-    last: dict[str, Any] = got[-1]["data"] if got else {}
-    if not trials or last.get("trials") != trials:
+    got = store.analyses.of(ConfirmBody, CONFIRM_KIND, campaign)
+    last = got[-1].data if got else None
+    if last is None or not trials or last.trials != trials:
         return None
-    if last.get("budget_trials") != section.budget_trials:
+    if last.budget_trials != section.budget_trials:
         return None
-    return Resumed(last, section.model_copy(update={"budget_trials": trials}))
+    return Resumed(last.to_json(), section.model_copy(update={"budget_trials": trials}))
 
 
 def defend(

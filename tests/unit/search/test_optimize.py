@@ -39,7 +39,7 @@ def _optimize(path: Path, db: Path, resume: bool = False):  # type: ignore[no-un
         res = optimize(
             path, store=store, resume=resume, launcher=InProcessSim(), clock=ModelClock()
         )
-        names = store.config_names("opt")
+        names = store.configs.config_names("opt")
         stored = store.analyses(TRIAL_KIND, campaign="opt")
     return res, names, stored
 

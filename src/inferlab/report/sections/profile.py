@@ -13,8 +13,13 @@ from inferlab.profile import render
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
+from inferlab.store.analyses import StoredAnalysis
+from inferlab.store.models import ProfileBody, ProfileCapture
 
 __all__ = ["profile_section"]
+
+#: a stored profile captured at a load point, with its capture block
+Captured = tuple[StoredAnalysis[ProfileBody], ProfileCapture]
 
 _CAT_COLS = ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"]
 _K_COLS = ["kernel", "category", "ms", "share", "count", "mean µs", "≤ if free"]
@@ -146,22 +151,19 @@ def _captured(
         _diff(out, p, base[1], base[0])
 
 
-def _latest_capture(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _latest_capture(rows: list[Captured]) -> list[dict[str, Any]]:
     """The ranks of the newest capture among several of one config and point: the run of the
     newest stored analysis (a trace analyzed again later, with no run, supersedes as levers'
     evidence does), each rank once, its newest analysis."""
-    newest = max(rows, key=lambda r: int(r["id"]))
-    run = newest["data"]["capture"].get("run_id")
-    same = [r for r in rows if r["data"]["capture"].get("run_id") == run]
-    by_rank: dict[int, dict[str, Any]] = {}
-    for r in sorted(same, key=lambda r: int(r["id"])):
-        by_rank[int(r["data"]["capture"].get("rank") or 0)] = r
-    return [by_rank[k]["data"] for k in sorted(by_rank)]
+    newest = max(rows, key=lambda r: r[0].id)
+    same = [r for r in rows if r[1].run_id == newest[1].run_id]
+    by_rank = {cap.rank or 0: a for a, cap in sorted(same, key=lambda r: r[0].id)}
+    return [by_rank[k].data.to_json() for k in sorted(by_rank)]
 
 
 def profile_section(store: Store, campaign: str) -> Section | None:
     """Every profile stored under ``campaign``; ``None`` when it has none."""
-    rows = store.analyses("profile", campaign=campaign)
+    rows = store.analyses.profiles(campaign)
     if not rows:
         return None
     out = _Out()
@@ -174,11 +176,11 @@ def profile_section(store: Store, campaign: str) -> Section | None:
         '<p class="muted">Shares are of the segment\'s kernel time (CPU mode: of the step '
         "time); ≤ bounds are Amdahl's law on the whole step (docs/profile.md).</p>"
     )
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[Captured]] = {}
     for r in rows:
-        cap = r["data"].get("capture")
-        if isinstance(cap, dict) and cap.get("point") and r["config"]:
-            groups.setdefault((cap["point"], r["config"]), []).append(r)
+        cap = r.data.capture
+        if cap is not None and cap.point and r.config:
+            groups.setdefault((cap.point, r.config), []).append((r, cap))
     order = list(dict.fromkeys(c for _, c in groups))
     for point in dict.fromkeys(pt for pt, _ in groups):
         base_name = order[0]
@@ -189,8 +191,8 @@ def profile_section(store: Store, campaign: str) -> Section | None:
                 ranks = _latest_capture(groups[(point, config)])
                 _captured(out, config, ranks, base if config != base_name else None)
     for r in rows:
-        if not isinstance(r["data"].get("capture"), dict) or not r["data"]["capture"].get("point"):
-            _stored(out, str(r["name"]), r["data"])
+        if r.data.capture is None or not r.data.capture.point:
+            _stored(out, r.name, r.data.to_json())
     return Section("profile", "Where the time goes", "\n".join(out.md), "\n".join(out.html))
 
 
