@@ -61,7 +61,8 @@ def test_capacity_interval_contains_the_true_capacity(
     assert math.floor(e.low) <= TRUE_CAPACITY <= math.floor(e.high)
     assert len(run_ids) == 6
     with Store(db) as store:
-        (stored,) = store.analyses(CAPACITY_KIND, "cap")
+        (row,) = store.analyses(CAPACITY_KIND, "cap")
+        stored = {"data": row.data.to_json()}
     assert stored["config"] == "g" and stored["name"] == f"tpot_p50_ms={LIMIT_MS:g}"
     assert stored["data"]["holds_at"] == 4 and len(stored["data"]["probes"]) == 6
     # each probe its own recorded bootstrap seed; the confidence is the whole bisection's,
@@ -93,7 +94,8 @@ def test_a_stored_launch_spread_for_the_engine_model_and_host_is_carried(
     assert "across launches: launch-to-launch ±6.0%" in res.sentence
     assert "stored: campaign earlier" in res.sentence and "tpot_ms at C=8" in res.sentence
     with Store(db) as store:
-        (stored,) = store.analyses(CAPACITY_KIND, "b")
+        (row,) = store.analyses(CAPACITY_KIND, "b")
+        stored = {"data": row.data.to_json()}
     assert stored["data"]["launch"]["tau"] == 0.06
     # the lookup can be turned off
     off, _ = find_capacity(cfg, 8, db=db, campaign="c", config="g", clock=ModelClock(),
@@ -141,7 +143,7 @@ def test_capacity_over_request_rate_walks_a_ladder_of_rates(
     assert "rate ≥ 80 req/s (nothing failed with confidence up to 80 req/s)" in res.sentence
     assert len(ids) == 4
     with Store(db) as store:
-        stored = {a["config"]: a["data"] for a in store.analyses(CAPACITY_KIND, "r")}
+        stored = {a.config: a.data.to_json() for a in store.analyses(CAPACITY_KIND, "r")}
         runs = store.runs(campaign="r", config="yes")
     assert stored["yes"]["unit"] == "rate" and stored["yes"]["low"] == 80.0
     assert stored["yes"]["high"] is None and stored["no"]["fails_at"] == 10.0
