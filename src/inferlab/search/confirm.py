@@ -24,13 +24,12 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 from inferlab.stats.launch_ab import compare_launches
-from inferlab.stats.launches import launch_estimate
+from inferlab.stats.launches import launch_estimate, launches_of
 from inferlab.store import Store
-from inferlab.store.launches import launch_groups
+from inferlab.store.launches import campaign_launches, launch_groups
 from inferlab.store.models import ConfirmBody
 from inferlab.store.spreads import prior_spread, spread_key
 
@@ -131,7 +130,7 @@ def judge(
     if missing:
         why = f"{', '.join(missing)}: no trusted measurement of {metric} at {at}"
         return replace(none, reason=why)
-    own = campaign_launches(store, campaign, [metric]).spread(at, metric, without=ids)
+    own = launches_of(campaign_launches(store, campaign), [metric]).spread(at, metric, without=ids)
     key = spread_key(store.runs(campaign=campaign, config=names[0])[-1])
     prior = prior_spread(store, key, at, metric, own, campaign=campaign)
     v = compare_launches(
