@@ -30,7 +30,7 @@ from inferlab.stats.launch_ab import compare_launches
 from inferlab.stats.launches import launch_estimate, launches_of
 from inferlab.store import Store
 from inferlab.store.launches import campaign_launches, launch_groups
-from inferlab.store.models import ConfirmBody
+from inferlab.store.outcomes import ConfirmBody
 from inferlab.store.spreads import prior_spread, spread_key
 
 from .loop import SearchResult

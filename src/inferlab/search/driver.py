@@ -42,7 +42,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.store import Store
-from inferlab.store.models import TrialBody
+from inferlab.store.outcomes import TrialBody
 
 from .confirm import Confirmation, defend, resumed_stop
 from .flags import check_flags

@@ -15,6 +15,7 @@ from inferlab.store.bodies import ANALYSES, Body
 from inferlab.store.configs import Configs
 from inferlab.store.jsoncols import dumps, now
 from inferlab.store.models import PREDICTION, PROFILE, ProfileBody, ProfileCapture, StoredPrediction
+from inferlab.store.outcomes import CONFIRM  # noqa: F401  (its module registers its kinds)
 
 __all__ = ["Analyses", "Findings", "StoredAnalysis", "StoredFinding"]
 

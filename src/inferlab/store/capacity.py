@@ -8,7 +8,7 @@ import math
 from inferlab.stats.capacity import CapacityValue
 from inferlab.stats.summary import Interval
 from inferlab.store.db import Store
-from inferlab.store.models import CapacityBody
+from inferlab.store.outcomes import CapacityBody
 
 __all__ = ["KIND", "stored_capacities"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from inferlab.stats.spread import LaunchSpread, pool_spreads
 from inferlab.store.analyses import StoredAnalysis
 from inferlab.store.db import Store
-from inferlab.store.models import SpreadBody
+from inferlab.store.outcomes import SpreadBody
 from inferlab.store.rows import RunRow
 
 __all__ = [

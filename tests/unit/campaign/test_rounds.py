@@ -25,7 +25,7 @@ from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups, launch_of
-from inferlab.store.models import LaunchRoundsBody
+from inferlab.store.outcomes import LaunchRoundsBody
 from support.campaign import write_campaign
 from support.campaigns import SEQUENTIAL
 

@@ -18,7 +18,7 @@ from inferlab.report.compare import build_comparison
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.launch_ab import undecided
 from inferlab.store import Store
-from inferlab.store.models import SpreadBody
+from inferlab.store.outcomes import SpreadBody
 from inferlab.store.spreads import KIND
 from support.campaign import write_campaign
 

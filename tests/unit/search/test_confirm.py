@@ -22,7 +22,7 @@ from inferlab.search.loop import SearchResult, TrialRecord, TrialResult
 from inferlab.search.trials import Trials
 from inferlab.server.lifecycle import ServerProcess
 from inferlab.store import Store
-from inferlab.store.models import ConfirmBody
+from inferlab.store.outcomes import ConfirmBody
 from support.campaign import write_campaign
 from support.campaigns import optimize_campaign
 

@@ -16,7 +16,7 @@ from inferlab.search.driver import optimize, search_plan
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from inferlab.store.capacity import stored_capacities
-from inferlab.store.models import CapacityBody
+from inferlab.store.outcomes import CapacityBody
 from support.campaign import write_campaign
 
 

@@ -22,7 +22,7 @@ from inferlab.search.space import Space
 from inferlab.search.trials import Trials
 from inferlab.store import Store
 from inferlab.store.checks import CheckRecord
-from inferlab.store.models import TrialBody
+from inferlab.store.outcomes import TrialBody
 from support.campaign import write_campaign
 from support.campaigns import OPT_DIMS, optimize_campaign
 from support.cli import Cli

@@ -15,7 +15,7 @@ from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
-from inferlab.store.models import SearchBody, TrialBody
+from inferlab.store.outcomes import SearchBody, TrialBody
 
 __all__ = ["TRIAL_COLUMNS", "search_section", "trial_cells"]
 
