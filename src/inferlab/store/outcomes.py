@@ -206,9 +206,10 @@ class ConfirmBody(Body):
     configs it launches and the search's stop (``trials``, ``budget_trials``, ``stopped``),
     then ``decided`` with the verdict (``search.confirm.Confirmation``)."""
 
-    winner: str
     #: "started" | "decided"
     status: str
+    #: the winner (decided; the analysis's name says it in both)
+    winner: str | None = None
     configs: list[str] = Field(default_factory=list)
     trials: int | None = None
     budget_trials: int | None = None
