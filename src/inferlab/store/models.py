@@ -189,6 +189,8 @@ class ProfileBody(Body):
     version: int = 0
     mean_step: MeanStep | None = None
     capture: ProfileCapture | None = None
+    #: ``inferlab profile --vs B``: B's profile and the diff, as the command printed them
+    vs: dict[str, Json] | None = None
 
 
 class EngineInfoBody(Body):
