@@ -163,8 +163,9 @@ class EvalSamples(Body):
     results: dict[str, Json]
     #: task → its per-sample records, as the harness wrote them
     samples: dict[str, list[dict[str, Json]]]
-    metric: str
-    filter: str
+    #: the gate's metric and filter (None: the harness's first)
+    metric: str | None
+    filter: str | None
 
 
 @VERIFICATIONS.register(*CHECK_KINDS)

@@ -86,7 +86,13 @@ def test_a_check_stored_before_the_upper_bound_was_gated_says_so(tmp_path: Path)
     with Store(tmp_path / "db") as store, store.transaction():
         cid = store.campaign_id("old")
         fp8 = store.config_id(cid, "fp8", engine="vllm", model="m")
-        stored = {"kind": "agreement", "passed": False, "message": "m", "detail": old, "gating": True}
+        stored = {
+            "kind": "agreement",
+            "passed": False,
+            "message": "m",
+            "detail": old,
+            "gating": True,
+        }
         store.add_verification(fp8, "agreement", False, stored)
     with Store(tmp_path / "db") as store:
         (row,) = agreement_rows(store, "old")
