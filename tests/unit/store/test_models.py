@@ -161,3 +161,40 @@ def test_an_old_store_whose_body_no_model_takes_says_which_row(tmp_path: Path) -
         with pytest.raises(StoreError, match=r"x.db: verification 1: stored verifications "
                                              r"'launch' does not match LaunchRecord at ready_s"):  # fmt: skip
             store.verifications("c")
+
+
+def _kinds_written(method: str, at: int) -> set[str]:
+    """The kind literals src/ passes to ``store.METHOD`` (argument ``at``)."""
+    import ast
+
+    src = Path(__file__).parents[3] / "src" / "inferlab"
+    out = set()
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == method
+                and len(node.args) > at
+                and isinstance(node.args[at], ast.Constant)
+                and isinstance(node.args[at].value, str)
+            ):
+                out.add(node.args[at].value)
+    return out
+
+
+def test_every_kind_a_writer_stores_has_a_model() -> None:
+    from inferlab.campaign.capacity import CAPACITY_KIND
+    from inferlab.campaign.evalstep import SAMPLES_KIND
+    from inferlab.config.search import SEARCH_KIND, TRIAL_KIND
+    from inferlab.search.confirm import CONFIRM_KIND
+    from inferlab.store.checks import CHECK_KINDS
+    from inferlab.store.spreads import KIND as SPREAD_KIND
+
+    analyses = _kinds_written("add_analysis", 0) | {CAPACITY_KIND, SEARCH_KIND, TRIAL_KIND,
+                                                    CONFIRM_KIND, SPREAD_KIND}  # fmt: skip
+    verifications = _kinds_written("add_verification", 1) | {SAMPLES_KIND, *CHECK_KINDS}
+    assert {"recon", "profile", "files", "tune", "launches"} <= analyses
+    assert {"launch", "stop", "runtime", "lever", "greedy-outputs"} <= verifications
+    assert analyses - set(ANALYSES.models) == set()
+    assert verifications - set(VERIFICATIONS.models) == set()
