@@ -436,7 +436,7 @@ def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
         assert victim.status == "failed" and "was lost" in victim.message
         assert "C=1#1, C=1#2 failed" in victim.message and "--resume reruns them" in victim.message
         lost = [f for f in st.findings("lossy") if f.kind == "node-lost"]
-        assert len(lost) == 1 and lost[0]["evidence"]["cells"] == [["C=1", 1], ["C=1", 2]]
+        assert len(lost) == 1 and lost[0].evidence["cells"] == [["C=1", 1], ["C=1", 2]]
         cells = Counter((r.config, r.trial) for r in st.runs(campaign="lossy"))
         assert cells == Counter(
             {("keeper", 0): 1, ("keeper", 1): 1, ("keeper", 2): 1, ("victim", 0): 1}

@@ -41,12 +41,12 @@ def test_runner_stores_log_findings_and_report_shows_them(tmp_path: Path) -> Non
         assert str(oom.source).endswith(".log") and Path(str(oom.source)).name.startswith("mtp-")
         assert len(oom.evidence["engine_remedies"]) == 4
         plateau = found[("base", "decode-plateau")]
-        ev = plateau["evidence"]
+        ev = plateau.evidence
         # load points C=1, 8, 16 (levels between them are passed while requests drain); the
         # preset saturates by C=8, so the plateau starts above 1 and at most at 8
         assert 1 < ev["from_running"] <= 8 and ev["max_running_seen"] == 16
         assert ev["median_tok_s_by_running"]["1"] < 0.6 * ev["plateau_tok_s"]
-        assert plateau["message"].endswith(
+        assert plateau.message.endswith(
             f"from {ev['from_running']} running requests: more concurrency will not help"
         )
         # recon before acting: one snapshot of this machine stored with the campaign
