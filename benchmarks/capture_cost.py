@@ -62,9 +62,10 @@ def _rows(store: Store, campaign: str) -> list[dict[str, Any]]:
     runs = {r.id: r for r in store.runs(campaign=campaign, purpose=None)}
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for a in store.analyses("profile", campaign=campaign):
-        cap, data = a["data"]["capture"], a["data"]
-        key = (a["config"], cap["point"])
-        row = out.setdefault(key, {"config": a["config"], "point": cap["point"], "sizes": []})
+        data = a.data.to_json()
+        cap = data["capture"]
+        key = (a.config, cap["point"])
+        row = out.setdefault(key, {"config": a.config, "point": cap["point"], "sizes": []})
         steps = max(len(data["steps"]) + (1 if cap["mode"] == "cpu" else 0), 1)
         row["sizes"].append(cap["size_bytes"] / steps)
         row["ranks"], row["seconds"], row["mode"] = cap["ranks"], cap["seconds"], cap["mode"]
@@ -72,9 +73,9 @@ def _rows(store: Store, campaign: str) -> list[dict[str, Any]]:
         row["simulated"] = cap["simulated"]
         measured = [
             r for r in runs.values()
-            if r.config == a["config"] and r.label == cap["point"] and r.purpose == "measure"
+            if r.config == a.config and r.label == cap["point"] and r.purpose == "measure"
         ]  # fmt: skip
-        meta = store.run_meta(measured[0].id)
+        meta = store.runs.meta(measured[0].id)
         row["measured_s"] = (meta["end_ns"] - meta["start_ns"]) / 1e9
         row["point_wall_s"] = _wall(meta["started_at"], meta["ended_at"])
     return list(out.values())

@@ -53,19 +53,19 @@ def test_profiled_passes_are_stored_apart(campaign: tuple[Path, Path]) -> None:
     assert all("profiling on (SGLANG_TORCH_PROFILER_DIR=" in d for (d,) in launch_detail)
     assert len(rows) == 4
     for r in rows:
-        cap = r["data"]["capture"]
+        cap = r.data.to_json()["capture"]
         f = Path(cap["path"])
         assert f.is_file() and f.stat().st_size == cap["size_bytes"]
-        assert f.parent.parent == path.parent / "out" / "profiles" / r["config"]
+        assert f.parent.parent == path.parent / "out" / "profiles" / r.config
         assert cap["point"] == "C=16" and cap["ranks"] == 2 and cap["rank"] in (0, 1)
         assert cap["engine"] == "sim" and cap["simulated"] and cap["mode"] == "gpu"
         assert cap["steps"] == 20 and cap["run_id"] in {x.id for x in prof}
         # under C=16 load the MoE slot GEMV leads; the attention's grid grew with the batch
-        top = r["data"]["kernel_rows"][0]
+        top = r.data.to_json()["kernel_rows"][0]
         assert top["category"] == "moe" and "moe_slot_gemv" in top["name"]
-        low = {o["name"] for o in r["data"]["occupancy"]}
+        low = {o["name"] for o in r.data.to_json()["occupancy"]}
         assert not any("nsa_sparse_decode" in n for n in low), low
-        assert r["data"]["mean_step"]["span_us"] > 0 and r["data"]["verdict"]
+        assert r.data.to_json()["mean_step"]["span_us"] > 0 and r.data.to_json()["verdict"]
 
 
 def test_report_shows_where_the_time_goes(campaign: tuple[Path, Path]) -> None:
@@ -93,7 +93,7 @@ def test_a_trace_over_the_bound_is_a_finding_and_the_campaign_goes_on(tmp_path: 
         res = run_campaign(path, store=store)
         assert [o.status for o in res.outcomes] == ["measured", "measured"]
         assert "profile at C=16 failed (too-large)" in res.outcomes[0].message
-        (f,) = [x for x in store.findings("cap") if x["kind"] == "profile-capture-failed"]
+        (f,) = [x for x in store.findings("cap") if x.kind == "profile-capture-failed"]
         assert len(store.runs(campaign="cap")) == 4 and store.analyses("profile") == []
-    assert f["config"] == "baseline"
-    assert "over max_trace_mb" in f["message"] and "inferlab profile TRACE" in f["action"]
+    assert f.config == "baseline"
+    assert "over max_trace_mb" in f.message and "inferlab profile TRACE" in str(f.action)

@@ -35,6 +35,8 @@ from inferlab.errors import ConfigError, TuneError  # noqa: E402
 from inferlab.report.sections.cluster import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.sim.presets import get_preset  # noqa: E402
 from inferlab.store import Store  # noqa: E402
+from inferlab.store.checks import LeverCheck  # noqa: E402
+from inferlab.store.models import FilesManifest  # noqa: E402
 from inferlab.tune.space import candidates  # noqa: E402
 from support import ROOT, ray_fakes  # noqa: E402
 from support.campaign import write_campaign  # noqa: E402
@@ -55,6 +57,12 @@ FIVE = [
     {"name": "reseeded", "extends": "baseline", "args": ["--seed", "4"]},
 ]
 TWO = [{"name": "keeper"}, {"name": "victim", "set": {"--itl-ms": "5"}}]
+
+
+def _items(store: Store, campaign: str, config: str) -> list[dict[str, Any]] | None:
+    """The stored lever items of ``config`` as JSON (None: no lever check stored)."""
+    got = store.verifications.latest_of(LeverCheck, campaign, config, "lever")
+    return None if got is None else [i.to_json() for i in got.items]
 
 
 def campaign(
@@ -140,7 +148,7 @@ def _content(store: Store, name: str) -> dict[str, Any]:
         "JOIN campaigns c ON c.id = g.campaign_id WHERE c.name = ?",
         (name,),
     ).fetchall()
-    finds = [(f["config"], f["kind"], f["severity"]) for f in store.findings(name)]
+    finds = [(f.config, f.kind, f.severity) for f in store.findings(name)]
     return {"runs": sorted(runs), "checks": Counter(checks), "findings": Counter(finds)}
 
 
@@ -190,7 +198,7 @@ def test_configs_run_side_by_side_and_store_what_one_host_would(
         got = _content(st, "five")
         assert got == want  # complete, and the same content as on one host
         launches, windows = _launches(st), _windows(st, "five")
-        recon = {a["name"] for a in st.analyses("recon", campaign="five")}
+        recon = {a.name for a in st.analyses("recon", campaign="five")}
         placed = {r[0]: r for r in placement_rows(st, "five")}
         env = {r.config: r.environment for r in st.runs(campaign="five")}
     assert len(got["runs"]) == 3 * 4 and recon
@@ -329,7 +337,7 @@ def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path
         runs = st.runs(campaign="cli", config="dies")
         assert len([r for r in runs if not r.interrupted]) < 3 and "exited with code" in done.stderr
         for r in runs:  # a point it died in is stored interrupted, with the warning
-            warns = [w["kind"] for w in st.run_meta(r.id)["warnings"]]
+            warns = [w["kind"] for w in st.runs.meta(r.id)["warnings"]]
             assert r.interrupted == ("server-exited" in warns)
     report = Path(next(ln for ln in done.stdout.splitlines() if ln.endswith(".md"))[8:])
     text = (tmp_path / report).read_text()
@@ -379,9 +387,9 @@ def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
     assert {t["against"] for t in out["trial_list"]} == {"baseline"}
     with Store(tmp_path / "o.db") as st:
         # a winner is confirmed on four fresh launches (search.confirm) before it is recommended
-        confirm = {n for n in st.config_names("ropt") if n.startswith("confirm-")}
+        confirm = {n for n in st.configs.config_names("ropt") if n.startswith("confirm-")}
         assert len(confirm) == (4 if out["best"]["name"] != "baseline" else 0)
-        assert set(st.config_names("ropt")) - confirm == {"baseline", "t01-ref", *trials}
+        assert set(st.configs.config_names("ropt")) - confirm == {"baseline", "t01-ref", *trials}
         runs = {r.config: r for r in st.runs(campaign="ropt")}
         windows = _windows(st, "ropt")
         nodes = {n: d["node_id"] for n, d in _launches(st).items()}
@@ -427,8 +435,8 @@ def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
         victim = status["victim"]
         assert victim.status == "failed" and "was lost" in victim.message
         assert "C=1#1, C=1#2 failed" in victim.message and "--resume reruns them" in victim.message
-        lost = [f for f in st.findings("lossy") if f["kind"] == "node-lost"]
-        assert len(lost) == 1 and lost[0]["evidence"]["cells"] == [["C=1", 1], ["C=1", 2]]
+        lost = [f for f in st.findings("lossy") if f.kind == "node-lost"]
+        assert len(lost) == 1 and lost[0].evidence["cells"] == [["C=1", 1], ["C=1", 2]]
         cells = Counter((r.config, r.trial) for r in st.runs(campaign="lossy"))
         assert cells == Counter(
             {("keeper", 0): 1, ("keeper", 1): 1, ("keeper", 2): 1, ("victim", 0): 1}
@@ -477,20 +485,22 @@ def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
             events=events,
         )  # fmt: skip
         status = {o.config: (o.status, o.message) for o in res.outcomes}
-        levers = {c: st.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}
-        states = [(a["name"], a["data"]["state"]) for a in st.analyses("files", campaign="files")]
-        base_log = Path(st.latest_verification("files", "baseline", "launch")["log_path"])
+        levers = {c: _items(st, "files", c) for c in ("A", "S", "baseline")}
+        states = [(a.name, a.data.state) for a in st.analyses.of(FilesManifest, "files", "files")]
+        base_log = Path(
+            st.verifications.launches("files", config="baseline")[-1].detail.log_path or ""
+        )
         windows, lines = _windows(st, "files"), events.lines
     assert all(status[c][0] == "measured" for c in ("baseline", "A", "S")), status
     # tuned on its node's GPUs from the baseline's log (sent by the driver): there are none here
     assert status["T"][0] == "failed" and "needs an NVIDIA GPU" in status["T"][1], status["T"]
     assert "tune = { fp8_gemm = " in status["T"][1]
     assert levers["baseline"] is None
-    items = {i["item"]: i for i in levers["A"]["items"]}
+    items = {i["item"]: i for i in levers["A"] or []}
     assert items["files fp8_gemm"]["status"] == "applied", items  # read, as under `run`
     assert "Using configuration from" in items["files fp8_gemm"]["evidence"]
     assert items["env NCCL_PROTO"]["status"] == "applied"
-    s_items = {i["item"]: i for i in levers["S"]["items"]}  # a saved run, made on the node
+    s_items = {i["item"]: i for i in levers["S"] or []}  # a saved run, made on the node
     assert s_items["files fp8_gemm"]["status"] == "not-applied", s_items
     assert sorted(states) == sorted(
         [(f"{c}:fp8_gemm", s) for c in ("A", "S") for s in ("installed", "restored")]

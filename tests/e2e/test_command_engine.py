@@ -10,6 +10,7 @@ from inferlab.campaign.plan import make_plan, render_plan
 from inferlab.campaign.runner import run_campaign
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
+from inferlab.store.checks import LaunchRecord, LeverCheck, StopRecord
 from support.campaign import write_campaign
 from support.campaigns import command
 from support.cli import Cli, CliResult
@@ -26,9 +27,9 @@ def test_command_campaign_runs_its_argv(tmp_path: Path) -> None:
     with Store(tmp_path / "db") as store:
         res = run_campaign(path, store=store)
         runs = store.runs(campaign="cmd")
-        launch = store.latest_verification("cmd", "slower", "launch")
-        stop = store.latest_verification("cmd", "slower", "stop")
-        levers = store.latest_verification("cmd", "slower", "lever")
+        launch = store.verifications.latest_of(LaunchRecord, "cmd", "slower", "launch")
+        stop = store.verifications.latest_of(StopRecord, "cmd", "slower", "stop")
+        levers = store.verifications.latest_of(LeverCheck, "cmd", "slower", "lever")
     why = [(o.config, o.status, o.message, o.log_tail[-5:]) for o in res.outcomes]
     assert {o.config: o.status for o in res.outcomes} == {
         "baseline": "measured",
@@ -37,12 +38,12 @@ def test_command_campaign_runs_its_argv(tmp_path: Path) -> None:
     assert {r.config for r in runs} == {"baseline", "slower"} and all(
         r.n_requests == 4 for r in runs
     )
-    assert launch is not None and "served-by-a-command" in " ".join(launch["argv"])
-    log = Path(launch["log_path"]).read_text()
+    assert launch is not None and "served-by-a-command" in " ".join(launch.argv or [])
+    log = Path(str(launch.log_path)).read_text()
     assert "inferlab sim (SIMULATED engine) listening on" in log
-    assert stop is not None and stop["port_free"]
+    assert stop is not None and stop.port_free
     # a command engine declares no evidence: the item is reported, and says so
-    assert levers is not None and levers["items"][0]["status"] == "unknown"
+    assert levers is not None and levers.items[0].status == "unknown"
     assert not list((tmp_path / "out" / ".running").glob("*.json"))
 
 

@@ -27,6 +27,8 @@ from inferlab.report.comparison import Comparison
 from inferlab.sim.model import step_ms
 from inferlab.sim.presets import Levers, get_preset, resolve
 from inferlab.store import Store
+from inferlab.store.analyses import StoredAnalysis
+from inferlab.store.bodies import Body
 
 POINTS = ("C=1", "C=8", "C=16")
 
@@ -97,19 +99,19 @@ def _check_untrusted(c: Comparison, runs: list[Any]) -> None:
             assert all(v.claim == "~" for v in cell.verdicts.values())
 
 
-def _check_profiles(profiles: list[dict[str, Any]]) -> dict[str, Any]:
+def _check_profiles(profiles: list[StoredAnalysis[Body]]) -> dict[str, Any]:
     """The seed's two profiles (SIMULATED, 8 ranks each for baseline and A): batch 1, and
     C=16; they come from the timing model's steps. Returns baseline's rank-0 profile at C=1."""
-    assert sorted({(r["config"], r["data"]["capture"]["point"]) for r in profiles}) == [
+    assert sorted({(r.config, r.data.to_json()["capture"]["point"]) for r in profiles}) == [
         ("A", "C=1"),
         ("A", "C=16"),
         ("baseline", "C=1"),
         ("baseline", "C=16"),
     ]
     rank0 = {
-        (r["config"], r["data"]["capture"]["point"]): r["data"]
+        (r.config, r.data.to_json()["capture"]["point"]): r.data.to_json()
         for r in profiles
-        if r["data"]["capture"]["rank"] == 0
+        if r.data.to_json()["capture"]["rank"] == 0
     }
     base1, base16 = rank0[("baseline", "C=1")], rank0[("baseline", "C=16")]
     assert base1["capture"]["simulated"] and base1["capture"]["ranks"] == 8

@@ -26,6 +26,7 @@ from inferlab.report.compare_export import cell_text
 from inferlab.report.render import build_report, render_markdown
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
+from inferlab.store.checks import LeverCheck
 from support import ROOT
 from support.campaign import write_campaign
 from support.campaigns import files
@@ -33,6 +34,12 @@ from support.pkgcopy import tuned_dir
 
 SAVED_RUN = ROOT / "benchmarks/fp8_gemm_tune_h200x2/tune_cli_2gpu.json"  # real, 2×H200
 GENERIC = get_preset("generic")
+
+
+def _items(store: Store, campaign: str, config: str) -> list[dict[str, Any]] | None:
+    """The stored lever items of ``config`` as JSON (None: no lever check stored)."""
+    got = store.verifications.latest_of(LeverCheck, campaign, config, "lever")
+    return None if got is None else [i.to_json() for i in got.items]
 
 
 def campaign(tmp: Path, python: Path, *more: dict[str, Any]) -> Path:
@@ -77,8 +84,10 @@ def test_campaign_installs_checks_and_restores(
             campaign(tmp_path, engine_python, tuned, saved), store=store, clock=ModelClock()
         )
         status = {o.config: (o.status, o.message) for o in res.outcomes}
-        levers = {c: store.latest_verification("files", c, "lever") for c in ("A", "S", "baseline")}
-        base_log = Path(store.latest_verification("files", "baseline", "launch")["log_path"])
+        levers = {c: _items(store, "files", c) for c in ("A", "S", "baseline")}
+        base_log = Path(
+            store.verifications.launches("files", config="baseline")[-1].detail.log_path or ""
+        )
         plain = build_comparison(store, campaign="files", metrics=["tpot_ms"])
         forced = build_comparison(store, campaign="files", metrics=["tpot_ms"], force=True)
         md = render_markdown(build_report(store, "files"))
@@ -92,7 +101,7 @@ def test_campaign_installs_checks_and_restores(
         shutil.rmtree(configs_dir)
     assert status["baseline"][0] == "measured" and status["A"][0] == "measured", status
     assert levers["baseline"] is None  # no diff: nothing to prove
-    items = {i["item"]: i for i in levers["A"]["items"]}
+    items = {i["item"]: i for i in levers["A"] or []}
     assert items["files fp8_gemm"]["status"] == "applied", items
     assert "Using configuration from" in items["files fp8_gemm"]["evidence"]
     assert items["env NCCL_PROTO"]["status"] == "applied"
@@ -102,7 +111,7 @@ def test_campaign_installs_checks_and_restores(
     assert status["T"][0] == "failed" and "needs an NVIDIA GPU" in status["T"][1], status["T"]
     assert "tune = { fp8_gemm = " in status["T"][1]
     # a saved run tuned on H200s: installed, but this engine runs NVIDIA_H100 shapes
-    s_items = {i["item"]: i for i in levers["S"]["items"]}
+    s_items = {i["item"]: i for i in levers["S"] or []}
     assert status["S"][0] == "measured"
     assert s_items["files fp8_gemm"]["status"] == "not-applied"
     assert "default W8A8 Block FP8 config" in s_items["files fp8_gemm"]["evidence"]

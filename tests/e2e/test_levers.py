@@ -153,7 +153,7 @@ def decision(db: Path) -> Decision:
 
 def _profile(db: Path, name: str) -> dict[str, Any]:
     with Store(db) as store:
-        (p,) = [a["data"] for a in store.analyses("profile", "decide") if a["name"] == name]
+        (p,) = [a.data.to_json() for a in store.analyses("profile", "decide") if a.name == name]
     return p
 
 

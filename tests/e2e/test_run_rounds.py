@@ -90,4 +90,4 @@ def test_kill_in_round_2_then_resume_finishes_without_redoing_round_1(
         (c, lb, k) for c in ("baseline", "fast") for lb in ("C=2",) for k in (1, 2)
     )  # every cell of every launch once
     assert before.items() <= {r.id: c for r, c in zip(after, cells, strict=True)}.items()
-    assert [c["launches"] for c in stored[-1]["data"]["configs"]] == [2, 2]
+    assert [c["launches"] for c in stored[-1].data.to_json()["configs"]] == [2, 2]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferlab.store import Store
+from inferlab.store.checks import LeverCheck
 from support.campaign import write_campaign
 
 
@@ -40,12 +41,12 @@ def test_a_campaign_leaves_no_planted_secret_behind(tmp_path: Path) -> None:
         dump = "\n".join(
             repr(row) for t in tables for row in store.db.execute(f"SELECT * FROM {t}")
         )
-        levers = store.latest_verification("sec", "chunks", "lever")
+        levers = store.verifications.latest_of(LeverCheck, "sec", "chunks", "lever")
     status = {o.config: o.status for o in res.outcomes}
     assert status == {"baseline": "measured", "chunks": "measured", "keyed": "verify-failed"}
     assert "sk-planted" not in dump and "hf_planted" not in dump
     assert '"--tokens-per-chunk","2"' in dump  # the lever keeps its value
-    assert levers is not None and levers["items"][0]["status"] == "applied", levers
+    assert levers is not None and levers.items[0].status == "applied", levers
     # a server log holds the server's own output (it echoes its argv, as engines do); the lines
     # inferlab writes into it carry no secret
     for log in (tmp_path / "out" / "logs").glob("*.log"):

@@ -159,7 +159,8 @@ def test_vllm_cpu_campaign_captures_and_analyzes_its_own_trace(campaign: dict[st
     tmp_path = campaign["tmp"]
     assert [r.label for r in measured] == ["C=1", "C=4"] and len(every) == 3  # + the profiled pass
     assert "--profiler-config" in json.loads(launch)["profiling"]
-    p, cap = row["data"], row["data"]["capture"]
+    p = row.data.to_json()
+    cap = p["capture"]
     trace = Path(cap["path"])
     assert trace.is_file() and trace.parent == tmp_path / "out" / "profiles" / "baseline"
     assert "async_llm" not in trace.name and trace.name.endswith(".pt.trace.json.gz")
@@ -192,21 +193,21 @@ def test_bf16_is_stopped_by_the_agreement_gate_and_ngram_agrees_exactly(
 ) -> None:
     agr, md = campaign["agreement"], campaign["md"]
     refs = campaign["references"]  # one a baseline launch
-    assert refs and all(r.config == "baseline" and len(r.detail["prompts"]) == 8 for r in refs)
+    assert refs and all(r.config == "baseline" and len(r.detail.prompts) == 8 for r in refs)
     assert set(agr) == {"ngram", "bf16"}
-    ngram = agr["ngram"].detail["detail"]  # lossless: the figures for information, never a gate
+    ngram = agr["ngram"].detail.detail  # lossless: the figures for information, never a gate
     assert ngram["gating"] is False and ngram["verdict"] == "fail"  # the KL upper bound: below
     assert ngram["kl_upper"]["low"] > 2e-5  # the top-20 leaves a tail it cannot certify 2e-5 on
     assert ngram["top1"]["estimate"] == 1.0 and ngram["kl"]["high"] == 0.0  # deterministic
     assert ngram["prompts"] == 4 and ngram["positions"] >= 4  # a clear miss at the first look
-    bf16 = agr["bf16"].detail["detail"]
+    bf16 = agr["bf16"].detail.detail
     assert bf16["gating"] is True and bf16["verdict"] == "fail"
     assert 2e-5 < bf16["kl"]["low"] <= bf16["kl"]["estimate"] < 0.01  # moved, a little
     assert bf16["prompts"] == 4 and bf16["positions"] >= 4  # a clear miss at the first look
     # greedy equivalence still sees bf16 diverge from float32 (random weights: the argmax flips
     # within 16 tokens), recorded and not gating (lossless = false); the gate is what stops it
     (eq,) = campaign["equivalence"]
-    assert not eq.passed and eq.detail["detail"]["match_rate"] < 1.0, eq.detail
+    assert not eq.passed and eq.detail.detail["match_rate"] < 1.0, eq.detail
     out = campaign["outcomes"]["bf16"]  # stopped before measurement, with the figures
     assert not out.run_ids
     assert out.message.startswith("failed verification: agreement: KL "), out.message

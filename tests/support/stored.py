@@ -4,6 +4,8 @@ whose argv and env carry secrets)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from inferlab.records import ErrorKind, RequestRecord
 from inferlab.store import Store
 
@@ -50,8 +52,10 @@ def add_run(store: Store, label: str = "C=1", trial: int = 0, **kw: object) -> i
             argv=["--api-key", "sk-SECRET-ARG", "--tp", "2"],
             env={"HF_TOKEN": "hf_SECRET_ENV", "NCCL_PROTO": "LL"},
         )
-        eid = store.environment_id({"inferlab_version": "x", "gpu_name": "H200", "gpu_count": 8})
-        return store.add_run(
+        eid = store.runs.environment_id(
+            {"inferlab_version": "x", "gpu_name": "H200", "gpu_count": 8}
+        )
+        return store.runs.add(
             campaign_id=cid,
             config_id=gid,
             environment_id=eid,
@@ -68,3 +72,16 @@ def add_run(store: Store, label: str = "C=1", trial: int = 0, **kw: object) -> i
             summary={"ok": 1, "output_tok_s": 5.0},
             **kw,
         )  # type: ignore[arg-type]
+
+
+def profile_body(**over: Any) -> dict[str, Any]:
+    """The smallest ``profile`` analysis its model takes (``store.models.ProfileBody``): no
+    steps, no kernels; ``over`` replaces or adds keys (``capture``, ``mode``, ...)."""
+    body: dict[str, Any] = {
+        "trace": "t.json", "format": "torch", "segment": "decode", "step_source": "sim",
+        "device": None, "sm_count": None, "steps": [], "span_us": 0.0, "busy_us": 0.0,
+        "kernel_us": 0.0, "kernels": 0, "kernel_names": 0, "copy_us": 0.0, "copies": 0,
+        "categories": [], "kernel_rows": [], "unknown": [], "occupancy": [],
+        "occupancy_share": None, "graph_launches": 0, "graph_kernels": 0, "verdict": "",
+    }  # fmt: skip
+    return {**body, **over}

@@ -82,7 +82,7 @@ class StoreSink:
             )
             snap = self._environment or snapshot(engine_name=engine)
             snap = {**snap, "engine_version": meta.get("engine_version"), **self._env_extra}
-            eid = self.store.environment_id(snap)
+            eid = self.store.runs.environment_id(snap)
         self._ids = (cid, gid, eid)
 
     def begin(self, point: LoadPoint, trial: int) -> None:
@@ -107,7 +107,7 @@ class StoreSink:
         if scrapes:
             summary["server"] = derive(self.spec, scrapes)
         with self.store.transaction():
-            rid = self.store.add_run(
+            rid = self.store.runs.add(
                 campaign_id=cid,
                 config_id=gid,
                 environment_id=eid,
@@ -128,7 +128,7 @@ class StoreSink:
                 trust_reasons=res.trust.to_json(),
                 stop=res.stop.to_json() if res.stop is not None else None,
             )
-            self.store.add_server_metrics(
+            self.store.runs.add_server_metrics(
                 rid,
                 [(sc.t_ns, x.name, dict(x.labels), x.value) for sc in scrapes for x in sc.samples],
             )

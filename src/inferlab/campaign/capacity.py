@@ -259,7 +259,7 @@ def _store(
     store = db if isinstance(db, Store) else Store(db)
     try:
         with store.transaction():
-            found = store.latest_config(campaign, config) if config_id is None else None
+            found = store.configs.latest(campaign, config) if config_id is None else None
             store.add_analysis(
                 CAPACITY_KIND,
                 result.slo,

@@ -17,7 +17,7 @@ from inferlab.stats.capacity_error import LaunchTerm
 from inferlab.stats.slo import LIMITS
 from inferlab.stats.spread import LaunchSpread
 from inferlab.store import Store
-from inferlab.store.spreads import KIND, spread_key
+from inferlab.store.spreads import spread_key, stored_of
 
 __all__ = ["limit_metric", "stored_launch_term"]
 
@@ -38,18 +38,12 @@ def stored_launch_term(store: Store, run_id: int, limits: Mapping[str, float]) -
     key = spread_key(runs[0])
     metrics = {limit_metric(k) for k in limits if LIMITS[k].statistic is not None}
     best: tuple[LaunchSpread, str] | None = None
-    for a in store.analyses(KIND):
-        d = a["data"]
-        if (d.get("engine"), d.get("model"), d.get("host")) != (key.engine, key.model, key.host):
+    for a in stored_of(store, key):
+        d = a.data
+        if d.metric not in metrics or d.df < 1:
             continue
-        if d.get("metric") not in metrics or int(d.get("df") or 0) < 1:
-            continue
-        where = (
-            f"stored: campaign {a['campaign']}, {str(a['created_at'])[:10]}, "
-            f"{d.get('metric')} at {d.get('label')}"
-        )
-        s = LaunchSpread(float(d["tau"]), int(d["df"]), int(d["launches"]),
-                         float(d.get("within") or 0.0))  # fmt: skip
+        where = f"stored: campaign {a.campaign}, {a.created_at[:10]}, {d.metric} at {d.label}"
+        s = LaunchSpread(d.tau, d.df, d.launches, d.within or 0.0)
         if best is None or s.tau > best[0].tau:
             best = (s, where)
     if best is None:

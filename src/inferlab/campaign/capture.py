@@ -36,6 +36,7 @@ from inferlab.engines import get_engine
 from inferlab.engines.capture import CaptureRecipe
 from inferlab.errors import ConfigError
 from inferlab.store import Store
+from inferlab.store.models import ReconBody
 
 __all__ = [
     "CaptureOutcome",
@@ -131,9 +132,9 @@ def with_profiling(
 
 def _engine_version(store: Store, campaign: str) -> str | None:
     """The engine version recon found for this campaign (None when unknown)."""
-    rows = store.analyses("recon", campaign=campaign)
-    engine = rows[-1]["data"].get("engine") if rows else None
-    return engine.get("version") if isinstance(engine, dict) else None
+    rows = store.analyses.of(ReconBody, "recon", campaign)
+    engine = rows[-1].data.engine if rows else None
+    return engine.version if engine is not None else None
 
 
 def launch_form(

@@ -88,7 +88,7 @@ def eval_check(
         why = f"no stored lm-eval samples of the reference config {reference_config!r}"
         return CheckResult("eval", False, f"cannot gate: {why}", {"verdict": "cannot-gate"}), record
     try:
-        ref = sample_scores(HarnessRun.from_json(stored), gate.metric, gate.filter)
+        ref = sample_scores(HarnessRun.from_json(stored.to_json()), gate.metric, gate.filter)
         gap = score_gap(ref, mine, gate.level, gate.seed)
     except (HarnessFailed, ValueError) as exc:
         return CheckResult("eval", False, f"cannot gate: {exc}", {"verdict": "cannot-gate"}), record

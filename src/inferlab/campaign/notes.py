@@ -16,6 +16,8 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
 from inferlab.server.files import file_op
 from inferlab.store import Store
+from inferlab.store.checks import LeverCheck
+from inferlab.store.models import FilesManifest
 
 __all__ = ["dir_drift", "plan_notes", "stored_levers"]
 
@@ -30,23 +32,22 @@ class _Plan(Protocol):
 
 def dir_drift(store: Store, campaign: str, cfg: ResolvedConfig) -> list[str]:
     """One line per engine directory that differs from its first recorded original."""
-    first: dict[str, dict[str, Any]] = {}
-    for a in store.analyses("files", campaign=campaign):
-        d = a["data"]
-        if d.get("state") == "installed" and d.get("dir") not in first:
-            first[str(d["dir"])] = d
+    first: dict[str, FilesManifest] = {}
+    for a in store.analyses.of(FilesManifest, "files", campaign):
+        if a.data.state == "installed" and a.data.dir not in first:
+            first[a.data.dir] = a.data
     out = []
     for path, d in first.items():
         try:
             now = file_op(
-                cfg.python or d.get("python") or "python3",
+                cfg.python or d.python or "python3",
                 {"op": "read", "dir": path, "names": []},
                 host=cfg.host,
             )["snapshot"]
         except ConfigError as exc:
             out.append(f"engine dir {path}: could not compare with its recorded original ({exc})")
             continue
-        before: dict[str, str] = d.get("before") or {}
+        before = d.before
         added = sorted(set(now) - set(before))
         gone = sorted(set(before) - set(now))
         changed = sorted(k for k in set(now) & set(before) if now[k] != before[k])
@@ -58,7 +59,7 @@ def dir_drift(store: Store, campaign: str, cfg: ResolvedConfig) -> list[str]:
             ]
             out.append(
                 f"engine dir {path} differs from the original recorded before config "
-                f"{d.get('config')}'s files were installed: {'; '.join(parts)} — configs "
+                f"{d.config}'s files were installed: {'; '.join(parts)} — configs "
                 "without files run with it as it is now, not as the engine shipped it"
             )
     return out
@@ -68,9 +69,10 @@ def stored_levers(store: Store, campaign: str, configs: list[ResolvedConfig]) ->
     """The newest stored lever evidence of each config, one line per item."""
     out = []
     for c in configs:
-        got = store.latest_verification(campaign, c.name, "lever")
-        if got and got.get("items"):
-            out += [f"{c.name}: lever (stored) {line}" for line in item_lines(got["items"])]
+        got = store.verifications.latest_of(LeverCheck, campaign, c.name, "lever")
+        if got is not None and got.items:
+            items = [i.to_json() for i in got.items]
+            out += [f"{c.name}: lever (stored) {line}" for line in item_lines(items)]
     return out
 
 

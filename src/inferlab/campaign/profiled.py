@@ -103,7 +103,7 @@ def _finding(
 ) -> None:
     out.reason, out.message = reason, msg
     with store.transaction():
-        store.add_findings(
+        store.findings.add(
             [
                 {
                     "kind": "profile-capture-failed",
@@ -279,7 +279,7 @@ def record_death(
 
 def captured_points(store: Store, gid: int) -> set[str]:
     """Load points of config ``gid`` that already have a stored profile (resume)."""
-    return {c.point for c in store.captures(gid) if c.point is not None}
+    return {c.point for c in store.analyses.captures(gid) if c.point is not None}
 
 
 def profiles_missing(camp: CampaignFile, cfg: ResolvedConfig, store: Store, gid: int) -> bool:

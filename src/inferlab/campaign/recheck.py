@@ -31,7 +31,7 @@ def recheck_todo(
     finished recheck is not redone by ``--resume``; an interrupted one is finished)."""
     counts: dict[str, int] = {}
     done: set[tuple[str, int]] = set()
-    for m in store.measured_points(config_id):
+    for m in store.runs.measured_points(config_id):
         if m.purpose == "recheck":
             done.add((m.label, m.trial))
         elif m.label not in counts:

@@ -43,13 +43,13 @@ from inferlab.campaign.recon import store_recon
 from inferlab.campaign.spreads import record_spreads
 from inferlab.campaign.stages import RUN_STAGES
 from inferlab.campaign.steps import Held
-from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
+from inferlab.stats.launches import launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.recheck import recheck_points
 from inferlab.store import Store
-from inferlab.store.launches import launch_cells
+from inferlab.store.launches import campaign_launches, launch_cells
 from inferlab.store.recheck import recheck_groups
 from inferlab.verify.lmeval import harness_python
 
@@ -256,7 +256,8 @@ def _recheck_step(plan: Plan, run: RunContext, result: CampaignResult) -> None:
     out.config = f"{base.name} (recheck)"
     if out.status == "measured":  # told with the campaign's own minimum effect
         pairs = recheck_groups(store, run.name, base.name)
-        launch = campaign_launches(store, run.name, [m.name for m in listed(lambda m: m.primary)])
+        primary = [m.name for m in listed(lambda m: m.primary)]
+        launch = launches_of(campaign_launches(store, run.name), primary)
         points = recheck_points(pairs, min_effect=plan.campaign.load.min_effect, launch=launch)
         out.message = "; ".join(p.line() for p in points) or out.message
     result.outcomes.append(out)

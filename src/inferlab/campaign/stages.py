@@ -146,7 +146,7 @@ def reference_outputs(
     if ref_name is None or ref_name == cfg.name:
         return None
     stored = store.latest_verification(camp.campaign.name, ref_name, "greedy-outputs")
-    return GreedyOutputs.from_json(stored) if stored is not None else None
+    return GreedyOutputs.from_json(stored.to_json()) if stored is not None else None
 
 
 def agreement_task(
@@ -166,7 +166,8 @@ def agreement_task(
     if stored is None:
         why = f"no stored logprobs of the reference config {reference_config!r} (not verified?)"
         return AgreementTask(limits or LossyGate(), None, gating, missing=why)
-    return AgreementTask(limits or LossyGate(), LogprobReference.from_json(stored), gating)
+    reference = LogprobReference.from_json(stored.to_json())
+    return AgreementTask(limits or LossyGate(), reference, gating)
 
 
 def verify_config(

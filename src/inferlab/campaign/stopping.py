@@ -8,17 +8,16 @@ could not carry a verdict itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from inferlab.config.campaign import DEFAULT_LAUNCHES, CampaignFile, LoadSection
 from inferlab.config.pattern import closed_concurrency
 from inferlab.load.adaptive import STOPPING_RULES, BaselineRef, baseline_ref
-from inferlab.stats.launches import Launches, launches_of
+from inferlab.stats.launches import launches_of
 from inferlab.store import Store
-from inferlab.store.launches import launch_groups
+from inferlab.store.launches import campaign_launches
 
-__all__ = ["baseline_refs", "campaign_launches", "launch_budget", "stopping_lines"]
+__all__ = ["baseline_refs", "launch_budget", "stopping_lines"]
 
 
 def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[str]:
@@ -51,18 +50,12 @@ def launch_budget(load: LoadSection) -> int:
     return load.max_launches or max(load.launches, DEFAULT_LAUNCHES[1])
 
 
-def campaign_launches(store: Store, campaign: str, metrics: Sequence[str]) -> Launches:
-    """The campaign's launches so far at each point with their estimates of ``metrics``,
-    whose spread a one-launch A/B counts (``store.launches``, ``stats.launches``)."""
-    return launches_of(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
-
-
 def baseline_refs(store: Store, campaign: str, baseline: str) -> dict[str, BaselineRef]:
     """Label → reference, from the newest trusted run of ``baseline`` at each load point (its
     first pass or, with ``[load] interleave``, the pass measured just before the candidate),
     with the launch-to-launch spread there so far (configs launched more than once)."""
     out: dict[str, BaselineRef] = {}
-    launches = campaign_launches(store, campaign, ("tpot_ms", "output_tok_s"))
+    launches = launches_of(campaign_launches(store, campaign), ("tpot_ms", "output_tok_s"))
     runs = store.runs(campaign=campaign, config=baseline, purpose=None)
     for run in reversed([r for r in runs if r.purpose in ("measure", "interleave")]):
         if run.label in out or run.interrupted or run.trust != "trusted":

@@ -35,8 +35,8 @@ SAVED_RUN_HINT = (
 
 def baseline_log(store: Store, campaign: str, baseline: str) -> Path | None:
     """The newest launch log of the baseline config in the store that still exists."""
-    for launch in reversed(store.launches(campaign, config=baseline)):
-        p = launch.record.log_path
+    for launch in reversed(store.verifications.launches(campaign, config=baseline)):
+        p = launch.detail.log_path
         if p and Path(p).is_file():
             return Path(p)
     return None

@@ -26,6 +26,7 @@ from inferlab.profile.render import (
 )
 from inferlab.profile.stored import check_point, store_profile
 from inferlab.store import Store, db_path
+from inferlab.store.models import ProfileBody
 
 from .options import (
     STORE,
@@ -83,14 +84,15 @@ def _print_diff(con: Console, diff: dict[str, Any], top: int) -> None:
 
 def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
     con = stdout_console()
-    for line in headline(p):
+    body = ProfileBody.model_validate(p)
+    for line in headline(body):
         con.print(escape(line), highlight=False)
     con.print(
         _table(
             "categories",
             ["category", "ms", "share", "count", "mean µs", "ms/step", "≤ if 2×", "≤ if free"],
-            category_rows(p),
-            share_caption(p),
+            category_rows(body),
+            share_caption(body),
         )
     )
     con.print(
@@ -105,19 +107,19 @@ def _print(p: dict[str, Any], top: int, diff: dict[str, Any] | None) -> None:
                 "mean µs",
                 "≤ if free",
             ],
-            kernel_rows(p, top),
+            kernel_rows(body, top),
         )
     )
-    con.print(escape(occupancy_sentence(p)), highlight=False)
+    con.print(escape(occupancy_sentence(body)), highlight=False)
     if p["occupancy"]:
         con.print(
             _table(
                 "under-occupied kernels",
                 ["kernel", "blocks", "≤ SMs busy", "share", "count"],
-                occupancy_rows(p, top),
+                occupancy_rows(body, top),
             )
         )
-    for s in amdahl_sentences(p):
+    for s in amdahl_sentences(body):
         con.print(escape(s), highlight=False)
     if p["unknown"]:
         con.print(

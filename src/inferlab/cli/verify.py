@@ -48,7 +48,7 @@ def _reference(against: str | None, campaign: str, db: Path | None) -> GreedyOut
             f"--against: no stored greedy outputs for config {against!r} in campaign "
             f"{campaign!r}; run inferlab verify --save-as {against} on that server first"
         )
-    return GreedyOutputs.from_json(ref)
+    return GreedyOutputs.from_json(ref.to_json())
 
 
 def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:

@@ -41,7 +41,7 @@ class Shared:
         """A config's log findings (one transaction)."""
         if found:
             with self.store.transaction():
-                self.store.add_findings(
+                self.store.findings.add(
                     found, campaign=self.camp.campaign.name, config_id=gid, source=source
                 )
 

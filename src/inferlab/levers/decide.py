@@ -134,7 +134,7 @@ def decide(
 
 def stored_predictions(store: Store, campaign: str) -> list[StoredPrediction]:
     """Every stored prediction of the campaign, oldest first."""
-    return store.predictions(campaign)
+    return store.analyses.predictions(campaign)
 
 
 def _content(d: Mapping[str, Any]) -> Any:
@@ -146,7 +146,7 @@ def _content(d: Mapping[str, Any]) -> Any:
 
 
 def _config_id(store: Store, campaign: str, name: str) -> int | None:
-    found = store.latest_config(campaign, name)
+    found = store.configs.latest(campaign, name)
     return found[0] if found else None
 
 
@@ -177,5 +177,5 @@ def record_predictions(
         with store.transaction():
             for name, data in new:
                 cid = _config_id(store, campaign, name) if name else None
-                store.add_prediction(data, campaign=campaign, config_id=cid)
+                store.analyses.add_prediction(data, campaign=campaign, config_id=cid)
     return [data for _, data in new]

@@ -6,7 +6,7 @@ point, log findings, recon, launch records and lever-applied evidence. Nothing i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from inferlab.config.pattern import ClosedLoop, closed_concurrency
@@ -15,8 +15,9 @@ from inferlab.stats.metrics import tpot_ms
 from inferlab.stats.recheck import recheck_points
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.checks import LeverCheckItem
 from inferlab.store.interleave import baseline_passes, nearest_pass
-from inferlab.store.models import LeverCheckItem, ProfileCapture
+from inferlab.store.models import ProfileCapture, ReconBody
 from inferlab.store.recheck import recheck_groups
 
 __all__ = [
@@ -238,17 +239,17 @@ def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> Store
 def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
     """Decode profiles, one per (config, load point): the newest of the lowest rank."""
     best: dict[tuple[str | None, int | None], StoredProfile] = {}
-    for a in store.profiles(campaign):
-        if a.data.get("segment") != "decode":
+    for a in store.analyses.profiles(campaign):
+        if a.data.segment != "decode":
             continue
-        cap = a.capture or ProfileCapture()
+        cap = a.data.capture or ProfileCapture()
         p = StoredProfile(
             id=a.id,
             name=a.name,
             config=a.config,
             concurrency=closed_concurrency(cap.point),
             rank=cap.rank or 0,
-            data=a.data,
+            data=a.data.to_json(),
             created_at=a.created_at,
         )
         key = (p.config, p.concurrency)
@@ -259,19 +260,19 @@ def _profiles(store: Store, campaign: str) -> list[StoredProfile]:
 
 
 def _verifications(store: Store, campaign: str, configs: dict[str, ConfigEvidence]) -> None:
-    for launch in store.launches(campaign):
+    for launch in store.verifications.launches(campaign):
         ev = configs.get(launch.config)
-        if ev is not None and launch.record.log_path:
+        if ev is not None and launch.detail.log_path:
             ev.log_mined = True  # the runner mines every launch log it started
-    for lc in store.lever_checks(campaign):
+    for lc in store.verifications.lever_checks(campaign):
         ev = configs.get(lc.config)
         if ev is not None:
-            ev.lever_items = list(lc.check.items)
+            ev.lever_items = list(lc.detail.items)
 
 
 def gather(store: Store, campaign: str) -> Evidence:
     """The campaign's evidence; ``ConfigError`` for an unknown campaign (naming the known)."""
-    known = store.campaign_names()
+    known = store.configs.names()
     if campaign not in known:
         raise ConfigError(
             f"levers: no campaign {campaign!r} in {store.path}"
@@ -287,9 +288,9 @@ def gather(store: Store, campaign: str) -> Evidence:
         else:
             loose.append(p)
     for f in store.findings(campaign):
-        if f["config"] in configs:
-            configs[f["config"]].findings.append(f)
-            configs[f["config"]].log_mined = configs[f["config"]].log_mined or bool(f["source"])
+        if f.config in configs:
+            configs[f.config].findings.append(asdict(f))
+            configs[f.config].log_mined = configs[f.config].log_mined or bool(f.source)
     simulated = any(c.engine == "sim" for c in configs.values()) or any(
         p.simulated for c in configs.values() for p in c.profiles
     )
@@ -298,7 +299,7 @@ def gather(store: Store, campaign: str) -> Evidence:
         simulated=simulated,
         configs=configs,
         loose_profiles=loose,
-        recon=[a["data"] for a in store.analyses("recon", campaign=campaign)],
+        recon=[a.data.to_json() for a in store.analyses.of(ReconBody, "recon", campaign)],
         refused=_drifted(store, campaign, next(iter(configs), None)),
     )
 

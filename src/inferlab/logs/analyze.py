@@ -171,7 +171,7 @@ def store_log_findings(
         return None
     except Exception as exc:  # a miner bug must not lose the campaign: record it instead
         with store.transaction():
-            store.add_findings(
+            store.findings.add(
                 [
                     {
                         "kind": "log-analysis-failed",
@@ -188,7 +188,7 @@ def store_log_findings(
         return None
     if an.findings:
         with store.transaction():
-            store.add_findings(
+            store.findings.add(
                 [f.to_dict() for f in an.findings],
                 campaign=campaign,
                 config_id=config_id,

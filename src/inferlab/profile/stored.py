@@ -62,7 +62,7 @@ def store_profile(
         cid = None
         if config is not None:
             camp = store.campaign_id(campaign)
-            found = store.latest_config(campaign, config)
+            found = store.configs.latest(campaign, config)
             cid = found[0] if found else store.config_id(camp, config, engine=None, model=None)
             if found and found[1]:
                 stored["capture"]["engine"] = found[1]

@@ -11,6 +11,7 @@ from typing import Any
 
 from inferlab.report.sections.base import table
 from inferlab.store import Store
+from inferlab.store.checks import CheckRecord, LogprobReferenceRecord
 
 __all__ = ["AGREEMENT_NOTE", "HEAD", "AgreementRow", "agreement_rows", "agreement_table"]
 
@@ -93,18 +94,19 @@ def _decision(detail: dict[str, Any], gating: bool) -> tuple[str, bool]:
     return "STOPPED before measurement: " + "; ".join(reasons), True
 
 
-def _row(config: str, kind: str, stored: dict[str, Any]) -> AgreementRow:
+def _row(config: str, stored: LogprobReferenceRecord | CheckRecord) -> AgreementRow:
     """``stored``: the reference's logprobs, or the agreement check (its ``detail`` inside)."""
-    if kind == "logprob-reference":
-        n = len(stored.get("prompts") or [])
-        what = f"the reference: logprobs stored (top-{stored.get('top_k')}, {n} prompts)"
+    if isinstance(stored, LogprobReferenceRecord):
+        n = len(stored.prompts)
+        what = f"the reference: logprobs stored (top-{stored.top_k}, {n} prompts)"
         return AgreementRow(config, (config, "reference", *("–",) * 4, str(n), "–", what), False)
-    detail = stored.get("detail") or {}
-    gating = bool(stored.get("gating"))
+    detail, gating = stored.detail, stored.gating
     decision, stopped = _decision(detail, gating)
     limits = "–"
     if isinstance(detail.get("max_kl"), (int, float)):
-        limits = f"KL ≤ {detail['max_kl']:g}, top-1 ≥ {float(detail.get('min_top1', 0)):.0%}"
+        top1 = detail.get("min_top1")
+        least = top1 if isinstance(top1, int | float) else 0.0
+        limits = f"KL ≤ {detail['max_kl']:g}, top-1 ≥ {least:.0%}"
     upper = _ival(detail.get("kl_upper"), ".3g")
     if upper == "–" and isinstance(detail.get("kl_high"), (int, float)):
         upper = f"{detail['kl_high']:.3g} (not gated)"
@@ -127,11 +129,11 @@ def _row(config: str, kind: str, stored: dict[str, Any]) -> AgreementRow:
 
 def agreement_rows(store: Store, campaign: str) -> list[AgreementRow]:
     """The newest agreement figures (or stored reference) of each config, in config order."""
-    newest: dict[str, tuple[str, dict[str, Any]]] = {}
-    for v in store.verifications(campaign):
-        if v.kind in ("agreement", "logprob-reference"):
-            newest[v.config] = (v.kind, v.detail)
-    return [_row(name, kind, detail) for name, (kind, detail) in newest.items()]
+    newest: dict[str, LogprobReferenceRecord | CheckRecord] = {}
+    for v in store.verifications(campaign, kinds=("agreement", "logprob-reference")):
+        if isinstance(v.detail, LogprobReferenceRecord | CheckRecord):
+            newest[v.config] = v.detail
+    return [_row(name, body) for name, body in newest.items()]
 
 
 def agreement_table(rows: list[AgreementRow]) -> tuple[list[str], str]:

@@ -10,10 +10,10 @@ config's items with their evidence.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from inferlab.stats.verdict import Verdict
 from inferlab.store import RunRow, Store
+from inferlab.store.checks import LeverCheck, LeverCheckItem
 
 __all__ = ["LEVER_NOT_APPLIED", "lever_items", "not_applied", "unclaimed"]
 
@@ -22,17 +22,16 @@ LEVER_NOT_APPLIED = "lever not applied"
 
 def lever_items(
     store: Store, campaign: str, config: str, config_hash: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[LeverCheckItem]:
     """The newest stored lever items of a config (of that exact content, given its hash)."""
-    detail = store.latest_verification(campaign, config, "lever", config_hash)
-    items = detail.get("items", []) if detail else []
-    return [i for i in items if isinstance(i, dict)]
+    got = store.verifications.latest_of(LeverCheck, campaign, config, "lever", config_hash)
+    return list(got.items) if got is not None else []
 
 
 def not_applied(store: Store, run: RunRow) -> list[str]:
     """The items of a run's config that did not take effect (names only)."""
     items = lever_items(store, run.campaign, run.config, run.config_hash)
-    return [str(i["item"]) for i in items if i.get("status") == "not-applied"]
+    return [i.item for i in items if i.status == "not-applied"]
 
 
 def unclaimed(v: Verdict, items: list[str]) -> Verdict:

@@ -33,7 +33,7 @@ from inferlab.stats.trust import too_short, trust_from_json
 from inferlab.store import RunRow, Store
 from inferlab.store.groups import RunGroup, group_runs
 from inferlab.store.interleave import BaselinePass, baseline_passes, nearest_pass
-from inferlab.store.launches import launch_groups, one_launch
+from inferlab.store.launches import campaign_launches, one_launch
 from inferlab.store.spreads import SpreadKey, prior_spread, spread_key
 
 __all__ = ["build_comparison"]
@@ -158,12 +158,6 @@ def _against(v: Verdict, against: str) -> Verdict:
     return replace(v, reason=f"{v.reason} (against {against}, the nearest)")
 
 
-def campaign_launches(store: Store, campaign: str, metrics: Sequence[str]) -> Launches:
-    """The campaign's launches at each point with their estimates of ``metrics``, whose
-    spread every one-launch A/B counts (``store.launches``, ``stats.launches``)."""
-    return launches_of(launch_groups(store, store.runs(campaign=campaign, purpose=None)), metrics)
-
-
 def _saturation(
     cells: dict[tuple[str, str], Cell], cfg: str, labels: list[str]
 ) -> Saturation | None:
@@ -218,7 +212,7 @@ def _cell(store: Store, cfg: str, label: str, g: RunGroup) -> Cell:
     n_ok = sum(len(measured(recs)) for recs in g.records)
     errors = sum(int(sum((r.summary.get("errors") or {}).values())) for r in g.runs)
     lags = [
-        float((store.run_meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
+        float((store.runs.meta(r.id).get("client_lag") or {}).get("p99") or 0.0)
         for r in g.runs
         if r.source == "inferlab bench"
     ]
@@ -281,7 +275,8 @@ def build_comparison(
     b = first[base]
     passes = baseline_passes(store, b.campaign, b.config, b.config_hash)
     primary = [m.name for m in listed(lambda m: m.primary)]  # the recheck's and passes' too
-    launch = campaign_launches(store, b.campaign, list(dict.fromkeys([*metrics, *primary])))
+    wanted = list(dict.fromkeys([*metrics, *primary]))
+    launch = launches_of(campaign_launches(store, b.campaign), wanted)
     view = _LaunchView(launch, store, spread_key(b), b.campaign)
     for (cfg, label), cand in cells.items():
         if cfg == base or (base, label) not in cells:

@@ -5,7 +5,6 @@ a ``Report``: plain data that the Markdown and HTML renderers format."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,16 @@ from inferlab.report.sections import Section, build_sections
 from inferlab.stats.metrics import itl_ms
 from inferlab.stats.summary import percentile
 from inferlab.store import RunRow, Store
+from inferlab.store.bodies import Body
+from inferlab.store.checks import (
+    CheckRecord,
+    EvalSamples,
+    GreedyOutputsRecord,
+    LaunchRecord,
+    LogprobReferenceRecord,
+    RuntimeRecord,
+    StopRecord,
+)  # fmt: skip
 from inferlab.store.configs import StoredConfig
 
 __all__ = [
@@ -143,7 +152,7 @@ class Report:
 
 
 def campaigns(store: Store) -> list[str]:
-    return store.campaign_names()
+    return store.configs.names()
 
 
 def _configs(store: Store, campaign: str) -> list[StoredConfig]:
@@ -156,49 +165,42 @@ def _verifications(
     checks: list[VerificationRow] = []
     launches: list[LaunchFailure] = []
     for v in store.verifications(campaign):
-        name, kind, passed, detail, created = v.config, v.kind, v.passed, v.detail, v.created_at
-        if kind == "launch" and passed:  # a launch that came up: a passed check, not a failure
-            ready = detail.get("ready_s")
-            msg = f"ready in {float(ready):.1f} s" if isinstance(ready, (int, float)) else "ready"
+        name, kind, d, created = v.config, v.kind, v.detail, v.created_at
+        if isinstance(d, LaunchRecord) and v.passed:  # came up: a passed check, not a failure
+            msg = f"ready in {d.ready_s:.1f} s" if d.ready_s is not None else "ready"
             checks.append(VerificationRow(name, kind, True, msg, created))
             continue
-        if kind in ("launch", "runtime"):  # runtime: the server came up, then died
-            what = str(detail.get("kind") or "unknown")
+        if isinstance(d, LaunchRecord | RuntimeRecord):  # runtime: came up, then died
+            what = d.kind or "unknown"
             launches.append(
                 LaunchFailure(
                     config=name,
                     kind=what if kind == "launch" else f"{what} (while serving)",
-                    message=str(detail.get("message") or ""),
-                    remedy=str(detail.get("remedy") or ""),
-                    tail=[str(x) for x in detail.get("tail") or []],
-                    log_path=str(detail.get("log_path") or ""),
+                    message=d.message or "",
+                    remedy=d.remedy or "",
+                    tail=list(d.tail or []),
+                    log_path=d.log_path or "",
                     created_at=created,
                 )
             )
             continue
-        told = _STORED.get(kind)
-        msg = told(detail) if told is not None else str(detail.get("message") or "")
-        checks.append(VerificationRow(name, kind, bool(passed), msg, created))
+        checks.append(VerificationRow(name, kind, v.passed, _stored_line(d), created))
     return checks, launches
 
 
-def _eval_samples(d: dict[str, Any]) -> str:
-    samples = d.get("samples") or {}
-    n = sum(len({s.get("doc_id") for s in v}) for v in samples.values())
-    return f"lm-eval {d.get('version')} samples stored ({n} documents of {', '.join(samples)})"
-
-
-#: the line of each stored record (not a check): what it holds
-_STORED: dict[str, Callable[[dict[str, Any]], str]] = {
-    "greedy-outputs": lambda d: (
-        f"reference greedy outputs stored ({len(d.get('prompts') or [])} prompts)"
-    ),
-    "logprob-reference": lambda d: (
-        f"reference logprobs stored ({len(d.get('prompts') or [])} prompts, "
-        f"top-{d.get('top_k')}, {d.get('tokens')} tokens each): the agreement gate's baseline"
-    ),
-    "eval-samples": _eval_samples,
-}
+def _stored_line(d: Body) -> str:
+    """The line of a stored verification: a check's message, or what a stored record holds."""
+    if isinstance(d, GreedyOutputsRecord):
+        return f"reference greedy outputs stored ({len(d.prompts)} prompts)"
+    if isinstance(d, LogprobReferenceRecord):
+        return (
+            f"reference logprobs stored ({len(d.prompts)} prompts, top-{d.top_k}, {d.tokens} "
+            "tokens each): the agreement gate's baseline"
+        )
+    if isinstance(d, EvalSamples):
+        n = sum(len({s.get("doc_id") for s in v}) for v in d.samples.values())
+        return f"lm-eval {d.version} samples stored ({n} documents of {', '.join(d.samples)})"
+    return d.message if isinstance(d, CheckRecord | StopRecord) else ""
 
 
 def _quantiles(xs: list[float]) -> Quantiles | None:
@@ -235,7 +237,7 @@ def _change_lines(base: StoredConfig, cfg: StoredConfig) -> tuple[list[str], lis
 
 def _run_info(store: Store, r: RunRow) -> RunInfo:
     """One run as the report lists it: its warnings, and its trust issues as warnings."""
-    meta = store.run_meta(r.id)
+    meta = store.runs.meta(r.id)
     server = r.summary.get("server")
     warnings = [
         {k: str(v) for k, v in w.items()} if isinstance(w, dict) else {"message": str(w)}

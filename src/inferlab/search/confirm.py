@@ -24,13 +24,13 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 from inferlab.stats.launch_ab import compare_launches
-from inferlab.stats.launches import launch_estimate
+from inferlab.stats.launches import launch_estimate, launches_of
 from inferlab.store import Store
-from inferlab.store.launches import launch_groups
+from inferlab.store.launches import campaign_launches, launch_groups
+from inferlab.store.outcomes import ConfirmBody
 from inferlab.store.spreads import prior_spread, spread_key
 
 from .loop import SearchResult
@@ -130,7 +130,7 @@ def judge(
     if missing:
         why = f"{', '.join(missing)}: no trusted measurement of {metric} at {at}"
         return replace(none, reason=why)
-    own = campaign_launches(store, campaign, [metric]).spread(at, metric, without=ids)
+    own = launches_of(campaign_launches(store, campaign), [metric]).spread(at, metric, without=ids)
     key = spread_key(store.runs(campaign=campaign, config=names[0])[-1])
     prior = prior_spread(store, key, at, metric, own, campaign=campaign)
     v = compare_launches(
@@ -181,13 +181,13 @@ def resumed_stop(
 ) -> Resumed | None:
     """The stored start of a confirmation whose search stopped with ``trials`` trials under
     today's trial budget (a resumed search then goes straight to it); None otherwise."""
-    got = store.analyses(CONFIRM_KIND, campaign=campaign)
-    last: dict[str, Any] = got[-1]["data"] if got else {}
-    if not trials or last.get("trials") != trials:
+    got = store.analyses.of(ConfirmBody, CONFIRM_KIND, campaign)
+    last = got[-1].data if got else None
+    if last is None or not trials or last.trials != trials:
         return None
-    if last.get("budget_trials") != section.budget_trials:
+    if last.budget_trials != section.budget_trials:
         return None
-    return Resumed(last, section.model_copy(update={"budget_trials": trials}))
+    return Resumed(last.to_json(), section.model_copy(update={"budget_trials": trials}))
 
 
 def defend(

@@ -42,6 +42,7 @@ from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSection
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.store import Store
+from inferlab.store.outcomes import TrialBody
 
 from .confirm import Confirmation, defend, resumed_stop
 from .flags import check_flags
@@ -202,17 +203,11 @@ def _record_json(t: TrialRecord) -> dict[str, Any]:
     return out
 
 
-def _record_of(data: dict[str, Any]) -> TrialRecord:
-    r = data["result"]
-    result = TrialResult(
-        r["status"], r.get("value"), r.get("verdict"), r.get("reason", ""),
-        dict(r.get("ab") or {}), tuple(r.get("implicated") or ()),
-    )  # fmt: skip
-    return TrialRecord(
-        int(data["index"]), str(data["name"]), dict(data["params"]), result,
-        str(data["against"]), str(data["chosen_by"]), dict(data.get("bounds") or {}),
-        int(data.get("batch") or 0),
-    )  # fmt: skip
+def _record_of(data: TrialBody) -> TrialRecord:
+    r = data.result
+    result = TrialResult(r.status, r.value, r.verdict, r.reason, dict(r.ab), tuple(r.implicated))
+    return TrialRecord(data.index, data.name, dict(data.params), result, data.against,
+                       data.chosen_by, dict(data.bounds), data.batch or 0)  # fmt: skip
 
 
 def search_plan(path: Path) -> tuple[Plan, SearchSection]:
@@ -346,7 +341,7 @@ def optimize(
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
     kept = searched(section.dim, bounds)
     space = Space(kept, plan.campaign.config[0])
-    history = [_record_of(a["data"]) for a in store.analyses(TRIAL_KIND, campaign=name)]
+    history = [_record_of(a.data) for a in store.analyses.of(TrialBody, TRIAL_KIND, name)]
     check_resumed(plan.path, space, [(r.name, r.params) for r in history])
     trials = Trials(
         plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None

@@ -149,8 +149,8 @@ class Trials:
     def refused(self, name: str) -> tuple[str, ...]:
         """The flags involved when the engine refused ``name``'s last launch (its log's root
         cause is a ``refusal`` signature); () for any other failure."""
-        launches = self.store.launches(self.plan.campaign.campaign.name, config=name)
-        log = launches[-1].record.log_path if launches and not launches[-1].passed else None
+        launches = self.store.verifications.launches(self.plan.campaign.campaign.name, config=name)
+        log = launches[-1].detail.log_path if launches and not launches[-1].passed else None
         if not log:
             return ()
         spec = get_engine(self.plan.campaign.engine.kind)

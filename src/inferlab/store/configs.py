@@ -1,14 +1,19 @@
-"""What the store answers about campaigns, configs and which load points a config has measured
-(the lookups of ``--resume``, the report and the levers), read as typed rows."""
+"""The store's campaigns and configs (``store.configs``): their identities, written once per
+content, and the lookups of ``--resume``, the report and the levers, read as typed rows."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Configs", "MeasuredPoint", "StoredConfig"]
+from inferlab.secrets import scrub_argv, scrub_env
+from inferlab.store.jsoncols import dumps, now
+
+__all__ = ["Configs", "StoredConfig"]
 
 
 @dataclass(frozen=True)
@@ -26,27 +31,59 @@ class StoredConfig:
     extra: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class MeasuredPoint:
-    """A finished (not interrupted, not rejected) load point of one config, as stored."""
-
-    label: str
-    trial: int
-    #: "measure" or "recheck" (``store.recheck``)
-    purpose: str
-    summary: dict[str, Any]
-
-
 class Configs:
-    """The campaign and config lookups of a :class:`~inferlab.store.Store`."""
+    """The campaign and config rows of a store. Called, the config rows of a campaign."""
 
-    db: sqlite3.Connection
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
 
-    def campaign_names(self) -> list[str]:
+    def campaign_id(self, name: str, description: str | None = None) -> int:
+        """The campaign row named ``name``, made when there is none."""
+        row = self.db.execute("SELECT id FROM campaigns WHERE name=?", (name,)).fetchone()
+        if row:
+            return int(row[0])
+        cur = self.db.execute(
+            "INSERT INTO campaigns(name, created_at, description) VALUES (?,?,?)",
+            (name, now(), description),
+        )
+        return int(cur.lastrowid or 0)
+
+    def config_id(
+        self,
+        campaign_id: int,
+        name: str,
+        *,
+        engine: str | None,
+        model: str | None,
+        argv: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        """The config row for this exact content (a changed config gets a new row)."""
+        argv_s = scrub_argv(list(argv))
+        env_s = scrub_env(dict(env or {}))
+        extra_d = dict(extra or {})
+        content = {"engine": engine, "model": model, "argv": argv_s, "env": env_s, "extra": extra_d}
+        h = hashlib.sha256(dumps(content).encode()).hexdigest()[:16]
+        row = self.db.execute(
+            "SELECT id FROM configs WHERE campaign_id=? AND name=? AND hash=?",
+            (campaign_id, name, h),
+        ).fetchone()
+        if row:
+            return int(row[0])
+        cur = self.db.execute(
+            "INSERT INTO configs(campaign_id, name, engine, model, argv_json, env_json, "
+            "extra_json, hash, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (campaign_id, name, engine, model, dumps(argv_s), dumps(env_s), dumps(extra_d), h,
+             now()),
+        )  # fmt: skip
+        return int(cur.lastrowid or 0)
+
+    def names(self) -> list[str]:
         """Every stored campaign's name, sorted."""
         return [str(r[0]) for r in self.db.execute("SELECT name FROM campaigns ORDER BY name")]
 
-    def configs(self, campaign: str) -> list[StoredConfig]:
+    def __call__(self, campaign: str) -> list[StoredConfig]:
         """Every config row of a campaign, oldest first (a name reused with new content has
         one row per content; the later is the newer)."""
         rows = self.db.execute(
@@ -56,20 +93,11 @@ class Configs:
             (campaign,),
         ).fetchall()
         return [
-            StoredConfig(
-                int(r[0]),
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                json.loads(r[5]),
-                json.loads(r[6]),
-                json.loads(r[7]),
-            )
+            StoredConfig(int(r[0]), r[1], r[2], r[3], r[4], *(json.loads(x) for x in r[5:8]))
             for r in rows
         ]
 
-    def latest_config(self, campaign: str, name: str) -> tuple[int, str | None] | None:
+    def latest(self, campaign: str, name: str) -> tuple[int, str | None] | None:
         """The newest config row named ``name`` in ``campaign``: (id, engine), or None."""
         row = self.db.execute(
             "SELECT g.id, g.engine FROM configs g JOIN campaigns c ON c.id = g.campaign_id "
@@ -86,25 +114,3 @@ class Configs:
             (campaign,),
         ).fetchall()
         return [str(r[0]) for r in rows]
-
-    def measured_cells(self, campaign: str, config_id: int) -> set[tuple[str, int]]:
-        """(label, trial) cells of config row ``config_id`` measured to the end (what
-        ``--resume`` skips): not interrupted, not rejected, purpose "measure"."""
-        rows = self.db.execute(
-            "SELECT r.label, r.trial FROM runs r JOIN campaigns c ON c.id = r.campaign_id "
-            "WHERE c.name = ? AND r.config_id = ? AND r.interrupted = 0 AND r.rejected IS NULL "
-            "AND r.purpose = 'measure'",
-            (campaign, config_id),
-        ).fetchall()
-        return {(str(a), int(b)) for a, b in rows}
-
-    def measured_points(self, config_id: int) -> list[MeasuredPoint]:
-        """The finished measurements and rechecks of config row ``config_id``, oldest first
-        (what the baseline's recheck still has to do)."""
-        rows = self.db.execute(
-            "SELECT label, trial, purpose, summary_json FROM runs WHERE config_id = ? "
-            "AND interrupted = 0 AND rejected IS NULL AND purpose IN ('measure', 'recheck') "
-            "ORDER BY id",
-            (config_id,),
-        ).fetchall()
-        return [MeasuredPoint(str(a), int(b), str(c), json.loads(d)) for a, b, c, d in rows]

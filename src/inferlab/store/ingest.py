@@ -40,12 +40,12 @@ def import_files(
                 gid = store.config_id(
                     cid, name, engine=None, model=run.model, extra={"imported_from": run.tool}
                 )
-                eid = store.environment_id(
+                eid = store.runs.environment_id(
                     {"tool": run.tool, "tool_version": run.tool_version, "source_file": str(path)}
                 )
                 summary = _summary(run.records, run.summary)
                 ids.append(
-                    store.add_run(
+                    store.runs.add(
                         campaign_id=cid,
                         config_id=gid,
                         environment_id=eid,

@@ -1,7 +1,8 @@
 """Which stored runs were measured in one launch of a server: one pass of a config at a load
 point (its first pass, each interleaved pass, its recheck: ``store.interleave``,
 ``store.recheck``), its trials sharing the server. The launch-to-launch spread is estimated
-from the configs launched more than once at a point (``stats.launches``); profiled runs (a
+from the configs launched more than once at a point (``stats.launches``; the campaign's
+launches: ``campaign_launches``); profiled runs (a
 profiler attached) are not measurements of the launch and are left out."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from inferlab.store.interleave import INTERLEAVE_TAG
 from inferlab.store.rows import RunRow
 
 __all__ = [
-    "LAUNCH_TAG", "MEASURED", "config_runs", "count_launches", "launch_cells", "launch_groups",
+    "LAUNCH_TAG", "MEASURED", "campaign_launches", "config_runs", "count_launches", "launch_cells",
+    "launch_groups",
     "launch_key", "launch_of", "one_launch",
 ]  # fmt: skip
 
@@ -112,3 +114,9 @@ def launch_groups(store: Store, runs: Iterable[RunRow]) -> dict[str, list[list[R
     for (label, _), groups in by.items():
         out.setdefault(label, []).append(groups)
     return out
+
+
+def campaign_launches(store: Store, campaign: str) -> dict[str, list[list[RunGroup]]]:
+    """The campaign's launches so far: label → each config's launches there (``launch_groups``
+    of every stored run of the campaign); ``stats.launches.launches_of`` estimates them."""
+    return launch_groups(store, store.runs(campaign=campaign, purpose=None))

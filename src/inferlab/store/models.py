@@ -1,125 +1,43 @@
-"""Typed read-back models of the JSON the store keeps beside the runs: a config's launch record
-(the ``launch`` verification), whether its levers took effect (``lever``), the levers'
-stored predictions (the ``prediction`` analyses) and how a stored profile was captured (the
-``capture`` block of a ``profile`` analysis). Each matches
-what its writers store, key for key (``extra="forbid"``): a key written and not declared here
-fails the read, and the stored JSON itself never changes
-(``model_dump(by_alias=True, exclude_unset=True)`` gives it back)."""
+"""The bodies of the ``analyses`` table that hold what was measured or found, one model per
+kind (``store.bodies``): the levers' predictions, profiles, recon snapshots, installed-files
+manifests and tuning results (what a campaign decided: ``store.outcomes``). Each matches what
+its writers store, key for key; a nested part no reader looks into is kept as JSON (``Json``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from pydantic import Field
 
-from pydantic import BaseModel, ConfigDict, Field
+from inferlab.store.bodies import ANALYSES, Body, Json
 
 __all__ = [
-    "LaunchRecord",
-    "LeverCheck",
-    "LeverCheckItem",
+    "PREDICTION",
+    "PROFILE",
+    "EngineInfoBody",
+    "FileEntry",
+    "FilesManifest",
+    "MeanStep",
+    "OccupancyRow",
     "PredictedPoint",
-    "ProfileAnalysis",
+    "ProfileBody",
     "ProfileCapture",
-    "StoredLaunch",
-    "StoredLeverCheck",
+    "ProfileRow",
+    "ProfileStep",
+    "ReconBody",
     "StoredPrediction",
-]
+    "TuneBody",
+]  # fmt: skip
+
+#: the analyses kind of a lever's stored prediction
+PREDICTION = "prediction"
+#: the analyses kind of a stored profile
+PROFILE = "profile"
 
 
-class LaunchRecord(BaseModel):
-    """How a config's server launch went: ready (``ready_s``, ``argv``, memory) or failed
-    (``kind``, ``message``, ``remedy``, the log's ``tail``), and, launched by a Ray actor,
-    where it was placed. Writers: ``campaign.steps.server_running`` (launched here),
-    ``campaign.profiled`` (died during the profiled pass), ``cluster.task`` (by an actor)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    #: the server's launch log ("" when a failed launch wrote none)
-    log_path: str | None = None
-    # -- ready
-    #: seconds from start until the server answered its health check
-    ready_s: float | None = None
-    #: the launch command line, secrets removed
-    argv: list[str] | None = None
-    #: used memory of each GPU once the server was ready (MiB; None without NVML)
-    gpu_used_mib: list[int] | None = None
-    #: how profiling was switched on for this launch (``[profile]``)
-    profiling: str | None = None
-    # -- failed
-    #: the failure's class (``oom``, ``exited``, ``unhealthy``, an engine's log signature)
-    kind: str | None = None
-    message: str | None = None
-    remedy: str | None = None
-    #: the log's last lines (secrets removed)
-    tail: list[str] | None = None
-    #: "profiled": the server died during the profiled pass at load point ``point``
-    pass_: str | None = Field(default=None, alias="pass")
-    point: str | None = None
-    # -- placed by a Ray actor
-    node_id: str | None = None
-    hostname: str | None = None
-    ip: str | None = None
-    actor_pid: int | None = None
-    cuda_visible_devices: str | None = None
-    ray_gpu_ids: list[str] | None = None
-    server_pid: int | None = None
-    #: the server process's own CUDA_VISIBLE_DEVICES (None: not readable)
-    server_cuda_visible_devices: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredLaunch:
-    """One stored launch of a config (by name): whether it came up, and its record."""
-
-    config: str
-    passed: bool
-    record: LaunchRecord
-    created_at: str
-
-
-class LeverCheckItem(BaseModel):
-    """One item of a config's diff against the baseline and whether it took effect
-    (``campaign.applied.LeverItem``, as stored)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    #: "--speculative-config" | "env NCCL_PROTO" | "files fp8_gemm"
-    item: str
-    #: flag | env | files
-    kind: str
-    #: applied | not-applied | unknown
-    status: str
-    #: the log line, server_info or metrics text that shows it (secrets removed)
-    evidence: str
-    #: "launch log" | "server_info" | "metrics" | None
-    source: str | None
-
-
-class LeverCheck(BaseModel):
-    """The ``lever`` verification of a config (``campaign.applied.record_levers``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    items: list[LeverCheckItem]
-
-
-@dataclass(frozen=True)
-class StoredLeverCheck:
-    """One stored lever check of a config (by name); ``passed``: no item not applied."""
-
-    config: str
-    passed: bool
-    check: LeverCheck
-    created_at: str
-
-
-class PredictedPoint(BaseModel):
+class PredictedPoint(Body):
     """A predicted lever at one load point (``levers.model.PointBound``, as stored): ``high``
     the most it can buy (×, an Amdahl ceiling or a band's optimistic end; None: unbounded or
     unknown), ``low`` a band's pessimistic end, ``share`` the fraction of the decode step's GPU
     span it acts on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     label: str
     concurrency: int | None = None
@@ -131,11 +49,10 @@ class PredictedPoint(BaseModel):
     note: str = ""
 
 
-class StoredPrediction(BaseModel):
+@ANALYSES.register(PREDICTION)
+class StoredPrediction(Body):
     """A lever's prediction as ``inferlab levers`` stored it (``levers.model.Lever.to_dict()``
     with the time it was made, ``made_at``, and the format ``version``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: str
     #: the lever's identity across runs: kind, config, name
@@ -147,8 +64,8 @@ class StoredPrediction(BaseModel):
     name: str = ""
     summary: str = ""
     ceiling: float | None = None
-    points: list[PredictedPoint] = []
-    evidence: list[str] = []
+    points: list[PredictedPoint] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
     action: str = ""
     confidence: str = ""
     #: local time, ``%Y-%m-%dT%H:%M:%S%z``
@@ -156,12 +73,10 @@ class StoredPrediction(BaseModel):
     version: int | None = None
 
 
-class ProfileCapture(BaseModel):
+class ProfileCapture(Body):
     """How a stored profile was captured (the ``capture`` block of a ``profile`` analysis).
     Writers: ``campaign.profiled`` (a campaign's profiled pass) and ``profile.stored``
     (``inferlab profile --campaign``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: the load point it was captured at ("C=8"; None: not said)
     point: str | None = None
@@ -186,15 +101,182 @@ class ProfileCapture(BaseModel):
     source: str | None = None
 
 
-@dataclass(frozen=True)
-class ProfileAnalysis:
-    """One stored profile analysis: its capture block typed, the rest of the profile as
-    ``profile.result`` wrote it (``data``, the capture block included)."""
+class ProfileStep(Body):
+    """One decode step of a profile (``profile.result.Step``; times in µs)."""
 
-    id: int
     name: str
-    campaign: str | None
-    config: str | None
-    capture: ProfileCapture | None
-    data: dict[str, Any]
+    start_us: float
+    span_us: float
+    busy_us: float
+    idle_us: float
+    kernels: int
+    kernel_us: float
+    batch: int | None = None
+
+
+class ProfileRow(Body):
+    """One category or kernel of a profile (``profile.result.Row``): its GPU time (µs), its
+    share of the step, and the step's speed-up if it ran 2× faster or took no time
+    (``amdahl_*``, ×; None: it is the whole step)."""
+
+    name: str
+    category: str
+    time_us: float
+    share: float | None
+    count: int
+    mean_us: float
+    per_step_us: float | None
+    amdahl_2x: float | None
+    amdahl_free: float | None
+    short: str = ""
+
+
+class OccupancyRow(Body):
+    """A kernel's occupancy (``profile.result.Occupancy``): blocks, fraction of the SMs."""
+
+    name: str
+    short: str
+    blocks: int
+    sm_fraction: float
+    time_us: float
+    share: float
+    count: int
+
+
+class MeanStep(Body):
+    """The mean decode step of a profile (µs; ``batch`` when every step names it)."""
+
+    span_us: float
+    busy_us: float
+    idle_us: float
+    kernels: float
+    min_span_us: float
+    max_span_us: float
+    batch: float | None = None
+
+
+@ANALYSES.register(PROFILE)
+class ProfileBody(Body):
+    """A stored profile (``profile.result.Profile.to_dict()``, times in µs) with how it was
+    captured (``capture``, added by its writers)."""
+
+    trace: str
+    format: str
+    segment: str
+    step_source: str
+    device: str | None
+    sm_count: int | None
+    steps: list[ProfileStep]
+    span_us: float
+    busy_us: float
+    kernel_us: float
+    kernels: int
+    kernel_names: int
+    copy_us: float
+    copies: int
+    categories: list[ProfileRow]
+    kernel_rows: list[ProfileRow]
+    unknown: list[str]
+    occupancy: list[OccupancyRow]
+    occupancy_share: float | None
+    graph_launches: int
+    graph_kernels: int
+    verdict: str
+    warnings: list[str] = Field(default_factory=list)
+    mode: str = ""
+    share_of: str = ""
+    meta: dict[str, Json] = Field(default_factory=dict)
+    version: int = 0
+    mean_step: MeanStep | None = None
+    capture: ProfileCapture | None = None
+    #: ``inferlab profile --vs B``: B's profile and the diff, as the command printed them
+    vs: dict[str, Json] | None = None
+
+
+class EngineInfoBody(Body):
+    """The engine recon found installed (``recon.core.EngineInfo``)."""
+
+    name: str
+    version: str | None
+    distributions: list[str]
+    package_dir: str
+    #: file kind → the directory the engine reads it from
+    config_dirs: dict[str, str]
+    triton_subdir: str | None
+    #: the engine's ``--help``, parsed (None: not read)
+    help: dict[str, Json] | None
+
+
+@ANALYSES.register("recon")
+class ReconBody(Body):
+    """A recon snapshot of a host (``recon.core.Recon.to_dict()``): its GPUs, Python, torch,
+    engine, repo, tuned directories and the shapes the log says ran untuned."""
+
+    host: str
     created_at: str
+    inferlab_version: str
+    seconds: float
+    gpus: list[dict[str, Json]]
+    nvml: dict[str, Json]
+    python: dict[str, Json] | None
+    torch: dict[str, Json] | None
+    engine: EngineInfoBody | None
+    repo: dict[str, Json] | None
+    repo_source: str | None
+    tuned_dirs: list[dict[str, Json]]
+    devices: list[str]
+    needed: list[dict[str, Json]]
+    log: str | None
+    env: dict[str, dict[str, str]]
+    server: dict[str, Json] | None
+    errors: list[str]
+    recon_version: int
+    tuned_for_devices: dict[str, Json]
+
+
+class FileEntry(Body):
+    """One file a config installed (``campaign.files``): new, or replacing an original."""
+
+    file: str
+    #: "new" | "replace" | "same"
+    action: str
+    sha256: str
+    original_sha256: str | None
+
+
+@ANALYSES.register("files")
+class FilesManifest(Body):
+    """One directory's installed files of a config (``campaign.files``: ``installed``, then
+    ``restored`` with how it was put back), for the report and a later ``--resume``."""
+
+    state: str
+    kind: str
+    dir: str
+    source: str | None
+    host: str
+    python: str
+    config: str
+    created_dir: bool
+    #: file → its SHA-256 before the install
+    before: dict[str, str]
+    files: list[FileEntry]
+    #: how the directory was put back (``restored`` only)
+    restore: dict[str, Json] | None = None
+
+
+@ANALYSES.register("tune")
+class TuneBody(Body):
+    """One tuned shape (``tune.report.analysis_records``): its cells and what was written."""
+
+    n: int
+    k: int
+    engine: str
+    device_name: str
+    devices: int
+    #: the roofline's ceilings (``fp8_tflops``, ``copy_gbps``)
+    ceilings: dict[str, float]
+    wall_s: float
+    compile_s: float
+    cells: list[dict[str, Json]]
+    files: list[dict[str, Json]]
+    warnings: list[str]

@@ -11,10 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from inferlab.stats.spread import LaunchSpread, pool_spreads
+from inferlab.store.analyses import StoredAnalysis
 from inferlab.store.db import Store
+from inferlab.store.outcomes import SpreadBody
 from inferlab.store.rows import RunRow
 
-__all__ = ["KIND", "SpreadKey", "prior_spread", "save_spreads", "spread_key", "stored_spreads"]
+__all__ = [
+    "KIND",
+    "SpreadKey",
+    "prior_spread",
+    "save_spreads",
+    "spread_key",
+    "stored_of",
+    "stored_spreads",
+]
 
 KIND = "launch_spread"
 
@@ -47,11 +57,19 @@ def save_spreads(
     the same campaign supersedes this one (``stored_spreads`` reads the newest). The count."""
     with store.transaction():
         for (label, metric), s in spreads.items():
-            data = {"engine": key.engine, "model": key.model, "host": key.host,
-                    "label": label, "metric": metric, "tau": s.tau, "df": s.df,
-                    "launches": s.launches, "within": s.within}  # fmt: skip
-            store.add_analysis(KIND, f"{label} {metric}", data, campaign=campaign)
+            body = SpreadBody(engine=key.engine, model=key.model, host=key.host, label=label,
+                              metric=metric, tau=s.tau, df=s.df, launches=s.launches,
+                              within=s.within)  # fmt: skip
+            store.analyses.add(KIND, f"{label} {metric}", body, campaign=campaign)
     return len(spreads)
+
+
+def stored_of(store: Store, key: SpreadKey) -> list[StoredAnalysis[SpreadBody]]:
+    """Every stored spread measured under ``key``, oldest first."""
+    return [
+        a for a in store.analyses.of(SpreadBody, KIND)
+        if (a.data.engine, a.data.model, a.data.host) == (key.engine, key.model, key.host)
+    ]  # fmt: skip
 
 
 def stored_spreads(
@@ -61,16 +79,13 @@ def stored_spreads(
     ``other_than``, whose launches the caller reads itself) measured under ``key``, each
     with its source said."""
     newest: dict[str, tuple[LaunchSpread, str]] = {}
-    for a in store.analyses(KIND):
-        d = a["data"]
-        if (d.get("engine"), d.get("model"), d.get("host")) != (key.engine, key.model, key.host):
+    for a in stored_of(store, key):
+        d = a.data
+        if d.label != label or d.metric != metric or a.campaign == other_than:
             continue
-        if d.get("label") != label or d.get("metric") != metric or a["campaign"] == other_than:
-            continue
-        src = f"stored: campaign {a['campaign']}, {str(a['created_at'])[:10]}"
-        s = LaunchSpread(float(d["tau"]), int(d["df"]), int(d["launches"]),
-                         float(d.get("within") or 0.0), src)  # fmt: skip
-        newest[str(a["campaign"])] = (s, src)
+        src = f"stored: campaign {a.campaign}, {a.created_at[:10]}"
+        s = LaunchSpread(d.tau, d.df, d.launches, d.within or 0.0, src)
+        newest[str(a.campaign)] = (s, src)
     return [s for s, _ in newest.values()]
 
 

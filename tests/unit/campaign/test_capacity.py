@@ -24,6 +24,7 @@ from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.capacity_error import probe_seed
 from inferlab.stats.spread import LaunchSpread
 from inferlab.store import Store
+from inferlab.store.outcomes import CapacityBody
 from inferlab.store.spreads import save_spreads, spread_key
 from support.simproc import SimFactory
 
@@ -61,18 +62,19 @@ def test_capacity_interval_contains_the_true_capacity(
     assert math.floor(e.low) <= TRUE_CAPACITY <= math.floor(e.high)
     assert len(run_ids) == 6
     with Store(db) as store:
-        (stored,) = store.analyses(CAPACITY_KIND, "cap")
-    assert stored["config"] == "g" and stored["name"] == f"tpot_p50_ms={LIMIT_MS:g}"
-    assert stored["data"]["holds_at"] == 4 and len(stored["data"]["probes"]) == 6
+        (row,) = store.analyses.of(CapacityBody, CAPACITY_KIND, "cap")
+    got = row.data
+    assert row.config == "g" and row.name == f"tpot_p50_ms={LIMIT_MS:g}"
+    assert got.holds_at == 4 and len(got.probes) == 6
     # each probe its own recorded bootstrap seed; the confidence is the whole bisection's,
     # and without a stored launch spread the capacity says it is of one launch
-    seeds = [p["seed"] for p in stored["data"]["probes"]]
+    seeds = [p.seed for p in got.probes]
     assert seeds == [probe_seed(cfg.seed, "concurrency", 1.0, p.point) for p in res.probes]
     assert len(set(seeds)) == 6
-    conf = stored["data"]["confidence"]
-    assert conf["level"] == 0.95 and conf["probes"] == 12 and conf["method"] == "bonferroni"
-    assert conf["probe_level"] == pytest.approx(1 - 0.1 / 12)
-    assert stored["data"]["launch"] is None and "one launch" in stored["data"]["definition"]
+    conf = got.confidence
+    assert conf is not None and conf.level == 0.95 and conf.probes == 12
+    assert conf.method == "bonferroni" and conf.probe_level == pytest.approx(1 - 0.1 / 12)
+    assert got.launch is None and "one launch" in str(got.definition)
     assert "95% for the whole bisection" in res.sentence and "one launch" in res.sentence
 
 
@@ -93,8 +95,8 @@ def test_a_stored_launch_spread_for_the_engine_model_and_host_is_carried(
     assert "across launches: launch-to-launch ±6.0%" in res.sentence
     assert "stored: campaign earlier" in res.sentence and "tpot_ms at C=8" in res.sentence
     with Store(db) as store:
-        (stored,) = store.analyses(CAPACITY_KIND, "b")
-    assert stored["data"]["launch"]["tau"] == 0.06
+        (row,) = store.analyses.of(CapacityBody, CAPACITY_KIND, "b")
+    assert row.data.launch is not None and row.data.launch.tau == 0.06
     # the lookup can be turned off
     off, _ = find_capacity(cfg, 8, db=db, campaign="c", config="g", clock=ModelClock(),
                            stored_spread=False)  # fmt: skip
@@ -141,7 +143,7 @@ def test_capacity_over_request_rate_walks_a_ladder_of_rates(
     assert "rate ≥ 80 req/s (nothing failed with confidence up to 80 req/s)" in res.sentence
     assert len(ids) == 4
     with Store(db) as store:
-        stored = {a["config"]: a["data"] for a in store.analyses(CAPACITY_KIND, "r")}
+        stored = {a.config: a.data.to_json() for a in store.analyses(CAPACITY_KIND, "r")}
         runs = store.runs(campaign="r", config="yes")
     assert stored["yes"]["unit"] == "rate" and stored["yes"]["low"] == 80.0
     assert stored["yes"]["high"] is None and stored["no"]["fails_at"] == 10.0

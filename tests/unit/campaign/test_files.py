@@ -19,6 +19,7 @@ from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
+from inferlab.store.models import FilesManifest
 from support.campaign import write_campaign
 from support.campaigns import files
 from support.pkgcopy import tuned_dir
@@ -93,7 +94,7 @@ def test_install_and_restore_exactly(
         assert backup.read_text() == '{"1": "as shipped"}\n'
         rep = lever_files.restore(inst, store=store)
         assert rep.exact, rep.line()
-        states = [a["data"]["state"] for a in store.analyses("files", campaign="files")]
+        states = [a.data.state for a in store.analyses.of(FilesManifest, "files", "files")]
     assert {p.name: p.read_bytes() for p in configs_dir.iterdir()} == before
     assert not (tmp_path / "out/.files/A.json").exists() and states == ["installed", "restored"]
 

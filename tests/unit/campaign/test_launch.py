@@ -14,6 +14,7 @@ from inferlab.campaign.runner import run_campaign
 from inferlab.report.compare import build_comparison
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
+from inferlab.store.checks import LaunchRecord, LeverCheck, StopRecord
 from support.campaign import write_campaign
 
 
@@ -64,16 +65,16 @@ def test_in_process_servers_leave_a_log_a_stop_check_and_no_orphan_record(
 ) -> None:
     path, db = campaign
     with Store(db) as store:
-        launch = store.latest_verification("seam", "fast", "launch")
-        stop = store.latest_verification("seam", "fast", "stop")
-        levers = store.latest_verification("seam", "fast", "lever")
+        launch = store.verifications.latest_of(LaunchRecord, "seam", "fast", "launch")
+        stop = store.verifications.latest_of(StopRecord, "seam", "fast", "stop")
+        levers = store.verifications.latest_of(LeverCheck, "seam", "fast", "lever")
     assert launch is not None and stop is not None and levers is not None
-    log = Path(launch["log_path"]).read_text()
+    log = Path(str(launch.log_path)).read_text()
     assert "(in process)" in log.splitlines()[0]
     assert "[SIMULATED] started as: inferlab sim serve --host 127.0.0.1 --port" in log
     assert "inferlab sim (SIMULATED engine) listening on http://127.0.0.1:" in log
-    assert stop["signal"] == "SIGTERM" and stop["port_free"]
-    assert [i["status"] for i in levers["items"]] == ["applied"]  # /get_server_info: itl_ms 4
+    assert stop.signal == "SIGTERM" and stop.port_free
+    assert [i.status for i in levers.items] == ["applied"]  # /get_server_info: itl_ms 4
     assert not list((path.parent / "out" / ".running").glob("*.json"))
 
 

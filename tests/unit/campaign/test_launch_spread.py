@@ -16,7 +16,6 @@ from pathlib import Path
 from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.launch import InProcessSim
 from inferlab.campaign.runner import run_campaign
-from inferlab.campaign.stopping import campaign_launches
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import render_md, to_json
 from inferlab.report.data import build_report
@@ -25,9 +24,11 @@ from inferlab.report.markdown import render_markdown
 from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
 from inferlab.stats.groups import group_verdict
+from inferlab.stats.launches import launches_of
 from inferlab.store import Store
 from inferlab.store.groups import group_runs
 from inferlab.store.interleave import baseline_passes, nearest_pass
+from inferlab.store.launches import campaign_launches
 from support.campaign import write_campaign
 
 #: each launch's speed factor, in launch order: baseline, a, baseline, b, baseline, noop,
@@ -72,7 +73,7 @@ def test_one_launch_ab_counts_the_launch_to_launch_spread(tmp_path: Path) -> Non
     with Store(tmp_path / "db") as store:
         run_campaign(path, store=store, launcher=launcher, clock=ModelClock())
         assert launcher.launches == len(OFFSETS)
-        spread = campaign_launches(store, "noise", ["tpot_ms", "output_tok_s"]).all()
+        spread = launches_of(campaign_launches(store, "noise"), ["tpot_ms", "output_tok_s"]).all()
         c = build_comparison(store, campaign="noise")
         # the launcher's offset changes the --itl-ms fast serves, which the applied check
         # reads as not fast's 1.4: forced, as that check is not this test's subject

@@ -26,6 +26,7 @@ from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
 from inferlab.store import Store
 from inferlab.store.launches import launch_groups, launch_of
+from inferlab.store.outcomes import LaunchRoundsBody
 from support.campaign import write_campaign
 from support.campaigns import SEQUENTIAL
 
@@ -131,9 +132,9 @@ def test_two_launches_run_a_b_b_a_and_stop_once_settled(tmp_path: Path) -> None:
         for cfg in ("baseline", "x"):
             groups = launch_groups(store, [r for r in runs if r.config == cfg])
             assert [len(g) for g in groups["C=2"]] == [2]
-        stored = store.analyses("launches", campaign="rounds")[0]["data"]
-    assert stored["budget"] == 4 and stored["launches"] == 2
-    assert [c["launches"] for c in stored["configs"]] == [2, 2]
+        (rounds,) = store.analyses.of(LaunchRoundsBody, "launches", "rounds")
+    assert rounds.data.budget == 4 and rounds.data.launches == 2
+    assert [c.launches for c in rounds.data.configs] == [2, 2]
 
 
 def test_an_unsettled_candidate_is_launched_again_to_its_budget(tmp_path: Path) -> None:

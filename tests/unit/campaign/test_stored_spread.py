@@ -18,6 +18,7 @@ from inferlab.report.compare import build_comparison
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.launch_ab import undecided
 from inferlab.store import Store
+from inferlab.store.outcomes import SpreadBody
 from inferlab.store.spreads import KIND
 from support.campaign import write_campaign
 
@@ -60,11 +61,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_a_campaign_launched_twice_keeps_its_spread(db: Path) -> None:
     with Store(db) as store:
-        kept = store.analyses(KIND, campaign="first")
+        kept = store.analyses.of(SpreadBody, KIND, "first")
         none = store.analyses(KIND, campaign="second")
-    tpot = [a["data"] for a in kept if a["data"]["metric"] == "tpot_ms"]
-    assert tpot and tpot[0]["label"] == "C=1" and tpot[0]["df"] == 2  # 2 configs × (2 − 1)
-    assert tpot[0]["engine"].startswith("sim") and "?" not in tpot[0]["host"][:1]
+    tpot = [a.data for a in kept if a.data.metric == "tpot_ms"]
+    assert tpot and tpot[0].label == "C=1" and tpot[0].df == 2  # 2 configs × (2 − 1)
+    assert tpot[0].engine.startswith("sim") and "?" not in tpot[0].host[:1]
     assert none == []  # one launch each: nothing to keep
 
 

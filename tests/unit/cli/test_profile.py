@@ -26,11 +26,11 @@ def test_cli_stores_a_manual_profile_for_a_config_and_point(cli: Cli, tmp_path: 
     r = cli(*profile, "--campaign", "cap", "--as", "baseline", "--point", "C=1", "--format", "json")
     assert r.exit_code == 0, r.stderr
     with Store(db) as store:
-        (row,) = store.analyses("profile", campaign="cap")
+        (row,) = store.analyses.profiles("cap")
         md = render_markdown(build_report(store, "cap"))
-    cap = row["data"]["capture"]
-    assert row["config"] == "baseline" and cap["point"] == "C=1" and cap["mode"] == "cpu"
-    assert cap["engine"] == "vllm" and cap.get("rank") is None and not cap["simulated"]
+    cap = row.data.capture
+    assert cap is not None and row.config == "baseline" and cap.point == "C=1"
+    assert cap.mode == "cpu" and cap.engine == "vllm" and cap.rank is None and not cap.simulated
     assert "### baseline at C=1\n" in md and "CPU mode" in md
 
 
@@ -62,8 +62,8 @@ def test_cli_json_store_and_report_section(cli: Cli, tmp_path: Path) -> None:
     data = json.loads(r.stdout)
     assert data["mean_step"]["kernels"] == 813 and data["graph_launches"] == 16
     with Store(db) as store:
-        (row,) = store.analyses("profile", campaign="prof")
-        assert row["name"] == GRAPH.name and row["data"]["segment"] == "decode"
+        (row,) = store.analyses.profiles("prof")
+        assert row.name == GRAPH.name and row.data.segment == "decode"
         rep = build_report(store, "prof")
     md, html = render_markdown(rep), render_html(rep)
     assert "Where the time goes" in md and "GPU-bound" in md

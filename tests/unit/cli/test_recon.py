@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,6 +13,8 @@ from inferlab.environment import gpu_info, nvml_gpus
 from inferlab.recon.git import repo_info
 from inferlab.secrets import REDACTED
 from inferlab.store import Store
+from inferlab.store.analyses import StoredAnalysis
+from inferlab.store.models import ReconBody
 from support.cli import Cli, CliResult
 from support.git import commit, git, make_checkout
 from support.simproc import SimFactory
@@ -128,9 +129,9 @@ def test_cli_shows_nccl_env_never_secrets(cli: Cli) -> None:
 # -- store and report ------------------------------------------------------------------------
 
 
-def _stored(db: Path, campaign: str) -> list[dict[str, Any]]:
+def _stored(db: Path, campaign: str) -> list[StoredAnalysis[ReconBody]]:
     with Store(db) as store:
-        return store.analyses("recon", campaign=campaign)
+        return store.analyses.of(ReconBody, "recon", campaign)
 
 
 def test_stored_and_reported(cli: Cli, tmp_path: Path, sim_server: SimFactory) -> None:
@@ -149,16 +150,16 @@ def test_stored_and_reported(cli: Cli, tmp_path: Path, sim_server: SimFactory) -
     assert p.exit_code == 0, p.stderr
     assert "stored as analysis" in p.stderr
     (row,) = _stored(db, "c1")
-    assert row["data"]["recon_version"] == 1
-    assert row["data"]["env"]["nccl"]["NCCL_ALGO"] == "Ring<script>"
-    assert row["name"] == row["data"]["host"]
-    assert [e["path"] for e in row["data"]["server"]["endpoints"]][0] == "/v1/models"
+    assert row.data.recon_version == 1
+    assert row.data.env["nccl"]["NCCL_ALGO"] == "Ring<script>"
+    assert row.name == row.data.host and row.data.server is not None
+    assert [e["path"] for e in row.data.to_json()["server"]["endpoints"]][0] == "/v1/models"
     out = tmp_path / "out"
     rep = cli("report", "c1", "--db", str(db), "--out-dir", str(out))
     assert rep.exit_code == 0, rep.stderr
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
-    assert "## Environment recon" in md and f"### Recon of {row['name']}" in md
+    assert "## Environment recon" in md and f"### Recon of {row.name}" in md
     assert "| nccl | NCCL_ALGO | Ring&lt;script&gt; |" in md
     assert "/v1/models" in md and "NCCL, CUDA and engine variables in effect" in md
     assert '<h2 id="recon">Environment recon</h2>' in html

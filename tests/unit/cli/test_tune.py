@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.store import Store
+from inferlab.store.models import TuneBody
 from inferlab.tune.config import DEFAULT_SGLANG
 from inferlab.tune.runner import TuneRun
 from inferlab.tune.saved import RESULT_VERSION
@@ -160,11 +161,11 @@ def test_from_results_merges_stores_and_reports(cli: Cli, tmp_path: Path) -> Non
     assert split["tuned"] == "BM16_BN64_G1_w8_s5"
 
     with Store(db) as store:
-        rows = store.analyses("tune", "dsv3")
-    assert [r["name"] for r in rows] == ["N=2112,K=7168", "N=7168,K=2048"]
-    assert [c["m"] for c in rows[0]["data"]["cells"]] == [1, 16, 64]
-    assert rows[0]["data"]["files"][0]["replaced"] == [1, 16, 64]
-    assert rows[0]["data"]["cells"][0]["default_samples_us"] == [62.8]
+        rows = store.analyses.of(TuneBody, "tune", "dsv3")
+    assert [r.name for r in rows] == ["N=2112,K=7168", "N=7168,K=2048"]
+    assert [c["m"] for c in rows[0].data.cells] == [1, 16, 64]
+    assert rows[0].data.files[0]["replaced"] == [1, 16, 64]
+    assert rows[0].data.cells[0]["default_samples_us"] == [62.8]
 
     rep = tmp_path / "rep"
     p = cli("report", "dsv3", "--db", str(db), "--out-dir", str(rep))

@@ -17,6 +17,7 @@ from inferlab.cluster.nodefiles import NodeFiles, sent, take
 from inferlab.config.campaign import load_campaign
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
+from inferlab.store.models import FilesManifest
 from support.campaign import write_campaign
 from support.campaigns import files
 from support.pkgcopy import tuned_dir
@@ -46,7 +47,7 @@ def test_the_step_installs_restores_and_its_rows_reach_the_store(
         back = node.restore()
         take(store, back, lines.append)
         assert node.restore().rows == []  # restored once
-        states = [a["data"]["state"] for a in store.analyses("files", campaign="files")]
+        states = [a.data.state for a in store.analyses.of(FilesManifest, "files", "files")]
     assert not configs_dir.exists() and states == ["installed", "restored"]
     assert "A: files fp8_gemm: 2 file(s) into" in lines[0] and "as before" in lines[1], lines
 

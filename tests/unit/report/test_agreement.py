@@ -29,7 +29,8 @@ def _store(path: Path) -> None:
     with Store(path) as store, store.transaction():
         cid = store.campaign_id("agr")
         ids = {n: store.config_id(cid, n, engine="vllm", model="m") for n in ("base", "ngram", "bf16", "fp8")}  # fmt: skip
-        ref = {"prompts": ["a", "b"], "continuations": ["x", "y"], "top_k": 20, "tokens": 32}
+        ref = {"prompts": ["a", "b"], "continuations": ["x", "y"], "top_k": 20, "tokens": 32,
+               "positions": [[], []], "seed": 0}  # fmt: skip
         store.add_verification(ids["base"], "logprob-reference", True, ref)
         store.add_verification(ids["ngram"], "agreement", True, _detail(0.0, 32, gating=False))
         store.add_verification(ids["bf16"], "agreement", False, _detail(0.5, 32, gating=True))
@@ -85,7 +86,14 @@ def test_a_check_stored_before_the_upper_bound_was_gated_says_so(tmp_path: Path)
     with Store(tmp_path / "db") as store, store.transaction():
         cid = store.campaign_id("old")
         fp8 = store.config_id(cid, "fp8", engine="vllm", model="m")
-        store.add_verification(fp8, "agreement", False, {"detail": old, "gating": True})
+        stored = {
+            "kind": "agreement",
+            "passed": False,
+            "message": "m",
+            "detail": old,
+            "gating": True,
+        }
+        store.add_verification(fp8, "agreement", False, stored)
     with Store(tmp_path / "db") as store:
         (row,) = agreement_rows(store, "old")
     assert row.cells[4] == "2.78 (not gated)" and row.cells[5] == "0.416 (95% [0.39, 0.416])"

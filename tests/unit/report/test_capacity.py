@@ -45,7 +45,7 @@ def test_the_report_shows_each_configs_capacity_against_the_baseline(tmp_path: P
         store.add_analysis("capacity", "t", _data("t", 30, 31, 30.5, 30.1, 30.9),
                            campaign="c", config_id=ids["odd"])  # fmt: skip
     with Store(tmp_path / "t.db") as store:
-        rows = capacity_rows(stored_capacities(store, "c"), store.config_names("c"), None)
+        rows = capacity_rows(stored_capacities(store, "c"), store.configs.config_names("c"), None)
         sec = slo_section(store, "c")
     assert [r.config for r in rows] == ["base", "fast", "odd"]
     assert rows[1].ratio_text == "×2.00 [1.89–2.12] higher"
@@ -72,7 +72,7 @@ def test_a_capacity_over_rate_reads_in_req_s_and_is_not_compared_with_one_over_c
             data.update(unit="rate", step=0.25, low=low, high=low + 0.25)
             store.add_analysis("capacity", "s", data, campaign="c", config_id=ids[name])
     with Store(tmp_path / "t.db") as store:
-        rows = capacity_rows(stored_capacities(store, "c"), store.config_names("c"), None)
+        rows = capacity_rows(stored_capacities(store, "c"), store.configs.config_names("c"), None)
     assert rows[0].capacity_text == "2.5–2.75 req/s (isotonic 2.6 [2.5–2.7])"
     assert rows[1].ratio_text.endswith("higher") and rows[1].value.unit == "rate"
 

@@ -145,10 +145,10 @@ def test_configs_that_ran_on_different_gpu_models_are_refused_without_force(
             cid = st.campaign_id("c")
             for name, gpu, node in (("base", "NVIDIA H200", "a"), ("other", "NVIDIA H100", "b")):
                 gid = st.config_id(cid, name, engine="sim", model="m")
-                eid = st.environment_id({**base, "gpu_name": gpu, "ray_node_id": node * 40})
+                eid = st.runs.environment_id({**base, "gpu_name": gpu, "ray_node_id": node * 40})
                 for trial in range(2):
                     recs = [rec(i, 10**9 * (i + 1)) for i in range(4)]
-                    st.add_run(
+                    st.runs.add(
                         campaign_id=cid, config_id=gid, environment_id=eid,
                         source="inferlab bench", definitions="inferlab/1", metrics_version=1,
                         label="C=1", concurrency=1, rate=None, trial=trial, model="m",

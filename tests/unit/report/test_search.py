@@ -86,15 +86,15 @@ def test_the_section_reads_the_store_and_says_what_is_absent(
         sec = search_section(store, "opt")
         assert search_section(store, "another") is None  # no trials: no section
     assert sec is not None and sec.title == "Search"
-    cells = trial_cells(trials[0]["data"], "tpot_ms")
+    cells = trial_cells(trials[0].data.to_json(), "tpot_ms")
     assert len(cells) == len(TRIAL_COLUMNS) and cells[-1] == "—"
-    data = dict(trials[0]["data"])  # a capacity at SLO, when a trial carries one
+    data = trials[0].data.to_json()  # a capacity at SLO, when a trial carries one
     data["result"] = {**data["result"], "capacity": {"estimate": 12, "low": 10, "high": 14}}
     assert trial_cells(data, "tpot_ms")[-1] == "12 [10, 14]"
     # a search still running (trials, no summary yet): the trials, and that it has not stopped
     with Store(tmp_path / "copy.db") as store:
         for t in trials:
-            store.add_analysis(TRIAL_KIND, t["name"], t["data"], campaign="opt")
+            store.add_analysis(TRIAL_KIND, t.name, t.data, campaign="opt")
         part = search_section(store, "opt")
         assert store.analyses(SEARCH_KIND, campaign="opt") == []
     assert part is not None and "has not stopped yet" in part.markdown

@@ -22,6 +22,7 @@ from inferlab.search.loop import SearchResult, TrialRecord, TrialResult
 from inferlab.search.trials import Trials
 from inferlab.server.lifecycle import ServerProcess
 from inferlab.store import Store
+from inferlab.store.outcomes import ConfirmBody
 from support.campaign import write_campaign
 from support.campaigns import optimize_campaign
 
@@ -49,8 +50,8 @@ def test_the_winner_is_confirmed_on_fresh_interleaved_launches_and_a_cut_confirm
     with Store(db) as store, pytest.raises(KeyboardInterrupt):
         optimize(path, store=store, launcher=CutAt(names[2]), clock=ModelClock())
     with Store(db) as store:
-        started = store.analyses(CONFIRM_KIND, campaign="opt")
-        assert [a["data"]["status"] for a in started] == ["started"]
+        started = store.analyses.of(ConfirmBody, CONFIRM_KIND, "opt")
+        assert [a.data.status for a in started] == ["started"]
         first = {n: len(store.runs(campaign="opt", config=n)) for n in names}
         assert first == {names[0]: 1, names[1]: 1, names[2]: 0, names[3]: 0}
         res = optimize(path, store=store, resume=True, launcher=InProcessSim(), clock=ModelClock())
@@ -95,11 +96,11 @@ def test_a_winner_that_does_not_confirm_is_not_recommended(
         runs = _Runs(store, CampaignEvents(), InProcessSim(), ModelClock(), None)
         trials = Trials(plan, section, store, runs.trials(section), list(plan.campaign.config))
         c = confirm_winner(trials, "t01-same", "tpot_ms", {"stopped": "patience"})
-        stored = store.analyses(CONFIRM_KIND, campaign="opt")
+        stored = store.analyses.of(ConfirmBody, CONFIRM_KIND, "opt")
     assert not c.confirmed and c.claim == "~" and c.launches == (2, 2)
     assert c.sentence().startswith("not confirmed: tpot_ms ×")
-    assert [a["data"]["status"] for a in stored] == ["started", "decided"]
-    assert stored[-1]["data"]["confirmed"] is False
+    assert [a.data.status for a in stored] == ["started", "decided"]
+    assert stored[-1].data.confirmed is False
     won = TrialRecord(1, "t01-same", {"--itl-ms": "4"}, TrialResult("ok", 4.0, "better"),
                       "baseline", "its A/B, which a do-nothing trial passes α of the time")  # fmt: skip
     search = SearchResult([won], ["baseline", "t01-same"], "patience")

@@ -16,6 +16,7 @@ from inferlab.search.driver import optimize, search_plan
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
 from inferlab.store.capacity import stored_capacities
+from inferlab.store.outcomes import CapacityBody
 from support.campaign import write_campaign
 
 
@@ -118,8 +119,8 @@ def test_the_capacity_objective_over_request_rate(tmp_path: Path) -> None:
     with Store(tmp_path / "db") as store:
         res = optimize(path, store=store, launcher=InProcessSim(), clock=ModelClock())
         caps = stored_capacities(store, "opt")
-        probes = {a["config"]: [p["point"] for p in a["data"]["probes"]]
-                  for a in store.analyses("capacity", "opt")}  # fmt: skip
+        probes = {a.config: [p.point for p in a.data.probes]
+                  for a in store.analyses.of(CapacityBody, "capacity", "opt")}  # fmt: skip
     (trial,) = res.search.trials
     assert trial.result.verdict == "better", trial.result
     ref, cand = caps["t01-ref"][0], caps[trial.name][0]

@@ -21,6 +21,8 @@ from inferlab.search.prune import bound_dims
 from inferlab.search.space import Space
 from inferlab.search.trials import Trials
 from inferlab.store import Store
+from inferlab.store.checks import CheckRecord
+from inferlab.store.outcomes import TrialBody
 from support.campaign import write_campaign
 from support.campaigns import OPT_DIMS, optimize_campaign
 from support.cli import Cli
@@ -39,8 +41,8 @@ def _optimize(path: Path, db: Path, resume: bool = False):  # type: ignore[no-un
         res = optimize(
             path, store=store, resume=resume, launcher=InProcessSim(), clock=ModelClock()
         )
-        names = store.config_names("opt")
-        stored = store.analyses(TRIAL_KIND, campaign="opt")
+        names = store.configs.config_names("opt")
+        stored = store.analyses.of(TrialBody, TRIAL_KIND, "opt")
     return res, names, stored
 
 
@@ -76,7 +78,7 @@ def test_the_search_measures_trials_beside_the_incumbent_and_moves_on_better(
         assert (own in names) != reused, (t.name, prev)
         prev = t
     assert any(t.result.status == "failed" for t in res.search.trials[:-1])
-    assert [a["data"]["name"] for a in stored] == [t.name for t in res.search.trials]
+    assert [a.data.name for a in stored] == [t.name for t in res.search.trials]
     out = res.to_json()
     assert out["best"] == {"name": fast.name, "args": {"--itl-ms": "2", "--jitter-ms": "0.2"},
                            "env": {}, "files": {}}  # fmt: skip
@@ -218,7 +220,7 @@ def test_the_bounds_are_read_again_against_a_new_incumbent_from_its_own_profile(
     plan, section = search_plan(path)
     with Store(tmp_path / "db") as store:
         run_plan(plan, store=store, launcher=InProcessSim(), clock=ModelClock())
-        profiled = {a["config"] for a in store.analyses("profile", campaign="bst")}
+        profiled = {a.config for a in store.analyses("profile", campaign="bst")}
         assert profiled == {"baseline", "ll"}
         # the profiles are stored: re-reading the bounds launches nothing (run: a no-op)
         trials = Trials(plan, section, store, lambda p: {}, list(plan.campaign.config))
@@ -261,8 +263,8 @@ def test_a_lossy_dimension_is_gated_against_the_baseline_and_needs_a_gate(tmp_pa
     assert trials["0"].result.status == "ok", trials["0"].result
     with Store(tmp_path / "db") as store:
         gated = {
-            v.config: v.detail["detail"]
-            for v in store.verifications("opt", kinds=["agreement"])
+            v.config: v.detail.detail
+            for v in store.verifications.of(CheckRecord, "opt", "agreement")
             if v.config.startswith("t0") and not v.config.endswith("-ref")
         }
     assert set(gated) == {t.name for t in res.search.trials}

@@ -13,7 +13,7 @@ from inferlab.errors import StoreError
 from inferlab.store import SCHEMA_VERSION, Store
 from inferlab.store.schema import MIGRATIONS
 from support.records import rec
-from support.stored import add_run, sample_records
+from support.stored import add_run, profile_body, sample_records
 
 
 def test_raw_samples_round_trip_exactly(tmp_path: Path) -> None:
@@ -55,18 +55,19 @@ def test_v1_database_is_upgraded_keeping_its_runs(tmp_path: Path) -> None:
             0
         ] == str(SCHEMA_VERSION)
         old = store.findings("old")
-        assert [(f["message"], f["source"]) for f in old] == [("kept", None)]
-        store.add_findings(
+        assert [(f.message, f.source) for f in old] == [("kept", None)]
+        store.findings.add(
             [{"kind": "oom", "severity": "error", "message": "m", "evidence": {"lines": [3]}}],
             campaign="old",
             source="server.log",
         )
-        aid = store.add_analysis("profile", "t.json.gz", {"steps": 16}, campaign="old")
-        store.add_analysis("profile", "other", {"steps": 1})  # no campaign
+        body = profile_body(kernels=16)
+        aid = store.add_analysis("profile", "t.json.gz", body, campaign="old")
+        store.add_analysis("profile", "other", profile_body())  # no campaign
         got = store.findings("old")
-        assert got[-1]["evidence"] == {"lines": [3]} and got[-1]["source"] == "server.log"
+        assert got[-1].evidence == {"lines": [3]} and got[-1].source == "server.log"
         a = store.analyses("profile", campaign="old")
-        assert [(x["id"], x["name"], x["data"]) for x in a] == [(aid, "t.json.gz", {"steps": 16})]
+        assert [(x.id, x.name, x.data.to_json()) for x in a] == [(aid, "t.json.gz", body)]
         assert len(store.analyses("profile")) == 2 and store.analyses("tune") == []
 
 
@@ -214,7 +215,7 @@ def test_the_client_host_of_each_request_is_stored(tmp_path: Path) -> None:
         with st.transaction():
             cid = st.campaign_id("c")
             gid = st.config_id(cid, "x", engine="sim", model="m")
-            rid = st.add_run(
+            rid = st.runs.add(
                 campaign_id=cid,
                 config_id=gid,
                 environment_id=None,

@@ -16,7 +16,7 @@ _MARK = {"applied": "✓", "not-applied": "✗"}
 
 
 def _configs(store: Store, campaign: str) -> list[str]:
-    return store.verified_configs(campaign, "lever")
+    return store.verifications.configs(campaign, "lever")
 
 
 def applied_section(store: Store, campaign: str) -> Section | None:
@@ -37,13 +37,7 @@ def applied_section(store: Store, campaign: str) -> Section | None:
     ]
     for name in names:
         for it in lever_items(store, campaign, name):
-            cells = (
-                name,
-                it["item"],
-                _MARK.get(str(it["status"]), "?"),
-                it["evidence"],
-                it.get("source") or "",
-            )
+            cells = (name, it.item, _MARK.get(it.status, "?"), it.evidence, it.source or "")
             md.append("| " + " | ".join(_md(c) for c in cells) + " |")
             html.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
     html.append("</table>")

@@ -33,8 +33,8 @@ CLIENTS = (
 def placement_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
     """One row per launch that a Ray actor made: config, node, host, GPUs, ready time."""
     out: list[tuple[str, ...]] = []
-    for launch in store.launches(campaign):
-        d = launch.record
+    for launch in store.verifications.launches(campaign):
+        d = launch.detail
         if d.node_id is None:
             continue
         server_cvd = "server_cuda_visible_devices" in d.model_fields_set  # a failure has none

@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Any
 
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
+from inferlab.store.analyses import StoredFinding
 
 __all__ = ["findings_section"]
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-def _where(f: dict[str, Any]) -> str:
-    ev = f.get("evidence") or {}
+def _where(f: StoredFinding) -> str:
+    ev = f.evidence
     lines = ev.get("lines") if isinstance(ev, dict) else None
-    src = Path(str(f["source"])).name if f.get("source") else ""
+    src = Path(f.source).name if f.source else ""
     if lines:
         shown = ", ".join(str(x) for x in lines[:8]) + (" …" if len(lines) > 8 else "")
         return f"{src} lines {shown}".strip()
@@ -31,9 +31,9 @@ def findings_section(store: Store, campaign: str) -> Section | None:
     rows = store.findings(campaign)
     if not rows:
         return None
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[StoredFinding]] = {}
     for r in rows:
-        groups.setdefault(str(r["config"] or "(campaign)"), []).append(r)
+        groups.setdefault(r.config or "(campaign)", []).append(r)
     md = [
         "What the servers' own logs show (`inferlab logs analyze` on each launch log; "
         "evidence lines are 1-based in the stored log).",
@@ -44,7 +44,7 @@ def findings_section(store: Store, campaign: str) -> Section | None:
         "on each launch log; evidence lines are 1-based in the stored log).</p>"
     ]
     for cfg, fs in groups.items():
-        fs = sorted(fs, key=lambda f: (_ORDER.get(str(f["severity"]), 3), int(f["id"])))
+        fs = sorted(fs, key=lambda f: (_ORDER.get(f.severity, 3), f.id))
         md += [f"### {_md(cfg)}", "", "| severity | kind | finding | evidence | action |"]
         md.append("|---|---|---|---|---|")
         html.append(f"<h3>{escape(cfg)}</h3>")
@@ -53,7 +53,7 @@ def findings_section(store: Store, campaign: str) -> Section | None:
             "<th>action</th></tr>"
         )
         for f in fs:
-            cells = (f["severity"], f["kind"], f["message"], _where(f), f.get("action") or "")
+            cells = (f.severity, f.kind, f.message, _where(f), f.action or "")
             md.append("| " + " | ".join(_md(c) for c in cells) + " |")
             html.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
         md.append("")

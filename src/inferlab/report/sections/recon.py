@@ -4,12 +4,13 @@ tables ``inferlab recon`` prints."""
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from inferlab.recon.tables import ReconTable, recon_tables
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
+from inferlab.store.analyses import StoredAnalysis
+from inferlab.store.models import ReconBody
 
 __all__ = ["recon_section"]
 
@@ -40,25 +41,23 @@ def _html_table(t: ReconTable) -> list[str]:
     return out
 
 
-def _latest_per_host(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    for r in rows:  # oldest first: later ones replace earlier ones
-        latest[str(r["name"])] = r
+def _latest_per_host(rows: list[StoredAnalysis[ReconBody]]) -> list[StoredAnalysis[ReconBody]]:
+    latest = {r.name: r for r in rows}  # oldest first: later ones replace earlier ones
     return list(latest.values())
 
 
 def recon_section(store: Store, campaign: str) -> Section | None:
     """The latest recon per host of ``campaign``; ``None`` when it has none."""
-    rows = _latest_per_host(store.analyses("recon", campaign=campaign))
+    rows = _latest_per_host(store.analyses.of(ReconBody, "recon", campaign))
     if not rows:
         return None
     md: list[str] = []
     html: list[str] = []
     for r in rows:
-        head = f"{r['name']}, {r['data'].get('created_at') or r['created_at']}"
+        head = f"{r.name}, {r.data.created_at or r.created_at}"
         md += [f"### Recon of {_md(head)}", ""]
         html.append(f"<h3>Recon of {escape(head)}</h3>")
-        for t in recon_tables(r["data"]):
+        for t in recon_tables(r.data.to_json()):
             md += _md_table(t)
             html += _html_table(t)
     return Section("recon", "Environment recon", "\n".join(md), "\n".join(html))

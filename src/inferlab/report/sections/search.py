@@ -15,6 +15,7 @@ from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
+from inferlab.store.outcomes import SearchBody, TrialBody
 
 __all__ = ["TRIAL_COLUMNS", "search_section", "trial_cells"]
 
@@ -185,11 +186,11 @@ def _recommendation(out: _Out, s: dict[str, Any]) -> None:
 def search_section(store: Store, campaign: str) -> Section | None:
     """The campaign's search (its latest stored summary and every stored trial); None when no
     trial is stored."""
-    trials = store.analyses(TRIAL_KIND, campaign=campaign)
+    trials = store.analyses.of(TrialBody, TRIAL_KIND, campaign)
     if not trials:
         return None
-    summaries = store.analyses(SEARCH_KIND, campaign=campaign)
-    s: dict[str, Any] = summaries[-1]["data"] if summaries else {}
+    summaries = store.analyses.of(SearchBody, SEARCH_KIND, campaign)
+    s: dict[str, Any] = summaries[-1].data.to_json() if summaries else {}
     out = _Out()
     if s.get("simulated"):
         out.para(SIM, "sim")
@@ -205,7 +206,7 @@ def search_section(store: Store, campaign: str) -> Section | None:
     else:
         out.para("The search has not stopped yet (no summary stored): its trials so far.")
     out.head("Trials")
-    out.table(TRIAL_COLUMNS, [trial_cells(t["data"], metric) for t in trials])
+    out.table(TRIAL_COLUMNS, [trial_cells(t.data.to_json(), metric) for t in trials])
     if s:
         out.para("Incumbent's path: " + " → ".join(str(n) for n in s.get("path") or []))
         stop = str(s.get("stop_text") or STOPPED.get(str(s.get("stopped")), s.get("stopped")))

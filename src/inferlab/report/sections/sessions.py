@@ -57,7 +57,7 @@ def session_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
         if run.purpose != "measure" or not _is_sessions(run.label):
             continue
         server = run.summary.get("server") or {}
-        hit = _hit(server, store.run_meta(run.id).get("warnings") or [])
+        hit = _hit(server, store.runs.meta(run.id).get("warnings") or [])
         kv = _rate(server.get("mean_kv_cache_usage"))
         for t in by_turn(store.requests(run.id)):
             ttft = turn_interval_text(t)

@@ -60,7 +60,8 @@ INTRO = (
 def slo_section(store: Store, campaign: str) -> Section | None:
     """The SLO at each point of ``campaign``; None when no point was measured under one."""
     rows = slo_rows(store, campaign)
-    caps = capacity_rows(stored_capacities(store, campaign), store.config_names(campaign), None)
+    names = store.configs.config_names(campaign)
+    caps = capacity_rows(stored_capacities(store, campaign), names, None)
     if not rows and not caps:
         return None
     md: list[str] = []

@@ -4,11 +4,11 @@ campaign, as the per-M table of ``inferlab tune show`` (definitions: ``inferlab.
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from inferlab.report.sections.base import Section
 from inferlab.report.sections.base import md_text as _md
 from inferlab.store import Store
+from inferlab.store.models import TuneBody
 from inferlab.tune.report import COLUMNS, num, table_rows
 
 __all__ = ["tuning_section"]
@@ -25,21 +25,19 @@ _DEFINITION = (
 
 def tuning_section(store: Store, campaign: str) -> Section | None:
     """W8A8 block-FP8 GEMM tuning results of ``campaign`` (latest run per shape)."""
-    rows = store.analyses("tune", campaign)
+    rows = store.analyses.of(TuneBody, "tune", campaign)
     if not rows:
         return None
-    latest: dict[str, dict[str, Any]] = {}
-    for r in rows:
-        latest[r["name"]] = r
+    latest = {r.name: r for r in rows}
     md: list[str] = [_md(_DEFINITION), ""]
     html: list[str] = [f'<p class="muted">{escape(_DEFINITION)}</p>']
     for name, r in latest.items():
-        d = r["data"]
-        ceil = d.get("ceilings") or {}
+        d = r.data
+        ceil = d.ceilings
         head = (
-            f"{name} on {d.get('device_name', '?')} ({d.get('engine', '?')}); ceilings: copy "
+            f"{name} on {d.device_name} ({d.engine}); ceilings: copy "
             f"{num(ceil.get('copy_gbps'), 0)} GB/s, fp8 {num(ceil.get('fp8_tflops'), 0)} TFLOP/s; "
-            f"stored {r['created_at']}"
+            f"stored {r.created_at}"
         )
         md += [f"### {_md(head)}", ""]
         md.append("| " + " | ".join(COLUMNS) + " |")
@@ -47,16 +45,16 @@ def tuning_section(store: Store, campaign: str) -> Section | None:
         html.append(f"<h3>{escape(head)}</h3>")
         html.append("<table><thead><tr>" + "".join(f"<th>{escape(c)}</th>" for c in COLUMNS))
         html.append("</tr></thead><tbody>")
-        for row in table_rows(d.get("cells") or []):
+        for row in table_rows(d.cells):
             md.append("| " + " | ".join(_md(x) for x in row) + " |")
             html.append("<tr>" + "".join(f"<td>{escape(x)}</td>" for x in row) + "</tr>")
         html.append("</tbody></table>")
         md.append("")
-        for f in d.get("files") or []:
+        for f in d.files:
             line = f"wrote {f.get('path')} (M added {f.get('added')}, replaced {f.get('replaced')})"
             md.append(f"- {_md(line)}")
             html.append(f"<p>{escape(line)}</p>")
-        for w in d.get("warnings") or []:
+        for w in d.warnings:
             md.append(f"- warning: {_md(w)}")
             html.append(f'<p class="warn">warning: {escape(w)}</p>')
         md.append("")
