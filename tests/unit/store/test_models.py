@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import shutil
 import math
 from pathlib import Path
 from typing import Any
