@@ -20,7 +20,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from inferlab.campaign.context import CampaignEvents  # noqa: E402
-from inferlab.campaign.runner import run_campaign  # noqa: E402
+from inferlab.campaign.drivers.runner import run_campaign  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
 from inferlab.cluster.connect import (  # noqa: E402

@@ -9,13 +9,13 @@ from inferlab.faces import lazy_face
 
 if TYPE_CHECKING:
     from inferlab.campaign.context import CampaignEvents, ConfigOutcome
-    from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
-    from inferlab.campaign.resolve import resolve_configs
-    from inferlab.campaign.runner import CampaignResult, run_campaign
-    from inferlab.campaign.up import UpResult, down
+    from inferlab.campaign.drivers.runner import CampaignResult, run_campaign
+    from inferlab.campaign.drivers.up import UpResult, down
+    from inferlab.campaign.parts.plan import Plan, make_plan, render_plan, select_configs
+    from inferlab.campaign.parts.resolve import resolve_configs
 
-# ``up`` is not on the face: ``inferlab.campaign.up`` is its module's name, which the package
-# attribute becomes once that module is imported (``from inferlab.campaign.up import up``)
+# ``up`` is not on the face: ``inferlab.campaign.drivers.up`` is its module's name, which the package
+# attribute becomes once that module is imported (``from inferlab.campaign.drivers.up import up``)
 __all__ = [
     "CampaignEvents",
     "CampaignResult",
@@ -33,14 +33,14 @@ __all__ = [
 __getattr__ = lazy_face(
     __name__,
     {
-        "inferlab.campaign.plan": ("Plan", "make_plan", "render_plan", "select_configs"),
-        "inferlab.campaign.resolve": ("resolve_configs",),
-        "inferlab.campaign.runner": (
+        "inferlab.campaign.parts.plan": ("Plan", "make_plan", "render_plan", "select_configs"),
+        "inferlab.campaign.parts.resolve": ("resolve_configs",),
+        "inferlab.campaign.drivers.runner": (
             "CampaignEvents",
             "CampaignResult",
             "ConfigOutcome",
             "run_campaign",
         ),
-        "inferlab.campaign.up": ("UpResult", "down"),
+        "inferlab.campaign.drivers.up": ("UpResult", "down"),
     },
 )

@@ -4,7 +4,7 @@
 pass on the live server (``campaign.passes``), and undoes the stages in reverse on the way out
 (``contextlib.ExitStack``), also after a failure or Ctrl-C. For ``run`` a stage's failure
 (``StepFailed``), Ctrl-C or an inferlab error becomes the config's outcome and the campaign
-goes on; a known death of its server (``campaign.aftermath``) is told in it. For ``up``
+goes on; a known death of its server (``campaign.parts.aftermath``) is told in it. For ``up``
 (``RunContext.keep``) they are the command's errors.
 """
 
@@ -13,10 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from inferlab.campaign.context import ConfigContext, ConfigOutcome
-from inferlab.campaign.passes import Pass
-from inferlab.campaign.stages import Stage
-from inferlab.campaign.steps import StepFailed
+from inferlab.campaign.context import ConfigContext, ConfigOutcome, Pass, Stage, StepFailed
 from inferlab.errors import InferlabError
 
 __all__ = ["run_config", "staged"]

@@ -6,7 +6,7 @@
 verification, stopped on the way out with the stop, GPU-drain and runtime-failure checks
 (``campaign.steps.server_running``); kind ``openai``: the endpoint already running. ``verified``:
 probes, length, stream, greedy equivalence, the distribution-agreement gate and the lm-eval
-score gate (``campaign.evalstep``) against the reference, stored; a failure ends the config
+score gate (``campaign.parts.evalstep``) against the reference, stored; a failure ends the config
 (``StepFailed`` "verify-failed"). ``levers``: the lever evidence of the config's diff against
 the baseline, stored and told. A new stage is a function here and an entry in
 :data:`RUN_STAGES`.
@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
-from inferlab.campaign import capture
-from inferlab.campaign.context import ConfigContext
-from inferlab.campaign.evalstep import SAMPLES_KIND, eval_check
-from inferlab.campaign.launch import config_row, served_model, server_url
-from inferlab.campaign.steps import StepFailed, check_applied, config_files, server_running
+from inferlab.campaign.context import ConfigContext, StepFailed
+from inferlab.campaign.parts import capture
+from inferlab.campaign.parts.evalstep import SAMPLES_KIND, eval_check
+from inferlab.campaign.parts.launch import config_row, served_model, server_url
+from inferlab.campaign.steps import check_applied, config_files, server_running
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.lossy import LossyGate
 from inferlab.config.resolve import ResolvedConfig

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign import files as lever_files
-from inferlab.campaign import orphans
-from inferlab.campaign.aftermath import RuntimeFailure, stop_and_check
-from inferlab.campaign.applied import LeverItem, check_levers, gather, item_lines, record_levers
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.cpus import CpuSplit
-from inferlab.campaign.launch import SUBPROCESS, Launcher, launch_config, output_dir
-from inferlab.campaign.tunestep import baseline_log, tuned_config
+from inferlab.campaign.context import CpuSplit, Launcher, LeverItem, RuntimeFailure
+from inferlab.campaign.parts import files as lever_files
+from inferlab.campaign.parts import orphans
+from inferlab.campaign.parts.aftermath import stop_and_check
+from inferlab.campaign.parts.applied import check_levers, gather, item_lines, record_levers
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import SUBPROCESS, launch_config
+from inferlab.campaign.parts.tunestep import baseline_log, tuned_config
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -70,7 +70,7 @@ def config_files(
     """``cfg`` with its tuned files, installed; restored on exit unless ``keep`` (``up``).
     ``store``: a recorder on a Ray node; ``file_sets``: the files as read where the campaign
     file is (else read here); ``log``: the baseline's launch log (else found in the store)."""
-    out = output_dir(camp)
+    out = camp.output_dir
     if log is None and isinstance(store, Store) and cfg.tune:
         log = baseline_log(store, camp.campaign.name, base.name)
     cfg, lines = tuned_config(cfg, out, log)
@@ -101,8 +101,8 @@ def config_files(
 @dataclass
 class Held:
     """The config's server while it runs, NVML's used MiB per GPU before its launch and once
-    it was ready, and what killed it while it served (``campaign.aftermath``); where it runs
-    (``launcher``) and, with ``clock``, the clock its points are read on (``campaign.clock``)."""
+    it was ready, and what killed it while it served (``campaign.parts.aftermath``); where it runs
+    (``launcher``) and, with ``clock``, the clock its points are read on (``campaign.parts.clock``)."""
 
     server: ServerProcess | None = None
     gpu_before: list[int] | None = None
@@ -162,7 +162,7 @@ def server_running(
             gpu_ready=held.gpu_ready,
             stopper=held.launcher.stop,
         )
-        orphans.forget(output_dir(camp), cfg.name)
+        orphans.forget(camp.output_dir, cfg.name)
         say(f"{cfg.name}: {line}")
 
 

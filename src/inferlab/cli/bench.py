@@ -21,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from inferlab.campaign.bench import bench_with_record
+from inferlab.campaign.parts.bench import bench_with_record
 from inferlab.config.bench import (
     PREFIX_FIELDS,
     SLO,

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from inferlab.campaign.context import CampaignEvents, ConfigOutcome
-from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.plan import make_plan, render_plan, select_configs
-from inferlab.campaign.runner import CampaignResult, run_campaign
+from inferlab.campaign.drivers.runner import CampaignResult, run_campaign
+from inferlab.campaign.parts.notes import plan_notes
+from inferlab.campaign.parts.plan import make_plan, render_plan, select_configs
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
 

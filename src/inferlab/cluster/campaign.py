@@ -1,7 +1,7 @@
 """``inferlab run CAMPAIGN --ray ADDRESS``: the configs of a campaign side by side on a cluster.
 
 The plan, the cells, ``--resume`` and what is stored are those of ``inferlab run``
-(:mod:`inferlab.campaign.runner`); what changes is where and when. Every config asks Ray for
+(:mod:`inferlab.campaign.drivers.runner`); what changes is where and when. Every config asks Ray for
 a ``STRICT_PACK`` placement group (its server's GPUs and CPUs, its client's CPUs, one node)
 and runs as soon as Ray grants it, beside the others; Ray queues what does not fit yet. Only
 this driver writes the store. A config no node can hold is refused before anything starts.
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inferlab.campaign.context import CampaignEvents, ConfigOutcome
-from inferlab.campaign.launch import campaign_lock, config_row, output_dir
-from inferlab.campaign.plan import Plan, make_plan, select_configs
-from inferlab.campaign.runner import CampaignResult, done_cells
+from inferlab.campaign.drivers.runner import CampaignResult, done_cells
+from inferlab.campaign.parts.launch import campaign_lock, config_row
+from inferlab.campaign.parts.plan import Plan, make_plan, select_configs
 from inferlab.cluster.connect import alive_nodes, connect
 from inferlab.cluster.placement import Need, check_fit, config_need, fits_at_once, node_fits
 from inferlab.cluster.shared import Shared
@@ -46,7 +46,7 @@ WAIT_NOTICE_S = 30.0
 def _absolute_output(camp: CampaignFile) -> CampaignFile:
     """The campaign with its output directory absolute (actors write logs there on their node,
     whatever their working directory)."""
-    out = output_dir(camp).resolve()
+    out = camp.output_dir.resolve()
     return camp.model_copy(update={"campaign": camp.campaign.model_copy(update={"output": out})})
 
 

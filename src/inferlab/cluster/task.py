@@ -18,13 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.aftermath import RuntimeFailure, record_runtime, record_stop, stop_message
-from inferlab.campaign.bench import StoreSink, bench_config
-from inferlab.campaign.context import ConfigOutcome
-from inferlab.campaign.files import Installed
+from inferlab.campaign.context import ConfigOutcome, Installed, RuntimeFailure
+from inferlab.campaign.parts.aftermath import record_runtime, record_stop, stop_message
+from inferlab.campaign.parts.bench import StoreSink, bench_config
+from inferlab.campaign.parts.watch import mark_exited
 from inferlab.campaign.stages import reference_outputs, store_verification
 from inferlab.campaign.steps import check_applied
-from inferlab.campaign.watch import mark_exited
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
 from inferlab.cluster.nodefiles import FilesDone, sent, take
 from inferlab.cluster.placement import Need, node_lost
@@ -293,7 +292,7 @@ class ConfigRun:
         self._wait(self.server.stop.remote(), self._stopped, "stopping")
 
     def _stopped(self, got: Stopped | None) -> None:
-        """Stored as ``inferlab run`` stores a stop (``campaign.aftermath``): the log's
+        """Stored as ``inferlab run`` stores a stop (``campaign.parts.aftermath``): the log's
         findings, the stop check with the GPU drain, and a runtime failure, which turns a
         measured config into a failed one (what was measured is kept)."""
         if got is not None:

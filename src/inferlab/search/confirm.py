@@ -24,7 +24,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from inferlab.campaign.stopping import campaign_launches
+from inferlab.campaign.parts.stopping import campaign_launches
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchSection
 from inferlab.stats.launch_ab import compare_launches

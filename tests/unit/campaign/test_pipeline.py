@@ -11,12 +11,16 @@ from pathlib import Path
 import pytest
 
 from inferlab.campaign import passes
-from inferlab.campaign.context import ConfigContext, ConfigOutcome, RunContext
-from inferlab.campaign.cpus import CpuSplit
+from inferlab.campaign.context import (
+    ConfigContext,
+    ConfigOutcome,
+    CpuSplit,
+    RunContext,
+    Stage,
+    StepFailed,
+)
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.resolve import resolve_configs
-from inferlab.campaign.stages import Stage
-from inferlab.campaign.steps import StepFailed
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
 from support.campaign import write_campaign

@@ -8,10 +8,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from inferlab.campaign.files import check_files
-from inferlab.campaign.launch import config_row
-from inferlab.campaign.plan import make_plan
-from inferlab.campaign.resolve import resolve_configs
+from inferlab.campaign.parts.files import check_files
+from inferlab.campaign.parts.launch import config_row
+from inferlab.campaign.parts.plan import make_plan
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.cluster.campaign import _may_place, _needs
 from inferlab.cluster.nodefiles import NodeFiles, sent, take
 from inferlab.config.campaign import load_campaign

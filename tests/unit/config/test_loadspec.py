@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from inferlab.campaign.bench import bench_config
+from inferlab.campaign.parts.bench import bench_config
 from inferlab.cli.bench import bench
 from inferlab.config.bench import BenchConfig, LoadSpec, WorkloadSpec
 from inferlab.config.campaign import CampaignFile, LoadSection

@@ -63,7 +63,8 @@ def test_launches_leave_the_stored_json_unchanged(tmp_path: Path) -> None:
 
 
 def test_a_lever_check_reads_back_as_its_writer_stored_it(tmp_path: Path) -> None:
-    from inferlab.campaign.applied import LeverItem, record_levers
+    from inferlab.campaign.context import LeverItem
+    from inferlab.campaign.parts.applied import record_levers
 
     items = [
         LeverItem("--tp", "flag", "applied", "line 3: tp=2", "launch log"),

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import inferlab
 from inferlab.campaign.context import CampaignEvents
-from inferlab.campaign.demo_prompts import write_quote_prompts
-from inferlab.campaign.runner import CampaignResult, run_campaign
+from inferlab.campaign.drivers.runner import CampaignResult, run_campaign
+from inferlab.campaign.parts.demo_prompts import write_quote_prompts
 from inferlab.envs.smollm2 import ensure_smollm2
 from inferlab.envs.vllm_cpu import ensure_vllm_cpu
 from inferlab.models import write_tiny_model

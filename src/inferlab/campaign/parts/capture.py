@@ -28,8 +28,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.collect import CaptureFailed, FileStore, LocalFiles, SshFiles, wait_complete
-from inferlab.campaign.launch import output_dir
+from inferlab.campaign.parts.collect import (
+    CaptureFailed,
+    FileStore,
+    LocalFiles,
+    SshFiles,
+    wait_complete,
+)
 from inferlab.config.campaign import CampaignFile, ProfileSection, locate
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -76,7 +81,7 @@ def is_profiled(camp: CampaignFile, cfg: ResolvedConfig) -> bool:
 def capture_base(camp: CampaignFile, cfg: ResolvedConfig) -> str:
     """Where the server writes traces: under the output directory (remote: under /tmp)."""
     if cfg.is_local:
-        return str((output_dir(camp) / "profiles" / cfg.name).resolve())
+        return str((camp.output_dir / "profiles" / cfg.name).resolve())
     return f"/tmp/inferlab-profiles/{camp.campaign.name}/{cfg.name}"
 
 

@@ -22,9 +22,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.bench import bench_with_record
-from inferlab.campaign.capacity_probe import CONCURRENCY, Ladder, Probe, ProbeJudge, stored_term
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.bench import bench_with_record
+from inferlab.campaign.parts.capacity_probe import (
+    CONCURRENCY,
+    Ladder,
+    Probe,
+    ProbeJudge,
+    stored_term,
+)
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents

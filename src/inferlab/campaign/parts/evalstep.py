@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.launch import output_dir
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.evalgate import EvalGate
 from inferlab.config.resolve import ResolvedConfig
@@ -72,7 +71,7 @@ def eval_check(
     gate = camp.verify.eval
     assert gate is not None
     is_ref = cfg.name == reference_config
-    work = output_dir(camp) / "lm-eval" / cfg.name
+    work = camp.output_dir / "lm-eval" / cfg.name
     try:
         run = run_harness(gate, url, model, Path(work))
         mine = sample_scores(run, gate.metric, gate.filter)

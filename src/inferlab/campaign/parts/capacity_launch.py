@@ -1,6 +1,6 @@
 """The launch term of a capacity at SLO, from the launch-to-launch spreads stored for the
 engine, model and host it is measured on (``store.spreads``, written after a campaign with
-configs launched more than once: ``campaign.spreads``).
+configs launched more than once: ``campaign.parts.spreads``).
 
 A percentile limit of TTFT, TPOT, E2E or ITL takes the stored spread of that metric's
 compared value (``ttft_ms``, ``tpot_ms``, ``e2e_ms``, ``itl_ms``: their medians), at any load

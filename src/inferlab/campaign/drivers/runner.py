@@ -1,8 +1,8 @@
 """``inferlab run CAMPAIGN.toml``: every config launched, verified, measured, stored, stopped.
 
 First, holding the campaign's lock: orphan servers of a runner that died are stopped and its
-pending kernel-config files restored (``campaign.orphans``), and what the store knows is told
-(``campaign.notes``). Then, per config, ``campaign.pipeline.run_config`` over
+pending kernel-config files restored (``campaign.parts.orphans``), and what the store knows is told
+(``campaign.parts.notes``). Then, per config, ``campaign.pipeline.run_config`` over
 ``campaign.stages.RUN_STAGES``: tuned files made and ``files`` installed → launch → verify →
 lever evidence against the baseline; then the sweep pass (``campaign.passes``): (warmup) →
 every load point × trial → the profiled passes of ``[profile]`` → scrape; then the stages
@@ -12,12 +12,12 @@ and remedy, and the campaign goes on. ``resume`` skips finished cells of configs
 hash is unchanged (a changed config is a new config: its old results are never mixed in).
 Only one server of a campaign runs at a time. With ``[load] launches`` (and
 ``max_launches``) every config is launched in rounds of alternating order, then again while a
-candidate's verdict is unsettled (``campaign.rounds``); each round's outcomes are named
+candidate's verdict is unsettled (``campaign.parts.rounds``); each round's outcomes are named
 "CONFIG (launch K)" and, with a budget above one launch, each config's launches and why it
 stopped are said and stored (analysis "launches"). With ``[load] interleave``, the baseline is
-measured again just before each candidate after the first (``campaign.interleave``). With
+measured again just before each candidate after the first (``campaign.drivers.interleave``). With
 ``[load] recheck_baseline``, the baseline is launched once more after the last config and
-every point rechecked (``campaign.recheck``).
+every point rechecked (``campaign.parts.recheck``).
 """
 
 from __future__ import annotations
@@ -27,23 +27,30 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from inferlab.campaign import passes, profiled, rounds
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.context import CampaignEvents, ConfigContext, ConfigOutcome, RunContext
-from inferlab.campaign.files import target_dir
-from inferlab.campaign.interleave import interleave_step, needs_pass
-from inferlab.campaign.launch import SUBPROCESS, Launcher, campaign_lock, config_row
-from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.orphans import recover_campaign
+from inferlab.campaign import passes
+from inferlab.campaign.context import (
+    CampaignEvents,
+    ConfigContext,
+    ConfigOutcome,
+    Held,
+    Launcher,
+    RunContext,
+)
+from inferlab.campaign.drivers.interleave import interleave_step, needs_pass
+from inferlab.campaign.parts import profiled, rounds
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.files import target_dir
+from inferlab.campaign.parts.launch import SUBPROCESS, campaign_lock, config_row
+from inferlab.campaign.parts.notes import plan_notes
+from inferlab.campaign.parts.orphans import recover_campaign
+from inferlab.campaign.parts.plan import Plan, make_plan, select_configs
+from inferlab.campaign.parts.predictions import predict_now
+from inferlab.campaign.parts.recheck import recheck_todo
+from inferlab.campaign.parts.recon import store_recon
+from inferlab.campaign.parts.spreads import record_spreads
+from inferlab.campaign.parts.stopping import campaign_launches
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.plan import Plan, make_plan, select_configs
-from inferlab.campaign.predictions import predict_now
-from inferlab.campaign.recheck import recheck_todo
-from inferlab.campaign.recon import store_recon
-from inferlab.campaign.spreads import record_spreads
 from inferlab.campaign.stages import RUN_STAGES
-from inferlab.campaign.steps import Held
-from inferlab.campaign.stopping import campaign_launches
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
 from inferlab.stats.metrics import listed
@@ -84,8 +91,8 @@ def run_campaign(
 ) -> CampaignResult:
     """Run every config of the campaign (or those named in ``only``, in file order); see the
     module docstring for the order and rules. ``launcher``: where the servers run
-    (``campaign.launch``: subprocesses by default); ``clock``: the reference engine's points
-    read on its model clock, with an injected client lag (``campaign.clock``)."""
+    (``campaign.parts.launch``: subprocesses by default); ``clock``: the reference engine's points
+    read on its model clock, with an injected client lag (``campaign.parts.clock``)."""
     plan = select_configs(make_plan(path), only)
     return run_plan(
         plan, store=store, events=events, resume=resume, no_verify=no_verify,
@@ -117,7 +124,7 @@ def run_plan(
     )  # fmt: skip
     result = CampaignResult(name, [])
     with campaign_lock(camp):
-        for line in recover_campaign(plan.output_dir, store) + plan_notes(plan, store):
+        for line in recover_campaign(plan.campaign.output_dir, store) + plan_notes(plan, store):
             events.message(line)
         if not (resume and store.analyses("recon", campaign=name)):
             store_recon(store, name, plan.configs, events.message)
@@ -143,7 +150,7 @@ def run_plan(
 
 @dataclass
 class _Walk:
-    """The configs of a run, round by round (``campaign.rounds``): what was measured last (the
+    """The configs of a run, round by round (``campaign.parts.rounds``): what was measured last (the
     interleave's ``previous``) and the configs that failed (not launched again)."""
 
     plan: Plan
@@ -210,7 +217,7 @@ def _interleave(
     plan: Plan, run: RunContext, result: CampaignResult, candidate: str,
     todo: set[tuple[str, int]], k: int,
 ) -> tuple[str, set[tuple[str, int]]] | None:  # fmt: skip
-    """The baseline's pass before ``candidate`` in round ``k`` (``campaign.interleave``), told
+    """The baseline's pass before ``candidate`` in round ``k`` (``campaign.drivers.interleave``), told
     and kept in ``result``; what it measured (None when it did not finish)."""
     out = interleave_step(plan, run, candidate, todo, k)
     if k > 1:
@@ -241,7 +248,7 @@ def _check_start(plan: Plan, store: Store, resume: bool, no_verify: bool) -> Non
 
 def _recheck_step(plan: Plan, run: RunContext, result: CampaignResult) -> None:
     """The baseline launched again and rechecked at every point it has measured and not
-    rechecked yet (``campaign.recheck``); its outcome is "BASELINE (recheck)"."""
+    rechecked yet (``campaign.parts.recheck``); its outcome is "BASELINE (recheck)"."""
     base, store = plan.baseline, run.store
     if base.name not in {c.name for c in plan.configs} or store is None:
         return

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferlab.campaign import capture
-from inferlab.campaign.bench import bench_config
-from inferlab.campaign.cpus import CpuSplit, plan_cpus
-from inferlab.campaign.evalstep import plan_line
-from inferlab.campaign.files import check_files
-from inferlab.campaign.launch import output_dir
-from inferlab.campaign.resolve import resolve_configs
-from inferlab.campaign.stopping import stopping_lines
+from inferlab.campaign.context import CpuSplit
+from inferlab.campaign.parts import capture
+from inferlab.campaign.parts.bench import bench_config
+from inferlab.campaign.parts.cpus import plan_cpus
+from inferlab.campaign.parts.evalstep import plan_line
+from inferlab.campaign.parts.files import check_files
+from inferlab.campaign.parts.resolve import resolve_configs
+from inferlab.campaign.parts.stopping import stopping_lines
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig
@@ -51,11 +51,6 @@ class Plan:
         """The config the others are tested against: greedy equivalence and the sequential
         A/B (``[verify] equivalent_to``, else the baseline)."""
         return reference_name(self.campaign, self.baseline)
-
-    @property
-    def output_dir(self) -> Path:
-        """Where the campaign's files go: traces, tuned files, manifests, server state."""
-        return output_dir(self.campaign)
 
 
 def reference_name(camp: CampaignFile, baseline: ResolvedConfig) -> str:

@@ -46,7 +46,7 @@ def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[st
 
 
 def launch_budget(load: LoadSection) -> int:
-    """The most launches of one config (``campaign.rounds``): ``max_launches``, by default the
+    """The most launches of one config (``campaign.parts.rounds``): ``max_launches``, by default the
     larger of ``launches`` and ``DEFAULT_LAUNCHES[1]``."""
     return load.max_launches or max(load.launches, DEFAULT_LAUNCHES[1])
 

@@ -13,17 +13,16 @@ inferlab does not launch, is never pinned.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from inferlab.campaign.context import CpuSplit
 from inferlab.config.campaign import CampaignFile, locate
 from inferlab.config.hosts import is_local_host
 from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 
-__all__ = ["CpuSplit", "campaign_streams", "plan_cpus"]
+__all__ = [ "campaign_streams", "plan_cpus"]
 
 #: one client CPU per this many streams: on the H200 (vLLM 0.26, 2026-12-01) one client CPU
 #: read loop-lag p99 1.09-2.37 ms (over the 1 ms trust limit) at C=8, 32 and 128 with 2-12 k
@@ -31,41 +30,6 @@ __all__ = ["CpuSplit", "campaign_streams", "plan_cpus"]
 STREAMS_PER_CLIENT_CPU = 16
 #: the client never takes more than this share of the host's CPUs by default
 CLIENT_SHARE = 0.25
-
-
-@dataclass(frozen=True)
-class CpuSplit:
-    """The server's and the client's CPUs (None: not pinned) and why."""
-
-    server: tuple[int, ...] | None
-    client: tuple[int, ...] | None
-    source: str  # auto | campaign file | off | remote | not launched | one CPU
-    note: str
-    server_env: dict[str, str] = field(default_factory=dict)  # the engine's thread knob
-
-    def lines(self) -> list[str]:
-        """The split as the plan prints it."""
-        if self.server is None and self.client is None:
-            return [f"CPU split: none — {self.note}"]
-        srv = f"server {format_cpu_list(self.server)}" if self.server else "server not pinned"
-        cli = f"client {format_cpu_list(self.client)}" if self.client else "client not pinned"
-        out = [f"CPU split ({self.source}): {srv}; {cli} — {self.note}"]
-        if self.server_env:
-            out.append(
-                "    server thread knob: "
-                + " ".join(f"{k}={v}" for k, v in sorted(self.server_env.items()))
-            )
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """As the stored environment records it."""
-        return {
-            "server": format_cpu_list(self.server) if self.server else None,
-            "client": format_cpu_list(self.client) if self.client else None,
-            "source": self.source,
-            "note": self.note,
-            "server_env": dict(self.server_env),
-        }
 
 
 def campaign_streams(camp: CampaignFile) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from inferlab.campaign.applied import item_lines
+from inferlab.campaign.parts.applied import item_lines
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
 from inferlab.server.files import file_op

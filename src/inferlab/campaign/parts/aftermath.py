@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign.context import RuntimeFailure
 from inferlab.engines import EngineSpec, classify_log, primary_failure
 from inferlab.logs import store_log_findings
 from inferlab.server import ServerProcess, StopReport, log_tail, stop
@@ -21,7 +21,6 @@ from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_return
 from inferlab.store import Store
 
 __all__ = [
-    "RuntimeFailure",
     "record_runtime",
     "record_stop",
     "runtime_failure",
@@ -51,34 +50,6 @@ def record_stop(store: Store, config_id: int, rep: StopReport, drain: GpuDrain |
     with store.transaction():
         store.add_verification(config_id, "stop", passed, detail)
     return passed
-
-
-@dataclass(frozen=True)
-class RuntimeFailure:
-    """The root-cause fatal line of a server that had come up."""
-
-    kind: str
-    line_no: int
-    text: str
-    remedy: str
-    log_path: str
-    flags: tuple[str, ...] = ()
-    tail: list[str] = field(default_factory=list)
-
-    @property
-    def message(self) -> str:
-        return f"{self.kind} while serving (log line {self.line_no}): {self.text.strip()[:300]}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "remedy": self.remedy,
-            "flags": list(self.flags),
-            "line_no": self.line_no,
-            "tail": self.tail,
-            "log_path": self.log_path,
-        }
 
 
 def runtime_failure(spec: EngineSpec, log_path: str | Path) -> RuntimeFailure | None:

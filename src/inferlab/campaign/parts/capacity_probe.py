@@ -1,4 +1,4 @@
-"""One probe of a capacity search (``campaign.capacity``): where it may be (``Ladder``), what
+"""One probe of a capacity search (``campaign.parts.capacity``): where it may be (``Ladder``), what
 it measured (``Probe``) and how its verdict is reached (``ProbeJudge``: the error budget's
 level, the probe's own seed, the launch's offsets; ``stats.capacity_error``)."""
 
@@ -135,7 +135,7 @@ class ProbeJudge:
 
 def stored_term(db: Path | Store, run_id: int, limits: dict[str, float]) -> LaunchTerm | None:
     """The stored launch term for a search whose first probe is run ``run_id``."""
-    from inferlab.campaign.capacity_launch import stored_launch_term
+    from inferlab.campaign.parts.capacity_launch import stored_launch_term
 
     if isinstance(db, Store):
         return stored_launch_term(db, run_id, limits)

@@ -23,11 +23,11 @@ import json
 import os
 import re
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.files import Installed
+from inferlab.campaign.context import Installed, LeverItem
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine, parse_prometheus
 from inferlab.engines.evidence import EnvEvidence, field_name, same_value
@@ -38,27 +38,9 @@ from inferlab.recon.tuned import parse_config_name
 from inferlab.secrets import scrub_text
 from inferlab.store import Store
 
-__all__ = ["LeverItem", "Sources", "check_levers", "gather", "item_lines", "record_levers"]
+__all__ = [ "Sources", "check_levers", "gather", "item_lines", "record_levers"]
 
 _MAX_LOG = 64 << 20
-
-
-@dataclass
-class LeverItem:
-    """One item of a config's diff and what shows whether it took effect."""
-
-    item: str  # "--speculative-config" | "env NCCL_PROTO" | "files fp8_gemm" | "model"
-    kind: str  # flag | env | files | model
-    status: str  # applied | not-applied | unknown
-    evidence: str
-    source: str | None  # "launch log" | "server_info" | "metrics" | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def mark(self) -> str:
-        return {"applied": "✓", "not-applied": "✗"}.get(self.status, "?")
 
 
 @dataclass

@@ -8,7 +8,7 @@ back when it ends (``GET /truth``), re-times the point's records on the model cl
 back to back; a replay's requests sent at their scheduled times, ``late_ms`` after
 them), puts the injected loop lag (ms, per load-point label; 0 elsewhere) in
 place of the client's own, decides an adaptive point's stop again on the model clock
-(``campaign.clockstop``: the live sweep runs to its cap, ``ModelClock.live``), and derives
+(``campaign.parts.clockstop``: the live sweep runs to its cap, ``ModelClock.live``), and derives
 the point's summary, trust and warnings again (``load.point``). For the reference engine only;
 what it removes is exactly what ``benchmarks/`` measures (the client's accuracy, trust under load).
 """
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferlab.campaign.clockstop import live_config, replay_stop
+from inferlab.campaign.parts.clockstop import live_config, replay_stop
 from inferlab.config.bench import BenchConfig
 from inferlab.config.pattern import Replay
 from inferlab.errors import SimError
@@ -65,7 +65,7 @@ class ModelClock:
         self, cfg: BenchConfig, baselines: Mapping[str, BaselineRef] | None = None
     ) -> tuple[BenchConfig, dict[str, BaselineRef]]:
         """The config and baselines the live sweep runs with: adaptive points to their cap,
-        their stop decided on the model clock by the sink (``campaign.clockstop``)."""
+        their stop decided on the model clock by the sink (``campaign.parts.clockstop``)."""
         return live_config(cfg, baselines or {})
 
 

@@ -1,4 +1,4 @@
-"""One profiled pass (see :mod:`inferlab.campaign.capture`): the point's load again, a capture
+"""One profiled pass (see :mod:`inferlab.campaign.parts.capture`): the point's load again, a capture
 beside it, then every rank's trace analyzed and stored; failures become findings."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.capture import (
+from inferlab.campaign.parts.bench import StoreSink
+from inferlab.campaign.parts.capture import (
     STEADY_AFTER_S,
     CaptureOutcome,
     Controller,
@@ -19,8 +19,7 @@ from inferlab.campaign.capture import (
     is_profiled,
     prefix_for,
 )
-from inferlab.campaign.collect import CaptureFailed, RankFile
-from inferlab.campaign.launch import output_dir
+from inferlab.campaign.parts.collect import CaptureFailed, RankFile
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile, ProfileSection
 from inferlab.config.pattern import Replay
@@ -213,7 +212,7 @@ def profiled_pass(
     if load_error is not None and not ctl.found:
         _finding(store, camp, gid, out, "start-failed", f"the profiled load failed: {load_error}")
         return out
-    local = output_dir(camp) / "profiles" / cfg.name / prefix
+    local = camp.output_dir / "profiles" / cfg.name / prefix
     try:
         fetched = [(rf, files.fetch(rf, local)) for rf in ctl.found]
     except CaptureFailed as exc:

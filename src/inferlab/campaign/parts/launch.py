@@ -1,7 +1,7 @@
 """Launching one campaign config: its argv, its health URL, its orphan record, its store row.
 
 ``launch_config`` starts the server through a :class:`Launcher`, records it against orphans
-(``campaign.orphans``) as soon as the process exists, and waits until it is ready, failing fast
+(``campaign.parts.orphans``) as soon as the process exists, and waits until it is ready, failing fast
 on the engine's fatal log signatures; a launch that fails or is interrupted is stopped and its
 record dropped. The ``Launcher`` is the seam between a campaign and its servers' processes (as
 httpx's ``Transport`` is between a client and the network): :data:`SUBPROCESS`, the default,
@@ -21,12 +21,11 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from inferlab.campaign import files as lever_files
-from inferlab.campaign import orphans
-from inferlab.campaign.cpus import CpuSplit
+from inferlab.campaign.context import CpuSplit, Launcher
+from inferlab.campaign.parts import files as lever_files
+from inferlab.campaign.parts import orphans
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine
@@ -56,21 +55,16 @@ __all__ = [
     "fatal_check",
     "health_path",
     "launch_config",
-    "output_dir",
     "served_model",
     "server_url",
 ]
 
 
-def output_dir(camp: CampaignFile) -> Path:
-    return camp.campaign.output or Path("inferlab-out") / camp.campaign.name
-
-
 @contextlib.contextmanager
 def campaign_lock(camp: CampaignFile) -> Iterator[None]:
     """One runner per campaign on a host: at most one of its servers runs at a time
-    (``campaign.orphans.campaign_lock`` on its output directory)."""
-    with orphans.campaign_lock(output_dir(camp), camp.campaign.name):
+    (``campaign.parts.orphans.campaign_lock`` on its output directory)."""
+    with orphans.campaign_lock(camp.output_dir, camp.campaign.name):
         yield
 
 
@@ -103,25 +97,6 @@ def health_path(cfg: ResolvedConfig) -> str:
 def server_url(server: ServerProcess, cfg: ResolvedConfig) -> str:
     """The base URL of a launched server (its health URL without the health path)."""
     return server.spec.health_url.removesuffix(health_path(cfg))
-
-
-class Launcher(Protocol):
-    """Where a config's server is started, waited for and stopped."""
-
-    #: whether its servers can outlive this process (then they are recorded against orphans)
-    outlives: bool
-
-    def start(self, spec: LaunchSpec) -> ServerProcess:
-        """Start the server (not yet ready)."""
-        ...
-
-    def wait_ready(self, server: ServerProcess, fatal: FatalCheck | None) -> float:
-        """Seconds until it answered its health path; ``LaunchError`` when it does not."""
-        ...
-
-    def stop(self, server: ServerProcess, *, drain_timeout_s: float = 60.0) -> StopReport:
-        """Stop it and say how (``StopReport``)."""
-        ...
 
 
 class SubprocessLauncher:
@@ -217,7 +192,7 @@ def launch_config(
     """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). With
     ``cpus``, its process group runs on the server's CPUs, the engine's thread knob set to
     match (a config's own ``env`` wins). The server
-    is recorded against orphans (``campaign.orphans``) from the moment it exists; a launch that
+    is recorded against orphans (``campaign.parts.orphans``) from the moment it exists; a launch that
     fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
     this process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves
     it running). ``launcher``: where it runs (see the module docstring)."""
@@ -234,7 +209,7 @@ def launch_config(
         template=cfg.command,
     )
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    log = output_dir(camp) / "logs" / f"{cfg.name}-{stamp}.log"
+    log = camp.output_dir / "logs" / f"{cfg.name}-{stamp}.log"
     ls = LaunchSpec(
         name=cfg.name,
         argv=argv,
@@ -250,12 +225,12 @@ def launch_config(
     )
     server = launcher.start(ls)
     if launcher.outlives:
-        orphans.remember(output_dir(camp), cfg.name, server)
+        orphans.remember(camp.output_dir, cfg.name, server)
     try:
         launcher.wait_ready(server, fatal_check(spec))
     except BaseException:
         launcher.stop(server, drain_timeout_s=10.0)
-        orphans.forget(output_dir(camp), cfg.name)
+        orphans.forget(camp.output_dir, cfg.name)
         raise
     return server
 

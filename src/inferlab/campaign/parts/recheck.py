@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.profiled import point_bench
+from inferlab.campaign.parts.bench import StoreSink
+from inferlab.campaign.parts.profiled import point_bench
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConnectError, ServerRejected
 from inferlab.load.bench import BenchEvents, LoadPoint, ResultSink, run_bench

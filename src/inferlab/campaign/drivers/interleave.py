@@ -15,9 +15,9 @@ two per candidate and the baseline minutes, not the whole campaign, from each ca
 Each pass is stored as the baseline's runs with ``purpose = 'interleave'``, tagged with the
 candidate (``store.interleave``): nothing is lost, and the first pass alone stays the
 baseline's row of every table. The candidate's sequential A/B is tested against the newest
-pass (``campaign.stopping.baseline_refs``); ``compare``, ``report`` and ``levers`` judge it
+pass (``campaign.parts.stopping.baseline_refs``); ``compare``, ``report`` and ``levers`` judge it
 against its nearest pass (``store.interleave.nearest_pass``) and say which. With
-``[load] launches`` ≥ 2 (``campaign.rounds``) each round runs the candidates each after a pass
+``[load] launches`` ≥ 2 (``campaign.parts.rounds``) each round runs the candidates each after a pass
 like this, which is the baseline's launch of that round.
 """
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from inferlab.campaign import passes
 from inferlab.campaign.context import ConfigContext, ConfigOutcome, RunContext
-from inferlab.campaign.launch import config_row
+from inferlab.campaign.parts.launch import config_row
+from inferlab.campaign.parts.plan import Plan
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.plan import Plan
 from inferlab.campaign.stages import RUN_STAGES
 
 __all__ = ["interleave_step", "needs_pass"]
@@ -48,7 +48,7 @@ def interleave_step(
     plan: Plan, run: RunContext, candidate: str, todo: set[tuple[str, int]], launch: int = 1
 ) -> ConfigOutcome:
     """The baseline launched again and measured at ``todo`` just before ``candidate`` (in
-    round ``launch`` of ``[load] launches``: its runs tagged with it, ``campaign.rounds``); its
+    round ``launch`` of ``[load] launches``: its runs tagged with it, ``campaign.parts.rounds``); its
     outcome is "BASELINE (before CANDIDATE)"."""
     base = plan.baseline
     assert run.store is not None  # ``run`` always stores

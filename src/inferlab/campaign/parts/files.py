@@ -27,11 +27,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from inferlab.campaign.fileset import FileSet, check_files, config_dir, config_extra
+from inferlab.campaign.context import Installed
+from inferlab.campaign.parts.fileset import FileSet, check_files, config_dir, config_extra
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
@@ -40,7 +41,6 @@ from inferlab.store import Store
 
 __all__ = [
     "FileSet",
-    "Installed",
     "Rows",
     "check_files",
     "config_dir",
@@ -102,25 +102,6 @@ def target_dir(cfg: ResolvedConfig, kind: str) -> str:
 
 
 # -- install and restore ------------------------------------------------------------------
-
-
-@dataclass
-class Installed:
-    """A pending manifest: what was installed for a config, and how to undo it."""
-
-    path: Path  # the manifest file in the campaign's output directory
-    data: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def config(self) -> str:
-        return str(self.data["config"])
-
-    def entries(self) -> list[dict[str, Any]]:
-        return [
-            {k: v for k, v in e.items() if k != "original"}
-            for d in self.data["dirs"]
-            for e in d["entries"]
-        ]
 
 
 def _sha(text: str) -> str:

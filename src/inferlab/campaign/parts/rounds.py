@@ -27,9 +27,9 @@ import math
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
-from inferlab.campaign.launch import config_row
-from inferlab.campaign.plan import Plan
-from inferlab.campaign.stopping import launch_budget
+from inferlab.campaign.parts.launch import config_row
+from inferlab.campaign.parts.plan import Plan
+from inferlab.campaign.parts.stopping import launch_budget
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.stats.launch_ab import compare_launches, settled
 from inferlab.stats.launches import launch_estimate, launches_of

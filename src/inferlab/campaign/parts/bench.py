@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab import METRICS_VERSION
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig, LoadSpec
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.urls import redact_url
@@ -175,7 +175,7 @@ def bench_with_record(
     config_id: int | None = None,
 ) -> tuple[BenchResult, list[int]]:
     """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids.
-    ``clock``: the reference engine's points read on its model clock (``campaign.clock``)."""
+    ``clock``: the reference engine's points read on its model clock (``campaign.parts.clock``)."""
     sinks: list[ResultSink] = [clock.sink(cfg.url, cfg)] if clock is not None else []
     env = None
     if cfg.client_cpus:

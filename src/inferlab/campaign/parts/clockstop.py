@@ -2,7 +2,7 @@
 
 A live stopping rule (``load.adaptive``: the precision rule, the sequential A/B) decides from
 the client's own timestamps while the point runs, so on a loaded machine where it stops, and
-what the stored test says, depend on the wall clock. Under ``campaign.clock`` a sweep whose
+what the stored test says, depend on the wall clock. Under ``campaign.parts.clock`` a sweep whose
 points are all closed loop is measured live as a fixed count instead (``live_config``: the cap
 and two requests a user more, ``max_requests + 2·C``, no rule asked while it runs), and
 ``replay_stop`` asks a fresh rule (the one ``load.adaptive.choose_rule`` picks for the point,

@@ -16,23 +16,23 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab.campaign import files as lever_files
-from inferlab.campaign import orphans, passes, stages
-from inferlab.campaign.applied import LeverItem
-from inferlab.campaign.context import ConfigContext, RunContext
-from inferlab.campaign.cpus import CpuSplit, campaign_streams, plan_cpus
-from inferlab.campaign.launch import (
-    campaign_lock,
-    config_row,
-    launch_config,
-    output_dir,
+from inferlab.campaign import passes, stages
+from inferlab.campaign.context import (
+    ConfigContext,
+    CpuSplit,
+    LeverItem,
+    RunContext,
+    Stage,
+    StepFailed,
 )
-from inferlab.campaign.orphans import recover_campaign
+from inferlab.campaign.parts import files as lever_files
+from inferlab.campaign.parts import orphans
+from inferlab.campaign.parts.cpus import campaign_streams, plan_cpus
+from inferlab.campaign.parts.launch import campaign_lock, config_row, launch_config
+from inferlab.campaign.parts.orphans import recover_campaign
+from inferlab.campaign.parts.plan import reference_name
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.plan import reference_name
-from inferlab.campaign.resolve import resolve_configs
-from inferlab.campaign.stages import Stage
-from inferlab.campaign.steps import StepFailed
 from inferlab.config.campaign import CampaignFile, load_campaign
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -43,7 +43,7 @@ from inferlab.server.lifecycle import Proc
 from inferlab.store import Store
 from inferlab.verify import VerifyReport
 
-#: ``fatal_check``, ``launch_config``, ``output_dir``, ``served_model``: ``campaign.launch``'s,
+#: ``fatal_check``, ``launch_config``, ``output_dir``, ``served_model``: ``campaign.parts.launch``'s,
 #: where ``cluster.actors`` takes them from
 __all__ = [
     "UP_GIVEN",
@@ -73,7 +73,7 @@ class UpResult:
 
 
 def _state_path(camp: CampaignFile, config: str) -> Path:
-    return output_dir(camp) / ".servers" / f"{config}.json"
+    return camp.output_dir / ".servers" / f"{config}.json"
 
 
 def find_config(configs: Sequence[ResolvedConfig], name: str, path: Path) -> ResolvedConfig:
@@ -123,7 +123,7 @@ def left_running(cx: ConfigContext) -> Iterator[None]:
     """``up``'s server stage: launched and, once every later stage passed, left running,
     recorded in the state file ``down`` reads; stopped again when a later stage fails."""
     run, cfg = cx.run, cx.cfg
-    out = run.output_dir
+    out = run.campaign.output_dir
     server = launch_config(run.campaign, cfg, cpus=run.cpus)
     try:
         stages.serving(cx, server)
@@ -159,7 +159,7 @@ def up(
     _refuse_if_up(_state_path(camp, cfg.name), cfg, path)
     notes: list[str] = []
     with campaign_lock(camp):
-        notes += recover_campaign(output_dir(camp), store)
+        notes += recover_campaign(camp.output_dir, store)
         gid = None
         if store is not None:
             with store.transaction():
@@ -192,13 +192,13 @@ def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str
     """Stop the servers ``up`` left running for this campaign (one, or all)."""
     path = Path(campaign_file)
     camp = load_campaign(path)
-    states = sorted((output_dir(camp) / ".servers").glob("*.json"))
+    states = sorted((camp.output_dir / ".servers").glob("*.json"))
     if config is not None:
         states = [s for s in states if s.stem == config]
         if not states:
             raise ConfigError(f"no running server recorded for config {config!r} of {path}")
     out = []
-    pending = {p.config: p for p in lever_files.pending_manifests(output_dir(camp))}
+    pending = {p.config: p for p in lever_files.pending_manifests(camp.output_dir)}
     for st in states:
         d = json.loads(st.read_text())
         held = _LEFT_RUNNING.pop(int(d["pid"]), None)  # started by this process: reap it

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign import files as lever_files
+from inferlab.campaign.parts import files as lever_files
 from inferlab.errors import ConfigError
 from inferlab.server import ServerProcess, stop_group
 from inferlab.store import Store
