@@ -1,5 +1,11 @@
 """Orchestration: the only layer that combines servers, verification, load and the store
-(``run``, ``up``/``down``, the plan)."""
+(``run``, ``up``/``down``, the plan).
+
+Its role subpackages, each importing only those below it (the ``campaign-layers`` contract):
+``drivers/`` (``run``, ``up``, the demo, interleave) → ``pipeline`` (one config through the
+stage table and a pass) → ``passes`` (what runs on the live server) → ``stages/`` (files,
+server, verified, levers) → ``parts/`` (launch, files, plan, capture, ...) → ``context``
+(the value types and seams every layer shares)."""
 
 from __future__ import annotations
 
@@ -14,8 +20,7 @@ if TYPE_CHECKING:
     from inferlab.campaign.parts.plan import Plan, make_plan, render_plan, select_configs
     from inferlab.campaign.parts.resolve import resolve_configs
 
-# ``up`` is not on the face: ``inferlab.campaign.drivers.up`` is its module's name, which the package
-# attribute becomes once that module is imported (``from inferlab.campaign.drivers.up import up``)
+# ``up`` is not on the face: ``from inferlab.campaign.drivers.up import up``
 __all__ = [
     "CampaignEvents",
     "CampaignResult",
@@ -35,12 +40,8 @@ __getattr__ = lazy_face(
     {
         "inferlab.campaign.parts.plan": ("Plan", "make_plan", "render_plan", "select_configs"),
         "inferlab.campaign.parts.resolve": ("resolve_configs",),
-        "inferlab.campaign.drivers.runner": (
-            "CampaignEvents",
-            "CampaignResult",
-            "ConfigOutcome",
-            "run_campaign",
-        ),
+        "inferlab.campaign.context": ("CampaignEvents", "ConfigOutcome"),
+        "inferlab.campaign.drivers.runner": ("CampaignResult", "run_campaign"),
         "inferlab.campaign.drivers.up": ("UpResult", "down"),
     },
 )

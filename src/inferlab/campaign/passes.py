@@ -2,8 +2,9 @@
 pass takes the :class:`~inferlab.campaign.context.ConfigContext` and gives the config's outcome.
 
 ``sweep``: the config's unfinished cells (load point × trial), every finished point committed
-at once (``campaign.parts.bench.StoreSink``), stopped early when its server exits; then ``profiled``:
-the profiled passes of ``[profile]`` (``campaign.parts.profiled``). ``sweep(..., before=NAME)``: the
+at once (``campaign.parts.bench.StoreSink``), stopped early when its server exits; then
+``profiled``: the profiled passes of ``[profile]`` (``campaign.parts.profiled``).
+``sweep(..., before=NAME)``: the
 baseline's interleaved pass just before candidate NAME (``[load] interleave``, purpose
 'interleave', tagged with NAME; no profiled passes). A config's later launches
 (``ConfigContext.launch`` ≥ 2, ``campaign.parts.rounds``) are tagged with their number

@@ -13,7 +13,7 @@ from rich.markup import escape
 from inferlab.campaign.drivers.up import find_config
 from inferlab.campaign.parts.files import pending_manifests
 from inferlab.campaign.parts.resolve import resolve_configs
-from inferlab.campaign.steps import check_applied
+from inferlab.campaign.stages.levers import check_applied
 from inferlab.config.bench import validation_message
 from inferlab.config.campaign import Probe, VerifySection, load_campaign
 from inferlab.engines import get_engine

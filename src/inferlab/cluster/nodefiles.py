@@ -20,7 +20,7 @@ from typing import Any
 from inferlab.campaign.context import Installed
 from inferlab.campaign.parts.files import FileSet, check_files
 from inferlab.campaign.parts.tunestep import baseline_log
-from inferlab.campaign.steps import config_files
+from inferlab.campaign.stages.files import config_files
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError

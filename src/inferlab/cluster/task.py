@@ -1,29 +1,42 @@
-"""One config of a campaign on a Ray cluster, as a chain of steps driven by its results.
+"""One config of a campaign on a Ray cluster: the campaign's stage table, stepped by results.
 
-placed (placement group ready) → its ``files``/``tune`` installed on the server's node (the
-campaign's files step, ``cluster.nodefiles``) → launched → verified (after the config it must
-match, when that one runs too) → every cell measured (with ``sequential = true``, a candidate
-first waits for the reference's cells when that one runs too, then each cell is a sequential
-A/B against them) → stopped → files restored → torn down.
-Each step is one actor call; the driver (:mod:`inferlab.cluster.campaign`) waits on every
-config's pending call at once and hands each result here, in its one thread, so every store
-write happens in the driver, one transaction per finished point, as on one host. A lost actor
-(its node died) fails this config's unfinished cells with the cause; the other configs go on.
+placed (placement group ready) → every stage of ``campaign.stages.table`` entered in order →
+every cell measured (with ``sequential = true``, a candidate first waits for the reference's
+cells when that one runs too, then each cell is a sequential A/B against them) → the stages
+left in reverse → torn down. A stage with a form on the server's node (:data:`ON_NODE`:
+``files`` installs there, ``cluster.nodefiles``; ``server`` launches and stops there;
+``verified`` checks there, after the config it must match when that one runs too) is one
+actor call each way; every other stage (``levers``, and any new one) is entered here, in the
+driver, on the same :class:`~inferlab.campaign.context.ConfigContext` as on one host.
+The driver (:mod:`inferlab.cluster.campaign`) waits on every config's pending call at once and
+hands each result here, in its one thread, so every store write happens in the driver, one
+transaction per finished point, as on one host. A lost actor (its node died) fails this
+config's unfinished cells with the cause; the other configs go on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.context import ConfigOutcome, Installed, RuntimeFailure
+from inferlab.campaign.context import (
+    ConfigContext,
+    ConfigOutcome,
+    CpuSplit,
+    RunContext,
+    RuntimeFailure,
+    Stage,
+    StepFailed,
+)
 from inferlab.campaign.parts.aftermath import record_runtime, record_stop, stop_message
 from inferlab.campaign.parts.bench import StoreSink, bench_config
 from inferlab.campaign.parts.watch import mark_exited
-from inferlab.campaign.stages import reference_outputs, store_verification
-from inferlab.campaign.steps import check_applied
+from inferlab.campaign.stages import table
+from inferlab.campaign.stages.verified import REMEDY, reference_outputs, store_verification
 from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
 from inferlab.cluster.nodefiles import FilesDone, sent, take
 from inferlab.cluster.placement import Need, node_lost
@@ -35,13 +48,28 @@ from inferlab.load.adaptive import BaselineRef
 from inferlab.records import ErrorKind
 from inferlab.verify import VerifyReport
 
-__all__ = ["Cell", "ConfigRun"]
+__all__ = ["ON_NODE", "Cell", "ConfigRun", "State"]
 
 Cell = tuple[str, int]
+#: where a config's stages run under Ray: Ray pins nothing on the driver's host
+_PLACED = CpuSplit(None, None, "remote", "Ray places the server and its client")
+
+
+class State(enum.Enum):
+    """Where one config is (``ConfigRun.state``)."""
+
+    NEW = "new"  # not placed yet
+    PLACING = "placing"  # its placement group asked for
+    ENTERING = "entering"  # a stage's way in (``ConfigRun.stage``)
+    WAITING = "waiting"  # a stage waits for another config (verify after its reference)
+    MEASURING = "measuring"
+    AB_WAIT = "ab-wait"  # its cells wait for the sequential A/B's reference
+    LEAVING = "leaving"  # the stages left in reverse
+    DONE = "done"
 
 
 class ConfigRun:
-    """The steps of one config (see the module docstring): config ``index`` of the ``total``
+    """The way of one config (see the module docstring): config ``index`` of the ``total``
     this driver runs. ``pending`` is the actor call waited on and what to do with its result;
     ``reference`` is the run whose greedy outputs this one must match, ``ab_reference`` the
     one whose cells its sequential A/B is against (both set by the driver, when they run)."""
@@ -62,15 +90,20 @@ class ConfigRun:
         self.ab_reference: ConfigRun | None = None
         self.baselines: dict[str, BaselineRef] | None = None  # the A/B's, once read
         self.todo = list(todo)
-        self.state = "new"
+        self.state = State.NEW
         self.pending: tuple[Any, Callable[[Any], None]] | None = None
         self.outcome: ConfigOutcome | None = None
         self.pg: Any = None
         self.server: Any = None
         self.client: Any = None
+        self.recon = False
         self.launched: Launched | None = None
-        self.installed: Installed | None = None
-        self.files_up = False  # installed on the node, not restored yet
+        self.stages = table.STAGES  # the table as this run started
+        self.stage = 0  # the next stage to enter
+        self.entered: list[tuple[Stage, contextlib.ExitStack | None]] = []  # None: on the node
+        run = RunContext(sh.camp, sh.path, sh.baseline or cfg, sh.reference, _PLACED, sh.store,
+                         sh.events.message, sh.events.message, sh.events, sh.no_verify)  # fmt: skip
+        self.cx = ConfigContext(run, cfg, gid)
         self.sink: StoreSink | None = None
         self.run_ids: list[int] = []
         self.since = time.monotonic()
@@ -83,9 +116,9 @@ class ConfigRun:
 
     @property
     def done(self) -> bool:
-        return self.state == "done"
+        return self.state is State.DONE
 
-    def _wait(self, ref: Any, then: Callable[[Any], None], state: str) -> None:
+    def _wait(self, ref: Any, then: Callable[[Any], None], state: State) -> None:
         self.state = state
         self.pending = (ref, then)
 
@@ -93,7 +126,7 @@ class ConfigRun:
         if self.outcome is None:
             self.outcome = ConfigOutcome(self.name, status, message, self.run_ids, **kw)
 
-    # -- steps ---------------------------------------------------------------------------
+    # -- placement -----------------------------------------------------------------------
     def place(self) -> None:
         """Ask Ray for this config's placement group (it waits until a node is free)."""
         from ray.util.placement_group import placement_group
@@ -104,7 +137,7 @@ class ConfigRun:
             name=f"inferlab:{self.sh.camp.campaign.name}:{self.name}",
         )
         self.since = time.monotonic()
-        self._wait(self.pg.ready(), self._placed, "placing")
+        self._wait(self.pg.ready(), self._placed, State.PLACING)
 
     def _placed(self, _: Any) -> None:
         """Both actors start now (the client's process starts while the engine loads)."""
@@ -122,26 +155,93 @@ class ConfigRun:
             .remote()
         )
         node = ray.util.placement_group_table(self.pg)["bundles_to_node_id"].get(0)
-        recon = self.sh.take_recon and node not in self.sh.recon_nodes
+        self.recon = self.sh.take_recon and node not in self.sh.recon_nodes
         self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
         self.sh.events.config_started(self.cfg, self.index, self.total)
-        if self.cfg.files or self.cfg.tune:  # the files step first, on the server's node
-            base = self.sh.baseline or self.cfg
-            sets, log = sent(self.sh.store, self.sh.camp, base, self.cfg)
-            call = self.server.install_files.remote(base, self.gid, sets, log)
-            self._wait(call, lambda got: self._installed(got, recon), "installing")
-            return
-        self._wait(self.server.launch.remote(recon), self._launched, "launching")
+        self._enter_next()
 
-    def _installed(self, got: FilesDone, recon: bool) -> None:
-        take(self.sh.store, got, self.sh.events.message)
-        self.cfg, self.installed = got.cfg, got.installed
-        if got.error is not None:
-            self._end("failed", got.error)
+    # -- the stages ----------------------------------------------------------------------
+    def _enter_next(self) -> None:
+        """The next stage entered (on the node, or here); past the last one, the cells."""
+        if self.stage == len(self.stages):
+            self._next_cell()
+            return
+        stage = self.stages[self.stage]
+        self.stage += 1
+        self.state = State.ENTERING
+        if stage.name in ON_NODE:
+            ON_NODE[stage.name][0](self)
+            return
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(stage(self.cx))
+        except StepFailed as f:
+            self._end(f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
+            self._leave()
+            return
+        except InferlabError as exc:
+            self._end("failed", str(exc))
+            self._leave()
+            return
+        self.entered.append((stage, stack))
+        self._enter_next()
+
+    def _entered(self) -> None:
+        """The stage on the node is in: on to the next."""
+        self.entered.append((self.stages[self.stage - 1], None))
+        self._enter_next()
+
+    def _leave(self) -> None:
+        """The last stage entered left (on the node, or here); once none is left, torn down."""
+        self.state = State.LEAVING
+        if not self.entered:
             self._teardown()
             return
-        self.files_up = True
-        self._wait(self.server.launch.remote(recon), self._launched, "launching")
+        stage, stack = self.entered.pop()
+        if stack is None:
+            ON_NODE[stage.name][1](self)
+            return
+        try:
+            stack.close()
+        except InferlabError as exc:  # as on one host: a stage that fails on its way out
+            self.outcome = None
+            self._end("failed", str(exc))
+        self._leave()
+
+    def _enter_files(self) -> None:
+        """The ``files`` stage on the server's node, before the launch (``cluster.nodefiles``)."""
+        if not (self.cfg.files or self.cfg.tune):
+            self._entered()
+            return
+        base = self.sh.baseline or self.cfg
+        sets, log = sent(self.sh.store, self.sh.camp, base, self.cfg)
+        call = self.server.install_files.remote(base, self.gid, sets, log)
+        self._wait(call, self._installed, State.ENTERING)
+
+    def _installed(self, got: FilesDone) -> None:
+        take(self.sh.store, got, self.sh.events.message)
+        self.cfg, self.cx.cfg, self.cx.installed = got.cfg, got.cfg, got.installed
+        if got.error is not None:
+            self._end("failed", got.error)
+            self._leave()
+            return
+        self._entered()
+
+    def _leave_files(self) -> None:
+        if not (self.cfg.files or self.cfg.tune) or self.server is None:
+            self._leave()
+            return
+        self._wait(self.server.restore_files.remote(), self._restored, State.LEAVING)
+
+    def _restored(self, got: FilesDone) -> None:
+        take(self.sh.store, got, self.sh.events.message)
+        if got.error is not None:  # as on one host: a restore that failed fails the config
+            self.outcome = None
+            self._end("failed", got.error)
+        self._leave()
+
+    def _enter_server(self) -> None:
+        self._wait(self.server.launch.remote(self.recon), self._launched, State.ENTERING)
 
     def _launched(self, got: Launched) -> None:
         self.launched = got
@@ -150,7 +250,7 @@ class ConfigRun:
             tail = list(got.error.get("tail", []))[-12:]
             remedy = got.error.get("remedy")
             self._end("launch-failed", got.error["message"], remedy=remedy, log_tail=tail)
-            self._teardown()
+            self._leave()
             return
         self.sh.events.message(
             f"{self.name}: ready in {got.ready_s or 0:.1f} s on {got.placed.hostname} "
@@ -159,6 +259,9 @@ class ConfigRun:
         )
         camp = self.sh.camp
         assert got.url is not None
+        self.cx.url, self.cx.model = got.url, got.model
+        log = Path(got.log_path) if got.log_path else None
+        self.cx.log_path = log if log is not None and log.is_file() else None  # read here?
         ref = bool(self.sh.reference) and self.name == self.sh.reference  # measured to the cap
         bench = bench_config(camp, got.url, got.model, self.cfg.engine, reference=ref)
         self.client.aim.remote(bench)  # ordered before this driver's next call to it
@@ -171,11 +274,18 @@ class ConfigRun:
             config_id=self.gid,
             environment=got.environment,
         )
-        if camp.verify.enabled and not self.sh.no_verify:
-            self.state = "verify-wait"
+        self._entered()
+
+    def _leave_server(self) -> None:
+        self.sh.events.message(f"{self.name}: stopping ...")
+        self._wait(self.server.stop.remote(), self._stopped, State.LEAVING)
+
+    def _enter_verified(self) -> None:
+        """Verified on the node once the config it must match has verified (``tick``)."""
+        if self.sh.camp.verify.enabled and not self.sh.no_verify:
+            self.state = State.WAITING
         else:
-            self._levers()
-            self._next_cell()
+            self._entered()
 
     def _bundle(self, i: int) -> Any:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -186,68 +296,57 @@ class ConfigRun:
 
     def past_verify(self) -> bool:
         """Whether a config that must match this one's greedy outputs may verify now."""
-        return self.done or self.state in ("measuring", "ab-wait", "stopping", "restoring")
+        verified = any(s.name == "verified" for s, _ in self.entered)
+        return verified or self.state in (State.LEAVING, State.DONE)
 
     def past_measure(self) -> bool:
         """Whether every cell of this config is measured (or will never be)."""
-        return self.state in ("stopping", "restoring", "done")
+        return self.state in (State.LEAVING, State.DONE)
 
     def tick(self, may_place: bool = True) -> None:
         """Ask for a placement (when the driver lets it) once the references hold one (so it
         never waits for a node its dependents hold); verify once the reference has verified;
         measure once the A/B's reference has measured."""
         refs = [r for r in (self.reference, self.ab_reference) if r is not None]
-        placed = all(r.state not in ("new", "placing") for r in refs)
-        if self.state == "new" and may_place and placed:
+        placed = all(r.state not in (State.NEW, State.PLACING) for r in refs)
+        if self.state is State.NEW and may_place and placed:
             self.place()
-        if self.state == "ab-wait" and self.ab_reference is not None:
+        if self.state is State.AB_WAIT and self.ab_reference is not None:
             if self.ab_reference.past_measure():
                 self._next_cell()
             return
         ref = self.reference
-        if self.state != "verify-wait" or self.launched is None:
+        if self.state is not State.WAITING or self.launched is None:
             return
         if ref is not None and not ref.past_verify():
             return
         reference = reference_outputs(self.sh.camp, self.cfg, self.sh.store)
         call = self.server.verify.remote(self.launched.url, self.launched.model, reference)
-        self._wait(call, self._verified, "verifying")
+        self._wait(call, self._verified, State.ENTERING)
 
     def _verified(self, rep: VerifyReport) -> None:
         store_verification(self.sh.store, self.sh.camp, self.cfg, rep)
+        self.cx.verify = rep
         if not rep.passed:
-            remedy = "fix the config, or --no-verify to measure anyway"
-            self._end("verify-failed", rep.summary(), remedy=remedy)
-            self._stop()
+            self._end("verify-failed", rep.summary(), remedy=REMEDY)
+            self._leave()
             return
-        self._levers()
-        self._next_cell()
+        self._entered()
 
-    def _levers(self) -> None:
-        """The lever evidence of this config against the baseline, as ``inferlab run`` stores
-        it (the launch log when this host can read it; the server's endpoints)."""
-        got, base = self.launched, self.sh.baseline
-        if got is None or got.url is None or base is None:
-            return
-        log = Path(got.log_path) if got.log_path and Path(got.log_path).is_file() else None
-        check_applied(
-            base, self.cfg, url=got.url, log_path=log, installed=self.installed,
-            store=self.sh.store, config_id=self.gid, say=self.sh.events.message,
-        )  # fmt: skip
-
+    # -- the cells -----------------------------------------------------------------------
     def _next_cell(self) -> None:
         if not self.todo:
             self._end("measured")
-            self._stop()
+            self._leave()
             return
         if self.baselines is None:
             if self.ab_reference is not None and not self.ab_reference.past_measure():
-                self.state = "ab-wait"  # ``tick`` goes on once the reference has measured
+                self.state = State.AB_WAIT  # ``tick`` goes on once the reference has measured
                 return
             self.baselines = self.sh.baselines(self.name)
         label, trial = self.todo[0]
         call = self.client.measure.remote(label, trial, baselines=self.baselines)
-        self._wait(call, self._measured, "measuring")
+        self._wait(call, self._measured, State.MEASURING)
 
     def _measured(self, got: Measured) -> None:
         """Ask the server's actor whether its server exited during the point (the campaign's
@@ -259,7 +358,7 @@ class ConfigRun:
             refused = any(r.error_kind is ErrorKind.CONNECT for r in got.point.records)
             when = f"during {label} trial {trial}"
         call = self.server.exited.remote(refused, when)
-        self._wait(call, lambda exited: self._commit(got, exited), "measuring")
+        self._wait(call, lambda exited: self._commit(got, exited), State.MEASURING)
 
     def _commit(self, got: Measured, exited: str | None) -> None:
         assert self.sink is not None
@@ -276,20 +375,13 @@ class ConfigRun:
         if got.error is not None or got.point is None:
             cell = "{}#{}".format(*self.todo[0])
             self._end("failed", got.error[1] if got.error else f"{cell}: nothing was measured")
-            self._stop()
+            self._leave()
         elif got.point is not None and got.point.interrupted:
             self._end("interrupted", f"interrupted; {self.sh.resume_hint} continues")
-            self._stop()
+            self._leave()
         else:
             self.todo.pop(0)
             self._next_cell()
-
-    def _stop(self) -> None:
-        if self.server is None or self.launched is None or self.launched.error is not None:
-            self._teardown()
-            return
-        self.sh.events.message(f"{self.name}: stopping ...")
-        self._wait(self.server.stop.remote(), self._stopped, "stopping")
 
     def _stopped(self, got: Stopped | None) -> None:
         """Stored as ``inferlab run`` stores a stop (``campaign.parts.aftermath``): the log's
@@ -302,7 +394,7 @@ class ConfigRun:
             if got.failure is not None:
                 record_runtime(self.sh.store, self.gid, got.failure)
                 self._with_failure(got.failure)
-        self._teardown()
+        self._leave()
 
     def _with_failure(self, failure: RuntimeFailure) -> None:
         if self.outcome is None:
@@ -310,20 +402,9 @@ class ConfigRun:
         else:
             self.outcome.failed_by(failure.message, failure.remedy, failure.tail)
 
-    def _restored(self, got: FilesDone) -> None:
-        take(self.sh.store, got, self.sh.events.message)
-        if got.error is not None:  # as on one host: a restore that failed fails the config
-            self.outcome = None
-            self._end("failed", got.error)
-        self._teardown()
-
     def _teardown(self) -> None:
         from ray.util.placement_group import remove_placement_group
 
-        if self.files_up and self.server is not None:  # the files step left, after the stop
-            self.files_up = False
-            self._wait(self.server.restore_files.remote(), self._restored, "restoring")
-            return
         self.pending = None
         for actor in (self.client, self.server):
             if actor is not None:
@@ -332,7 +413,7 @@ class ConfigRun:
         if self.pg is not None:
             remove_placement_group(self.pg)
             self.pg = None
-        self.state = "done"
+        self.state = State.DONE
         self._end("measured")
         assert self.outcome is not None
         self.sh.events.config_done(self.outcome)
@@ -356,7 +437,7 @@ class ConfigRun:
             self._end("failed", str(cause))
         else:
             self._end("failed", f"an inferlab bug on the node: {type(cause).__name__}: {cause}")
-        self._stop()
+        self._leave()
 
     def lost(self, error: BaseException) -> None:
         """An actor of this config died (its node was lost): its unfinished cells fail."""
@@ -366,8 +447,9 @@ class ConfigRun:
         finding, message = node_lost(self.name, where, self.todo, cause, self.sh.resume_hint)
         self.sh.findings(self.gid, [finding], source="ray")
         self._end("failed", message)
-        self.launched, self.files_up = None, False  # nothing left to stop or restore there
-        self._teardown()
+        self.launched = None  # nothing left to stop or restore on the node
+        self._drop_node_stages()
+        self._leave()
 
     def fail_placement(self, why: str) -> None:
         """No alive node can hold this config any more."""
@@ -379,17 +461,27 @@ class ConfigRun:
         files, tear down (each call waited for here, ``timeout_s`` at most)."""
         self._end("interrupted", f"Ctrl-C: the server was stopped; {self.sh.resume_hint} continues")
         self.pending = None
-        if self.server is not None and self.launched is not None and self.launched.error is None:
-            self._wait(self.server.stop.remote(), self._stopped, "stopping")
-        else:
-            self._teardown()
+        self._leave()
         while self.pending is not None:  # the stop, then the restore
             ref, then = self.pending
             try:
                 value = self.sh.ray.get(ref, timeout=timeout_s)
             except Exception:  # the node may be gone too; teardown still runs
-                self.files_up = False
-                self._teardown()
+                self.pending = None
+                self._drop_node_stages()
+                self._leave()
             else:
                 self.pending = None
                 then(value)
+
+    def _drop_node_stages(self) -> None:
+        """Forget the stages held on the node (it is gone); those held here are still left."""
+        self.entered = [(s, st) for s, st in self.entered if st is not None]
+
+
+#: the stages with a form on the server's node: (enter, leave), each an actor call or none
+ON_NODE: dict[str, tuple[Callable[[ConfigRun], None], Callable[[ConfigRun], None]]] = {
+    "files": (ConfigRun._enter_files, ConfigRun._leave_files),
+    "server": (ConfigRun._enter_server, ConfigRun._leave_server),
+    "verified": (ConfigRun._enter_verified, ConfigRun._leave),
+}

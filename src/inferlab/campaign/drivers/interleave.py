@@ -28,7 +28,6 @@ from inferlab.campaign.context import ConfigContext, ConfigOutcome, RunContext
 from inferlab.campaign.parts.launch import config_row
 from inferlab.campaign.parts.plan import Plan
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.stages import RUN_STAGES
 
 __all__ = ["interleave_step", "needs_pass"]
 
@@ -48,8 +47,8 @@ def interleave_step(
     plan: Plan, run: RunContext, candidate: str, todo: set[tuple[str, int]], launch: int = 1
 ) -> ConfigOutcome:
     """The baseline launched again and measured at ``todo`` just before ``candidate`` (in
-    round ``launch`` of ``[load] launches``: its runs tagged with it, ``campaign.parts.rounds``); its
-    outcome is "BASELINE (before CANDIDATE)"."""
+    round ``launch`` of ``[load] launches``: its runs tagged with it,
+    ``campaign.parts.rounds``); its outcome is "BASELINE (before CANDIDATE)"."""
     base = plan.baseline
     assert run.store is not None  # ``run`` always stores
     with run.store.transaction():
@@ -57,6 +56,6 @@ def interleave_step(
     labels = sorted({lb for lb, _ in todo})
     run.say(f"{base.name}: launched again before {candidate} ({', '.join(labels)}; interleave)")
     cx = ConfigContext(run, base, gid, run.held(), launch=launch)
-    out = run_config(cx, RUN_STAGES, passes.sweep(plan.points, todo, before=candidate))
+    out = run_config(cx, passes.sweep(plan.points, todo, before=candidate))
     out.config = f"{base.name} (before {candidate})"
     return out

@@ -2,9 +2,9 @@
 
 First, holding the campaign's lock: orphan servers of a runner that died are stopped and its
 pending kernel-config files restored (``campaign.parts.orphans``), and what the store knows is told
-(``campaign.parts.notes``). Then, per config, ``campaign.pipeline.run_config`` over
-``campaign.stages.RUN_STAGES``: tuned files made and ``files`` installed → launch → verify →
-lever evidence against the baseline; then the sweep pass (``campaign.passes``): (warmup) →
+(``campaign.parts.notes``). Then, per config, ``campaign.pipeline.run_config`` over the
+stage table (``campaign.stages.table``): tuned files made and ``files`` installed → launch →
+verify → lever evidence against the baseline; then the sweep pass (``campaign.passes``): (warmup) →
 every load point × trial → the profiled passes of ``[profile]`` → scrape; then the stages
 undone in reverse: stop → drain → files restored. Every finished load point is committed at
 once. A config that fails to launch or verify is stored with its classified failure, log tail
@@ -50,7 +50,6 @@ from inferlab.campaign.parts.recon import store_recon
 from inferlab.campaign.parts.spreads import record_spreads
 from inferlab.campaign.parts.stopping import campaign_launches
 from inferlab.campaign.pipeline import run_config
-from inferlab.campaign.stages import RUN_STAGES
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
 from inferlab.stats.metrics import listed
@@ -60,7 +59,7 @@ from inferlab.store.launches import launch_cells
 from inferlab.store.recheck import recheck_groups
 from inferlab.verify.lmeval import harness_python
 
-__all__ = ["CampaignResult", "done_cells", "run_campaign", "run_plan"]
+__all__ = ["CampaignResult", "check_resume", "done_cells", "run_campaign", "run_plan"]
 
 
 @dataclass
@@ -181,7 +180,7 @@ class _Walk:
                 return
         run.events.config_started(cfg, i, total)
         cx = ConfigContext(run, cfg, gid, run.held(), launch=k)
-        out = run_config(cx, RUN_STAGES, self.measure(plan.points, todo))
+        out = run_config(cx, self.measure(plan.points, todo))
         out.config = _named(cfg.name, k)
         result.outcomes.append(out)
         run.events.config_done(out)
@@ -217,8 +216,8 @@ def _interleave(
     plan: Plan, run: RunContext, result: CampaignResult, candidate: str,
     todo: set[tuple[str, int]], k: int,
 ) -> tuple[str, set[tuple[str, int]]] | None:  # fmt: skip
-    """The baseline's pass before ``candidate`` in round ``k`` (``campaign.drivers.interleave``), told
-    and kept in ``result``; what it measured (None when it did not finish)."""
+    """The baseline's pass before ``candidate`` in round ``k``
+    (``campaign.drivers.interleave``), told and kept in ``result``; what it measured (None when it did not finish)."""
     out = interleave_step(plan, run, candidate, todo, k)
     if k > 1:
         out.config += f" (launch {k})"
@@ -228,9 +227,8 @@ def _interleave(
     return (plan.baseline.name, todo) if out.status == "measured" else None
 
 
-def _check_start(plan: Plan, store: Store, resume: bool, no_verify: bool) -> None:
-    """Before anything runs: a campaign with runs needs ``--resume``; every package the
-    files go into is found; ``[verify] eval`` has a Python with the harness."""
+def check_resume(plan: Plan, store: Store, resume: bool) -> None:
+    """A campaign with runs continues only with ``--resume`` (``run`` and ``run --ray``)."""
     name = plan.campaign.campaign.name
     existing = store.runs(campaign=name)
     if existing and not resume:
@@ -238,6 +236,12 @@ def _check_start(plan: Plan, store: Store, resume: bool, no_verify: bool) -> Non
             f"campaign {name!r} already has {len(existing)} runs in {store.path}: "
             "use --resume to continue it, or give the campaign another name"
         )
+
+
+def _check_start(plan: Plan, store: Store, resume: bool, no_verify: bool) -> None:
+    """Before anything runs: a campaign with runs needs ``--resume``; every package the
+    files go into is found; ``[verify] eval`` has a Python with the harness."""
+    check_resume(plan, store, resume)
     for c in plan.configs:
         for kind in sorted({*c.files, *c.tune}):
             target_dir(c, kind)
@@ -259,7 +263,7 @@ def _recheck_step(plan: Plan, run: RunContext, result: CampaignResult) -> None:
         return
     run.say(f"{base.name}: launched again to recheck {', '.join(todo)} (order effects)")
     cx = ConfigContext(run, base, gid, run.held())
-    out = run_config(cx, RUN_STAGES, passes.recheck(plan.points, todo))
+    out = run_config(cx, passes.recheck(plan.points, todo))
     out.config = f"{base.name} (recheck)"
     if out.status == "measured":  # told with the campaign's own minimum effect
         pairs = recheck_groups(store, run.name, base.name)

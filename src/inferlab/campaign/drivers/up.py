@@ -9,49 +9,39 @@ running, recorded in a state file that ``down`` reads (``down`` also restores th
 
 from __future__ import annotations
 
-import contextlib
 import json
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inferlab.campaign import passes, stages
+from inferlab.campaign import passes
 from inferlab.campaign.context import (
     ConfigContext,
     CpuSplit,
     LeverItem,
     RunContext,
-    Stage,
     StepFailed,
 )
 from inferlab.campaign.parts import files as lever_files
-from inferlab.campaign.parts import orphans
 from inferlab.campaign.parts.cpus import campaign_streams, plan_cpus
-from inferlab.campaign.parts.launch import campaign_lock, config_row, launch_config
+from inferlab.campaign.parts.launch import campaign_lock, config_row
 from inferlab.campaign.parts.orphans import recover_campaign
 from inferlab.campaign.parts.plan import reference_name
 from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.campaign.pipeline import run_config
-from inferlab.config.campaign import CampaignFile, load_campaign
+from inferlab.campaign.stages.server import LEFT_RUNNING, state_path
+from inferlab.config.campaign import load_campaign
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError, VerifyError
-from inferlab.secrets import scrub_argv
-from inferlab.server import ServerProcess, StopReport, stop, stop_group
-from inferlab.server.lifecycle import Proc
+from inferlab.server import StopReport, stop_group
 from inferlab.store import Store
 from inferlab.verify import VerifyReport
 
-#: ``fatal_check``, ``launch_config``, ``output_dir``, ``served_model``: ``campaign.parts.launch``'s,
-#: where ``cluster.actors`` takes them from
 __all__ = [
-    "UP_GIVEN",
-    "UP_STAGES",
     "UpResult",
     "down",
     "find_config",
-    "left_running",
     "up",
 ]
 
@@ -72,10 +62,6 @@ class UpResult:
     cpus: CpuSplit | None = None
 
 
-def _state_path(camp: CampaignFile, config: str) -> Path:
-    return camp.output_dir / ".servers" / f"{config}.json"
-
-
 def find_config(configs: Sequence[ResolvedConfig], name: str, path: Path) -> ResolvedConfig:
     for c in configs:
         if c.name == name:
@@ -93,55 +79,6 @@ def _refuse_if_up(state: Path, cfg: ResolvedConfig, path: Path) -> None:
             )
 
 
-#: the process handles of the servers ``up`` started in this process and left running, by
-#: pid: a dropped handle of a live child warns (ResourceWarning); ``down`` reaps what it stops
-_LEFT_RUNNING: dict[int, Proc] = {}
-
-
-def _write_state(
-    state: Path, cfg: ResolvedConfig, server: ServerProcess, url: str, split: CpuSplit
-) -> None:
-    """What ``down`` needs to stop the server later (and what it was started with)."""
-    state.parent.mkdir(parents=True, exist_ok=True)
-    doc = {
-        "config": cfg.name,
-        "pid": server.pid,
-        "port": server.spec.port,
-        "url": url,
-        "host": cfg.host,
-        "log": str(server.spec.log_path),
-        "grace_s": cfg.stop_grace_s,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "argv": scrub_argv(server.spec.argv),
-        "cpus": split.to_json(),
-    }
-    state.write_text(json.dumps(doc, indent=2))
-
-
-@contextlib.contextmanager
-def left_running(cx: ConfigContext) -> Iterator[None]:
-    """``up``'s server stage: launched and, once every later stage passed, left running,
-    recorded in the state file ``down`` reads; stopped again when a later stage fails."""
-    run, cfg = cx.run, cx.cfg
-    out = run.campaign.output_dir
-    server = launch_config(run.campaign, cfg, cpus=run.cpus)
-    try:
-        stages.serving(cx, server)
-        yield
-    except BaseException:
-        stop(server)
-        orphans.forget(out, cfg.name)
-        raise
-    _write_state(_state_path(run.campaign, cfg.name), cfg, server, cx.url, run.cpus)
-    orphans.forget(out, cfg.name)  # the state file owns it now
-    _LEFT_RUNNING[server.pid] = server.proc
-
-
-#: ``up``'s stages: a launched server (its files kept) and an endpoint that already runs
-UP_STAGES: tuple[Stage, ...] = (stages.files, left_running, stages.verified, stages.levers)
-UP_GIVEN: tuple[Stage, ...] = (stages.given, stages.verified)
-
-
 def up(
     campaign_file: str | Path,
     config: str,
@@ -156,7 +93,7 @@ def up(
     text = path.read_text(encoding="utf-8")
     configs = resolve_configs(camp, path, text)
     cfg = find_config(configs, config, path)
-    _refuse_if_up(_state_path(camp, cfg.name), cfg, path)
+    _refuse_if_up(state_path(camp, cfg.name), cfg, path)
     notes: list[str] = []
     with campaign_lock(camp):
         notes += recover_campaign(camp.output_dir, store)
@@ -171,8 +108,8 @@ def up(
                          no_verify=no_verify, keep=True)  # fmt: skip
         cx = ConfigContext(run, cfg, gid)
         try:
-            run_config(cx, UP_STAGES if launched else UP_GIVEN, passes.kept)
-        except StepFailed as f:  # only ``stages.verified`` raises it here
+            run_config(cx, passes.kept)
+        except StepFailed as f:  # only the ``verified`` stage raises it here
             why = f"{cfg.name} {f.message} (use --no-verify to measure anyway)"
             raise VerifyError(why) from None
     if cx.server is None:
@@ -201,7 +138,7 @@ def down(campaign_file: str | Path, config: str | None = None) -> list[tuple[str
     pending = {p.config: p for p in lever_files.pending_manifests(camp.output_dir)}
     for st in states:
         d = json.loads(st.read_text())
-        held = _LEFT_RUNNING.pop(int(d["pid"]), None)  # started by this process: reap it
+        held = LEFT_RUNNING.pop(int(d["pid"]), None)  # started by this process: reap it
         rep = stop_group(
             int(d["pid"]),
             int(d["port"]),

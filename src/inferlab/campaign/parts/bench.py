@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab import METRICS_VERSION
-from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.context import Clock
 from inferlab.config.bench import BenchConfig, LoadSpec
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.urls import redact_url
@@ -171,7 +171,7 @@ def bench_with_record(
     db: Path | Store | None = None,
     campaign: str = "bench",
     config: str | None = None,
-    clock: ModelClock | None = None,
+    clock: Clock | None = None,
     config_id: int | None = None,
 ) -> tuple[BenchResult, list[int]]:
     """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids.

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from inferlab.campaign.context import Clock
 from inferlab.campaign.parts.bench import bench_with_record
 from inferlab.campaign.parts.capacity_probe import (
     CONCURRENCY,
@@ -30,7 +31,6 @@ from inferlab.campaign.parts.capacity_probe import (
     ProbeJudge,
     stored_term,
 )
-from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents
@@ -187,7 +187,7 @@ def find_capacity(
     db: Path | Store | None = None,
     campaign: str = "bench",
     config: str | None = None,
-    clock: ModelClock | None = None,
+    clock: Clock | None = None,
     config_id: int | None = None,
     resamples: int | None = None,
     on_probe: Callable[[Probe], None] | None = None,

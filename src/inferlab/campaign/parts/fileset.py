@@ -1,6 +1,7 @@
 """A config's kernel-config files as given: read from its directory and checked against the
 names its engine reads (``EngineSpec.config_dirs``), each a JSON object; and what they add to the
-config's identity in the store. Nothing here touches the engine (``campaign.parts.files`` installs)."""
+config's identity in the store. Nothing here touches the engine (``campaign.parts.files``
+installs)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Launching one campaign config: its argv, its health URL, its orphan record, its store row.
 
 ``launch_config`` starts the server through a :class:`Launcher`, records it against orphans
-(``campaign.parts.orphans``) as soon as the process exists, and waits until it is ready, failing fast
-on the engine's fatal log signatures; a launch that fails or is interrupted is stopped and its
+(``campaign.parts.orphans``) as soon as the process exists, and waits until it is ready, failing
+fast on the engine's fatal log signatures; a launch that fails or is interrupted is stopped and its
 record dropped. The ``Launcher`` is the seam between a campaign and its servers' processes (as
 httpx's ``Transport`` is between a client and the network): :data:`SUBPROCESS`, the default,
 starts each as a process group (``inferlab.server``); :class:`InProcessSim` serves the
@@ -192,8 +192,8 @@ def launch_config(
     """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). With
     ``cpus``, its process group runs on the server's CPUs, the engine's thread knob set to
     match (a config's own ``env`` wins). The server
-    is recorded against orphans (``campaign.parts.orphans``) from the moment it exists; a launch that
-    fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
+    is recorded against orphans (``campaign.parts.orphans``) from the moment it exists; a launch
+    that fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
     this process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves
     it running). ``launcher``: where it runs (see the module docstring)."""
     spec = get_engine(cfg.engine)

@@ -1,135 +1,65 @@
-"""The stages one config goes through before it is measured, each a context manager over a
-:class:`~inferlab.campaign.context.ConfigContext`, undone in reverse (``campaign.pipeline``).
+"""The ``verified`` stage: every check of ``[verify]`` against the reference, stored.
 
-``files``: tuned files made, every ``files`` kind installed; restored on the way out (kept by
-``up``). ``server``: launched (profiling on when ``[profile]`` names it), stored as a ``launch``
-verification, stopped on the way out with the stop, GPU-drain and runtime-failure checks
-(``campaign.steps.server_running``); kind ``openai``: the endpoint already running. ``verified``:
-probes, length, stream, greedy equivalence, the distribution-agreement gate and the lm-eval
-score gate (``campaign.parts.evalstep``) against the reference, stored; a failure ends the config
-(``StepFailed`` "verify-failed"). ``levers``: the lever evidence of the config's diff against
-the baseline, stored and told. A new stage is a function here and an entry in
-:data:`RUN_STAGES`.
+Probes, length, stream, greedy equivalence, the distribution-agreement gate and the lm-eval
+score gate (``campaign.parts.evalstep``) against the reference config; a failure ends the
+config (``StepFailed`` "verify-failed"). Skipped with ``[verify] enabled = false`` or
+``--no-verify``. Under ``run --ray`` the server's node runs the checks (``cluster.task``) and
+the driver stores them here (``store_verification``).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from typing import Any
 
-from inferlab.campaign.context import ConfigContext, StepFailed
-from inferlab.campaign.parts import capture
+from inferlab.campaign.context import ConfigContext, Stage, StepFailed
 from inferlab.campaign.parts.evalstep import SAMPLES_KIND, eval_check
-from inferlab.campaign.parts.launch import config_row, served_model, server_url
-from inferlab.campaign.steps import check_applied, config_files, server_running
+from inferlab.campaign.parts.launch import config_row
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.lossy import LossyGate
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
-from inferlab.errors import ConfigError
-from inferlab.server import ServerProcess
 from inferlab.store import Store
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 from inferlab.verify.gate import AgreementTask
 from inferlab.verify.logprobs import LogprobReference
 
 __all__ = [
-    "RUN_STAGES",
-    "Stage",
+    "REMEDY",
+    "VERIFIED",
     "agreement_task",
-    "files",
-    "given",
-    "levers",
     "reference_outputs",
-    "server",
-    "serving",
     "store_verification",
-    "verified",
     "verify_config",
+    "wants_verify",
 ]
 
-Stage = Callable[[ConfigContext], AbstractContextManager[None]]
+#: what a config that failed verification is told to do
+REMEDY = "fix the config, or --no-verify to measure anyway"
+
+
+def wants_verify(cx: ConfigContext) -> bool:
+    """Whether this run verifies its configs (``[verify] enabled``, no ``--no-verify``)."""
+    return cx.run.campaign.verify.enabled and not cx.run.no_verify
 
 
 @contextlib.contextmanager
-def files(cx: ConfigContext) -> Iterator[None]:
-    """``cx.cfg`` with its tuned files, installed; restored on exit unless ``up`` keeps them."""
-    run = cx.run
-    with config_files(
-        run.campaign, run.baseline, cx.cfg, store=run.store, config_id=cx.config_id,
-        say=cx.say, owner="up" if run.keep else "run", keep=run.keep,
-    ) as (cfg, installed):  # fmt: skip
-        cx.cfg, cx.installed = cfg, installed
-        yield
-
-
-@contextlib.contextmanager
-def given(cx: ConfigContext) -> Iterator[None]:
-    """Kind ``openai``: the endpoint that already runs (nothing launched, nothing stopped)."""
-    cfg = cx.cfg
-    if not cfg.url:
-        what = "the URL of the running endpoint" if cx.run.keep else "the URL"
-        raise ConfigError(f"{cx.run.path}: engine.url: kind {cfg.engine!r} needs {what}")
-    cx.url = cfg.url.rstrip("/")
-    cx.model = served_model(cx.url, cfg.model or "")
-    yield
-
-
-@contextlib.contextmanager
-def server(cx: ConfigContext) -> Iterator[None]:
-    """The config's server, launched and stopped here (``given`` when it launches nothing)."""
-    run, cfg = cx.run, cx.cfg
-    if not get_engine(cfg.engine).launchers:
-        with given(cx):
-            yield
-        return
-    assert run.store is not None and cx.config_id is not None  # ``run`` always stores
-    launched, note = capture.launch_form(run.campaign, cfg, run.store)
-    with server_running(
-        run.campaign, launched, store=run.store, config_id=cx.config_id, say=cx.say,
-        held=cx.held, extra={"profiling": note} if note else None, cpus=run.cpus,
-    ) as srv:  # fmt: skip
-        serving(cx, srv)
-        yield
-
-
-def serving(cx: ConfigContext, srv: ServerProcess) -> None:
-    """``cx`` with the server it launched: its URL, the model it serves, its launch log."""
-    cx.server, cx.log_path = srv, srv.spec.log_path
-    cx.url = server_url(srv, cx.cfg)
-    cx.model = served_model(cx.url, cx.cfg.model or "")
-
-
-@contextlib.contextmanager
-def verified(cx: ConfigContext) -> Iterator[None]:
+def _verified(cx: ConfigContext) -> Iterator[None]:
     """Verified (unless ``[verify] enabled = false`` or ``--no-verify``): ``cx.verify``."""
     run = cx.run
-    if run.campaign.verify.enabled and not run.no_verify:
+    if wants_verify(cx):
         run.progress(f"{cx.name}: verifying ...")
         ref = run.campaign.verify.equivalent_to or run.baseline.name
         cx.verify = rep = verify_config(
             run.campaign, cx.cfg, cx.url, cx.model, run.store, reference_config=ref
         )
         if not rep.passed:
-            remedy = "fix the config, or --no-verify to measure anyway"
-            raise StepFailed("verify-failed", rep.summary(), remedy)
+            raise StepFailed("verify-failed", rep.summary(), REMEDY)
     yield
 
 
-@contextlib.contextmanager
-def levers(cx: ConfigContext) -> Iterator[None]:
-    """The lever evidence of the config against the baseline, in ``cx.levers``."""
-    cx.levers = check_applied(
-        cx.run.baseline, cx.cfg, url=cx.url, log_path=cx.log_path, installed=cx.installed,
-        store=cx.run.store, config_id=cx.config_id, say=cx.say,
-    )  # fmt: skip
-    yield
-
-
-#: ``inferlab run``'s stages, in the order they start (undone in reverse)
-RUN_STAGES: tuple[Stage, ...] = (files, server, verified, levers)
+VERIFIED = Stage("verified", _verified)
 
 
 def reference_outputs(
