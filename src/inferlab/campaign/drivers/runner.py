@@ -217,7 +217,8 @@ def _interleave(
     todo: set[tuple[str, int]], k: int,
 ) -> tuple[str, set[tuple[str, int]]] | None:  # fmt: skip
     """The baseline's pass before ``candidate`` in round ``k``
-    (``campaign.drivers.interleave``), told and kept in ``result``; what it measured (None when it did not finish)."""
+    (``campaign.drivers.interleave``), told and kept in ``result``; what it measured (None
+    when it did not finish)."""
     out = interleave_step(plan, run, candidate, todo, k)
     if k > 1:
         out.config += f" (launch {k})"

@@ -38,7 +38,7 @@ from inferlab.recon.tuned import parse_config_name
 from inferlab.secrets import scrub_text
 from inferlab.store import Store
 
-__all__ = [ "Sources", "check_levers", "gather", "item_lines", "record_levers"]
+__all__ = ["Sources", "check_levers", "gather", "item_lines", "record_levers"]
 
 _MAX_LOG = 64 << 20
 

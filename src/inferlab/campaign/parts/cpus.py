@@ -22,7 +22,7 @@ from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError
 
-__all__ = [ "campaign_streams", "plan_cpus"]
+__all__ = ["campaign_streams", "plan_cpus"]
 
 #: one client CPU per this many streams: on the H200 (vLLM 0.26, 2026-12-01) one client CPU
 #: read loop-lag p99 1.09-2.37 ms (over the 1 ms trust limit) at C=8, 32 and 128 with 2-12 k

@@ -191,11 +191,11 @@ def launch_config(
 ) -> ServerProcess:
     """Start ``cfg`` and wait until it is ready (``LaunchError`` when it is not). With
     ``cpus``, its process group runs on the server's CPUs, the engine's thread knob set to
-    match (a config's own ``env`` wins). The server
-    is recorded against orphans (``campaign.parts.orphans``) from the moment it exists; a launch
-    that fails, or is interrupted, is stopped and its record dropped. ``guard``: the server dies with
-    this process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves
-    it running). ``launcher``: where it runs (see the module docstring)."""
+    match (a config's own ``env`` wins). The server is recorded against orphans
+    (``campaign.parts.orphans``) from the moment it exists; a launch that fails, or is
+    interrupted, is stopped and its record dropped. ``guard``: the server dies with this
+    process (``inferlab.server.guard``: ``run`` and Ray actors; not ``up``, which leaves it
+    running). ``launcher``: where it runs (see the module docstring)."""
     spec = get_engine(cfg.engine)
     port = cfg.port or free_port()
     addr = "127.0.0.1" if cfg.is_local else cfg.host.split("@")[-1]
