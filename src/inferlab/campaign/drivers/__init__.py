@@ -1,0 +1,2 @@
+"""The drivers of the campaign pipeline on one host: ``run`` (``runner``, with ``interleave``),
+``up``/``down`` and the demo; ``run --ray`` is ``cluster.campaign``'s."""

@@ -1,0 +1,2 @@
+"""The parts the stages, passes and drivers are made of: launch, files, plan, capture, clock,
+capacity, rounds, ... (each over the bottom layer, ``campaign.context``)."""
