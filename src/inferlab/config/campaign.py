@@ -251,13 +251,8 @@ class CampaignFile(_Closed):
     search: SearchSection | None = None  # inferlab optimize (docs/optimize.md)
 
     @property
-    def output_dir(self) -> Path:
-        """Where the campaign's logs, files manifests, profiles and server state go
-        (``[campaign] output``, else ``inferlab-out/NAME``)."""
+    def output_dir(self) -> Path:  # ``[campaign] output``, else inferlab-out/NAME
         return self.campaign.output or Path("inferlab-out") / self.campaign.name
-
-
-# -- loading with positions ------------------------------------------------------------------
 
 
 def _parse(path: Path, text: str) -> dict[str, Any]:
