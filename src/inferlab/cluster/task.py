@@ -3,7 +3,8 @@
 placed (placement group ready) → every stage of ``campaign.stages.table`` entered in order →
 every cell measured (with ``sequential = true``, a candidate first waits for the reference's
 cells when that one runs too, then each cell is a sequential A/B against them) → the stages
-left in reverse → torn down. A stage with a form on the server's node (:data:`ON_NODE`:
+left in reverse (``cluster.walk``) → torn down. A stage with a form on the server's node
+(:data:`ON_NODE`:
 ``files`` installs there, ``cluster.nodefiles``; ``server`` launches and stops there;
 ``verified`` checks there, after the config it must match when that one runs too) is one
 actor call each way; every other stage (``levers``, and any new one) is entered here, in the
@@ -16,7 +17,6 @@ config's unfinished cells with the cause; the other configs go on.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import time
 from collections.abc import Callable
@@ -29,8 +29,6 @@ from inferlab.campaign.context import (
     CpuSplit,
     RunContext,
     RuntimeFailure,
-    Stage,
-    StepFailed,
 )
 from inferlab.campaign.parts.aftermath import record_runtime, record_stop, stop_message
 from inferlab.campaign.parts.bench import StoreSink, bench_config
@@ -42,6 +40,7 @@ from inferlab.cluster.nodefiles import FilesDone, sent, take
 from inferlab.cluster.placement import Need, node_lost
 from inferlab.cluster.records import store_launch
 from inferlab.cluster.shared import Shared
+from inferlab.cluster.walk import StageWalk
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
 from inferlab.load.adaptive import BaselineRef
@@ -98,12 +97,14 @@ class ConfigRun:
         self.client: Any = None
         self.recon = False
         self.launched: Launched | None = None
-        self.stages = table.STAGES  # the table as this run started
-        self.stage = 0  # the next stage to enter
-        self.entered: list[tuple[Stage, contextlib.ExitStack | None]] = []  # None: on the node
         run = RunContext(sh.camp, sh.path, sh.baseline or cfg, sh.reference, _PLACED, sh.store,
                          sh.events.message, sh.events.message, sh.events, sh.no_verify)  # fmt: skip
         self.cx = ConfigContext(run, cfg, gid)
+        on_node = {"files": (self._enter_files, self._leave_files),
+                   "server": (self._enter_server, self._leave_server),
+                   "verified": (self._enter_verified, self._leave)}  # fmt: skip
+        self.walk = StageWalk(self.cx, table.STAGES, on_node, self._next_cell, self._teardown,
+                              self._failed, self._failed_out)  # fmt: skip
         self.sink: StoreSink | None = None
         self.run_ids: list[int] = []
         self.since = time.monotonic()
@@ -160,53 +161,24 @@ class ConfigRun:
         self.sh.events.config_started(self.cfg, self.index, self.total)
         self._enter_next()
 
-    # -- the stages ----------------------------------------------------------------------
+    # -- the stages ---------------------------------------------------------------------
     def _enter_next(self) -> None:
-        """The next stage entered (on the node, or here); past the last one, the cells."""
-        if self.stage == len(self.stages):
-            self._next_cell()
-            return
-        stage = self.stages[self.stage]
-        self.stage += 1
         self.state = State.ENTERING
-        if stage.name in ON_NODE:
-            ON_NODE[stage.name][0](self)
-            return
-        stack = contextlib.ExitStack()
-        try:
-            stack.enter_context(stage(self.cx))
-        except StepFailed as f:
-            self._end(f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))
-            self._leave()
-            return
-        except InferlabError as exc:
-            self._end("failed", str(exc))
-            self._leave()
-            return
-        self.entered.append((stage, stack))
-        self._enter_next()
+        self.walk.enter_next()
 
     def _entered(self) -> None:
-        """The stage on the node is in: on to the next."""
-        self.entered.append((self.stages[self.stage - 1], None))
-        self._enter_next()
+        self.walk.entered_on_node()
 
     def _leave(self) -> None:
-        """The last stage entered left (on the node, or here); once none is left, torn down."""
         self.state = State.LEAVING
-        if not self.entered:
-            self._teardown()
-            return
-        stage, stack = self.entered.pop()
-        if stack is None:
-            ON_NODE[stage.name][1](self)
-            return
-        try:
-            stack.close()
-        except InferlabError as exc:  # as on one host: a stage that fails on its way out
-            self.outcome = None
-            self._end("failed", str(exc))
-        self._leave()
+        self.walk.leave()
+
+    def _failed(self, status: str, message: str, remedy: str | None, tail: list[str]) -> None:
+        self._end(status, message, remedy=remedy, log_tail=tail)
+
+    def _failed_out(self, message: str) -> None:
+        self.outcome = None
+        self._end("failed", message)
 
     def _enter_files(self) -> None:
         """The ``files`` stage on the server's node, before the launch (``cluster.nodefiles``)."""
@@ -296,8 +268,7 @@ class ConfigRun:
 
     def past_verify(self) -> bool:
         """Whether a config that must match this one's greedy outputs may verify now."""
-        verified = any(s.name == "verified" for s, _ in self.entered)
-        return verified or self.state in (State.LEAVING, State.DONE)
+        return self.walk.has("verified") or self.state in (State.LEAVING, State.DONE)
 
     def past_measure(self) -> bool:
         """Whether every cell of this config is measured (or will never be)."""
@@ -448,7 +419,7 @@ class ConfigRun:
         self.sh.findings(self.gid, [finding], source="ray")
         self._end("failed", message)
         self.launched = None  # nothing left to stop or restore on the node
-        self._drop_node_stages()
+        self.walk.drop_node()
         self._leave()
 
     def fail_placement(self, why: str) -> None:
@@ -468,20 +439,12 @@ class ConfigRun:
                 value = self.sh.ray.get(ref, timeout=timeout_s)
             except Exception:  # the node may be gone too; teardown still runs
                 self.pending = None
-                self._drop_node_stages()
+                self.walk.drop_node()
                 self._leave()
             else:
                 self.pending = None
                 then(value)
 
-    def _drop_node_stages(self) -> None:
-        """Forget the stages held on the node (it is gone); those held here are still left."""
-        self.entered = [(s, st) for s, st in self.entered if st is not None]
 
-
-#: the stages with a form on the server's node: (enter, leave), each an actor call or none
-ON_NODE: dict[str, tuple[Callable[[ConfigRun], None], Callable[[ConfigRun], None]]] = {
-    "files": (ConfigRun._enter_files, ConfigRun._leave_files),
-    "server": (ConfigRun._enter_server, ConfigRun._leave_server),
-    "verified": (ConfigRun._enter_verified, ConfigRun._leave),
-}
+#: the stages with a form on the server's node (``ConfigRun.walk``'s ``on_node``)
+ON_NODE = ("files", "server", "verified")

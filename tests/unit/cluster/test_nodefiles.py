@@ -150,7 +150,7 @@ def test_ctrl_c_stops_the_server_then_restores_its_files(
             restore_files=_Call(calls, "restore", FilesDone(cfg, None, [], ["A: files restored"])),
         )
         run.launched = Launched(Placed("n", "h", "ip", 1, None), url="http://x")
-        run.entered = [(s, None) for s in table.STAGES[:2]]  # files and server, on the node
+        run.walk.entered = [(s, None) for s in table.STAGES[:2]]  # files and server, on the node
         run.interrupt()
-    assert calls == ["stop", "restore", "kill"] and run.done and not run.entered
+    assert calls == ["stop", "restore", "kill"] and run.done and not run.walk.entered
     assert run.outcome is not None and run.outcome.status == "interrupted"
