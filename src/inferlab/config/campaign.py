@@ -1,8 +1,7 @@
 """The campaign file (TOML; YAML accepted): engine defaults, configs, verify, load, SLOs.
 
 Validation errors name the file, the line and the field. Config inheritance (``extends``),
-``set`` and ``unset`` are resolved by ``inferlab.campaign.parts.resolve``.
-"""
+``set`` and ``unset`` are resolved by ``inferlab.campaign.parts.resolve``."""
 
 from __future__ import annotations
 
