@@ -20,10 +20,11 @@ from inferlab.campaign.context import CampaignEvents, ConfigOutcome
 from inferlab.campaign.drivers.runner import CampaignResult, check_resume, done_cells
 from inferlab.campaign.parts.launch import campaign_lock, config_row
 from inferlab.campaign.parts.plan import Plan, make_plan, select_configs
+from inferlab.cluster.cells import Cell
 from inferlab.cluster.connect import alive_nodes, connect
 from inferlab.cluster.placement import Need, check_fit, config_need, fits_at_once, node_fits
 from inferlab.cluster.shared import Shared
-from inferlab.cluster.task import Cell, ConfigRun, State
+from inferlab.cluster.task import ConfigRun, State
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine

@@ -1,18 +1,17 @@
 """One config of a campaign on a Ray cluster: the campaign's stage table, stepped by results.
 
-placed (placement group ready) → every stage of ``campaign.stages.table`` entered in order →
-every cell measured (with ``sequential = true``, a candidate first waits for the reference's
-cells when that one runs too, then each cell is a sequential A/B against them) → the stages
-left in reverse (``cluster.walk``) → torn down. A stage with a form on the server's node
-(:data:`ON_NODE`:
-``files`` installs there, ``cluster.nodefiles``; ``server`` launches and stops there;
-``verified`` checks there, after the config it must match when that one runs too) is one
-actor call each way; every other stage (``levers``, and any new one) is entered here, in the
-driver, on the same :class:`~inferlab.campaign.context.ConfigContext` as on one host.
-The driver (:mod:`inferlab.cluster.campaign`) waits on every config's pending call at once and
-hands each result here, in its one thread, so every store write happens in the driver, one
-transaction per finished point, as on one host. A lost actor (its node died) fails this
-config's unfinished cells with the cause; the other configs go on.
+placed (``cluster.pair``) → every stage of ``campaign.stages.table`` entered in order → every
+cell measured (with ``sequential = true``, a candidate first waits for the reference's cells
+when that one runs too, then each cell is a sequential A/B against them) → the stages left in
+reverse (``cluster.walk``) → torn down. A stage in :data:`ON_NODE` is one actor call each way
+on the server's node: ``files`` installs there (``cluster.nodefiles``), ``server`` launches and
+stops there, ``verified`` checks there (after the config it must match, when that one runs
+too). Every other stage (``levers``, and any new one) is entered in the driver, on the same
+:class:`~inferlab.campaign.context.ConfigContext` as on one host. The driver
+(:mod:`inferlab.cluster.campaign`) waits on every config's pending call at once and hands each
+result here, in its one thread, so every store write happens in the driver, one transaction
+per finished point. A lost actor (its node died) fails this config's unfinished cells with the
+cause; the other configs go on.
 """
 
 from __future__ import annotations
@@ -30,26 +29,27 @@ from inferlab.campaign.context import (
     RunContext,
     RuntimeFailure,
 )
-from inferlab.campaign.parts.aftermath import record_runtime, record_stop, stop_message
-from inferlab.campaign.parts.bench import StoreSink, bench_config
-from inferlab.campaign.parts.watch import mark_exited
 from inferlab.campaign.stages import table
-from inferlab.campaign.stages.verified import REMEDY, reference_outputs, store_verification
-from inferlab.cluster.actors import ClientActor, Launched, Measured, ServerActor, Stopped
+from inferlab.campaign.stages.verified import (
+    REMEDY,
+    reference_outputs,
+    store_verification,
+    wants_verify,
+)
+from inferlab.cluster.actors import Launched, Measured, Stopped
+from inferlab.cluster.cells import Cell, Cells
 from inferlab.cluster.nodefiles import FilesDone, sent, take
+from inferlab.cluster.pair import ask_group, release, start_actors
 from inferlab.cluster.placement import Need, node_lost
-from inferlab.cluster.records import store_launch
+from inferlab.cluster.records import store_launch, store_stop
 from inferlab.cluster.shared import Shared
 from inferlab.cluster.walk import StageWalk
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
-from inferlab.load.adaptive import BaselineRef
-from inferlab.records import ErrorKind
 from inferlab.verify import VerifyReport
 
-__all__ = ["ON_NODE", "Cell", "ConfigRun", "State"]
+__all__ = ["ON_NODE", "ConfigRun", "State"]
 
-Cell = tuple[str, int]
 #: where a config's stages run under Ray: Ray pins nothing on the driver's host
 _PLACED = CpuSplit(None, None, "remote", "Ray places the server and its client")
 
@@ -87,8 +87,7 @@ class ConfigRun:
         self.total = total
         self.reference: ConfigRun | None = None
         self.ab_reference: ConfigRun | None = None
-        self.baselines: dict[str, BaselineRef] | None = None  # the A/B's, once read
-        self.todo = list(todo)
+        self.cells = Cells(list(todo))
         self.state = State.NEW
         self.pending: tuple[Any, Callable[[Any], None]] | None = None
         self.outcome: ConfigOutcome | None = None
@@ -105,8 +104,6 @@ class ConfigRun:
                    "verified": (self._enter_verified, self._leave)}  # fmt: skip
         self.walk = StageWalk(self.cx, table.STAGES, on_node, self._next_cell, self._teardown,
                               self._failed, self._failed_out)  # fmt: skip
-        self.sink: StoreSink | None = None
-        self.run_ids: list[int] = []
         self.since = time.monotonic()
         self.warned_wait = False
 
@@ -125,40 +122,22 @@ class ConfigRun:
 
     def _end(self, status: str, message: str = "", **kw: Any) -> None:
         if self.outcome is None:
-            self.outcome = ConfigOutcome(self.name, status, message, self.run_ids, **kw)
+            self.outcome = ConfigOutcome(self.name, status, message, self.cells.run_ids, **kw)
 
     # -- placement -----------------------------------------------------------------------
     def place(self) -> None:
         """Ask Ray for this config's placement group (it waits until a node is free)."""
-        from ray.util.placement_group import placement_group
-
-        self.pg = placement_group(
-            self.need.bundles(),
-            strategy="STRICT_PACK",
-            name=f"inferlab:{self.sh.camp.campaign.name}:{self.name}",
-        )
+        self.pg = ask_group(self.need, f"inferlab:{self.sh.camp.campaign.name}:{self.name}")
         self.since = time.monotonic()
         self._wait(self.pg.ready(), self._placed, State.PLACING)
 
     def _placed(self, _: Any) -> None:
-        """Both actors start now (the client's process starts while the engine loads)."""
-        ray, need = self.sh.ray, self.need
-        self.server = (
-            ray.remote(ServerActor)
-            .options(
-                num_cpus=need.server_cpus, num_gpus=need.gpus, scheduling_strategy=self._bundle(0)
-            )
-            .remote(self.sh.camp, self.cfg)
-        )
-        self.client = (
-            ray.remote(ClientActor)
-            .options(num_cpus=need.client_cpus, scheduling_strategy=self._bundle(1))
-            .remote()
-        )
-        node = ray.util.placement_group_table(self.pg)["bundles_to_node_id"].get(0)
-        self.recon = self.sh.take_recon and node not in self.sh.recon_nodes
-        self.sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
-        self.sh.events.config_started(self.cfg, self.index, self.total)
+        """Both actors start now (``cluster.pair``); then the stages."""
+        sh = self.sh
+        self.server, self.client, node = start_actors(sh.ray, self.pg, self.need, sh.camp, self.cfg)
+        self.recon = sh.take_recon and node not in sh.recon_nodes
+        sh.recon_nodes.add(node)  # one recon per node, by the first config placed there
+        sh.events.config_started(self.cfg, self.index, self.total)
         self._enter_next()
 
     # -- the stages ---------------------------------------------------------------------
@@ -229,23 +208,10 @@ class ConfigRun:
             f"(node {got.placed.node_id[:8]}, "
             f"CUDA_VISIBLE_DEVICES={got.placed.cuda_visible_devices})"
         )
-        camp = self.sh.camp
-        assert got.url is not None
-        self.cx.url, self.cx.model = got.url, got.model
+        self.cx.url, self.cx.model = got.url or "", got.model
         log = Path(got.log_path) if got.log_path else None
         self.cx.log_path = log if log is not None and log.is_file() else None  # read here?
-        ref = bool(self.sh.reference) and self.name == self.sh.reference  # measured to the cap
-        bench = bench_config(camp, got.url, got.model, self.cfg.engine, reference=ref)
-        self.client.aim.remote(bench)  # ordered before this driver's next call to it
-        self.sink = StoreSink(
-            self.sh.store,
-            bench,
-            camp.campaign.name,
-            self.name,
-            scrape=False,
-            config_id=self.gid,
-            environment=got.environment,
-        )
+        self.cells.aim(self.sh, self.client, self.cfg, self.gid, got)
         self._entered()
 
     def _leave_server(self) -> None:
@@ -254,17 +220,10 @@ class ConfigRun:
 
     def _enter_verified(self) -> None:
         """Verified on the node once the config it must match has verified (``tick``)."""
-        if self.sh.camp.verify.enabled and not self.sh.no_verify:
+        if wants_verify(self.cx):
             self.state = State.WAITING
         else:
             self._entered()
-
-    def _bundle(self, i: int) -> Any:
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
-        return PlacementGroupSchedulingStrategy(
-            placement_group=self.pg, placement_group_bundle_index=i
-        )
 
     def past_verify(self) -> bool:
         """Whether a config that must match this one's greedy outputs may verify now."""
@@ -306,65 +265,39 @@ class ConfigRun:
 
     # -- the cells -----------------------------------------------------------------------
     def _next_cell(self) -> None:
-        if not self.todo:
+        cells = self.cells
+        if not cells.todo:
             self._end("measured")
             self._leave()
             return
-        if self.baselines is None:
+        if cells.baselines is None:
             if self.ab_reference is not None and not self.ab_reference.past_measure():
                 self.state = State.AB_WAIT  # ``tick`` goes on once the reference has measured
                 return
-            self.baselines = self.sh.baselines(self.name)
-        label, trial = self.todo[0]
-        call = self.client.measure.remote(label, trial, baselines=self.baselines)
+            cells.baselines = self.sh.baselines(self.name)
+        label, trial = cells.todo[0]
+        call = self.client.measure.remote(label, trial, baselines=cells.baselines)
         self._wait(call, self._measured, State.MEASURING)
 
     def _measured(self, got: Measured) -> None:
-        """Ask the server's actor whether its server exited during the point (the campaign's
-        server watch), then commit."""
-        label, trial = self.todo[0]
-        if got.point is None:  # nothing measured: the server may have been gone already
-            refused, when = got.error is not None, f"before {label} trial {trial}"
-        else:
-            refused = any(r.error_kind is ErrorKind.CONNECT for r in got.point.records)
-            when = f"during {label} trial {trial}"
-        call = self.server.exited.remote(refused, when)
+        """Ask the server's actor whether its server exited during the point, then commit."""
+        call = self.server.exited.remote(*self.cells.watch_call(got))
         self._wait(call, lambda exited: self._commit(got, exited), State.MEASURING)
 
     def _commit(self, got: Measured, exited: str | None) -> None:
-        assert self.sink is not None
-        if exited is not None:
-            if got.point is not None:
-                mark_exited(got.point, exited)
-            got.error = ("ConnectError", exited)
-        if got.point is not None:
-            if not self.run_ids:
-                self.sink.start(got.meta)
-            self.sink.commit(got.point, got.scrapes)
-            self.run_ids[:] = self.sink.run_ids
-            self.sh.events.point_finished(got.point)
-        if got.error is not None or got.point is None:
-            cell = "{}#{}".format(*self.todo[0])
-            self._end("failed", got.error[1] if got.error else f"{cell}: nothing was measured")
-            self._leave()
-        elif got.point is not None and got.point.interrupted:
-            self._end("interrupted", f"interrupted; {self.sh.resume_hint} continues")
+        status, message = self.cells.commit(self.sh, got, exited, self.sh.resume_hint)
+        if status:
+            self._end(status, message)
             self._leave()
         else:
-            self.todo.pop(0)
             self._next_cell()
 
     def _stopped(self, got: Stopped | None) -> None:
-        """Stored as ``inferlab run`` stores a stop (``campaign.parts.aftermath``): the log's
-        findings, the stop check with the GPU drain, and a runtime failure, which turns a
-        measured config into a failed one (what was measured is kept)."""
-        if got is not None:
-            self.sh.findings(self.gid, got.findings, got.log_path)
-            record_stop(self.sh.store, self.gid, got.report, got.drain)
-            self.sh.events.message(f"{self.name}: {stop_message(got.report, got.drain)}")
-            if got.failure is not None:
-                record_runtime(self.sh.store, self.gid, got.failure)
-                self._with_failure(got.failure)
+        """Stored as ``inferlab run`` stores a stop (``cluster.records.store_stop``); a runtime
+        failure turns a measured config into a failed one (what was measured is kept)."""
+        failure = store_stop(self.sh, self.gid, self.name, got) if got is not None else None
+        if failure is not None:
+            self._with_failure(failure)
         self._leave()
 
     def _with_failure(self, failure: RuntimeFailure) -> None:
@@ -374,16 +307,9 @@ class ConfigRun:
             self.outcome.failed_by(failure.message, failure.remedy, failure.tail)
 
     def _teardown(self) -> None:
-        from ray.util.placement_group import remove_placement_group
-
         self.pending = None
-        for actor in (self.client, self.server):
-            if actor is not None:
-                self.sh.ray.kill(actor)
-        self.client = self.server = None
-        if self.pg is not None:
-            remove_placement_group(self.pg)
-            self.pg = None
+        release(self.sh.ray, self.pg, (self.client, self.server))
+        self.client = self.server = self.pg = None
         self.state = State.DONE
         self._end("measured")
         assert self.outcome is not None
@@ -415,7 +341,7 @@ class ConfigRun:
         cause = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         node = self.launched.placed if self.launched is not None else None
         where = (node.node_id, node.hostname) if node else None
-        finding, message = node_lost(self.name, where, self.todo, cause, self.sh.resume_hint)
+        finding, message = node_lost(self.name, where, self.cells.todo, cause, self.sh.resume_hint)
         self.sh.findings(self.gid, [finding], source="ray")
         self._end("failed", message)
         self.launched = None  # nothing left to stop or restore on the node
