@@ -31,6 +31,10 @@ FACES: dict[str, list[str]] = {
         "run_campaign",
         "select_configs",
     ],
+    # the role subpackages of campaign/ (the campaign-layers contract): no face of their own
+    "inferlab.campaign.drivers": [],
+    "inferlab.campaign.parts": [],
+    "inferlab.campaign.stages": [],
     "inferlab.cli": ["app"],
     "inferlab.cluster": [
         "bench_ray",

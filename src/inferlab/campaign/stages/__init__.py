@@ -5,3 +5,5 @@ Each module holds one :class:`~inferlab.campaign.context.Stage` (a context manag
 takes; ``stages.table.STAGES`` lists them in the order they start. ``run``, ``up`` and
 ``run --ray`` all step through that one table.
 """
+
+__all__: list[str] = []  # no face: its modules are imported by name
