@@ -1,9 +1,9 @@
 """A config's ``files`` step on the node Ray placed its server on, as ``inferlab run`` takes it.
 
-The server's actor enters the campaign's own step (``campaign.steps.config_files``: tuned files
-made on that node's GPUs or from a saved run, every ``files`` kind installed into the engine's
-package there)
-before its launch and leaves it after its stop (every file restored, the directory compared).
+The server's actor enters the campaign's own step (``campaign.stages.files.config_files``:
+tuned files made on that node's GPUs or from a saved run, every ``files`` kind installed into
+the engine's package there) before its launch and leaves it after its stop (every file
+restored, the directory compared).
 What the step stores is recorded on the node (:class:`Recorder`) and what it tells is kept;
 both come back in a :class:`FilesDone` that the driver stores and tells (:func:`take`), so only
 the driver writes the store. The driver sends what the step reads on one host (:func:`sent`):
