@@ -129,9 +129,14 @@ def _campaign(
     from inferlab.cluster.campaign import run_plan_ray
 
     return run_plan_ray(
-        plan, store=store, address=ray, needs=needs, events=events, resume=resume,
+        plan,
+        store=store,
+        address=ray,
+        needs=needs,
+        events=events,
+        resume=resume,
         no_verify=no_verify,
-    )  # fmt: skip
+    )
 
 
 def _report(store: Store, campaign: str) -> list[Path]:

@@ -96,14 +96,34 @@ class ConfigRun:
         self.client: Any = None
         self.recon = False
         self.launched: Launched | None = None
-        run = RunContext(sh.camp, sh.path, sh.baseline or cfg, sh.reference, _PLACED, sh.store,
-                         sh.events.message, sh.events.message, sh.events, sh.no_verify)  # fmt: skip
+        say, base = sh.events.message, sh.baseline or cfg
+        run = RunContext(
+            sh.camp,
+            sh.path,
+            base,
+            sh.reference,
+            _PLACED,
+            sh.store,
+            say,
+            say,
+            sh.events,
+            sh.no_verify,
+        )
         self.cx = ConfigContext(run, cfg, gid)
-        on_node = {"files": (self._enter_files, self._leave_files),
-                   "server": (self._enter_server, self._leave_server),
-                   "verified": (self._enter_verified, self._leave)}  # fmt: skip
-        self.walk = StageWalk(self.cx, table.STAGES, on_node, self._next_cell, self._teardown,
-                              self._failed, self._failed_out)  # fmt: skip
+        on_node = {
+            "files": (self._enter_files, self._leave_files),
+            "server": (self._enter_server, self._leave_server),
+            "verified": (self._enter_verified, self._leave),
+        }
+        self.walk = StageWalk(
+            self.cx,
+            table.STAGES,
+            on_node,
+            self._next_cell,
+            self._teardown,
+            self._failed,
+            self._failed_out,
+        )
         self.since = time.monotonic()
         self.warned_wait = False
 
