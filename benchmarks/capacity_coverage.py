@@ -1,6 +1,6 @@
 """Coverage of the capacity-at-SLO bracket, by seeded simulation of probe outcomes where the
 true capacity is known (no server: each probe's requests are drawn from a known model and
-judged by the real ``campaign.capacity.ProbeJudge``, the search by the real ``next_probe``).
+judged by the real ``campaign.parts.capacity.ProbeJudge``, the search by the real ``next_probe``).
 
 The model (SIMULATED): the reference engine's ``generic`` preset, a decode step of C
 sequences taking 8 + 0.25·C ms; a request's TPOT at concurrency C on a launch of log offset
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inferlab.campaign.capacity import CONCURRENCY, ProbeJudge
+from inferlab.campaign.parts.capacity import CONCURRENCY, ProbeJudge
 from inferlab.records import RequestRecord
 from inferlab.stats.capacity import MarginSample, bracket, isotonic_capacity, next_probe
 from inferlab.stats.capacity_error import ErrorBudget, LaunchTerm

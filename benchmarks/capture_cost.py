@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.demo import EXAMPLES
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.demo import EXAMPLES
+from inferlab.campaign.drivers.runner import run_campaign
 from inferlab.store import Store
 
 FILES = {"sim": "sim-dsv4.toml", "vllm": "vllm-cpu.toml"}

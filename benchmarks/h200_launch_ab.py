@@ -110,10 +110,9 @@ def config_file(s: Session, config: str) -> Path:
 
 def _state(path: Path, config: str) -> dict[str, Any]:
     """The state file ``inferlab up`` left for ``config`` (url, pid, client CPUs)."""
-    from inferlab.campaign.launch import output_dir
     from inferlab.config.campaign import load_campaign
 
-    path = output_dir(load_campaign(path)) / ".servers" / f"{config}.json"
+    path = load_campaign(path).output_dir / ".servers" / f"{config}.json"
     doc: dict[str, Any] = json.loads(path.read_text())
     return doc
 

@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents
-from inferlab.campaign.launch import InProcessSim
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.search.driver import _Runs, search_plan
 from inferlab.search.space import Space
 from inferlab.search.trials import Trials

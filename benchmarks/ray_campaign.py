@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
 from inferlab.cluster.campaign import run_campaign_ray
 from inferlab.cluster.connect import REAPER_CONFIG
 from inferlab.store import Store

@@ -5,9 +5,9 @@ speed factor (``sim serve --launch-sd S``: every launch's whole timing × exp(N(
 from ``--launch-seed`` and a fresh ``--launch-state`` counter per rerun; each launch's jitter
 seeded by the rerun's ``--seed`` and its launch number), at S = 0, 2, 4 and 8%.
 Each rerun is a fresh ``inferlab run`` of a campaign file this script writes (engine kind
-``sim``, a fresh store, fresh launches; the library's ``campaign.runner.run_campaign``, which
+``sim``, a fresh store, fresh launches; the library's ``campaign.drivers.runner.run_campaign``, which
 ``inferlab run`` calls, with the engine on threads of this process and every point read on its
-model clock, ``campaign.clock``: fast and free of this machine's CPU noise). Three configs:
+model clock, ``campaign.parts.clock``: fast and free of this machine's CPU noise). Three configs:
 
 - ``baseline``: ``--ttft-ms 2 --itl-ms 1 --jitter-ms 0.3`` (the jitter: a request-to-request
   spread within a launch);
@@ -131,9 +131,9 @@ def sim_rerun(
     work: Path, i: int, sd: float, seed: int, overrides: dict[str, str]
 ) -> dict[str, Any]:
     """One fresh campaign: ``{"fast": Cell, "noop": Cell, "launches": n, "s": wall s}``."""
-    from inferlab.campaign.clock import ModelClock
-    from inferlab.campaign.launch import InProcessSim
-    from inferlab.campaign.runner import run_campaign
+    from inferlab.campaign.drivers.runner import run_campaign
+    from inferlab.campaign.parts.clock import ModelClock
+    from inferlab.campaign.parts.launch import InProcessSim
     from inferlab.report.compare import build_comparison
     from inferlab.store import Store
 
@@ -263,8 +263,8 @@ def run_vllm(a: argparse.Namespace) -> str:
     """Reruns of the demo's ngram A/B at C=1 on vLLM-CPU; the table of where each rerun's
     estimate falls against the first run's interval."""
     from inferlab.campaign.context import CampaignEvents
-    from inferlab.campaign.demo import prepare_vllm_demo
-    from inferlab.campaign.runner import run_campaign
+    from inferlab.campaign.drivers.demo import prepare_vllm_demo
+    from inferlab.campaign.drivers.runner import run_campaign
     from inferlab.report.compare import build_comparison
     from inferlab.store import Store
 

@@ -32,7 +32,7 @@ the true rate × (1 + N(0, cv)), beside a fresh measurement of the incumbent; th
 only on "better": ``search.loop``, the loop ``optimize`` runs):
 
 - ``optimize``: the whole method. The baseline is measured and profiled on the reference engine
-  (in process, on its model clock: ``campaign.runner``, ``ModelClock``), its levers ranked as
+  (in process, on its model clock: ``campaign.drivers.runner``, ``ModelClock``), its levers ranked as
   ``inferlab levers`` ranks them and each dimension bounded and pruned by the real
   ``search.prune`` (``levers_of``, ``bound_dims``) — nothing is hand-fed — then TPE (its
   ordinal encoding, ``search.space``) over the dimensions left;
@@ -69,10 +69,10 @@ from pathlib import Path
 
 import optuna
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.plan import select_configs
-from inferlab.campaign.runner import run_plan
+from inferlab.campaign.drivers.runner import run_plan
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
+from inferlab.campaign.parts.plan import select_configs
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchDim, SearchSection
 from inferlab.search import Space, TrialResult, run_search

@@ -70,7 +70,7 @@ def serial_reason(item: pytest.Item) -> str | None:
             f"{item.nodeid}: @pytest.mark.serial needs reason=: the machine-wide resource the "
             "test needs (a fixed port range, all CPUs, the Ray head); a test that is serial "
             "only because it flips on timing should read the model clock instead "
-            "(inferlab.campaign.clock)"
+            "(inferlab.campaign.parts.clock)"
         )
     return reasons[0]
 

@@ -3,7 +3,7 @@
 A CPU list is Linux's syntax (``"0-5"``, ``"0,2,4-7"``). Pinning uses ``os.sched_setaffinity``:
 a launched server pins itself in the child before ``exec`` (so its whole process group
 inherits the set), the measuring processes pin themselves when they start. The split policy
-(which CPUs go where) is ``inferlab.campaign.cpus``.
+(which CPUs go where) is ``inferlab.campaign.parts.cpus``.
 """
 
 from __future__ import annotations

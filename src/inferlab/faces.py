@@ -2,7 +2,7 @@
 
 A package's ``__init__`` names its public API in ``__all__`` and maps each name to the module
 that defines it; the module is imported on the first use of one of its names, so importing one
-submodule (``inferlab.campaign.bench`` for ``inferlab bench``) does not import the whole package
+submodule (``inferlab.campaign.parts.bench`` for ``inferlab bench``) does not import the package
 (the CLI's start-up stays what its lazy commands make it). The names are imported under
 ``TYPE_CHECKING`` too, for the type checker and the import contracts.
 """

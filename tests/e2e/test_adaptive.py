@@ -114,8 +114,8 @@ def test_sequential_ab_settles_a_real_difference_at_an_early_look(tokdir: Path) 
 def test_campaign_sequential_ab_says_which_look_settled_it(
     campaign_toml: CampaignToml, tmp_path: Path
 ) -> None:
-    from inferlab.campaign.plan import make_plan, render_plan
-    from inferlab.campaign.runner import run_campaign
+    from inferlab.campaign.drivers.runner import run_campaign
+    from inferlab.campaign.parts.plan import make_plan, render_plan
     from inferlab.report.compare import build_comparison
     from inferlab.report.compare_export import cell_text
     from inferlab.store import Store

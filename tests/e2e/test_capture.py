@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
 from inferlab.report.data import build_report
 from inferlab.report.render import render_markdown
 from inferlab.store import Store

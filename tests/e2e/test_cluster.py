@@ -20,7 +20,8 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from inferlab.campaign.context import CampaignEvents  # noqa: E402
-from inferlab.campaign.runner import run_campaign  # noqa: E402
+from inferlab.campaign.drivers.runner import run_campaign  # noqa: E402
+from inferlab.campaign.stages import table  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
 from inferlab.cluster.connect import (  # noqa: E402
@@ -43,6 +44,7 @@ from support.campaign import write_campaign  # noqa: E402
 from support.campaigns import files, optimize_campaign  # noqa: E402
 from support.pkgcopy import tuned_dir  # noqa: E402
 from support.simproc import group_pids, start_sim  # noqa: E402
+from support.warmup import with_warmup  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -513,3 +515,20 @@ def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
     for c in ("A", "S"):  # a config that installs files ran alone
         others = [w for n, w in windows.items() if n != c]
         assert all(w[1] < windows[c][0] or windows[c][1] < w[0] for w in others), windows
+
+
+def test_a_new_stage_runs_on_the_cluster_too(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worked example's stage (tests/support/warmup.py, docs/design.md "The campaign
+    pipeline"): one line in the stage table, and the ``--ray`` driver enters it for every
+    config, in the driver, on the same context as ``run`` and ``up``
+    (tests/unit/campaign/test_new_stage.py)."""
+    monkeypatch.setattr(table, "STAGES", with_warmup)
+    configs = [{"name": "keeper"}, {"name": "fast", "extends": "keeper", "set": {"--itl-ms": "3"}}]
+    path = campaign(tmp_path, "warm", configs, conc=(1,), requests=4, trials=1)
+    with Store(tmp_path / "db.sqlite") as store:
+        res = run_campaign_ray(path, store=store, address=cluster.address)
+        assert [o.status for o in res.outcomes] == ["measured", "measured"]
+        for name in ("keeper", "fast"):
+            assert store.latest_verification("warm", name, "warmup") == {"requests": 3}

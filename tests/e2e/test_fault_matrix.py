@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.bench import bench_with_record
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.bench import bench_with_record
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.load.bench import BenchResult
 from inferlab.load.http import MAX_EVENT_BYTES, Endpoint, Exchange, HttpClient, run_loop

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.plan import make_plan
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.notes import plan_notes
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import cell_text

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
 from inferlab.logs import store_log_findings
 from inferlab.report.render import write_report
 from inferlab.store import Store

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.levers import Decision, LeverOptions, decide, stored_predictions
 from inferlab.logs import store_log_findings
 from inferlab.report.render import build_report, render_html, render_markdown

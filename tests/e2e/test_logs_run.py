@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
 from inferlab.report.render import build_report, render_html, render_markdown
 from inferlab.store import Store
 from support.campaign import write_campaign

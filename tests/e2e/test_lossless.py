@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.plan import make_plan
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.errors import ConfigError
 from inferlab.store import Store
 from support.campaign import write_campaign

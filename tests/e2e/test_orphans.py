@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.orphans import process_identity, reap
+from inferlab.campaign.parts.orphans import process_identity, reap
 from inferlab.store import Store
 from support.campaign import write_campaign
 from support.pkgcopy import isolated_inferlab, sim_configs

@@ -1,7 +1,7 @@
 """The baseline recheck (``[load] recheck_baseline``): real sim servers launched by
 ``run_campaign`` through a ``command`` engine whose wrapper counts its launches and serves the
 baseline's second launch slower; real SQLite; every point read on the engine's model clock
-(``campaign.clock``), so the drift and the verdicts are the timing model's, not the machine's.
+(``campaign.parts.clock``), so the drift and the verdicts are the timing model's, not the machine's.
 The drift is found, the candidate's verdict at that point refused with the reason unless it
 holds against both passes of the baseline (A-B-A), the baseline's measured samples untouched."""
 
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.plan import make_plan
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.errors import ConfigError
 from inferlab.levers.evidence import gather
 from inferlab.report.compare import build_comparison

@@ -3,7 +3,7 @@ to launch (the reference engine with ``--launch-sd 0.04``: every launch's timing
 0.04²)), each launch its own jitter), three fresh campaigns with the default design never
 claim a do-nothing config, and claim a true 10% TPOT gain (``--itl-ms 0.9`` against 1: ×0.9)
 in at least two of the three, with intervals that hold ×0.9. Each campaign is what ``inferlab
-run`` runs (``campaign.runner.run_campaign``: a fresh store, fresh launches, the engine on
+run`` runs (``campaign.drivers.runner.run_campaign``: a fresh store, fresh launches, the engine on
 threads of this process, every point and its stop on the engine's model clock); the verdicts
 are read through ``report.compare.build_comparison``. The engine's settings and seeds here are
 not the ones ``benchmarks/reproducibility.py`` measured the design on (held out)."""
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.report.compare import build_comparison
 from inferlab.store import Store
 from support.campaign import write_campaign

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.errors import ConfigError
 from inferlab.report.compare import build_comparison
 from inferlab.stats.launch_ab import undecided

@@ -11,7 +11,7 @@ from support.campaign import write_campaign
 
 
 def test_a_campaign_leaves_no_planted_secret_behind(tmp_path: Path) -> None:
-    from inferlab.campaign.runner import run_campaign
+    from inferlab.campaign.drivers.runner import run_campaign
 
     engine = {
         "args": ["--ttft-ms", "5"],

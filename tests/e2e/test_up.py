@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.up import down, up
+from inferlab.campaign.drivers.up import down, up
 from inferlab.errors import ConfigError, LaunchError, VerifyError
 from inferlab.store import Store
 from support.campaign import CampaignToml, write_campaign

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
 from inferlab.levers import decide
 from inferlab.models import write_tiny_model
 from inferlab.report.render import build_report, render_markdown

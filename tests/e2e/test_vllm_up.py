@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.bench import bench_with_record
-from inferlab.campaign.up import down, up
+from inferlab.campaign.drivers.up import down, up
+from inferlab.campaign.parts.bench import bench_with_record
 from inferlab.config.bench import BenchConfig, SessionsSpec, WorkloadSpec
 from inferlab.errors import LaunchError
 from inferlab.models import write_tiny_model

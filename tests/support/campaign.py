@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from inferlab.campaign.runner import CampaignResult
+    from inferlab.campaign.drivers.runner import CampaignResult
 
 __all__ = [
     "DEFAULTS",
@@ -146,7 +146,7 @@ def run_and_read(
 ) -> tuple[CampaignResult, list[tuple[Any, ...]], str]:
     """Run the campaign at ``path`` into ``db``; its outcome, every stored verification row
     ``(config, kind, passed, detail_json)`` in order, and its report's Markdown."""
-    from inferlab.campaign.runner import run_campaign
+    from inferlab.campaign.drivers.runner import run_campaign
     from inferlab.report.render import build_report, render_markdown
     from inferlab.store import Store
 

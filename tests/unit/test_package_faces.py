@@ -31,6 +31,10 @@ FACES: dict[str, list[str]] = {
         "run_campaign",
         "select_configs",
     ],
+    # the role subpackages of campaign/ (the campaign-layers contract): no face of their own
+    "inferlab.campaign.drivers": [],
+    "inferlab.campaign.parts": [],
+    "inferlab.campaign.stages": [],
     "inferlab.cli": ["app"],
     "inferlab.cluster": [
         "bench_ray",
@@ -306,14 +310,14 @@ def test_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_a_lazy_face_imports_nothing_until_used() -> None:
-    """``inferlab bench`` imports ``campaign.bench``: that must not load the campaign runner,
+    """``inferlab bench`` imports ``campaign.parts.bench``: that must not load the campaign runner,
     nor ``compare`` the report renderer (the CLI's start-up stays what it was)."""
     code = (
-        "import sys, inferlab.campaign.bench, inferlab.report.compare\n"
-        "print(sorted(m for m in ('inferlab.campaign.runner', 'inferlab.report.render')"
+        "import sys, inferlab.campaign.parts.bench, inferlab.report.compare\n"
+        "print(sorted(m for m in ('inferlab.campaign.drivers.runner', 'inferlab.report.render')"
         " if m in sys.modules))\n"
         "from inferlab.campaign import run_campaign\n"
-        "print('inferlab.campaign.runner' in sys.modules)\n"
+        "print('inferlab.campaign.drivers.runner' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

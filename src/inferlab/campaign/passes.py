@@ -2,28 +2,29 @@
 pass takes the :class:`~inferlab.campaign.context.ConfigContext` and gives the config's outcome.
 
 ``sweep``: the config's unfinished cells (load point × trial), every finished point committed
-at once (``campaign.bench.StoreSink``), stopped early when its server exits; then ``profiled``:
-the profiled passes of ``[profile]`` (``campaign.profiled``). ``sweep(..., before=NAME)``: the
+at once (``campaign.parts.bench.StoreSink``), stopped early when its server exits; then
+``profiled``: the profiled passes of ``[profile]`` (``campaign.parts.profiled``).
+``sweep(..., before=NAME)``: the
 baseline's interleaved pass just before candidate NAME (``[load] interleave``, purpose
 'interleave', tagged with NAME; no profiled passes). A config's later launches
-(``ConfigContext.launch`` ≥ 2, ``campaign.rounds``) are tagged with their number
+(``ConfigContext.launch`` ≥ 2, ``campaign.parts.rounds``) are tagged with their number
 (``store.launches.LAUNCH_TAG``) and have no profiled passes. ``recheck``: the baseline,
-launched again, rechecked at the points it has not been rechecked at (``campaign.recheck``).
+launched again, rechecked at the points it has not been rechecked at (``campaign.parts.recheck``).
 ``kept``: nothing measured (``up``). ``capacity``: capacity at SLO on the live server
-(``campaign.capacity``; ``optimize``'s capacity objective).
+(``campaign.parts.capacity``; ``optimize``'s capacity objective).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from inferlab.campaign import profiled as profiled_passes
-from inferlab.campaign.bench import StoreSink, bench_config
-from inferlab.campaign.capacity import CONCURRENCY, Ladder, find_capacity
 from inferlab.campaign.context import ConfigContext, ConfigOutcome
-from inferlab.campaign.recheck import RecheckTodo, recheck_pass
-from inferlab.campaign.stopping import baseline_refs
-from inferlab.campaign.watch import ServerWatch
+from inferlab.campaign.parts import profiled as profiled_passes
+from inferlab.campaign.parts.bench import StoreSink, bench_config
+from inferlab.campaign.parts.capacity import CONCURRENCY, Ladder, find_capacity
+from inferlab.campaign.parts.recheck import RecheckTodo, recheck_pass
+from inferlab.campaign.parts.stopping import baseline_refs
+from inferlab.campaign.parts.watch import ServerWatch
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConnectError, ServerRejected
 from inferlab.load.adaptive import BaselineRef
@@ -61,7 +62,7 @@ def _watch(cx: ConfigContext) -> list[ServerWatch]:
 def _clock(
     cx: ConfigContext, bench: BenchConfig, refs: Mapping[str, BaselineRef] | None = None
 ) -> list[ResultSink]:
-    """With a model clock (``campaign.clock``), its sink (``refs``: the sequential A/B's)."""
+    """With a model clock (``campaign.parts.clock``), its sink (``refs``: the sequential A/B's)."""
     return [cx.held.clock.sink(cx.url, bench, refs)] if cx.held.clock is not None else []
 
 

@@ -1,10 +1,10 @@
 """One config through its stages and one pass: what ``run`` and ``up`` do with each config.
 
-``run_config(cx, stages, pass_)`` enters every stage in order (``campaign.stages``), runs the
-pass on the live server (``campaign.passes``), and undoes the stages in reverse on the way out
+``run_config(cx, pass_)`` enters every stage of the table in order (``campaign.stages.table``),
+runs the pass on the live server (``campaign.passes``), and undoes them in reverse on the way out
 (``contextlib.ExitStack``), also after a failure or Ctrl-C. For ``run`` a stage's failure
 (``StepFailed``), Ctrl-C or an inferlab error becomes the config's outcome and the campaign
-goes on; a known death of its server (``campaign.aftermath``) is told in it. For ``up``
+goes on; a known death of its server (``campaign.parts.aftermath``) is told in it. For ``up``
 (``RunContext.keep``) they are the command's errors.
 """
 
@@ -13,31 +13,29 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 
-from inferlab.campaign.context import ConfigContext, ConfigOutcome
-from inferlab.campaign.passes import Pass
-from inferlab.campaign.stages import Stage
-from inferlab.campaign.steps import StepFailed
+from inferlab.campaign.context import ConfigContext, ConfigOutcome, Pass, Stage, StepFailed
+from inferlab.campaign.stages import table
 from inferlab.errors import InferlabError
 
 __all__ = ["run_config", "staged"]
 
 
 @contextlib.contextmanager
-def staged(cx: ConfigContext, stages: Sequence[Stage]) -> Iterator[None]:
-    """Every stage entered in order, undone in reverse on exit."""
+def staged(cx: ConfigContext, stages: Sequence[Stage] | None = None) -> Iterator[None]:
+    """Every stage (of the table, by default) entered in order, undone in reverse on exit."""
     with contextlib.ExitStack() as stack:
-        for stage in stages:
+        for stage in table.STAGES if stages is None else stages:
             stack.enter_context(stage(cx))
         yield
 
 
-def run_config(cx: ConfigContext, stages: Sequence[Stage], pass_: Pass) -> ConfigOutcome:
-    """The config through ``stages`` and ``pass_`` (see the module docstring)."""
+def run_config(cx: ConfigContext, pass_: Pass) -> ConfigOutcome:
+    """The config through the stage table and ``pass_`` (see the module docstring)."""
     if cx.run.keep:
-        with staged(cx, stages):
+        with staged(cx):
             return pass_(cx)
     try:
-        with staged(cx, stages):
+        with staged(cx):
             out = pass_(cx)
     except StepFailed as f:
         out = cx.outcome(f.status, f.message, remedy=f.remedy, log_tail=list(f.tail))

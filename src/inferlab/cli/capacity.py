@@ -1,5 +1,5 @@
 """``inferlab bench --capacity UP_TO`` / ``--capacity-rate UP_TO``: capacity at SLO over
-concurrency or request rate, a thin adapter over ``campaign.capacity.find_capacity``."""
+concurrency or request rate, a thin adapter over ``campaign.parts.capacity.find_capacity``."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .bench_options import BenchRun
 
 if TYPE_CHECKING:
-    from inferlab.campaign.capacity import CapacityResult
+    from inferlab.campaign.parts.capacity import CapacityResult
 
 __all__ = ["bench_capacity", "capacity_table"]
 
@@ -48,7 +48,7 @@ def bench_capacity(cfg: BenchConfig, events: Any, run: BenchRun, console: Consol
     """Search (``--capacity UP_TO`` over concurrency, ``--capacity-rate UP_TO`` over request
     rate, one ``--rate-step`` apart), print the probes and the capacity (``--format json``:
     the result as JSON)."""
-    from inferlab.campaign.capacity import (  # scipy.optimize
+    from inferlab.campaign.parts.capacity import (  # scipy.optimize
         CONCURRENCY,
         Ladder,
         check_capacity,

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from inferlab.campaign.demo import (
+from inferlab.campaign.drivers.demo import (
     EXAMPLES,
     fresh_db,
     prepare_vllm_demo,
@@ -17,7 +17,7 @@ from inferlab.campaign.demo import (
     run_vllm_demo,
     run_vllm_quote_demo,
 )
-from inferlab.campaign.runner import CampaignResult
+from inferlab.campaign.drivers.runner import CampaignResult
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import render_md
 from inferlab.search.driver import optimize

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferlab.campaign.plan import Plan
+from inferlab.campaign.parts.plan import Plan
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
 from inferlab.search.driver import (
     NO_PROFILE,

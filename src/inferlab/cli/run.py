@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from inferlab.campaign.context import CampaignEvents, ConfigOutcome
-from inferlab.campaign.notes import plan_notes
-from inferlab.campaign.plan import make_plan, render_plan, select_configs
-from inferlab.campaign.runner import CampaignResult, run_campaign
+from inferlab.campaign.drivers.runner import CampaignResult, run_plan
+from inferlab.campaign.parts.notes import plan_notes
+from inferlab.campaign.parts.plan import Plan, make_plan, render_plan, select_configs
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.store import Store, db_path
 
@@ -25,6 +26,10 @@ from .options import (
     RayOpt,
     ResumeOpt,
 )
+
+if TYPE_CHECKING:
+    from inferlab.cluster.placement import Need
+
 from .render import stdout_console
 
 
@@ -64,10 +69,12 @@ def run(
     err = Console(stderr=True)
     out = stdout_console()
     lines = render_plan(plan)
+    needs = None
     if ray is not None:
-        from inferlab.cluster.campaign import check_cluster_plan, placement_lines
+        from inferlab.cluster.campaign import check_plan, placement_lines
 
-        lines += placement_lines(check_cluster_plan(campaign_file, ray, config or ())[1])
+        needs = check_plan(plan, ray)
+        lines += placement_lines(needs)
     for line in lines:
         (out if dry_run else err).print(escape(line), highlight=False, soft_wrap=True)
     if dry_run:
@@ -79,7 +86,7 @@ def run(
     events = _Events(err, out)
     with Store(db_path(db)) as store:
         try:
-            result = _campaign(campaign_file, store, events, resume, no_verify, config, ray)
+            result = _campaign(plan, store, events, resume, no_verify, ray, needs)
         finally:
             events.progress_done()
         report_paths = _report(store, plan.campaign.campaign.name)
@@ -110,29 +117,27 @@ def _summary(out: Console, outcomes: list[ConfigOutcome]) -> None:
 
 
 def _campaign(
-    path: Path,
+    plan: Plan,
     store: Store,
     events: _Events,
     resume: bool,
     no_verify: bool,
-    only: list[str] | None,
     ray: str | None,
+    needs: dict[str, Need] | None,
 ) -> CampaignResult:
-    """The campaign on this host, or side by side on the Ray cluster at ``ray``."""
+    """The plan made above, on this host or side by side on the Ray cluster at ``ray``."""
     if ray is None:
-        return run_campaign(
-            path, store=store, events=events, resume=resume, no_verify=no_verify, only=only or ()
-        )
-    from inferlab.cluster.campaign import run_campaign_ray
+        return run_plan(plan, store=store, events=events, resume=resume, no_verify=no_verify)
+    from inferlab.cluster.campaign import run_plan_ray
 
-    return run_campaign_ray(
-        path,
+    return run_plan_ray(
+        plan,
         store=store,
         address=ray,
+        needs=needs,
         events=events,
         resume=resume,
         no_verify=no_verify,
-        only=only or (),
     )
 
 

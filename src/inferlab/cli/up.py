@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from inferlab.campaign.applied import item_lines
-from inferlab.campaign.up import down as down_lib
-from inferlab.campaign.up import up as up_lib
+from inferlab.campaign.drivers.up import down as down_lib
+from inferlab.campaign.drivers.up import up as up_lib
+from inferlab.campaign.parts.applied import item_lines
 from inferlab.cpus import format_cpu_list
 from inferlab.errors import InferlabError, LaunchError
 from inferlab.logs import analyze_log

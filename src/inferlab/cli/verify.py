@@ -10,11 +10,10 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
-from inferlab.campaign.files import pending_manifests
-from inferlab.campaign.launch import output_dir
-from inferlab.campaign.resolve import resolve_configs
-from inferlab.campaign.steps import check_applied
-from inferlab.campaign.up import find_config
+from inferlab.campaign.drivers.up import find_config
+from inferlab.campaign.parts.files import pending_manifests
+from inferlab.campaign.parts.resolve import resolve_configs
+from inferlab.campaign.stages.levers import check_applied
 from inferlab.config.bench import validation_message
 from inferlab.config.campaign import Probe, VerifySection, load_campaign
 from inferlab.engines import get_engine
@@ -60,7 +59,7 @@ def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:
     path = str(campaign_file(given))
     configs = resolve_configs(load_campaign(path), Path(path), Path(path).read_text("utf-8"))
     cfg = find_config(configs, name, Path(path))
-    pending = {p.config: p for p in pending_manifests(output_dir(load_campaign(path)))}
+    pending = {p.config: p for p in pending_manifests(load_campaign(path).output_dir)}
     items = check_applied(
         configs[0],
         cfg,

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from inferlab.campaign.aftermath import RuntimeFailure, runtime_failure
-from inferlab.campaign.files import FileSet
-from inferlab.campaign.launch import launch_config, served_model
-from inferlab.campaign.watch import ServerWatch
+from inferlab.campaign.context import RuntimeFailure
+from inferlab.campaign.parts.aftermath import runtime_failure
+from inferlab.campaign.parts.files import FileSet
+from inferlab.campaign.parts.launch import launch_config, served_model
+from inferlab.campaign.parts.watch import ServerWatch
 from inferlab.cluster.connect import own_children
 from inferlab.cluster.nodefiles import FilesDone, NodeFiles
 from inferlab.config.bench import BenchConfig
@@ -246,14 +247,14 @@ class ServerActor:
         )
 
     def exited(self, refused: bool, when: str) -> str | None:
-        """The campaign's server watch (``campaign.watch``) for a point the client actor
+        """The campaign's server watch (``campaign.parts.watch``) for a point the client actor
         measured: None while the server runs, else what happened ``when``."""
         if self.server is None:
             return None
         return ServerWatch(self.server, self.cfg.name).check(refused, when)
 
     def stop(self) -> Stopped | None:
-        """Stop and drain the server as ``inferlab run`` does (``campaign.aftermath``), on
+        """Stop and drain the server as ``inferlab run`` does (``campaign.parts.aftermath``), on
         this config's GPUs only; None when it never started."""
         if self.server is None:
             return None
@@ -274,7 +275,7 @@ class ServerActor:
 
 
 def _recon(cfg: ResolvedConfig) -> dict[str, Any] | None:
-    """This node's recon snapshot, taken as ``inferlab run`` takes it (``campaign.recon``):
+    """This node's recon snapshot, taken as ``inferlab run`` takes it (``campaign.parts.recon``):
     GPUs, NCCL and engine variables and, for a known engine in a given Python, its versions
     and tuned config files. None if it failed."""
     from inferlab.recon import ENGINES, ReconOptions, run_recon

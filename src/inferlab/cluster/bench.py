@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab import errors
-from inferlab.campaign.bench import StoreSink
+from inferlab.campaign.parts.bench import StoreSink
 from inferlab.cluster.actors import ClientActor, Measured
 from inferlab.cluster.clock import ClockOffset, measure_offset, on_driver_clock, window_error_ns
 from inferlab.cluster.connect import CLIENT_RESOURCE, alive_nodes, connect

@@ -1,7 +1,7 @@
 """``inferlab run CAMPAIGN --ray ADDRESS``: the configs of a campaign side by side on a cluster.
 
 The plan, the cells, ``--resume`` and what is stored are those of ``inferlab run``
-(:mod:`inferlab.campaign.runner`); what changes is where and when. Every config asks Ray for
+(:mod:`inferlab.campaign.drivers.runner`); what changes is where and when. Every config asks Ray for
 a ``STRICT_PACK`` placement group (its server's GPUs and CPUs, its client's CPUs, one node)
 and runs as soon as Ray grants it, beside the others; Ray queues what does not fit yet. Only
 this driver writes the store. A config no node can hold is refused before anything starts.
@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inferlab.campaign.context import CampaignEvents, ConfigOutcome
-from inferlab.campaign.launch import campaign_lock, config_row, output_dir
-from inferlab.campaign.plan import Plan, make_plan, select_configs
-from inferlab.campaign.runner import CampaignResult, done_cells
+from inferlab.campaign.drivers.runner import CampaignResult, check_resume, done_cells
+from inferlab.campaign.parts.launch import campaign_lock, config_row
+from inferlab.campaign.parts.plan import Plan, make_plan, select_configs
+from inferlab.cluster.cells import Cell
 from inferlab.cluster.connect import alive_nodes, connect
 from inferlab.cluster.placement import Need, check_fit, config_need, fits_at_once, node_fits
 from inferlab.cluster.shared import Shared
-from inferlab.cluster.task import Cell, ConfigRun
+from inferlab.cluster.task import ConfigRun, State
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -46,7 +47,7 @@ WAIT_NOTICE_S = 30.0
 def _absolute_output(camp: CampaignFile) -> CampaignFile:
     """The campaign with its output directory absolute (actors write logs there on their node,
     whatever their working directory)."""
-    out = output_dir(camp).resolve()
+    out = camp.output_dir.resolve()
     return camp.model_copy(update={"campaign": camp.campaign.model_copy(update={"output": out})})
 
 
@@ -148,12 +149,7 @@ def run_plan_ray(
     events = events or CampaignEvents()
     needs = check_plan(plan, address) if needs is None else needs
     name = plan.campaign.campaign.name
-    existing = store.runs(campaign=name)
-    if existing and not resume:
-        raise ConfigError(
-            f"campaign {name!r} already has {len(existing)} runs in {store.path}: "
-            "use --resume to continue it, or give the campaign another name"
-        )
+    check_resume(plan, store, resume)
     camp = _absolute_output(plan.campaign)
     sh = Shared(
         connect(address),
@@ -249,14 +245,14 @@ def _may_place(runs: list[ConfigRun], baseline: str) -> set[ConfigRun]:
     reads. It waits until the others that run have finished, and the configs after it (in
     file order, the reference and the baseline first: ``from-log`` tunes from its launch
     log) wait for it."""
-    held = [r for r in runs if r.state not in ("new", "done")]
+    held = [r for r in runs if r.state not in (State.NEW, State.DONE)]
     if any(_installs(r) for r in held):
         return set()
     refs = {r.reference for r in runs if r.reference is not None}
     refs |= {r.ab_reference for r in runs if r.ab_reference is not None}
     free: set[ConfigRun] = set()
     for r in sorted(runs, key=lambda r: r not in refs and r.name != baseline):
-        if r.state != "new":
+        if r.state is not State.NEW:
             continue
         if _installs(r):
             if not held and not free:
@@ -273,7 +269,7 @@ def _installs(run: ConfigRun) -> bool:
 def _watch_placement(sh: Shared, runs: list[ConfigRun]) -> None:
     """Configs waiting for a node: fail those no alive node can hold any more (a node was
     lost), and say once which ones wait for others to finish."""
-    placing = [r for r in runs if r.state == "placing"]
+    placing = [r for r in runs if r.state is State.PLACING]
     if not placing:
         return
     nodes = alive_nodes(sh.ray)

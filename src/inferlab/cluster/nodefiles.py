@@ -1,9 +1,9 @@
 """A config's ``files`` step on the node Ray placed its server on, as ``inferlab run`` takes it.
 
-The server's actor enters the campaign's own step (``campaign.steps.config_files``: tuned files
-made on that node's GPUs or from a saved run, every ``files`` kind installed into the engine's
-package there)
-before its launch and leaves it after its stop (every file restored, the directory compared).
+The server's actor enters the campaign's own step (``campaign.stages.files.config_files``:
+tuned files made on that node's GPUs or from a saved run, every ``files`` kind installed into
+the engine's package there) before its launch and leaves it after its stop (every file
+restored, the directory compared).
 What the step stores is recorded on the node (:class:`Recorder`) and what it tells is kept;
 both come back in a :class:`FilesDone` that the driver stores and tells (:func:`take`), so only
 the driver writes the store. The driver sends what the step reads on one host (:func:`sent`):
@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from inferlab.campaign.files import FileSet, Installed, check_files
-from inferlab.campaign.launch import output_dir
-from inferlab.campaign.steps import config_files
-from inferlab.campaign.tunestep import baseline_log
+from inferlab.campaign.context import Installed
+from inferlab.campaign.parts.files import FileSet, check_files
+from inferlab.campaign.parts.tunestep import baseline_log
+from inferlab.campaign.stages.files import config_files
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
@@ -42,7 +42,7 @@ class Row:
 
 @dataclass
 class Recorder:
-    """Stands in for the store on a node (``campaign.files.Rows``): keeps every row."""
+    """Stands in for the store on a node (``campaign.parts.files.Rows``): keeps every row."""
 
     rows: list[Row] = field(default_factory=list)
 
@@ -102,7 +102,7 @@ class NodeFiles:
         try:
             path = None
             if log is not None:
-                path = output_dir(self.camp) / "tuned" / f"{self.cfg.name}-baseline.log"
+                path = self.camp.output_dir / "tuned" / f"{self.cfg.name}-baseline.log"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(log, encoding="utf-8")
             self.cfg, inst = stack.enter_context(

@@ -1,11 +1,14 @@
-"""What the driver stores of its actors' reports (a launch), as ``inferlab run`` stores them."""
+"""What the driver stores of its actors' reports (a launch, a stop), as ``inferlab run`` stores
+them."""
 
 from __future__ import annotations
 
-from inferlab.cluster.actors import Launched
+from inferlab.campaign.context import RuntimeFailure
+from inferlab.campaign.parts.aftermath import record_runtime, record_stop, stop_message
+from inferlab.cluster.actors import Launched, Stopped
 from inferlab.cluster.shared import Shared
 
-__all__ = ["store_launch"]
+__all__ = ["store_launch", "store_stop"]
 
 
 def store_launch(sh: Shared, gid: int, got: Launched) -> None:
@@ -25,3 +28,15 @@ def store_launch(sh: Shared, gid: int, got: Launched) -> None:
                    "server_cuda_visible_devices": got.server_cuda_visible_devices}  # fmt: skip
     with sh.store.transaction():
         sh.store.add_verification(gid, "launch", got.error is None, detail)
+
+
+def store_stop(sh: Shared, gid: int, name: str, got: Stopped) -> RuntimeFailure | None:
+    """What config ``gid``'s server actor reported of its stop (``campaign.parts.aftermath``):
+    the log's findings, the stop check with the GPU drain, told; its runtime failure, stored
+    and returned (None: none)."""
+    sh.findings(gid, got.findings, got.log_path)
+    record_stop(sh.store, gid, got.report, got.drain)
+    sh.events.message(f"{name}: {stop_message(got.report, got.drain)}")
+    if got.failure is not None:
+        record_runtime(sh.store, gid, got.failure)
+    return got.failure

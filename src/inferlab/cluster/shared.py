@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign.context import CampaignEvents
-from inferlab.campaign.stopping import baseline_refs
+from inferlab.campaign.parts.stopping import baseline_refs
 from inferlab.config.campaign import CampaignFile
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.load.adaptive import BaselineRef

@@ -1,8 +1,7 @@
 """The campaign file (TOML; YAML accepted): engine defaults, configs, verify, load, SLOs.
 
 Validation errors name the file, the line and the field. Config inheritance (``extends``),
-``set`` and ``unset`` are resolved by ``inferlab.campaign.resolve``.
-"""
+``set`` and ``unset`` are resolved by ``inferlab.campaign.parts.resolve``."""
 
 from __future__ import annotations
 
@@ -227,7 +226,7 @@ class LoadSection(LoadSpec):
 
 class ProfileSection(_Closed):
     """Capture a profile during these load points, in a separate pass after each config's
-    measurement (``inferlab.campaign.capture``)."""
+    measurement (``inferlab.campaign.parts.capture``)."""
 
     at: list[str] = Field(min_length=1)  # load point labels: "C=16", "rate=4/s"
     steps: int = Field(default=20, ge=1, le=100_000)  # engine steps to record
@@ -250,8 +249,9 @@ class CampaignFile(_Closed):
     cluster: ClusterSection = ClusterSection()
     search: SearchSection | None = None  # inferlab optimize (docs/optimize.md)
 
-
-# -- loading with positions ------------------------------------------------------------------
+    @property
+    def output_dir(self) -> Path:  # ``[campaign] output``, else inferlab-out/NAME
+        return self.campaign.output or Path("inferlab-out") / self.campaign.name
 
 
 def _parse(path: Path, text: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """A resolved config: one ``[[config]]`` with everything it inherits applied, what will be
-launched (``inferlab.campaign.resolve`` builds it with the engine's flag knowledge)."""
+launched (``inferlab.campaign.parts.resolve`` builds it with the engine's flag knowledge)."""
 
 from __future__ import annotations
 

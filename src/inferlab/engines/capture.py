@@ -1,7 +1,7 @@
 """Capture recipes: how each engine records a PyTorch-profiler trace while it serves (pure data).
 
 One :class:`CaptureRecipe` per engine that can record a trace on request; the generic capture
-code (``inferlab.campaign.capture``) runs any of them. An engine without one (``openai``,
+code (``inferlab.campaign.parts.capture``) runs any of them. An engine without one (``openai``,
 ``llamacpp``) cannot be profiled by a campaign: record the trace yourself and run
 ``inferlab profile TRACE --campaign C --config NAME --point C=16``.
 

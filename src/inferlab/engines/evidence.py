@@ -7,7 +7,7 @@ flag did something (``EffectEvidence``: speculative decoding's counters move), t
 prove an environment variable was read (``EnvEvidence``: NCCL's ``NCCL_PROTO set by environment
 to LL`` with ``NCCL_DEBUG=INFO``), and whether its launch log names the kernel-config files it
 used (``Using configuration from ...`` / ``Using default W8A8 Block FP8 kernel config``).
-The generic checker (``inferlab.campaign.applied``) runs these declarations.
+The generic checker (``inferlab.campaign.parts.applied``) runs these declarations.
 """
 
 from __future__ import annotations

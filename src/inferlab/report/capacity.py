@@ -1,5 +1,5 @@
 """Capacity at SLO per config as a compared metric: the stored ``capacity`` analyses
-(``campaign.capacity``) read back and each config's set against the baseline's
+(``campaign.parts.capacity``) read back and each config's set against the baseline's
 (``stats.capacity.compare_capacity``): ×ratio of the isotonic estimates, a verdict only when
 the capacity intervals separate, refused under different SLOs or workloads."""
 

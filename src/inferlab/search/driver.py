@@ -1,7 +1,7 @@
 """``inferlab optimize CAMPAIGN.toml``: the closed loop over a campaign's ``[search]``.
 
 1. The baseline (the campaign's first config) is measured at every load point of the file, and
-   profiled where ``[profile]`` says (``campaign.runner``).
+   profiled where ``[profile]`` says (``campaign.drivers.runner``).
 2. Each dimension's Amdahl bound is read from the baseline's levers (``search.prune``); a
    dimension whose bound is below ``1 + min_effect`` at the search's point is pruned, and said.
 3. Optuna proposes trials over the rest (``search.loop``). Each trial is a stored config
@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from inferlab.campaign import passes
-from inferlab.campaign.capacity import CONCURRENCY, Ladder
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.context import CampaignEvents
-from inferlab.campaign.launch import SUBPROCESS, Launcher
-from inferlab.campaign.plan import Plan, make_plan, render_plan, select_configs
-from inferlab.campaign.runner import CampaignResult, run_plan
+from inferlab.campaign.context import CampaignEvents, Launcher
+from inferlab.campaign.drivers.runner import CampaignResult, run_plan
+from inferlab.campaign.parts.capacity import CONCURRENCY, Ladder
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import SUBPROCESS
+from inferlab.campaign.parts.plan import Plan, make_plan, render_plan, select_configs
 from inferlab.cluster.campaign import check_plan, run_plan_ray, side_by_side
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency

@@ -6,7 +6,7 @@ incumbent's fresh measurement: one ``Objective`` row per ``[search] objective``.
   needed); better or worse by Newcombe's interval of the difference of the two shares
   (``stats.goodput.compare_goodput``).
 - ``capacity``: capacity at SLO (``[slo]`` with a percentile limit needed), measured on each
-  server by bisection (``campaign.capacity``); better or worse only when the two capacity
+  server by bisection (``campaign.parts.capacity``); better or worse only when the two capacity
   intervals separate (``stats.capacity.compare_capacity``).
 """
 

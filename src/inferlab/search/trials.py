@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.plan import Plan, plan_of, select_configs
+from inferlab.campaign.parts.plan import Plan, plan_of, select_configs
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
 from inferlab.config.search import SearchDim, SearchSection

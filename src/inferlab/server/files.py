@@ -4,7 +4,7 @@ One stdlib-only script (no syntax newer than Python 3.8) does the work where the
 locally as ``PYTHON -c SCRIPT``, on an ssh host as ``ssh HOST PYTHON -c SCRIPT`` (one argv,
 ``shlex``-quoted), the request as JSON on stdin and the answer as one marked JSON line. So the
 same code finds the package, reads, writes and restores on this host or another one; the
-driver keeps every byte it needs to undo a change (the manifests of ``campaign.files``).
+driver keeps every byte it needs to undo a change (the manifests of ``campaign.parts.files``).
 
 Operations (``request["op"]``):
 

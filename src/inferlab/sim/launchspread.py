@@ -5,7 +5,7 @@ meanwhile); within a launch it holds. With ``--launch-sd S`` (a log standard dev
 about 4%) the engine draws one factor ``exp(N(0, S²))`` at start-up and multiplies its whole
 timing by it for that launch: TTFT, ITL and the jitter of the fixed mode, every step of the
 batching model. The ground truth (``GET /truth``) carries the scaled due times, so the model
-clock (``campaign.clock``) reads the factor too, free of wall-clock noise.
+clock (``campaign.parts.clock``) reads the factor too, free of wall-clock noise.
 
 The draw:
 

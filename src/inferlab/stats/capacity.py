@@ -2,7 +2,7 @@
 an SLO holds.
 
 Pure rules over probed points, by their integer index on a ladder (concurrency itself, or
-rate / step; ``campaign.capacity`` maps and measures them):
+rate / step; ``campaign.parts.capacity`` maps and measures them):
 - ``next_probe``: bracketing (doubling from the start until a point fails with confidence),
   then bisection over the integers between the highest point that holds with confidence and
   the lowest that fails with confidence; an undecided point narrows nothing, so its unprobed

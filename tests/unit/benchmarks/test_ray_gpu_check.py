@@ -14,7 +14,7 @@ from support import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import ray_gpu_check as rgc
-from inferlab.campaign.aftermath import record_stop
+from inferlab.campaign.parts.aftermath import record_stop
 from inferlab.server import StopReport
 from inferlab.server.gpumem import GpuDrain
 from inferlab.store import Store

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from inferlab.campaign.plan import make_plan
+from inferlab.campaign.parts.plan import make_plan
 from support import ROOT
 
 

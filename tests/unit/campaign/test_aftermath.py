@@ -1,4 +1,4 @@
-"""What a campaign records after a server stops (``campaign.aftermath``): the stop check
+"""What a campaign records after a server stops (``campaign.parts.aftermath``): the stop check
 with the GPU memory drain, and a runtime failure classified from the server's log."""
 
 from __future__ import annotations
@@ -6,8 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from inferlab.campaign.aftermath import record_runtime, record_stop, runtime_failure, stop_message
 from inferlab.campaign.context import ConfigOutcome
+from inferlab.campaign.parts.aftermath import (
+    record_runtime,
+    record_stop,
+    runtime_failure,
+    stop_message,
+)
 from inferlab.engines import get_engine
 from inferlab.server import StopReport
 from inferlab.server.gpumem import GpuDrain

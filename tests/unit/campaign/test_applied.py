@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.applied import LeverItem, Sources, check_levers, item_lines
-from inferlab.campaign.files import Installed
+from inferlab.campaign.context import Installed, LeverItem
+from inferlab.campaign.parts.applied import Sources, check_levers, item_lines
 from inferlab.config.resolve import ResolvedConfig
 from support import FIXTURES
 

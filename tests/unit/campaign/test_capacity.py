@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.capacity import (
+from inferlab.campaign.parts.capacity import (
     CAPACITY_KIND,
     CONCURRENCY,
     Ladder,
     check_capacity,
     find_capacity,
 )
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import SLO, BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError
 from inferlab.sim.tokenizer import WordTokenizer

@@ -1,4 +1,4 @@
-"""The ``[profile]`` section at plan time and the capture controller (``campaign.capture``):
+"""The ``[profile]`` section at plan time and the capture controller (``campaign.parts.capture``):
 errors name the field, the plan says profiling is on, an absent endpoint is named."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.capture import Controller
-from inferlab.campaign.collect import LocalFiles
-from inferlab.campaign.plan import make_plan, render_plan
+from inferlab.campaign.parts.capture import Controller
+from inferlab.campaign.parts.collect import LocalFiles
+from inferlab.campaign.parts.plan import make_plan, render_plan
 from inferlab.config.campaign import ProfileSection
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.errors import ConfigError

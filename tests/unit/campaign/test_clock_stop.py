@@ -1,5 +1,5 @@
 """On the model clock a sequential point's stop is decided on the model clock too
-(``campaign.clockstop``), not by the client's wall-clock reads. The reference engine on a thread
+(``campaign.parts.clockstop``), not by the client's wall-clock reads. The reference engine on a thread
 of this process, real HTTP on loopback, real SQLite: the same sequential A/B (a candidate that
 serves exactly the baseline's timing) is run twice, once with the candidate's server stalled
 (its event loop blocked 15 ms every 40 ms: its writes late, its ground truth unchanged). The
@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.server import ServerProcess
 from inferlab.server.lifecycle import LaunchSpec
 from inferlab.sim.inprocess import SimThread

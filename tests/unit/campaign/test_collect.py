@@ -1,4 +1,4 @@
-"""Collecting a capture's rank files (``campaign.collect``): waited for and checked, locally
+"""Collecting a capture's rank files (``campaign.parts.collect``): waited for and checked, locally
 and from a remote server through ssh."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.collect import CaptureFailed, LocalFiles, SshFiles, wait_complete
+from inferlab.campaign.parts.collect import CaptureFailed, LocalFiles, SshFiles, wait_complete
 
 
 def _gz(path: Path, n: int = 20000) -> bytes:

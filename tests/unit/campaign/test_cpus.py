@@ -1,4 +1,4 @@
-"""The CPU split of a campaign (``campaign.cpus``): the policy, the campaign file's settings
+"""The CPU split of a campaign (``campaign.parts.cpus``): the policy, the campaign file's settings
 and their errors, off and remote servers, the plan's line."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.cpus import plan_cpus
-from inferlab.campaign.plan import make_plan, render_plan
+from inferlab.campaign.parts.cpus import plan_cpus
+from inferlab.campaign.parts.plan import make_plan, render_plan
 from inferlab.config.campaign import load_campaign
 from inferlab.cpus import host_cpus
 from inferlab.errors import ConfigError

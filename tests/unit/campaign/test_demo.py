@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.demo import EXAMPLES
-from inferlab.campaign.plan import make_plan, render_plan
+from inferlab.campaign.drivers.demo import EXAMPLES
+from inferlab.campaign.parts.plan import make_plan, render_plan
 
 ENV = {
     "INFERLAB_VLLM_PYTHON": "/venv/bin/python",

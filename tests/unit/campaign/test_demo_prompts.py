@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.demo import EXAMPLES
-from inferlab.campaign.demo_prompts import PASSAGES, TASKS, write_quote_prompts
-from inferlab.campaign.plan import make_plan, render_plan
+from inferlab.campaign.drivers.demo import EXAMPLES
+from inferlab.campaign.parts.demo_prompts import PASSAGES, TASKS, write_quote_prompts
+from inferlab.campaign.parts.plan import make_plan, render_plan
 from inferlab.config.bench import WorkloadSpec
 from inferlab.load.workload import make_prompts
 

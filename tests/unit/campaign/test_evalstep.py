@@ -1,4 +1,4 @@
-"""The ``[verify] eval`` step (``campaign.evalstep``) on real harness records without running
+"""The ``[verify] eval`` step (``campaign.parts.evalstep``) on real harness records without running
 the harness: a stand-in Python writes what lm-evaluation-harness 0.4.13 wrote against the
 reference engine of seed 0 or of seed 7 (tests/fixtures/lm_eval/), so the stored record, the
 reference's score, the verdict and every "cannot gate" are checked in milliseconds."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.evalstep import SAMPLES_KIND, eval_check
-from inferlab.campaign.launch import config_row
-from inferlab.campaign.resolve import resolve_configs
+from inferlab.campaign.parts.evalstep import SAMPLES_KIND, eval_check
+from inferlab.campaign.parts.launch import config_row
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.config.campaign import load_campaign
 from inferlab.store import Store
 from support import FIXTURES

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign import files as lever_files
-from inferlab.campaign.plan import make_plan, render_plan
-from inferlab.campaign.resolve import resolve_configs
+from inferlab.campaign.parts import files as lever_files
+from inferlab.campaign.parts.plan import make_plan, render_plan
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
 from inferlab.sim.presets import get_preset

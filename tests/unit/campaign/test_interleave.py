@@ -1,7 +1,7 @@
 """``[load] interleave``: the baseline measured again just before each candidate, and every
 verdict taken against its nearest pass. The reference engine on a thread of this process,
 launched by a launcher whose host drifts on purpose — launch n serves its TTFT and ITL
-multiplied by ``1 + DRIFT × (n − 1)``, a stated function of the order of work — every point read on the engine's model clock (``campaign.clock``); real HTTP on
+multiplied by ``1 + DRIFT × (n − 1)``, a stated function of the order of work — every point read on the engine's model clock (``campaign.parts.clock``); real HTTP on
 loopback, real SQLite. Without interleave a no-op candidate measured three launches after the
 baseline reads worse; with it, against the baseline's pass just before it, the same."""
 
@@ -11,9 +11,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.levers.evidence import gather
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import render_md, to_json

@@ -1,4 +1,4 @@
-"""The launcher seam (``campaign.launch``) and the model clock (``campaign.clock``): a campaign
+"""The launcher seam (``campaign.parts.launch``) and the model clock (``campaign.parts.clock``): a campaign
 whose servers run on threads of this process (the reference engine, ``sim.inprocess``), read on
 the engine's model clock with an injected client lag; real HTTP on loopback, real SQLite."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.report.compare import build_comparison
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store

@@ -13,9 +13,9 @@ import math
 import statistics
 from pathlib import Path
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import render_md, to_json
 from inferlab.report.data import build_report

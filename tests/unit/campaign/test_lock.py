@@ -1,4 +1,4 @@
-"""The campaign lock (``campaign.orphans.campaign_lock``): one runner per campaign on a host,
+"""The campaign lock (``campaign.parts.orphans.campaign_lock``): one runner per campaign on a host,
 freed when the runner dies, even while a process it forked still runs.
 
 A fresh-clone suite failed once with ``run --resume`` refused as "already running" right after
@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.orphans import campaign_lock
+from inferlab.campaign.parts.orphans import campaign_lock
 from inferlab.errors import ConfigError
 
 # takes the lock, forks a child that outlives it, prints both pids, waits to be killed
 HOLDER = """
 import os, sys, time
 from pathlib import Path
-from inferlab.campaign.orphans import campaign_lock
+from inferlab.campaign.parts.orphans import campaign_lock
 with campaign_lock(Path(sys.argv[1]), "c"):
     child = os.fork()
     if child == 0:

@@ -1,4 +1,4 @@
-"""The plan of a campaign and ``run --dry-run`` (``campaign.plan``), nothing launched."""
+"""The plan of a campaign and ``run --dry-run`` (``campaign.parts.plan``), nothing launched."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.plan import make_plan, render_plan, select_configs
+from inferlab.campaign.parts.plan import make_plan, render_plan, select_configs
 from inferlab.errors import ConfigError
 from support.campaign import write_campaign
 from support.campaigns import simrun
@@ -32,7 +32,7 @@ def test_plan_owns_baseline_reference_and_output_dir(tmp_path: Path) -> None:
     plan = select_configs(make_plan(write_campaign(tmp_path / "c.toml", **spec)), ["fast"])
     assert [c.name for c in plan.configs] == ["fast"]
     assert plan.baseline.name == "baseline" and plan.reference == "fast"
-    assert plan.output_dir == tmp_path / "out"
+    assert plan.campaign.output_dir == tmp_path / "out"
     del spec["verify"]["equivalent_to"]
     plan = make_plan(write_campaign(tmp_path / "d.toml", **spec))
     assert plan.reference == "baseline" == plan.baseline.name

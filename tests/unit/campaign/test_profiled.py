@@ -1,4 +1,4 @@
-"""Profiled passes (``campaign.profiled``): a server that died during the capture is a
+"""Profiled passes (``campaign.parts.profiled``): a server that died during the capture is a
 classified launch failure; an adaptive pass runs enough requests for its p99s."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from inferlab.campaign.profiled import record_death
+from inferlab.campaign.parts.profiled import record_death
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.report.data import build_report
 from inferlab.server import LaunchSpec, launch
@@ -37,7 +37,7 @@ def test_a_server_that_died_during_the_capture_is_a_classified_launch_failure(
 
 
 def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
-    from inferlab.campaign.profiled import point_bench
+    from inferlab.campaign.parts.profiled import point_bench
     from inferlab.config.bench import BenchConfig
     from inferlab.config.pattern import ClosedLoop
     from inferlab.load.quality import FEW_SAMPLES
@@ -58,7 +58,7 @@ def test_an_adaptive_profiled_pass_runs_enough_requests_for_its_p99s() -> None:
 
 
 def test_a_profiled_pass_at_a_replay_point_replays_that_trace_alone() -> None:
-    from inferlab.campaign.profiled import point_bench
+    from inferlab.campaign.parts.profiled import point_bench
     from inferlab.config.bench import BenchConfig
     from inferlab.load.bench import plan_points
 
@@ -72,7 +72,7 @@ def test_a_profiled_pass_at_a_replay_point_replays_that_trace_alone() -> None:
 
 
 def test_a_profiled_or_recheck_pass_at_a_sessions_point_runs_that_point_alone() -> None:
-    from inferlab.campaign.profiled import point_bench
+    from inferlab.campaign.parts.profiled import point_bench
     from inferlab.config.bench import BenchConfig
     from inferlab.load.bench import plan_points
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.config.campaign import load_campaign
 from inferlab.report.compare import build_comparison
 from inferlab.report.data import build_report
@@ -100,7 +100,7 @@ def test_levers_name_the_replay_points_they_leave_out(campaign: tuple[Path, Path
 def test_a_campaign_of_a_trace_alone_plans_and_a_bad_line_stops_it_before_any_launch(
     tmp_path: Path,
 ) -> None:
-    from inferlab.campaign.plan import make_plan
+    from inferlab.campaign.parts.plan import make_plan
     from inferlab.errors import ConfigError
 
     trace = tmp_path / "t.jsonl"

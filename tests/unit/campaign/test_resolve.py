@@ -1,4 +1,4 @@
-"""Resolving a campaign's configs (``campaign.resolve``): ``lossless`` inherited and restated,
+"""Resolving a campaign's configs (``campaign.parts.resolve``): ``lossless`` inherited and restated,
 resolution errors name the file and line, the design's campaign resolves to its story."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.resolve import resolve_configs
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.config.campaign import load_campaign
 from inferlab.config.hosts import is_local_host
 from inferlab.errors import ConfigError

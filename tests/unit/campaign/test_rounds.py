@@ -1,9 +1,9 @@
-"""``[load] launches`` and ``max_launches`` (``campaign.rounds``): every config launched in rounds
+"""``[load] launches`` and ``max_launches`` (``campaign.parts.rounds``): every config launched in rounds
 of alternating order (A B B A), then again only while a candidate's launch-level verdict is
 unsettled, to its budget. The reference engine on a thread of this process, launched by a
 launcher that serves each candidate's n-th launch at a stated speed factor (its ITL times
 ``FACTORS[n]``: a launch-to-launch spread chosen by the test); every point read on the
-engine's model clock (``campaign.clock``); real HTTP on loopback, real SQLite."""
+engine's model clock (``campaign.parts.clock``); real HTTP on loopback, real SQLite."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.demo import EXAMPLES
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.plan import make_plan, render_plan
-from inferlab.campaign.rounds import budget
-from inferlab.campaign.runner import CampaignResult, run_campaign
+from inferlab.campaign.drivers.demo import EXAMPLES
+from inferlab.campaign.drivers.runner import CampaignResult, run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
+from inferlab.campaign.parts.plan import make_plan, render_plan
+from inferlab.campaign.parts.rounds import budget
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
 from inferlab.server import ServerProcess

@@ -1,4 +1,4 @@
-"""A launch spread measured once is kept and reused (``campaign.spreads``, ``store.spreads``):
+"""A launch spread measured once is kept and reused (``campaign.parts.spreads``, ``store.spreads``):
 a campaign that launched its configs twice stores the spread under its engine, model and host;
 a later campaign of one launch each on the same engine, model and host is decided with it (and
 says where it came from) where it would read "undecided"; another model's campaign is not.
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.report.compare import build_comparison
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.launch_ab import undecided

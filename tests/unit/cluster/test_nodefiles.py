@@ -8,12 +8,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from inferlab.campaign.files import check_files
-from inferlab.campaign.launch import config_row
-from inferlab.campaign.plan import make_plan
-from inferlab.campaign.resolve import resolve_configs
+from inferlab.campaign.parts.files import check_files
+from inferlab.campaign.parts.launch import config_row
+from inferlab.campaign.parts.plan import make_plan
+from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.cluster.campaign import _may_place, _needs
 from inferlab.cluster.nodefiles import NodeFiles, sent, take
+from inferlab.cluster.task import State
 from inferlab.config.campaign import load_campaign
 from inferlab.sim.presets import get_preset
 from inferlab.store import Store
@@ -56,7 +57,7 @@ class _Run:
     """What the driver's gate reads of a ``ConfigRun``."""
 
     def __init__(self, name: str, installs: bool, ref: Any) -> None:
-        self.name, self.state, self.reference = name, "new", ref
+        self.name, self.state, self.reference = name, State.NEW, ref
         self.ab_reference = None
         self.cfg = SimpleNamespace(files={"fp8_gemm": "x"} if installs else {}, tune={})
 
@@ -70,13 +71,13 @@ def test_a_config_that_installs_files_runs_alone() -> None:
     a, f, b = _run("a", ref=base), _run("f", installs=True, ref=base), _run("b", ref=base)
     names = lambda runs: sorted(r.name for r in _may_place(runs, "base"))  # noqa: E731
     assert names([a, f, b, base]) == ["a", "base"]  # the reference first; f waits, b after it
-    base.state = a.state = "measuring"
+    base.state = a.state = State.MEASURING
     assert names([a, f, b, base]) == []
-    base.state = a.state = "done"
+    base.state = a.state = State.DONE
     assert names([a, f, b, base]) == ["f"]
-    f.state = "installing"
+    f.state = State.ENTERING  # its files stage on the way in
     assert names([a, f, b, base]) == []  # nothing beside it
-    f.state = "done"
+    f.state = State.DONE
     assert names([a, f, b, base]) == ["b"]
 
 
@@ -129,6 +130,7 @@ def test_ctrl_c_stops_the_server_then_restores_its_files(
     tmp_path: Path, engine_python: Path
 ) -> None:
     from inferlab.campaign.context import CampaignEvents
+    from inferlab.campaign.stages import table
     from inferlab.cluster.actors import Launched, Placed
     from inferlab.cluster.nodefiles import FilesDone
     from inferlab.cluster.placement import config_need
@@ -149,7 +151,7 @@ def test_ctrl_c_stops_the_server_then_restores_its_files(
             restore_files=_Call(calls, "restore", FilesDone(cfg, None, [], ["A: files restored"])),
         )
         run.launched = Launched(Placed("n", "h", "ip", 1, None), url="http://x")
-        run.files_up = True
+        run.walk.entered = [(s, None) for s in table.STAGES[:2]]  # files and server, on the node
         run.interrupt()
-    assert calls == ["stop", "restore", "kill"] and run.done and not run.files_up
+    assert calls == ["stop", "restore", "kill"] and run.done and not run.walk.entered
     assert run.outcome is not None and run.outcome.status == "interrupted"

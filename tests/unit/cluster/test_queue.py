@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from inferlab.campaign.context import CampaignEvents
-from inferlab.campaign.plan import make_plan
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.cluster.campaign import _queue
 from inferlab.cluster.placement import config_need
 from inferlab.cluster.shared import Shared

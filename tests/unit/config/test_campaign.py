@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inferlab.campaign.plan import make_plan
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
 from support.campaign import CampaignToml

@@ -8,7 +8,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from inferlab.campaign.bench import bench_config
+from inferlab.campaign.parts.bench import bench_config
 from inferlab.cli.bench import bench
 from inferlab.config.bench import BenchConfig, LoadSpec, WorkloadSpec
 from inferlab.config.campaign import CampaignFile, LoadSection
@@ -86,7 +86,7 @@ def test_the_run_file_config_keeps_its_order() -> None:
 def test_a_campaign_names_load_points_by_kind_beside_the_flat_spellings(
     campaign_toml: CampaignToml,
 ) -> None:
-    from inferlab.campaign.plan import make_plan
+    from inferlab.campaign.parts.plan import make_plan
     from inferlab.errors import ConfigError
 
     points = [{"kind": "open", "rate": 2, "arrival": "gamma", "burstiness": 0.5},

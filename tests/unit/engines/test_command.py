@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.plan import make_plan
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.errors import ConfigError
 from support.campaign import CampaignToml
 from support.campaigns import command

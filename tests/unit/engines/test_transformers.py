@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from inferlab.campaign.plan import make_plan, render_plan, select_configs
+from inferlab.campaign.parts.plan import make_plan, render_plan, select_configs
 from inferlab.config.bench import WorkloadSpec
 from inferlab.engines import classify_log, get_engine, primary_failure
 from inferlab.errors import ConfigError

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.applied import Sources, check_levers, gather
-from inferlab.campaign.collect import LocalFiles, wait_complete
-from inferlab.campaign.files import Installed
+from inferlab.campaign.context import Installed
+from inferlab.campaign.parts.applied import Sources, check_levers, gather
+from inferlab.campaign.parts.collect import LocalFiles, wait_complete
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
 from inferlab.engines.capture import VLLM_CAPTURE

@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from inferlab.campaign.bench import StoreSink
-from inferlab.campaign.profiled import point_bench
+from inferlab.campaign.parts.bench import StoreSink
+from inferlab.campaign.parts.profiled import point_bench
 from inferlab.config.bench import BenchConfig
 from inferlab.config.pattern import PATTERNS, LoadPattern
 from inferlab.config.schedule import Budget, Schedule, Tools

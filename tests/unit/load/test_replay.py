@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig
 from inferlab.errors import ConfigError
 from inferlab.load.bench import run_bench

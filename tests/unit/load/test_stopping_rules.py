@@ -6,7 +6,7 @@ closed-loop users, times in ns, no wall clock: the duration test injects its clo
 test-only rule is registered and a load point on the reference engine (in-process) stops by
 it: one class and one registry line, its config field on a ``BenchConfig`` subclass (in the
 code base: a field of ``config/bench.py``). Its verdict reads token counts only, so it does not
-depend on the machine's clock; the point is read on the model clock (``campaign.clock``).
+depend on the machine's clock; the point is read on the model clock (``campaign.parts.clock``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.load import adaptive
 from inferlab.load.adaptive import (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.bench import bench_with_record
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.bench import bench_with_record
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.errors import ConfigError
 from inferlab.report.render import build_report, render_html, render_markdown, write_report

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.config.search import SEARCH_KIND, TRIAL_KIND
 from inferlab.report.sections.search import TRIAL_COLUMNS, search_section, trial_cells
 from inferlab.search.driver import optimize

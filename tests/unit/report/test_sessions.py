@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.report.compare import build_comparison
 from inferlab.report.sections.sessions import session_rows, sessions_section
 from inferlab.sim.tokenizer import WordTokenizer

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.bench import bench_config
+from inferlab.campaign.parts.bench import bench_config
 from inferlab.config.campaign import load_campaign
 from inferlab.errors import ConfigError
 from inferlab.load.adaptive import (

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
 from inferlab.campaign.context import CampaignEvents
-from inferlab.campaign.launch import InProcessSim, LaunchSpec
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim, LaunchSpec
 from inferlab.cli.optimize import print_search
 from inferlab.report.sections.search import search_section
 from inferlab.search.confirm import CONFIRM_KIND, confirm_names, confirm_winner

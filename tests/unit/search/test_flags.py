@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.plan import make_plan
+from inferlab.campaign.parts.plan import make_plan
 from inferlab.search.flags import check_flags, engine_flags
 from inferlab.store import Store
 from support.campaign import toml_value, write_campaign

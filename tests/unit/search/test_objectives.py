@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.errors import ConfigError
 from inferlab.search.driver import optimize, search_plan
 from inferlab.sim.tokenizer import WordTokenizer

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.launch import InProcessSim
-from inferlab.campaign.runner import run_plan
+from inferlab.campaign.drivers.runner import run_plan
+from inferlab.campaign.parts.clock import ModelClock
+from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.config.search import SearchDim
 from inferlab.errors import ConfigError
 from inferlab.levers.model import Lever, PointBound

@@ -1,5 +1,5 @@
 """The capacity bracket's error budget, launch term and per-probe seeds, judged by the real
-``campaign.capacity.ProbeJudge`` on requests drawn from a known model (SIMULATED probe
+``campaign.parts.capacity.ProbeJudge`` on requests drawn from a known model (SIMULATED probe
 outcomes: a decode step of C sequences takes 8 + 0.25·C ms, so the capacity is known)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from inferlab.campaign.capacity import CONCURRENCY, Ladder, ProbeJudge
+from inferlab.campaign.parts.capacity import CONCURRENCY, Ladder, ProbeJudge
 from inferlab.records import RequestRecord
 from inferlab.stats.capacity import bracket, next_probe
 from inferlab.stats.capacity_error import ErrorBudget, LaunchTerm, launch_offsets, probe_seed

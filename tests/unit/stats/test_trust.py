@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab.campaign.bench import bench_with_record
-from inferlab.campaign.clock import ModelClock
+from inferlab.campaign.parts.bench import bench_with_record
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
 from inferlab.report.compare import build_comparison
 from inferlab.report.compare_export import cell_text, render_md

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import lzma
-import shutil
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,8 @@ def test_launches_leave_the_stored_json_unchanged(tmp_path: Path) -> None:
 
 
 def test_a_lever_check_reads_back_as_its_writer_stored_it(tmp_path: Path) -> None:
-    from inferlab.campaign.applied import LeverItem, record_levers
+    from inferlab.campaign.context import LeverItem
+    from inferlab.campaign.parts.applied import record_levers
 
     items = [
         LeverItem("--tp", "flag", "applied", "line 3: tp=2", "launch log"),
@@ -184,8 +185,8 @@ def _kinds_written(method: str, at: int) -> set[str]:
 
 
 def test_every_kind_a_writer_stores_has_a_model() -> None:
-    from inferlab.campaign.capacity import CAPACITY_KIND
-    from inferlab.campaign.evalstep import SAMPLES_KIND
+    from inferlab.campaign.parts.capacity import CAPACITY_KIND
+    from inferlab.campaign.parts.evalstep import SAMPLES_KIND
     from inferlab.config.search import SEARCH_KIND, TRIAL_KIND
     from inferlab.search.confirm import CONFIRM_KIND
     from inferlab.store.checks import CHECK_KINDS

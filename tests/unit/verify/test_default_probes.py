@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from inferlab.campaign.clock import ModelClock
-from inferlab.campaign.runner import run_campaign
+from inferlab.campaign.drivers.runner import run_campaign
+from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.campaign import DEFAULT_PROBES, VerifySection, load_campaign
 from inferlab.engines import get_engine, registered
 from inferlab.store import Store
