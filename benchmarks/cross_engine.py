@@ -321,7 +321,7 @@ def bench(url: str, engine: str, hf: Path, n: int, client: tuple[int, ...] | Non
         point = json.loads(r.stdout)["points"][0]
     except (ValueError, KeyError, IndexError):
         return f"bench answered no point: {r.stdout[-500:]}"
-    return {"summary": point["summary"], "trust": point["trust"]}
+    return {"summary": point["summary"], "trust": point["trust"], "why": point["trust_reasons"]}
 
 
 def checks(rep: VerifyReport) -> list[dict[str, Any]]:
