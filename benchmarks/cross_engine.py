@@ -23,8 +23,10 @@ campaign can put llama.cpp beside vLLM.
 Each server on every CPU but the last (one thread: ``-t``, ``VLLM_CPU_OMP_THREADS_BIND``), the
 client on the last, as a campaign splits them (docs/launch.md).
 
-    PYTHONPATH=src python benchmarks/cross_engine.py [--prompts 64] [--tokens 32] [--bench 16]
-        [--json OUT]
+    PYTHONPATH=src python benchmarks/cross_engine.py [--prompts 64] [--tokens 32] [--top-k 20]
+        [--bench 16] [--only both|vllm|llamacpp] [--cached] [--json OUT]
+
+Figures of 2026-12-07: benchmarks/journal/2026-12-07-cross-engine.md.
 """
 
 from __future__ import annotations
