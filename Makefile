@@ -49,7 +49,10 @@ unit: $(STAMP)
 		wait $$lme || echo "lm-eval environment not built ($(VENV)/lm-eval-env.log)"; \
 		$(BIN)/pytest -m serial || rc=$$?; exit $$rc
 
-test: lint typecheck unit
+# lint and typecheck run beside the unit tests (`-j3`: mypy's minute overlaps the parallel pass,
+# which waits more than it computes); any one failing fails `make test`
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j3 lint typecheck unit
 
 bench-accuracy: $(STAMP)
 	$(BIN)/python benchmarks/client_accuracy.py --record

@@ -44,7 +44,7 @@ from support.campaign import write_campaign  # noqa: E402
 from support.campaigns import files, optimize_campaign  # noqa: E402
 from support.pkgcopy import tuned_dir  # noqa: E402
 from support.simproc import group_pids, start_sim  # noqa: E402
-from support.warmup import with_warmup  # noqa: E402
+from support.warmup import WarmupRecord, with_warmup  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
 
@@ -531,4 +531,4 @@ def test_a_new_stage_runs_on_the_cluster_too(
         res = run_campaign_ray(path, store=store, address=cluster.address)
         assert [o.status for o in res.outcomes] == ["measured", "measured"]
         for name in ("keeper", "fast"):
-            assert store.latest_verification("warm", name, "warmup") == {"requests": 3}
+            assert store.latest_verification("warm", name, "warmup") == WarmupRecord(requests=3)

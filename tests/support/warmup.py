@@ -1,8 +1,10 @@
 """Test helper: the worked example of docs/design.md ("The campaign pipeline"), a new stage.
 
 ``WARMED`` sends three short completions to the live server before it is verified, says so,
-and records a ``warmup`` verification with the config. ``with_warmup`` is the one line that
-puts it in the stage table (``campaign.stages.table.STAGES``), after the server stage."""
+and records a ``warmup`` verification with the config, whose body model (``WarmupRecord``,
+registered by kind in ``store.bodies.VERIFICATIONS``: the store refuses a kind it has no model
+for) lives in the same file. ``with_warmup`` is the one line that puts it in the stage table
+(``campaign.stages.table.STAGES``), after the server stage."""
 
 from __future__ import annotations
 
@@ -16,8 +18,16 @@ from inferlab.campaign.stages.files import FILES
 from inferlab.campaign.stages.levers import LEVERS
 from inferlab.campaign.stages.server import SERVER
 from inferlab.campaign.stages.verified import VERIFIED
+from inferlab.store.bodies import VERIFICATIONS, Body
 
-__all__ = ["WARMED", "with_warmup"]
+__all__ = ["WARMED", "WarmupRecord", "with_warmup"]
+
+
+@VERIFICATIONS.register("warmup")
+class WarmupRecord(Body):
+    """A ``warmup`` verification's body: how many requests warmed the server up."""
+
+    requests: int
 
 
 @contextlib.contextmanager

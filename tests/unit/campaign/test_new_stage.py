@@ -15,7 +15,7 @@ from inferlab.campaign.parts.launch import InProcessSim
 from inferlab.campaign.stages import table
 from inferlab.store import Store
 from support.campaign import CampaignToml
-from support.warmup import with_warmup
+from support.warmup import WarmupRecord, with_warmup
 
 CONFIGS = [{"name": "baseline"}, {"name": "fast", "set": {"--itl-ms": "0.5"}}]
 
@@ -41,7 +41,7 @@ def test_run_enters_the_new_stage_for_every_config(
         res = run_campaign(path, store=store, events=Told(), launcher=InProcessSim())
         assert [o.status for o in res.outcomes] == ["measured", "measured"]
         for name in ("baseline", "fast"):
-            assert store.latest_verification("test", name, "warmup") == {"requests": 3}
+            assert store.latest_verification("test", name, "warmup") == WarmupRecord(requests=3)
     assert "fast: warmed up (3 requests)" in told
     # entered after the launch, before the stop: the order of the table
     assert told.index("fast: warmed up (3 requests)") > told.index("fast: launching ...")
@@ -55,6 +55,6 @@ def test_up_enters_the_new_stage_too(campaign_toml: CampaignToml, tmp_path: Path
         try:
             r = up(path, "fast", store=store)
             assert "fast: warmed up (3 requests)" in r.notes and r.pid
-            assert store.latest_verification("test", "fast", "warmup") == {"requests": 3}
+            assert store.latest_verification("test", "fast", "warmup") == WarmupRecord(requests=3)
         finally:
             down(path)
