@@ -33,6 +33,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks scripts
 	$(BIN)/python scripts/check_size.py
 	$(BIN)/python scripts/module_map.py --check
+	$(BIN)/python scripts/cli_doc.py --check
 	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
