@@ -126,3 +126,13 @@ def test_the_commands_shown_take_the_options_they_are_shown_with(page: str) -> N
             if w.startswith("--") and w not in known
         ]
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_design_page_names_every_command() -> None:
+    from inferlab.cli.main import COMMANDS
+
+    text = (DOCS / "design.md").read_text(encoding="utf-8")
+    section = text.split("## Commands (the user's view)", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^\| [^|]+ \| (.*) \|$", section, re.M))
+    shown = {m for row in named for m in re.findall(r"`([a-z-]+)`", re.sub(r"\([^()]*\)", "", row))}
+    assert shown == set(COMMANDS), f"missing {set(COMMANDS) - shown}, extra {shown - set(COMMANDS)}"
