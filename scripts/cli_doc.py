@@ -1,7 +1,7 @@
 """docs/cli.md from the live CLI: every command's one-line help, usage and options table.
 
     python scripts/cli_doc.py           # rewrite docs/cli.md from the commands of inferlab.cli.main
-    python scripts/cli_doc.py --check   # exit 1 when docs/cli.md is not what the CLI says (make lint)
+    python scripts/cli_doc.py --check   # exit 1 when docs/cli.md is stale (make lint)
 
 The page is read from the click commands typer builds (``inferlab.cli.main.COMMANDS``, each
 loaded as ``inferlab CMD --help`` would load it), so a renamed option, a new command or a
