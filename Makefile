@@ -34,6 +34,7 @@ lint: $(STAMP)
 	$(BIN)/python scripts/check_size.py
 	$(BIN)/python scripts/module_map.py --check
 	$(BIN)/python scripts/any_ratchet.py --check
+	$(BIN)/python scripts/cli_doc.py --check
 	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)

@@ -1,6 +1,6 @@
-"""The module map of docs/design.md: one line a module of src/inferlab, its docstring's first line.
+"""The module map, docs/modules.md: one line a module of src/inferlab, its docstring's first line.
 
-    python scripts/module_map.py           # rewrite the map between the markers in docs/design.md
+    python scripts/module_map.py           # rewrite the map between the markers in docs/modules.md
     python scripts/module_map.py --check   # exit 1 when the map is not the code's (make lint)
 
 A module without a docstring is listed as "(no docstring)" and fails ``--check``: every module
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-DOC = ROOT / "docs" / "design.md"
+DOC = ROOT / "docs" / "modules.md"
 BEGIN = "<!-- module map: scripts/module_map.py writes what follows; do not edit by hand -->"
 END = "<!-- end of module map -->"
 
@@ -49,7 +49,7 @@ def module_map() -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="fail when docs/design.md is stale")
+    ap.add_argument("--check", action="store_true", help="fail when docs/modules.md is stale")
     args = ap.parse_args(argv)
     text = DOC.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
