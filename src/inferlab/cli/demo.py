@@ -46,15 +46,15 @@ def demo(
     """Run the whole method on a real vLLM (CPU) campaign, end to end.
 
     SmolLM2-135M-Instruct (trained weights: probes with real answers) in float32, bf16 and an
-    FP8 KV cache gated by distribution agreement, and n-gram speculative decoding: each
-    launched twice in alternating order (a third time while its verdict is unsettled),
-    verified, measured at C=1 and C=8 (each point until its intervals are within ±5%), stored
-    and reported; then n-gram on copy-and-edit prompts. Takes tens of minutes (the first run also builds the vLLM CPU environment, ~4 min, and
-    converts SmolLM2, 1-4 min). --sim: the seed campaign of docs/design.md on the reference
-    engine's timing model (SIMULATED). --optimize: `inferlab optimize` over vLLM CPU's
-    running-sequence cap, step token budget, n-gram draft length and chunked prefill
-    (examples/optimize-vllm-cpu.toml): a recommendation with its A/B interval against the
-    default, or "nothing was shown better" with the bounds that say why."""
+    FP8 KV cache gated by distribution agreement, and n-gram speculative decoding: each launched
+    twice in alternating order (a third time while its verdict is unsettled), verified, measured
+    at C=1 and C=8 (each point until its intervals are within ±5%), stored and reported; then
+    n-gram on copy-and-edit prompts. Takes tens of minutes (the first run also builds the vLLM
+    CPU environment, ~4 min, and converts SmolLM2, 1-4 min). --sim: the seed campaign of
+    docs/design.md on the reference engine's timing model (SIMULATED). --optimize: `inferlab
+    optimize` over vLLM CPU's running-sequence cap, step token budget, n-gram draft length and
+    chunked prefill (examples/optimize-vllm-cpu.toml): a recommendation with its A/B interval
+    against the default, or "nothing was shown better" with the bounds that say why."""
     err = Console(stderr=True)
     events = _Events(err, stdout_console())
     if with_search and sim:
