@@ -10,13 +10,17 @@ from pydantic import Field
 from inferlab.store.bodies import VERIFICATIONS, Body, Json
 
 __all__ = [
-    "CHECK_KINDS", "GREEDY_OUTPUTS", "CheckRecord", "EvalSamples", "GpuDrainRecord",
+    "CHECK_KINDS", "EXACT_KINDS", "GREEDY_OUTPUTS", "CheckRecord", "EvalSamples", "GpuDrainRecord",
     "GreedyOutputsRecord", "LaunchRecord", "LeverCheck", "LeverCheckItem",
     "LogprobReferenceRecord", "RuntimeRecord", "StopRecord",
 ]  # fmt: skip
 
 #: the verification kind of a config's reference outputs (kept verbatim: compared char by char)
 GREEDY_OUTPUTS = "greedy-outputs"
+#: the kinds kept exactly as written, not scrubbed of secret-looking keys and values: model
+#: outputs compared char by char or number by number (a logprob reference's keys are tokens,
+#: and at top-1024 one of SmolLM2's is "Password": scrubbed, its logprob became "<redacted>")
+EXACT_KINDS = frozenset({GREEDY_OUTPUTS, "logprob-reference"})
 #: the kinds of ``verify.checks.CheckResult`` (``inferlab verify``, the campaign's verify step)
 CHECK_KINDS = ("probe", "equivalence", "length", "stream", "agreement", "eval")
 

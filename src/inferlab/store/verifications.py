@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 from inferlab.secrets import scrub_obj
 from inferlab.store.bodies import VERIFICATIONS, Body
-from inferlab.store.checks import GREEDY_OUTPUTS, LaunchRecord, LeverCheck
+from inferlab.store.checks import EXACT_KINDS, LaunchRecord, LeverCheck
 from inferlab.store.jsoncols import dumps, now
 
 __all__ = ["StoredVerification", "Verifications"]
@@ -51,7 +51,7 @@ class Verifications:
         """One verification result (a check, or a config's reference greedy outputs); the
         detail validated by its kind's model, secrets in it (argv, log lines) removed."""
         body = VERIFICATIONS.check(kind, detail)
-        kept = body if kind == GREEDY_OUTPUTS else scrub_obj(body)  # compared char by char
+        kept = body if kind in EXACT_KINDS else scrub_obj(body)  # compared char by char
         cur = self.db.execute(
             "INSERT INTO verifications(config_id, run_id, kind, passed, detail_json, created_at) "
             "VALUES (?,?,?,?,?,?)",

@@ -65,6 +65,21 @@ def test_launches_leave_the_stored_json_unchanged(tmp_path: Path) -> None:
     ]
 
 
+def test_a_logprob_reference_keeps_every_token_exactly(tmp_path: Path) -> None:
+    """Its keys are tokens, not field names: at top-1024 SmolLM2's vocabulary has "Password",
+    "token" and "key", which the secret scrubber would take for a secret's field and redact
+    (make demo, 2026-12-07: the stored reference then failed its own model on read)."""
+    positions = [[{"Password": -9.5, " token": -3.25, "key": -0.5, "sk-abc": -1.0}]]
+    ref = {"prompts": ["p"], "continuations": ["c"], "positions": positions, "top_k": 1024,
+           "tokens": 1, "seed": 0}  # fmt: skip
+    with Store(tmp_path / "x.db") as store:
+        with store.transaction():
+            gid = store.config_id(store.campaign_id("c"), "base", engine="vllm", model="m")
+            store.add_verification(gid, "logprob-reference", True, ref)
+        got = store.latest_verification("c", "base", "logprob-reference")
+    assert got is not None and got.to_json() == ref
+
+
 def test_a_lever_check_reads_back_as_its_writer_stored_it(tmp_path: Path) -> None:
     from inferlab.campaign.context import LeverItem
     from inferlab.campaign.parts.applied import record_levers
