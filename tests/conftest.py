@@ -1,10 +1,10 @@
-"""Suite-wide: a ``serial`` test (``make unit`` runs them alone, after the parallel pass over
-the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
+"""Suite-wide: a ``serial`` test (``make unit`` runs them one at a time, in a lane beside the
+parallel pass over the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
 collection refuses a ``serial`` marker without a reason. Every ``vllm`` test is ``serial`` with
-its marker's reason (``ALONE``). The ``ray`` tests are not: they all live in one module, which
-``--dist loadscope`` gives to one worker, so only one Ray head exists at a time (and
-``cluster.connect`` restores the process-reaping flag ``ray.init`` changes, so nothing a cluster
-leaves behind reaches the worker's later tests). The slowest modules are collected first, so
+its marker's reason (``ALONE``). The ``ray`` tests are not: each of their two modules starts a
+local cluster of its own (its head's GCS on a free port), which ``--dist loadscope`` keeps in one
+worker (and ``cluster.connect`` restores the process-reaping flag ``ray.init`` changes, so
+nothing a cluster leaves behind reaches the worker's later tests). The slowest modules are collected first, so
 the pass does not end waiting on one of them."""
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ ALONE = {
 #: longest) started last and ended the pass alone (2026-12-02: 381.7 s → 259–303 s)
 SLOW_FIRST = (
     "e2e/test_demo.py",  # the whole `inferlab demo --sim`, ~160 s: it starts first
-    "e2e/test_cluster.py",  # the Ray tests, ~80 s, in one worker (one Ray head at a time)
+    "e2e/test_cluster.py",  # run/bench --ray, ~250 s on 2 CPUs (2026-12-07), one worker
+    "e2e/test_cluster_search.py",  # optimize/tune --ray, ~200 s, another worker, its own head
     "e2e/test_orphans.py",
     "e2e/test_fault_matrix.py",
     "e2e/test_up.py",

@@ -1,11 +1,11 @@
-"""``run --ray``, ``bench --ray --clients`` and ``tune fp8-gemm --ray`` on one shared local
-Ray cluster: a 1-CPU head, two "GPU nodes" (2 CPUs, 2 logical GPUs each) and a client node.
+"""``run --ray`` and ``bench --ray --clients`` on one local Ray cluster shared by this module
+(tests/support/ray_cluster.py; ``optimize --ray`` and ``tune fp8-gemm --ray`` have their own in
+test_cluster_search.py).
 The engines are real ``inferlab sim`` servers with a startup delay standing in for weight
 loading; the store is real SQLite; only the tuner's GPU work is faked (at its seam)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,32 +24,23 @@ from inferlab.campaign.drivers.runner import run_campaign  # noqa: E402
 from inferlab.campaign.stages import table  # noqa: E402
 from inferlab.cluster.bench import bench_ray  # noqa: E402
 from inferlab.cluster.campaign import run_campaign_ray  # noqa: E402
-from inferlab.cluster.connect import (  # noqa: E402
-    CLIENT_RESOURCE,
-    REAPER_CONFIG,
-    connect,
-    is_subreaper,
-)
-from inferlab.cluster.tune import tune_shapes_ray  # noqa: E402
+from inferlab.cluster.connect import CLIENT_RESOURCE, is_subreaper  # noqa: E402
 from inferlab.config.bench import BenchConfig, WorkloadSpec  # noqa: E402
-from inferlab.errors import ConfigError, TuneError  # noqa: E402
+from inferlab.errors import ConfigError  # noqa: E402
 from inferlab.report.sections.cluster import client_rows, cluster_section, placement_rows  # noqa: E402
 from inferlab.sim.presets import get_preset  # noqa: E402
 from inferlab.store import Store  # noqa: E402
 from inferlab.store.checks import LeverCheck  # noqa: E402
 from inferlab.store.models import FilesManifest  # noqa: E402
-from inferlab.tune.space import candidates  # noqa: E402
-from support import ROOT, ray_fakes  # noqa: E402
+from support import ROOT  # noqa: E402
 from support.campaign import write_campaign  # noqa: E402
-from support.campaigns import files, optimize_campaign  # noqa: E402
+from support.campaigns import files  # noqa: E402
 from support.pkgcopy import tuned_dir  # noqa: E402
+from support.ray_cluster import OBJ, launch_records, local_cluster, measured_windows  # noqa: E402
 from support.simproc import group_pids, start_sim  # noqa: E402
 from support.warmup import WarmupRecord, with_warmup  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
-
-OBJ = 80 * 2**20  # the smallest object store Ray accepts is 75 MiB
-
 
 FIVE = [
     {"name": "baseline"},
@@ -107,21 +98,8 @@ def campaign(
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    from ray.cluster_utils import Cluster
-
-    ray.cloudpickle.register_pickle_by_value(ray_fakes)
-    head = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJ}
-    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": REAPER_CONFIG})
-    for _ in range(2):
-        c.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
-    c.add_node(num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ)
-    c.wait_for_nodes()
-    connect(c.address)  # as inferlab connects: this process keeps its children's exit codes
-    try:
+    with local_cluster() as c:
         yield c
-    finally:
-        ray.shutdown()
-        c.shutdown()
 
 
 def test_connecting_leaves_this_process_reaped_by_init(cluster: Any) -> None:
@@ -154,26 +132,6 @@ def _content(store: Store, name: str) -> dict[str, Any]:
     return {"runs": sorted(runs), "checks": Counter(checks), "findings": Counter(finds)}
 
 
-def _launches(store: Store) -> dict[str, dict[str, Any]]:
-    import json
-
-    rows = store.db.execute(
-        "SELECT g.name, v.detail_json FROM verifications v JOIN configs g ON g.id = v.config_id "
-        "WHERE v.kind = 'launch' AND v.passed = 1"
-    ).fetchall()
-    return {name: json.loads(d) for name, d in rows}
-
-
-def _windows(store: Store, name: str) -> dict[str, tuple[int, int]]:
-    rows = store.db.execute(
-        "SELECT g.name, min(r.start_ns), max(r.end_ns) FROM runs r JOIN configs g "
-        "ON g.id = r.config_id JOIN campaigns c ON c.id = r.campaign_id WHERE c.name = ? "
-        "GROUP BY g.name",
-        (name,),
-    ).fetchall()
-    return {n: (int(a), int(b)) for n, a, b in rows}
-
-
 def test_configs_run_side_by_side_and_store_what_one_host_would(
     cluster: Any, tmp_path: Path
 ) -> None:
@@ -199,7 +157,7 @@ def test_configs_run_side_by_side_and_store_what_one_host_would(
         )
         got = _content(st, "five")
         assert got == want  # complete, and the same content as on one host
-        launches, windows = _launches(st), _windows(st, "five")
+        launches, windows = launch_records(st), measured_windows(st, "five")
         recon = {a.name for a in st.analyses("recon", campaign="five")}
         placed = {r[0]: r for r in placement_rows(st, "five")}
         env = {r.config: r.environment for r in st.runs(campaign="five")}
@@ -292,34 +250,6 @@ def test_load_from_two_client_hosts_merges_on_the_driver_clock(
         assert sec is not None and all(r[3] in sec.markdown for r in rows)
 
 
-def test_tuning_spreads_items_over_every_gpu_and_merges_each_shape(cluster: Any) -> None:
-    shapes, ms = [(7168, 2048), (2112, 7168)], [1, 16, 64, 128]
-    lines: list[str] = []
-    run = tune_shapes_ray(
-        shapes, ms, address=cluster.address, work=ray_fakes.FakeWork, chunk=24,
-        progress=lines.append,
-    )  # fmt: skip
-    assert [(c.n, c.k, c.m) for c in run.results] == [(n, k, m) for n, k in shapes for m in ms]
-    assert run.devices == 4 and run.device_name == "Fake_GPU_80GB"
-    assert any("on 4 actor(s)" in line for line in lines), lines  # every GPU took items
-    assert run.compile_failed and all("fake: no such binary" in x for x in run.compile_failed)
-    for c in run.results:
-        assert c.gpu_name == ray_fakes.FAKE_GPU and c.triton == "0.0-fake"
-        assert not ray_fakes.not_built(c.best) and c.best.num_stages != 5
-        allowed = [
-            x
-            for x in candidates(c.m, c.n, c.k, split_k=True)
-            if not ray_fakes.not_built(x) and x.num_stages != 5
-        ]
-        if c.source == "screen":  # an anchor: the optimum over every chunk of every GPU
-            best = min(allowed, key=lambda x: (ray_fakes.fake_us(x, c.m), x.key))
-            assert c.best == best and c.screened == len(allowed)
-        else:
-            assert c.source.startswith("neighbour:") and c.screened < len(allowed)
-    with pytest.raises(TuneError, match="a tuning actor failed"):
-        tune_shapes_ray(shapes[:1], ms, address=cluster.address, work=ray_fakes.DyingWork, chunk=64)
-
-
 def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path: Path) -> None:
     # "dies" exits at its 6th generation request, inside a measured trial whatever the load
     # (a time-based exit, 4 s after its first request, fell before the trials on a loaded host)
@@ -346,66 +276,6 @@ def test_the_cli_plans_and_runs_a_campaign_on_the_cluster(cluster: Any, tmp_path
     assert "Cluster" in text and "Where each config ran" in text
 
 
-DIMS_OPT = [
-    {"flag": "--itl-ms", "values": ["4", "2"]},
-    {"flag": "--jitter-ms", "values": ["0.2", "0.1"]},
-]
-
-
-def test_optimize_runs_each_batch_side_by_side_against_one_fresh_incumbent(
-    cluster: Any, tmp_path: Path
-) -> None:
-    # structure only: under Ray the reference engine runs on the wall clock (no model clock)
-    camp = optimize_campaign(
-        tmp_path,
-        max_requests=40,
-        load={
-            "max_client_lag_ms": 10_000
-        },  # trusted on a loaded host: the A/B runs (no verdict read)
-        budget_trials=2,
-        parallel=2,
-        dim=DIMS_OPT,
-    )
-    path = write_campaign(
-        tmp_path / "opt.toml",
-        **camp
-        | {"name": "ropt", "args": ["--ttft-ms", "4", "--itl-ms", "4", "--startup-s", "0.2"]},
-        engine={"gpus": 1},
-        cluster={"server_cpus": 0.5, "client_cpus": 0.5},
-    )
-    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "o.db")}
-    cmd = [sys.executable, "-m", "inferlab.cli.main", "optimize", str(path), "--ray"]
-    kw: dict[str, Any] = {"capture_output": True, "text": True, "env": env, "cwd": tmp_path}
-    dry = subprocess.run([*cmd, cluster.address, "--dry-run"], timeout=120, **kw)
-    assert dry.returncode == 0, dry.stderr
-    assert "trials in batches of 2 ([search] parallel)" in dry.stdout
-    done = subprocess.run([*cmd, cluster.address, "--format", "json"], timeout=300, **kw)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
-    assert out["trials"] == 2 and out["stopped"] == "budget_trials"
-    assert out["best"]["name"] in out["path"] and out["path"][0] == "baseline"
-    trials = [t["name"] for t in out["trial_list"]]
-    assert [t["batch"] for t in out["trial_list"]] == [1, 1]  # one batch of two
-    assert {t["against"] for t in out["trial_list"]} == {"baseline"}
-    with Store(tmp_path / "o.db") as st:
-        # a winner is confirmed on four fresh launches (search.confirm) before it is recommended
-        confirm = {n for n in st.configs.config_names("ropt") if n.startswith("confirm-")}
-        assert len(confirm) == (4 if out["best"]["name"] != "baseline" else 0)
-        assert set(st.configs.config_names("ropt")) - confirm == {"baseline", "t01-ref", *trials}
-        runs = {r.config: r for r in st.runs(campaign="ropt")}
-        windows = _windows(st, "ropt")
-        nodes = {n: d["node_id"] for n, d in _launches(st).items()}
-    assert windows["baseline"][1] <= windows["t01-ref"][0]  # the baseline first, on Ray too
-    a, b = (windows[n] for n in trials)
-    assert a[0] < b[1] and b[0] < a[1]  # the two trials' servers measured at the same time
-    for name in trials:  # each after its batch's incumbent measurement, by an A/B against it
-        assert windows[name][0] >= windows["t01-ref"][1]
-        seq = (runs[name].stop or {}).get("sequential") or {}
-        assert seq.get("baseline") == "t01-ref" and seq.get("metrics"), runs[name].stop
-    assert not (runs["t01-ref"].stop or {}).get("sequential")  # the reference: to the cap
-    assert len(nodes) == 4 + len(confirm)  # baseline, ref, the trials (+ confirmation): each
-
-
 class _LoseNode(CampaignEvents):
     """Removes the node of config ``victim`` once its first point is stored."""
 
@@ -420,7 +290,7 @@ class _LoseNode(CampaignEvents):
         ).fetchone()[0]
         if last != "victim" or self.removed:
             return
-        self.removed = _launches(self.store)["victim"]["node_id"]
+        self.removed = launch_records(self.store)["victim"]["node_id"]
         node = next(n for n in self.cluster.list_all_nodes() if n.node_id == self.removed)
         self.cluster.remove_node(node)
 
@@ -443,7 +313,7 @@ def test_a_lost_node_fails_only_its_configs_cells_and_resume_reruns_them(
         assert cells == Counter(
             {("keeper", 0): 1, ("keeper", 1): 1, ("keeper", 2): 1, ("victim", 0): 1}
         )
-        group = int(_launches(st)["victim"]["server_pid"])  # its process group
+        group = int(launch_records(st)["victim"]["server_pid"])  # its process group
         deadline = time.monotonic() + 20
         while group_pids(group) and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -492,7 +362,7 @@ def test_files_go_into_the_package_on_the_servers_node_and_are_proved_read(
         base_log = Path(
             st.verifications.launches("files", config="baseline")[-1].detail.log_path or ""
         )
-        windows, lines = _windows(st, "files"), events.lines
+        windows, lines = measured_windows(st, "files"), events.lines
     assert all(status[c][0] == "measured" for c in ("baseline", "A", "S")), status
     # tuned on its node's GPUs from the baseline's log (sent by the driver): there are none here
     assert status["T"][0] == "failed" and "needs an NVIDIA GPU" in status["T"][1], status["T"]

@@ -91,3 +91,28 @@ def test_the_summary_reads_each_launchs_first_c1_tpot_and_the_repeats(tmp_path: 
     assert f"vllm: A / baseline = ×{vl:.3f}" in out
     assert ("repeats on launch 2 (A), in order: vllm 1.900, inferlab 2.300, vllm 2.100, "
             "inferlab 2.250, vllm –, inferlab 2.200") in out  # fmt: skip
+
+
+def test_the_repeats_launch_keeps_its_ab_pair_past_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 2026-12-07 on the H100: the deadline check before the first repeat left launch 4 with
+    # no C=1 read at all; the first pair is the A/B's and is read whatever the deadline
+    mod = _module()
+    s = _session(mod, tmp_path, "A")
+    s.a.deadline_s, s.a.vllm, s.a.hi = -1.0, True, 0  # already past it
+    reads: list[tuple[str, str]] = []
+
+    def fake(who: str):  # type: ignore[no-untyped-def]
+        def read(_s, _ln, conc, _n, name=None):  # type: ignore[no-untyped-def]
+            reads.append((who, name or ""))
+            return {"client": who, "concurrency": conc, "tpot_ms": 1.0}
+
+        return read
+
+    monkeypatch.setattr(mod, "vllm_read", fake("vllm"))
+    monkeypatch.setattr(mod, "inferlab_read", fake("inferlab"))
+    ln: dict[str, object] = {"index": 4, "config": "A", "reads": []}
+    s.doc["launches"].append(ln)
+    mod._reads(s, ln, 3)
+    assert reads == [("vllm", ""), ("inferlab", "vllm-h200")]  # the A/B's pair, no repeats
