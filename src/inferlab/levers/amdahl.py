@@ -126,9 +126,7 @@ def ceiling_clause(points: Sequence[PointBound]) -> str:
     if len(points) == 1:
         return f"at most {one(points[0])} even if free{floor}"
     return (
-        "at most "
-        + ", ".join(f"{one(p)} {_at(p.label)}" for p in points)
-        + f" even if free{floor}"
+        "at most " + ", ".join(f"{one(p)} {_at(p.label)}" for p in points) + f" even if free{floor}"
     )
 
 

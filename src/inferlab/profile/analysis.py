@@ -220,8 +220,7 @@ def _analyze_gpu(
     occ: tuple[list[Occupancy], float | None] = ([], None)
     if sm:
         occ = occupancy(tr.names, ops.name_id, ops.blocks, ops.dur, is_k, sm, kernel_us)
-    else:
-        warnings.append(NO_SM)
+    warnings += [] if sm else [NO_SM]
     graph_kernels, graph_launches = _graphs(tr, ops, is_k)
     copies = int(is_c.sum())
     if copies:

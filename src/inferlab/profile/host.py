@@ -20,6 +20,7 @@ no host time (``None``): bounds then stay GPU-only.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ def host_time(tr: Trace, rx: re.Pattern[str], gpu_steps: Sequence[GpuRange]) -> 
     g0 = np.array([g.start for g in gpu_steps])
     g1 = np.array([g.end for g in gpu_steps])
     loops, spans, waits, launches, ahead = [], [], [], [], []
-    for r, nxt in zip(thread, thread[1:]):
+    for r, nxt in itertools.pairwise(thread):
         if not rx.search(r.name):
             continue
         w = _in(st, du, sync, r.start, nxt.start)

@@ -91,5 +91,7 @@ def test_on_the_stored_h200_campaign_as_measured_falls_inside_the_band(tmp_path:
     assert row.measured.estimate == pytest.approx(1.298, abs=0.001)
     assert row.verdict == "consistent"
     assert row.low is not None and row.low <= row.measured.low <= row.measured.high <= row.high
-    bound = bound_dims([SearchDim(files="fp8_gemm", values=["tuned/"])], got.levers["baseline"], "C=1", 0.02)
+    bound = bound_dims(
+        [SearchDim(files="fp8_gemm", values=["tuned/"])], got.levers["baseline"], "C=1", 0.02
+    )
     assert bound[0].high == pytest.approx(1.875, abs=0.01)  # the search's bound: the same model
