@@ -191,8 +191,9 @@ def _graphs(tr: Trace, ops: _Ops, is_k: np.ndarray) -> tuple[int, int]:
 
 
 def _host(tr: Trace, segment: str, pattern: str | None, steps: list[Step]) -> HostTime | None:
-    """The engine thread's time per step, from the first step pattern with host ranges."""
-    if segment == "all":
+    """The engine thread's time per step, from the first step pattern with host ranges; None
+    for a SIMULATED trace (the sim has no host model: its host range is the step by design)."""
+    if segment == "all" or (tr.meta.get("inferlab") or {}).get("simulated"):
         return None
     gpu = [GpuRange(s.name, s.start_us, s.start_us + s.span_us, "gpu") for s in steps]
     for rx in step_patterns(segment, pattern):

@@ -15,7 +15,8 @@ next range on the same thread:
   step (the host overlaps the GPU: asynchronous scheduling, or launches queued ahead).
 
 Medians over the steps. A trace without host step ranges (nsys, steps cut at idle gaps) has
-no host time (``None``): bounds then stay GPU-only.
+no host time (``None``): bounds then stay GPU-only; so has a SIMULATED one (``analysis``), whose
+host range is the step by construction.
 """
 
 from __future__ import annotations
