@@ -9,7 +9,8 @@ step lasts ``max(H, G)`` at least. A kernel lever that makes a fraction ``s`` of
 ``k``× faster leaves ``G' = G − s·T·(1 − 1/k)`` of GPU time, so the step speeds up at most
 
     ×high = min( 1 / (1 − s + s/k),  T / max(H_low, G') )      (Amdahl, and the host's floor)
-    ×low  = max( 1, T / max(H_high, G') )                      (capped at ×high)
+    ×low  = max( 1, T / max(H_high, G') )                      (None where it is not below the
+                                                                GPU-only bound: no host floor)
 
 ``H`` is a band: ``H_high`` is the engine thread's loop per step as profiled (``loop_us``:
 one step range to the next, minus blocking waits), ``H_low`` the step range's own span on the
@@ -52,7 +53,10 @@ def floor_of(p: Mapping[str, Any]) -> Floor | None:
 
 def kernel_bound(p: Mapping[str, Any], s: float, k: float) -> tuple[float | None, float]:
     """(low, high) TPOT speed-up when a share ``s`` of the step (GPU time / span) becomes
-    ``k``× faster (``k = inf``: free); low None without host time (a GPU-only bound)."""
+    ``k``× faster (``k = inf``: free); ``low``, the host's floor at its pessimistic end, is None
+    without host time or where the host cannot bind (a GPU-only bound). The pair is a ceiling
+    with its band, not a prediction of the lever: a kernel made only a little faster buys less
+    than ``low``, so the predicted-vs-measured check judges ``high`` as a bound."""
     gpu_only = amdahl(s, k)
     f = floor_of(p)
     if f is None:
@@ -60,5 +64,5 @@ def kernel_bound(p: Mapping[str, Any], s: float, k: float) -> tuple[float | None
     cut = min(max(s, 0.0), 1.0) * f.step_us * (1.0 if math.isinf(k) else 1.0 - 1.0 / k)
     g = max(f.gpu_us - cut, 0.0)
     high = min(gpu_only, f.step_us / max(f.low_us, g, 1e-9))
-    low = min(high, max(1.0, f.step_us / max(f.high_us, g, 1e-9)))
-    return low, high
+    low = max(1.0, f.step_us / max(f.high_us, g, 1e-9))
+    return (None if low >= gpu_only else min(low, high)), high

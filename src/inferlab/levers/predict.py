@@ -214,8 +214,7 @@ def _part(
         if s is None or prof is None:
             return None
         if rule.kernel:
-            low, high = kernel_bound(prof.data, s, math.inf)
-            return _Part(low, high, False, None)
+            return _Part(None, kernel_bound(prof.data, s, math.inf)[1], False, None)
         return _Part(None, 1 / (1 - s) if s < 1 else math.inf, False, None)
     for lv in rule.build(ev, ref, opts):
         for q in lv.points:
@@ -225,17 +224,15 @@ def _part(
 
 
 def _combine(parts: Sequence[tuple[str, _Part]]) -> tuple[float | None, float]:
-    """Amdahl parts act on disjoint shares (their shares add: 1/(1 − Σs)); bands multiply; a
-    kernel lever bounded by the host's floor brings its pessimistic end (``levers.host``)."""
+    """Amdahl parts act on disjoint shares (their shares add: 1/(1 − Σs)); bands multiply. An
+    Amdahl part's ``low`` (the host's floor, ``levers.host``) is not a prediction: its ``high``
+    is judged as a bound."""
     s = sum(1 - 1 / p.high for k, p in parts if RULES[k].model == "amdahl" and p.high > 0)
     high = 1 / (1 - s) if s < 1 else math.inf
     bands = [p for k, p in parts if RULES[k].model == "spec"]
     for p in bands:
         high *= p.high
     low = math.prod(p.low if p.low is not None else 1.0 for p in bands) if bands else None
-    floors = [p.low for k, p in parts if RULES[k].model == "amdahl" and p.low is not None]
-    if floors:  # the host's floor: the least of the kernel levers' pessimistic ends
-        low = (1.0 if low is None else low) * min(floors)
     return low, high
 
 
