@@ -333,6 +333,22 @@ def _host_bound(p: Mapping[str, Any]) -> bool:
     )
 
 
+def _co_bound(host: Sequence[StoredProfile]) -> str:
+    """The action where the GPU is busy but the host's loop nearly fills the step."""
+    ahead = min((p.data.get("host") or {}).get("ahead", 0.0) for p in host)
+    overlap = (
+        f"the host already runs ahead of the GPU ({ahead:.0%} of steps began while the GPU ran "
+        "the last one)"
+        if ahead >= 0.5
+        else "overlap it with the GPU (vLLM `--async-scheduling`, SGLang's overlap scheduler)"
+    )
+    return (
+        "the host's loop nearly fills the step, so a faster kernel leaves it host-bound: cut "
+        f"the CPU work per step (sampling, scheduling, input preparation); {overlap}; or raise "
+        "the batch"
+    )
+
+
 def _idle(p: Mapping[str, Any]) -> float | None:
     m = p.get("mean_step") or {}
     span = float(m.get("span_us") or 0.0)
@@ -353,7 +369,9 @@ def _graphs(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
         return []
     graphs = any(int(p.data.get("graph_launches") or 0) > 0 for p in host)
     eager = [f for f in EAGER_FLAGS if f in cfg.argv]
-    if graphs:
+    if graphs and all((_idle(p.data) or 0.0) <= 1 - HOST_BOUND for p in host):
+        action = _co_bound(host)
+    elif graphs:
         action = (
             "host-bound even with CUDA graphs: cut the CPU work between replays (sampling and "
             "scheduling overlap), or raise the batch"

@@ -96,3 +96,18 @@ def test_on_the_stored_h200_campaign_as_measured_falls_inside_the_band(tmp_path:
         [SearchDim(files="fp8_gemm", values=["tuned/"])], got.levers["baseline"], "C=1", 0.02
     )
     assert bound[0].high == pytest.approx(1.875, abs=0.01)  # the search's bound: the same model
+
+
+def test_a_busy_gpu_under_a_host_that_fills_the_step_ranks_the_host_lever(tmp_path: Path) -> None:
+    store = Store(_unpack(tmp_path / "h200-vllm.db"))
+    with store.transaction():  # the baseline's C=1 profile only: GPU-bound, kernels busy 93%
+        store.db.execute("DELETE FROM analyses WHERE kind = 'profile'")
+    store_profile(store, "vllm-h200", BASE, _data(BASE), config="baseline", point="C=1")
+    got = decide(store, "vllm-h200", LeverOptions(config="baseline"), check=False)
+    graphs = next(lv for lv in got.levers["baseline"] if lv.kind == "cuda-graphs")
+    assert graphs.ceiling == pytest.approx(1.075, abs=0.001)  # T / G: the host off the path
+    assert "a faster kernel leaves it host-bound" in graphs.action
+    assert "already runs ahead of the GPU (95%" in graphs.action
+    assert any(
+        e.startswith("host at C=1: the engine thread's loop 3.02 ms") for e in graphs.evidence
+    )
