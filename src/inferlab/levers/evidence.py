@@ -219,8 +219,10 @@ def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> Store
     profiler but the host's time between them does (H200, vLLM 0.26, C=1: 4.54 ms profiled
     steps, 3.07 ms measured TPOT), so shares of the profiled span understate each kernel's
     share of the real step, and Amdahl ceilings drawn from them would be too low to bound.
-    A SIMULATED trace is left alone: it is synthesized from the timing model, at the story's
-    time rather than the server's ``--time-scale``, and no profiler slows it."""
+    The host's time per step (``host``) is scaled by the same measured / profiled ratio: the
+    profiler slowed the host by at least that much. A SIMULATED trace is left alone: it is
+    synthesized from the timing model, at the story's time rather than the server's
+    ``--time-scale``, and no profiler slows it."""
     if p.simulated:
         return p
     sw = sweep.get(p.concurrency) if p.concurrency is not None else None
@@ -233,6 +235,10 @@ def at_measured_step(p: StoredProfile, sweep: Mapping[int, SweepPoint]) -> Store
     busy = float(mean.get("busy_us") or 0.0)
     mean.update(span_us=max(step, busy), idle_us=max(step - busy, 0.0))
     data = {**p.data, "span_us": n * max(step, busy), "profiled_span_us": span, "mean_step": mean}
+    host = p.data.get("host")
+    if host:
+        r = n * step / span
+        data["host"] = {**host, **{k: float(host[k]) * r for k in ("loop_us", "range_us")}}
     return replace(p, data=data)
 
 

@@ -11,9 +11,9 @@ from typing import Any
 from inferlab.profile.analysis import PARTLY
 
 from .amdahl import (
-    amdahl,
     category_share,
     ceiling_clause,
+    host_clause,
     pct,
     share_clause,
     share_points,
@@ -21,6 +21,7 @@ from .amdahl import (
     tpot_floor,
 )
 from .evidence import ConfigEvidence, Evidence, StoredProfile
+from .host import floor_of, kernel_bound
 from .model import Lever, LeverOptions, PointBound
 from .registry import rule
 
@@ -159,7 +160,7 @@ def _config_lever(t: _Tuning, ev: Evidence, cfg: ConfigEvidence) -> list[Lever]:
     if not cfg.profiles and untuned:
         return [_unbounded(t, ev, cfg, untuned)]
     what = t.category
-    pts = share_points(cfg.profiles, lambda p: category_share(p, what))
+    pts = share_points(cfg.profiles, lambda p: category_share(p, what), kernel=True)
     if not any((p.share or 0) > 0 for p in pts):
         return []
     if not untuned and cfg.log_mined:
@@ -177,7 +178,7 @@ def _config_lever(t: _Tuning, ev: Evidence, cfg: ConfigEvidence) -> list[Lever]:
         action, tail = t.action, "; no server log was mined, so untuned shapes are unknown"
         conf = f"{profile_basis(cfg.profiles)}; no log evidence that any shape is untuned"
     evidence = [share_clause(what, pts) + " (GPU time / decode span)", *tpot_floor(cfg, pts)]
-    evidence += _grid_lines(cfg.profiles, what)
+    evidence += host_clause(cfg.profiles) + _grid_lines(cfg.profiles, what)
     evidence += [f"log: {f['message']}" for f in untuned] + _recon_lines(ev, t, untuned)
     summary = f"{head}{tail} → {_cmd(action)}"
     return [_lever(t.kind, t.title, cfg, pts, summary, evidence, action, conf)]
@@ -190,7 +191,12 @@ def _register_tuning(t: _Tuning) -> None:
         return _config_lever(t, ev, cfg)
 
     rule(
-        t.kind, t.title, model="amdahl", diff=t.diff, share=lambda p: category_share(p, t.category)
+        t.kind,
+        t.title,
+        model="amdahl",
+        diff=t.diff,
+        share=lambda p: category_share(p, t.category),
+        kernel=True,
     )(build)
 
 
@@ -204,9 +210,10 @@ for _tuning in (FP8, MOE):
     model="amdahl",
     diff=(r"^env NCCL_", r"^flag --(disable|enable)-custom-all-reduce$"),
     share=lambda p: category_share(p, "communication"),
+    kernel=True,
 )
 def _comm(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
-    pts = share_points(cfg.profiles, lambda p: category_share(p, "communication"))
+    pts = share_points(cfg.profiles, lambda p: category_share(p, "communication"), kernel=True)
     if not any((p.share or 0) > 0 for p in pts):
         return []
     set_ = {k: v for k, v in cfg.env.items() if k.startswith("NCCL_")}
@@ -219,7 +226,7 @@ def _comm(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
         action = "env NCCL_PROTO=LL"  # the low-latency protocol, for decode's small all-reduces
     errors = cfg.found("nccl-error") + cfg.found("nccl-timeout")
     ev_ = [share_clause("communication", pts) + " (GPU time / decode span)", *tpot_floor(cfg, pts)]
-    ev_ += [f"log: {f['message']}" for f in errors]
+    ev_ += host_clause(cfg.profiles) + [f"log: {f['message']}" for f in errors]
     summary = (
         f"communication / NCCL: {share_clause('communication', pts)} → {ceiling_clause(pts)} "
         f"→ {_cmd(action)}"
@@ -269,6 +276,7 @@ def _grid_lines(profiles: Sequence[StoredProfile], category: str) -> list[str]:
         r"^env VLLM_ATTENTION_BACKEND$",
     ),
     share=lambda p: category_share(p, "attention"),
+    kernel=True,
 )
 def _kernels(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
     found: dict[str, list[tuple[StoredProfile, Mapping[str, Any], float, float, int]]] = {}
@@ -284,11 +292,12 @@ def _kernels(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Leve
             PointBound(
                 p.label,
                 p.concurrency,
-                amdahl(f, math.inf),
+                kernel_bound(p.data, f, math.inf)[1],
+                low=kernel_bound(p.data, f, math.inf)[0],
                 share=f,
-                at_2x=amdahl(f, 2),
+                at_2x=kernel_bound(p.data, f, 2)[1],
                 note=f"{blocks} blocks on {p.data.get('sm_count')} SMs: "
-                f"×{amdahl(f, 1 / frac):.3f} if it used every SM",
+                f"×{kernel_bound(p.data, f, 1 / frac)[1]:.3f} if it used every SM",
             )
             for p, _, f, frac, blocks in hits
         ]
@@ -306,13 +315,38 @@ def _kernels(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Leve
             f"{pts[0].note.split(': ', 1)[1]} → {action}"
         )
         ev_ = [share_clause(short, pts) + f" ({cat}; GPU time / decode span)", f"grid: {occ}"]
-        ev_ += tpot_floor(cfg, pts)
+        ev_ += tpot_floor(cfg, pts) + host_clause([h[0] for h in hits])
         conf = (
             f"{profile_basis([h[0] for h in hits])}; the full-SM figure assumes the kernel "
             "scales with the SMs it occupies"
         )
         out.append(_lever("kernel", f"{cat} kernel", cfg, pts, summary, ev_, action, conf, short))
     return out
+
+
+def _host_bound(p: Mapping[str, Any]) -> bool:
+    """The GPU idles more than 15% of the step, or the host's loop takes 85% of it or more
+    (a faster kernel would leave the step host-bound)."""
+    f = floor_of(p)
+    return (_idle(p) or 0.0) > 1 - HOST_BOUND or (
+        f is not None and f.high_us >= HOST_BOUND * f.step_us
+    )
+
+
+def _co_bound(host: Sequence[StoredProfile]) -> str:
+    """The action where the GPU is busy but the host's loop nearly fills the step."""
+    ahead = min((p.data.get("host") or {}).get("ahead", 0.0) for p in host)
+    overlap = (
+        f"the host already runs ahead of the GPU ({ahead:.0%} of steps began while the GPU ran "
+        "the last one)"
+        if ahead >= 0.5
+        else "overlap it with the GPU (vLLM `--async-scheduling`, SGLang's overlap scheduler)"
+    )
+    return (
+        "the host's loop nearly fills the step, so a faster kernel leaves it host-bound: cut "
+        f"the CPU work per step (sampling, scheduling, input preparation); {overlap}; or raise "
+        "the batch"
+    )
 
 
 def _idle(p: Mapping[str, Any]) -> float | None:
@@ -329,13 +363,15 @@ def _idle(p: Mapping[str, Any]) -> float | None:
     share=_idle,
 )
 def _graphs(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever]:
-    host = [p for p in cfg.profiles if (_idle(p.data) or 0.0) > 1 - HOST_BOUND]
+    host = [p for p in cfg.profiles if _host_bound(p.data)]
     pts = share_points(host, _idle)
     if not pts:
         return []
     graphs = any(int(p.data.get("graph_launches") or 0) > 0 for p in host)
     eager = [f for f in EAGER_FLAGS if f in cfg.argv]
-    if graphs:
+    if graphs and all((_idle(p.data) or 0.0) <= 1 - HOST_BOUND for p in host):
+        action = _co_bound(host)
+    elif graphs:
         action = (
             "host-bound even with CUDA graphs: cut the CPU work between replays (sampling and "
             "scheduling overlap), or raise the batch"
@@ -349,6 +385,7 @@ def _graphs(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
         f"→ {ceiling_clause(pts)} → {action}"
     )
     ev_ = [str(p.data.get("verdict") or "") for p in host] + tpot_floor(cfg, pts)
+    ev_ += host_clause(host)
     conf = f"{profile_basis(host)}; idle time of the step's GPU span, all of it removable at best"
     title = "CUDA graphs / host overhead"
     return [_lever("cuda-graphs", title, cfg, pts, summary, ev_, action, conf)]

@@ -28,6 +28,7 @@ from inferlab.stats.verdict import compare_samples
 from inferlab.store.models import PredictedPoint, StoredPrediction
 
 from .evidence import ConfigEvidence, Evidence, SweepPoint
+from .host import kernel_bound
 from .model import LeverOptions
 from .registry import RULES, rules_for
 
@@ -210,7 +211,11 @@ def _part(
     if rule.model == "amdahl" and rule.share is not None:
         prof = next((x for x in ref.profiles if x.concurrency == c), None)
         s = rule.share(prof.data) if prof is not None else None
-        return None if s is None else _Part(None, 1 / (1 - s) if s < 1 else math.inf, False, None)
+        if s is None or prof is None:
+            return None
+        if rule.kernel:
+            return _Part(None, kernel_bound(prof.data, s, math.inf)[1], False, None)
+        return _Part(None, 1 / (1 - s) if s < 1 else math.inf, False, None)
     for lv in rule.build(ev, ref, opts):
         for q in lv.points:
             if q.concurrency == c and q.high is not None:
@@ -219,7 +224,9 @@ def _part(
 
 
 def _combine(parts: Sequence[tuple[str, _Part]]) -> tuple[float | None, float]:
-    """Amdahl parts act on disjoint shares (their shares add: 1/(1 − Σs)); bands multiply."""
+    """Amdahl parts act on disjoint shares (their shares add: 1/(1 − Σs)); bands multiply. An
+    Amdahl part's ``low`` (the host's floor, ``levers.host``) is not a prediction: its ``high``
+    is judged as a bound."""
     s = sum(1 - 1 / p.high for k, p in parts if RULES[k].model == "amdahl" and p.high > 0)
     high = 1 / (1 - s) if s < 1 else math.inf
     bands = [p for k, p in parts if RULES[k].model == "spec"]

@@ -4,7 +4,8 @@ A rule reads one config's evidence and returns its levers. Its declaration also 
 config changes it explains (``diff``: regular expressions over diff items such as
 ``flag --speculative-num-steps``, ``env NCCL_PROTO``, ``files fp8_gemm``), which the
 predicted-vs-measured check uses, and, for Amdahl levers, the fraction of a profile's decode
-step it acts on (``share``)."""
+step it acts on (``share``) and whether that share is kernel time (``kernel``: the host's floor
+bounds it too, ``levers.host``)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ class Rule:
     diff: tuple[re.Pattern[str], ...]
     build: RuleFn
     share: ShareFn | None = None
+    kernel: bool = False
 
     def explains(self, item: str) -> bool:
         return any(p.search(item) for p in self.diff)
@@ -46,11 +48,13 @@ def rule(
     model: Model = "none",
     diff: tuple[str, ...] = (),
     share: ShareFn | None = None,
+    kernel: bool = False,
 ) -> Callable[[RuleFn], RuleFn]:
     """Register ``fn(evidence, config, options) -> [Lever]`` as the rule of ``kind``."""
 
     def deco(fn: RuleFn) -> RuleFn:
-        RULES[kind] = Rule(kind, title, model, tuple(re.compile(d) for d in diff), fn, share)
+        pats = tuple(re.compile(d) for d in diff)
+        RULES[kind] = Rule(kind, title, model, pats, fn, share, kernel)
         return fn
 
     return deco

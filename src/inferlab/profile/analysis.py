@@ -30,10 +30,11 @@ from inferlab.errors import ConfigError, TraceError
 from .bounds import HOST_BOUND, PARTLY, amdahl, gpu_verdict, make_row
 from .categories import MEMCPY, Categorizer, short_name
 from .diff import DiffRow, ProfileDiff, diff_profiles
+from .host import HostTime, host_time
 from .occupancy import occupancy
 from .result import Occupancy, Profile, Row, Step
-from .steps import DEFAULT_PATTERNS, find_steps, step_batch, union_us
-from .trace import KIND_KERNEL, Trace
+from .steps import DEFAULT_PATTERNS, find_steps, step_batch, step_patterns, union_us
+from .trace import KIND_KERNEL, GpuRange, Trace
 
 __all__ = [
     "DEFAULT_PATTERNS",
@@ -189,6 +190,19 @@ def _graphs(tr: Trace, ops: _Ops, is_k: np.ndarray) -> tuple[int, int]:
     return int(in_graph.sum()), int(np.unique(kc[in_graph]).size)
 
 
+def _host(tr: Trace, segment: str, pattern: str | None, steps: list[Step]) -> HostTime | None:
+    """The engine thread's time per step, from the first step pattern with host ranges; None
+    for a SIMULATED trace (the sim has no host model: its host range is the step by design)."""
+    if segment == "all" or (tr.meta.get("inferlab") or {}).get("simulated"):
+        return None
+    gpu = [GpuRange(s.name, s.start_us, s.start_us + s.span_us, "gpu") for s in steps]
+    for rx in step_patterns(segment, pattern):
+        found = host_time(tr, rx, gpu)
+        if found is not None:
+            return found
+    return None
+
+
 def _analyze_gpu(
     tr: Trace,
     segment: str,
@@ -207,8 +221,7 @@ def _analyze_gpu(
     occ: tuple[list[Occupancy], float | None] = ([], None)
     if sm:
         occ = occupancy(tr.names, ops.name_id, ops.blocks, ops.dur, is_k, sm, kernel_us)
-    else:
-        warnings.append(NO_SM)
+    warnings += [] if sm else [NO_SM]
     graph_kernels, graph_launches = _graphs(tr, ops, is_k)
     copies = int(is_c.sum())
     if copies:
@@ -243,6 +256,7 @@ def _analyze_gpu(
         verdict="",
         warnings=[*tr.warnings, *warnings],
         meta=dict(tr.meta),
+        host=_host(tr, segment, pattern, steps),
     )
     m = p.mean_step() if segment != "all" else {"busy_us": busy, "span_us": span}
     assert m is not None

@@ -54,6 +54,15 @@ def headline(p: ProfileBody) -> list[str]:
         f"names); memcpy/memset {ms(p.copy_us)} ms in {p.copies:,} ops (not in shares)"
     )
     out.append(p.verdict)
+    if p.host is not None:
+        h = p.host
+        out.append(
+            f"host: the engine thread's loop {ms(h.loop_us)} ms per step (its step range "
+            f"{ms(h.range_us)} ms, blocking waits {ms(h.wait_us)} ms, launch calls "
+            f"{ms(h.launch_us)} ms; median of {h.steps}); {h.ahead:.0%} of steps began while "
+            "the GPU ran an earlier one. Under full overlap the step is at least the host's "
+            "loop: a faster kernel cannot take it lower (the profiler slows the host)"
+        )
     if p.graph_launches:
         out.append(
             f"CUDA graphs: {p.graph_kernels:,} kernels from {p.graph_launches} graph "

@@ -8,10 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from .host import HostTime
+
 __all__ = ["VERSION", "Occupancy", "Profile", "Row", "Step", "finite"]
 
 #: 2: ``mode`` ("gpu" | "cpu") and ``share_of``; CPU-mode profiles (issue 14)
-VERSION = 2
+#: 3: ``host``, the engine thread's time per step (issue 45)
+VERSION = 3
 
 
 @dataclass
@@ -86,6 +89,8 @@ class Profile:
     share_of: str = "kernel time"
     #: trace metadata worth keeping (e.g. ``{"simulated": True, ...}`` from the sim's traces)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the host's time per step from the trace's CPU side (:mod:`.host`); None when unknown
+    host: HostTime | None = None
     version: int = VERSION
 
     @property

@@ -23,6 +23,7 @@ __all__ = [
     "gap_steps",
     "pattern_for",
     "step_batch",
+    "step_patterns",
     "union_us",
 ]
 
@@ -92,13 +93,20 @@ def _project(tr: Trace, r: GpuRange) -> GpuRange | None:
     )
 
 
+def step_patterns(segment: str, pattern: str | None) -> list[re.Pattern[str]]:
+    """The step-name patterns tried, in order: the user's (or the segment's default), then
+    vLLM's own step names when the user gave none."""
+    rxs = [pattern_for(segment, pattern)]
+    if pattern is None:
+        rxs.append(re.compile(VLLM_PATTERNS.get(segment, VLLM_PATTERNS["all"]), re.IGNORECASE))
+    return rxs
+
+
 def find_steps(
     tr: Trace, segment: str, pattern: str | None, gap_us: float | None
 ) -> tuple[list[GpuRange], str]:
     """The segment's steps, sorted, and a sentence saying where they came from."""
-    rxs = [pattern_for(segment, pattern)]
-    if pattern is None:
-        rxs.append(re.compile(VLLM_PATTERNS.get(segment, VLLM_PATTERNS["all"]), re.IGNORECASE))
+    rxs = step_patterns(segment, pattern)
     for rx in rxs:
         found = _named_steps(tr, rx)
         if found is not None:

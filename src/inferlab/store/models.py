@@ -155,6 +155,18 @@ class MeanStep(Body):
     batch: float | None = None
 
 
+class HostBody(Body):
+    """The engine thread's time per step (``profile.host.HostTime``; µs, medians)."""
+
+    thread: int
+    steps: int
+    loop_us: float
+    range_us: float
+    wait_us: float
+    launch_us: float
+    ahead: float
+
+
 @ANALYSES.register(PROFILE)
 class ProfileBody(Body):
     """A stored profile (``profile.result.Profile.to_dict()``, times in µs) with how it was
@@ -188,6 +200,7 @@ class ProfileBody(Body):
     meta: dict[str, Json] = Field(default_factory=dict)
     version: int = 0
     mean_step: MeanStep | None = None
+    host: HostBody | None = None
     capture: ProfileCapture | None = None
     #: ``inferlab profile --vs B``: B's profile and the diff, as the command printed them
     vs: dict[str, Json] | None = None
