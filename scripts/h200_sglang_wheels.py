@@ -65,7 +65,8 @@ PARTS = ROOT / ".sglang"
 ROOTS = (
     "aiohttp", "compressed-tensors", "dill", "einops", "fastapi", "filelock", "gguf",
     "huggingface-hub", "ipython", "jinja2", "jsonschema", "msgspec", "numpy", "openai", "orjson",
-    "packaging", "partial-json-parser", "pillow", "psutil", "pybase64", "pydantic", "pyyaml",
+    "packaging", "partial-json-parser", "pillow", "psutil", "pybase64", "pydantic",
+    "python-multipart", "pyyaml",
     "pyzmq", "regex", "requests", "safetensors", "sentencepiece", "setproctitle", "soundfile",
     "starlette", "tqdm", "transformers", "typing-extensions", "uvicorn", "uvloop", "xgrammar",
     "zstandard", "sglang-kernel", "flashinfer-python", "apache-tvm-ffi", "nvidia-ml-py",
@@ -156,8 +157,11 @@ def resolve() -> None:
                     break
 
     carry["sglang"] = SGLANG  # its own deps only through ROOTS, each at sglang's pin
-    pinned = {canonicalize_name(Requirement(r).name): Requirement(r)
-              for r in meta["sglang"].get("requires_dist") or []}  # fmt: skip
+    pinned = {}  # sglang's own requirement of each root (not those of its extras)
+    for r in meta["sglang"].get("requires_dist") or []:
+        rq = Requirement(r)
+        if rq.marker is None or rq.marker.evaluate({**_ENV, "extra": ""}):
+            pinned[canonicalize_name(rq.name)] = rq
     for root in ROOTS:
         visit(pinned.get(root) or Requirement(root))
     head = [line for line in PINS.read_text().splitlines() if line.startswith("#")]

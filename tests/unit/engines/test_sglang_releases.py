@@ -17,7 +17,7 @@ import pytest
 from inferlab.engines import get_engine
 from inferlab.engines.base import ConfigDir, release_key
 from inferlab.engines.sglang import FP8_CONFIG_FOUND, FP8_CONFIG_MISSING
-from inferlab.logs import untuned_fp8_gemms
+from inferlab.logs import analyze_log, untuned_fp8_gemms
 from inferlab.recon.engines import config_dirs_for
 from inferlab.tune.backends import BackendContext, sglang_rules, triton_verdict
 
@@ -85,6 +85,26 @@ def test_not_found_lines_of_0_5_17_are_mined(tmp_path: Path) -> None:
     got = untuned_fp8_gemms(log)
     assert sorted((g.n, g.k) for g in got) == sorted(shapes)
     assert {g.device for g in got} == {"NVIDIA_H200"} and {g.block_shape for g in got} == {(128, 128)}
+    assert {g.dir for g in got} == {site}
+    (f,) = [f for f in analyze_log(log).findings if f.kind == "untuned-fp8-gemm"]
+    assert f.evidence["config_dir"] == site
+    assert f.evidence["read_by"] == "SGLang 0.5.16–0.5.20"
+    assert "kernels/ops/quantization/configs (the directory of SGLang 0.5.16–0.5.20)" in f.message
+
+
+def test_not_found_directory_of_a_real_log() -> None:
+    """A real pre-0.5.16 line (sglang PR 5675, H20) names the old directory."""
+    log = LOGS / "sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log"
+    (f,) = [f for f in analyze_log(log).findings if f.kind == "untuned-fp8-gemm"]
+    assert f.evidence["read_by"] == "SGLang up to 0.5.15.post1"
+    assert f.evidence["config_dir"].endswith("sglang/srt/layers/quantization/configs")
+    vllm = LOGS / (
+        "sglang_fp8_default/vllm-benchmarks-deepgemm-readme_h100_w8a8-default-and-using-"
+        "configuration.log"
+    )
+    (g,) = [f for f in analyze_log(vllm).findings if f.kind == "untuned-fp8-gemm"]
+    assert g.evidence["read_by"] is None  # vLLM's directory has no per-release table
+    assert g.evidence["config_dir"].endswith("quantization/utils/configs")
 
 
 def test_moe_fallback_line_of_either_directory() -> None:
