@@ -43,7 +43,7 @@ import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from h200_vllm_wheels import (  # noqa: E402
+from h200_vllm_wheels import (
     IMAGE_TORCH,
     KEEP_IMAGE,
     _metadata_wheel,

@@ -171,7 +171,7 @@ FP8_GEMM_DIRS = (
         "0.5.16",
         "0.5.20",
         "kernels/ops/quantization/configs",
-        "sglang 0.5.16, 0.5.17, 0.5.19, 0.5.20 wheels: sglang/kernels/ops/quantization/fp8_kernel.py",
+        "sglang 0.5.16, 0.5.17, 0.5.19, 0.5.20 wheels: kernels/ops/quantization/fp8_kernel.py",
     ),
     VersionedPath(
         "0.5.21",

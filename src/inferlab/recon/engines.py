@@ -90,9 +90,7 @@ def triton_subdir(triton_version: str) -> str:
     return "triton_" + triton_version.split("+")[0].replace(".", "_")
 
 
-def base_config_dirs(
-    engine: str, package_dir: Path, version: str | None = None
-) -> dict[str, Path]:
+def base_config_dirs(engine: str, package_dir: Path, version: str | None = None) -> dict[str, Path]:
     """The config directories as shipped in release ``version`` of the engine (None: the newest
     known; SGLang's MoE root, above its Triton subdirectories)."""
     spec = get_recon_engine(engine)

@@ -32,9 +32,9 @@ from inferlab.tune.config import tuning_of
 
 __all__ = [
     "BACKEND_RULES",
+    "SGLANG_FP8_RULES",
     "BackendContext",
     "BackendVerdict",
-    "SGLANG_FP8_RULES",
     "SglangFp8Rules",
     "capability_from_name",
     "flag_value",
@@ -56,6 +56,8 @@ class BackendContext:
     env: Mapping[str, str] = field(default_factory=dict)
     #: the engine's release (None: unknown; a rule then assumes its newest known release)
     version: str | None = None
+    #: how ``version`` was found, when not from the engine itself (said in the verdict)
+    version_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,11 @@ def _sglang(ctx: BackendContext) -> BackendVerdict:
     rules = sglang_rules(ctx.version)
     backend = (flag_value(ctx.argv, "--fp8-gemm-backend") or "auto").lower()
     fix_triton = _SGLANG_FIX
-    which = f"SGLang {ctx.version}" if ctx.version else f"SGLang {rules.since}+ (version unknown)"
+    which = (
+        f"SGLang {ctx.version_note or ctx.version}"
+        if ctx.version
+        else f"SGLang {rules.since}+ (version unknown)"
+    )
 
     def v(name: str, triton: bool | None, reason: str, fix: str | None = None) -> BackendVerdict:
         return BackendVerdict("sglang", n, k, name, triton, f"{reason}; {which}", fix)

@@ -84,7 +84,9 @@ def test_not_found_lines_of_0_5_17_are_mined(tmp_path: Path) -> None:
     log.write_text("\n".join(text) + "\n")
     got = untuned_fp8_gemms(log)
     assert sorted((g.n, g.k) for g in got) == sorted(shapes)
-    assert {g.device for g in got} == {"NVIDIA_H200"} and {g.block_shape for g in got} == {(128, 128)}
+    assert {g.device for g in got} == {"NVIDIA_H200"} and {g.block_shape for g in got} == {
+        (128, 128)
+    }
     assert {g.dir for g in got} == {site}
     (f,) = [f for f in analyze_log(log).findings if f.kind == "untuned-fp8-gemm"]
     assert f.evidence["config_dir"] == site
@@ -109,7 +111,9 @@ def test_not_found_directory_of_a_real_log() -> None:
 
 def test_moe_fallback_line_of_either_directory() -> None:
     spec = get_engine("sglang")
-    real = (LOGS / "sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log").read_text()
+    real = (
+        LOGS / "sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log"
+    ).read_text()
     assert "moe_config_fallback" in {m.kind for m in spec.classify_log(real)}
     newer = (
         "Config file not found at /s/sglang/srt/layers/moe/moe_runner/triton_utils/configs/"
@@ -130,13 +134,17 @@ def test_dispatch_rules_are_the_wheels(version: str) -> None:
 
 def test_h200_without_deepgemm_runs_triton_from_0_5_16() -> None:
     off = {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
-    old = triton_verdict("sglang", BackendContext(4096, 2048, H200, env=off, version="0.5.15.post1"))
+    old = triton_verdict(
+        "sglang", BackendContext(4096, 2048, H200, env=off, version="0.5.15.post1")
+    )
     assert old.backend == "CUTLASS" and old.uses_triton is False
     for version in ("0.5.16", "0.5.17", "0.5.21", None):
         v = triton_verdict("sglang", BackendContext(4096, 2048, H200, env=off, version=version))
         assert v.backend == "Triton" and v.uses_triton is True and v.warning is None
     flag = ["--fp8-gemm-backend", "triton"]
-    assert triton_verdict("sglang", BackendContext(4096, 2048, H200, flag, version="0.5.17")).uses_triton
+    assert triton_verdict(
+        "sglang", BackendContext(4096, 2048, H200, flag, version="0.5.17")
+    ).uses_triton
     cutlass = ["--fp8-gemm-backend", "cutlass"]
     v = triton_verdict("sglang", BackendContext(4096, 2048, H200, cutlass, version="0.5.17"))
     assert v.uses_triton is False and "start-up error" in v.backend
@@ -168,3 +176,59 @@ def test_h200_campaign_dry_run(tmp_path: Path) -> None:
     assert "--speculative-algorithm NGRAM" in out
     assert "--mem-fraction-static 0.99" in out and "--cuda-graph-max-bs 1024" in out
     assert "SGLANG_TORCH_PROFILER_DIR=" in out
+
+
+def test_tune_reads_the_release_from_the_logs_directory(tmp_path: Path) -> None:
+    """``tune fp8-gemm --from-log``: the not-found directory says which dispatch rules apply."""
+    from inferlab.tune.workflow import Fp8GemmRequest, tune_fp8_gemm
+
+    off = ["SGLANG_ENABLE_JIT_DEEPGEMM=0"]
+    # constructed: the real pre-0.5.16 line (H20, sm_90) with N=4096, which CUTLASS can run
+    real = (LOGS / "sglang_fp8_default/sglang-pr5675_h20-w8a8-default-single-line.log").read_text()
+    old = tmp_path / "old.log"
+    old.write_text(real.replace("N=2112,K=7168", "N=4096,K=7168"))
+    got = tune_fp8_gemm(Fp8GemmRequest(log=old, dry_run=True, server_env=off, out=tmp_path))
+    (w,) = [w for w in got.warnings if "would run" in w]
+    assert "would run CUTLASS" in w and "up to 0.5.15.post1 (the log's config directory)" in w
+    # the same line from 0.5.17's directory: Triton runs it (CUTLASS is sm_120 only), no warning
+    here = "sglang/" + _dir("fp8_gemm").path_for("0.5.17")
+    new = tmp_path / "new.log"
+    new.write_text(old.read_text().replace("sglang/srt/layers/quantization/configs", here))
+    got = tune_fp8_gemm(Fp8GemmRequest(log=new, dry_run=True, server_env=off, out=tmp_path))
+    assert not [w for w in got.warnings if "would run" in w]
+    assert untuned_fp8_gemms(new)[0].dir == "/xxx/sglang/python/" + here
+
+
+@pytest.mark.parametrize(
+    ("version", "want"),
+    [
+        ("0.5.15.post1", "srt/layers/quantization/configs"),
+        ("0.5.17", "kernels/ops/quantization/configs"),
+        ("0.5.21", "kernels/ops/gemm/configs"),
+    ],
+)
+def test_files_go_where_the_installed_release_reads(
+    tmp_path: Path, version: str, want: str
+) -> None:
+    """A config's ``files`` land in the directory of the sglang release its Python has (a
+    package tree with its dist-info, found by a real interpreter through PYTHONPATH)."""
+    from types import SimpleNamespace
+
+    from inferlab.campaign.parts.files import target_dir
+
+    site = tmp_path / "site"
+    (site / "sglang").mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("")
+    info = site / f"sglang-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n")
+    cfg = SimpleNamespace(
+        engine="sglang",
+        python=sys.executable,
+        host="local",
+        is_local=True,
+        name="A",
+        env={"PYTHONPATH": str(site)},
+    )
+    got = target_dir(cfg, "fp8_gemm")  # type: ignore[arg-type]
+    assert got == str((site / "sglang").resolve() / want)

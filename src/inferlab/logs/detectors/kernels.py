@@ -30,7 +30,8 @@ def _untuned_fp8(st: LogState) -> list[Finding]:
                 "untuned-fp8-gemm",
                 "warning",
                 f"{n} FP8 GEMM shape{'s' if n != 1 else ''} use{'s' if n == 1 else ''} the "
-                f"default Triton config on {dev}: " + listing([f"N={g.n},K={g.k}" for g in gs])
+                f"default Triton config on {dev}: "
+                + listing([f"N={g.n},K={g.k}" for g in gs])
                 + (f"; looked in {where}" if where else "")
                 + (f" (the directory of {read_by})" if read_by else ""),
                 {
