@@ -7,13 +7,19 @@ signatures — and pure functions over that data. Nothing here starts processes 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from inferlab.engines import flags as _flags
 from inferlab.engines.capture import CaptureRecipe
+from inferlab.engines.configdir import (
+    MOE_NAMES,
+    ConfigDir,
+    VersionedPath,
+    fp8_gemm_names,
+    release_key,
+)
 from inferlab.engines.evidence import Evidence
 from inferlab.engines.facts import Fp8Tuning, LogFacts, OomAdvice, ReconFacts
 from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
@@ -29,6 +35,7 @@ __all__ = [
     "EngineSpec",
     "Launcher",
     "NativeApi",
+    "VersionedPath",
     "classify_log",
     "fill_template",
     "fp8_gemm_names",
@@ -36,6 +43,7 @@ __all__ = [
     "omp_threads_env",
     "register",
     "registered",
+    "release_key",
     "specs",
     "unregister",
 ]
@@ -81,40 +89,6 @@ class NativeApi:
     max_tokens_field: str
     min_tokens_field: str | None
     ignore_eos_field: str | None
-
-
-@dataclass(frozen=True)
-class ConfigDir:
-    """Where an engine reads one kind of tuned kernel config: ``path`` inside the installed
-    ``package`` (found in the engine's Python). ``kind`` is ``fp8_gemm`` (W8A8 block-FP8 GEMM)
-    or ``moe`` (fused MoE); ``names`` is the regex every file name there must match;
-    ``triton_subdirs``: the engine reads ``path/triton_X_Y_Z/`` for its Triton version first
-    (SGLang's MoE configs); ``tuner_engine``: the ``--engine`` of ``inferlab tune fp8-gemm``
-    that writes these names (None: inferlab's tuner does not make them)."""
-
-    kind: str
-    package: str
-    path: str
-    names: str
-    triton_subdirs: bool = False
-    tuner_engine: str | None = None
-
-
-def fp8_gemm_names(block_sep: str) -> str:
-    """The regex of W8A8 block-FP8 GEMM config file names (``tune.files``): the engines differ
-    only in the block-shape separator (SGLang ``", "``, vLLM ``","``)."""
-    return (
-        r"N=\d+,K=\d+,device_name=[^,/]+,dtype=\w+,block_shape=\[\d+"
-        + re.escape(block_sep)
-        + r"\d+\]\.json"
-    )
-
-
-#: fused-MoE config file names (``recon.tuned``), both engines
-MOE_NAMES = (
-    r"E=\d+,N=\d+,device_name=[^,/]+(?:,dtype=\w+)?(?:,block_shape=\[\d+, ?\d+\])?"
-    r"(?:,per_channel_quant=\w+)?(?:_down)?\.json"
-)
 
 
 @dataclass(frozen=True)

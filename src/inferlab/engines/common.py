@@ -7,7 +7,13 @@ library message the pattern was checked against.
 
 from __future__ import annotations
 
-from inferlab.engines.base import MOE_NAMES, ConfigDir, DetectHint, fp8_gemm_names
+from inferlab.engines.base import (
+    MOE_NAMES,
+    ConfigDir,
+    DetectHint,
+    VersionedPath,
+    fp8_gemm_names,
+)
 from inferlab.engines.evidence import NCCL_ENV, ArgsDump, EffectEvidence, EnvEvidence, Evidence
 from inferlab.engines.logs import LogSignature, fatal_sig, sig
 
@@ -135,7 +141,8 @@ def moe_default_config() -> LogSignature:
 def moe_config_fallback() -> LogSignature:
     return sig(
         "moe_config_fallback",
-        r"Config file not found at \S*fused_moe\S*.*Fallback to triton version",
+        # <= 0.5.10: .../fused_moe_triton/configs/...; 0.5.11+: .../moe_runner/triton_utils/...
+        r"Config file not found at \S+.*Fallback to triton version \S+ and use MoE kernel",
         "warning",
         remedy="the fused-MoE config was tuned for another Triton version; retune for this one",
         source="sglang_fp8_default/sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
@@ -166,13 +173,39 @@ def serving_failures(
     )
 
 
+def _newest(where: str | tuple[VersionedPath, ...]) -> tuple[str, tuple[VersionedPath, ...]]:
+    return (where, ()) if isinstance(where, str) else (where[-1].path, where)
+
+
 def config_dirs(
-    package: str, fp8_gemm: str, moe: str, *, block_sep: str, moe_triton_subdirs: bool = False
+    package: str,
+    fp8_gemm: str | tuple[VersionedPath, ...],
+    moe: str | tuple[VersionedPath, ...],
+    *,
+    block_sep: str,
+    moe_triton_subdirs: bool = False,
 ) -> tuple[ConfigDir, ...]:
-    """An engine's tuned kernel-config directories, relative to its package directory."""
+    """An engine's tuned kernel-config directories, relative to its package directory: one
+    path, or a table by release (oldest first) where the directory moved."""
+    fp8_path, fp8_rows = _newest(fp8_gemm)
+    moe_path, moe_rows = _newest(moe)
     return (
-        ConfigDir("fp8_gemm", package, fp8_gemm, fp8_gemm_names(block_sep), tuner_engine=package),
-        ConfigDir("moe", package, moe, MOE_NAMES, triton_subdirs=moe_triton_subdirs),
+        ConfigDir(
+            "fp8_gemm",
+            package,
+            fp8_path,
+            fp8_gemm_names(block_sep),
+            tuner_engine=package,
+            by_version=fp8_rows,
+        ),
+        ConfigDir(
+            "moe",
+            package,
+            moe_path,
+            MOE_NAMES,
+            triton_subdirs=moe_triton_subdirs,
+            by_version=moe_rows,
+        ),
     )
 
 

@@ -7,7 +7,15 @@ Fixed output length: the OpenAI API takes ``ignore_eos`` + ``min_tokens``; the n
 """
 
 from inferlab.engines import common
-from inferlab.engines.base import PYTHON, DetectHint, EngineSpec, Launcher, NativeApi, register
+from inferlab.engines.base import (
+    PYTHON,
+    DetectHint,
+    EngineSpec,
+    Launcher,
+    NativeApi,
+    VersionedPath,
+    register,
+)
 from inferlab.engines.capture import SGLANG_CAPTURE
 from inferlab.engines.evidence import SGLANG_SERVER_ARGS, EffectEvidence
 from inferlab.engines.facts import Fp8Tuning, LogFacts, OomAdvice, ReconFacts
@@ -148,6 +156,53 @@ METRICS = (
         "server-side request latency",
         _DOCS,
     ),
+)
+
+#: where the Triton W8A8 block-FP8 GEMM reads its tuned configs (``get_w8a8_block_fp8_configs``:
+#: ``dirname(realpath(fp8_kernel.py))/configs``), by release; read in each release's wheel
+FP8_GEMM_DIRS = (
+    VersionedPath(
+        "0",
+        "0.5.15.post1",
+        "srt/layers/quantization/configs",
+        "sglang 0.5.9–0.5.15.post1 wheels: sglang/srt/layers/quantization/fp8_kernel.py",
+    ),
+    VersionedPath(
+        "0.5.16",
+        "0.5.20",
+        "kernels/ops/quantization/configs",
+        "sglang 0.5.16, 0.5.17, 0.5.19, 0.5.20 wheels: kernels/ops/quantization/fp8_kernel.py",
+    ),
+    VersionedPath(
+        "0.5.21",
+        "",
+        "kernels/ops/gemm/configs",
+        "sglang 0.5.21 wheel: sglang/kernels/ops/gemm/fp8_kernel.py",
+    ),
+)
+#: where the fused-MoE Triton kernel reads its configs (then ``triton_X_Y_Z/`` below it; the
+#: ``SGLANG_MOE_CONFIG_DIR`` environment variable replaces the directory above ``configs``)
+MOE_DIRS = (
+    VersionedPath(
+        "0",
+        "0.5.10",
+        "srt/layers/moe/fused_moe_triton/configs",
+        "sglang 0.5.9, 0.5.10 wheels; sglang-0.5.8post1_moe-config-fallback-triton_h100.log",
+    ),
+    VersionedPath(
+        "0.5.11",
+        "",
+        "srt/layers/moe/moe_runner/triton_utils/configs",
+        "sglang 0.5.11–0.5.21 wheels: moe_runner/triton_utils/fused_moe_triton_config.py",
+    ),
+)
+
+#: the Triton block-FP8 GEMM's lines, per (N, K) at first use (warm-up or CUDA-graph capture);
+#: the same text in every release above (``fp8_kernel.py``; the found one on rank 0 only)
+FP8_CONFIG_FOUND = "Using configuration from {path} for W8A8 Block FP8 kernel."
+FP8_CONFIG_MISSING = (
+    "Using default W8A8 Block FP8 kernel config. Performance might be sub-optimal! "
+    "Config file not found at {path}"
 )
 
 _GRAPH_FLAGS = (
@@ -291,8 +346,8 @@ SPEC = register(
         log_signatures=SIGNATURES,
         config_dirs=common.config_dirs(
             "sglang",
-            "srt/layers/quantization/configs",
-            "srt/layers/moe/fused_moe_triton/configs",
+            FP8_GEMM_DIRS,
+            MOE_DIRS,
             block_sep=", ",
             moe_triton_subdirs=True,
         ),
@@ -309,7 +364,7 @@ SPEC = register(
         recon=ReconFacts(
             "sglang",
             help_argvs=(("-m", "sglang.launch_server", "--help"),),
-            distributions=("sglang", "sgl-kernel"),
+            distributions=("sglang", "sglang-kernel", "sgl-kernel"),  # renamed in 0.5.10
         ),
         fp8_tuning=Fp8Tuning(", ", (64, 128, 128, 32, 4, 3)),
         logs=LogFacts(

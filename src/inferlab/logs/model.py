@@ -75,6 +75,8 @@ class UntunedGemm:
     dtype: str
     block_shape: tuple[int, int] | None
     lines: tuple[int, ...]
+    #: the directory the engine looked in (``Config file not found at <dir>/N=…``), if printed
+    dir: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ def ooms(st: LogState) -> list[OomEvent]:
 def untuned_gemms(st: LogState) -> list[UntunedGemm]:
     """Default-config FP8 GEMM shapes, first-seen order, minus shapes proven tuned."""
     return [
-        UntunedGemm(k[0], k[1], k[2], k[3], k[4], tuple(s.lines))
+        UntunedGemm(k[0], k[1], k[2], k[3], k[4], tuple(s.lines), s.extra.get("dir"))
         for k, s in st.gemms.items()
         if k not in st.tuned_gemms
     ]

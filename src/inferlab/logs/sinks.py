@@ -144,10 +144,18 @@ def _tuned(rec: Record, ln: int, kernel: str, key: tuple[Any, ...]) -> TunedConf
     return TunedConfig(kernel, shape, path, ln)
 
 
+_NOT_FOUND_DIR = re.compile(r"not found at (\S+?)/N=\d+,K=")
+
+
 @sink("fp8-gemm.default")
 def _gemm_default(st: LogState, ln: int, rec: Record, la: Lookahead) -> int | None:
+    """A shape on the default config; the directory the engine looked in is kept with it."""
     key = _shape(rec[VALUES])
-    lines_add(st.gemms.setdefault(key, Shape(key, [])).lines, ln)
+    shape = st.gemms.setdefault(key, Shape(key, []))
+    lines_add(shape.lines, ln)
+    m = _NOT_FOUND_DIR.search(rec[1])
+    if m is not None:
+        shape.extra.setdefault("dir", m.group(1))
     return rec[USED]
 
 

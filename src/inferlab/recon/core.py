@@ -186,7 +186,9 @@ def _engine_info(
         version=pkg.get("version"),
         distributions=list(pkg.get("distributions") or []),
         package_dir=str(pkg_dir),
-        config_dirs={k: str(v) for k, v in base_config_dirs(name, pkg_dir).items()},
+        config_dirs={
+            k: str(v) for k, v in base_config_dirs(name, pkg_dir, pkg.get("version")).items()
+        },
         triton_subdir=triton_subdir(triton) if spec.moe_triton_subdirs and triton else None,
         help=help_result,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inferlab.engines import EngineSpec
+from inferlab.engines.base import ConfigDir
 from inferlab.errors import ConfigError, lookup
 from inferlab.recon.probe import probe_python, recon_specs
 
@@ -39,6 +40,8 @@ class ReconEngine:
     help_argvs: tuple[tuple[str, ...], ...]
     config_dirs: tuple[tuple[str, str], ...]
     moe_triton_subdirs: bool = False
+    #: the engine's ``ConfigDir`` per key, for a release's own directory (``path_for``)
+    dirs: tuple[tuple[str, ConfigDir], ...] = ()
 
     @classmethod
     def of(cls, spec: EngineSpec) -> ReconEngine:
@@ -51,6 +54,7 @@ class ReconEngine:
             help_argvs=spec.recon.help_argvs,
             config_dirs=tuple((_KIND_KEYS.get(cd.kind, cd.kind), cd.path) for cd in dirs),
             moe_triton_subdirs=any(cd.triton_subdirs for cd in dirs),
+            dirs=tuple((_KIND_KEYS.get(cd.kind, cd.kind), cd) for cd in dirs),
         )
 
 
@@ -86,20 +90,28 @@ def triton_subdir(triton_version: str) -> str:
     return "triton_" + triton_version.split("+")[0].replace(".", "_")
 
 
-def base_config_dirs(engine: str, package_dir: Path) -> dict[str, Path]:
-    """The config directories as shipped (SGLang's MoE root, above its Triton subdirectories)."""
-    return {kind: package_dir / rel for kind, rel in get_recon_engine(engine).config_dirs}
+def base_config_dirs(engine: str, package_dir: Path, version: str | None = None) -> dict[str, Path]:
+    """The config directories as shipped in release ``version`` of the engine (None: the newest
+    known; SGLang's MoE root, above its Triton subdirectories)."""
+    spec = get_recon_engine(engine)
+    if spec.dirs:
+        return {kind: package_dir / cd.path_for(version) for kind, cd in spec.dirs}
+    return {kind: package_dir / rel for kind, rel in spec.config_dirs}
 
 
 def config_dirs_for(
-    engine: str, package_dir: Path, triton_version: str | None = None
+    engine: str,
+    package_dir: Path,
+    triton_version: str | None = None,
+    version: str | None = None,
 ) -> dict[str, Path]:
-    """The config directories of an engine installed at ``package_dir``.
+    """The config directories of release ``version`` of an engine installed at
+    ``package_dir``.
 
     For SGLang's fused MoE this is the ``triton_X_Y_Z`` subdirectory of the given Triton version
     (the one the engine reads first), or the ``configs`` root when the version is unknown."""
     spec = get_recon_engine(engine)
-    dirs = base_config_dirs(engine, package_dir)
+    dirs = base_config_dirs(engine, package_dir, version)
     if spec.moe_triton_subdirs and triton_version:
         dirs["fused_moe"] = dirs["fused_moe"] / triton_subdir(triton_version)
     return dirs
@@ -115,4 +127,6 @@ def engine_config_dirs(engine: str, python: str) -> dict[str, Path]:
     pkg = info.packages_dirs.get(spec.package)
     if pkg is None:
         raise ConfigError(f"--python: {engine} is not installed in {python}")
-    return config_dirs_for(engine, Path(pkg), info.versions.get("triton"))
+    got = (info.packages.get(spec.package) or {}).get("version")
+    version = str(got) if got else None
+    return config_dirs_for(engine, Path(pkg), info.versions.get("triton"), version)

@@ -8,8 +8,9 @@ driver keeps every byte it needs to undo a change (the manifests of ``campaign.p
 
 Operations (``request["op"]``):
 
-- ``locate``: ``{"package"}`` → ``{"dir"}`` (realpath, as the engines resolve ``__file__``),
-  ``{"triton"}`` (the installed Triton version, or None);
+- ``locate``: ``{"package", "distribution"}`` → ``{"dir"}`` (realpath, as the engines resolve
+  ``__file__``), ``{"triton"}`` (the installed Triton version, or None), ``{"version"}`` (the
+  version of ``distribution``, or None);
 - ``read``: ``{"dir", "names"}`` → ``{"exists", "snapshot": {relative name: sha256}, "files":
   {name: text or None}}`` (the snapshot covers the directory and its direct subdirectories);
 - ``write``: ``{"dir", "files": {name: text}, "delete": [name], "mkdir": bool, "rmdir": bool}``
@@ -81,11 +82,12 @@ try:
         spec = importlib.util.find_spec(req["package"])
         locs = list(spec.submodule_search_locations or []) if spec is not None else []
         out["dir"] = os.path.realpath(locs[0]) if locs else None
-        try:
-            from importlib import metadata
-            out["triton"] = metadata.version("triton")
-        except Exception:
-            out["triton"] = None
+        from importlib import metadata
+        for key, dist in (("triton", "triton"), ("version", req.get("distribution"))):
+            try:
+                out[key] = metadata.version(dist) if dist else None
+            except Exception:
+                out[key] = None
     elif op == "read":
         d = req["dir"]
         out["exists"] = os.path.isdir(d)

@@ -5,9 +5,11 @@ block-FP8 GEMM backend from the GPU, their flags and environment, and the shape:
 
 - SGLang (``fp8_utils.dispatch_w8a8_block_fp8_linear``), ``--fp8-gemm-backend auto``: DeepGEMM
   when JIT DeepGEMM is on (default on sm_90/sm_100 when ``deep_gemm`` is installed; off with
-  ``SGLANG_ENABLE_JIT_DEEPGEMM=0``), then FlashInfer on Blackwell, then CUTLASS on sm_90+, else
-  Triton. DeepGEMM falls back to Triton when N % 64 or K % 128 ≠ 0, CUTLASS when N % 128 or
-  K % 128 ≠ 0, FlashInfer when K < 256. ``--fp8-gemm-backend triton`` forces Triton.
+  ``SGLANG_ENABLE_JIT_DEEPGEMM=0``), then FlashInfer on Blackwell, then CUTLASS (on sm_90+ up to
+  0.5.15.post1; on sm_120 only from 0.5.16: ``SGLANG_FP8_RULES``), else Triton. So SGLang 0.5.17
+  on an H200 without ``deep_gemm`` runs Triton. DeepGEMM falls back to Triton when N % 64 or
+  K % 128 ≠ 0, CUTLASS when N % 128 or K % 128 ≠ 0, FlashInfer when K < 256.
+  ``--fp8-gemm-backend triton`` forces Triton.
 - vLLM (``W8A8BlockFp8LinearOp``, before 0.2x): DeepGEMM when ``VLLM_USE_DEEP_GEMM`` is on and
   N % 64 = K % 128 = 0 on sm_90/sm_100, else CUTLASS block-FP8 on sm_90+ when N and K are
   multiples of 128, else Triton. vLLM 0.26 (``model_executor/kernels/linear/__init__.py``,
@@ -25,14 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
+from inferlab.engines.base import release_key
 from inferlab.tune.config import tuning_of
 
 __all__ = [
     "BACKEND_RULES",
+    "SGLANG_FP8_RULES",
     "BackendContext",
     "BackendVerdict",
+    "SglangFp8Rules",
     "capability_from_name",
     "flag_value",
+    "sglang_rules",
     "summarize",
     "triton_verdict",
 ]
@@ -41,13 +47,17 @@ __all__ = [
 @dataclass(frozen=True)
 class BackendContext:
     """What decides the backend: the GPU's compute capability (None: unknown), the server's
-    flags and environment, and the weight shape (N, K)."""
+    flags and environment, the weight shape (N, K) and the engine's release."""
 
     n: int
     k: int
     capability: tuple[int, int] | None
     argv: Sequence[str] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    #: the engine's release (None: unknown; a rule then assumes its newest known release)
+    version: str | None = None
+    #: how ``version`` was found, when not from the engine itself (said in the verdict)
+    version_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,61 @@ def _env_on(env: Mapping[str, str], key: str) -> bool:
 _SGLANG_FIX = "start SGLang with --fp8-gemm-backend triton to run the tuned kernel"
 
 
+@dataclass(frozen=True)
+class SglangFp8Rules:
+    """How a range of SGLang releases picks its block-FP8 GEMM on CUDA, read in
+    ``srt/layers/quantization/fp8_utils.py`` (``_dispatch_auto_backend``,
+    ``_dispatch_explicit_backend``, ``initialize_fp8_gemm_config``) of the releases named.
+
+    ``since``: the first release; ``cutlass``: the compute-capability majors on which ``auto``
+    picks CUTLASS and ``--fp8-gemm-backend cutlass`` runs (elsewhere it raises);
+    ``env_overrides``: ``SGLANG_ENABLE_FLASHINFER_FP8_GEMM`` / ``SGLANG_SUPPORT_CUTLASS_BLOCK_FP8``
+    still choose the backend under ``auto``."""
+
+    since: str
+    cutlass: frozenset[int]
+    env_overrides: bool
+    source: str
+
+
+#: oldest first; a version older than the table's first row, or none, gets the newest row
+SGLANG_FP8_RULES: tuple[SglangFp8Rules, ...] = (
+    SglangFp8Rules(
+        "0",
+        frozenset({9, 10}),
+        True,
+        "0.5.9 wheel: _check_cutlass_block_fp8_hardware_support() = is_sm90_supported() or "
+        "is_blackwell_supported(); the two environment variables read in fp8_utils",
+    ),
+    SglangFp8Rules(
+        "0.5.10",
+        frozenset({9, 10}),
+        False,
+        "0.5.10–0.5.15.post1 wheels: the same CUTLASS check; neither environment variable",
+    ),
+    SglangFp8Rules(
+        "0.5.16",
+        frozenset({12}),
+        False,
+        "0.5.16–0.5.21 wheels: auto picks CUTLASS only `elif is_sm120_supported()`, and an "
+        "explicit cutlass elsewhere raises '--fp8-gemm-backend=cutlass is deprecated on this "
+        "hardware'",
+    ),
+)
+
+
+def sglang_rules(version: str | None) -> SglangFp8Rules:
+    """The dispatch rules of SGLang release ``version`` (None: the newest row)."""
+    key = release_key(version) if version else ()
+    if not key:
+        return SGLANG_FP8_RULES[-1]
+    got = SGLANG_FP8_RULES[0]
+    for row in SGLANG_FP8_RULES:
+        if release_key(row.since) <= key:
+            got = row
+    return got
+
+
 class _Verdict(Protocol):
     """A verdict for one engine and shape: (backend name, runs Triton?, reason, fix)."""
 
@@ -134,15 +199,21 @@ class _Verdict(Protocol):
 def _sglang(ctx: BackendContext) -> BackendVerdict:
     env = ctx.env
     n, k = ctx.n, ctx.k
+    rules = sglang_rules(ctx.version)
     backend = (flag_value(ctx.argv, "--fp8-gemm-backend") or "auto").lower()
     fix_triton = _SGLANG_FIX
+    which = (
+        f"SGLang {ctx.version_note or ctx.version}"
+        if ctx.version
+        else f"SGLang {rules.since}+ (version unknown)"
+    )
 
     def v(name: str, triton: bool | None, reason: str, fix: str | None = None) -> BackendVerdict:
-        return BackendVerdict("sglang", n, k, name, triton, reason, fix)
+        return BackendVerdict("sglang", n, k, name, triton, f"{reason}; {which}", fix)
 
     if backend == "triton":
         return v("Triton", True, "--fp8-gemm-backend triton")
-    if backend == "auto":
+    if backend == "auto" and rules.env_overrides:
         if _env_on(env, "SGLANG_ENABLE_FLASHINFER_FP8_GEMM"):
             backend = "flashinfer_trtllm"
         elif _env_on(env, "SGLANG_SUPPORT_CUTLASS_BLOCK_FP8"):
@@ -154,6 +225,15 @@ def _sglang(ctx: BackendContext) -> BackendVerdict:
             return v("DeepGEMM", False, "--fp8-gemm-backend deep_gemm", fix_triton)
         return v("Triton", True, "DeepGEMM falls back to Triton: N % 64 or K % 128 ≠ 0")
     if backend == "cutlass":
+        cap = ctx.capability
+        if cap is not None and cap[0] not in rules.cutlass:
+            return v(
+                "none (start-up error)",
+                False,
+                f"--fp8-gemm-backend cutlass on sm_{cap[0]}{cap[1]}: this release runs CUTLASS "
+                f"block FP8 only on sm_{'/'.join(f'{m}x' for m in sorted(rules.cutlass))}",
+                fix_triton,
+            )
         if cutlass_shape:
             return v("CUTLASS", False, "CUTLASS block-FP8 selected", fix_triton)
         return v("Triton", True, "CUTLASS falls back to Triton: N or K not a multiple of 128")
@@ -163,10 +243,10 @@ def _sglang(ctx: BackendContext) -> BackendVerdict:
         return v("Triton", True, "FlashInfer falls back to Triton for K < 256")
     if backend not in ("auto",):
         return v(backend, False, f"--fp8-gemm-backend {backend}", fix_triton)
-    return _sglang_auto(ctx, v)
+    return _sglang_auto(ctx, rules, v)
 
 
-def _sglang_auto(ctx: BackendContext, v: _Verdict) -> BackendVerdict:
+def _sglang_auto(ctx: BackendContext, rules: SglangFp8Rules, v: _Verdict) -> BackendVerdict:
     """SGLang's ``--fp8-gemm-backend auto`` without an env override: by compute capability."""
     env, n, k, cap = ctx.env, ctx.n, ctx.k, ctx.capability
     fix_triton = _SGLANG_FIX
@@ -176,8 +256,7 @@ def _sglang_auto(ctx: BackendContext, v: _Verdict) -> BackendVerdict:
         return v(
             "unknown",
             None,
-            "GPU compute capability unknown; on sm_90+ the default (auto) prefers DeepGEMM or "
-            "CUTLASS",
+            "GPU compute capability unknown; on sm_90+ the default (auto) prefers DeepGEMM",
             fix_triton,
         )
     if cap < (9, 0):
@@ -189,10 +268,10 @@ def _sglang_auto(ctx: BackendContext, v: _Verdict) -> BackendVerdict:
                 False,
                 f"sm_{cap[0]}{cap[1]}, --fp8-gemm-backend auto, JIT DeepGEMM on (default when "
                 "deep_gemm is installed)",
-                fix_triton + " (or set SGLANG_ENABLE_JIT_DEEPGEMM=0 where CUTLASS cannot run it)",
+                fix_triton + " (or set SGLANG_ENABLE_JIT_DEEPGEMM=0, or leave sgl-deep-gemm out)",
             )
         return v("Triton", True, "DeepGEMM falls back to Triton: N % 64 or K % 128 ≠ 0")
-    if cap[0] >= 10:
+    if cap[0] == 10:
         if k >= 256:
             return v(
                 "FlashInfer TRT-LLM",
@@ -201,6 +280,13 @@ def _sglang_auto(ctx: BackendContext, v: _Verdict) -> BackendVerdict:
                 fix_triton,
             )
         return v("Triton", True, "FlashInfer falls back to Triton for K < 256")
+    if cap[0] not in rules.cutlass:
+        return v(
+            "Triton",
+            True,
+            f"sm_{cap[0]}{cap[1]}, JIT DeepGEMM off: auto runs Triton (CUTLASS block FP8 only "
+            f"on sm_{'/'.join(f'{m}x' for m in sorted(rules.cutlass))})",
+        )
     if cutlass_shape:
         return v(
             "CUTLASS",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from inferlab.engines.base import release_key
 from inferlab.errors import ConfigError, TuneError
 from inferlab.tune.backends import BackendContext, capability_from_name, summarize, triton_verdict
 from inferlab.tune.config import KernelConfig, engine_default, tune_engines
@@ -252,6 +253,25 @@ def _select(run: TuneData, shapes: list[Shape], ms: list[int], source: Path | No
     return replace(run, cells=[c for c in run.cells if (c.n, c.k) in want and c.m in set(ms)])
 
 
+def _log_release(req: Fp8GemmRequest, engine: str) -> tuple[str | None, str]:
+    """(a release of ``engine``, how it was found) from the directory the log's not-found
+    lines name, where the engine's FP8 config directory moved between releases; else
+    (None, "")."""
+    if req.log is None:
+        return None, ""
+    from inferlab.engines import get_engine
+    from inferlab.logs import untuned_fp8_gemms
+
+    dirs = [d for d in get_engine(engine).config_dirs if d.kind == "fp8_gemm" and d.by_version]
+    for g in untuned_fp8_gemms(req.log):
+        for d in dirs:
+            row = d.row_of(g.dir) if g.dir else None
+            if row is not None:
+                version = row.since if release_key(row.since) > (0,) else row.upto
+                return version, f"{row.releases} (the log's config directory)"
+    return None, ""
+
+
 def _target(req: Fp8GemmRequest) -> Path:
     """Where the config files go: the installed engine's directory, or ``out``."""
     if req.install_into is None:
@@ -286,8 +306,12 @@ def tune_fp8_gemm(
         local or req.planned_device or (log_devices[0].replace("_", " ") if log_devices else None)
     )
     cap = gpu_cap or (capability_from_name(device_name) if device_name else None)
+    version, note = _log_release(req, c.engine)
     warnings += summarize(
-        [triton_verdict(c.engine, BackendContext(s.n, s.k, cap, c.argv, c.env)) for s in shapes]
+        [
+            triton_verdict(c.engine, BackendContext(s.n, s.k, cap, c.argv, c.env, version, note))
+            for s in shapes
+        ]
     )
     target = _target(req)
     plan = plan_summary([(s.n, s.k) for s in shapes], ms, req.split_k)

@@ -166,7 +166,9 @@ def test_untuned_fp8_gemm_single_line() -> None:
     ]
     f = kinds(log)["untuned-fp8-gemm"][0]
     assert f["message"] == (
-        "1 FP8 GEMM shape uses the default Triton config on NVIDIA_H20: N=2112,K=7168"
+        "1 FP8 GEMM shape uses the default Triton config on NVIDIA_H20: N=2112,K=7168; looked "
+        "in /xxx/sglang/python/sglang/srt/layers/quantization/configs (the directory of SGLang "
+        "up to 0.5.15.post1)"
     )
     assert f["action"] == f"inferlab tune fp8-gemm --from-log {log}"
 
@@ -224,7 +226,9 @@ def test_five_untuned_shapes_message(tmp_path: Path) -> None:
     f = kinds(p)["untuned-fp8-gemm"][0]
     assert f["message"] == (
         "5 FP8 GEMM shapes use the default Triton config on NVIDIA_RTX_PRO_6000_Blackwell: "
-        "N=2112,K=7168, N=7168,K=16384, N=4608,K=7168, N=7168,K=2304, N=512,K=7168"
+        "N=2112,K=7168, N=7168,K=16384, N=4608,K=7168, N=7168,K=2304, N=512,K=7168; looked in "
+        "/xxx/sglang/python/sglang/srt/layers/quantization/configs (the directory of SGLang up "
+        "to 0.5.15.post1)"
     )
 
 

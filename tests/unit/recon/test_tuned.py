@@ -17,7 +17,7 @@ H100 = "NVIDIA_H100_80GB_HBM3"
 def test_sglang_names_and_triton_subdirs(tmp_path: Path) -> None:
     """SGLang spells block shapes '[128, 128]' and keeps MoE files per Triton version."""
     pkg = tmp_path / "sglang"
-    dirs = config_dirs_for("sglang", pkg, "3.5.1")
+    dirs = config_dirs_for("sglang", pkg, "3.5.1", "0.5.10")  # both directories moved later
     assert dirs["fused_moe"] == pkg / "srt/layers/moe/fused_moe_triton/configs/triton_3_5_1"
     assert dirs["fp8_gemm"] == pkg / "srt/layers/quantization/configs"
     fp8 = dirs["fp8_gemm"]

@@ -54,9 +54,12 @@ def test_sglang_forced_triton_is_fine() -> None:
 
 def test_sglang_deepgemm_off_cutlass_unless_shape_falls_back() -> None:
     env = {"SGLANG_ENABLE_JIT_DEEPGEMM": "0"}
-    assert triton_verdict("sglang", BackendContext(4096, 7168, H200, env=env)).backend == "CUTLASS"
+    old = "0.5.15.post1"  # CUTLASS on sm_90 up to 0.5.15.post1 (sm_120 only from 0.5.16)
+    v = triton_verdict("sglang", BackendContext(4096, 7168, H200, env=env, version=old))
+    assert v.backend == "CUTLASS"
+    assert triton_verdict("sglang", BackendContext(4096, 7168, H200, env=env)).backend == "Triton"
     # 2112 is not a multiple of 128: CUTLASS falls back to Triton, the tuned file is read
-    v = triton_verdict("sglang", BackendContext(2112, 7168, H200, env=env))
+    v = triton_verdict("sglang", BackendContext(2112, 7168, H200, env=env, version=old))
     assert v.uses_triton is True and v.warning is None
     # DeepGEMM needs N % 64 == 0: N=2088 falls back to Triton even with DeepGEMM on
     assert triton_verdict("sglang", BackendContext(2088, 7168, H200)).uses_triton is True

@@ -80,12 +80,13 @@ def _python(cfg: ResolvedConfig) -> str:
 
 
 def target_dir(cfg: ResolvedConfig, kind: str) -> str:
-    """The directory on the engine's host where ``cfg``'s engine reads ``kind`` files."""
+    """The directory on the engine's host where ``cfg``'s engine reads ``kind`` files (of the
+    installed release, where the directory moved between releases)."""
     spec = get_engine(cfg.engine)
     cd = config_dir(spec, kind)
     got = file_op(
         _python(cfg),
-        {"op": "locate", "package": cd.package},
+        {"op": "locate", "package": cd.package, "distribution": cd.package},
         host=cfg.host,
         pythonpath=cfg.env.get("PYTHONPATH"),  # an engine installed with --target: its own path
     )
@@ -95,7 +96,7 @@ def target_dir(cfg: ResolvedConfig, kind: str) -> str:
             + ("" if cfg.is_local else f" on {cfg.host}")
             + f" (config {cfg.name!r} installs {kind} files into its package)"
         )
-    d = str(got["dir"]).rstrip("/") + "/" + cd.path
+    d = str(got["dir"]).rstrip("/") + "/" + cd.path_for(got.get("version"))
     if cd.triton_subdirs and got.get("triton"):
         d += "/triton_" + str(got["triton"]).split("+")[0].replace(".", "_")
     return d

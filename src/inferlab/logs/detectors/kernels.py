@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inferlab.engines import specs
 from inferlab.logs.detectors.registry import detector, listing
 from inferlab.logs.formats import tables
 from inferlab.logs.model import ENGINES, Finding
@@ -22,15 +23,22 @@ def _untuned_fp8(st: LogState) -> list[Finding]:
     out = []
     for dev, gs in by_dev.items():
         n = len(gs)
+        where = next((g.dir for g in gs if g.dir), None)
+        read_by = releases_reading(where) if where else None
         out.append(
             Finding(
                 "untuned-fp8-gemm",
                 "warning",
                 f"{n} FP8 GEMM shape{'s' if n != 1 else ''} use{'s' if n == 1 else ''} the "
-                f"default Triton config on {dev}: " + listing([f"N={g.n},K={g.k}" for g in gs]),
+                f"default Triton config on {dev}: "
+                + listing([f"N={g.n},K={g.k}" for g in gs])
+                + (f"; looked in {where}" if where else "")
+                + (f" (the directory of {read_by})" if read_by else ""),
                 {
                     "lines": sorted({g.lines[0] for g in gs})[:20],
                     "device": dev,
+                    "config_dir": where,
+                    "read_by": read_by,
                     "shapes": [
                         {
                             "n": g.n,
@@ -47,6 +55,17 @@ def _untuned_fp8(st: LogState) -> list[Finding]:
             )
         )
     return out
+
+
+def releases_reading(path: str) -> str | None:
+    """Which engine releases read FP8 GEMM configs from ``path`` (``SGLang 0.5.16–0.5.20``),
+    from the engines' per-release directory tables; None when no table holds it."""
+    for spec in specs():
+        for d in spec.config_dirs:
+            got = d.releases_of(path) if d.kind == "fp8_gemm" else None
+            if got:
+                return f"{spec.logs.display if spec.logs else spec.name} {got}"
+    return None
 
 
 _MOE_WHY = {
