@@ -25,7 +25,7 @@ def write(tmp: Path, kind: str = "sim", url: str | None = None, **profile: Any) 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     tmp = tmp_path_factory.mktemp("cap")
-    path = write(tmp, at=["C=16"], steps=20)
+    path = write(tmp, at=["C=16"], steps=20, requests=32)  # 2 waves: load while it records
     with Store(tmp / "db") as store:
         res = run_campaign(path, store=store)
     assert [o.status for o in res.outcomes] == ["measured", "measured"], res.outcomes
@@ -50,6 +50,8 @@ def test_profiled_passes_are_stored_apart(campaign: tuple[Path, Path]) -> None:
     ]
     prof = [r for r in every if r.purpose == "profiled"]
     assert sorted((r.config, r.label) for r in prof) == [("A", "C=16"), ("baseline", "C=16")]
+    with Store(db) as store:  # [profile] requests: the pass's own count, not the point's 1 s
+        assert [len([q for q in store.requests(r.id) if not q.warmup]) for r in prof] == [32, 32]
     assert all("profiling on (SGLANG_TORCH_PROFILER_DIR=" in d for (d,) in launch_detail)
     assert len(rows) == 4
     for r in rows:

@@ -230,6 +230,9 @@ class ProfileSection(_Closed):
 
     at: list[str] = Field(min_length=1)  # load point labels: "C=16", "rate=4/s"
     steps: int = Field(default=20, ge=1, le=100_000)  # engine steps to record
+    # requests of the profiled pass (default: the point's own count; for ``requests = "auto"``
+    # max(min_requests, 100)): the capture needs load only while it records ``steps``
+    requests: int | None = Field(default=None, ge=1)
     configs: list[str] | None = None  # default: every config
     activities: tuple[Literal["CPU", "GPU"], ...] = ("CPU", "GPU")
     max_trace_mb: float = Field(default=512.0, gt=0)  # per rank file; larger is not analyzed

@@ -83,14 +83,14 @@ _POINT_FIELDS = ("concurrency", "rate", "sessions", "points", *TRACE_FIELDS)
 
 def point_bench(bench: BenchConfig, point: LoadPoint, requests: int | None = None) -> BenchConfig:
     """``bench`` at ``point`` alone (its pattern's ``alone()``), one trial, validated again;
-    ``requests``: a fixed count (default: the same, or for ``auto`` enough load to capture
-    beside and for its stored p99s)."""
+    ``requests``: a fixed count, in place of the point's count or duration (default: the same,
+    or for ``auto`` enough load to capture beside and for its stored p99s)."""
     none = {
         f: LoadSpec.model_fields[f].get_default(call_default_factory=True) for f in _POINT_FIELDS
     }
     upd: dict[str, Any] = {"trials": 1, **none, **point.pattern.alone()}
-    if requests is not None:
-        upd["requests"] = requests
+    if requests is not None:  # a count of its own: the point's duration no longer cuts it
+        upd["requests"], upd["duration_s"] = requests, None
     elif bench.requests == "auto":  # a profiled pass needs load while it captures, not precision
         upd["requests"] = max(bench.min_requests, FEW_SAMPLES)
     fields = {k: getattr(bench, k) for k in type(bench).model_fields}
@@ -197,7 +197,7 @@ def profiled_pass(
     worker.start()
     load_error: str | None = None
     try:
-        run_bench(point_bench(bench, point), ev, None, [sink])
+        run_bench(point_bench(bench, point, prof.requests), ev, None, [sink])
     except InferlabError as exc:
         load_error = str(exc)
     finally:
