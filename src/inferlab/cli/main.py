@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     ``argv``: the arguments (default ``sys.argv[1:]``); ``prog_name``: the name usage lines show
     (default: as invoked)."""
     try:
-        with interrupts.watching():  # a Ctrl-C noted: the stops after it are short
+        with interrupts.watching():  # a Ctrl-C of this command shortens its later stops
             rc = app(args=argv, prog_name=prog_name, standalone_mode=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)

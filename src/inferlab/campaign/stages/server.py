@@ -157,7 +157,9 @@ def _left_running(cx: ConfigContext) -> Iterator[None]:
     try:
         serving(cx, server)
         yield
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            interrupts.note()  # the stop is short (server.stop)
         stop(server)
         orphans.forget(out, cfg.name)
         raise
