@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import typer
 
+from inferlab import interrupts
 from inferlab.cli.lazy import LazyCommand, LazyGroup
 from inferlab.errors import InferlabError
 
@@ -115,7 +116,8 @@ def main(argv: Sequence[str] | None = None, prog_name: str | None = None) -> Non
     ``argv``: the arguments (default ``sys.argv[1:]``); ``prog_name``: the name usage lines show
     (default: as invoked)."""
     try:
-        rc = app(args=argv, prog_name=prog_name, standalone_mode=False)
+        with interrupts.watching():  # a Ctrl-C of this command shortens its later stops
+            rc = app(args=argv, prog_name=prog_name, standalone_mode=False)
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except InferlabError as exc:

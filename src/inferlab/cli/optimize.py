@@ -142,6 +142,17 @@ def _values(d: SearchDim) -> str:
     return f"{'integers' if d.integer else 'numbers'} {d.low:g} … {d.high:g}{scale}"
 
 
+def _where(section: SearchSection) -> str:
+    """Where the objective is read: ``at C=8``; a capacity's range (req/s, or concurrency)."""
+    up, step = section.capacity_rate_up_to, section.capacity_rate_step
+    if up is not None:
+        return f"over request rate (up to {up:g} req/s, step {step or up / 32:g})"
+    if section.objective == "capacity":
+        start = f" from {section.at}" if section.at else ""
+        return f"over concurrency (up to {section.capacity_up_to}{start})"
+    return f"at {section.at}"
+
+
 def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str | None) -> None:
     """The search's space, sampler, budget and flag check, as ``--dry-run`` prints them (and,
     with ``--ray``, how the trials are batched)."""
@@ -151,8 +162,8 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
     sampler = f"{section.sampler} → {kind} ({why})" if why else section.sampler
     size = "∞" if space.size() == float("inf") else f"{space.size():.0f}"
     con.print(
-        f"search of {escape(plan.campaign.campaign.name)}: {section.objective} at "
-        f"{section.at}, {sampler} sampler (seed {section.seed}), budget "
+        f"search of {escape(plan.campaign.campaign.name)}: {section.objective} "
+        f"{_where(section)}, {sampler} sampler (seed {section.seed}), budget "
         f"{section.budget_trials} trials"
         + (f" / {section.budget_minutes:g} min" if section.budget_minutes else "")
         + f", patience {section.patience}, min effect {section.min_effect:.0%}; "

@@ -123,6 +123,9 @@ _LaunchState = Annotated[
 _Startup = Annotated[
     float, _o("--startup-s", "Seconds before listening (stands in for weight loading).")
 ]
+_ExitDelay = Annotated[
+    float, _o("--exit-delay-s", "Seconds from SIGINT/SIGTERM to exit, also while starting.")
+]
 
 
 @_command("serve")
@@ -159,6 +162,7 @@ def serve_cmd(
     tuned_fp8: _TunedFp8 = False,
     tp_size: _Tp = 1,
     startup_s: _Startup = 0.0,
+    exit_delay_s: _ExitDelay = 0.0,
     prefix_cache: _Prefix = False,
     logprob_shift: _Shift = 0.0,
     launch_sd: _LaunchSd = 0.0,

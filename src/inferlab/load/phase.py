@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
 from typing import Any, Protocol
 
+from inferlab import interrupts
 from inferlab.errors import MeasurementError
 from inferlab.load.jobs import WorkerJob, WorkerResult
 from inferlab.load.worker import worker_process
@@ -64,6 +65,7 @@ def _sigint_sets(stop: Any) -> Iterator[list[bool]]:
 
     def handler(signum: int, frame: object) -> None:
         hit[0] = True
+        interrupts.note()  # the server's stop that follows is short (server.stop)
         stop.set()
 
     old = signal.signal(signal.SIGINT, handler)

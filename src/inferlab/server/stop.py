@@ -1,5 +1,6 @@
 """Stopping a server's process group and draining it: SIGTERM, SIGKILL after a grace period,
-then until the port is free and NVML lists none of the group's processes on a GPU."""
+then until the port is free and NVML lists none of the group's processes on a GPU; after a
+Ctrl-C, within seconds."""
 
 from __future__ import annotations
 
@@ -7,15 +8,17 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from inferlab import interrupts
 from inferlab.config.hosts import is_local_host
 from inferlab.server.gpumem import pids_mib
 
-__all__ = ["StopReport", "signal_group", "stop_group"]
+__all__ = ["INTERRUPT_GRACE_S", "INTERRUPT_WAIT_S", "StopReport", "signal_group", "stop_group"]
 
 
 @dataclass
@@ -79,6 +82,59 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: an interrupted run's stop (``inferlab.interrupts``): SIGKILL this long after the SIGTERM
+#: (s), whatever ``stop_grace_s`` says; nothing is wanted of a server Ctrl-C left behind
+INTERRUPT_GRACE_S = 2.0
+#: ... and each wait after the SIGKILL (the group gone, the port, the GPU memory) this long (s)
+INTERRUPT_WAIT_S = 2.0
+
+
+@contextlib.contextmanager
+def _sigint_kills(pgid: int) -> Iterator[list[bool]]:
+    """While inside (main thread): a Ctrl-C SIGKILLs the group at once and is remembered (the
+    stop goes on, bounded, then ``stop_group`` raises ``KeyboardInterrupt``); elsewhere no-op."""
+    hit = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield hit
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        hit[0] = True
+        interrupts.note()
+        signal_group(pgid, signal.SIGKILL)
+
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield hit
+    finally:
+        signal.signal(signal.SIGINT, old if old is not None else signal.default_int_handler)
+
+
+def _end_group(
+    pgid: int, alive: Callable[[], bool], grace_s: float, wait_s: float, hit: list[bool]
+) -> tuple[str, list[str]]:
+    """SIGTERM, SIGKILL after ``grace_s`` (at once on a Ctrl-C: ``hit``), then until no process
+    of the group is left (``wait_s`` at most); the signal that ended it and notes."""
+    notes: list[str] = []
+    sent = "already exited"
+    if alive():
+        sent = "SIGTERM"
+        signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while alive() and time.monotonic() < deadline and not hit[0]:
+            time.sleep(0.05)
+        if hit[0] or alive():
+            sent = "SIGKILL"
+            why = "Ctrl-C during the stop" if hit[0] else f"ignored SIGTERM for {grace_s:g} s"
+            notes.append(f"{why}: killed")
+            signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    while (alive() or _group_pids(pgid)) and time.monotonic() < deadline:
+        signal_group(pgid, signal.SIGKILL)  # stragglers: workers that outlive the parent
+        time.sleep(0.05)
+    return sent, notes
+
+
 def stop_group(
     pgid: int,
     port: int,
@@ -91,9 +147,16 @@ def stop_group(
 ) -> StopReport:
     """Stop the process group ``pgid`` (a server started by ``launch``, maybe by another
     inferlab process): SIGTERM, SIGKILL after ``grace_s``; then the port check, and the GPU
-    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU)."""
+    check on the devices ``cuda_visible`` (its ``CUDA_VISIBLE_DEVICES``; None: every GPU).
+
+    After a Ctrl-C (``inferlab.interrupts.seen``) every wait is short (``INTERRUPT_GRACE_S``,
+    ``INTERRUPT_WAIT_S``: 8 s in all at most). A Ctrl-C during the stop kills the group at
+    once; the stop then finishes its checks and raises ``KeyboardInterrupt``."""
     t0 = time.monotonic()
-    notes: list[str] = []
+    hurry = interrupts.seen()
+    grace = min(grace_s, INTERRUPT_GRACE_S) if hurry else grace_s
+    wait = INTERRUPT_WAIT_S if hurry else 10.0
+    drain = min(drain_timeout_s, INTERRUPT_WAIT_S) if hurry else drain_timeout_s
 
     def alive() -> bool:
         if reap is not None:
@@ -101,38 +164,22 @@ def stop_group(
         return _alive(pgid)
 
     pids = _group_pids(pgid) | {pgid}
-    if not alive():
-        sent = "already exited"
-    else:
-        sent = "SIGTERM"
-        signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if alive():
-            sent = "SIGKILL"
-            notes.append(f"ignored SIGTERM for {grace_s:g} s: killed")
-            signal_group(pgid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while alive() and time.monotonic() < deadline:
-                time.sleep(0.05)
-    # stragglers of the group (workers that outlive the parent)
-    deadline = time.monotonic() + 10
-    while _group_pids(pgid) and time.monotonic() < deadline:
-        signal_group(pgid, signal.SIGKILL)
-        time.sleep(0.1)
-    port_free = False
-    deadline = time.monotonic() + drain_timeout_s
-    while time.monotonic() < deadline:
-        if not is_local_host(host) or _port_free(port):
-            port_free = True
-            break
-        time.sleep(0.2)
-    if not port_free:
-        notes.append(f"port {port} still in use after {drain_timeout_s:g} s")
-    gpu = _wait_pids_gone(pids, deadline, cuda_visible)
+    with _sigint_kills(pgid) as hit:
+        sent, notes = _end_group(pgid, alive, grace, wait, hit)
+        port_free = False
+        deadline = time.monotonic() + drain
+        while time.monotonic() < deadline:
+            if not is_local_host(host) or _port_free(port):
+                port_free = True
+                break
+            time.sleep(0.2)
+        if not port_free:
+            notes.append(f"port {port} still in use after {drain:g} s")
+        gpu = _wait_pids_gone(pids, deadline, cuda_visible)
     if gpu.startswith("not drained"):
         notes.append(gpu)
+    if hit[0]:
+        raise KeyboardInterrupt
     return StopReport(sent, None, time.monotonic() - t0, port_free, gpu, notes)
 
 

@@ -27,7 +27,9 @@ class SimConfig(BaseModel):
     ``model_mode="batching"`` (implied by ``preset``) replaces the fixed TTFT/ITL schedule with
     the continuous-batching model of :mod:`inferlab.sim.model`; ``levers`` are the SGLang flags
     it interprets, ``time_scale`` multiplies every model time. ``startup_s`` (seconds) delays
-    listening, standing in for weight loading. ``prefix_cache`` (batching only) reuses whole
+    listening, standing in for weight loading; ``exit_delay_s`` (seconds) delays exiting after
+    SIGINT/SIGTERM, also while it starts (an engine shutting its workers down, or stuck in a
+    CUDA call; SIGKILL still ends it at once). ``prefix_cache`` (batching only) reuses whole
     16-token blocks of earlier prompts (:mod:`inferlab.sim.prefixcache`): only the uncached
     tokens cost prefill time.
 
@@ -68,6 +70,7 @@ class SimConfig(BaseModel):
     time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
     decode_log_interval: int = Field(default=40, ge=1)
     startup_s: float = Field(default=0.0, ge=0.0, le=3600.0)
+    exit_delay_s: float = Field(default=0.0, ge=0.0, le=3600.0)
     levers: Levers = Levers()
     #: SGLang's ``--tp-size``: how many rank traces a capture writes (the timing is the preset's)
     tp_size: int = Field(default=1, ge=1, le=64)

@@ -8,6 +8,8 @@ lines, waits the startup delay, then serves until SIGINT/SIGTERM. Every log line
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -57,6 +59,34 @@ def config_from_options(
     return sim_config(labels=labels, **fields)
 
 
+def _load_weights(
+    config: SimConfig, log: Callable[[str], None], sleep: Callable[[float], object]
+) -> bool:
+    """The startup delay; False when SIGINT/SIGTERM came during it (exited after
+    ``exit_delay_s``). Without an exit delay, or off the main thread, the signal's default
+    action ends it at once."""
+    if not config.exit_delay_s or threading.current_thread() is not threading.main_thread():
+        sleep(config.startup_s)
+        return True
+    asked: list[int] = []
+    old = {
+        s: signal.signal(s, lambda n, _: asked.append(n)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        end = time.monotonic() + config.startup_s
+        while not asked and time.monotonic() < end:
+            sleep(min(0.05, max(0.0, end - time.monotonic())))
+        if not asked:
+            return True
+        name = signal.Signals(asked[0]).name
+        log(f"[SIMULATED] inferlab sim: {name} while loading: exiting in {config.exit_delay_s:g} s")
+        sleep(config.exit_delay_s)  # a later SIGINT/SIGTERM changes nothing; SIGKILL ends it
+        return False
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def run_engine(
     config: SimConfig,
     env: Mapping[str, str],
@@ -93,7 +123,8 @@ def run_engine(
 
     if config.startup_s:
         log(f"[SIMULATED] inferlab sim: loading weights (a {config.startup_s:g} s startup delay)")
-        sleep(config.startup_s)  # stands in for loading weights; SIGTERM ends it
+        if not _load_weights(config, log, sleep):  # stands in for loading weights
+            return 0
     try:
         crashed = serve_with(config, ready, log if batching else None)
     except StartupFailure as exc:

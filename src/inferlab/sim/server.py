@@ -374,8 +374,13 @@ def serve(
     async def main() -> None:
         loop = asyncio.get_running_loop()
         stopped = asyncio.Event()
+        delay = config.exit_delay_s  # s from the first signal to the exit
+
+        def asked() -> None:
+            loop.call_later(delay, stopped.set) if delay else stopped.set()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stopped.set)
+            loop.add_signal_handler(sig, asked)
         await serve_until(server, stopped, ready)
 
     _run(main())

@@ -158,3 +158,47 @@ def test_ssh_host_that_refuses(tmp_path: Path) -> None:
     assert s.proc.poll() is not None  # ssh exited: nothing left running
     text = "\n".join(log_tail(tmp_path / "server.log"))
     assert "'m; rm -rf /'" in text  # the config value travelled quoted, never as shell code
+
+
+def test_after_a_ctrl_c_the_grace_is_short_whatever_the_config_says(tmp_path: Path) -> None:
+    from inferlab import interrupts
+    from inferlab.server.stop import INTERRUPT_GRACE_S
+
+    port = free_port()
+    argv = [sys.executable, script(tmp_path), str(port), "--ignore-term"]
+    s = launch(spec(tmp_path, argv, port, stop_grace_s=600))
+    wait_ready(s)
+    interrupts.note()
+    try:
+        rep = stop(s)
+    finally:
+        interrupts.clear()
+    assert rep.signal == "SIGKILL" and rep.port_free
+    assert f"ignored SIGTERM for {INTERRUPT_GRACE_S:g} s: killed" in rep.notes  # not 600 s
+
+
+def test_a_ctrl_c_during_a_stop_kills_the_group_at_once_then_interrupts(tmp_path: Path) -> None:
+    import signal
+    import threading
+
+    from inferlab import interrupts
+    from inferlab.server.stop import _group_pids
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("a signal handler is set on the main thread only")
+    port = free_port()
+    argv = [sys.executable, script(tmp_path), str(port), "--ignore-term"]
+    s = launch(spec(tmp_path, argv, port, stop_grace_s=600))
+    wait_ready(s)
+    before = signal.getsignal(signal.SIGINT)
+    ctrl_c = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            stop(s)  # its grace is 600 s: only the Ctrl-C ends it
+        assert interrupts.seen()
+    finally:
+        ctrl_c.cancel()
+        interrupts.clear()
+    assert s.proc.poll() is not None and _group_pids(s.pid) == set()
+    assert signal.getsignal(signal.SIGINT) is before  # put back

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from inferlab import interrupts
 from inferlab.campaign import passes
 from inferlab.campaign.context import (
     CampaignEvents,
@@ -116,6 +117,7 @@ def run_plan(
     camp = plan.campaign
     name = camp.campaign.name
     _check_start(plan, store, resume, no_verify)
+    interrupts.clear()  # an earlier run's Ctrl-C in this process does not shorten this one's stops
     run = RunContext(
         camp, plan.path, plan.baseline, plan.reference, plan.cpus, store, events.message,
         events.message, events, no_verify,

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from inferlab import interrupts
 from inferlab.campaign.context import RuntimeFailure
 from inferlab.engines import EngineSpec, classify_log, primary_failure
 from inferlab.logs import store_log_findings
 from inferlab.server import ServerProcess, StopReport, log_tail, stop
 from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_returned
+from inferlab.server.stop import INTERRUPT_WAIT_S
 from inferlab.store import Store
 
 __all__ = [
@@ -90,7 +92,10 @@ def stop_and_check(
     at_stop = used_mib()
     rep = stopper(server)
     store_log_findings(store, server.spec.log_path, campaign=campaign, config_id=config_id)
-    drain = wait_returned(gpu_before, at_ready=gpu_ready, at_stop=at_stop, indices=nvml_indices())
+    wait_s = INTERRUPT_WAIT_S if interrupts.seen() else 60.0
+    drain = wait_returned(
+        gpu_before, at_ready=gpu_ready, at_stop=at_stop, indices=nvml_indices(), timeout_s=wait_s
+    )
     record_stop(store, config_id, rep, drain)
     failure = runtime_failure(spec, server.spec.log_path)
     if failure is not None:

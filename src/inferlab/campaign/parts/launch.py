@@ -23,6 +23,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from inferlab import interrupts
 from inferlab.campaign.context import CpuSplit, Launcher
 from inferlab.campaign.parts import files as lever_files
 from inferlab.campaign.parts import orphans
@@ -228,9 +229,13 @@ def launch_config(
         orphans.remember(camp.output_dir, cfg.name, server)
     try:
         launcher.wait_ready(server, fatal_check(spec))
-    except BaseException:
-        launcher.stop(server, drain_timeout_s=10.0)
-        orphans.forget(camp.output_dir, cfg.name)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            interrupts.note()  # the stop is short (server.stop): nothing is wanted of it
+        try:
+            launcher.stop(server, drain_timeout_s=10.0)
+        finally:
+            orphans.forget(camp.output_dir, cfg.name)
         raise
     return server
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from inferlab import interrupts
 from inferlab.campaign.context import ConfigContext, CpuSplit, Stage, StepFailed
 from inferlab.campaign.parts import capture, orphans
 from inferlab.campaign.parts.aftermath import stop_and_check
@@ -94,19 +95,24 @@ def server_running(
         ready |= extra or {}
         cx.record("launch", True, ready)  # argv scrubbed by the store
         yield server
+    except KeyboardInterrupt:
+        interrupts.note()  # the stop below is short (server.stop)
+        raise
     finally:
         cx.say(f"{cfg.name}: stopping ...")
-        held.failure, line = stop_and_check(
-            server,
-            get_engine(cfg.engine),
-            cx.config_id,
-            store,
-            name,
-            gpu_before=held.gpu_before,
-            gpu_ready=held.gpu_ready,
-            stopper=launcher.stop,
-        )
-        orphans.forget(run.campaign.output_dir, cfg.name)
+        try:
+            held.failure, line = stop_and_check(
+                server,
+                get_engine(cfg.engine),
+                cx.config_id,
+                store,
+                name,
+                gpu_before=held.gpu_before,
+                gpu_ready=held.gpu_ready,
+                stopper=launcher.stop,
+            )
+        finally:
+            orphans.forget(run.campaign.output_dir, cfg.name)
         cx.say(f"{cfg.name}: {line}")
 
 
@@ -151,7 +157,9 @@ def _left_running(cx: ConfigContext) -> Iterator[None]:
     try:
         serving(cx, server)
         yield
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            interrupts.note()  # the stop is short (server.stop)
         stop(server)
         orphans.forget(out, cfg.name)
         raise
