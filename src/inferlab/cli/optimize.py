@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferlab.campaign.parts.plan import Plan
+from inferlab.campaign.parts.plan import Plan, baseline_of
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
 from inferlab.search.driver import (
     NO_PROFILE,
@@ -145,7 +145,7 @@ def _values(d: SearchDim) -> str:
 def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str | None) -> None:
     """The search's space, sampler, budget and flag check, as ``--dry-run`` prints them (and,
     with ``--ray``, how the trials are batched)."""
-    space = Space(tuple(section.dim), plan.campaign.config[0])
+    space = Space(tuple(section.dim), baseline_of(plan.campaign.config))
     con = stdout_console()
     kind, why = resolve(section, space)
     sampler = f"{section.sampler} → {kind} ({why})" if why else section.sampler

@@ -26,7 +26,7 @@ from inferlab.campaign.parts import files as lever_files
 from inferlab.campaign.parts.cpus import campaign_streams, plan_cpus
 from inferlab.campaign.parts.launch import campaign_lock, config_row
 from inferlab.campaign.parts.orphans import recover_campaign
-from inferlab.campaign.parts.plan import reference_name
+from inferlab.campaign.parts.plan import baseline_of, reference_name
 from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.campaign.pipeline import run_config
 from inferlab.campaign.stages.server import LEFT_RUNNING, state_path
@@ -103,7 +103,7 @@ def up(
                 gid = config_row(store, camp, cfg)
         launched = bool(get_engine(cfg.engine).launchers)
         split = plan_cpus(camp, campaign_streams(camp), path=path, text=text) if launched else _NONE
-        base = configs[0]
+        base = baseline_of(configs)
         run = RunContext(camp, path, base, reference_name(camp, base), split, store, notes.append,
                          no_verify=no_verify, keep=True)  # fmt: skip
         cx = ConfigContext(run, cfg, gid)
