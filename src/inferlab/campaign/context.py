@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
+
+from pydantic import JsonValue
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
@@ -41,6 +43,9 @@ __all__ = [
     "Installed",
     "Launcher",
     "LeverItem",
+    "Manifest",
+    "ManifestDir",
+    "ManifestEntry",
     "Pass",
     "PassFactory",
     "RunContext",
@@ -77,7 +82,7 @@ class CpuSplit:
             )
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """As the stored environment records it."""
         return {
             "server": format_cpu_list(self.server) if self.server else None,
@@ -108,12 +113,50 @@ class LeverItem:
     evidence: str
     source: str | None  # "launch log" | "server_info" | "metrics" | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @property
     def mark(self) -> str:
         return {"applied": "✓", "not-applied": "✗"}.get(self.status, "?")
+
+
+class ManifestEntry(TypedDict):
+    """One file a manifest installs: its SHA-256, and the original it replaced (None: new)."""
+
+    file: str
+    sha256: str
+    action: str  # "new" | "replaced"
+    original_sha256: str | None
+    original: str | None
+
+
+class ManifestDir(TypedDict):
+    """One engine directory of a manifest: its files, and its snapshot (file → SHA-256)
+    before; ``written`` once the install into it began."""
+
+    kind: str
+    dir: str
+    source: str
+    created: bool
+    before: dict[str, str]
+    entries: list[ManifestEntry]
+    written: bool
+
+
+class Manifest(TypedDict):
+    """A pending manifest's JSON (``.files/CONFIG.json``, format ``inferlab.files/1``)."""
+
+    format: str
+    campaign: str
+    config: str
+    host: str | None
+    python: str
+    owner: str  # "run" | "up"
+    pid: int
+    installed_at: str
+    backup: str  # the directory the originals were copied to
+    dirs: list[ManifestDir]
 
 
 @dataclass
@@ -122,13 +165,14 @@ class Installed:
     (``campaign.parts.files``)."""
 
     path: Path  # the manifest file in the campaign's output directory
-    data: dict[str, Any] = field(default_factory=dict)
+    data: Manifest
 
     @property
     def config(self) -> str:
         return str(self.data["config"])
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[dict[str, object]]:
+        """Every installed file's entry, its original's text left out."""
         return [
             {k: v for k, v in e.items() if k != "original"}
             for d in self.data["dirs"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import JsonValue
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -103,7 +104,7 @@ def analyze(
     console = stdout_console()
     err = Console(stderr=True)
     rc = 0
-    out = []
+    out: list[dict[str, JsonValue]] = []
     for f in files:
         try:
             a = analyze_log(f, engine=engine)

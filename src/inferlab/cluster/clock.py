@@ -15,7 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.picks import pick
 from inferlab.records import RequestRecord
@@ -56,7 +57,7 @@ class ClockOffset:
     def bound_ns(self) -> int:
         return (self.rtt_ns + 1) // 2
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return pick(self, "offset_ns", "rtt_ns", "bound_ns", "samples")
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
 from inferlab.tune.config import KernelConfig
 from inferlab.tune.results import CellResult
 
@@ -60,7 +62,7 @@ class FinishItem(_CellItem):
 class TuneWork(Protocol):
     """The GPU side of one actor."""
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         """``gpu_name``, ``triton`` and ``ceilings`` (copy_gbps, fp8_tflops) of this GPU."""
         ...
 
@@ -140,7 +142,7 @@ class TuneActor:
         self.index = index
         self.work = work()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         import ray
 
         return {

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import JsonValue
+
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
 from inferlab.cpus import pinned
@@ -190,7 +192,7 @@ class JsonlSink:
         self._f.close()
 
 
-def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
+def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, JsonValue]:
     return {
         "type": "meta",
         "format": FORMAT,
@@ -207,7 +209,7 @@ def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dic
     }
 
 
-def replay_json(res: PointResult) -> dict[str, Any]:
+def replay_json(res: PointResult) -> dict[str, JsonValue]:
     """The pattern of a point whose label does not say all of it (a replay's: ``stored_whole``)
     and its requests refused for the context ({} for the others)."""
     p = res.point.pattern
@@ -216,7 +218,7 @@ def replay_json(res: PointResult) -> dict[str, Any]:
     return {"pattern": p.to_json(), "refused_over_context": res.refused}
 
 
-def point_json(res: PointResult) -> dict[str, Any]:
+def point_json(res: PointResult) -> dict[str, JsonValue]:
     p = res.point
     return {
         "type": "point",

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import JsonValue
+
 from inferlab.config.bench import BenchConfig
 from inferlab.config.workload import WorkloadSpec
 from inferlab.engines import EngineSpec
@@ -183,7 +185,7 @@ def build_body(
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
+def workload_descriptor(cfg: BenchConfig) -> dict[str, JsonValue]:
     """What makes two workloads the same distribution: kind, lengths, endpoint, file content
     (the random seed is left out: other prompts of the same lengths are the same workload)."""
     w = cfg.workload

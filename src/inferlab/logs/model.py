@@ -6,6 +6,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from pydantic import JsonValue
+
 from inferlab.engines import specs
 from inferlab.picks import pick
 
@@ -59,7 +61,7 @@ class Finding:
     evidence: dict[str, Any]
     action: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return asdict(self)
 
 
@@ -202,7 +204,7 @@ class LogAnalysis:
             + (f"; found {self.found}" if self.found else "")
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             **pick(self, "path", "engine", "recognized", "simulated", "lines", "bytes"),
             "lines_visited": self.visited,

@@ -13,10 +13,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pydantic import JsonValue
 
 from inferlab import __version__
-from inferlab.environment import nvml_gpus
+from inferlab.environment import NvmlGpu, NvmlSystem, nvml_gpus
 from inferlab.errors import ConfigError
 from inferlab.recon.engines import ENGINES, base_config_dirs, get_recon_engine, triton_subdir
 from inferlab.recon.envvars import env_in_effect
@@ -75,8 +77,8 @@ class Recon:
     created_at: str
     inferlab_version: str
     seconds: float = 0.0
-    gpus: list[dict[str, Any]] = field(default_factory=list)
-    nvml: dict[str, Any] = field(default_factory=dict)
+    gpus: list[NvmlGpu] = field(default_factory=list)
+    nvml: NvmlSystem = field(default_factory=lambda: NvmlSystem())
     python: PythonInfo | None = None
     torch: TorchInfo | None = None
     engine: EngineInfo | None = None
@@ -97,7 +99,7 @@ class Recon:
             for d in self.tuned_dirs
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         """JSON-ready; tuned directories are summarised (counts), not listed in full."""
         d = asdict(self)
         d["recon_version"] = RECON_VERSION

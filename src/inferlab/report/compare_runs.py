@@ -4,7 +4,8 @@ They are grouped with their records by ``store.groups.group_runs``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.errors import ConfigError
 from inferlab.store import RunRow, Store
@@ -49,7 +50,7 @@ def config_keys(runs: Sequence[RunRow]) -> dict[int, str]:
     }
 
 
-def identity(r: RunRow) -> dict[str, Any]:
+def identity(r: RunRow) -> dict[str, JsonValue]:
     """The fields ``check_comparable`` compares, from one run."""
     env = r.environment
     return {

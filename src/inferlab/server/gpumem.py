@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 __all__ = ["GpuDrain", "nvml_indices", "pids_mib", "used_mib", "wait_returned"]
 
 #: what may stay above the pre-launch figure once a server is gone (driver bookkeeping, another
@@ -36,12 +38,24 @@ def _nvml() -> Any:
 def _indices(nv: Any, cuda_visible: str | None) -> list[int]:
     """NVML indices of the GPUs a ``CUDA_VISIBLE_DEVICES`` value names (None: every GPU),
     mapped as :func:`inferlab.environment.visible_gpus` does."""
-    from inferlab.environment import visible_gpus
+    from inferlab.environment import NvmlGpu, visible_gpus
 
     count = int(nv.nvmlDeviceGetCount())
     if cuda_visible is None:
         return list(range(count))
-    rows: list[dict[str, Any]] = [{"index": i, "name": ""} for i in range(count)]
+    rows = [
+        NvmlGpu(
+            index=i,
+            name="",
+            uuid=None,
+            memory_total_mib=None,
+            memory_used_mib=None,
+            sm_clock_mhz=None,
+            sm_clock_max_mhz=None,
+            processes=[],
+        )
+        for i in range(count)
+    ]
     if "GPU-" in cuda_visible:
         for r in rows:
             uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(r["index"]))
@@ -117,7 +131,7 @@ class GpuDrain:
     tolerance_mib: int
     gpu_indices: list[int] | None = None  # NVML index of each figure (None: not known)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     def message(self) -> str:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.engines import EngineSpec
 from inferlab.engines.prometheus import PrometheusParseError, Sample, parse_prometheus, select
 
@@ -79,7 +81,7 @@ def _total(spec: EngineSpec, key: str, samples: list[Sample]) -> float | None:
     return sum(vals) if vals else None
 
 
-def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, Any]:
+def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, JsonValue]:
     """Values per load point from the first and last good scrape (counter deltas) and the
     maxima over all scrapes (gauges). Keys are absent when the engine does not expose them."""
     good = [s for s in scrapes if s.error is None and s.samples]

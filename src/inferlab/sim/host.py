@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import JsonValue
+
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
@@ -125,7 +127,7 @@ class SimHost(ConnHost, Protocol):
     def clear_truth(self) -> None:
         """Forget the ground truth kept."""
 
-    def lateness_summary(self) -> dict[str, Any]:
+    def lateness_summary(self) -> dict[str, JsonValue]:
         """How late chunks were written (ms) and the faults injected."""
 
     def batching_metrics(self) -> str | None:

@@ -27,6 +27,8 @@ from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.errors import SimError
 from inferlab.sim import api
 from inferlab.sim.batching import BatchingEngine
@@ -167,7 +169,7 @@ class SimServer:
     def clear_truth(self) -> None:
         self._records.clear()
 
-    def lateness_summary(self) -> dict[str, Any]:
+    def lateness_summary(self) -> dict[str, JsonValue]:
         """How late chunks were written (``write_ns - due_ns``), in ms, over the kept truth,
         and the faults injected (kind → requests)."""
         return lateness_summary(self._records)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import JsonValue
+
 from inferlab import __version__
 from inferlab.sim.kernels import KernelSpec, ProfileMix
 from inferlab.sim.model import StepModel
@@ -188,7 +190,7 @@ def _step_events(
         t += dur
 
 
-def _header(ctx: TraceContext, rank: int) -> dict[str, Any]:
+def _header(ctx: TraceContext, rank: int) -> dict[str, JsonValue]:
     return {
         "schemaVersion": 1,
         "deviceProperties": [

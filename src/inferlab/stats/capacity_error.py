@@ -24,9 +24,9 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
 from inferlab.stats.spread import LaunchSpread
 
@@ -79,7 +79,7 @@ class ErrorBudget:
             f"(Bonferroni: ≤ {self.probes} probes{lim}, each at {per})"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "level": self.level,
             "probes": self.probes,
@@ -100,7 +100,7 @@ class LaunchTerm:
     def describe(self) -> str:
         return f"across launches: {self.spread.describe()}, from {self.source}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         s = self.spread
         return {"tau": s.tau, "df": s.df, "launches": s.launches, "source": self.source}
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue
 
 from inferlab.stats.summary import Interval
 
@@ -62,7 +64,7 @@ class GoodputAB:
     verdict: GoodputVerdict
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "difference": self.difference.to_json(),
             "verdict": self.verdict,

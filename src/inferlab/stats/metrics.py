@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import JsonValue
+
 from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
 from inferlab.stats.perrequest import (
@@ -170,7 +172,7 @@ class PointSummary:
     #: the SLO at this point (``stats.slo``); None when none was given
     slo: SloPoint | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The fields by name, then ``more``'s metrics at the same level (``slo`` only when
         given)."""
         out: dict[str, Any] = {}

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.stats.groups import TrialGroup, group_value, group_verdict
 from inferlab.stats.launches import Launches
@@ -78,7 +79,7 @@ class RecheckPoint:
             "recheck (order effect or drift): verdicts here are not comparable"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         def nan(x: float) -> float | None:
             return None if math.isnan(x) else x
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import JsonValue
 
 from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
@@ -85,7 +86,7 @@ class LimitCheck:
     high_ms: float
     state: SloState
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {k: _none_nan(v) for k, v in self.__dict__.items()}
 
 
@@ -102,7 +103,7 @@ class SloPoint:
     state: SloState | None
     checks: tuple[LimitCheck, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "slo": self.slo,
             "good": self.good,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
 from inferlab.records import RequestRecord
 
@@ -271,7 +272,7 @@ class StopRecord:
     looks: int | None = None
     sequential: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         out = {k: v for k, v in self.__dict__.items() if v is not None}
         if self.window_ns is not None:
             out["window_ns"] = list(self.window_ns)

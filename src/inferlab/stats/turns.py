@@ -19,7 +19,8 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.records import RequestRecord
 
@@ -74,7 +75,7 @@ class TurnStats:
         """Values behind the median: the turn's successful requests."""
         return self.requests - self.failed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             k: (None if isinstance(v, float) and math.isnan(v) else v)
             for k, v in asdict(self).items()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from pydantic import JsonValue
 
 from inferlab.stats.difference import (
     mann_whitney_u,
@@ -72,7 +74,7 @@ class Verdict:
     claim: Claim
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         p = self.p_value
         return {
             "ratio": self.ratio.to_json(),

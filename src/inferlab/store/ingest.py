@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.picks import pick
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
@@ -67,7 +69,7 @@ def import_files(
 _WINDOW_KEYS = ("output_tok_s", "total_tok_s", "request_s", "duration_s")
 
 
-def _summary(records: list[RequestRecord], mapped: dict[str, float]) -> dict[str, Any]:
+def _summary(records: list[RequestRecord], mapped: dict[str, float]) -> dict[str, JsonValue]:
     """inferlab's summary of the per-request data (latency distributions by inferlab's
     definitions) with the tool's window-based throughputs; the tool's mapped values alone
     when the file has no per-request data."""

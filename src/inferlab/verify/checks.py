@@ -14,6 +14,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
 from inferlab.engines import EngineSpec
 from inferlab.errors import ConnectError
@@ -71,7 +73,7 @@ class CheckResult:
     #: declared ``lossless = false``)
     gating: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
 
@@ -83,7 +85,7 @@ class GreedyOutputs:
     outputs: list[str]
     max_tokens: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @classmethod

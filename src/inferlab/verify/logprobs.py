@@ -18,6 +18,8 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from pydantic import JsonValue
+
 from inferlab.errors import InferlabError
 from inferlab.load.http import HttpClient
 
@@ -72,7 +74,7 @@ class LogprobReference:
     token_texts: list[list[str] | None] | None = None
     token_ids: list[list[int] | None] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @classmethod

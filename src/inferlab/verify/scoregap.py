@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from pydantic import JsonValue
 
 from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.slo import wilson
@@ -40,7 +40,7 @@ class ScoreGap:
     config: Interval
     diff: Interval
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "docs": self.docs,
             "changed": self.changed,

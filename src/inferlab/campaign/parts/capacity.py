@@ -20,7 +20,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.campaign.context import Clock
 from inferlab.campaign.parts.bench import bench_with_record
@@ -96,7 +97,7 @@ class CapacityResult:
         """The ladder's point of index ``i`` (0: none held; None: none failed)."""
         return None if i is None else (self.ladder.at(i) if i else 0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         b, v = self.bracket, self.value
         return {
             "slo": self.slo,

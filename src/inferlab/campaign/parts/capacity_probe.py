@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import JsonValue
 
 from inferlab.load.bench import BenchResult
 from inferlab.records import RequestRecord
@@ -79,7 +80,7 @@ class Probe:
     trusted: bool = True  # False: a starved client or an interruption (then undecided)
     seed: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         d = dict(self.__dict__)
         d["run_ids"] = list(self.run_ids)
         d["margin"] = None if math.isnan(self.margin) else self.margin
