@@ -231,8 +231,11 @@ def _measure(cfg: BenchConfig, events: BenchEvents, run: BenchRun) -> tuple[Benc
     if run.clients is not None and run.ray is None:
         raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
     where: dict[str, Any] = {
-        "out": run.out, "db": run.db, "campaign": run.campaign, "config": run.config,
-    }  # fmt: skip
+        "out": run.out,
+        "db": run.db,
+        "campaign": run.campaign,
+        "config": run.config,
+    }
     if run.ray is None:
         return bench_with_record(cfg, events, **where)
     from inferlab.cluster.bench import bench_ray

@@ -64,9 +64,14 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
         value = "–" if tr.result.value is None else f"{tr.result.value:.4g}"
         verdict = tr.result.verdict or tr.result.status
         t.add_row(
-            str(tr.index), escape(tr.name), escape(tr.chosen_by), value, verdict,
-            escape(tr.against), escape(_short(tr.result.reason)),
-        )  # fmt: skip
+            str(tr.index),
+            escape(tr.name),
+            escape(tr.chosen_by),
+            value,
+            verdict,
+            escape(tr.against),
+            escape(_short(tr.result.reason)),
+        )
     con.print(t)
     con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
     detail = f" ({r.search.stop_detail})" if r.search.stop_detail else ""

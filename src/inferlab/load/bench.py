@@ -283,12 +283,29 @@ def run_bench(
     run_id = uuid.uuid4().hex[:12]
     all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
     result = BenchResult(
-        run_id=run_id, model=model, url=ep.base, points=[], engine_version=version,
+        run_id=run_id,
+        model=model,
+        url=ep.base,
+        points=[],
+        engine_version=version,
         engine=engine.name,
-    )  # fmt: skip
+    )
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
-    sw = Sweep(cfg, ep, engine, headers, path, model, tokenizer, fmt, run_id, events,
-               dict(baselines or {}), traces, context)  # fmt: skip
+    sw = Sweep(
+        cfg,
+        ep,
+        engine,
+        headers,
+        path,
+        model,
+        tokenizer,
+        fmt,
+        run_id,
+        events,
+        dict(baselines or {}),
+        traces,
+        context,
+    )
     try:
         for sink in all_sinks:
             sink.start(_meta(cfg, run_id, model, version))

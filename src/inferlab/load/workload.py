@@ -51,9 +51,15 @@ def _random(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[P
 def _shared_prefix(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
     tok = _need(tokenizer, "shared-prefix")
     return shared_prefix_prompts(
-        spec.prefixes, spec.prefix_tokens, spec.suffix_tokens, spec.prefix_dist,
-        spec.output_tokens, n, tok, spec.seed,
-    )  # fmt: skip
+        spec.prefixes,
+        spec.prefix_tokens,
+        spec.suffix_tokens,
+        spec.prefix_dist,
+        spec.output_tokens,
+        n,
+        tok,
+        spec.seed,
+    )
 
 
 def _jsonl(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:

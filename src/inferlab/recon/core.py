@@ -216,7 +216,7 @@ def _inspect_python(rec: Recon, python: str, opts: ReconOptions) -> None:
         rec.engine = _engine_info(name, rec.python, triton, help_result)
 
 
-def run_recon(opts: ReconOptions) -> Recon:
+def run_recon(opts: ReconOptions) -> Recon:  # noqa: C901  each fact read, or why not, in turn
     """Look at GPUs, the engine's Python, its checkout, its flags and tuned configs, the
     environment and (with ``url``) a running server."""
     t0 = time.monotonic()

@@ -72,9 +72,14 @@ class _LaunchView:
         return prior_spread(self.store, self.key, label, metric, own, campaign=self.campaign)
 
     def verdict(
-        self, label: str, metric: str, base: RunGroup, cand: RunGroup, alpha: float,
+        self,
+        label: str,
+        metric: str,
+        base: RunGroup,
+        cand: RunGroup,
+        alpha: float,
         min_effect: float,
-    ) -> Verdict | None:  # fmt: skip
+    ) -> Verdict | None:
         """The launch-level verdict (``stats.launch_ab``); None without estimates."""
         sides = self.sides(label, metric, base, cand)
         if sides is None:
@@ -292,7 +297,18 @@ def build_comparison(
             cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
-        base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
-        bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect, launch),
-        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base), launch.all(),
-    )  # fmt: skip
+        base,
+        configs,
+        labels,
+        metrics,
+        cells,
+        saturation,
+        differences,
+        min_effect,
+        alpha,
+        bool(bad),
+        rechecks,
+        *pass_rows(store, passes, cells, alpha, min_effect, launch),
+        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base),
+        launch.all(),
+    )

@@ -29,7 +29,7 @@ from inferlab.store.checks import (
     LogprobReferenceRecord,
     RuntimeRecord,
     StopRecord,
-)  # fmt: skip
+)
 from inferlab.store.configs import StoredConfig
 
 __all__ = [

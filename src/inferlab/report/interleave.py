@@ -28,9 +28,13 @@ __all__ = [
 ]
 
 PASSES_HEAD = (
-    "point", "baseline pass", "output tok/s", "ratio to the first pass [95% interval]",
-    "drift", "verdicts taken against it",
-)  # fmt: skip
+    "point",
+    "baseline pass",
+    "output tok/s",
+    "ratio to the first pass [95% interval]",
+    "drift",
+    "verdicts taken against it",
+)
 PASSES_NOTE = (
     "[load] interleave: the baseline measured again just before each candidate after the "
     "first. Each candidate's verdicts at a point are taken against the baseline's nearest pass "
@@ -98,8 +102,9 @@ def pass_rows(
                     label, first, g, alpha=alpha, min_effect=min_effect, launch=launch
                 )
                 ratio, drift = rp.ratio_text(), "yes" if rp.drift else "no"
-            users = [c.config for c in cells.values() if c.label == label and c.against == (
-                p.describe())]  # fmt: skip
+            users = [
+                c.config for c in cells.values() if c.label == label and c.against == (p.describe())
+            ]
             which = "first pass" if p.before is None else f"before {p.before}"
             tok_s = num(group_value("output_tok_s", g))
             rows.append((label, which, tok_s, ratio, drift, ", ".join(users) or "–"))

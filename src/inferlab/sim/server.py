@@ -84,9 +84,12 @@ class SimServer:
         self.model_json = json.dumps(config.model)
         f = config.launch_factor  # this launch's speed (sim.launchspread)
         self._schedule = Schedule(
-            config.ttft_ms * f, config.itl_ms * f, config.jitter_ms * f, config.seed,
+            config.ttft_ms * f,
+            config.itl_ms * f,
+            config.jitter_ms * f,
+            config.seed,
             config.launch_index,
-        )  # fmt: skip
+        )
         self._faults = FaultPlan(
             config.fault, config.fault_every, config.fault_at_s, config.fault_for_s
         )

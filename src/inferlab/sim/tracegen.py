@@ -166,9 +166,14 @@ def _step_events(
     yield {"ph": "X", "cat": "gpu_user_annotation", "name": name, **gpu, "ts": s.ts_us, "dur": span}
     if not s.eager:
         yield {
-            "ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", **host,
-            "ts": s.ts_us, "dur": 8.0, "args": {"correlation": corr},
-        }  # fmt: skip
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaGraphLaunch",
+            **host,
+            "ts": s.ts_us,
+            "dur": 8.0,
+            "args": {"correlation": corr},
+        }
     t, layer_now = s.ts_us + gap, 0
     for n, (i, layer) in enumerate(_order(times, layers)):
         if layer != layer_now:
@@ -178,15 +183,30 @@ def _step_events(
         c = corr + 1 + n if s.eager else corr
         if s.eager:
             yield {
-                "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", **host,
-                "ts": max(t - 4.0, s.ts_us), "dur": 3.0, "args": {"correlation": c},
-            }  # fmt: skip
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                **host,
+                "ts": max(t - 4.0, s.ts_us),
+                "dur": 3.0,
+                "args": {"correlation": c},
+            }
         x = k.grid[0] * (s.batch if k.grid_per_seq else 1)
         yield {
-            "ph": "X", "cat": "kernel", "name": _nccl_name(ctx, k.name), **gpu, "ts": t,
-            "dur": dur, "args": {"device": rank, "stream": STREAM, "correlation": c,
-            "grid": [x, k.grid[1], k.grid[2]], "block": [128, 1, 1]},
-        }  # fmt: skip
+            "ph": "X",
+            "cat": "kernel",
+            "name": _nccl_name(ctx, k.name),
+            **gpu,
+            "ts": t,
+            "dur": dur,
+            "args": {
+                "device": rank,
+                "stream": STREAM,
+                "correlation": c,
+                "grid": [x, k.grid[1], k.grid[2]],
+                "block": [128, 1, 1],
+            },
+        }
         t += dur
 
 

@@ -307,6 +307,7 @@ class Metric:
         return self.direction == "higher"
 
 
+# left unformatted: the METRICS table, one metric a row, its columns kept aligned
 # fmt: off
 _ROWS: dict[str, Metric] = {
     m.name: m

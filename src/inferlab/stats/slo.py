@@ -287,9 +287,13 @@ def _point(
         state = _state(low, high, limits[key])
         checks.append(LimitCheck(key, limits[key], value, low, high, state))
     return SloPoint(
-        _text(limits), good, len(measured), wilson(good, len(measured), level),
-        _overall(checks), tuple(checks),
-    )  # fmt: skip
+        _text(limits),
+        good,
+        len(measured),
+        wilson(good, len(measured), level),
+        _overall(checks),
+        tuple(checks),
+    )
 
 
 def _text(limits: Mapping[str, float]) -> str:

@@ -157,8 +157,9 @@ def _one_launch(
     w = widen(math.log(est), se_within, launch)
     half = w.quantile(level) * w.se
     wide = Interval(est, est * math.exp(-half), est * math.exp(half), level)
-    v = decide(wide, w.p_value, higher_is_better=higher_is_better, alpha=alpha,
-               min_effect=min_effect)  # fmt: skip
+    v = decide(
+        wide, w.p_value, higher_is_better=higher_is_better, alpha=alpha, min_effect=min_effect
+    )
     why = f"{v.reason} [one launch a side, {launch.describe()} counted]"
     return Verdict(v.ratio, v.p_value, v.claim, why)
 

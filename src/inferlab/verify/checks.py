@@ -216,9 +216,12 @@ def verify_endpoint(
         lim = agreement.limits if agreement is not None else None
         big = 0 if lim is None else 128 * lim.top_k * (lim.tokens + 256)
         client = HttpClient(
-            Endpoint.parse(url), timeout_s=120, stall_timeout_s=60, headers=headers or {},
+            Endpoint.parse(url),
+            timeout_s=120,
+            stall_timeout_s=60,
+            headers=headers or {},
             max_event_bytes=max(MAX_EVENT_BYTES, big),
-        )  # fmt: skip
+        )
         checks: list[CheckResult] = []
         stream_issues: list[str] = []
         try:

@@ -117,8 +117,11 @@ def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, An
     if gate.tokenizer is None:
         margs |= {"tokenizer_backend": None, "tokenized_requests": False}
     else:
-        margs |= {"tokenizer_backend": "huggingface", "tokenizer": gate.tokenizer,
-                  "tokenized_requests": False}  # fmt: skip
+        margs |= {
+            "tokenizer_backend": "huggingface",
+            "tokenizer": gate.tokenizer,
+            "tokenized_requests": False,
+        }
     return {
         "model": "local-chat-completions" if chat else "local-completions",
         "model_args": margs,
@@ -156,9 +159,14 @@ def run_harness(gate: EvalGate, url: str, model: str, workdir: Path) -> HarnessR
     log = workdir / "lm-eval.log"
     try:
         proc = subprocess.run(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-            timeout=gate.timeout_s, check=False,
-        )  # fmt: skip
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            timeout=gate.timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         why = f"lm-eval ran past {gate.timeout_s:g} s (verify.eval.timeout_s)"
         raise HarnessFailed(why) from exc

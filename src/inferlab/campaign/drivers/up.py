@@ -104,8 +104,17 @@ def up(
         launched = bool(get_engine(cfg.engine).launchers)
         split = plan_cpus(camp, campaign_streams(camp), path=path, text=text) if launched else _NONE
         base = baseline_of(configs)
-        run = RunContext(camp, path, base, reference_name(camp, base), split, store, notes.append,
-                         no_verify=no_verify, keep=True)  # fmt: skip
+        run = RunContext(
+            camp,
+            path,
+            base,
+            reference_name(camp, base),
+            split,
+            store,
+            notes.append,
+            no_verify=no_verify,
+            keep=True,
+        )
         cx = ConfigContext(run, cfg, gid)
         try:
             run_config(cx, passes.kept)
@@ -116,9 +125,19 @@ def up(
         return UpResult(cfg.name, cx.url, cx.model, Path(), 0, 0, None, cx.verify, [], notes)
     sp = cx.server.spec
     return UpResult(
-        cx.name, cx.url, cx.model, sp.log_path, cx.server.pid, sp.port, cx.server.ready_s,
-        cx.verify, sp.argv, notes, cx.levers, split,
-    )  # fmt: skip
+        cx.name,
+        cx.url,
+        cx.model,
+        sp.log_path,
+        cx.server.pid,
+        sp.port,
+        cx.server.ready_s,
+        cx.verify,
+        sp.argv,
+        notes,
+        cx.levers,
+        split,
+    )
 
 
 #: the CPU split of an endpoint ``up`` does not launch (never shown)

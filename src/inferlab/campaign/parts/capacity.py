@@ -216,9 +216,14 @@ def find_capacity(
             stopped = _why_stopped(states, top)
             break
         result, ids = bench_with_record(
-            cfg.model_copy(update=ladder.load(c)), events, db=db, campaign=campaign,
-            config=config, clock=clock, config_id=config_id,
-        )  # fmt: skip
+            cfg.model_copy(update=ladder.load(c)),
+            events,
+            db=db,
+            campaign=campaign,
+            config=config,
+            clock=clock,
+            config_id=config_id,
+        )
         engine, model = result.engine, result.model
         if not run_ids and ids and db is not None and stored_spread and launch is None:
             judge = replace(judge, launch=stored_term(db, ids[0], limits))  # before judging
@@ -232,9 +237,19 @@ def find_capacity(
             stopped = "interrupted"
             break
     out = CapacityResult(
-        cfg.slo.text, engine, tuple(probes), bracket(states), _estimate(samples, ladder),
-        stopped, top, engine == "sim", _workload(cfg), ladder, budget, judge.launch,
-    )  # fmt: skip
+        cfg.slo.text,
+        engine,
+        tuple(probes),
+        bracket(states),
+        _estimate(samples, ladder),
+        stopped,
+        top,
+        engine == "sim",
+        _workload(cfg),
+        ladder,
+        budget,
+        judge.launch,
+    )
     if db is not None and probes:
         _store(db, out, campaign, config or f"{engine}:{model}", config_id)
     return out, run_ids

@@ -112,9 +112,13 @@ class ProbeJudge:
         and the probe's seed."""
         seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
         slo, margin, reps = assess_with_margin(
-            recs, self.limits, level=self.budget.probe_level, resamples=n, seed=seed,
+            recs,
+            self.limits,
+            level=self.budget.probe_level,
+            resamples=n,
+            seed=seed,
             offsets=offsets,
-        )  # fmt: skip
+        )
         return slo, margin, reps, seed
 
     def __call__(
@@ -128,9 +132,16 @@ class ProbeJudge:
         state: SloState = "undecided" if untrusted or slo.state is None else slo.state
         stop = result.points[-1].stop if result.points else None
         probe = Probe(
-            self.ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,
-            stop.reason if stop is not None else None, not untrusted, seed,
-        )  # fmt: skip
+            self.ladder.at(c),
+            state,
+            margin,
+            slo.goodput.estimate,
+            slo.requests,
+            ids,
+            stop.reason if stop is not None else None,
+            not untrusted,
+            seed,
+        )
         return probe, MarginSample(c, margin, reps, slo.requests)
 
 
