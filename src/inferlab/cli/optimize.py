@@ -13,6 +13,7 @@ from rich.table import Table
 
 from inferlab.campaign.parts.plan import Plan, baseline_of
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
+from inferlab.engines import is_simulated
 from inferlab.search.driver import (
     NO_PROFILE,
     OBJECTIVE_METRIC,
@@ -238,4 +239,4 @@ def optimize_cmd(
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
         return
-    print_search(result, plan.campaign.engine.kind == "sim")
+    print_search(result, is_simulated(plan.campaign.engine.kind))

@@ -33,6 +33,7 @@ __all__ = [
     "fill_template",
     "fp8_gemm_names",
     "get_engine",
+    "is_simulated",
     "omp_threads_env",
     "register",
     "registered",
@@ -199,6 +200,8 @@ class EngineSpec:
     default_gpus: int = 0
     #: False: it serves no language model (the reference engine): default probes ask for text
     speaks_language: bool = True
+    #: its timings are simulated (the reference engine): what it measures is marked SIMULATED
+    simulated: bool = False
     # -- what the layers above read (``inferlab.engines.facts``; None: not supported) --------
     #: how ``inferlab recon`` inspects it in a Python
     recon: ReconFacts | None = None
@@ -392,6 +395,13 @@ def get_engine(name: str) -> EngineSpec:
     return lookup(
         _REGISTRY, name, "engine: unknown kind {name}; expected one of {known}", registered()
     )
+
+
+def is_simulated(name: str | None) -> bool:
+    """Whether engine ``name`` (a config's kind, a run's ``engine_name``) is simulated; a name
+    no engine is registered under, or none, is not."""
+    spec = _REGISTRY.get(name or "")
+    return spec is not None and spec.simulated
 
 
 def classify_log(lines: str | Iterable[str], engine: str | EngineSpec) -> list[LogMatch]:

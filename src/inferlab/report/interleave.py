@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from inferlab.engines import is_simulated
 from inferlab.report.comparison import Cell
 from inferlab.report.verdicts import num
 from inferlab.stats.groups import group_value
@@ -87,7 +88,7 @@ def pass_rows(
     they are the reference engine's (SIMULATED)."""
     rows: list[tuple[str, ...]] = []
     firsts = [r for ps in passes.values() for r in ps[0].runs]
-    sim = any(r.environment.get("engine_name") == "sim" for r in firsts)
+    sim = any(is_simulated(r.environment.get("engine_name")) for r in firsts)
     for label, ps in passes.items():
         first = _group(store, ps[0])
         for p in ps:

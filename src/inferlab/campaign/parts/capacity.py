@@ -33,6 +33,7 @@ from inferlab.campaign.parts.capacity_probe import (
     stored_term,
 )
 from inferlab.config.bench import BenchConfig
+from inferlab.engines import is_simulated
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents
 from inferlab.stats.capacity import (
@@ -244,7 +245,7 @@ def find_capacity(
         _estimate(samples, ladder),
         stopped,
         top,
-        engine == "sim",
+        is_simulated(engine),
         _workload(cfg),
         ladder,
         budget,
