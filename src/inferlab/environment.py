@@ -8,12 +8,13 @@ import platform
 import socket
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from inferlab import __version__
 
 __all__ = [
     "GpuInfo",
+    "GpuKey",
     "GpuProcess",
     "NvmlGpu",
     "NvmlSystem",
@@ -32,12 +33,17 @@ class GpuProcess(TypedDict):
     used_mib: int
 
 
-class NvmlGpu(TypedDict):
-    """One GPU as NVML reports it (memory in MiB, SM clocks in MHz; None: not supported)."""
+class GpuKey(TypedDict):
+    """What names a GPU: its NVML index, model name and UUID (``visible_gpus`` maps by them)."""
 
     index: int
     name: str
     uuid: str | None
+
+
+class NvmlGpu(GpuKey):
+    """One GPU as NVML reports it (memory in MiB, SM clocks in MHz; None: not supported)."""
+
     memory_total_mib: int | None
     memory_used_mib: int | None
     sm_clock_mhz: int | None
@@ -169,7 +175,10 @@ def nvml_gpus() -> tuple[list[NvmlGpu], NvmlSystem]:
         pynvml.nvmlShutdown()
 
 
-def visible_gpus(gpus: list[NvmlGpu], cuda_visible: str | None) -> tuple[list[NvmlGpu], list[str]]:
+_G = TypeVar("_G", bound=GpuKey)
+
+
+def visible_gpus(gpus: list[_G], cuda_visible: str | None) -> tuple[list[_G], list[str]]:
     """The NVML GPUs (rows of :func:`nvml_gpus`) a process with ``CUDA_VISIBLE_DEVICES`` =
     ``cuda_visible`` uses, in CUDA order, and notes on entries that could not be mapped.
 
@@ -179,7 +188,7 @@ def visible_gpus(gpus: list[NvmlGpu], cuda_visible: str | None) -> tuple[list[Nv
     prefixes) are UUIDs. Like CUDA, parsing stops at the first invalid entry; unset means all."""
     if cuda_visible is None:
         return list(gpus), []
-    out: list[NvmlGpu] = []
+    out: list[_G] = []
     notes: list[str] = []
     for raw in cuda_visible.split(","):
         entry = raw.strip()

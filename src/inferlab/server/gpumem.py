@@ -38,24 +38,12 @@ def _nvml() -> Any:
 def _indices(nv: Any, cuda_visible: str | None) -> list[int]:
     """NVML indices of the GPUs a ``CUDA_VISIBLE_DEVICES`` value names (None: every GPU),
     mapped as :func:`inferlab.environment.visible_gpus` does."""
-    from inferlab.environment import NvmlGpu, visible_gpus
+    from inferlab.environment import GpuKey, visible_gpus
 
     count = int(nv.nvmlDeviceGetCount())
     if cuda_visible is None:
         return list(range(count))
-    rows = [
-        NvmlGpu(
-            index=i,
-            name="",
-            uuid=None,
-            memory_total_mib=None,
-            memory_used_mib=None,
-            sm_clock_mhz=None,
-            sm_clock_max_mhz=None,
-            processes=[],
-        )
-        for i in range(count)
-    ]
+    rows = [GpuKey(index=i, name="", uuid=None) for i in range(count)]
     if "GPU-" in cuda_visible:
         for r in rows:
             uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(r["index"]))
