@@ -196,14 +196,14 @@ class RuntimeFailure:
     def message(self) -> str:
         return f"{self.kind} while serving (log line {self.line_no}): {self.text.strip()[:300]}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return {
             "kind": self.kind,
             "message": self.message,
             "remedy": self.remedy,
             "flags": list(self.flags),
             "line_no": self.line_no,
-            "tail": self.tail,
+            "tail": list(self.tail),
             "log_path": self.log_path,
         }
 

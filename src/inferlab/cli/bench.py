@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import JsonValue
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -253,11 +254,11 @@ def _where(err: Console, out: Path | None, run_ids: list[int], db: Path, campaig
         )
 
 
-def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
+def _json(result: BenchResult, run_ids: list[int]) -> dict[str, JsonValue]:
     return {
         "format_version": FORMAT_VERSION,
         "run_id": result.run_id,
-        "stored_runs": run_ids,
+        "stored_runs": list(run_ids),
         "model": result.model,
         "url": result.url,
         "interrupted": result.interrupted,

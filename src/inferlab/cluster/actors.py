@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.campaign.context import RuntimeFailure
 from inferlab.campaign.parts.aftermath import runtime_failure
 from inferlab.campaign.parts.files import FileSet
@@ -68,7 +70,7 @@ class Placed:
     cuda_visible_devices: str | None
     gpu_ids: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             **pick(self, "node_id", "hostname", "ip"),
             "actor_pid": self.pid,

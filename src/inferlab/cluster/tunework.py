@@ -90,11 +90,15 @@ class GpuWork:
         self.ceilings = measure_ceilings(self.torch)
         self._ctx: dict[tuple[int, int], Any] = {}
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         from inferlab.tune.runner import triton_version
 
         name = str(self.torch.cuda.get_device_name())
-        return {"gpu_name": name, "triton": triton_version(), "ceilings": self.ceilings.to_json()}
+        return {
+            "gpu_name": name,
+            "triton": triton_version(),
+            "ceilings": dict(self.ceilings.to_json()),
+        }
 
     def _shape(self, n: int, k: int, ms: Sequence[int]) -> Any:
         from inferlab.tune.runner import ShapeContext, alloc_shape
