@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TypedDict
+
+from pydantic import JsonValue
 
 from inferlab.engines import flags as _flags
 from inferlab.engines.capture import CaptureRecipe
@@ -213,22 +215,22 @@ class EngineSpec:
     oom: OomAdvice | None = None
 
     # -- requests ---------------------------------------------------------------------------
-    def fixed_length_fields(self, n: int) -> dict[str, Any]:
+    def fixed_length_fields(self, n: int) -> dict[str, JsonValue]:
         """Extra OpenAI-API body fields asking for exactly ``n`` output tokens (+ max_tokens)."""
-        out: dict[str, Any] = {}
+        out: dict[str, JsonValue] = {}
         if self.ignore_eos_field:
             out[self.ignore_eos_field] = True
         if self.min_tokens_field:
             out[self.min_tokens_field] = n
         return out
 
-    def native_fixed_length_fields(self, n: int) -> dict[str, Any]:
+    def native_fixed_length_fields(self, n: int) -> dict[str, JsonValue]:
         """Body fields for the native API asking for exactly ``n`` output tokens, nested under
         its ``params_key``; ``{}`` when the engine has no native API."""
         api = self.native_api
         if api is None:
             return {}
-        params: dict[str, Any] = {api.max_tokens_field: n}
+        params: dict[str, JsonValue] = {api.max_tokens_field: n}
         if api.min_tokens_field:
             params[api.min_tokens_field] = n
         if api.ignore_eos_field:

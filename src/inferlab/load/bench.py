@@ -166,7 +166,7 @@ class JsonlSink:
             raise ConfigError(f"--out: cannot write {path}: {exc}") from None
         self.path = path
 
-    def _write(self, obj: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, JsonValue]) -> None:
         self._f.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
 
     def _flush(self) -> None:

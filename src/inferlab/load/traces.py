@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.errors import ConfigError
 
 __all__ = [
@@ -132,7 +134,7 @@ def _csv(path: Path) -> list[TraceRequest]:
         cells = next(csv.reader([line]))
         if len(cells) != len(names):
             raise ConfigError(f"{where}: expected {len(names)} columns, got {len(cells)}")
-        obj: dict[str, Any] = {}
+        obj: dict[str, JsonValue] = {}
         for c in CSV_COLUMNS:
             text = cells[col[c]].strip()
             try:

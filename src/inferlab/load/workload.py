@@ -195,7 +195,11 @@ def workload_descriptor(cfg: BenchConfig) -> dict[str, JsonValue]:
     """What makes two workloads the same distribution: kind, lengths, endpoint, file content
     (the random seed is left out: other prompts of the same lengths are the same workload)."""
     w = cfg.workload
-    d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
+    d: dict[str, JsonValue] = {
+        "kind": w.kind,
+        "output_tokens": w.output_tokens,
+        "endpoint": cfg.endpoint,
+    }
     d |= {f: getattr(w, f) for f in w.of.identity}
     if w.of.from_file and w.path is not None:
         d |= _file_identity(w.path)

@@ -21,7 +21,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from pydantic import JsonValue
 
@@ -151,7 +151,7 @@ def _order(times: list[tuple[KernelSpec, float]], layers: int) -> list[tuple[int
 
 def _step_events(
     ctx: TraceContext, s: StepRecord, rank: int, corr: int
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[dict[str, JsonValue]]:
     times, idle = kernel_times(ctx, s.batch, s.prefill_tokens, s.eager)
     scaled = _scaled(ctx, times, rank)
     span = (sum(t for _, t in times) + idle) * 1000.0
@@ -229,7 +229,9 @@ def _header(ctx: TraceContext, rank: int) -> dict[str, JsonValue]:
     }
 
 
-def _write(fh: IO[str], header: dict[str, Any], events: Iterator[dict[str, Any]]) -> None:
+def _write(
+    fh: IO[str], header: dict[str, JsonValue], events: Iterator[dict[str, JsonValue]]
+) -> None:
     """Kineto's layout (one event per ``\\n  {...\\n  }`` block), which the fast reader cuts."""
     head = json.dumps(header, indent=2)[:-2]
     fh.write(head + ',\n  "traceEvents": [')
@@ -243,7 +245,7 @@ def _write(fh: IO[str], header: dict[str, Any], events: Iterator[dict[str, Any]]
 def write_trace(path: Path, ctx: TraceContext, steps: list[StepRecord], rank: int) -> int:
     """Write rank ``rank``'s trace of ``steps`` (gzip); returns its size in bytes."""
 
-    def events() -> Iterator[dict[str, Any]]:
+    def events() -> Iterator[dict[str, JsonValue]]:
         for i, s in enumerate(steps):
             yield from _step_events(ctx, s, rank, corr=(i + 1) * 100_000)
 
