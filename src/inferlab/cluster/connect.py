@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.errors import ConfigError
 
 __all__ = [
@@ -173,7 +175,7 @@ def connect(address: str, *, timeout_s: float = 10.0) -> ModuleType:
         own_children()
         return ray
     target = resolve_address(address)
-    quiet: dict[str, Any] = {"logging_level": "warning", "log_to_driver": False}
+    quiet: dict[str, JsonValue] = {"logging_level": "warning", "log_to_driver": False}
     if target is None:
         _init(ray, include_dashboard=False, _system_config=REAPER_CONFIG, **quiet)
         own_children()

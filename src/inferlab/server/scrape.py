@@ -10,7 +10,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import JsonValue
 
@@ -85,7 +84,10 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, JsonValue]:
     """Values per load point from the first and last good scrape (counter deltas) and the
     maxima over all scrapes (gauges). Keys are absent when the engine does not expose them."""
     good = [s for s in scrapes if s.error is None and s.samples]
-    out: dict[str, Any] = {"scrapes": len(scrapes), "failed_scrapes": len(scrapes) - len(good)}
+    out: dict[str, JsonValue] = {
+        "scrapes": len(scrapes),
+        "failed_scrapes": len(scrapes) - len(good),
+    }
     if not good:
         return out
     first, last = good[0].samples, good[-1].samples
@@ -123,7 +125,7 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, JsonValue]:
 
 def _prefix_cache(
     spec: EngineSpec, good: list[Scrape], delta: Callable[[str], float | None]
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """The point's prefix-cache hit rate: hit tokens over looked-up prompt tokens, from counter
     deltas (vLLM's ``prefix_cache_hits`` / ``prefix_cache_queries``; SGLang's
     ``cached_tokens`` / ``prompt_tokens``); else the mean of SGLang's per-batch gauge

@@ -9,7 +9,7 @@ of the request path depend on these protocols and never import the server.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import JsonValue
 
@@ -121,7 +121,7 @@ class SimHost(ConnHost, Protocol):
     ) -> None:
         """Answer a generation request with an error now and keep its ground truth."""
 
-    def truth(self) -> list[dict[str, Any]]:
+    def truth(self) -> list[dict[str, JsonValue]]:
         """Ground truth of every finished generation request kept."""
 
     def clear_truth(self) -> None:

@@ -16,7 +16,8 @@ import subprocess
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.errors import ConfigError
 from inferlab.sim.config import SimConfig
@@ -49,10 +50,10 @@ def _is_flag(field: str) -> bool:
 OPTIONS = {_option(f): (f, _is_flag(f)) for f in (*_SIM_FIELDS, *LEVER_FIELDS)}
 
 
-def serve_options(args: Sequence[str]) -> dict[str, Any]:
+def serve_options(args: Sequence[str]) -> dict[str, JsonValue]:
     """The fields set by the options of a ``sim serve`` command line (``--port 0``,
     ``--ttft-ms=8``, ``--tuned-fp8``); ``ConfigError`` names an option it does not take."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     it = iter(args)
     for arg in it:
         name, eq, value = arg.partition("=")

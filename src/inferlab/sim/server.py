@@ -165,7 +165,7 @@ class SimServer:
 
     # -- ground truth ------------------------------------------------------------------------
 
-    def truth(self) -> list[dict[str, Any]]:
+    def truth(self) -> list[dict[str, JsonValue]]:
         """Ground truth of every finished generation request since start (or the last clear)."""
         return [r.to_dict() for r in self._records]
 

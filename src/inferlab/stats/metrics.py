@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import JsonValue
 
@@ -175,7 +175,7 @@ class PointSummary:
     def to_json(self) -> dict[str, JsonValue]:
         """The fields by name, then ``more``'s metrics at the same level (``slo`` only when
         given)."""
-        out: dict[str, Any] = {}
+        out: dict[str, JsonValue] = {}
         for k, v in self.__dict__.items():
             if k not in ("more", "slo"):
                 out[k] = v.to_json() if hasattr(v, "to_json") else v

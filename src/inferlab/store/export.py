@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import JsonValue
+
 from inferlab.errors import ConfigError
 from inferlab.store.db import RunRow, Store
 
@@ -34,7 +36,7 @@ _DIST_STATS = ("mean", "p50", "p99")
 Format = Literal["csv", "jsonl", "parquet"]
 
 
-def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
+def run_rows(runs: Sequence[RunRow]) -> list[dict[str, JsonValue]]:
     """One flat row per run: identity, load point, then the summary's columns of each metric
     ``METRICS`` exports."""
     from inferlab.stats.metrics import METRICS  # here: `inferlab runs` never imports numpy
@@ -43,7 +45,7 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
     slo = any("slo" in r.summary for r in runs)
     for r in runs:
         s = r.summary
-        row: dict[str, Any] = {
+        row: dict[str, JsonValue] = {
             "run_id": r.id,
             "campaign": r.campaign,
             "config": r.config,

@@ -140,7 +140,7 @@ async def _ask(
     chat: bool,
     extra: dict[str, Any],
 ) -> _Answer:
-    body: dict[str, Any] = {
+    body: dict[str, JsonValue] = {
         "model": model,
         "max_tokens": max_tokens,
         "temperature": 0.0,

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from inferlab.config.evalgate import EvalGate
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.secrets import scrub_text
@@ -103,11 +105,11 @@ def harness_python(gate: EvalGate) -> str:
     )
 
 
-def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, Any]:
+def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, JsonValue]:
     """The driver's arguments: the harness's API model at ``url`` serving ``model``."""
     chat = gate.api == "chat"
     path = "/v1/chat/completions" if chat else "/v1/completions"
-    margs: dict[str, Any] = {
+    margs: dict[str, JsonValue] = {
         "base_url": url.rstrip("/") + path,
         "model": model,
         "num_concurrent": gate.concurrency,

@@ -9,7 +9,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.config.jsonfile import read_json
 from inferlab.config.resolve import ResolvedConfig
@@ -93,10 +94,10 @@ def check_files(cfg: ResolvedConfig, where: str) -> list[FileSet]:
     return [read_file_set(spec, k, Path(d), where) for k, d in sorted(cfg.files.items())]
 
 
-def config_extra(cfg: ResolvedConfig) -> dict[str, Any]:
+def config_extra(cfg: ResolvedConfig) -> dict[str, JsonValue]:
     """What ``files``/``tune`` add to a config's identity in the store (a changed file is a
     changed config); ``{}`` without them, so older records keep their identity."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     given = {k: d for k, d in sorted(cfg.files.items()) if k not in cfg.tune}
     if given:
         spec = get_engine(cfg.engine)

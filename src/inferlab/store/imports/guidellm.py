@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
+
+from pydantic import JsonValue
 
 from inferlab.errors import ConfigError
 from inferlab.records import ErrorKind, RequestRecord
@@ -121,7 +122,7 @@ def _bench(b: Source, version: str | None, top: Source) -> ImportedRun:
     if tpots:
         _tpot_summary(tpots, summary, notes)
     model = _model(b, top)
-    workload: dict[str, Any] = {}
+    workload: dict[str, JsonValue] = {}
     spec = _spec(top)
     data = spec.list_("data") if spec else None
     if data:
