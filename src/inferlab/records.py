@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import JsonValue
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 
 __all__ = ["ErrorKind", "RequestRecord"]
 

@@ -17,9 +17,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
@@ -32,6 +30,9 @@ from inferlab.server import LaunchSpec, ServerProcess, StopReport
 from inferlab.server.lifecycle import FatalCheck
 from inferlab.store import Store
 from inferlab.verify import VerifyReport
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CampaignEvents",

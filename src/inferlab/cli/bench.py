@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import JsonValue
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -45,6 +44,9 @@ from .options import (
     pick,
 )
 from .render import bench_table, print_turns, stdout_console
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["bench"]
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import JsonValue
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -19,6 +18,9 @@ from inferlab.logs.plot import series_lines
 
 from .options import JsonAlias, TableJsonFormatOpt, output_format
 from .render import command, stdout_console
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["logs_app"]
 

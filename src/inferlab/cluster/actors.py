@@ -20,9 +20,7 @@ import socket
 import time
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.campaign.context import RuntimeFailure
 from inferlab.campaign.parts.aftermath import runtime_failure
@@ -46,6 +44,9 @@ from inferlab.server import ServerProcess, StopReport, stop
 from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_returned
 from inferlab.server.scrape import Scrape, Scraper
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "ClientActor",

@@ -15,11 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.picks import pick
 from inferlab.records import RequestRecord
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "ClockOffset",

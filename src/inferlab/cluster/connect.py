@@ -14,11 +14,12 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CLIENT_RESOURCE",

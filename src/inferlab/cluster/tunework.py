@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inferlab.tune.config import KernelConfig
 from inferlab.tune.results import CellResult
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CompileItem", "FinishItem", "GpuWork", "ScreenItem", "TuneActor", "TuneWork"]
 

@@ -18,12 +18,13 @@ import re
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inferlab.config.schedule import Behaviour, Budget, Lateness, Schedule, Tools
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "PATTERNS",

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypedDict
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, TypedDict
 
 from inferlab.engines import flags as _flags
 from inferlab.engines.capture import CaptureRecipe
@@ -22,6 +20,9 @@ from inferlab.engines.flags import Change, FlagSyntax, FlagValue, ParsedArgs
 from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
 from inferlab.errors import ConfigError, lookup
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "MOE_NAMES",

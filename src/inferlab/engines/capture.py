@@ -28,10 +28,12 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.engines.flags import ParsedArgs
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "SGLANG_CAPTURE",

@@ -13,9 +13,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
-
-from pydantic import JsonValue
+from typing import IO, TYPE_CHECKING, Any
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
@@ -39,6 +37,9 @@ from inferlab.load.results import (
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer
 from inferlab.load.workload import workload_descriptor
 from inferlab.stats.turns import by_turn
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "LAG_WARN_MS",

@@ -11,9 +11,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.workload import WorkloadSpec
@@ -21,6 +19,9 @@ from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError
 from inferlab.load.prompt import Prompt
 from inferlab.load.synth import shared_prefix_prompts
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["MAKERS", "Prompt", "PromptMaker", "build_body", "make_prompts", "workload_descriptor"]
 

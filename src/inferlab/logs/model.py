@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, Literal
 
 from inferlab.engines import specs
 from inferlab.picks import pick
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "ENGINES",

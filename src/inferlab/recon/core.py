@@ -15,8 +15,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import JsonValue
-
 from inferlab import __version__
 from inferlab.environment import NvmlGpu, NvmlSystem, nvml_gpus
 from inferlab.errors import ConfigError
@@ -29,6 +27,8 @@ from inferlab.recon.server import ServerProbe, check_url, probe_server
 from inferlab.recon.tuned import NeededShape, TunedDir, device_key, match_needed, scan_dir
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from inferlab.logs import UntunedGemm, UntunedMoe
 
 __all__ = ["RECON_VERSION", "EngineInfo", "Recon", "ReconOptions", "needed_from_log", "run_recon"]

@@ -8,11 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.stats.capacity import CapacityRatio, CapacityValue, compare_capacity
 from inferlab.store.capacity import stored_capacities
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CapacityRow", "capacity_rows", "stored_capacities"]
 

@@ -4,11 +4,13 @@ They are grouped with their records by ``store.groups.group_runs``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.errors import ConfigError
 from inferlab.store import RunRow, Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["config_keys", "identity", "select_runs"]
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import JsonValue
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 
 __all__ = ["GpuDrain", "nvml_indices", "pids_mib", "used_mib", "wait_returned"]
 

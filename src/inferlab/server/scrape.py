@@ -10,11 +10,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.engines import EngineSpec
 from inferlab.engines.prometheus import PrometheusParseError, Sample, parse_prometheus, select
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Scrape", "Scraper", "derive", "scrape_once"]
 

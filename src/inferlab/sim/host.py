@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import JsonValue
-
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
+
+    from pydantic import JsonValue
 
     from inferlab.sim.config import SimConfig
     from inferlab.sim.faults import FaultJob

@@ -16,14 +16,16 @@ import subprocess
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.errors import ConfigError
 from inferlab.sim.config import SimConfig
 from inferlab.sim.launch import LEVER_FIELDS, config_from_options, run_engine
 from inferlab.sim.presets import Levers
 from inferlab.sim.server import SimServer, serve_until
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["READY_LINE", "SimThread", "serve_config", "serve_options"]
 

@@ -12,12 +12,13 @@ after the first carries its leading space, as the generated text does.
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.sim.api import GenRequest, usage_json
 from inferlab.sim.lm import StatedModel
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["scored_body"]
 

@@ -25,9 +25,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.errors import SimError
 from inferlab.sim import api
@@ -47,6 +45,9 @@ from inferlab.sim.scoring import scored_body
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.sim.truth import Record, Request, lateness_summary
 from inferlab.sim.wheel import TimerWheel
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["SimServer", "serve", "serve_until"]
 

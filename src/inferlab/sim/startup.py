@@ -18,11 +18,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.sim.config import SimConfig
 from inferlab.sim.presets import Preset, get_preset
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CONFIG_DIR",

@@ -21,14 +21,15 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
-
-from pydantic import JsonValue
+from typing import IO, TYPE_CHECKING
 
 from inferlab import __version__
 from inferlab.sim.kernels import KernelSpec, ProfileMix
 from inferlab.sim.model import StepModel
 from inferlab.sim.presets import Levers, Preset
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["StepRecord", "TraceContext", "components", "kernel_times", "write_trace"]
 

@@ -6,11 +6,14 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import JsonValue
 
 from inferlab.picks import pick
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Record", "Request", "lateness_summary"]
 

@@ -24,11 +24,14 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import JsonValue
 
 from inferlab.stats.spread import LaunchSpread
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["ONE_LAUNCH", "ErrorBudget", "LaunchTerm", "launch_offsets", "probe_seed"]
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Literal
 
 from inferlab.stats.summary import Interval
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["GoodputAB", "compare_goodput", "goodput_stop", "newcombe", "wilson_bounds"]
 

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import JsonValue
-
 from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
 from inferlab.stats.perrequest import (
@@ -44,6 +42,8 @@ from inferlab.stats.perrequest import (
 from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describe, percentile
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from inferlab.stats.slo import SloPoint
 
 __all__ = [

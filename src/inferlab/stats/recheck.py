@@ -15,13 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.stats.groups import TrialGroup, group_value, group_verdict
 from inferlab.stats.launches import Launches
 from inferlab.stats.metrics import METRICS, listed
 from inferlab.stats.verdict import Verdict
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["RecheckPoint", "recheck_point", "recheck_points"]
 

@@ -18,15 +18,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import JsonValue
 
 from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
 from inferlab.stats.perrequest import e2e_samples, itl_ms, tpot_samples, ttft_samples
 from inferlab.stats.summary import Interval, percentile
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "LIMITS",

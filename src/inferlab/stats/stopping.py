@@ -24,12 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import JsonValue
 
 from inferlab.records import RequestRecord
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "BATCHES",

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import JsonValue
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Distribution", "Interval", "bootstrap_ci", "describe", "percentile"]
 

@@ -19,10 +19,12 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.records import RequestRecord
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["MIN_USERS", "TurnStats", "by_turn", "median_interval", "turn_interval_text"]
 

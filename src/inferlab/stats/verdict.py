@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Literal
 
 from inferlab.stats.difference import (
     mann_whitney_u,
@@ -26,6 +24,9 @@ from inferlab.stats.intervals import (
 from inferlab.stats.metrics import METRICS
 from inferlab.stats.spread import LaunchSpread, widen
 from inferlab.stats.summary import Interval
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "HIGHER_IS_BETTER",

@@ -18,12 +18,13 @@ import csv
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, Literal
 
 from inferlab.errors import ConfigError
 from inferlab.store.db import RunRow, Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["FORMAT_VERSION", "export", "request_rows", "run_rows"]
 

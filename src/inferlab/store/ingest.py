@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.picks import pick
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
 from inferlab.store.db import Store
 from inferlab.store.imports import parse_file
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Imported", "import_files"]
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
 from inferlab.engines import EngineSpec
@@ -24,6 +22,9 @@ from inferlab.load.sse import ParsedStream, error_message_of, parse_stream
 from inferlab.verify.agreement import Agreement
 from inferlab.verify.gate import AgreementTask, build_reference, decide, measure
 from inferlab.verify.logprobs import LogprobReference, NoLogprobs
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "EQUIVALENCE_PROMPTS",

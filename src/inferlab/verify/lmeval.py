@@ -20,14 +20,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.config.evalgate import EvalGate
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.secrets import scrub_text
 from inferlab.verify.scoregap import DocKey
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "INSTALL_HINT",

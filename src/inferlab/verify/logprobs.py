@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from inferlab.errors import InferlabError
 from inferlab.load.http import HttpClient
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "Continuation",

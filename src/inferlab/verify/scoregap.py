@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import JsonValue
 
 from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.slo import wilson
 from inferlab.stats.summary import Interval
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["DocKey", "ScoreGap", "gap_passes", "score_gap", "side_interval"]
 

@@ -20,8 +20,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.campaign.context import Clock
 from inferlab.campaign.parts.bench import bench_with_record
@@ -51,6 +50,9 @@ from inferlab.stats.capacity_error import (
 from inferlab.stats.slo import LIMITS, SloState
 from inferlab.stats.summary import Interval
 from inferlab.store import Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CAPACITY_KIND",

@@ -7,10 +7,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import JsonValue
 
 from inferlab.load.bench import BenchResult
 from inferlab.records import RequestRecord
@@ -18,6 +17,9 @@ from inferlab.stats.capacity import MarginSample
 from inferlab.stats.capacity_error import ErrorBudget, LaunchTerm, launch_offsets, probe_seed
 from inferlab.stats.slo import SloPoint, SloState, assess_with_margin
 from inferlab.store import Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CONCURRENCY", "Ladder", "Probe", "ProbeJudge", "stored_term"]
 

@@ -9,14 +9,16 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.config.jsonfile import read_json
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.engines.base import ConfigDir
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["FileSet", "check_files", "config_dir", "config_extra", "read_file_set"]
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.records import ErrorKind, RequestRecord
 from inferlab.store.imports._common import (
@@ -36,6 +34,9 @@ from inferlab.store.imports._common import (
 from inferlab.store.imports.content import Content, load_content
 from inferlab.store.imports.fieldmap import map_distribution, map_scalars
 from inferlab.store.imports.source import Source
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 TOOL = "aiperf"
 _AGG_SUFFIX = "_aiperf.json"

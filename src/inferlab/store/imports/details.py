@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING, Any
 
 from inferlab.records import RequestRecord
 from inferlab.store.imports._common import ImportedRun, classify_error, token_workload
 from inferlab.store.imports.fieldmap import StatFields, map_scalars, map_stat_fields
 from inferlab.store.imports.source import Source
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Detailed", "Details", "detail_record", "read_detailed", "read_details"]
 

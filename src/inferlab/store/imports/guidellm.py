@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-
-from pydantic import JsonValue
+from typing import TYPE_CHECKING
 
 from inferlab.errors import ConfigError
 from inferlab.records import ErrorKind, RequestRecord
@@ -34,6 +33,9 @@ from inferlab.store.imports._common import (
 from inferlab.store.imports.content import Content
 from inferlab.store.imports.fieldmap import map_distribution, map_scalars
 from inferlab.store.imports.source import Source
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 TOOL = "guidellm"
 _NS = 1_000_000_000
