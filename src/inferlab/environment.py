@@ -8,11 +8,71 @@ import platform
 import socket
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 from inferlab import __version__
 
-__all__ = ["gpu_info", "nvml_gpus", "snapshot", "visible_gpus"]
+__all__ = [
+    "GpuInfo",
+    "GpuKey",
+    "GpuProcess",
+    "NvmlGpu",
+    "NvmlSystem",
+    "gpu_info",
+    "nvml_gpus",
+    "snapshot",
+    "visible_gpus",
+]
+
+
+class GpuProcess(TypedDict):
+    """A process NVML sees on a GPU; ``used_mib`` in MiB."""
+
+    pid: int
+    name: str | None
+    used_mib: int
+
+
+class GpuKey(TypedDict):
+    """What names a GPU: its NVML index, model name and UUID (``visible_gpus`` maps by them)."""
+
+    index: int
+    name: str
+    uuid: str | None
+
+
+class NvmlGpu(GpuKey):
+    """One GPU as NVML reports it (memory in MiB, SM clocks in MHz; None: not supported)."""
+
+    memory_total_mib: int | None
+    memory_used_mib: int | None
+    sm_clock_mhz: int | None
+    sm_clock_max_mhz: int | None
+    processes: list[GpuProcess]
+
+
+class NvmlSystem(TypedDict, total=False):
+    """The driver's facts (``cuda_driver`` e.g. ``"12.8"``), or ``note``: why none."""
+
+    driver: str | None
+    cuda_driver: str | None
+    note: str
+
+
+class GpuInfo(TypedDict, total=False):
+    """A snapshot's GPU keys (``gpu_info``); the ``cuda_visible_devices`` … ``gpu_mapping_notes``
+    keys only with ``restrict``."""
+
+    gpu_count: int
+    gpu_note: str | None
+    gpu_name: str
+    gpu_names: list[str]
+    gpu_memory_mib: int | None
+    driver: str | None
+    cuda_visible_devices: str | None
+    gpu_indices: list[int]
+    gpu_uuids: list[str | None]
+    gpu_mapping_notes: list[str]
 
 
 def _cpu_model() -> str:
@@ -60,7 +120,7 @@ def _process_name(pid: int) -> str | None:
         return None
 
 
-def nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def nvml_gpus() -> tuple[list[NvmlGpu], NvmlSystem]:
     """Every GPU NVML sees, and the system facts (driver, CUDA driver API, or why none).
 
     Per GPU: ``index``, ``name``, ``uuid``, ``memory_total_mib`` / ``memory_used_mib`` (MiB),
@@ -76,12 +136,11 @@ def nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     except Exception as exc:  # no driver / no GPU / driver-library mismatch
         return [], {"note": _nvml_absent_reason(exc)}
     try:
-        system: dict[str, Any] = {"driver": _nvml_read(pynvml.nvmlSystemGetDriverVersion)}
-        if system["driver"] is not None:
-            system["driver"] = _text(system["driver"])
+        driver = _nvml_read(pynvml.nvmlSystemGetDriverVersion)
+        system: NvmlSystem = {"driver": _text(driver) if driver is not None else None}
         cuda = _nvml_read(pynvml.nvmlSystemGetCudaDriverVersion)
         system["cuda_driver"] = f"{cuda // 1000}.{cuda % 1000 // 10}" if cuda else None
-        gpus: list[dict[str, Any]] = []
+        gpus: list[NvmlGpu] = []
         for i in range(int(pynvml.nvmlDeviceGetCount())):
             h = pynvml.nvmlDeviceGetHandleByIndex(i)
             mem = _nvml_read(partial(pynvml.nvmlDeviceGetMemoryInfo, h))
@@ -116,9 +175,10 @@ def nvml_gpus() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         pynvml.nvmlShutdown()
 
 
-def visible_gpus(
-    gpus: list[dict[str, Any]], cuda_visible: str | None
-) -> tuple[list[dict[str, Any]], list[str]]:
+_G = TypeVar("_G", bound=GpuKey)
+
+
+def visible_gpus(gpus: list[_G], cuda_visible: str | None) -> tuple[list[_G], list[str]]:
     """The NVML GPUs (rows of :func:`nvml_gpus`) a process with ``CUDA_VISIBLE_DEVICES`` =
     ``cuda_visible`` uses, in CUDA order, and notes on entries that could not be mapped.
 
@@ -128,7 +188,7 @@ def visible_gpus(
     prefixes) are UUIDs. Like CUDA, parsing stops at the first invalid entry; unset means all."""
     if cuda_visible is None:
         return list(gpus), []
-    out: list[dict[str, Any]] = []
+    out: list[_G] = []
     notes: list[str] = []
     for raw in cuda_visible.split(","):
         entry = raw.strip()
@@ -155,7 +215,7 @@ def visible_gpus(
     return out, notes
 
 
-def gpu_info(cuda_visible: str | None = None, *, restrict: bool = False) -> dict[str, Any]:
+def gpu_info(cuda_visible: str | None = None, *, restrict: bool = False) -> GpuInfo:
     """GPU name, count, memory (MiB) and driver through NVML; ``{"gpu_count": 0}`` without.
     With ``restrict``, only the GPUs ``CUDA_VISIBLE_DEVICES`` = ``cuda_visible`` names, with
     their NVML indices and UUIDs (what a server placed on some of a node's GPUs used)."""
@@ -164,7 +224,7 @@ def gpu_info(cuda_visible: str | None = None, *, restrict: bool = False) -> dict
     if restrict:
         gpus, notes = visible_gpus(gpus, cuda_visible)
     if not gpus:
-        out: dict[str, Any] = {"gpu_count": 0, "gpu_note": system.get("note")}
+        out: GpuInfo = {"gpu_count": 0, "gpu_note": system.get("note")}
     else:
         names = [g["name"] for g in gpus]
         out = {

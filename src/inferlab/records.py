@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 
 __all__ = ["ErrorKind", "RequestRecord"]
 
@@ -96,7 +100,7 @@ class RequestRecord:
         """send − scheduled (open loop only)."""
         return None if self.scheduled_ns is None else self.send_ns - self.scheduled_ns
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         d = asdict(self)
         d["error_kind"] = self.error_kind.value if self.error_kind else None
         return d

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.campaign import CampaignFile
@@ -31,6 +31,9 @@ from inferlab.server.lifecycle import FatalCheck
 from inferlab.store import Store
 from inferlab.verify import VerifyReport
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 __all__ = [
     "CampaignEvents",
     "Clock",
@@ -41,6 +44,9 @@ __all__ = [
     "Installed",
     "Launcher",
     "LeverItem",
+    "Manifest",
+    "ManifestDir",
+    "ManifestEntry",
     "Pass",
     "PassFactory",
     "RunContext",
@@ -77,7 +83,7 @@ class CpuSplit:
             )
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """As the stored environment records it."""
         return {
             "server": format_cpu_list(self.server) if self.server else None,
@@ -108,12 +114,50 @@ class LeverItem:
     evidence: str
     source: str | None  # "launch log" | "server_info" | "metrics" | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @property
     def mark(self) -> str:
         return {"applied": "✓", "not-applied": "✗"}.get(self.status, "?")
+
+
+class ManifestEntry(TypedDict):
+    """One file a manifest installs: its SHA-256, and the original it replaced (None: new)."""
+
+    file: str
+    sha256: str
+    action: str  # "new" | "replaced"
+    original_sha256: str | None
+    original: str | None
+
+
+class ManifestDir(TypedDict):
+    """One engine directory of a manifest: its files, and its snapshot (file → SHA-256)
+    before; ``written`` once the install into it began."""
+
+    kind: str
+    dir: str
+    source: str
+    created: bool
+    before: dict[str, str]
+    entries: list[ManifestEntry]
+    written: bool
+
+
+class Manifest(TypedDict):
+    """A pending manifest's JSON (``.files/CONFIG.json``, format ``inferlab.files/1``)."""
+
+    format: str
+    campaign: str
+    config: str
+    host: str | None
+    python: str
+    owner: str  # "run" | "up"
+    pid: int
+    installed_at: str
+    backup: str  # the directory the originals were copied to
+    dirs: list[ManifestDir]
 
 
 @dataclass
@@ -122,13 +166,14 @@ class Installed:
     (``campaign.parts.files``)."""
 
     path: Path  # the manifest file in the campaign's output directory
-    data: dict[str, Any] = field(default_factory=dict)
+    data: Manifest
 
     @property
     def config(self) -> str:
         return str(self.data["config"])
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[dict[str, object]]:
+        """Every installed file's entry, its original's text left out."""
         return [
             {k: v for k, v in e.items() if k != "original"}
             for d in self.data["dirs"]
@@ -152,14 +197,14 @@ class RuntimeFailure:
     def message(self) -> str:
         return f"{self.kind} while serving (log line {self.line_no}): {self.text.strip()[:300]}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return {
             "kind": self.kind,
             "message": self.message,
             "remedy": self.remedy,
             "flags": list(self.flags),
             "line_no": self.line_no,
-            "tail": self.tail,
+            "tail": list(self.tail),
             "log_path": self.log_path,
         }
 

@@ -50,8 +50,15 @@ def _sink(
         env[INTERLEAVE_TAG] = before
     if cx.launch > 1:
         env[LAUNCH_TAG] = cx.launch
-    return StoreSink(run.store, bench, run.name, cx.name, config_id=cx.config_id,
-                     purpose=purpose, environment_extra=env)  # fmt: skip
+    return StoreSink(
+        run.store,
+        bench,
+        run.name,
+        cx.name,
+        config_id=cx.config_id,
+        purpose=purpose,
+        environment_extra=env,
+    )
 
 
 def _watch(cx: ConfigContext) -> list[ServerWatch]:
@@ -141,9 +148,16 @@ def capacity(up_to: float, ladder: Ladder = CONCURRENCY) -> PassFactory:
             )
             try:
                 res, ids = find_capacity(
-                    bench, up_to, ladder=ladder, events=run.events, db=run.store, campaign=run.name,
-                    config=cx.name, clock=cx.held.clock, config_id=cx.config_id,
-                )  # fmt: skip
+                    bench,
+                    up_to,
+                    ladder=ladder,
+                    events=run.events,
+                    db=run.store,
+                    campaign=run.name,
+                    config=cx.name,
+                    clock=cx.held.clock,
+                    config_id=cx.config_id,
+                )
             except (ServerRejected, ConnectError) as exc:
                 return cx.outcome("failed", str(exc))
             status = "interrupted" if res.stopped == "interrupted" else "measured"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -44,6 +44,9 @@ from .options import (
     pick,
 )
 from .render import bench_table, print_turns, stdout_console
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["bench"]
 
@@ -231,8 +234,11 @@ def _measure(cfg: BenchConfig, events: BenchEvents, run: BenchRun) -> tuple[Benc
     if run.clients is not None and run.ray is None:
         raise ConfigError("--clients: needs --ray ADDRESS (the cluster with the client nodes)")
     where: dict[str, Any] = {
-        "out": run.out, "db": run.db, "campaign": run.campaign, "config": run.config,
-    }  # fmt: skip
+        "out": run.out,
+        "db": run.db,
+        "campaign": run.campaign,
+        "config": run.config,
+    }
     if run.ray is None:
         return bench_with_record(cfg, events, **where)
     from inferlab.cluster.bench import bench_ray
@@ -250,11 +256,11 @@ def _where(err: Console, out: Path | None, run_ids: list[int], db: Path, campaig
         )
 
 
-def _json(result: BenchResult, run_ids: list[int]) -> dict[str, Any]:
+def _json(result: BenchResult, run_ids: list[int]) -> dict[str, JsonValue]:
     return {
         "format_version": FORMAT_VERSION,
         "run_id": result.run_id,
-        "stored_runs": run_ids,
+        "stored_runs": list(run_ids),
         "model": result.model,
         "url": result.url,
         "interrupted": result.interrupted,

@@ -24,9 +24,16 @@ from inferlab.errors import ConfigError
 from .options import OUTPUT, RUN, STORE
 
 __all__ = [
-    "CAPACITY", "FLAGS", "INTERNAL", "PANELS", "BenchRun", "Flag", "bench_config", "fields_of",
+    "CAPACITY",
+    "FLAGS",
+    "INTERNAL",
+    "PANELS",
+    "BenchRun",
+    "Flag",
+    "bench_config",
+    "fields_of",
     "with_flags",
-]  # fmt: skip
+]
 
 SERVER, LOAD, STOP, WORKLOAD = "Server", "Load", "Stopping", "Workload"
 REPLAY, CLIENT, CAPACITY = "Replay", "Client", "SLO and capacity"
@@ -138,8 +145,10 @@ class Flag:
     def model_field(self) -> FieldInfo:
         model, _, name = self.field.rpartition(".")
         models: dict[str, type[BaseModel]] = {
-            "": BenchConfig, "workload": WorkloadSpec, "sessions": SessionsSpec,
-        }  # fmt: skip
+            "": BenchConfig,
+            "workload": WorkloadSpec,
+            "sessions": SessionsSpec,
+        }
         return models[model].model_fields[name]
 
     def parameter(self) -> inspect.Parameter:
@@ -172,17 +181,32 @@ FLAGS: tuple[Flag, ...] = (
     Flag("tokenizer", SERVER, "Local Hugging Face tokenizer directory"),
     Flag("concurrency", LOAD, "Closed loop: C or a list 1,8,16", short="-c", parse=_num_list(int)),
     Flag("rate", LOAD, "Open loop: requests/s, or a list 1,2,4", parse=_num_list(float)),
-    Flag("sessions", LOAD, "Multi-turn: USERSxTURNS conversations, or a list 4x8,16x8",
-         parse=_sessions),
-    Flag("sessions.think_s", LOAD, "Sessions: seconds between an answer and the next turn",
-         flag="--think-s", into=_think, type=float, default=0.0),
+    Flag(
+        "sessions",
+        LOAD,
+        "Multi-turn: USERSxTURNS conversations, or a list 4x8,16x8",
+        parse=_sessions,
+    ),
+    Flag(
+        "sessions.think_s",
+        LOAD,
+        "Sessions: seconds between an answer and the next turn",
+        flag="--think-s",
+        into=_think,
+        type=float,
+        default=0.0,
+    ),
     Flag("arrival", LOAD, "Open loop: poisson | gamma"),
     Flag("burstiness", LOAD, "gamma shape; <1 burstier"),
     Flag("max_concurrency", LOAD, "Open loop: cap on requests in flight"),
     Flag("trials", LOAD, "Repetitions of every load point"),
     Flag("warmup", LOAD, "Warmup requests per point (stored, not counted)"),
-    Flag("requests", STOP, "Measured requests per load point, or 'auto' (stop when precise)",
-         parse=_requests),
+    Flag(
+        "requests",
+        STOP,
+        "Measured requests per load point, or 'auto' (stop when precise)",
+        parse=_requests,
+    ),
     Flag("duration_s", STOP, "Seconds per load point (instead of --requests)"),
     Flag("precision", STOP, "auto: stop at ±this fraction (95% interval)"),
     Flag("min_requests", STOP, "auto: first check"),
@@ -201,20 +225,36 @@ FLAGS: tuple[Flag, ...] = (
     Flag("seed", WORKLOAD, "Seed for prompts and arrivals", also=("workload.seed",)),
     Flag("trace", REPLAY, "Replay this trace: its requests at their timestamps"),
     Flag("trace_format", REPLAY, "Trace format: mooncake | csv | inferlab"),
-    Flag("speed", REPLAY, "Replay: timestamps ÷ X, or a list 1,2 (default 1)",
-         parse=_num_list(float)),
-    Flag("trace_limit", REPLAY, "Replay: only the first N requests (of the window)",
-         flag="--limit"),
-    Flag("trace_start_s", REPLAY, "Replay: START:END s from the trace's first request",
-         flag="--trace-window", into=_window, type=str | None, default=None,
-         also=("trace_end_s",)),
-    Flag("slo", CAPACITY,
-         "e.g. ttft_ms=500,tpot_p99_ms=50 (docs/bench.md: ttft/e2e p99, tpot p50/p99, itl p99)",
-         parse=lambda text, _: SLO.parse(text)),
-    Flag("client_cpus", CLIENT, "Pin the measuring processes to these CPUs, e.g. 6,7",
-         parse=_client_cpus),
+    Flag(
+        "speed", REPLAY, "Replay: timestamps ÷ X, or a list 1,2 (default 1)", parse=_num_list(float)
+    ),
+    Flag(
+        "trace_limit", REPLAY, "Replay: only the first N requests (of the window)", flag="--limit"
+    ),
+    Flag(
+        "trace_start_s",
+        REPLAY,
+        "Replay: START:END s from the trace's first request",
+        flag="--trace-window",
+        into=_window,
+        type=str | None,
+        default=None,
+        also=("trace_end_s",),
+    ),
+    Flag(
+        "slo",
+        CAPACITY,
+        "e.g. ttft_ms=500,tpot_p99_ms=50 (docs/bench.md: ttft/e2e p99, tpot p50/p99, itl p99)",
+        parse=lambda text, _: SLO.parse(text),
+    ),
+    Flag(
+        "client_cpus",
+        CLIENT,
+        "Pin the measuring processes to these CPUs, e.g. 6,7",
+        parse=_client_cpus,
+    ),
     Flag("workers", CLIENT, "Measuring processes (default: 1 per 256 streams)"),
-)  # fmt: skip
+)
 
 #: the fields of the sweep that no option sets: the method's constants, a campaign's own, or
 #: set by inferlab itself, or ``points`` (a list of ``[[load.points]]`` tables, whose flat

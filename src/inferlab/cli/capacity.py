@@ -38,9 +38,13 @@ def capacity_table(res: CapacityResult) -> Table:
         t.add_column(col, justify="left" if col in ("SLO", "stop") else "right")
     for p in res.probes:
         t.add_row(
-            f"{p.point:g}", p.state + ("" if p.trusted else " (untrusted)"),
-            fmt(p.margin, 3), f"{fmt(p.goodput * 100, 0)}%", str(p.requests), p.stop or "count",
-        )  # fmt: skip
+            f"{p.point:g}",
+            p.state + ("" if p.trusted else " (untrusted)"),
+            fmt(p.margin, 3),
+            f"{fmt(p.goodput * 100, 0)}%",
+            str(p.requests),
+            p.stop or "count",
+        )
     return t
 
 
@@ -70,9 +74,14 @@ def bench_capacity(cfg: BenchConfig, events: Any, run: BenchRun, console: Consol
     check_capacity(cfg, up_to, ladder)
     try:
         res, run_ids = find_capacity(
-            cfg, up_to, ladder=ladder, events=events, db=run.db, campaign=run.campaign,
+            cfg,
+            up_to,
+            ladder=ladder,
+            events=events,
+            db=run.db,
+            campaign=run.campaign,
             config=run.config,
-        )  # fmt: skip
+        )
     finally:
         events.progress_done()
     console.print(capacity_table(res))

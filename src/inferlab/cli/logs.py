@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from inferlab.logs.plot import series_lines
 
 from .options import JsonAlias, TableJsonFormatOpt, output_format
 from .render import command, stdout_console
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["logs_app"]
 
@@ -103,7 +106,7 @@ def analyze(
     console = stdout_console()
     err = Console(stderr=True)
     rc = 0
-    out = []
+    out: list[dict[str, JsonValue]] = []
     for f in files:
         try:
             a = analyze_log(f, engine=engine)

@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from inferlab.campaign.parts.plan import Plan
+from inferlab.campaign.parts.plan import Plan, baseline_of
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
+from inferlab.engines import is_simulated
 from inferlab.search.driver import (
     NO_PROFILE,
     OBJECTIVE_METRIC,
@@ -64,9 +65,14 @@ def print_search(r: OptimizeResult, simulated: bool) -> None:
         value = "–" if tr.result.value is None else f"{tr.result.value:.4g}"
         verdict = tr.result.verdict or tr.result.status
         t.add_row(
-            str(tr.index), escape(tr.name), escape(tr.chosen_by), value, verdict,
-            escape(tr.against), escape(_short(tr.result.reason)),
-        )  # fmt: skip
+            str(tr.index),
+            escape(tr.name),
+            escape(tr.chosen_by),
+            value,
+            verdict,
+            escape(tr.against),
+            escape(_short(tr.result.reason)),
+        )
     con.print(t)
     con.print("incumbent: " + " → ".join(escape(n) for n in r.search.path), highlight=False)
     detail = f" ({r.search.stop_detail})" if r.search.stop_detail else ""
@@ -156,7 +162,7 @@ def _where(section: SearchSection) -> str:
 def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str | None) -> None:
     """The search's space, sampler, budget and flag check, as ``--dry-run`` prints them (and,
     with ``--ray``, how the trials are batched)."""
-    space = Space(tuple(section.dim), plan.campaign.config[0])
+    space = Space(tuple(section.dim), baseline_of(plan.campaign.config))
     con = stdout_console()
     kind, why = resolve(section, space)
     sampler = f"{section.sampler} → {kind} ({why})" if why else section.sampler
@@ -244,4 +250,4 @@ def optimize_cmd(
     if fmt == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
         return
-    print_search(result, plan.campaign.engine.kind == "sim")
+    print_search(result, is_simulated(plan.campaign.engine.kind))

@@ -166,9 +166,12 @@ CampaignArg = Annotated[
     str, typer.Argument(metavar="CAMPAIGN", help=CAMPAIGN_HELP, callback=_name_callback)
 ]
 _CAMPAIGN = typer.Option(
-    "--campaign", metavar="CAMPAIGN", help=CAMPAIGN_HELP, callback=_name_callback,
+    "--campaign",
+    metavar="CAMPAIGN",
+    help=CAMPAIGN_HELP,
+    callback=_name_callback,
     rich_help_panel=STORE,
-)  # fmt: skip
+)
 #: ``--campaign`` where a command stores under one (it has a default name)
 CampaignOpt = Annotated[str, _CAMPAIGN]
 #: ``--campaign`` where a command reads one or stores under one only when it is given
@@ -209,10 +212,11 @@ TableJsonFormatOpt = Annotated[
 CompareFormatOpt = Annotated[
     Literal["table", "md", "json", "csv"],
     typer.Option(
-        "--format", help="What to print: table (for people), md, json or csv",
+        "--format",
+        help="What to print: table (for people), md, json or csv",
         rich_help_panel=OUTPUT,
     ),
-]  # fmt: skip
+]
 ExportFormatOpt = Annotated[
     Literal["csv", "jsonl", "parquet"] | None,
     typer.Option("--format", help="The file's format (default: by --out's suffix)"),
@@ -244,7 +248,9 @@ NoVerifyOpt = Annotated[bool, typer.Option("--no-verify", help="Skip verificatio
 RayOpt = Annotated[
     str | None,
     typer.Option(
-        "--ray", metavar="ADDRESS", help="On a Ray cluster: HOST:PORT, auto or local",
+        "--ray",
+        metavar="ADDRESS",
+        help="On a Ray cluster: HOST:PORT, auto or local",
         rich_help_panel=RUN,
     ),
-]  # fmt: skip
+]

@@ -15,9 +15,15 @@ if TYPE_CHECKING:
     from inferlab.load.bench import BenchResult, PointResult
 
 __all__ = [
-    "bench_table", "command", "fmt", "goodput_share", "help_text", "print_turns", "slo_state",
+    "bench_table",
+    "command",
+    "fmt",
+    "goodput_share",
+    "help_text",
+    "print_turns",
+    "slo_state",
     "stdout_console",
-]  # fmt: skip
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from inferlab.campaign.drivers.up import find_config
 from inferlab.campaign.parts.files import pending_manifests
+from inferlab.campaign.parts.plan import baseline_of
 from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.campaign.stages.levers import check_applied
 from inferlab.config.bench import validation_message
@@ -61,7 +62,7 @@ def _levers(url: str, which: str, log: Path | None, con: Console) -> bool:
     cfg = find_config(configs, name, Path(path))
     pending = {p.config: p for p in pending_manifests(load_campaign(path).output_dir)}
     items = check_applied(
-        configs[0],
+        baseline_of(configs),
         cfg,
         url=url.rstrip("/"),
         log_path=log,

@@ -20,7 +20,7 @@ import socket
 import time
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.campaign.context import RuntimeFailure
 from inferlab.campaign.parts.aftermath import runtime_failure
@@ -45,6 +45,9 @@ from inferlab.server.gpumem import GpuDrain, nvml_indices, used_mib, wait_return
 from inferlab.server.scrape import Scrape, Scraper
 from inferlab.verify import GreedyOutputs, VerifyReport, verify_endpoint
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 __all__ = [
     "ClientActor",
     "Launched",
@@ -68,7 +71,7 @@ class Placed:
     cuda_visible_devices: str | None
     gpu_ids: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             **pick(self, "node_id", "hostname", "ip"),
             "actor_pid": self.pid,

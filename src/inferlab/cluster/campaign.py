@@ -126,9 +126,16 @@ def run_campaign_ray(
     plan, needs = check_cluster_plan(path, address, only)
     hint = f"inferlab run {plan.path} --ray {address} --resume"
     return run_plan_ray(
-        plan, store=store, address=address, needs=needs, events=events, resume=resume,
-        no_verify=no_verify, poll_s=poll_s, resume_hint=hint,
-    )  # fmt: skip
+        plan,
+        store=store,
+        address=address,
+        needs=needs,
+        events=events,
+        resume=resume,
+        no_verify=no_verify,
+        poll_s=poll_s,
+        resume_hint=hint,
+    )
 
 
 def run_plan_ray(

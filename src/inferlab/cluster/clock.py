@@ -15,10 +15,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.picks import pick
 from inferlab.records import RequestRecord
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "ClockOffset",
@@ -56,7 +59,7 @@ class ClockOffset:
     def bound_ns(self) -> int:
         return (self.rtt_ns + 1) // 2
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return pick(self, "offset_ns", "rtt_ns", "bound_ns", "samples")
 
 

@@ -14,9 +14,12 @@ import socket
 import sys
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CLIENT_RESOURCE",
@@ -173,7 +176,7 @@ def connect(address: str, *, timeout_s: float = 10.0) -> ModuleType:
         own_children()
         return ray
     target = resolve_address(address)
-    quiet: dict[str, Any] = {"logging_level": "warning", "log_to_driver": False}
+    quiet: dict[str, JsonValue] = {"logging_level": "warning", "log_to_driver": False}
     if target is None:
         _init(ray, include_dashboard=False, _system_config=REAPER_CONFIG, **quiet)
         own_children()

@@ -107,10 +107,16 @@ class NodeFiles:
                 path.write_text(log, encoding="utf-8")
             self.cfg, inst = stack.enter_context(
                 config_files(
-                    self.camp, base, self.cfg, store=self.rec, config_id=config_id,
-                    say=self._say, file_sets=sets, log=path,
+                    self.camp,
+                    base,
+                    self.cfg,
+                    store=self.rec,
+                    config_id=config_id,
+                    say=self._say,
+                    file_sets=sets,
+                    log=path,
                 )
-            )  # fmt: skip
+            )
         except InferlabError as exc:
             return self._done(None, str(exc))
         self.stack = stack

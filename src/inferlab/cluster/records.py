@@ -24,8 +24,11 @@ def store_launch(sh: Shared, gid: int, got: Launched) -> None:
         detail = {**got.error, **where}
     else:
         detail = {"ready_s": got.ready_s, "log_path": got.log_path, "argv": got.argv, **where}
-        detail |= {"gpu_used_mib": got.gpu_ready_mib, "server_pid": got.server_pid,
-                   "server_cuda_visible_devices": got.server_cuda_visible_devices}  # fmt: skip
+        detail |= {
+            "gpu_used_mib": got.gpu_ready_mib,
+            "server_pid": got.server_pid,
+            "server_cuda_visible_devices": got.server_cuda_visible_devices,
+        }
     with sh.store.transaction():
         sh.store.add_verification(gid, "launch", got.error is None, detail)
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inferlab.tune.config import KernelConfig
 from inferlab.tune.results import CellResult
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CompileItem", "FinishItem", "GpuWork", "ScreenItem", "TuneActor", "TuneWork"]
 
@@ -60,7 +63,7 @@ class FinishItem(_CellItem):
 class TuneWork(Protocol):
     """The GPU side of one actor."""
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         """``gpu_name``, ``triton`` and ``ceilings`` (copy_gbps, fp8_tflops) of this GPU."""
         ...
 
@@ -88,11 +91,15 @@ class GpuWork:
         self.ceilings = measure_ceilings(self.torch)
         self._ctx: dict[tuple[int, int], Any] = {}
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         from inferlab.tune.runner import triton_version
 
         name = str(self.torch.cuda.get_device_name())
-        return {"gpu_name": name, "triton": triton_version(), "ceilings": self.ceilings.to_json()}
+        return {
+            "gpu_name": name,
+            "triton": triton_version(),
+            "ceilings": dict(self.ceilings.to_json()),
+        }
 
     def _shape(self, n: int, k: int, ms: Sequence[int]) -> Any:
         from inferlab.tune.runner import ShapeContext, alloc_shape
@@ -140,7 +147,7 @@ class TuneActor:
         self.index = index
         self.work = work()
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, JsonValue]:
         import ray
 
         return {

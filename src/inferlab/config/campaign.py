@@ -29,10 +29,19 @@ from inferlab.cpus import parse_cpu_list
 from inferlab.errors import ConfigError
 
 __all__ = [
-    "DEFAULT_LAUNCHES", "CampaignFile", "CampaignSection", "ClusterSection", "ConfigSpec",
-    "EngineSection", "FileKind", "LoadSection", "Probe", "ProfileSection", "VerifySection",
+    "DEFAULT_LAUNCHES",
+    "CampaignFile",
+    "CampaignSection",
+    "ClusterSection",
+    "ConfigSpec",
+    "EngineSection",
+    "FileKind",
+    "LoadSection",
+    "Probe",
+    "ProfileSection",
+    "VerifySection",
     "load_campaign",
-]  # fmt: skip
+]
 
 
 DEFAULT_LAUNCHES = (2, 4)  # [load] launches, max_launches when not given (issue 42)

@@ -18,10 +18,13 @@ import re
 from abc import abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inferlab.config.schedule import Behaviour, Budget, Lateness, Schedule, Tools
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "PATTERNS",
@@ -56,7 +59,7 @@ class LoadPattern(Behaviour):
         """What labels of its kind sort by (concurrency, rate)."""
 
     @abstractmethod
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, JsonValue]:
         """Its fields as JSON values (``to_json`` adds the kind)."""
 
     @classmethod
@@ -64,7 +67,7 @@ class LoadPattern(Behaviour):
     def from_label(cls, label: str) -> LoadPattern | None:
         """The pattern a label in one of its ``spellings`` names; None for any other label."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"kind": self.kind, **self.fields()}
 
     @staticmethod
@@ -123,7 +126,7 @@ class ClosedLoop(LoadPattern):
     def size(self) -> float:
         return float(self.concurrency)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, JsonValue]:
         return {"concurrency": self.concurrency}
 
     def schedule(self, budget: Budget, tools: Tools) -> Schedule:
@@ -191,7 +194,7 @@ class OpenLoop(LoadPattern):
     def size(self) -> float:
         return self.rate
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, JsonValue]:
         rate: float | str = "inf" if math.isinf(self.rate) else self.rate
         return {
             "rate": rate,
@@ -284,7 +287,7 @@ class Replay(LoadPattern):
     def size(self) -> float:
         return self.speed
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, JsonValue]:
         return {
             "format": self.format,
             "speed": self.speed,
@@ -356,7 +359,7 @@ class Sessions(LoadPattern):
     def size(self) -> float:
         return float(self.users)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> dict[str, JsonValue]:
         return {"users": self.users, "turns": self.turns, "think_s": self.think_s}
 
     def schedule(self, budget: Budget, tools: Tools) -> Schedule:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from inferlab.engines import flags as _flags
 from inferlab.engines.capture import CaptureRecipe
@@ -27,6 +27,9 @@ from inferlab.engines.logs import LogMatch, LogSignature, match_signatures
 from inferlab.engines.prometheus import MetricDef
 from inferlab.errors import ConfigError, lookup
 
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 __all__ = [
     "MOE_NAMES",
     "OPENAI_ONLY",
@@ -40,6 +43,7 @@ __all__ = [
     "fill_template",
     "fp8_gemm_names",
     "get_engine",
+    "is_simulated",
     "omp_threads_env",
     "register",
     "registered",
@@ -173,6 +177,8 @@ class EngineSpec:
     default_gpus: int = 0
     #: False: it serves no language model (the reference engine): default probes ask for text
     speaks_language: bool = True
+    #: its timings are simulated (the reference engine): what it measures is marked SIMULATED
+    simulated: bool = False
     # -- what the layers above read (``inferlab.engines.facts``; None: not supported) --------
     #: how ``inferlab recon`` inspects it in a Python
     recon: ReconFacts | None = None
@@ -184,22 +190,22 @@ class EngineSpec:
     oom: OomAdvice | None = None
 
     # -- requests ---------------------------------------------------------------------------
-    def fixed_length_fields(self, n: int) -> dict[str, Any]:
+    def fixed_length_fields(self, n: int) -> dict[str, JsonValue]:
         """Extra OpenAI-API body fields asking for exactly ``n`` output tokens (+ max_tokens)."""
-        out: dict[str, Any] = {}
+        out: dict[str, JsonValue] = {}
         if self.ignore_eos_field:
             out[self.ignore_eos_field] = True
         if self.min_tokens_field:
             out[self.min_tokens_field] = n
         return out
 
-    def native_fixed_length_fields(self, n: int) -> dict[str, Any]:
+    def native_fixed_length_fields(self, n: int) -> dict[str, JsonValue]:
         """Body fields for the native API asking for exactly ``n`` output tokens, nested under
         its ``params_key``; ``{}`` when the engine has no native API."""
         api = self.native_api
         if api is None:
             return {}
-        params: dict[str, Any] = {api.max_tokens_field: n}
+        params: dict[str, JsonValue] = {api.max_tokens_field: n}
         if api.min_tokens_field:
             params[api.min_tokens_field] = n
         if api.ignore_eos_field:
@@ -366,6 +372,13 @@ def get_engine(name: str) -> EngineSpec:
     return lookup(
         _REGISTRY, name, "engine: unknown kind {name}; expected one of {known}", registered()
     )
+
+
+def is_simulated(name: str | None) -> bool:
+    """Whether engine ``name`` (a config's kind, a run's ``engine_name``) is simulated; a name
+    no engine is registered under, or none, is not."""
+    spec = _REGISTRY.get(name or "")
+    return spec is not None and spec.simulated
 
 
 def classify_log(lines: str | Iterable[str], engine: str | EngineSpec) -> list[LogMatch]:

@@ -28,9 +28,12 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.engines.flags import ParsedArgs
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "SGLANG_CAPTURE",
@@ -65,7 +68,7 @@ class CaptureRecipe:
     #: (output dir, engine version or None, steps per capture) → launch additions
     launch: Callable[[str, str | None, int], CaptureLaunch]
     #: (capture dir, prefix, steps, activities, stack) → the JSON body of ``start_path``
-    body: Callable[[str, str, int, Sequence[str], bool], dict[str, Any]]
+    body: Callable[[str, str, int, Sequence[str], bool], dict[str, JsonValue]]
     #: the engine args → how many rank files one capture writes
     ranks: Callable[[ParsedArgs], int]
     #: fnmatch pattern of a rank file of a capture with this prefix (``{prefix}`` replaced)
@@ -121,7 +124,7 @@ def rank_of(file_name: str) -> int | None:
 
 def _sglang_body(
     out: str, prefix: str, steps: int, activities: Sequence[str], stack: bool
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     return {
         "output_dir": out,
         "num_steps": steps,
@@ -171,7 +174,7 @@ def _vllm_launch(out: str, version: str | None, steps: int) -> CaptureLaunch:
         return CaptureLaunch(
             env={"VLLM_TORCH_PROFILER_DIR": out, "VLLM_TORCH_PROFILER_WITH_STACK": "0"}
         )
-    cfg: dict[str, Any] = {
+    cfg: dict[str, JsonValue] = {
         "profiler": "torch",
         "torch_profiler_dir": out,
         "ignore_frontend": True,
@@ -184,7 +187,7 @@ def _vllm_launch(out: str, version: str | None, steps: int) -> CaptureLaunch:
 
 def _vllm_body(
     out: str, prefix: str, steps: int, activities: Sequence[str], stack: bool
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     # one more iteration than asked: CPU mode closes each step at the next step's start
     return {"profile_prefix": prefix, "max_iterations": steps + 1}
 

@@ -64,6 +64,7 @@ SPEC = register(
                 model_required=False,
             ),
         ),
+        simulated=True,
         speaks_language=False,  # its words are drawn, not meant: default probes ask for text
         metrics=SGLANG_METRICS,
         log_signatures=SIGNATURES + tuple(x for x in SGLANG_SIGNATURES if not x.ready),

@@ -80,8 +80,12 @@ def _build(venv: Path, version: str, log: Callable[[str], object]) -> Path:
     log("import lm_eval: " + out.strip().splitlines()[-1])
     seconds = time.monotonic() - t0
     size = dir_size(venv)
-    marker = {"lm_eval": version, "install_seconds": round(seconds, 1), "venv_bytes": size,
-              "python": sys.version.split()[0]}  # fmt: skip
+    marker = {
+        "lm_eval": version,
+        "install_seconds": round(seconds, 1),
+        "venv_bytes": size,
+        "python": sys.version.split()[0],
+    }
     (venv / MARKER_NAME).write_text(json.dumps(marker, indent=2) + "\n")
     log(f"lm-eval environment ready in {seconds:.0f} s ({size / 2**20:.0f} MiB): {venv}")
     return venv_python(venv)

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from inferlab import METRICS_VERSION, __version__
 from inferlab.config.bench import BenchConfig
@@ -37,6 +37,9 @@ from inferlab.load.results import (
 from inferlab.load.tokens import LocalTokenizer, ServerTokenizer
 from inferlab.load.workload import workload_descriptor
 from inferlab.stats.turns import by_turn
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "LAG_WARN_MS",
@@ -164,7 +167,7 @@ class JsonlSink:
             raise ConfigError(f"--out: cannot write {path}: {exc}") from None
         self.path = path
 
-    def _write(self, obj: dict[str, Any]) -> None:
+    def _write(self, obj: dict[str, JsonValue]) -> None:
         self._f.write(json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n")
 
     def _flush(self) -> None:
@@ -190,7 +193,7 @@ class JsonlSink:
         self._f.close()
 
 
-def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, Any]:
+def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dict[str, JsonValue]:
     return {
         "type": "meta",
         "format": FORMAT,
@@ -207,7 +210,7 @@ def _meta(cfg: BenchConfig, run_id: str, model: str, version: str | None) -> dic
     }
 
 
-def replay_json(res: PointResult) -> dict[str, Any]:
+def replay_json(res: PointResult) -> dict[str, JsonValue]:
     """The pattern of a point whose label does not say all of it (a replay's: ``stored_whole``)
     and its requests refused for the context ({} for the others)."""
     p = res.point.pattern
@@ -216,7 +219,7 @@ def replay_json(res: PointResult) -> dict[str, Any]:
     return {"pattern": p.to_json(), "refused_over_context": res.refused}
 
 
-def point_json(res: PointResult) -> dict[str, Any]:
+def point_json(res: PointResult) -> dict[str, JsonValue]:
     p = res.point
     return {
         "type": "point",
@@ -281,12 +284,29 @@ def run_bench(
     run_id = uuid.uuid4().hex[:12]
     all_sinks: list[ResultSink] = ([JsonlSink(out)] if out is not None else []) + list(sinks)
     result = BenchResult(
-        run_id=run_id, model=model, url=ep.base, points=[], engine_version=version,
+        run_id=run_id,
+        model=model,
+        url=ep.base,
+        points=[],
+        engine_version=version,
         engine=engine.name,
-    )  # fmt: skip
+    )
     fmt = HttpClient(ep, headers={})  # builds request bytes only; never connects
-    sw = Sweep(cfg, ep, engine, headers, path, model, tokenizer, fmt, run_id, events,
-               dict(baselines or {}), traces, context)  # fmt: skip
+    sw = Sweep(
+        cfg,
+        ep,
+        engine,
+        headers,
+        path,
+        model,
+        tokenizer,
+        fmt,
+        run_id,
+        events,
+        dict(baselines or {}),
+        traces,
+        context,
+    )
     try:
         for sink in all_sinks:
             sink.start(_meta(cfg, run_id, model, version))

@@ -15,9 +15,12 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "BLOCK_TOKENS",
@@ -132,7 +135,7 @@ def _csv(path: Path) -> list[TraceRequest]:
         cells = next(csv.reader([line]))
         if len(cells) != len(names):
             raise ConfigError(f"{where}: expected {len(names)} columns, got {len(cells)}")
-        obj: dict[str, Any] = {}
+        obj: dict[str, JsonValue] = {}
         for c in CSV_COLUMNS:
             text = cells[col[c]].strip()
             try:

@@ -11,7 +11,7 @@ import json
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from inferlab.config.bench import BenchConfig
 from inferlab.config.workload import WorkloadSpec
@@ -19,6 +19,9 @@ from inferlab.engines import EngineSpec
 from inferlab.errors import ConfigError
 from inferlab.load.prompt import Prompt
 from inferlab.load.synth import shared_prefix_prompts
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["MAKERS", "Prompt", "PromptMaker", "build_body", "make_prompts", "workload_descriptor"]
 
@@ -49,9 +52,15 @@ def _random(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[P
 def _shared_prefix(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
     tok = _need(tokenizer, "shared-prefix")
     return shared_prefix_prompts(
-        spec.prefixes, spec.prefix_tokens, spec.suffix_tokens, spec.prefix_dist,
-        spec.output_tokens, n, tok, spec.seed,
-    )  # fmt: skip
+        spec.prefixes,
+        spec.prefix_tokens,
+        spec.suffix_tokens,
+        spec.prefix_dist,
+        spec.output_tokens,
+        n,
+        tok,
+        spec.seed,
+    )
 
 
 def _jsonl(spec: WorkloadSpec, n: int, tokenizer: PromptMaker | None) -> list[Prompt]:
@@ -183,11 +192,15 @@ def build_body(
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def workload_descriptor(cfg: BenchConfig) -> dict[str, Any]:
+def workload_descriptor(cfg: BenchConfig) -> dict[str, JsonValue]:
     """What makes two workloads the same distribution: kind, lengths, endpoint, file content
     (the random seed is left out: other prompts of the same lengths are the same workload)."""
     w = cfg.workload
-    d: dict[str, Any] = {"kind": w.kind, "output_tokens": w.output_tokens, "endpoint": cfg.endpoint}
+    d: dict[str, JsonValue] = {
+        "kind": w.kind,
+        "output_tokens": w.output_tokens,
+        "endpoint": cfg.endpoint,
+    }
     d |= {f: getattr(w, f) for f in w.of.identity}
     if w.of.from_file and w.path is not None:
         d |= _file_identity(w.path)

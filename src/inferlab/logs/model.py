@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from inferlab.engines import specs
 from inferlab.picks import pick
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "ENGINES",
@@ -59,7 +62,7 @@ class Finding:
     evidence: dict[str, Any]
     action: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return asdict(self)
 
 
@@ -204,7 +207,7 @@ class LogAnalysis:
             + (f"; found {self.found}" if self.found else "")
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             **pick(self, "path", "engine", "recognized", "simulated", "lines", "bytes"),
             "lines_visited": self.visited,

@@ -13,10 +13,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from inferlab import __version__
-from inferlab.environment import nvml_gpus
+from inferlab.environment import NvmlGpu, NvmlSystem, nvml_gpus
 from inferlab.errors import ConfigError
 from inferlab.recon.engines import ENGINES, base_config_dirs, get_recon_engine, triton_subdir
 from inferlab.recon.envvars import env_in_effect
@@ -27,6 +27,8 @@ from inferlab.recon.server import ServerProbe, check_url, probe_server
 from inferlab.recon.tuned import NeededShape, TunedDir, device_key, match_needed, scan_dir
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from inferlab.logs import UntunedGemm, UntunedMoe
 
 __all__ = ["RECON_VERSION", "EngineInfo", "Recon", "ReconOptions", "needed_from_log", "run_recon"]
@@ -75,8 +77,8 @@ class Recon:
     created_at: str
     inferlab_version: str
     seconds: float = 0.0
-    gpus: list[dict[str, Any]] = field(default_factory=list)
-    nvml: dict[str, Any] = field(default_factory=dict)
+    gpus: list[NvmlGpu] = field(default_factory=list)
+    nvml: NvmlSystem = field(default_factory=lambda: NvmlSystem())
     python: PythonInfo | None = None
     torch: TorchInfo | None = None
     engine: EngineInfo | None = None
@@ -97,7 +99,7 @@ class Recon:
             for d in self.tuned_dirs
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         """JSON-ready; tuned directories are summarised (counts), not listed in full."""
         d = asdict(self)
         d["recon_version"] = RECON_VERSION
@@ -216,7 +218,7 @@ def _inspect_python(rec: Recon, python: str, opts: ReconOptions) -> None:
         rec.engine = _engine_info(name, rec.python, triton, help_result)
 
 
-def run_recon(opts: ReconOptions) -> Recon:
+def run_recon(opts: ReconOptions) -> Recon:  # noqa: C901  each fact read, or why not, in turn
     """Look at GPUs, the engine's Python, its checkout, its flags and tuned configs, the
     environment and (with ``url``) a running server."""
     t0 = time.monotonic()

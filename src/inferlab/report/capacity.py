@@ -8,10 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.stats.capacity import CapacityRatio, CapacityValue, compare_capacity
 from inferlab.store.capacity import stored_capacities
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CapacityRow", "capacity_rows", "stored_capacities"]
 
@@ -25,7 +28,7 @@ class CapacityRow:
     simulated: bool
     vs_baseline: CapacityRatio | None  # None: the baseline itself, or it has none
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         v, r = self.value, self.vs_baseline
         return {
             "config": self.config,

@@ -72,9 +72,14 @@ class _LaunchView:
         return prior_spread(self.store, self.key, label, metric, own, campaign=self.campaign)
 
     def verdict(
-        self, label: str, metric: str, base: RunGroup, cand: RunGroup, alpha: float,
+        self,
+        label: str,
+        metric: str,
+        base: RunGroup,
+        cand: RunGroup,
+        alpha: float,
         min_effect: float,
-    ) -> Verdict | None:  # fmt: skip
+    ) -> Verdict | None:
         """The launch-level verdict (``stats.launch_ab``); None without estimates."""
         sides = self.sides(label, metric, base, cand)
         if sides is None:
@@ -184,13 +189,14 @@ def _saturation(
 
 def _ordered_configs(
     runs: Sequence[RunRow], keys: dict[int, str], baseline: str | None
-) -> list[str]:
-    """Config keys in run order, the baseline (default: the first) moved to the front."""
+) -> tuple[str, list[str]]:
+    """(the baseline, every config key with it moved to the front, the rest in run order).
+    Default baseline: the config of the first run (a campaign measures its baseline first)."""
     configs = list(dict.fromkeys(keys[r.id] for r in runs))
-    base = baseline or configs[0]
+    base = baseline or keys[runs[0].id]
     if base not in configs:
         raise ConfigError(f"--baseline: {base!r} is not among the configs ({', '.join(configs)})")
-    return [base] + [c for c in configs if c != base]
+    return base, [base] + [c for c in configs if c != base]
 
 
 def _refusal(base: str, bad: dict[str, list[Difference]]) -> NotComparable:
@@ -260,8 +266,7 @@ def build_comparison(
     if not runs:
         raise ConfigError("compare: no finished runs selected")
     keys = config_keys(runs)
-    configs = _ordered_configs(runs, keys, baseline)
-    base = configs[0]
+    base, configs = _ordered_configs(runs, keys, baseline)
     groups = group_runs(store, runs, lambda r: (keys[r.id], r.label))
     labels = sorted({lb for _, lb in groups}, key=label_key)
     first = {c: next(r for r in runs if keys[r.id] == c) for c in configs}
@@ -292,7 +297,18 @@ def build_comparison(
             cand.verdicts = {m: unclaimed(v, cand.levers) for m, v in cand.verdicts.items()}
     saturation = {cfg: sat for cfg in configs if (sat := _saturation(cells, cfg, labels))}
     return Comparison(
-        base, configs, labels, metrics, cells, saturation, differences, min_effect, alpha,
-        bool(bad), rechecks, *pass_rows(store, passes, cells, alpha, min_effect, launch),
-        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base), launch.all(),
-    )  # fmt: skip
+        base,
+        configs,
+        labels,
+        metrics,
+        cells,
+        saturation,
+        differences,
+        min_effect,
+        alpha,
+        bool(bad),
+        rechecks,
+        *pass_rows(store, passes, cells, alpha, min_effect, launch),
+        capacity_rows(stored_capacities(store, runs[0].campaign), configs, base),
+        launch.all(),
+    )

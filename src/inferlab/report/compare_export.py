@@ -66,14 +66,23 @@ def to_json(c: Comparison) -> dict[str, Any]:
             for cfg, ds in c.differences.items()
         },
         "recheck": [p.to_json() for p in c.rechecks],
-        **({"baseline_passes": [dict(zip(PASSES_HEAD, r, strict=True)) for r in c.passes]}
-           if c.passes else {}),
+        **(
+            {"baseline_passes": [dict(zip(PASSES_HEAD, r, strict=True)) for r in c.passes]}
+            if c.passes
+            else {}
+        ),
         **({"capacity": [r.to_json() for r in c.capacity]} if c.capacity else {}),
-        **({"launch_spread": [
-            {"label": lb, "metric": m, "tau": x.tau, "df": x.df, "launches": x.launches}
-            for (lb, m), x in c.launch.items()
-        ]} if c.launch else {}),
-    }  # fmt: skip
+        **(
+            {
+                "launch_spread": [
+                    {"label": lb, "metric": m, "tau": x.tau, "df": x.df, "launches": x.launches}
+                    for (lb, m), x in c.launch.items()
+                ]
+            }
+            if c.launch
+            else {}
+        ),
+    }
 
 
 _CSV_COLUMNS = (  # noqa: SIM905 (a column list reads best on one line)

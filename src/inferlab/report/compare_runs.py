@@ -4,10 +4,13 @@ They are grouped with their records by ``store.groups.group_runs``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.errors import ConfigError
 from inferlab.store import RunRow, Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["config_keys", "identity", "select_runs"]
 
@@ -49,7 +52,7 @@ def config_keys(runs: Sequence[RunRow]) -> dict[int, str]:
     }
 
 
-def identity(r: RunRow) -> dict[str, Any]:
+def identity(r: RunRow) -> dict[str, JsonValue]:
     """The fields ``check_comparable`` compares, from one run."""
     env = r.environment
     return {

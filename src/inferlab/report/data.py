@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inferlab.config.pattern import closed_concurrency
-from inferlab.engines import get_engine
+from inferlab.engines import get_engine, is_simulated
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.picks import pick
 from inferlab.report.agreement import AgreementRow, agreement_rows
@@ -29,7 +29,7 @@ from inferlab.store.checks import (
     LogprobReferenceRecord,
     RuntimeRecord,
     StopRecord,
-)  # fmt: skip
+)
 from inferlab.store.configs import StoredConfig
 
 __all__ = [
@@ -357,8 +357,8 @@ def build_report(store: Store, campaign: str, *, baseline: str | None = None) ->
     argv_diff, env_diff = _diffs(configs, base_name)
     checks, launches = _verifications(store, campaign)
     curves, envs = _curves(comparison), _environments(runs)
-    simulated = any(c.engine == "sim" for c in configs) or any(
-        r.environment.get("engine_name") == "sim" for r in runs
+    simulated = any(is_simulated(c.engine) for c in configs) or any(
+        is_simulated(r.environment.get("engine_name")) for r in runs
     )
     return Report(
         campaign=campaign,

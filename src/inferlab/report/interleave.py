@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from inferlab.engines import is_simulated
 from inferlab.report.comparison import Cell
 from inferlab.report.verdicts import num
 from inferlab.stats.groups import group_value
@@ -28,9 +29,13 @@ __all__ = [
 ]
 
 PASSES_HEAD = (
-    "point", "baseline pass", "output tok/s", "ratio to the first pass [95% interval]",
-    "drift", "verdicts taken against it",
-)  # fmt: skip
+    "point",
+    "baseline pass",
+    "output tok/s",
+    "ratio to the first pass [95% interval]",
+    "drift",
+    "verdicts taken against it",
+)
 PASSES_NOTE = (
     "[load] interleave: the baseline measured again just before each candidate after the "
     "first. Each candidate's verdicts at a point are taken against the baseline's nearest pass "
@@ -83,7 +88,7 @@ def pass_rows(
     they are the reference engine's (SIMULATED)."""
     rows: list[tuple[str, ...]] = []
     firsts = [r for ps in passes.values() for r in ps[0].runs]
-    sim = any(r.environment.get("engine_name") == "sim" for r in firsts)
+    sim = any(is_simulated(r.environment.get("engine_name")) for r in firsts)
     for label, ps in passes.items():
         first = _group(store, ps[0])
         for p in ps:
@@ -98,8 +103,9 @@ def pass_rows(
                     label, first, g, alpha=alpha, min_effect=min_effect, launch=launch
                 )
                 ratio, drift = rp.ratio_text(), "yes" if rp.drift else "no"
-            users = [c.config for c in cells.values() if c.label == label and c.against == (
-                p.describe())]  # fmt: skip
+            users = [
+                c.config for c in cells.values() if c.label == label and c.against == (p.describe())
+            ]
             which = "first pass" if p.before is None else f"before {p.before}"
             tok_s = num(group_value("output_tok_s", g))
             rows.append((label, which, tok_s, ratio, drift, ", ".join(users) or "–"))

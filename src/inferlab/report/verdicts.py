@@ -117,16 +117,25 @@ def relook(
     w = widen(math.log(r), within, launch)
     z_bound = float(d.get("z_boundary") or c)  # the spending boundary, before any t scaling
     bound = z_bound * w.quantile(0.95) / t_quantile(0.975, 1e8)  # t over the normal's
-    x = decide_look(math.log(r), w.se, bound, higher_is_better=higher_is_better,
-                    min_effect=min_effect)  # fmt: skip
+    x = decide_look(
+        math.log(r), w.se, bound, higher_is_better=higher_is_better, min_effect=min_effect
+    )
     was = str(d.get("status"))
     counted = f"{launch.describe()} counted"
     if was != x.status:
         counted += f" (the look read {was})"
-    return {"ratio": x.ratio, "low": x.low, "high": x.high, "z": x.z, "boundary": x.boundary,
-            "status": x.status, "z_boundary": z_bound, "launch_tau": launch.tau,
-            "launch_df": launch.df,
-            "counted": counted}  # fmt: skip
+    return {
+        "ratio": x.ratio,
+        "low": x.low,
+        "high": x.high,
+        "z": x.z,
+        "boundary": x.boundary,
+        "status": x.status,
+        "z_boundary": z_bound,
+        "launch_tau": launch.tau,
+        "launch_df": launch.df,
+        "counted": counted,
+    }
 
 
 def claim_class(claim: str) -> str:

@@ -12,7 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
+
 
 __all__ = ["GpuDrain", "nvml_indices", "pids_mib", "used_mib", "wait_returned"]
 
@@ -36,12 +40,12 @@ def _nvml() -> Any:
 def _indices(nv: Any, cuda_visible: str | None) -> list[int]:
     """NVML indices of the GPUs a ``CUDA_VISIBLE_DEVICES`` value names (None: every GPU),
     mapped as :func:`inferlab.environment.visible_gpus` does."""
-    from inferlab.environment import visible_gpus
+    from inferlab.environment import GpuKey, visible_gpus
 
     count = int(nv.nvmlDeviceGetCount())
     if cuda_visible is None:
         return list(range(count))
-    rows: list[dict[str, Any]] = [{"index": i, "name": ""} for i in range(count)]
+    rows = [GpuKey(index=i, name="", uuid=None) for i in range(count)]
     if "GPU-" in cuda_visible:
         for r in rows:
             uuid = nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(r["index"]))
@@ -117,7 +121,7 @@ class GpuDrain:
     tolerance_mib: int
     gpu_indices: list[int] | None = None  # NVML index of each figure (None: not known)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     def message(self) -> str:

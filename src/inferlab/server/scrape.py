@@ -10,10 +10,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.engines import EngineSpec
 from inferlab.engines.prometheus import PrometheusParseError, Sample, parse_prometheus, select
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Scrape", "Scraper", "derive", "scrape_once"]
 
@@ -79,11 +82,14 @@ def _total(spec: EngineSpec, key: str, samples: list[Sample]) -> float | None:
     return sum(vals) if vals else None
 
 
-def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, Any]:
+def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, JsonValue]:
     """Values per load point from the first and last good scrape (counter deltas) and the
     maxima over all scrapes (gauges). Keys are absent when the engine does not expose them."""
     good = [s for s in scrapes if s.error is None and s.samples]
-    out: dict[str, Any] = {"scrapes": len(scrapes), "failed_scrapes": len(scrapes) - len(good)}
+    out: dict[str, JsonValue] = {
+        "scrapes": len(scrapes),
+        "failed_scrapes": len(scrapes) - len(good),
+    }
     if not good:
         return out
     first, last = good[0].samples, good[-1].samples
@@ -121,7 +127,7 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, Any]:
 
 def _prefix_cache(
     spec: EngineSpec, good: list[Scrape], delta: Callable[[str], float | None]
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """The point's prefix-cache hit rate: hit tokens over looked-up prompt tokens, from counter
     deltas (vLLM's ``prefix_cache_hits`` / ``prefix_cache_queries``; SGLang's
     ``cached_tokens`` / ``prompt_tokens``); else the mean of SGLang's per-batch gauge

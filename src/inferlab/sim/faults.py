@@ -48,6 +48,7 @@ class Fault:
     classified: str  # how inferlab's client records it (an ErrorKind value, or a warning)
 
 
+# left unformatted: a table, one fault a row, read down its columns (name, where, what, seen as)
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (

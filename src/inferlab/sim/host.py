@@ -9,11 +9,13 @@ of the request path depend on these protocols and never import the server.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
+
+    from pydantic import JsonValue
 
     from inferlab.sim.config import SimConfig
     from inferlab.sim.faults import FaultJob
@@ -119,13 +121,13 @@ class SimHost(ConnHost, Protocol):
     ) -> None:
         """Answer a generation request with an error now and keep its ground truth."""
 
-    def truth(self) -> list[dict[str, Any]]:
+    def truth(self) -> list[dict[str, JsonValue]]:
         """Ground truth of every finished generation request kept."""
 
     def clear_truth(self) -> None:
         """Forget the ground truth kept."""
 
-    def lateness_summary(self) -> dict[str, Any]:
+    def lateness_summary(self) -> dict[str, JsonValue]:
         """How late chunks were written (ms) and the faults injected."""
 
     def batching_metrics(self) -> str | None:

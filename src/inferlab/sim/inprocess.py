@@ -16,13 +16,16 @@ import subprocess
 import threading
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.errors import ConfigError
 from inferlab.sim.config import SimConfig
 from inferlab.sim.launch import LEVER_FIELDS, config_from_options, run_engine
 from inferlab.sim.presets import Levers
 from inferlab.sim.server import SimServer, serve_until
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["READY_LINE", "SimThread", "serve_config", "serve_options"]
 
@@ -49,10 +52,10 @@ def _is_flag(field: str) -> bool:
 OPTIONS = {_option(f): (f, _is_flag(f)) for f in (*_SIM_FIELDS, *LEVER_FIELDS)}
 
 
-def serve_options(args: Sequence[str]) -> dict[str, Any]:
+def serve_options(args: Sequence[str]) -> dict[str, JsonValue]:
     """The fields set by the options of a ``sim serve`` command line (``--port 0``,
     ``--ttft-ms=8``, ``--tuned-fp8``); ``ConfigError`` names an option it does not take."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     it = iter(args)
     for arg in it:
         name, eq, value = arg.partition("=")

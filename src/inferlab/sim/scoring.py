@@ -12,10 +12,13 @@ after the first carries its leading space, as the generated text does.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.sim.api import GenRequest, usage_json
 from inferlab.sim.lm import StatedModel
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["scored_body"]
 
@@ -99,8 +102,11 @@ def scored_body(
                 "text_offset": _offsets(gen.prompt_text, tokens, echoed),
             }
     if gen.endpoint == "chat":
-        obj, message = "chat.completion", {"role": "assistant", "content": text}
-        choice: dict[str, Any] = {"index": 0, "message": message}
+        obj = "chat.completion"
+        choice: dict[str, JsonValue] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+        }
     else:
         obj, choice = "text_completion", {"index": 0, "text": text}
     choice |= {"logprobs": logprobs, "finish_reason": "length"}
@@ -113,8 +119,8 @@ def scored_body(
 
 def _chat_entry(
     token: str, lp: float | None, top: dict[str, float] | None, k: int
-) -> dict[str, Any]:
-    def one(t: str, v: float) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
+    def one(t: str, v: float) -> dict[str, JsonValue]:
         return {"token": t, "logprob": v, "bytes": list(t.encode())}
 
     entry = one(token, lp if lp is not None else 0.0)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from pathlib import Path
 from time import perf_counter_ns
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.errors import SimError
 from inferlab.sim import api
@@ -45,6 +45,9 @@ from inferlab.sim.scoring import scored_body
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.sim.truth import Record, Request, lateness_summary
 from inferlab.sim.wheel import TimerWheel
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["SimServer", "serve", "serve_until"]
 
@@ -82,9 +85,12 @@ class SimServer:
         self.model_json = json.dumps(config.model)
         f = config.launch_factor  # this launch's speed (sim.launchspread)
         self._schedule = Schedule(
-            config.ttft_ms * f, config.itl_ms * f, config.jitter_ms * f, config.seed,
+            config.ttft_ms * f,
+            config.itl_ms * f,
+            config.jitter_ms * f,
+            config.seed,
             config.launch_index,
-        )  # fmt: skip
+        )
         self._faults = FaultPlan(
             config.fault, config.fault_every, config.fault_at_s, config.fault_for_s
         )
@@ -160,14 +166,14 @@ class SimServer:
 
     # -- ground truth ------------------------------------------------------------------------
 
-    def truth(self) -> list[dict[str, Any]]:
+    def truth(self) -> list[dict[str, JsonValue]]:
         """Ground truth of every finished generation request since start (or the last clear)."""
         return [r.to_dict() for r in self._records]
 
     def clear_truth(self) -> None:
         self._records.clear()
 
-    def lateness_summary(self) -> dict[str, Any]:
+    def lateness_summary(self) -> dict[str, JsonValue]:
         """How late chunks were written (``write_ns - due_ns``), in ms, over the kept truth,
         and the faults injected (kind → requests)."""
         return lateness_summary(self._records)

@@ -18,10 +18,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.sim.config import SimConfig
 from inferlab.sim.presets import Preset, get_preset
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CONFIG_DIR",
@@ -72,7 +75,7 @@ def nccl_lines(env: Mapping[str, str]) -> list[str]:
     return [*out, f"{head} comm 0x0 rank 0 nranks 8 cudaDev 0 - Init COMPLETE (SIMULATED)"]
 
 
-def server_args(config: SimConfig) -> dict[str, Any]:
+def server_args(config: SimConfig) -> dict[str, JsonValue]:
     """Every ``inferlab sim serve`` arg by its field name, effective values filled in."""
     # the launch's factor and number: drawn at start-up, logged on their own line
     drawn = {"launch_factor", "launch_index"}

@@ -21,12 +21,15 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from inferlab import __version__
 from inferlab.sim.kernels import KernelSpec, ProfileMix
 from inferlab.sim.model import StepModel
 from inferlab.sim.presets import Levers, Preset
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["StepRecord", "TraceContext", "components", "kernel_times", "write_trace"]
 
@@ -149,7 +152,7 @@ def _order(times: list[tuple[KernelSpec, float]], layers: int) -> list[tuple[int
 
 def _step_events(
     ctx: TraceContext, s: StepRecord, rank: int, corr: int
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[dict[str, JsonValue]]:
     times, idle = kernel_times(ctx, s.batch, s.prefill_tokens, s.eager)
     scaled = _scaled(ctx, times, rank)
     span = (sum(t for _, t in times) + idle) * 1000.0
@@ -164,9 +167,14 @@ def _step_events(
     yield {"ph": "X", "cat": "gpu_user_annotation", "name": name, **gpu, "ts": s.ts_us, "dur": span}
     if not s.eager:
         yield {
-            "ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", **host,
-            "ts": s.ts_us, "dur": 8.0, "args": {"correlation": corr},
-        }  # fmt: skip
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaGraphLaunch",
+            **host,
+            "ts": s.ts_us,
+            "dur": 8.0,
+            "args": {"correlation": corr},
+        }
     t, layer_now = s.ts_us + gap, 0
     for n, (i, layer) in enumerate(_order(times, layers)):
         if layer != layer_now:
@@ -176,19 +184,34 @@ def _step_events(
         c = corr + 1 + n if s.eager else corr
         if s.eager:
             yield {
-                "ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", **host,
-                "ts": max(t - 4.0, s.ts_us), "dur": 3.0, "args": {"correlation": c},
-            }  # fmt: skip
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                **host,
+                "ts": max(t - 4.0, s.ts_us),
+                "dur": 3.0,
+                "args": {"correlation": c},
+            }
         x = k.grid[0] * (s.batch if k.grid_per_seq else 1)
         yield {
-            "ph": "X", "cat": "kernel", "name": _nccl_name(ctx, k.name), **gpu, "ts": t,
-            "dur": dur, "args": {"device": rank, "stream": STREAM, "correlation": c,
-            "grid": [x, k.grid[1], k.grid[2]], "block": [128, 1, 1]},
-        }  # fmt: skip
+            "ph": "X",
+            "cat": "kernel",
+            "name": _nccl_name(ctx, k.name),
+            **gpu,
+            "ts": t,
+            "dur": dur,
+            "args": {
+                "device": rank,
+                "stream": STREAM,
+                "correlation": c,
+                "grid": [x, k.grid[1], k.grid[2]],
+                "block": [128, 1, 1],
+            },
+        }
         t += dur
 
 
-def _header(ctx: TraceContext, rank: int) -> dict[str, Any]:
+def _header(ctx: TraceContext, rank: int) -> dict[str, JsonValue]:
     return {
         "schemaVersion": 1,
         "deviceProperties": [
@@ -207,7 +230,9 @@ def _header(ctx: TraceContext, rank: int) -> dict[str, Any]:
     }
 
 
-def _write(fh: IO[str], header: dict[str, Any], events: Iterator[dict[str, Any]]) -> None:
+def _write(
+    fh: IO[str], header: dict[str, JsonValue], events: Iterator[dict[str, JsonValue]]
+) -> None:
     """Kineto's layout (one event per ``\\n  {...\\n  }`` block), which the fast reader cuts."""
     head = json.dumps(header, indent=2)[:-2]
     fh.write(head + ',\n  "traceEvents": [')
@@ -221,7 +246,7 @@ def _write(fh: IO[str], header: dict[str, Any], events: Iterator[dict[str, Any]]
 def write_trace(path: Path, ctx: TraceContext, steps: list[StepRecord], rank: int) -> int:
     """Write rank ``rank``'s trace of ``steps`` (gzip); returns its size in bytes."""
 
-    def events() -> Iterator[dict[str, Any]]:
+    def events() -> Iterator[dict[str, JsonValue]]:
         for i, s in enumerate(steps):
             yield from _step_events(ctx, s, rank, corr=(i + 1) * 100_000)
 

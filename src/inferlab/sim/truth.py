@@ -6,11 +6,14 @@ from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from inferlab.picks import pick
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Record", "Request", "lateness_summary"]
 
@@ -67,7 +70,7 @@ class Record:
         self.status = 200
         self.fault: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JsonValue]:
         return {
             **pick(self, "id", "request_id", "endpoint", "stream", "recv_ns", "parsed_ns"),
             **pick(self, "prompt_tokens", "completion_tokens"),
@@ -76,7 +79,7 @@ class Record:
         }
 
 
-def lateness_summary(recs: Sequence[Record]) -> dict[str, Any]:
+def lateness_summary(recs: Sequence[Record]) -> dict[str, JsonValue]:
     """How late chunks were written (``write_ns - due_ns``), in ms, and the faults injected."""
     dues = [d for r in recs for d in r.dues[: len(r.writes)]]
     writes = [w for r in recs for w in r.writes]
@@ -94,7 +97,7 @@ def lateness_summary(recs: Sequence[Record]) -> dict[str, Any]:
         "simulated": True,
         "requests": len(recs),
         "chunks": int(late.size),
-        "lateness_ms": stats,
+        "lateness_ms": dict(stats),
         "chunks_late_over_1ms": int((late > 1.0).sum()),
         "faults": dict(Counter(r.fault for r in recs if r.fault is not None)),
     }

@@ -24,11 +24,14 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from inferlab.stats.spread import LaunchSpread
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["ONE_LAUNCH", "ErrorBudget", "LaunchTerm", "launch_offsets", "probe_seed"]
 
@@ -79,7 +82,7 @@ class ErrorBudget:
             f"(Bonferroni: ≤ {self.probes} probes{lim}, each at {per})"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "level": self.level,
             "probes": self.probes,
@@ -100,7 +103,7 @@ class LaunchTerm:
     def describe(self) -> str:
         return f"across launches: {self.spread.describe()}, from {self.source}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         s = self.spread
         return {"tau": s.tau, "df": s.df, "launches": s.launches, "source": self.source}
 

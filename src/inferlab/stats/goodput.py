@@ -16,9 +16,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from inferlab.stats.summary import Interval
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["GoodputAB", "compare_goodput", "goodput_stop", "newcombe", "wilson_bounds"]
 
@@ -62,7 +65,7 @@ class GoodputAB:
     verdict: GoodputVerdict
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "difference": self.difference.to_json(),
             "verdict": self.verdict,

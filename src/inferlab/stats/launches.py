@@ -98,8 +98,11 @@ def launches_of(
     for label, configs in launches.items():
         for m in metrics:
             est[(label, m)] = [
-                [(frozenset(r.id for r in g.runs), e) for g in groups
-                 if (e := launch_estimate(m, g))]
+                [
+                    (frozenset(r.id for r in g.runs), e)
+                    for g in groups
+                    if (e := launch_estimate(m, g))
+                ]
                 for groups in configs
-            ]  # fmt: skip
+            ]
     return Launches(est)

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
@@ -42,6 +42,8 @@ from inferlab.stats.perrequest import (
 from inferlab.stats.summary import Distribution, Interval, bootstrap_ci, describe, percentile
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from inferlab.stats.slo import SloPoint
 
 __all__ = [
@@ -170,10 +172,10 @@ class PointSummary:
     #: the SLO at this point (``stats.slo``); None when none was given
     slo: SloPoint | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The fields by name, then ``more``'s metrics at the same level (``slo`` only when
         given)."""
-        out: dict[str, Any] = {}
+        out: dict[str, JsonValue] = {}
         for k, v in self.__dict__.items():
             if k not in ("more", "slo"):
                 out[k] = v.to_json() if hasattr(v, "to_json") else v
@@ -305,6 +307,7 @@ class Metric:
         return self.direction == "higher"
 
 
+# left unformatted: the METRICS table, one metric a row, its columns kept aligned
 # fmt: off
 _ROWS: dict[str, Metric] = {
     m.name: m

@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.stats.groups import TrialGroup, group_value, group_verdict
 from inferlab.stats.launches import Launches
 from inferlab.stats.metrics import METRICS, listed
 from inferlab.stats.verdict import Verdict
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["RecheckPoint", "recheck_point", "recheck_points"]
 
@@ -78,7 +81,7 @@ class RecheckPoint:
             "recheck (order effect or drift): verdicts here are not comparable"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         def nan(x: float) -> float | None:
             return None if math.isnan(x) else x
 

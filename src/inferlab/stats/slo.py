@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from inferlab.records import RequestRecord
 from inferlab.stats.intervals import QUANTILES, Statistic
 from inferlab.stats.perrequest import e2e_samples, itl_ms, tpot_samples, ttft_samples
 from inferlab.stats.summary import Interval, percentile
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "LIMITS",
@@ -85,7 +88,7 @@ class LimitCheck:
     high_ms: float
     state: SloState
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {k: _none_nan(v) for k, v in self.__dict__.items()}
 
 
@@ -102,7 +105,7 @@ class SloPoint:
     state: SloState | None
     checks: tuple[LimitCheck, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "slo": self.slo,
             "good": self.good,
@@ -286,9 +289,13 @@ def _point(
         state = _state(low, high, limits[key])
         checks.append(LimitCheck(key, limits[key], value, low, high, state))
     return SloPoint(
-        _text(limits), good, len(measured), wilson(good, len(measured), level),
-        _overall(checks), tuple(checks),
-    )  # fmt: skip
+        _text(limits),
+        good,
+        len(measured),
+        wilson(good, len(measured), level),
+        _overall(checks),
+        tuple(checks),
+    )
 
 
 def _text(limits: Mapping[str, float]) -> str:

@@ -24,11 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from inferlab.records import RequestRecord
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "BATCHES",
@@ -271,7 +274,7 @@ class StopRecord:
     looks: int | None = None
     sequential: dict[str, Any] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         out = {k: v for k, v in self.__dict__.items() if v is not None}
         if self.window_ns is not None:
             out["window_ns"] = list(self.window_ns)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Distribution", "Interval", "bootstrap_ci", "describe", "percentile"]
 
@@ -30,7 +33,7 @@ class Distribution:
     def median(self) -> float:
         return self.p50
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             k: (None if isinstance(v, float) and math.isnan(v) else v)
             for k, v in asdict(self).items()
@@ -46,7 +49,7 @@ class Interval:
     high: float
     level: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             k: (None if isinstance(v, float) and math.isnan(v) else v)
             for k, v in asdict(self).items()

@@ -19,9 +19,12 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.records import RequestRecord
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["MIN_USERS", "TurnStats", "by_turn", "median_interval", "turn_interval_text"]
 
@@ -74,7 +77,7 @@ class TurnStats:
         """Values behind the median: the turn's successful requests."""
         return self.requests - self.failed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             k: (None if isinstance(v, float) and math.isnan(v) else v)
             for k, v in asdict(self).items()

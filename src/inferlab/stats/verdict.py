@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from inferlab.stats.difference import (
     mann_whitney_u,
@@ -24,6 +24,9 @@ from inferlab.stats.intervals import (
 from inferlab.stats.metrics import METRICS
 from inferlab.stats.spread import LaunchSpread, widen
 from inferlab.stats.summary import Interval
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "HIGHER_IS_BETTER",
@@ -72,7 +75,7 @@ class Verdict:
     claim: Claim
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         p = self.p_value
         return {
             "ratio": self.ratio.to_json(),
@@ -155,8 +158,9 @@ def _one_launch(
     w = widen(math.log(est), se_within, launch)
     half = w.quantile(level) * w.se
     wide = Interval(est, est * math.exp(-half), est * math.exp(half), level)
-    v = decide(wide, w.p_value, higher_is_better=higher_is_better, alpha=alpha,
-               min_effect=min_effect)  # fmt: skip
+    v = decide(
+        wide, w.p_value, higher_is_better=higher_is_better, alpha=alpha, min_effect=min_effect
+    )
     why = f"{v.reason} [one launch a side, {launch.describe()} counted]"
     return Verdict(v.ratio, v.p_value, v.claim, why)
 

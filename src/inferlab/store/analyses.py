@@ -75,10 +75,16 @@ class Analyses:
         rows = self.db.execute(sql + " ORDER BY a.id", args).fetchall()
         where = f"{self.where}: analysis"
         return [
-            StoredAnalysis(r[0], r[1], r[2], r[3], ANALYSES.read(kind, json.loads(r[4]),
-                           f"{where} {r[0]}"), r[5])
+            StoredAnalysis(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                ANALYSES.read(kind, json.loads(r[4]), f"{where} {r[0]}"),
+                r[5],
+            )
             for r in rows
-        ]  # fmt: skip
+        ]
 
     def of(self, model: type[A], kind: str, campaign: str | None = None) -> list[StoredAnalysis[A]]:
         """``self(kind, campaign)``, typed as ``model`` (TypeError: ``kind`` is another's)."""
@@ -158,12 +164,20 @@ class Findings:
             "INSERT INTO findings(campaign_id, config_id, kind, severity, message, evidence_json, "
             "action, source, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
             (
-                (cid, config_id, str(f["kind"]), str(f["severity"]),
-                 scrub_text(str(f["message"])), dumps(scrub_obj(f.get("evidence", {}))),
-                 f.get("action"), source, now())
+                (
+                    cid,
+                    config_id,
+                    str(f["kind"]),
+                    str(f["severity"]),
+                    scrub_text(str(f["message"])),
+                    dumps(scrub_obj(f.get("evidence", {}))),
+                    f.get("action"),
+                    source,
+                    now(),
+                )
                 for f in findings
             ),
-        )  # fmt: skip
+        )
         return len(findings)
 
     def __call__(self, campaign: str) -> list[StoredFinding]:
@@ -174,5 +188,7 @@ class Findings:
             "LEFT JOIN configs g ON g.id = f.config_id WHERE c.name=? ORDER BY f.id",
             (campaign,),
         ).fetchall()
-        return [StoredFinding(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8])
-                for r in rows]  # fmt: skip
+        return [
+            StoredFinding(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8])
+            for r in rows
+        ]

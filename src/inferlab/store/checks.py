@@ -10,10 +10,20 @@ from pydantic import Field
 from inferlab.store.bodies import VERIFICATIONS, Body, Json
 
 __all__ = [
-    "CHECK_KINDS", "EXACT_KINDS", "GREEDY_OUTPUTS", "CheckRecord", "EvalSamples", "GpuDrainRecord",
-    "GreedyOutputsRecord", "LaunchRecord", "LeverCheck", "LeverCheckItem",
-    "LogprobReferenceRecord", "RuntimeRecord", "StopRecord",
-]  # fmt: skip
+    "CHECK_KINDS",
+    "EXACT_KINDS",
+    "GREEDY_OUTPUTS",
+    "CheckRecord",
+    "EvalSamples",
+    "GpuDrainRecord",
+    "GreedyOutputsRecord",
+    "LaunchRecord",
+    "LeverCheck",
+    "LeverCheckItem",
+    "LogprobReferenceRecord",
+    "RuntimeRecord",
+    "StopRecord",
+]
 
 #: the verification kind of a config's reference outputs (kept verbatim: compared char by char)
 GREEDY_OUTPUTS = "greedy-outputs"

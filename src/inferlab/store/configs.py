@@ -74,9 +74,18 @@ class Configs:
         cur = self.db.execute(
             "INSERT INTO configs(campaign_id, name, engine, model, argv_json, env_json, "
             "extra_json, hash, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (campaign_id, name, engine, model, dumps(argv_s), dumps(env_s), dumps(extra_d), h,
-             now()),
-        )  # fmt: skip
+            (
+                campaign_id,
+                name,
+                engine,
+                model,
+                dumps(argv_s),
+                dumps(env_s),
+                dumps(extra_d),
+                h,
+                now(),
+            ),
+        )
         return int(cur.lastrowid or 0)
 
     def names(self) -> list[str]:

@@ -18,10 +18,13 @@ import csv
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from inferlab.errors import ConfigError
 from inferlab.store.db import RunRow, Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["FORMAT_VERSION", "export", "request_rows", "run_rows"]
 
@@ -34,7 +37,7 @@ _DIST_STATS = ("mean", "p50", "p99")
 Format = Literal["csv", "jsonl", "parquet"]
 
 
-def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
+def run_rows(runs: Sequence[RunRow]) -> list[dict[str, JsonValue]]:
     """One flat row per run: identity, load point, then the summary's columns of each metric
     ``METRICS`` exports."""
     from inferlab.stats.metrics import METRICS  # here: `inferlab runs` never imports numpy
@@ -43,7 +46,7 @@ def run_rows(runs: Sequence[RunRow]) -> list[dict[str, Any]]:
     slo = any("slo" in r.summary for r in runs)
     for r in runs:
         s = r.summary
-        row: dict[str, Any] = {
+        row: dict[str, JsonValue] = {
             "run_id": r.id,
             "campaign": r.campaign,
             "config": r.config,

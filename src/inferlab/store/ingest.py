@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.picks import pick
 from inferlab.records import RequestRecord
 from inferlab.stats.metrics import summarize
 from inferlab.store.db import Store
 from inferlab.store.imports import parse_file
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Imported", "import_files"]
 
@@ -67,7 +70,7 @@ def import_files(
 _WINDOW_KEYS = ("output_tok_s", "total_tok_s", "request_s", "duration_s")
 
 
-def _summary(records: list[RequestRecord], mapped: dict[str, float]) -> dict[str, Any]:
+def _summary(records: list[RequestRecord], mapped: dict[str, float]) -> dict[str, JsonValue]:
     """inferlab's summary of the per-request data (latency distributions by inferlab's
     definitions) with the tool's window-based throughputs; the tool's mapped values alone
     when the file has no per-request data."""

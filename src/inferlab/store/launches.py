@@ -16,10 +16,17 @@ from inferlab.store.interleave import INTERLEAVE_TAG
 from inferlab.store.rows import RunRow
 
 __all__ = [
-    "LAUNCH_TAG", "MEASURED", "campaign_launches", "config_runs", "count_launches", "launch_cells",
+    "LAUNCH_TAG",
+    "MEASURED",
+    "campaign_launches",
+    "config_runs",
+    "count_launches",
+    "launch_cells",
     "launch_groups",
-    "launch_key", "launch_of", "one_launch",
-]  # fmt: skip
+    "launch_key",
+    "launch_of",
+    "one_launch",
+]
 
 #: the purposes of runs that measure a launch (not "profiled")
 MEASURED = ("measure", "interleave", "recheck")
@@ -102,10 +109,7 @@ def one_launch(runs: Sequence[RunRow]) -> bool:
 def launch_groups(store: Store, runs: Iterable[RunRow]) -> dict[str, list[list[RunGroup]]]:
     """Label → each config's launches there, one ``RunGroup`` a launch, from the finished,
     trusted measuring runs of ``runs``."""
-    keep = [
-        r for r in runs
-        if r.purpose in MEASURED and not r.interrupted and r.trust == "trusted"
-    ]  # fmt: skip
+    keep = [r for r in runs if r.purpose in MEASURED and not r.interrupted and r.trust == "trusted"]
     by: dict[tuple[str, str], list[RunGroup]] = {}
     for launch in _launches(keep):
         g = group_runs(store, launch, lambda r: 0)[0]

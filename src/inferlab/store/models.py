@@ -25,7 +25,7 @@ __all__ = [
     "ReconBody",
     "StoredPrediction",
     "TuneBody",
-]  # fmt: skip
+]
 
 #: the analyses kind of a lever's stored prediction
 PREDICTION = "prediction"

@@ -54,7 +54,7 @@ class Runs:
         )
         return int(cur.lastrowid or 0)
 
-    def add(
+    def add(  # noqa: PLR0913  keyword-only, one per column of a run row
         self,
         *,
         campaign_id: int,
@@ -130,8 +130,11 @@ class Runs:
         the profiled passes included)."""
         q = _SELECT_RUNS
         args: list[str | int] = []
-        for clause, value in (("c.name = ?", campaign), ("g.name = ?", config),
-                              ("r.purpose = ?", purpose)):  # fmt: skip
+        for clause, value in (
+            ("c.name = ?", campaign),
+            ("g.name = ?", config),
+            ("r.purpose = ?", purpose),
+        ):
             if value is not None:
                 q += f" AND {clause}"
                 args.append(value)
@@ -201,10 +204,25 @@ _ENV_COLUMNS += " engine_version"
 
 #: the runs columns stored as given to ``add``
 _RUN_COLUMNS = (
-    "campaign_id", "config_id", "environment_id", "source", "definitions", "metrics_version",
-    "label", "concurrency", "rate", "max_concurrency", "trial", "model", "started_at",
-    "ended_at", "workers", "rejected", "purpose", "trust",
-)  # fmt: skip
+    "campaign_id",
+    "config_id",
+    "environment_id",
+    "source",
+    "definitions",
+    "metrics_version",
+    "label",
+    "concurrency",
+    "rate",
+    "max_concurrency",
+    "trial",
+    "model",
+    "started_at",
+    "ended_at",
+    "workers",
+    "rejected",
+    "purpose",
+    "trust",
+)
 
 
 def _run_json(

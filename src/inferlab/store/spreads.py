@@ -57,9 +57,17 @@ def save_spreads(
     the same campaign supersedes this one (``stored_spreads`` reads the newest). The count."""
     with store.transaction():
         for (label, metric), s in spreads.items():
-            body = SpreadBody(engine=key.engine, model=key.model, host=key.host, label=label,
-                              metric=metric, tau=s.tau, df=s.df, launches=s.launches,
-                              within=s.within)  # fmt: skip
+            body = SpreadBody(
+                engine=key.engine,
+                model=key.model,
+                host=key.host,
+                label=label,
+                metric=metric,
+                tau=s.tau,
+                df=s.df,
+                launches=s.launches,
+                within=s.within,
+            )
             store.analyses.add(KIND, f"{label} {metric}", body, campaign=campaign)
     return len(spreads)
 
@@ -67,9 +75,10 @@ def save_spreads(
 def stored_of(store: Store, key: SpreadKey) -> list[StoredAnalysis[SpreadBody]]:
     """Every stored spread measured under ``key``, oldest first."""
     return [
-        a for a in store.analyses.of(SpreadBody, KIND)
+        a
+        for a in store.analyses.of(SpreadBody, KIND)
         if (a.data.engine, a.data.model, a.data.host) == (key.engine, key.model, key.host)
-    ]  # fmt: skip
+    ]
 
 
 def stored_spreads(
@@ -90,9 +99,14 @@ def stored_spreads(
 
 
 def prior_spread(
-    store: Store, key: SpreadKey, label: str, metric: str, own: LaunchSpread | None, *,
+    store: Store,
+    key: SpreadKey,
+    label: str,
+    metric: str,
+    own: LaunchSpread | None,
+    *,
     campaign: str,
-) -> LaunchSpread | None:  # fmt: skip
+) -> LaunchSpread | None:
     """The prior a launch-level A/B of ``metric`` at ``label`` is moderated with
     (``stats.launch_ab``): ``own`` (the campaign's other configs launched more than once
     there) pooled with the spreads other campaigns stored under ``key``. One rule for

@@ -81,8 +81,11 @@ def _tops(m: TopK) -> set[str]:
 def _kl_upper(pb: dict[str, float], q: dict[str, float], top_k: int | None, lf: float) -> float:
     """The KL's upper bound: the shared tokens exactly (a listed 0 at the floor), the rest of
     the baseline's mass at the config's floor ``e^lf`` (``q``: the config's shared masses)."""
-    known = sum(p * (math.log(p) - (math.log(q[t]) if q[t] > 0.0 else lf))
-                for t, p in pb.items() if t in q and p > 0.0)  # fmt: skip
+    known = sum(
+        p * (math.log(p) - (math.log(q[t]) if q[t] > 0.0 else lf))
+        for t, p in pb.items()
+        if t in q and p > 0.0
+    )
     alone = sum(p * (math.log(p) - lf) for t, p in pb.items() if t not in q and p > 0.0)
     rest = max(0.0, 1.0 - sum(pb.values()))
     if rest <= 0.0:

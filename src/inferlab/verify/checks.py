@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.config.campaign import DEFAULT_PROBES, Probe, VerifySection
 from inferlab.engines import EngineSpec
@@ -22,6 +22,9 @@ from inferlab.load.sse import ParsedStream, error_message_of, parse_stream
 from inferlab.verify.agreement import Agreement
 from inferlab.verify.gate import AgreementTask, build_reference, decide, measure
 from inferlab.verify.logprobs import LogprobReference, NoLogprobs
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "EQUIVALENCE_PROMPTS",
@@ -71,7 +74,7 @@ class CheckResult:
     #: declared ``lossless = false``)
     gating: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
 
@@ -83,7 +86,7 @@ class GreedyOutputs:
     outputs: list[str]
     max_tokens: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @classmethod
@@ -138,7 +141,7 @@ async def _ask(
     chat: bool,
     extra: dict[str, Any],
 ) -> _Answer:
-    body: dict[str, Any] = {
+    body: dict[str, JsonValue] = {
         "model": model,
         "max_tokens": max_tokens,
         "temperature": 0.0,
@@ -214,9 +217,12 @@ def verify_endpoint(
         lim = agreement.limits if agreement is not None else None
         big = 0 if lim is None else 128 * lim.top_k * (lim.tokens + 256)
         client = HttpClient(
-            Endpoint.parse(url), timeout_s=120, stall_timeout_s=60, headers=headers or {},
+            Endpoint.parse(url),
+            timeout_s=120,
+            stall_timeout_s=60,
+            headers=headers or {},
             max_event_bytes=max(MAX_EVENT_BYTES, big),
-        )  # fmt: skip
+        )
         checks: list[CheckResult] = []
         stream_issues: list[str] = []
         try:

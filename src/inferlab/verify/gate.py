@@ -64,9 +64,15 @@ async def build_reference(
     positions = [await score(client, model, p, c, limits.top_k) for p, c in zip(prompts, conts)]
     texts, ids = [c.tokens for c in conts], [c.ids for c in conts]
     return LogprobReference(
-        prompts, [c.text for c in conts], positions, limits.top_k, limits.tokens, limits.seed,
-        texts, ids,
-    )  # fmt: skip
+        prompts,
+        [c.text for c in conts],
+        positions,
+        limits.top_k,
+        limits.tokens,
+        limits.seed,
+        texts,
+        ids,
+    )
 
 
 def looks(first: int, total: int) -> list[int]:
@@ -131,8 +137,9 @@ async def measure(
                     f"prompt {i + 1}: {len(mine)} scored positions, the baseline had "
                     f"{len(ref.positions[i])} (another tokenizer?)"
                 )
-            figs.append(prompt_figures(ref.positions[i], mine, top_k=ref.top_k,
-                                       log_floor=limits.log_floor))  # fmt: skip
+            figs.append(
+                prompt_figures(ref.positions[i], mine, top_k=ref.top_k, log_floor=limits.log_floor)
+            )
         a, stop = look(figs, limits, lvl)
         if stop or n == sizes[-1]:
             return a, stop
@@ -143,8 +150,12 @@ def decide(
     a: Agreement | None, limits: LossyGate, *, width_met: bool = True, why: str | None = None
 ) -> tuple[Verdict, str, dict[str, Any]]:
     """The verdict, its one-line message with the figures, and the stored detail."""
-    lim = {"max_kl": limits.max_kl, "min_top1": limits.min_top1, "width": limits.width,
-           "level": limits.level}  # fmt: skip
+    lim = {
+        "max_kl": limits.max_kl,
+        "min_top1": limits.min_top1,
+        "width": limits.width,
+        "level": limits.level,
+    }
     if a is None:
         return "cannot-gate", f"cannot gate: {why}", {"verdict": "cannot-gate", "why": why, **lim}
     kl_ok = a.kl_upper.high <= limits.max_kl

@@ -20,12 +20,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.config.evalgate import EvalGate
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.secrets import scrub_text
 from inferlab.verify.scoregap import DocKey
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "INSTALL_HINT",
@@ -103,11 +106,11 @@ def harness_python(gate: EvalGate) -> str:
     )
 
 
-def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, Any]:
+def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, JsonValue]:
     """The driver's arguments: the harness's API model at ``url`` serving ``model``."""
     chat = gate.api == "chat"
     path = "/v1/chat/completions" if chat else "/v1/completions"
-    margs: dict[str, Any] = {
+    margs: dict[str, JsonValue] = {
         "base_url": url.rstrip("/") + path,
         "model": model,
         "num_concurrent": gate.concurrency,
@@ -117,8 +120,11 @@ def driver_args(gate: EvalGate, url: str, model: str, out: Path) -> dict[str, An
     if gate.tokenizer is None:
         margs |= {"tokenizer_backend": None, "tokenized_requests": False}
     else:
-        margs |= {"tokenizer_backend": "huggingface", "tokenizer": gate.tokenizer,
-                  "tokenized_requests": False}  # fmt: skip
+        margs |= {
+            "tokenizer_backend": "huggingface",
+            "tokenizer": gate.tokenizer,
+            "tokenized_requests": False,
+        }
     return {
         "model": "local-chat-completions" if chat else "local-completions",
         "model_args": margs,
@@ -156,9 +162,14 @@ def run_harness(gate: EvalGate, url: str, model: str, workdir: Path) -> HarnessR
     log = workdir / "lm-eval.log"
     try:
         proc = subprocess.run(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-            timeout=gate.timeout_s, check=False,
-        )  # fmt: skip
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            timeout=gate.timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired as exc:
         why = f"lm-eval ran past {gate.timeout_s:g} s (verify.eval.timeout_s)"
         raise HarnessFailed(why) from exc

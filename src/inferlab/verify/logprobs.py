@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from inferlab.errors import InferlabError
 from inferlab.load.http import HttpClient
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "Continuation",
@@ -72,7 +75,7 @@ class LogprobReference:
     token_texts: list[list[str] | None] | None = None
     token_ids: list[list[int] | None] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return asdict(self)
 
     @classmethod

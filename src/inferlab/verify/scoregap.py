@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.slo import wilson
 from inferlab.stats.summary import Interval
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["DocKey", "ScoreGap", "gap_passes", "score_gap", "side_interval"]
 
@@ -40,7 +43,7 @@ class ScoreGap:
     config: Interval
     diff: Interval
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "docs": self.docs,
             "changed": self.changed,

@@ -10,6 +10,7 @@ import inferlab.engines as engines
 from inferlab.engines import (
     classify_log,
     get_engine,
+    is_simulated,
     registered,
 )
 from inferlab.errors import ConfigError
@@ -41,6 +42,7 @@ def test_public_api_is_pinned() -> None:
             "clean_line",
             "get_engine",
             "histogram_buckets",
+            "is_simulated",
             "parse_prometheus",
             "primary_failure",
             "register",
@@ -49,6 +51,12 @@ def test_public_api_is_pinned() -> None:
             "unregister",
         ]
     )
+
+
+def test_only_the_reference_engine_is_simulated() -> None:
+    assert [e for e in ENGINES if is_simulated(e)] == ["sim"]
+    # a run's stored engine_name may be missing or from an engine this version lacks
+    assert not is_simulated(None) and not is_simulated("tgi") and not is_simulated("")
 
 
 def test_registry_lists_every_engine_and_refuses_unknown_kinds() -> None:

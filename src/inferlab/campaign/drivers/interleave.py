@@ -32,8 +32,12 @@ from inferlab.campaign.pipeline import run_config
 __all__ = ["interleave_step", "needs_pass"]
 
 
-def needs_pass(plan: Plan, candidate: str, previous: tuple[str, set[tuple[str, int]]] | None,
-               todo: set[tuple[str, int]]) -> bool:  # fmt: skip
+def needs_pass(
+    plan: Plan,
+    candidate: str,
+    previous: tuple[str, set[tuple[str, int]]] | None,
+    todo: set[tuple[str, int]],
+) -> bool:
     """Whether the baseline is measured again before ``candidate``: interleave is on, it is
     not the baseline, and what this run measured last (``previous``: config, cells) is not
     the baseline's own pass at every cell of ``todo``."""

@@ -95,9 +95,14 @@ def run_campaign(
     read on its model clock, with an injected client lag (``campaign.parts.clock``)."""
     plan = select_configs(make_plan(path), only)
     return run_plan(
-        plan, store=store, events=events, resume=resume, no_verify=no_verify,
-        launcher=launcher, clock=clock,
-    )  # fmt: skip
+        plan,
+        store=store,
+        events=events,
+        resume=resume,
+        no_verify=no_verify,
+        launcher=launcher,
+        clock=clock,
+    )
 
 
 def run_plan(
@@ -119,10 +124,18 @@ def run_plan(
     _check_start(plan, store, resume, no_verify)
     interrupts.clear()  # an earlier run's Ctrl-C in this process does not shorten this one's stops
     run = RunContext(
-        camp, plan.path, plan.baseline, plan.reference, plan.cpus, store, events.message,
-        events.message, events, no_verify,
+        camp,
+        plan.path,
+        plan.baseline,
+        plan.reference,
+        plan.cpus,
+        store,
+        events.message,
+        events.message,
+        events,
+        no_verify,
         held=functools.partial(Held, launcher=launcher, clock=clock),
-    )  # fmt: skip
+    )
     result = CampaignResult(name, [])
     with campaign_lock(camp):
         for line in recover_campaign(plan.campaign.output_dir, store) + plan_notes(plan, store):
@@ -208,16 +221,23 @@ def _tell_launches(plan: Plan, run: RunContext, result: CampaignResult, failed: 
     result.launches = rounds.tally(run.store, plan, failed)
     for t in result.launches:
         run.say(t.line())
-    data = {"budget": rounds.budget(plan.campaign.load), "launches": plan.campaign.load.launches,
-            "configs": [asdict(t) for t in result.launches]}  # fmt: skip
+    data = {
+        "budget": rounds.budget(plan.campaign.load),
+        "launches": plan.campaign.load.launches,
+        "configs": [asdict(t) for t in result.launches],
+    }
     with run.store.transaction():
         run.store.add_analysis("launches", "rounds", data, campaign=run.name)
 
 
 def _interleave(
-    plan: Plan, run: RunContext, result: CampaignResult, candidate: str,
-    todo: set[tuple[str, int]], k: int,
-) -> tuple[str, set[tuple[str, int]]] | None:  # fmt: skip
+    plan: Plan,
+    run: RunContext,
+    result: CampaignResult,
+    candidate: str,
+    todo: set[tuple[str, int]],
+    k: int,
+) -> tuple[str, set[tuple[str, int]]] | None:
     """The baseline's pass before ``candidate`` in round ``k``
     (``campaign.drivers.interleave``), told and kept in ``result``; what it measured (None
     when it did not finish)."""

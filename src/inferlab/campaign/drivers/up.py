@@ -26,7 +26,7 @@ from inferlab.campaign.parts import files as lever_files
 from inferlab.campaign.parts.cpus import campaign_streams, plan_cpus
 from inferlab.campaign.parts.launch import campaign_lock, config_row
 from inferlab.campaign.parts.orphans import recover_campaign
-from inferlab.campaign.parts.plan import reference_name
+from inferlab.campaign.parts.plan import baseline_of, reference_name
 from inferlab.campaign.parts.resolve import resolve_configs
 from inferlab.campaign.pipeline import run_config
 from inferlab.campaign.stages.server import LEFT_RUNNING, state_path
@@ -103,9 +103,18 @@ def up(
                 gid = config_row(store, camp, cfg)
         launched = bool(get_engine(cfg.engine).launchers)
         split = plan_cpus(camp, campaign_streams(camp), path=path, text=text) if launched else _NONE
-        base = configs[0]
-        run = RunContext(camp, path, base, reference_name(camp, base), split, store, notes.append,
-                         no_verify=no_verify, keep=True)  # fmt: skip
+        base = baseline_of(configs)
+        run = RunContext(
+            camp,
+            path,
+            base,
+            reference_name(camp, base),
+            split,
+            store,
+            notes.append,
+            no_verify=no_verify,
+            keep=True,
+        )
         cx = ConfigContext(run, cfg, gid)
         try:
             run_config(cx, passes.kept)
@@ -116,9 +125,19 @@ def up(
         return UpResult(cfg.name, cx.url, cx.model, Path(), 0, 0, None, cx.verify, [], notes)
     sp = cx.server.spec
     return UpResult(
-        cx.name, cx.url, cx.model, sp.log_path, cx.server.pid, sp.port, cx.server.ready_s,
-        cx.verify, sp.argv, notes, cx.levers, split,
-    )  # fmt: skip
+        cx.name,
+        cx.url,
+        cx.model,
+        sp.log_path,
+        cx.server.pid,
+        sp.port,
+        cx.server.ready_s,
+        cx.verify,
+        sp.argv,
+        notes,
+        cx.levers,
+        split,
+    )
 
 
 #: the CPU split of an endpoint ``up`` does not launch (never shown)

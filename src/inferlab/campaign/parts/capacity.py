@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.campaign.context import Clock
 from inferlab.campaign.parts.bench import bench_with_record
@@ -32,6 +32,7 @@ from inferlab.campaign.parts.capacity_probe import (
     stored_term,
 )
 from inferlab.config.bench import BenchConfig
+from inferlab.engines import is_simulated
 from inferlab.errors import ConfigError
 from inferlab.load.bench import BenchEvents
 from inferlab.stats.capacity import (
@@ -49,6 +50,9 @@ from inferlab.stats.capacity_error import (
 from inferlab.stats.slo import LIMITS, SloState
 from inferlab.stats.summary import Interval
 from inferlab.store import Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = [
     "CAPACITY_KIND",
@@ -96,7 +100,7 @@ class CapacityResult:
         """The ladder's point of index ``i`` (0: none held; None: none failed)."""
         return None if i is None else (self.ladder.at(i) if i else 0)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         b, v = self.bracket, self.value
         return {
             "slo": self.slo,
@@ -215,9 +219,14 @@ def find_capacity(
             stopped = _why_stopped(states, top)
             break
         result, ids = bench_with_record(
-            cfg.model_copy(update=ladder.load(c)), events, db=db, campaign=campaign,
-            config=config, clock=clock, config_id=config_id,
-        )  # fmt: skip
+            cfg.model_copy(update=ladder.load(c)),
+            events,
+            db=db,
+            campaign=campaign,
+            config=config,
+            clock=clock,
+            config_id=config_id,
+        )
         engine, model = result.engine, result.model
         if not run_ids and ids and db is not None and stored_spread and launch is None:
             judge = replace(judge, launch=stored_term(db, ids[0], limits))  # before judging
@@ -231,9 +240,19 @@ def find_capacity(
             stopped = "interrupted"
             break
     out = CapacityResult(
-        cfg.slo.text, engine, tuple(probes), bracket(states), _estimate(samples, ladder),
-        stopped, top, engine == "sim", _workload(cfg), ladder, budget, judge.launch,
-    )  # fmt: skip
+        cfg.slo.text,
+        engine,
+        tuple(probes),
+        bracket(states),
+        _estimate(samples, ladder),
+        stopped,
+        top,
+        is_simulated(engine),
+        _workload(cfg),
+        ladder,
+        budget,
+        judge.launch,
+    )
     if db is not None and probes:
         _store(db, out, campaign, config or f"{engine}:{model}", config_id)
     return out, run_ids

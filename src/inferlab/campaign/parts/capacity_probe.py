@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from inferlab.stats.capacity import MarginSample
 from inferlab.stats.capacity_error import ErrorBudget, LaunchTerm, launch_offsets, probe_seed
 from inferlab.stats.slo import SloPoint, SloState, assess_with_margin
 from inferlab.store import Store
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["CONCURRENCY", "Ladder", "Probe", "ProbeJudge", "stored_term"]
 
@@ -79,7 +82,7 @@ class Probe:
     trusted: bool = True  # False: a starved client or an interruption (then undecided)
     seed: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         d = dict(self.__dict__)
         d["run_ids"] = list(self.run_ids)
         d["margin"] = None if math.isnan(self.margin) else self.margin
@@ -111,9 +114,13 @@ class ProbeJudge:
         and the probe's seed."""
         seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
         slo, margin, reps = assess_with_margin(
-            recs, self.limits, level=self.budget.probe_level, resamples=n, seed=seed,
+            recs,
+            self.limits,
+            level=self.budget.probe_level,
+            resamples=n,
+            seed=seed,
             offsets=offsets,
-        )  # fmt: skip
+        )
         return slo, margin, reps, seed
 
     def __call__(
@@ -127,9 +134,16 @@ class ProbeJudge:
         state: SloState = "undecided" if untrusted or slo.state is None else slo.state
         stop = result.points[-1].stop if result.points else None
         probe = Probe(
-            self.ladder.at(c), state, margin, slo.goodput.estimate, slo.requests, ids,
-            stop.reason if stop is not None else None, not untrusted, seed,
-        )  # fmt: skip
+            self.ladder.at(c),
+            state,
+            margin,
+            slo.goodput.estimate,
+            slo.requests,
+            ids,
+            stop.reason if stop is not None else None,
+            not untrusted,
+            seed,
+        )
         return probe, MarginSample(c, margin, reps, slo.requests)
 
 

@@ -219,8 +219,9 @@ class Controller:
         pattern = r.rank_pattern(self.prefix)
         # files already there belong to earlier captures (vLLM 0.26 names them all alike)
         before = frozenset(f.path for f in self.files.list(self.directory, pattern, r.exclude))
-        body = r.body(self.directory, self.prefix, self.prof.steps, self.prof.activities,
-                      self.prof.with_stack)  # fmt: skip
+        body = r.body(
+            self.directory, self.prefix, self.prof.steps, self.prof.activities, self.prof.with_stack
+        )
         status, text = _post(self.url + r.start_path, body, 60.0)
         if status == 404:
             raise CaptureFailed(

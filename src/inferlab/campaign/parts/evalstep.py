@@ -92,8 +92,12 @@ def eval_check(
     except (HarnessFailed, ValueError) as exc:
         return CheckResult("eval", False, f"cannot gate: {exc}", {"verdict": "cannot-gate"}), record
     ok = gap_passes(gap, gate.max_drop)
-    detail = {"verdict": "pass" if ok else "fail", "metric": metric, "max_drop": gate.max_drop,
-              **gap.to_json()}  # fmt: skip
+    detail = {
+        "verdict": "pass" if ok else "fail",
+        "metric": metric,
+        "max_drop": gate.max_drop,
+        **gap.to_json(),
+    }
     return CheckResult("eval", ok, gap_message(gap, gate, metric), detail), record
 
 

@@ -29,9 +29,9 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, TypeGuard
 
-from inferlab.campaign.context import Installed
+from inferlab.campaign.context import Installed, Manifest, ManifestDir, ManifestEntry
 from inferlab.campaign.parts.fileset import FileSet, check_files, config_dir, config_extra
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import get_engine
@@ -109,7 +109,7 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _write_manifest(path: Path, data: dict[str, Any]) -> None:
+def _write_manifest(path: Path, data: Manifest) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as f:
@@ -119,10 +119,10 @@ def _write_manifest(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _plan_dir(cfg: ResolvedConfig, fs: FileSet, backup: Path) -> dict[str, Any]:
+def _plan_dir(cfg: ResolvedConfig, fs: FileSet, backup: Path) -> ManifestDir:
     d = target_dir(cfg, fs.kind)
     got = file_op(_python(cfg), {"op": "read", "dir": d, "names": sorted(fs.files)}, host=cfg.host)
-    entries = []
+    entries: list[ManifestEntry] = []
     for name, text in sorted(fs.files.items()):
         orig = got["files"].get(name)
         entries.append(
@@ -166,7 +166,7 @@ def install(
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = out_dir / ".files" / f"{cfg.name}.json"
     backup = out_dir / ".files" / "backup" / f"{cfg.name}-{stamp}"
-    data: dict[str, Any] = {
+    data: Manifest = {
         "format": FORMAT,
         "campaign": campaign,
         "config": cfg.name,
@@ -208,7 +208,8 @@ def install(
     return inst
 
 
-def _summary(data: dict[str, Any], d: dict[str, Any], state: str) -> dict[str, Any]:
+def _summary(data: Manifest, d: ManifestDir, state: str) -> dict[str, Any]:
+    """The ``files`` analysis of one directory (``store.models.FilesManifest``), as written."""
     return {
         "state": state,
         "kind": d["kind"],
@@ -223,12 +224,23 @@ def _summary(data: dict[str, Any], d: dict[str, Any], state: str) -> dict[str, A
     }
 
 
+class RestoredDir(TypedDict):
+    """One directory put back: the files rewritten and removed, and which differ from the
+    snapshot before (``exact``: none)."""
+
+    dir: str
+    restored: list[str]
+    removed: list[str]
+    exact: bool
+    differs: list[str]
+
+
 @dataclass
 class RestoreReport:
     """How a directory was put back: ``exact`` when it equals the snapshot taken before."""
 
     config: str
-    dirs: list[dict[str, Any]]
+    dirs: list[RestoredDir]
 
     @property
     def exact(self) -> bool:
@@ -300,9 +312,14 @@ def pending_manifests(out_dir: Path) -> list[Installed]:
             data = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("format") == FORMAT:
+        if _is_manifest(data):
             out.append(Installed(p, data))
     return out
+
+
+def _is_manifest(data: object) -> TypeGuard[Manifest]:
+    """A manifest this version wrote: the JSON object's ``format`` is ``FORMAT``."""
+    return isinstance(data, dict) and data.get("format") == FORMAT
 
 
 def recover(

@@ -9,13 +9,16 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.config.jsonfile import read_json
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.engines import EngineSpec, get_engine
 from inferlab.engines.base import ConfigDir
 from inferlab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["FileSet", "check_files", "config_dir", "config_extra", "read_file_set"]
 
@@ -93,10 +96,10 @@ def check_files(cfg: ResolvedConfig, where: str) -> list[FileSet]:
     return [read_file_set(spec, k, Path(d), where) for k, d in sorted(cfg.files.items())]
 
 
-def config_extra(cfg: ResolvedConfig) -> dict[str, Any]:
+def config_extra(cfg: ResolvedConfig) -> dict[str, JsonValue]:
     """What ``files``/``tune`` add to a config's identity in the store (a changed file is a
     changed config); ``{}`` without them, so older records keep their identity."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     given = {k: d for k, d in sorted(cfg.files.items()) if k not in cfg.tune}
     if given:
         spec = get_engine(cfg.engine)

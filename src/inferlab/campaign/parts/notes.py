@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from inferlab.campaign.parts.applied import item_lines
+from inferlab.campaign.parts.plan import baseline_of
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import ConfigError
 from inferlab.server.files import file_op
@@ -79,4 +80,5 @@ def stored_levers(store: Store, campaign: str, configs: list[ResolvedConfig]) ->
 def plan_notes(plan: _Plan, store: Store) -> list[str]:
     """The lines the plan adds from the store (see the module docstring)."""
     name = plan.campaign.campaign.name
-    return dir_drift(store, name, plan.configs[0]) + stored_levers(store, name, plan.configs)
+    drift = dir_drift(store, name, baseline_of(plan.configs))
+    return drift + stored_levers(store, name, plan.configs)

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from inferlab.campaign.parts import files as lever_files
 from inferlab.errors import ConfigError
@@ -38,6 +38,24 @@ __all__ = [
 ]
 
 FORMAT = "inferlab.server/1"
+
+
+class ServerRecord(TypedDict):
+    """A launched server's record (``.running/CONFIG.json``): what identifies its process
+    (``start_ticks``: its start time in clock ticks since boot) and how to stop it."""
+
+    format: str
+    config: str
+    pid: int
+    pgid: int
+    start_ticks: int | None
+    cmdline: list[str]
+    port: int
+    host: str | None
+    grace_s: float
+    log: str
+    runner_pid: int
+    started_at: str
 
 
 #: lock files this process holds (a POSIX record lock does not refuse its own process)
@@ -94,7 +112,7 @@ def process_identity(pid: int) -> tuple[int, list[str]] | None:
 def remember(out_dir: Path, config: str, server: ServerProcess) -> Path:
     """Record a just-launched server (see the module docstring)."""
     ident = process_identity(server.pid)
-    rec: dict[str, Any] = {
+    rec: ServerRecord = {
         "format": FORMAT,
         "config": config,
         "pid": server.pid,
@@ -136,7 +154,7 @@ def reap(out_dir: Path) -> list[str]:
     return lines
 
 
-def _reap_one(rec: dict[str, Any]) -> str:
+def _reap_one(rec: ServerRecord) -> str:
     pid = int(rec["pid"])
     what = (
         f"server of config {rec.get('config')} (pid {pid}, port {rec.get('port')}, started "

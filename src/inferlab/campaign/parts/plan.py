@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from inferlab.campaign.context import CpuSplit
 from inferlab.campaign.parts import capture
@@ -26,7 +27,26 @@ from inferlab.load.bench import LoadPoint, plan_points
 from inferlab.load.replay import read_traces
 from inferlab.secrets import REDACTED, scrub_argv, scrub_env
 
-__all__ = ["Plan", "make_plan", "plan_of", "reference_name", "render_plan", "select_configs"]
+__all__ = [
+    "Plan",
+    "baseline_of",
+    "make_plan",
+    "plan_of",
+    "reference_name",
+    "render_plan",
+    "select_configs",
+]
+
+_C = TypeVar("_C")
+
+
+def baseline_of(configs: Sequence[_C]) -> _C:
+    """The baseline of a campaign's configs in file order (its ``[[config]]`` sections or
+    their resolved forms): the first. Every diff, lever check and A/B is against it; this is
+    the one place that says so (``tests/unit/test_facts_have_one_home.py``)."""
+    if not configs:
+        raise ConfigError("the campaign has no config (give at least one [[config]])")
+    return configs[0]
 
 
 @dataclass
@@ -88,7 +108,7 @@ def plan_of(camp: CampaignFile, p: Path, text: str) -> Plan:
     points = plan_points(bench)
     capture.check_profile(p, text, camp, [c.name for c in configs], [pt.label for pt in points])
     cpus = plan_cpus(camp, max(pt.streams for pt in points), path=p, text=text)
-    return Plan(p, camp, configs, points, camp.load.trials, bench, cpus, configs[0])
+    return Plan(p, camp, configs, points, camp.load.trials, bench, cpus, baseline_of(configs))
 
 
 def render_plan(plan: Plan) -> list[str]:

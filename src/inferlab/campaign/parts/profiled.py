@@ -157,9 +157,12 @@ def _analyze(
 
 
 def _store(
-    store: Store, camp: CampaignFile, gid: int, done: list[tuple[str, dict[str, Any]]],
+    store: Store,
+    camp: CampaignFile,
+    gid: int,
+    done: list[tuple[str, dict[str, Any]]],
     out: CaptureOutcome,
-) -> None:  # fmt: skip
+) -> None:
     """Store the ranks' analyses, each with the pass's cost (s: load, capture, analysis)."""
     with store.transaction():
         for name, p in done:
@@ -188,8 +191,9 @@ def profiled_pass(
     base = capture_base(camp, cfg)
     directory = f"{base}/{prefix}" if recipe.dir_per_capture else base
     files = file_store(cfg)
-    ctl = Controller(recipe, bench.url, prof, prefix, directory, files,
-                     recipe.ranks(spec.parse_args(cfg.args)))  # fmt: skip
+    ctl = Controller(
+        recipe, bench.url, prof, prefix, directory, files, recipe.ranks(spec.parse_args(cfg.args))
+    )
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid, purpose="profiled")
     ev = SteadyEvents(events, ctl.steady, closed_loop=point.pattern.closed_loop)
     worker = threading.Thread(target=ctl.run, name=f"capture-{cfg.name}", daemon=True)

@@ -38,8 +38,9 @@ def stopping_lines(camp: CampaignFile, baseline: str, reference: str) -> list[st
     more = f", then again while a candidate's verdict is unsettled, {top} at most"
     rounds = [
         f"launches: each config {ld.launches}× in rounds of alternating order (A B B A)"
-        + (more if top > ld.launches else "") + " (campaign.rounds)"
-    ]  # fmt: skip
+        + (more if top > ld.launches else "")
+        + " (campaign.rounds)"
+    ]
     out += rounds if top > 1 else []
     return out + (between if ld.interleave else []) + (again if ld.recheck_baseline else [])
 

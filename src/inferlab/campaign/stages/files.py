@@ -46,9 +46,14 @@ def config_files(
     for line in lines:
         say(line)
     inst = lever_files.install(
-        out, camp.campaign.name, cfg, owner=owner, store=store, config_id=config_id,
+        out,
+        camp.campaign.name,
+        cfg,
+        owner=owner,
+        store=store,
+        config_id=config_id,
         file_sets=file_sets,
-    )  # fmt: skip
+    )
     if inst is not None:
         for d in inst.data["dirs"]:
             new = sum(1 for e in d["entries"] if e["action"] == "new")
@@ -72,9 +77,15 @@ def _files(cx: ConfigContext) -> Iterator[None]:
     """``cx.cfg`` with its tuned files, installed; restored on exit unless ``up`` keeps them."""
     run = cx.run
     with config_files(
-        run.campaign, run.baseline, cx.cfg, store=run.store, config_id=cx.config_id,
-        say=cx.say, owner="up" if run.keep else "run", keep=run.keep,
-    ) as (cfg, installed):  # fmt: skip
+        run.campaign,
+        run.baseline,
+        cx.cfg,
+        store=run.store,
+        config_id=cx.config_id,
+        say=cx.say,
+        owner="up" if run.keep else "run",
+        keep=run.keep,
+    ) as (cfg, installed):
         cx.cfg, cx.installed = cfg, installed
         yield
 

@@ -42,9 +42,15 @@ def check_applied(
 def _levers(cx: ConfigContext) -> Iterator[None]:
     """The lever evidence of the config against the baseline, in ``cx.levers``."""
     cx.levers = check_applied(
-        cx.run.baseline, cx.cfg, url=cx.url, log_path=cx.log_path, installed=cx.installed,
-        store=cx.run.store, config_id=cx.config_id, say=cx.say,
-    )  # fmt: skip
+        cx.run.baseline,
+        cx.cfg,
+        url=cx.url,
+        log_path=cx.log_path,
+        installed=cx.installed,
+        store=cx.run.store,
+        config_id=cx.config_id,
+        say=cx.say,
+    )
     yield
 
 

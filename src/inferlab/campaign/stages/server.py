@@ -84,14 +84,23 @@ def server_running(
         if exc.log_path:
             store_log_findings(store, str(exc.log_path), campaign=name, config_id=cx.config_id)
         tail = exc.tail[-40:]  # secrets already redacted (LaunchError)
-        detail = {"kind": exc.kind, "message": str(exc), "remedy": exc.remedy, "tail": tail,
-                  "log_path": str(exc.log_path or "")}  # fmt: skip
+        detail = {
+            "kind": exc.kind,
+            "message": str(exc),
+            "remedy": exc.remedy,
+            "tail": tail,
+            "log_path": str(exc.log_path or ""),
+        }
         cx.record("launch", False, detail)
         raise StepFailed("launch-failed", str(exc), exc.remedy, tuple(tail[-12:])) from None
     held.gpu_ready = used_mib()
     try:
-        ready = {"ready_s": server.ready_s, "log_path": str(server.spec.log_path),
-                 "argv": server.spec.argv, "gpu_used_mib": held.gpu_ready}  # fmt: skip
+        ready = {
+            "ready_s": server.ready_s,
+            "log_path": str(server.spec.log_path),
+            "argv": server.spec.argv,
+            "gpu_used_mib": held.gpu_ready,
+        }
         ready |= extra or {}
         cx.record("launch", True, ready)  # argv scrubbed by the store
         yield server

@@ -116,9 +116,14 @@ def verify_config(
     if store is not None and reference_config is not None:
         task = agreement_task(camp, cfg, store, reference_config)
     rep = verify_endpoint(
-        url, model=model, engine=spec, section=camp.verify, reference=ref,
-        lossless=cfg.lossless, agreement=task,
-    )  # fmt: skip
+        url,
+        model=model,
+        engine=spec,
+        section=camp.verify,
+        reference=ref,
+        lossless=cfg.lossless,
+        agreement=task,
+    )
     samples = None
     if camp.verify.eval is not None and store is not None and reference_config and rep.passed:
         check, samples = eval_check(camp, cfg, url, model, store, reference_config)

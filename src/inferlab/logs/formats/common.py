@@ -204,6 +204,7 @@ _FLAGS = (
 
 # -- startup, any engine -----------------------------------------------------------------------
 
+# left unformatted: a table, one launch step a row (name, needle, pattern, next phase, fields)
 _STEPS = (
     step(None, "weights-loading", "Loading safetensors", r"Loading safetensors checkpoint shards",
          "weight-loading"),

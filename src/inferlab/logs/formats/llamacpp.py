@@ -12,6 +12,7 @@ E = "llamacpp"
 #: names in a line that hint at llama.cpp (weak evidence, used when no format read the line)
 MARKERS = ("llama_", "llama-server", "ggml_")
 
+# left unformatted: a table, one launch step a row (name, needle, pattern, next phase, fields)
 _STEPS = (
     step(E, "listening", "HTTP server is listening",
          r"HTTP server is listening, hostname: (?P<host>\S+), port: (?P<port>\d+)", None,

@@ -112,6 +112,7 @@ _PREFILL = (
     _batch_keys("sglang-prefill-items", "Prefill batch", "prefill", None),
 )
 
+# left unformatted: a table, one launch step a row (name, needle, pattern, next phase, fields)
 _STEPS = (
     step(E, "weights-loading", "Load weight begin",
          r"Load weight begin\. avail mem=(?P<avail_gb>[\d.]+) GB", "weight-loading",

@@ -136,6 +136,7 @@ _CONCURRENCY = step(
     i_("tokens_per_request", "tokens"),
     f_("concurrency", "requests"),
 )
+# left unformatted: a table, one launch step a row (name, needle, pattern, next phase, fields)
 _STEPS = (
     step(E, "weights-loading", "Starting to load model",
          r"Starting to load model (?P<model>\S+?)\.{0,3}$", "weight-loading", s_("model")),

@@ -42,10 +42,15 @@ def slo_rows(store: Store, campaign: str) -> list[tuple[str, ...]]:
         share = f"{_pct(g.get('estimate'))} [{_pct(g.get('low'))}–{_pct(g.get('high'))}]"
         out.append(
             (
-                run.config, run.label, str(run.trial), str(slo.get("slo")), share,
-                str(slo.get("state") or "–"), _worst(slo.get("checks") or []),
+                run.config,
+                run.label,
+                str(run.trial),
+                str(slo.get("slo")),
+                share,
+                str(slo.get("state") or "–"),
+                _worst(slo.get("checks") or []),
             )
-        )  # fmt: skip
+        )
     return out
 
 

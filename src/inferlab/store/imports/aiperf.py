@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.records import ErrorKind, RequestRecord
 from inferlab.store.imports._common import (
@@ -34,6 +34,9 @@ from inferlab.store.imports._common import (
 from inferlab.store.imports.content import Content, load_content
 from inferlab.store.imports.fieldmap import map_distribution, map_scalars
 from inferlab.store.imports.source import Source
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 TOOL = "aiperf"
 _AGG_SUFFIX = "_aiperf.json"
@@ -107,12 +110,12 @@ def _sibling_records(p: Path) -> Path | None:
 def _run(agg: Content | None, recs: Content | None) -> ImportedRun:
     notes: list[str] = []
     summary: dict[str, float] = {}
-    tool_summary: dict[str, Any] = {}
+    tool_summary: dict[str, JsonValue] = {}
     version = model = started = None
     duration: float | None = None
     conc: int | None = None
     rate: float | None = None
-    workload: dict[str, Any] = {}
+    workload: dict[str, JsonValue] = {}
     if agg is not None:
         if len(agg.docs) != 1:
             raise Source(agg, agg.docs[1][0], {}, "").fail(
@@ -177,7 +180,7 @@ def _config(cfg: Source) -> tuple[str | None, int | None, float | None, dict[str
         conc = p.int_("concurrency")
         r = p.num("rate")
         rate = r if r is not None and math.isfinite(r) else None
-    workload: dict[str, Any] = {}
+    workload: dict[str, JsonValue] = {}
     ds = cfg.list_("datasets")
     if ds:
         workload["datasets"] = ds
@@ -298,9 +301,9 @@ def _content_events(s: Source, rec: RequestRecord, val: dict[str, Any]) -> None:
         )
 
 
-def _values(m: Source) -> dict[str, Any]:
+def _values(m: Source) -> dict[str, JsonValue]:
     """metric tag → value, from ``{"tag": {"value": v, "unit": u}}``."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for k, v in m.obj.items():
         if isinstance(v, dict) and "value" in v:
             out[k] = v["value"]

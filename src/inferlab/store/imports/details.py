@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inferlab.records import RequestRecord
 from inferlab.store.imports._common import ImportedRun, classify_error, token_workload
 from inferlab.store.imports.fieldmap import StatFields, map_scalars, map_stat_fields
 from inferlab.store.imports.source import Source
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["Detailed", "Details", "detail_record", "read_detailed", "read_details"]
 
@@ -101,7 +104,9 @@ def read_detailed(
     per gap metric), the workload fields and token lengths, then the aggregate fields."""
     recs: list[RequestRecord] = []
     counts: dict[str, int] = {}
-    workload: dict[str, Any] = {k: s.obj[k] for k in fields.workload if s.obj.get(k) is not None}
+    workload: dict[str, JsonValue] = {
+        k: s.obj[k] for k in fields.workload if s.obj.get(k) is not None
+    }
     details = all(k in s.obj for k in _REQUIRED)
     if details:
         recs, counts = records()

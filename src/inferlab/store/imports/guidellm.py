@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from inferlab.errors import ConfigError
 from inferlab.records import ErrorKind, RequestRecord
@@ -33,6 +33,9 @@ from inferlab.store.imports._common import (
 from inferlab.store.imports.content import Content
 from inferlab.store.imports.fieldmap import map_distribution, map_scalars
 from inferlab.store.imports.source import Source
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 TOOL = "guidellm"
 _NS = 1_000_000_000
@@ -121,7 +124,7 @@ def _bench(b: Source, version: str | None, top: Source) -> ImportedRun:
     if tpots:
         _tpot_summary(tpots, summary, notes)
     model = _model(b, top)
-    workload: dict[str, Any] = {}
+    workload: dict[str, JsonValue] = {}
     spec = _spec(top)
     data = spec.list_("data") if spec else None
     if data:
