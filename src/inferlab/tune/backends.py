@@ -225,18 +225,7 @@ def _sglang(ctx: BackendContext) -> BackendVerdict:
             return v("DeepGEMM", False, "--fp8-gemm-backend deep_gemm", fix_triton)
         return v("Triton", True, "DeepGEMM falls back to Triton: N % 64 or K % 128 ≠ 0")
     if backend == "cutlass":
-        cap = ctx.capability
-        if cap is not None and cap[0] not in rules.cutlass:
-            return v(
-                "none (start-up error)",
-                False,
-                f"--fp8-gemm-backend cutlass on sm_{cap[0]}{cap[1]}: this release runs CUTLASS "
-                f"block FP8 only on sm_{'/'.join(f'{m}x' for m in sorted(rules.cutlass))}",
-                fix_triton,
-            )
-        if cutlass_shape:
-            return v("CUTLASS", False, "CUTLASS block-FP8 selected", fix_triton)
-        return v("Triton", True, "CUTLASS falls back to Triton: N or K not a multiple of 128")
+        return _sglang_cutlass(ctx, rules, v, cutlass_shape)
     if backend == "flashinfer_trtllm":
         if k >= 256:
             return v("FlashInfer TRT-LLM", False, "FlashInfer FP8 GEMM selected", fix_triton)
@@ -244,6 +233,25 @@ def _sglang(ctx: BackendContext) -> BackendVerdict:
     if backend not in ("auto",):
         return v(backend, False, f"--fp8-gemm-backend {backend}", fix_triton)
     return _sglang_auto(ctx, rules, v)
+
+
+def _sglang_cutlass(
+    ctx: BackendContext, rules: SglangFp8Rules, v: _Verdict, cutlass_shape: bool
+) -> BackendVerdict:
+    """``--fp8-gemm-backend cutlass``: a start-up error on a GPU the release does not run
+    CUTLASS block FP8 on; else CUTLASS, or Triton for a shape CUTLASS cannot take."""
+    cap = ctx.capability
+    if cap is not None and cap[0] not in rules.cutlass:
+        return v(
+            "none (start-up error)",
+            False,
+            f"--fp8-gemm-backend cutlass on sm_{cap[0]}{cap[1]}: this release runs CUTLASS "
+            f"block FP8 only on sm_{'/'.join(f'{m}x' for m in sorted(rules.cutlass))}",
+            _SGLANG_FIX,
+        )
+    if cutlass_shape:
+        return v("CUTLASS", False, "CUTLASS block-FP8 selected", _SGLANG_FIX)
+    return v("Triton", True, "CUTLASS falls back to Triton: N or K not a multiple of 128")
 
 
 def _sglang_auto(ctx: BackendContext, rules: SglangFp8Rules, v: _Verdict) -> BackendVerdict:
