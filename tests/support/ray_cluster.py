@@ -12,6 +12,9 @@ from typing import Any
 from inferlab.store import Store
 
 OBJ = 80 * 2**20  # the smallest object store Ray accepts is 75 MiB
+#: bring-ups tried: Ray gives a raylet a fixed 30 s to register with the GCS (ray/_private/
+#: node.py), which a saturated 2-CPU machine missed for both clusters at once (2026-12-07)
+STARTS = 3
 
 
 @contextlib.contextmanager
@@ -26,11 +29,18 @@ def local_cluster() -> Iterator[Any]:
 
     ray.cloudpickle.register_pickle_by_value(ray_fakes)
     head = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": OBJ}
-    c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": REAPER_CONFIG})
-    for _ in range(2):
-        c.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
-    c.add_node(num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ)
-    c.wait_for_nodes()
+    for attempt in range(1, STARTS + 1):
+        c = Cluster(initialize_head=True, head_node_args={**head, "_system_config": REAPER_CONFIG})
+        try:
+            for _ in range(2):
+                c.add_node(num_cpus=2, num_gpus=2, object_store_memory=OBJ)
+            c.add_node(num_cpus=1, resources={CLIENT_RESOURCE: 1}, object_store_memory=OBJ)
+            c.wait_for_nodes()
+            break
+        except Exception as exc:  # Ray's own: "The current node timed out during startup"
+            c.shutdown()
+            if attempt == STARTS or "timed out during startup" not in str(exc):
+                raise
     connect(c.address)
     try:
         yield c

@@ -230,6 +230,12 @@ def test_install_into_a_real_interpreters_engine(cli: Cli, tmp_path: Path) -> No
     pkg = site / "sglang"
     (pkg / "srt" / "layers" / "quantization" / "configs").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
+    # a release that reads srt/layers/quantization/configs (up to 0.5.15.post1): the directory
+    # is chosen by the installed version (engines/configdir.py), the newest one's without it
+    meta = site / "sglang-0.5.15.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.15\n")
+    (meta / "top_level.txt").write_text("sglang\n")  # the package's distribution, found
     target = pkg / "srt" / "layers" / "quantization" / "configs" / SGL_FILE.name
     shutil.copyfile(SGL_FILE, target)
     cells = [
