@@ -1,5 +1,5 @@
-"""Suite-wide: a ``serial`` test (``make unit`` runs them one at a time, in a lane beside the
-parallel pass over the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
+"""Suite-wide: a ``serial`` test (``make unit`` runs them one at a time, after the parallel
+pass over the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
 collection refuses a ``serial`` marker without a reason. Every ``vllm`` test is ``serial`` with
 its marker's reason (``ALONE``). The ``ray`` tests are not: each of their two modules starts a
 local cluster of its own (its head's GCS on a free port), which ``--dist loadscope`` keeps in one

@@ -78,6 +78,7 @@ FACES: dict[str, list[str]] = {
         "clean_line",
         "get_engine",
         "histogram_buckets",
+        "is_simulated",
         "parse_prometheus",
         "primary_failure",
         "register",
