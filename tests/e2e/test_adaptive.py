@@ -131,9 +131,13 @@ def test_campaign_sequential_ab_says_which_look_settled_it(
         base, fast = store.runs(campaign="seq")
         assert base.stop is not None and base.stop["reason"] in ("precision", "cap")
         assert fast.stop is not None and fast.stop["reason"] == "sequential-better"
-        assert fast.stop["look"] == 1 and fast.stop["looks"] == 4
-        assert sum(1 for r in store.requests(fast.id) if r.counted) < 80
+        # settled before the cap: at look 1 on a quiet machine, at look 2 once on a fresh
+        # clone's make test (2026-12-07); the subject is that the verdict names its look
+        look = fast.stop["look"]
+        assert fast.stop["looks"] == 4 and 1 <= look < 4, fast.stop
+        counted = sum(1 for r in store.requests(fast.id) if r.counted)
+        assert counted < 80 * look, counted
         c = build_comparison(store, campaign="seq", baseline="baseline")
     text = cell_text(c, "fast", "C=2", "tpot_ms")
-    assert text.endswith("better (look 1/4)"), text
-    assert "settled at look 1/4" in c.cells[("fast", "C=2")].verdicts["tpot_ms"].reason
+    assert text.endswith(f"better (look {look}/4)"), text
+    assert f"settled at look {look}/4" in c.cells[("fast", "C=2")].verdicts["tpot_ms"].reason
