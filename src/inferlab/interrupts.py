@@ -12,10 +12,11 @@ interrupted while vLLM was starting had not exited 30 s later, its stop waiting
 from __future__ import annotations
 
 import contextlib
+import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-__all__ = ["clear", "note", "seen", "watching"]
+__all__ = ["clear", "note", "on_sigint", "seen", "watching"]
 
 _SEEN = threading.Event()
 
@@ -42,3 +43,24 @@ def watching() -> Iterator[None]:
         yield
     finally:
         clear()
+
+
+@contextlib.contextmanager
+def on_sigint(action: Callable[[], None]) -> Iterator[list[bool]]:
+    """While inside (main thread): a Ctrl-C is noted and runs ``action`` instead of raising;
+    the list's one flag says whether one came. Elsewhere (another thread) a no-op."""
+    hit = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield hit
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        hit[0] = True
+        note()
+        action()
+
+    old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield hit
+    finally:
+        signal.signal(signal.SIGINT, old if old is not None else signal.default_int_handler)

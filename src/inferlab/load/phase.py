@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as mp_wait
@@ -53,26 +51,6 @@ class PhaseOutcome:
     results: list[WorkerResult]
     interrupted: bool  # Ctrl-C
     finish_ns: int | None = None  # perf_counter_ns when the monitor asked the workers to finish
-
-
-@contextmanager
-def _sigint_sets(stop: Any) -> Iterator[list[bool]]:
-    """While inside: Ctrl-C sets ``stop`` (workers finish and report) instead of raising."""
-    hit = [False]
-    if threading.current_thread() is not threading.main_thread():
-        yield hit
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        hit[0] = True
-        interrupts.note()  # the server's stop that follows is short (server.stop)
-        stop.set()
-
-    old = signal.signal(signal.SIGINT, handler)
-    try:
-        yield hit
-    finally:
-        signal.signal(signal.SIGINT, old)
 
 
 def collect_results(
@@ -160,7 +138,7 @@ def run_phase(
             finish_ns.append(time.perf_counter_ns())
             finish.set()
 
-    with _sigint_sets(stop) as hit:
+    with interrupts.on_sigint(stop.set) as hit:  # workers finish and report
         for job in jobs:
             parent, child = ctx.Pipe()
             p = ctx.Process(target=target, args=(job, child, stop, done, errs, finish), daemon=True)

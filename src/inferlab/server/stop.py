@@ -8,9 +8,8 @@ import contextlib
 import os
 import signal
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,27 +88,6 @@ INTERRUPT_GRACE_S = 2.0
 INTERRUPT_WAIT_S = 2.0
 
 
-@contextlib.contextmanager
-def _sigint_kills(pgid: int) -> Iterator[list[bool]]:
-    """While inside (main thread): a Ctrl-C SIGKILLs the group at once and is remembered (the
-    stop goes on, bounded, then ``stop_group`` raises ``KeyboardInterrupt``); elsewhere no-op."""
-    hit = [False]
-    if threading.current_thread() is not threading.main_thread():
-        yield hit
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        hit[0] = True
-        interrupts.note()
-        signal_group(pgid, signal.SIGKILL)
-
-    old = signal.signal(signal.SIGINT, handler)
-    try:
-        yield hit
-    finally:
-        signal.signal(signal.SIGINT, old if old is not None else signal.default_int_handler)
-
-
 def _end_group(
     pgid: int, alive: Callable[[], bool], grace_s: float, wait_s: float, hit: list[bool]
 ) -> tuple[str, list[str]]:
@@ -164,7 +142,7 @@ def stop_group(
         return _alive(pgid)
 
     pids = _group_pids(pgid) | {pgid}
-    with _sigint_kills(pgid) as hit:
+    with interrupts.on_sigint(lambda: signal_group(pgid, signal.SIGKILL)) as hit:
         sent, notes = _end_group(pgid, alive, grace, wait, hit)
         port_free = False
         deadline = time.monotonic() + drain
