@@ -75,18 +75,19 @@ fi
 export PYTHONUNBUFFERED=1 PATH="$SITE/bin:$PATH"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false SGLANG_USE_SGL_FA3_KERNEL=1
 # inferlab runs from the tree; the engine's own Python gets the carried site first
-export PYTHONPATH="$PWD/src"
+export PYTHONPATH="$SITE:$PWD/src"
 export INFERLAB_SERVE_PYTHONPATH="$SITE" INFERLAB_ENGINE_PYTHONPATH="$SITE" INFERLAB_SGLANG_PYTHON="$(command -v python3)"
-export INFERLAB_GPU_MODEL="$WORK/m1b-fp8"
+export INFERLAB_GPU_MODEL="$WORK/m1b-fp8ct"
 DB="$WORK/h200-sglang.db"
 IL=(python3 -m inferlab)
 CAMPAIGN=src/inferlab/examples/sglang-h200.toml
 NAME=sglang-h200
 
 if [ ! -f "$INFERLAB_GPU_MODEL/model.safetensors" ]; then
-  say "model: inferlab model random --preset 1b --quant fp8-block (seed 0)"
+  # compressed-tensors: SGLang 0.5.17's Llama loader drops weight_scale_inv (models/fp8.py)
+  say "model: inferlab model random --preset 1b --quant fp8-block-ct (seed 0)"
   preset=1b; [ "$LOCAL" = 1 ] && preset=test
-  "${IL[@]}" model random --preset "$preset" --quant fp8-block "$INFERLAB_GPU_MODEL" 2>&1 | tee -a "$LOG" || exit 1
+  "${IL[@]}" model random --preset "$preset" --quant fp8-block-ct "$INFERLAB_GPU_MODEL" 2>&1 | tee -a "$LOG" || exit 1
 fi
 [ "$LOCAL" = 1 ] && { say "local test: stopping before SGLang"; exit 0; }
 
@@ -107,8 +108,12 @@ print("torch", torch.__version__, "sglang", sglang.__version__, "sglang-kernel",
       "flashinfer", md.version("flashinfer-python"), "transformers", md.version("transformers"),
       "GPU", torch.cuda.get_device_name(0))
 print("fp8 configs:", os.path.join(os.path.dirname(os.path.realpath(k.__file__)), "configs"))
+import json  # the checkpoint's quantization_config as SGLang parses it, before a launch does
+from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import CompressedTensorsConfig
+qc = json.load(open(os.path.join(os.environ["INFERLAB_GPU_MODEL"], "config.json")))["quantization_config"]
+print("quant config:", CompressedTensorsConfig.from_config(qc).target_scheme_map)
 PY
-  python3 -c "import inferlab.cli.main" || return 1
+  python3 -c "import inferlab.cli.main, inferlab.config.campaign, pydantic" || return 1
 }
 
 if [ ! -f "$DB" ] && [ -f .gpu-run/h200-sglang.db ]; then

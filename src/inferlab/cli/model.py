@@ -114,7 +114,9 @@ def random_cmd(
     quant: Annotated[
         str,
         typer.Option(
-            "--quant", help="none, or fp8-block: projections in 128x128 block FP8 (vLLM, SGLang)."
+            "--quant",
+            help="none; fp8-block: projections in 128x128 block FP8, scales as weight_scale_inv "
+            "(vLLM); fp8-block-ct: the same tensors as compressed-tensors (SGLang 0.5.17, vLLM).",
         ),
     ] = "none",
     workers: Annotated[

@@ -23,7 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from inferlab.campaign.context import RuntimeFailure
-from inferlab.campaign.parts.aftermath import runtime_failure
+from inferlab.campaign.parts.aftermath import log_lines, runtime_failure
 from inferlab.campaign.parts.files import FileSet
 from inferlab.campaign.parts.launch import launch_config, served_model
 from inferlab.campaign.parts.watch import ServerWatch
@@ -263,6 +263,7 @@ class ServerActor:
             return None
         server, self.server = self.server, None
         at_stop = used_mib(self.cvd)
+        served = log_lines(server)
         rep = stop(server)
         log = str(server.spec.log_path)
         findings = mine_log(log)
@@ -273,7 +274,7 @@ class ServerActor:
             read=partial(used_mib, self.cvd),
             indices=nvml_indices(self.cvd),
         )
-        failure = runtime_failure(get_engine(self.cfg.engine), log)
+        failure = runtime_failure(get_engine(self.cfg.engine), log, until_line=served)
         return Stopped(rep, drain, failure, log, findings)
 
 

@@ -13,17 +13,33 @@ block. The checkpoint declares it in ``config.json``::
 ``Fp8LinearMethod.create_weights``: a block-quantized checkpoint must be FP8-serialized with a
 dynamic activation scheme; ``utils/fp8_utils.py`` ``create_fp8_scale_parameter`` gives the
 scale's shape.) Embeddings, norms and the LM head stay in bfloat16.
+
+The same tensors can be declared as compressed-tensors (``BLOCK_FORMATS["fp8-block-ct"]``:
+the scale named ``weight_scale``, a ``block`` weight strategy and dynamic per-group-of-128
+activations, as llm-compressor writes FP8-block checkpoints). SGLang 0.5.17 needs that form
+for a Llama: its loader (``srt/models/llama.py`` ``_legacy_load_weights`` and the v2
+``_llama_remap``) renames ``weight_scale_inv`` to ``weight_scale``, a name its block-FP8
+``Fp8LinearMethod`` does not register, so the scales stay at their fill value and every token
+decodes to nothing (seen on an H100, 2026-12-07: "Parameter … weight_scale not found in
+params_dict" per projection). Both forms reach the same Triton block-FP8 GEMM and its tuned
+configs (``dispatch_w8a8_block_fp8_linear``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
+from pydantic import JsonValue
 
 __all__ = [
     "BLOCK",
+    "BLOCK_FORMATS",
+    "COMPRESSED_TENSORS_CONFIG",
     "E4M3_MAX",
     "QUANTIZATION_CONFIG",
+    "BlockFormat",
     "decode_e4m3",
     "encode_e4m3",
     "quantize_blocks",
@@ -31,10 +47,56 @@ __all__ = [
 
 BLOCK = 128
 E4M3_MAX = 448.0
-QUANTIZATION_CONFIG = {
+QUANTIZATION_CONFIG: dict[str, JsonValue] = {
     "quant_method": "fp8",
     "weight_block_size": [BLOCK, BLOCK],
     "activation_scheme": "dynamic",
+}
+#: compressed-tensors' spelling of the same checkpoint (llm-compressor's FP8_BLOCK scheme)
+COMPRESSED_TENSORS_CONFIG: dict[str, JsonValue] = {
+    "quant_method": "compressed-tensors",
+    "format": "float-quantized",
+    "quantization_status": "compressed",
+    "ignore": ["lm_head"],
+    "kv_cache_scheme": None,
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {
+                "num_bits": 8,
+                "type": "float",
+                "symmetric": True,
+                "dynamic": False,
+                "strategy": "block",
+                "block_structure": [BLOCK, BLOCK],
+            },
+            "input_activations": {
+                "num_bits": 8,
+                "type": "float",
+                "symmetric": True,
+                "dynamic": True,
+                "strategy": "group",
+                "group_size": BLOCK,
+            },
+            "output_activations": None,
+        }
+    },
+}
+
+
+@dataclass(frozen=True)
+class BlockFormat:
+    """How a block-FP8 checkpoint names its scales and declares itself in ``config.json``."""
+
+    scale_suffix: str  # appended to the weight's name: "weight" + suffix
+    quantization_config: dict[str, JsonValue]
+    reads: str  # which engines load it
+
+
+#: ``inferlab model random --quant`` names → the checkpoint's form
+BLOCK_FORMATS = {
+    "fp8-block": BlockFormat("_scale_inv", QUANTIZATION_CONFIG, "vLLM"),
+    "fp8-block-ct": BlockFormat("_scale", COMPRESSED_TENSORS_CONFIG, "SGLang 0.5.17, vLLM"),
 }
 
 F32 = npt.NDArray[np.float32]

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inferlab.errors import ConfigError
-from inferlab.models.fp8 import QUANTIZATION_CONFIG, quantize_blocks
+from inferlab.models.fp8 import BLOCK_FORMATS, quantize_blocks
 from inferlab.models.safetensors import TensorEntry, write_safetensors
 from inferlab.models.tokenizer import (
     Construction,
@@ -50,8 +50,9 @@ T = TypeVar("T")
 #: weight dtypes inferlab can write (torch names) → safetensors dtype
 DTYPES = {"bfloat16": "BF16", "float32": "F32"}
 #: quantized checkpoints: the attention and MLP projections in 128 × 128 block FP8
-#: (``inferlab.models.fp8``), the rest in bfloat16; "none" is the unquantized twin
-QUANTS = ("none", "fp8-block")
+#: (``inferlab.models.fp8``, in either of its ``BLOCK_FORMATS``), the rest in bfloat16; "none"
+#: is the unquantized twin
+QUANTS = ("none", *BLOCK_FORMATS)
 #: the tensors a quantized checkpoint stores in FP8
 _LINEAR = ("_proj.weight",)
 
@@ -215,11 +216,11 @@ def _entries(
     """Per base tensor, what the file holds: the tensor, or FP8 codes and their block scales."""
     out: list[list[TensorEntry]] = []
     for n, shape in names:
-        if quant == "fp8-block" and n.endswith(_LINEAR):
+        fmt = BLOCK_FORMATS.get(quant)
+        if fmt is not None and n.endswith(_LINEAR):
             blocks = tuple(-(-d // 128) for d in shape)
-            out.append(
-                [TensorEntry(n, "F8_E4M3", shape), TensorEntry(n + "_scale_inv", "F32", blocks)]
-            )
+            scale = TensorEntry(n + fmt.scale_suffix, "F32", blocks)
+            out.append([TensorEntry(n, "F8_E4M3", shape), scale])
         else:
             out.append([TensorEntry(n, st, shape)])
     return out
@@ -274,7 +275,8 @@ def write_random_model(
         "spec": asdict(spec),
         "tokenizer_vocab_size": tt.vocab_size,
     }
-    extra = {"quantization_config": QUANTIZATION_CONFIG} if quant == "fp8-block" else {}
+    fmt = BLOCK_FORMATS.get(quant)
+    extra = {"quantization_config": fmt.quantization_config} if fmt is not None else {}
     files = tuple(sorted((*write_hf_files(out, tt, shape, meta, extra), "model.safetensors")))
     return RandomModelInfo(
         out, preset, seed, dtype, quant, spec.num_parameters, size, time.monotonic() - t0, files

@@ -113,10 +113,12 @@ class Runs:
     def add_server_metrics(
         self, run_id: int, samples: Sequence[tuple[int, str, dict[str, str], float]]
     ) -> None:
-        """The server's metric samples of run ``run_id``: (t_ns, name, labels, value)."""
+        """The server's metric samples of run ``run_id``: (t_ns, name, labels, value). A NaN
+        sample (SGLang 0.5.17 exports some gauges as NaN before their first event) is not
+        stored: SQLite would turn it into NULL."""
         self.db.executemany(
             "INSERT INTO server_metrics(run_id, t_ns, name, labels_json, value) VALUES (?,?,?,?,?)",
-            ((run_id, t, n, dumps(lb), v) for t, n, lb, v in samples),
+            ((run_id, t, n, dumps(lb), v) for t, n, lb, v in samples if v == v),
         )
 
     def __call__(
