@@ -7,6 +7,7 @@ signatures — and pure functions over that data. Nothing here starts processes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
@@ -323,6 +324,16 @@ class EngineSpec:
     def classify_log(self, lines: str | Iterable[str]) -> list[LogMatch]:
         """Known lines of a server log, in order (see ``inferlab.engines.logs``)."""
         return match_signatures(lines, self.log_signatures)
+
+    def before_stop(self, lines: list[str]) -> list[str]:
+        """``lines`` up to the engine's "told to stop" line (``LogFacts.stop_requested``),
+        excluded: what it logs while it obeys (SGLang: a child "crashed with exit code -15")
+        is the stop, not a fault. All of them when the engine names no such line."""
+        pat = self.logs.stop_requested if self.logs is not None else None
+        if pat is None:
+            return lines
+        rx = re.compile(pat)
+        return next((lines[:i] for i, ln in enumerate(lines) if rx.search(ln)), lines)
 
 
 PLACEHOLDERS = ("{port}", "{host}", "{model}")

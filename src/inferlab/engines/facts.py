@@ -52,12 +52,15 @@ class LogFacts:
     miner, so the table is named here and imported there. ``display`` is the engine's name in
     findings; ``looked_for`` says what of it an unrecognised log was searched for;
     ``named_in_lines``: an engine-neutral line (kernel config, CUDA OOM, NCCL error) that holds
-    the engine's name (a path such as ``.../vllm/...``) counts for it."""
+    the engine's name (a path such as ``.../vllm/...``) counts for it; ``stop_requested``: the
+    line it writes when told to stop (a regex), after which its processes' deaths are the stop,
+    not a fault (``EngineSpec.before_stop``)."""
 
     display: str
     formats: str
     looked_for: str
     named_in_lines: bool = False
+    stop_requested: str | None = None
 
 
 @dataclass(frozen=True)

@@ -372,6 +372,9 @@ SPEC = register(
             "inferlab.logs.formats.sglang",
             "SGLang 'Prefill/Decode batch' lines and startup steps",
             named_in_lines=True,
+            # srt/managers/tokenizer_manager.py (0.5.17): then "Subprocess scheduler_0 (pid=…)
+            # crashed with exit code -15" as the scheduler obeys (H100 logs, 2026-12-07)
+            stop_requested=r"SIGTERM received\. signum=",
         ),
         oom=OomAdvice(
             "mem_fraction_static",

@@ -89,7 +89,8 @@ def _launch_failure(
     for name in reversed(engines):  # most evidence last in ``engines``' order
         if name not in ENGINES:
             continue
-        hit = primary_failure(classify_log(tail, name))
+        spec = get_engine(name)
+        hit = primary_failure(classify_log(spec.before_stop(tail), spec))
         if hit is not None:
             return name, hit.kind, first_line + hit.line_no - 1, hit.text, hit.remedy
     return None

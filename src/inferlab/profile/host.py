@@ -4,11 +4,12 @@ The engine thread is the host thread that carries the step annotations (vLLM's
 ``execute_context_*`` ranges, SGLang's ``step[...]``). For each of its step ranges that has a
 next range on the same thread:
 
-* *loop*: from the range's start to the next top-level range's start, minus the time spent in
-  blocking CUDA calls (``cuda*Synchronize``, a synchronous ``cudaMemcpy``) inside it: the
-  host's whole loop per step as profiled (scheduling, input preparation, launches, sampling,
-  output processing). The profiler slows the host, so this is the high end of the host's
-  floor;
+* *loop*: from the range's start to the next top-level range's start (to the next step
+  range's where the step ranges are nested in others, as SGLang's are in
+  ``scheduler.run_batch``), minus the time spent in blocking CUDA calls (``cuda*Synchronize``,
+  a synchronous ``cudaMemcpy``) inside it: the host's whole loop per step as profiled
+  (scheduling, input preparation, launches, sampling, output processing). The profiler slows
+  the host, so this is the high end of the host's floor;
 * *range*: the step range's own span on the host (vLLM: ``execute_model``'s input preparation
   and graph launch), a part of the loop the host cannot skip: the low end;
 * *ahead*: the fraction of step ranges that began while the GPU was still running an earlier
@@ -75,6 +76,10 @@ def host_time(tr: Trace, rx: re.Pattern[str], gpu_steps: Sequence[GpuRange]) -> 
     tids = [r.tid for r in mine]
     tid = max(set(tids), key=tids.count)
     thread = _top_level([r for r in tr.ranges if r.where == "cpu" and r.tid == tid])
+    if not any(rx.search(r.name) for r in thread):
+        # the step ranges are nested (SGLang 0.5.17: ``step[DECODE bs=1]`` inside
+        # ``scheduler.run_batch``): a loop runs from one step range to the next
+        thread = sorted((r for r in mine if r.tid == tid), key=lambda r: r.start)
     names = tr.launch_names
     sync = np.isin(tr.launch_name_id, [i for i, n in enumerate(names) if SYNC.search(n)])
     launch = np.isin(tr.launch_name_id, [i for i, n in enumerate(names) if LAUNCH.search(n)])

@@ -111,3 +111,26 @@ def test_a_busy_gpu_under_a_host_that_fills_the_step_ranks_the_host_lever(tmp_pa
     assert any(
         e.startswith("host at C=1: the engine thread's loop 3.02 ms") for e in graphs.evidence
     )
+
+
+#: SGLang 0.5.17's baseline at C=1 on an H100 (2026-12-07, benchmarks/results/h100-sglang/)
+SGLANG = FIXTURES / "traces" / "sglang_h100_decode_c1.trace.json.gz"
+
+
+def test_sglang_step_ranges_nested_in_run_batch_still_give_the_hosts_loop() -> None:
+    """SGLang's ``step[DECODE bs=1]`` sits inside ``scheduler.run_batch``: the loop runs from
+    one step range to the next (the stored prediction of that run said GPU-only ≤ ×3.677)."""
+    d = _data(SGLANG)
+    host = d["host"]
+    assert isinstance(host, dict)
+    assert host["steps"] == 19 and host["ahead"] == 0.0  # no step began while the GPU ran
+    assert host["loop_us"] == pytest.approx(3676, abs=5)  # profiled: slower than its 2.83 ms
+    assert host["range_us"] == pytest.approx(1125, abs=5)
+    # the profiled 2.83 ms steps taken at the measured TPOT, 2.07 ms, as `inferlab levers` does
+    sweep = {1: SweepPoint(1, 2.07, 349.6, ((2.07,),), {}, None)}
+    p = at_measured_step(StoredProfile(1, "t", "baseline", 1, 0, d, "2026-12-07"), sweep)
+    s = category_share(p.data, "fp8_gemm") or 0.0
+    assert 1 / (1 - s) == pytest.approx(3.677, abs=0.01)  # what the stored prediction said
+    low, high = kernel_bound(p.data, s, math.inf)
+    assert high == pytest.approx(2.52, abs=0.02)  # the floor: its step range, 1.12 of 2.83 ms
+    assert low is not None and low <= 1.065 <= high  # A measured ×1.065 [1.052, 1.097] at C=1

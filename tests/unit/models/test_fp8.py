@@ -143,3 +143,29 @@ def test_fp8_block_write_is_deterministic_whatever_the_threads(tmp_path: Path) -
     assert (a.path / "model.safetensors").read_bytes() == (
         b.path / "model.safetensors"
     ).read_bytes()
+
+
+def test_fp8_block_ct_is_the_same_tensors_as_compressed_tensors(tmp_path: Path) -> None:
+    """SGLang 0.5.17's Llama loader renames ``weight_scale_inv`` to ``weight_scale``, which its
+    block-FP8 method never registers (every token decoded to '' on an H100, 2026-12-07): the
+    compressed-tensors form names the scale ``weight_scale`` and keeps every byte."""
+    hf = write_random_model(tmp_path / "hf", "test", seed=5, quant="fp8-block", workers=1)
+    ct = write_random_model(tmp_path / "ct", "test", seed=5, quant="fp8-block-ct", workers=1)
+    qc = json.loads((ct.path / "config.json").read_text())["quantization_config"]
+    assert qc["quant_method"] == "compressed-tensors" and qc["format"] == "float-quantized"
+    group = qc["config_groups"]["group_0"]
+    assert group["weights"]["strategy"] == "block"
+    assert group["weights"]["block_structure"] == [128, 128]
+    assert group["input_activations"]["dynamic"] is True
+    assert group["input_activations"]["group_size"] == 128 and qc["ignore"] == ["lm_head"]
+    head, _ = read_header(ct.path / "model.safetensors")
+    assert not [n for n in head if n.endswith("_scale_inv")]
+    name = "model.layers.1.self_attn.q_proj.weight"
+    assert (
+        _tensor(ct.path / "model.safetensors", name + "_scale")[1]
+        == (_tensor(hf.path / "model.safetensors", name + "_scale_inv")[1])
+    )
+    assert (
+        _tensor(ct.path / "model.safetensors", name)[1]
+        == (_tensor(hf.path / "model.safetensors", name)[1])
+    )

@@ -251,3 +251,25 @@ def test_the_store_keeps_levers_and_drops_secrets(tmp_path: Path) -> None:
         argv, env = row.fetchone()
     assert '"--speculative-num-draft-tokens","2"' in argv and "sk-xyz" not in argv
     assert "hf_q" not in env and '"NCCL_PROTO":"LL"' in env
+
+
+def test_a_nan_metric_sample_is_left_out_and_the_run_is_kept(tmp_path: Path) -> None:
+    """SGLang 0.5.17's /metrics on an H100 (2026-12-07) held a NaN sample: SQLite stores NaN as
+    NULL, and ``server_metrics.value`` is NOT NULL, so the point's commit died with
+    IntegrityError and the campaign with it."""
+    from inferlab.engines.prometheus import parse_prometheus
+
+    text = (
+        "# TYPE sglang:gen_throughput gauge\n"
+        'sglang:gen_throughput{model_name="m"} NaN\n'
+        "# TYPE sglang:num_running_reqs gauge\n"
+        'sglang:num_running_reqs{model_name="m"} 3.0\n'
+    )
+    samples = [(1, s.name, dict(s.labels), s.value) for s in parse_prometheus(text)]
+    assert any(v != v for *_, v in samples)  # the parser keeps the NaN, as it should
+    with Store(tmp_path / "x.db") as store:
+        rid = add_run(store)
+        with store.transaction():
+            store.runs.add_server_metrics(rid, samples)
+        rows = store.db.execute("SELECT name, value FROM server_metrics").fetchall()
+    assert [tuple(r) for r in rows] == [("sglang:num_running_reqs", 3.0)]

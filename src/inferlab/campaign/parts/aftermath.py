@@ -83,7 +83,7 @@ def runtime_failure(
     lines = _read_lines(log_path)
     if lines is None:
         return None
-    hits = classify_log(lines, spec)
+    hits = classify_log(spec.before_stop(lines), spec)
     if until_line is not None:
         hits = [h for h in hits if h.line_no <= until_line]
     hit = primary_failure(hits)

@@ -1,0 +1,51 @@
+"""SGLang 0.5.17's own log lines from its first run under inferlab (an H100 80GB, 2026-12-07,
+tests/fixtures/engine_logs/sglang_h100/): the untuned and tuned FP8 GEMM shapes it names, and
+its stop, which must not read as a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inferlab.campaign.parts.aftermath import runtime_failure
+from inferlab.engines import get_engine
+from inferlab.logs import analyze_log
+
+ROOT = Path(__file__).resolve().parents[3]
+LOGS = ROOT / "tests/fixtures/engine_logs/sglang_h100"
+BASELINE = LOGS / "baseline-0.5.17-h100.log"
+TUNED = LOGS / "A-tuned-0.5.17-h100-excerpt.log"
+SHAPES = {(3072, 2048), (2048, 2048), (16384, 2048), (2048, 8192)}
+
+
+def test_the_baseline_log_names_its_four_untuned_shapes_in_the_0_5_17_directory() -> None:
+    an = analyze_log(BASELINE)
+    assert an.engine == "sglang"
+    got = {(g.n, g.k) for g in an.untuned_gemms}
+    assert got == SHAPES
+    assert {g.device for g in an.untuned_gemms} == {"NVIDIA_H100_80GB_HBM3"}
+    kinds = [f.kind for f in an.findings]
+    assert "untuned-fp8-gemm" in kinds
+    msg = next(f.message for f in an.findings if f.kind == "untuned-fp8-gemm")
+    assert "sglang/kernels/ops/quantization/configs" in msg and "0.5.16" in msg
+
+
+def test_the_tuned_launch_log_says_each_shape_was_read_from_a_file() -> None:
+    an = analyze_log(TUNED)
+    assert an.untuned_gemms == []
+    assert len(an.tuned) == 4
+
+
+def test_a_stop_is_not_a_crash_but_a_crash_before_it_still_is(tmp_path: Path) -> None:
+    sglang = get_engine("sglang")
+    lines = BASELINE.read_text().split("\n")
+    stop = next(i for i, ln in enumerate(lines) if "SIGTERM received" in ln)
+    assert "crashed with exit code -15" in lines[stop + 1]  # what the scheduler logs as it obeys
+    assert runtime_failure(sglang, BASELINE) is None
+    assert "launch-failure" not in [f.kind for f in analyze_log(BASELINE).findings]
+    # constructed: the same crash line before any stop request is a fault of the server
+    crashed = tmp_path / "crashed.log"
+    crashed.write_text("\n".join([*lines[:stop], lines[stop + 1], *lines[stop:]]))
+    hit = runtime_failure(sglang, crashed)
+    assert hit is not None and hit.kind == "child_failed" and hit.line_no == stop + 1
+    # a pipeline that knows when it asked for the stop cuts there, whatever the engine logs
+    assert runtime_failure(sglang, crashed, until_line=stop) is None
