@@ -8,6 +8,8 @@
 #                                           # baseline's log), profiled at C=1 and C=32
 #   bash scripts/h200_sglang.sh run part2   # ngram, graph-oom (fails in capture), graph-oom-fix:
 #                                           # resumed from the store
+#   bash scripts/h200_sglang.sh run lossy   # examples/sglang-h200-fp8.toml: block FP8 against its
+#                                           # bf16 twin, gated through the stepwise scorer
 #
 # Here, first: python3 scripts/h200_sglang_wheels.py build  (→ .sglang/01 …).
 # The calls go back to back (a machine is given back after ~30 s idle, and /tmp with it):
@@ -22,10 +24,10 @@ set -uo pipefail
 export COLUMNS=${COLUMNS:-160}
 CMD=${1:-}
 ARG=${2:-}
-usage() { echo "usage: $0 stage N | run check|part1|part2" >&2; exit 2; }
+usage() { echo "usage: $0 stage N | run check|part1|part2|lossy" >&2; exit 2; }
 case "$CMD" in
   stage) [[ "$ARG" =~ ^[0-9]+$ ]] || usage ;;
-  run) case "$ARG" in check | part1 | part2) ;; *) usage ;; esac ;;
+  run) case "$ARG" in check | part1 | part2 | lossy) ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -161,6 +163,14 @@ case "$ARG" in
     ;;
   part2)
     run_campaign --resume --config ngram --config graph-oom --config graph-oom-fix
+    finish
+    ;;
+  lossy)  # the bf16 twin of the same seed, then the gate on its own store and campaign
+    export INFERLAB_GPU_BF16="$WORK/m1b"
+    [ -f "$INFERLAB_GPU_BF16/model.safetensors" ] \
+      || "${IL[@]}" model random --preset 1b "$INFERLAB_GPU_BF16" 2>&1 | tee -a "$LOG" || exit 1
+    CAMPAIGN=src/inferlab/examples/sglang-h200-fp8.toml NAME=sglang-h200-fp8 DB="$WORK/h200-sglang-fp8.db"
+    run_campaign
     finish
     ;;
 esac

@@ -174,8 +174,30 @@ def test_h200_campaign_dry_run(tmp_path: Path) -> None:
     assert "-m sglang.launch_server" in out and "--fp8-gemm-backend triton" in out
     assert "tune fp8_gemm: from-log" in out
     assert "--speculative-algorithm NGRAM" in out
-    assert "--mem-fraction-static 0.99" in out and "--cuda-graph-max-bs 1024" in out
+    assert "--mem-fraction-static 0.998" in out and "--cuda-graph-max-bs 1024" in out
     assert "SGLANG_TORCH_PROFILER_DIR=" in out
+
+
+def test_h200_fp8_gate_campaign_dry_run(tmp_path: Path) -> None:
+    """``examples/sglang-h200-fp8.toml``: block FP8 gated against its bf16 twin on SGLang."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT / "src"),
+        "INFERLAB_GPU_MODEL": str(tmp_path / "m1b-fp8"),
+        "INFERLAB_GPU_BF16": str(tmp_path / "m1b"),
+        "INFERLAB_SGLANG_PYTHON": sys.executable,
+        "INFERLAB_SERVE_PYTHONPATH": str(tmp_path / "site"),
+        "COLUMNS": "200",
+        "HOME": str(tmp_path),
+    }
+    argv = [sys.executable, "-m", "inferlab", "run", "examples/sglang-h200-fp8.toml", "--dry-run"]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "] bf16" in out and "] fp8 (extends bf16)" in out
+    assert f"--model-path {tmp_path / 'm1b-fp8'}" in out
+    assert "lossy gate: KL ≤ 0.01 nats/token, top-1 ≥ 95.00%" in out
+    assert "--cuda-graph-backend-prefill disabled" in out
 
 
 def test_tune_reads_the_release_from_the_logs_directory(tmp_path: Path) -> None:
