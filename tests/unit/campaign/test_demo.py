@@ -139,3 +139,21 @@ def test_the_optimize_demo_launches_what_its_trial_names_say(
         "--no-enable-chunked-prefill"
     ), argv
     assert argv[off.name].endswith("--max-num-seqs 128 --max-num-batched-tokens 2048"), argv
+
+
+def test_the_gpu_smollm2_table_gates_both_fp8_levers_on_a_third_of_the_vocabulary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``examples/vllm-h200-smollm2.toml`` (issue 43): the trained model in bf16 against
+    dynamic FP8 weights and an FP8 KV cache, real answers, the gate's top-k served."""
+    for k, v in {**ENV, "INFERLAB_GPU_SMOLLM2": "/m/smollm2-bf16"}.items():
+        monkeypatch.setenv(k, v)
+    plan = make_plan(EXAMPLES / "vllm-h200-smollm2.toml")
+    text = "\n".join(render_plan(plan))
+    assert [c.name for c in plan.configs] == ["bf16", "fp8", "fp8-kv"]
+    assert "vs bf16: + --quantization fp8" in text and "vs bf16: + --kv-cache-dtype fp8" in text
+    assert text.count("lossy gate: KL ≤ 0.01 nats/token, top-1 ≥ 98.00%") == 2
+    lossy = plan.campaign.verify.lossy
+    assert lossy is not None and lossy.top_k == 16384
+    assert "--max-logprobs 16384" in text  # the engine serves the gate's top-k
+    assert any("paris" in p.expect.lower() for p in plan.campaign.verify.probes)
