@@ -8,6 +8,7 @@ number was decided when the search ran (``inferlab.search``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
@@ -38,7 +39,7 @@ def _x(v: Any) -> str:
     return f"×{float(v):.3f}" if isinstance(v, int | float) and math.isfinite(v) else "∞"
 
 
-def _band(d: dict[str, Any], spec: str) -> str:
+def _band(d: Mapping[str, object], spec: str) -> str:
     """`` [low, high]`` of a stored interval in format ``spec``; empty unless both are numbers."""
     lo, hi = d.get("low"), d.get("high")
     if isinstance(lo, int | float) and isinstance(hi, int | float):
