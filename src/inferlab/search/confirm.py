@@ -37,9 +37,16 @@ from .loop import SearchResult
 from .trials import Trials
 
 __all__ = [
-    "CONFIRM_KIND", "ORDER", "Confirmation", "Resumed", "confirm_names", "confirm_winner",
-    "defend", "judge", "resumed_stop",
-]  # fmt: skip
+    "CONFIRM_KIND",
+    "ORDER",
+    "Confirmation",
+    "Resumed",
+    "confirm_names",
+    "confirm_winner",
+    "defend",
+    "judge",
+    "resumed_stop",
+]
 
 #: the analysis kind a confirmation is stored as
 CONFIRM_KIND = "search-confirm"
@@ -110,12 +117,21 @@ def _finite(x: float) -> float | None:
 
 
 def judge(
-    store: Store, campaign: str, at: str, names: list[str], metric: str, *,
-    winner: str, baseline: str, alpha: float, min_effect: float,
-) -> Confirmation:  # fmt: skip
+    store: Store,
+    campaign: str,
+    at: str,
+    names: list[str],
+    metric: str,
+    *,
+    winner: str,
+    baseline: str,
+    alpha: float,
+    min_effect: float,
+) -> Confirmation:
     """The confirmation's verdict from the stored launches of ``names`` at ``at``."""
-    none = Confirmation(winner, baseline, metric, tuple(names), False, "~", "",
-                        alpha=alpha, min_effect=min_effect)  # fmt: skip
+    none = Confirmation(
+        winner, baseline, metric, tuple(names), False, "~", "", alpha=alpha, min_effect=min_effect
+    )
     sides: dict[str, list[tuple[float, float]]] = {"b": [], "w": []}
     ids: set[int] = set()
     missing = []
@@ -134,15 +150,25 @@ def judge(
     key = spread_key(store.runs(campaign=campaign, config=names[0])[-1])
     prior = prior_spread(store, key, at, metric, own, campaign=campaign)
     v = compare_launches(
-        metric, sides["b"], sides["w"], prior=prior, alpha=alpha, min_effect=min_effect,
+        metric,
+        sides["b"],
+        sides["w"],
+        prior=prior,
+        alpha=alpha,
+        min_effect=min_effect,
         level=1.0 - alpha,
-    )  # fmt: skip
+    )
     r = v.ratio
     return replace(
-        none, confirmed=v.claim == "better", claim=v.claim, reason=v.reason,
-        ratio=_finite(r.estimate), low=_finite(r.low), high=_finite(r.high),
+        none,
+        confirmed=v.claim == "better",
+        claim=v.claim,
+        reason=v.reason,
+        ratio=_finite(r.estimate),
+        low=_finite(r.low),
+        high=_finite(r.high),
         launches=(len(sides["b"]), len(sides["w"])),
-    )  # fmt: skip
+    )
 
 
 def confirm_winner(
@@ -155,15 +181,24 @@ def confirm_winner(
     names = confirm_names(winner)
     known = {c.name for c in trials.specs}
     trials.specs += [c for c in _specs(names, winner, base) if c.name not in known]
-    store.add_analysis(CONFIRM_KIND, winner, {**marker, "status": "started", "configs": names},
-                       campaign=camp)  # fmt: skip
+    store.add_analysis(
+        CONFIRM_KIND, winner, {**marker, "status": "started", "configs": names}, campaign=camp
+    )
     trials.run(trials.derived(base, names, confirm=True))
     out = judge(
-        store, camp, str(section.at), names, metric, winner=winner, baseline=base,
-        alpha=plan.campaign.load.alpha, min_effect=section.min_effect,
-    )  # fmt: skip
-    store.add_analysis(CONFIRM_KIND, winner, {**marker, "status": "decided", **out.to_json()},
-                       campaign=camp)  # fmt: skip
+        store,
+        camp,
+        str(section.at),
+        names,
+        metric,
+        winner=winner,
+        baseline=base,
+        alpha=plan.campaign.load.alpha,
+        min_effect=section.min_effect,
+    )
+    store.add_analysis(
+        CONFIRM_KIND, winner, {**marker, "status": "decided", **out.to_json()}, campaign=camp
+    )
     return out
 
 
@@ -202,6 +237,10 @@ def defend(
     if result.best == result.path[0] or metric is None:
         return None
     budget = trials.section.budget_trials
-    marker = {"stopped": result.stopped, "stop_detail": result.stop_detail,
-              "trials": len(result.trials), "budget_trials": budget}  # fmt: skip
+    marker = {
+        "stopped": result.stopped,
+        "stop_detail": result.stop_detail,
+        "trials": len(result.trials),
+        "budget_trials": budget,
+    }
     return confirm_winner(trials, result.best, metric, marker)

@@ -34,12 +34,13 @@ from inferlab.campaign.drivers.runner import CampaignResult, run_plan
 from inferlab.campaign.parts.capacity import CONCURRENCY, Ladder
 from inferlab.campaign.parts.clock import ModelClock
 from inferlab.campaign.parts.launch import SUBPROCESS
-from inferlab.campaign.parts.plan import Plan, make_plan, render_plan, select_configs
+from inferlab.campaign.parts.plan import Plan, baseline_of, make_plan, render_plan, select_configs
 from inferlab.cluster.campaign import check_plan, run_plan_ray, side_by_side
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SEARCH_KIND, STOPPED, TRIAL_KIND, SearchSection
+from inferlab.engines import is_simulated
 from inferlab.errors import ConfigError, InferlabError
 from inferlab.store import Store
 from inferlab.store.outcomes import TrialBody
@@ -206,8 +207,16 @@ def _record_json(t: TrialRecord) -> dict[str, Any]:
 def _record_of(data: TrialBody) -> TrialRecord:
     r = data.result
     result = TrialResult(r.status, r.value, r.verdict, r.reason, dict(r.ab), tuple(r.implicated))
-    return TrialRecord(data.index, data.name, dict(data.params), result, data.against,
-                       data.chosen_by, dict(data.bounds), data.batch or 0)  # fmt: skip
+    return TrialRecord(
+        data.index,
+        data.name,
+        dict(data.params),
+        result,
+        data.against,
+        data.chosen_by,
+        dict(data.bounds),
+        data.batch or 0,
+    )
 
 
 def search_plan(path: Path) -> tuple[Plan, SearchSection]:
@@ -245,7 +254,7 @@ def search_plan(path: Path) -> tuple[Plan, SearchSection]:
         raise ConfigError(f"{path}: search.at: the A/B needs a closed-loop point (C=N)")
     check_flags(path, path.read_text(encoding="utf-8"), section, plan.baseline)
     try:
-        resolve(section, Space(tuple(section.dim), plan.campaign.config[0]))
+        resolve(section, Space.of(section, plan.campaign.config))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return plan, section
@@ -267,10 +276,23 @@ class _Runs:
         self, p: Plan, resume: bool = True, measure: passes.PassFactory = passes.sweep
     ) -> CampaignResult:
         if self.ray is not None:
-            return run_plan_ray(p, store=self.store, address=self.ray, events=self.events,
-                                resume=resume, resume_hint=self.hint)  # fmt: skip
-        return run_plan(p, store=self.store, events=self.events, resume=resume,
-                        launcher=self.launcher, clock=self.clock, measure=measure)  # fmt: skip
+            return run_plan_ray(
+                p,
+                store=self.store,
+                address=self.ray,
+                events=self.events,
+                resume=resume,
+                resume_hint=self.hint,
+            )
+        return run_plan(
+            p,
+            store=self.store,
+            events=self.events,
+            resume=resume,
+            launcher=self.launcher,
+            clock=self.clock,
+            measure=measure,
+        )
 
     def trials(self, section: SearchSection) -> Callable[[Plan], dict[str, str]]:
         """A trials' plan run, each config's outcome in words (Ctrl-C: ``KeyboardInterrupt``):
@@ -282,8 +304,9 @@ class _Runs:
             res = self(p, measure=measure)
             if res.interrupted:
                 raise KeyboardInterrupt
-            return {o.config: o.status + (f": {o.message}" if o.message else "")
-                    for o in res.outcomes}  # fmt: skip
+            return {
+                o.config: o.status + (f": {o.message}" if o.message else "") for o in res.outcomes
+            }
 
         return run
 
@@ -340,7 +363,7 @@ def optimize(
     bounds = bound_dims(section.dim, levers_of(store, name, base), at, section.min_effect)
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
     kept = searched(section.dim, bounds)
-    space = Space(kept, plan.campaign.config[0])
+    space = Space(kept, baseline_of(plan.campaign.config))
     history = [_record_of(a.data) for a in store.analyses.of(TrialBody, TRIAL_KIND, name)]
     check_resumed(plan.path, space, [(r.name, r.params) for r in history])
     trials = Trials(
@@ -356,17 +379,24 @@ def optimize(
     first = Bounds({b.key: b.high for b in bounds if not b.pruned})
     left = resumed_stop(store, name, section, len(history))  # stopped: only to confirm
     result = run_search(
-        space, left.section if left else section, trials, history=history, pruned=pruned,
-        on_trial=stored, bounds=first, parallel=parallel,
+        space,
+        left.section if left else section,
+        trials,
+        history=history,
+        pruned=pruned,
+        on_trial=stored,
+        bounds=first,
+        parallel=parallel,
         rebound=lambda incumbent: trials.bounds_of(incumbent, kept),
-    )  # fmt: skip
+    )
     confirmation = defend(trials, result, OBJECTIVE_METRIC.get(section.objective), left)
     configs = {c.name: c for c in trials.specs}
     launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
     shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
-    out = OptimizeResult(name, base, section.objective, at, bounds, result, configs,
-                         launch[shown:], confirmation)  # fmt: skip
+    out = OptimizeResult(
+        name, base, section.objective, at, bounds, result, configs, launch[shown:], confirmation
+    )
     data = out.summary(section, plan.baseline)
-    data["simulated"] = plan.campaign.engine.kind == "sim"
+    data["simulated"] = is_simulated(plan.campaign.engine.kind)
     store.add_analysis(SEARCH_KIND, name, data, campaign=name)
     return out

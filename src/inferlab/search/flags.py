@@ -22,7 +22,7 @@ from pathlib import Path
 from inferlab.config.campaign import locate
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SearchSection
-from inferlab.engines import get_engine
+from inferlab.engines import get_engine, is_simulated
 from inferlab.engines.base import PYTHON
 from inferlab.envs.venv import cache_root
 from inferlab.errors import ConfigError
@@ -88,7 +88,7 @@ def _local(cfg: ResolvedConfig) -> tuple[list[str], str] | str:
 
 def engine_flags(cfg: ResolvedConfig) -> FlagCheck:
     """The flags the config's engine accepts (see the module docstring)."""
-    if cfg.engine == "sim":
+    if is_simulated(cfg.engine):
         return FlagCheck(frozenset(OPTIONS), "the reference engine's argument parser")
     where = _local(cfg)
     if isinstance(where, str):

@@ -255,9 +255,12 @@ class _Loop:
     def untried(self, pending: Sequence[Params]) -> tuple[optuna.Trial, Params] | None:
         """An untried point drawn by the loop (``search.untried``), asked of the study."""
         self.draw = draw_untried(
-            self.space, self.section.seed + len(self.trials), pending,
-            lambda p: self.recorded(p) is not None, lambda p: self.refused_like(p) is not None,
-        )  # fmt: skip
+            self.space,
+            self.section.seed + len(self.trials),
+            pending,
+            lambda p: self.recorded(p) is not None,
+            lambda p: self.refused_like(p) is not None,
+        )
         if self.draw.point is None:
             return None
         self.study.enqueue_trial(self.space.encode(self.draw.point))
@@ -288,18 +291,19 @@ def batches(history: Sequence[TrialRecord]) -> list[list[TrialRecord]]:
 
 
 def _measure(
-    evaluator: Evaluator, configs: list[ConfigSpec], incumbent: str, parallel: int
+    evaluator: Evaluator, batch: list[ConfigSpec], incumbent: str, parallel: int
 ) -> list[TrialResult]:
-    """The batch's results: one ``evaluate`` when the search is serial, else the evaluator's
-    ``evaluate_batch`` (one by one for an evaluator that has none)."""
+    """The batch's results (its trial configs, not the campaign's): one ``evaluate`` when the
+    search is serial, else the evaluator's ``evaluate_batch`` (one by one for an evaluator
+    that has none)."""
     if parallel == 1:
-        return [evaluator.evaluate(configs[0], incumbent)]
+        return [evaluator.evaluate(batch[0], incumbent)]
     if isinstance(evaluator, BatchEvaluator):
-        got = evaluator.evaluate_batch(configs, incumbent)
-        if len(got) != len(configs):
-            raise ValueError(f"evaluate_batch gave {len(got)} results for {len(configs)} trials")
+        got = evaluator.evaluate_batch(batch, incumbent)
+        if len(got) != len(batch):
+            raise ValueError(f"evaluate_batch gave {len(got)} results for {len(batch)} trials")
         return got
-    return [evaluator.evaluate(c, incumbent) for c in configs]
+    return [evaluator.evaluate(c, incumbent) for c in batch]
 
 
 def run_search(
@@ -358,6 +362,11 @@ def run_search(
     if reason == "exhausted" and not detail:
         detail = f"{len(loop.trials)} of {len(loop.trials)} points tried"
     return SearchResult(
-        loop.trials, loop.path, reason, dict(pruned or {}), loop.chosen.label, detail,
+        loop.trials,
+        loop.path,
+        reason,
+        dict(pruned or {}),
+        loop.chosen.label,
+        detail,
         dict(loop.skipped),
-    )  # fmt: skip
+    )

@@ -11,9 +11,14 @@ __all__ = ["Bounds", "StopReason", "TrialRecord", "TrialResult", "Verdict"]
 #: the sequential A/B's verdict on a trial against the incumbent
 Verdict = Literal["better", "worse", "equivalent", "undecided"]
 StopReason = Literal[
-    "budget_trials", "budget_minutes", "patience", "exhausted", "repeats", "no_dimension",
+    "budget_trials",
+    "budget_minutes",
+    "patience",
+    "exhausted",
+    "repeats",
+    "no_dimension",
     "bounds",
-]  # fmt: skip
+]
 
 
 @dataclass(frozen=True)

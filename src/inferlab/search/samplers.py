@@ -79,9 +79,11 @@ def _tpe(section: SearchSection, parallel: int = 1) -> tuple[BaseSampler, int]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         tpe = TPESampler(
-            seed=section.seed, n_startup_trials=_startup(section), multivariate=True,
+            seed=section.seed,
+            n_startup_trials=_startup(section),
+            multivariate=True,
             constant_liar=parallel > 1,  # the batch's pending trials are not proposed again
-        )  # fmt: skip
+        )
     return tpe, _startup(section)
 
 

@@ -18,6 +18,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
+from inferlab.campaign.parts.plan import baseline_of
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.search import SearchDim, SearchSection
 from inferlab.errors import ConfigError
@@ -86,7 +87,7 @@ class Space:
     def of(cls, section: SearchSection, configs: Sequence[ConfigSpec]) -> Space:
         if not configs:
             raise ConfigError("[search]: the campaign has no config to search from")
-        return cls(tuple(section.dim), configs[0])
+        return cls(tuple(section.dim), baseline_of(configs))
 
     def distributions(self) -> dict[str, BaseDistribution]:
         return {d.key: distribution(d) for d in self.dims}

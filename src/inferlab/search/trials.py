@@ -195,8 +195,12 @@ class Trials:
         value = _value(run.summary, self.section.objective)
         if not refs or refs[-1].trust != "trusted":
             why = "untrusted" if refs else outcomes.get(ref, "not measured")
-            return TrialResult("ok", value, "undecided", f"the incumbent's measurement {ref} at "
-                               f"{at}: {why}: no verdict")  # fmt: skip
+            return TrialResult(
+                "ok",
+                value,
+                "undecided",
+                f"the incumbent's measurement {ref} at {at}: {why}: no verdict",
+            )
         if run.trust != "trusted":
             return TrialResult("ok", value, "undecided", f"{name} at {at} untrusted: no verdict")
         judge = OBJECTIVES[self.section.objective].judge

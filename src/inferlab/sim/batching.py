@@ -141,7 +141,7 @@ class BatchingEngine:
         rec.dues = array("q")
         rec.ntokens = array("q")
         assert conn.transport is not None
-        head = srv.answer_head(gen.stream, req.keep_alive)
+        head = srv.heads.answer_head(gen.stream, req.keep_alive)
         if gen.stream:
             parts = api.stream_parts(gen, rec.id, created, srv.model_json)
             pre, mid, tail = parts.pre, parts.mid, parts.tail

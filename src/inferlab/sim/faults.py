@@ -76,7 +76,7 @@ FAULTS: dict[str, Fault] = {
         Fault("usage", "answer", "a normal stream whose `usage` reports twice the tokens sent",
               "length warning (not a failure)"),
     )
-}  # fmt: skip
+}  # fmt: skip  # a table: one fault a row (see above)
 
 _STATUS = {"http429": 429, "http500": 500, "http503": 503}
 _ERRORS = {

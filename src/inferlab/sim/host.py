@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from inferlab.sim.config import SimConfig
     from inferlab.sim.faults import FaultJob
+    from inferlab.sim.heads import Heads
     from inferlab.sim.profiler import SimProfiler
     from inferlab.sim.tokenizer import WordTokenizer
     from inferlab.sim.truth import Record, Request
@@ -64,15 +65,9 @@ class ConnHost(Protocol):
     def finish(self, rec: Record) -> None:
         """Keep the ground truth of a finished generation request."""
 
-    def head(
-        self,
-        status: int,
-        length: int | None,
-        keep_alive: bool,
-        ctype: bytes = b"application/json",
-        extra: bytes = b"",
-    ) -> bytes:
-        """The head of an answer (``length`` None: a chunked body; ``extra``: header lines)."""
+    @property
+    def heads(self) -> Heads:
+        """The answer heads it writes (``head``, ``answer_head``; the date cached per second)."""
 
 
 class SimHost(ConnHost, Protocol):
@@ -107,9 +102,6 @@ class SimHost(ConnHost, Protocol):
     @property
     def generations(self) -> int:
         """Valid generation requests received since start."""
-
-    def answer_head(self, stream: bool, keep_alive: bool) -> bytes:
-        """A generation answer's head (SSE, or JSON with ``content-length: %d`` to fill in)."""
 
     def fail(
         self,

@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import time
 from collections import deque
-from email.utils import formatdate
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -24,67 +22,11 @@ if TYPE_CHECKING:
     from inferlab.sim.host import ConnHost
     from inferlab.sim.wheel import Answer
 
-__all__ = ["CLIENT_GONE", "Conn", "Heads"]
+__all__ = ["CLIENT_GONE", "Conn"]
 
-_REASONS = {
-    100: "Continue",
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-}
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
 CLIENT_GONE = 499  # status recorded for a request whose client closed mid-answer
-
-
-class Heads:
-    """Builds response heads; the ``date`` header is formatted once a second."""
-
-    def __init__(self) -> None:
-        self._date = b""
-        self._date_s = -1
-
-    def head(
-        self,
-        status: int,
-        length: int | None,
-        keep_alive: bool,
-        ctype: bytes = b"application/json",
-        extra: bytes = b"",
-    ) -> bytes:
-        """The head of an answer; ``length`` None: a chunked body; ``extra``: header lines."""
-        now = int(time.time())
-        if now != self._date_s:
-            self._date_s = now
-            self._date = formatdate(now, usegmt=True).encode()
-        parts = [
-            b"HTTP/1.1 %d %s\r\n" % (status, _REASONS.get(status, "Error").encode()),
-            b"date: %s\r\nserver: inferlab-sim (simulated)\r\ncontent-type: %s\r\n"
-            % (self._date, ctype),
-        ]
-        if length is None:
-            parts.append(b"transfer-encoding: chunked\r\n")
-        else:
-            parts.append(b"content-length: %d\r\n" % length)
-        if not keep_alive:
-            parts.append(b"connection: close\r\n")
-        parts.append(extra + b"x-inferlab-simulated: true\r\n\r\n")
-        return b"".join(parts)
-
-    def answer_head(self, stream: bool, keep_alive: bool) -> bytes:
-        """A generation answer's head: SSE (chunked), or JSON with ``content-length: %d`` to
-        fill in once the body is known."""
-        if stream:
-            return self.head(200, None, keep_alive, b"text/event-stream; charset=utf-8")
-        return self.head(200, 0, keep_alive).replace(
-            b"content-length: 0\r\n", b"content-length: %d\r\n"
-        )
 
 
 def _parse_head(head: bytes) -> tuple[str, str, str, dict[str, str], int]:
@@ -198,7 +140,7 @@ class Conn(asyncio.Protocol):
         self.buf.clear()
         if self.transport is not None:
             body = api.error_body(status, message, "BadRequestError")
-            self.transport.write(self.srv.head(status, len(body), False) + body)
+            self.transport.write(self.srv.heads.head(status, len(body), False) + body)
             self.transport.close()
         self.closed = True
 
@@ -214,7 +156,7 @@ class Conn(asyncio.Protocol):
         """Write a complete answer to the current request now."""
         req = self.current
         assert req is not None and self.transport is not None
-        self.transport.write(self.srv.head(status, len(body), req.keep_alive, ctype) + body)
+        self.transport.write(self.srv.heads.head(status, len(body), req.keep_alive, ctype) + body)
         self.next()
 
     def job_done(self, job: Answer) -> None:

@@ -42,7 +42,7 @@ def answer_fault(
         return True
     status, extra, body = answer
     assert conn.transport is not None and conn.current is not None
-    conn.transport.write(srv.head(status, len(body), req.keep_alive, extra=extra) + body)
+    conn.transport.write(srv.heads.head(status, len(body), req.keep_alive, extra=extra) + body)
     rec.status = status
     rec.done_ns = perf_counter_ns()
     srv.finish(rec)
@@ -66,7 +66,7 @@ def stream_fault_job(
     at = cfg.fault_after if stream and fault != "hang" else 0
     if not stream and fault in _EVENT_FAULTS:
         body = bad_body(fault)
-        frames = (srv.head(200, len(body), req.keep_alive) + body,)
+        frames = (srv.heads.head(200, len(body), req.keep_alive) + body,)
         fault = "malformed" if fault == "nodata" else fault
     return FaultJob(conn, frames, slots, rec, fault, at, round(cfg.drip_ms * 1e6))
 

@@ -90,7 +90,7 @@ class Pacer:
             host.words,
             ids,
             cfg.tokens_per_chunk,
-            host.answer_head(gen.stream, req.keep_alive),
+            host.heads.answer_head(gen.stream, req.keep_alive),
             reported=2 * gen.max_tokens if rec.fault == "usage" else None,
         )
         sizes = api.chunk_sizes(gen.max_tokens, cfg.tokens_per_chunk)

@@ -33,8 +33,9 @@ from inferlab.sim.batching import BatchingEngine
 from inferlab.sim.config import SimConfig
 from inferlab.sim.endpoints import ROUTES, profile_steps_done
 from inferlab.sim.faults import FAULTS, FaultPlan
+from inferlab.sim.heads import Heads
 from inferlab.sim.host import Client
-from inferlab.sim.http import Conn, Heads
+from inferlab.sim.http import Conn
 from inferlab.sim.inject import answer_fault, exit_now
 from inferlab.sim.lm import StatedModel
 from inferlab.sim.model import StepModel
@@ -104,7 +105,7 @@ class SimServer:
         self._server: asyncio.AbstractServer | None = None
         self._wheel: TimerWheel | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
-        self._heads = Heads()
+        self.heads = Heads()
         self.port = 0
         self._routes: dict[str, dict[str, Callable[[Client, Request], None]]] = {
             path: {method: partial(handler, self) for method, handler in methods.items()}
@@ -222,21 +223,6 @@ class SimServer:
         """Close the listening socket; open connections stay."""
         if self._server is not None:
             self._server.close()
-
-    def head(
-        self,
-        status: int,
-        length: int | None,
-        keep_alive: bool,
-        ctype: bytes = b"application/json",
-        extra: bytes = b"",
-    ) -> bytes:
-        """The head of an answer (``length`` None: a chunked body; ``extra``: header lines)."""
-        return self._heads.head(status, length, keep_alive, ctype, extra)
-
-    def answer_head(self, stream: bool, keep_alive: bool) -> bytes:
-        """A generation answer's head (SSE, or JSON with ``content-length: %d`` to fill in)."""
-        return self._heads.answer_head(stream, keep_alive)
 
     def batching_metrics(self) -> str | None:
         """The batching model's Prometheus text (None: fixed-timing mode)."""

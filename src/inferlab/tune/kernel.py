@@ -67,7 +67,7 @@ def _accumulate(
     A, B, As, Bs, tile_m, tile_n, M, N, K, k_first, k_last, group_n, group_k,
     stride_am, stride_ak, stride_bk, stride_bn, stride_As_m, stride_As_k, stride_Bs_k, stride_Bs_n,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-):  # fmt: skip
+):  # fmt: skip  # Triton signature: arguments grouped as in the engines' kernel
     """fp32 sum over K blocks [k_first, k_last) of (A tile · As) (B tile · Bs)ᵀ; rows/columns
     past M/N wrap (their results are masked at the store), K past the end loads zeros."""
     rows = (tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
@@ -95,7 +95,7 @@ def _accumulate(
 def _store_tile(
     C, acc, tile_m, tile_n, M, N, stride_cm, stride_cn,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-):  # fmt: skip
+):  # fmt: skip  # Triton signature: arguments grouped as in the engines' kernel
     rows = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
     cols = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
     ptrs = C + rows[:, None] * stride_cm + cols[None, :] * stride_cn
@@ -108,13 +108,13 @@ def _w8a8_block_fp8_matmul(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     stride_As_m, stride_As_k, stride_Bs_k, stride_Bs_n, GROUP_SIZE_M,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-):  # fmt: skip
+):  # fmt: skip  # Triton signature: arguments grouped as in the engines' kernel
     tile_m, tile_n = _tile_of(tl.program_id(0), M, N, GROUP_SIZE_M, BLOCK_SIZE_M, BLOCK_SIZE_N)
     acc = _accumulate(
         A, B, As, Bs, tile_m, tile_n, M, N, K, 0, tl.cdiv(K, BLOCK_SIZE_K), group_n, group_k,
         stride_am, stride_ak, stride_bk, stride_bn, stride_As_m, stride_As_k, stride_Bs_k,
         stride_Bs_n, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,
-    )  # fmt: skip
+    )  # fmt: skip  # the kernel's arguments, grouped as its signature
     _store_tile(C, acc, tile_m, tile_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N)
 
 
@@ -125,7 +125,7 @@ def _w8a8_block_fp8_matmul_engine_spec(
     stride_As_m, stride_As_k, stride_Bs_k, stride_Bs_n,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
-):  # fmt: skip
+):  # fmt: skip  # Triton signature: arguments grouped as in the engines' kernel
     """The same kernel specialized the engines' way (GROUP_SIZE_M constexpr, M and strides
     specialized by Triton's defaults): only to check that the unspecialized binary is as fast."""
     tile_m, tile_n = _tile_of(tl.program_id(0), M, N, GROUP_SIZE_M, BLOCK_SIZE_M, BLOCK_SIZE_N)
@@ -133,7 +133,7 @@ def _w8a8_block_fp8_matmul_engine_spec(
         A, B, As, Bs, tile_m, tile_n, M, N, K, 0, tl.cdiv(K, BLOCK_SIZE_K), group_n, group_k,
         stride_am, stride_ak, stride_bk, stride_bn, stride_As_m, stride_As_k, stride_Bs_k,
         stride_Bs_n, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,
-    )  # fmt: skip
+    )  # fmt: skip  # the kernel's arguments, grouped as its signature
     _store_tile(C, acc, tile_m, tile_n, M, N, stride_cm, stride_cn, BLOCK_SIZE_M, BLOCK_SIZE_N)
 
 
@@ -144,7 +144,7 @@ def _w8a8_block_fp8_matmul_splitk(
     stride_As_m, stride_As_k, stride_Bs_k, stride_Bs_n, GROUP_SIZE_M, SPLIT_K,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
     SERIAL: tl.constexpr,
-):  # fmt: skip
+):  # fmt: skip  # Triton signature: arguments grouped as in the engines' kernel
     tile_m, tile_n = _tile_of(tl.program_id(0), M, N, GROUP_SIZE_M, BLOCK_SIZE_M, BLOCK_SIZE_N)
     split = tl.program_id(1)
     k_blocks = tl.cdiv(K, BLOCK_SIZE_K)
@@ -155,7 +155,7 @@ def _w8a8_block_fp8_matmul_splitk(
         A, B, As, Bs, tile_m, tile_n, M, N, K, k_first, k_last, group_n, group_k,
         stride_am, stride_ak, stride_bk, stride_bn, stride_As_m, stride_As_k, stride_Bs_k,
         stride_Bs_n, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K,
-    )  # fmt: skip
+    )  # fmt: skip  # the kernel's arguments, grouped as its signature
     n_tiles = tl.cdiv(M, BLOCK_SIZE_M) * tl.cdiv(N, BLOCK_SIZE_N)
     tile = tile_m * tl.cdiv(N, BLOCK_SIZE_N) + tile_n
     tile_elems = BLOCK_SIZE_M * BLOCK_SIZE_N
@@ -181,7 +181,7 @@ def _w8a8_block_fp8_matmul_splitk(
 def _splitk_reduce(
     P, C, M, N, stride_cm, stride_cn, SPLIT_K,
     BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
-):  # fmt: skip
+):  # fmt: skip  # Triton signature: arguments grouped as in the engines' kernel
     tile = tl.program_id(0)
     n_cols = tl.cdiv(N, BLOCK_SIZE_N)
     n_tiles = tl.cdiv(M, BLOCK_SIZE_M) * n_cols

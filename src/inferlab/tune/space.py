@@ -150,8 +150,14 @@ def candidates(
         if cfg.block_m > max_bm or smem_bytes_needed(cfg) > smem_bytes:
             continue
         rows = _cdiv(m, cfg.block_m)
-        cls = (cfg.block_m, cfg.block_n, cfg.block_k, min(cfg.group_m, rows), cfg.num_warps,
-               cfg.num_stages)  # fmt: skip
+        cls = (
+            cfg.block_m,
+            cfg.block_n,
+            cfg.block_k,
+            min(cfg.group_m, rows),
+            cfg.num_warps,
+            cfg.num_stages,
+        )
         if cls not in kept or cfg.group_m < kept[cls].group_m:
             kept[cls] = cfg
     out = sorted(kept.values())

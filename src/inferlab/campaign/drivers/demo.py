@@ -71,6 +71,14 @@ def fresh_db(path: Path) -> Path:
     return path
 
 
+def _example_into(
+    name: str, path: Path, events: CampaignEvents | None
+) -> tuple[CampaignResult, Path]:
+    """``examples/<name>`` run into the database at ``path``: the result and the path."""
+    with Store(path) as store:
+        return run_campaign(EXAMPLES / name, store=store, events=events), path
+
+
 def run_vllm_demo(
     events: CampaignEvents | None = None, *, db: Path | None = None
 ) -> tuple[CampaignResult, Path]:
@@ -78,10 +86,7 @@ def run_vllm_demo(
     the database path (the report is written from it)."""
     events = events or CampaignEvents()
     prepare_vllm_demo(events)
-    path = fresh_db(db or VLLM_DEMO_OUT / "demo.db")
-    with Store(path) as store:
-        result = run_campaign(EXAMPLES / "vllm-cpu.toml", store=store, events=events)
-    return result, path
+    return _example_into("vllm-cpu.toml", fresh_db(db or VLLM_DEMO_OUT / "demo.db"), events)
 
 
 def run_vllm_quote_demo(
@@ -91,10 +96,7 @@ def run_vllm_quote_demo(
     vLLM demo's database, after ``run_vllm_demo`` (which prepared the environment)."""
     events = events or CampaignEvents()
     prepare_vllm_demo(events)  # cached: seconds
-    path = db or VLLM_DEMO_OUT / "demo.db"
-    with Store(path) as store:
-        result = run_campaign(EXAMPLES / "vllm-cpu-quote.toml", store=store, events=events)
-    return result, path
+    return _example_into("vllm-cpu-quote.toml", db or VLLM_DEMO_OUT / "demo.db", events)
 
 
 def run_sim_campaign_demo(
@@ -102,7 +104,6 @@ def run_sim_campaign_demo(
 ) -> tuple[CampaignResult, Path]:
     """``examples/sim-dsv4.toml`` on the reference engine's dsv4-flash-8gpu preset (SIMULATED),
     into a fresh database of its own (about two minutes)."""
-    path = fresh_db(db or Path("inferlab-out") / "sim-dsv4" / "demo.db")
-    with Store(path) as store:
-        result = run_campaign(EXAMPLES / "sim-dsv4.toml", store=store, events=events)
-    return result, path
+    return _example_into(
+        "sim-dsv4.toml", fresh_db(db or Path("inferlab-out") / "sim-dsv4" / "demo.db"), events
+    )

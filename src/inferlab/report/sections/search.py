@@ -8,6 +8,7 @@ number was decided when the search ran (``inferlab.search``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
@@ -38,17 +39,19 @@ def _x(v: Any) -> str:
     return f"×{float(v):.3f}" if isinstance(v, int | float) and math.isfinite(v) else "∞"
 
 
+def _band(d: Mapping[str, object], spec: str) -> str:
+    """`` [low, high]`` of a stored interval in format ``spec``; empty unless both are numbers."""
+    lo, hi = d.get("low"), d.get("high")
+    if isinstance(lo, int | float) and isinstance(hi, int | float):
+        return f" [{lo:{spec}}, {hi:{spec}}]"
+    return ""
+
+
 def _ratio(d: Any) -> str:
     """``×1.060 [1.020, 1.100]`` from a stored A/B record; — when there is none."""
     if not isinstance(d, dict) or not isinstance(d.get("ratio"), int | float):
         return NONE
-    lo, hi = d.get("low"), d.get("high")
-    band = (
-        f" [{lo:.3f}, {hi:.3f}]"
-        if isinstance(lo, float | int) and isinstance(hi, float | int)
-        else ""
-    )
-    return f"×{float(d['ratio']):.3f}{band}"
+    return f"×{float(d['ratio']):.3f}{_band(d, '.3f')}"
 
 
 def _capacity(r: dict[str, Any]) -> str:
@@ -58,13 +61,7 @@ def _capacity(r: dict[str, Any]) -> str:
         return f"{c:g}"
     if isinstance(c, dict) and isinstance(c.get("estimate", c.get("value")), int | float):
         est = c.get("estimate", c.get("value"))
-        lo, hi = c.get("low"), c.get("high")
-        band = (
-            f" [{lo:g}, {hi:g}]"
-            if isinstance(lo, int | float) and isinstance(hi, int | float)
-            else ""
-        )
-        return f"{est:g}{band}"
+        return f"{est:g}{_band(c, 'g')}"
     return NONE
 
 
