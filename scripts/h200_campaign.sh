@@ -117,7 +117,7 @@ timeout -s INT -k 30 "$RUN_S" "${IL[@]}" run "$CAMPAIGN" --db "$DB" "${RUN_ARGS[
 say "run exited with $?"
 
 say "report (from the store)"
-"${IL[@]}" report "$NAME" --db "$DB" --out "$WORK/report" >> "$LOG" 2>&1
+"${IL[@]}" report "$NAME" --db "$DB" --out-dir "$WORK/report" >> "$LOG" 2>&1
 python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
 cp "$DB" "$OUTDIR/h200.db"
 cp "$WORK/report/report.md" "$WORK/report/report.html" "$OUTDIR/" 2>/dev/null

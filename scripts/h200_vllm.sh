@@ -170,7 +170,7 @@ fi
 
 finish() {  # the report from the store, and what comes back (at most 8 files)
   say "report (from the store)"
-  "${IL[@]}" report "$NAME" --db "$DB" --out "$WORK/report" >> "$LOG" 2>&1
+  "${IL[@]}" report "$NAME" --db "$DB" --out-dir "$WORK/report" >> "$LOG" 2>&1
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
   cp "$DB" "$OUTDIR/$(basename "$DB")"
   cp "$WORK/report/report.md" "$OUTDIR/" 2>/dev/null

@@ -268,7 +268,7 @@ python3 benchmarks/ray_gpu_check.py --db "$DB" --ray-campaign h200x2-ray --seq-c
 say "gpu checks: exit $?"
 cat "$WORK/tune-check.md" >> "$OUTDIR/checks.md"
 cat "$OUTDIR/checks.md" >> "$LOG"
-"${IL[@]}" report h200x2-ray --db "$DB" --out "$WORK/report" >> "$LOG" 2>&1
+"${IL[@]}" report h200x2-ray --db "$DB" --out-dir "$WORK/report" >> "$LOG" 2>&1
 cp "$WORK/report/report.md" "$OUTDIR/report.md" 2>/dev/null
 save_db
 tar -czf "$OUTDIR/tune.tar.gz" -C "$WORK" $(cd "$WORK" && ls -d tune-ray tune-dev01 tune-gpu0 2>/dev/null) 2>/dev/null

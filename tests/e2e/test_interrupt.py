@@ -119,3 +119,56 @@ def test_ctrl_c_stops_a_slow_server_within_seconds_and_resume_measures(
         runs = [r for r in store.runs(campaign="ctrlc") if not r.interrupted]
         assert [(r.config, r.label) for r in runs] == [("baseline", "C=1")]
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _profiling(out: Path) -> bool:
+    """The profiled pass is under way: the server answered more requests than the two
+    measured points sent (4 each)."""
+    recs = _running(out)
+    if not recs:
+        return False
+    try:
+        url = f"http://127.0.0.1:{recs[0]['port']}/truth/summary"
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return int(json.load(r).get("requests", 0)) > 10
+    except OSError:
+        return False
+
+
+def test_ctrl_c_in_a_profiled_pass_ends_the_run_not_only_the_pass(
+    tmp_path: Path, engine_python: Path
+) -> None:
+    """A Ctrl-C during ``[profile]``'s pass once ended that pass only: the next profiled point
+    ran and the campaign went on to its next config."""
+    args = ["--ttft-ms", "5", "--itl-ms", "20", "--exit-delay-s", "120"]
+    path = write_campaign(
+        tmp_path / "c.toml",
+        name="ctrlcprof",
+        args=args,
+        engine={"stop_grace_s": 30, "ready_timeout_s": 120, "python": engine_python},
+        config=[{"name": "baseline"}, {"name": "B", "extends": "baseline"}],
+        load={"concurrency": [1, 2], "requests": 4, "max_client_lag_ms": 1e6},
+        profile={"at": ["C=1", "C=2"], "steps": 100000, "requests": 400},
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
+    argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        _wait(lambda: _profiling(out) or proc.poll() is not None, "profiling")
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        groups = [int(str(r["pgid"])) for r in _running(out)]
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert took < BOUND_S, f"exited {took:.1f} s after SIGINT"
+    assert "profiled pass at C=2" not in err  # the next profiled point did not start
+    assert "config 2/2" not in err and "B: launching" not in err  # nor the next config
+    assert not any(group_pids(g) for g in groups), groups
+    assert not _running(out)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from inferlab import interrupts
 from inferlab.campaign.context import ConfigContext, ConfigOutcome
 from inferlab.campaign.parts import profiled as profiled_passes
 from inferlab.campaign.parts.bench import StoreSink, bench_config
@@ -105,6 +106,8 @@ def sweep(points: list[LoadPoint], todo: set[tuple[str, int]], before: str | Non
         if res is not None and res.interrupted:
             return cx.outcome("interrupted", "", run_ids=sink.run_ids)
         notes = profiled(cx, bench, points) if before is None and cx.launch == 1 else []
+        if interrupts.seen():  # a Ctrl-C in a profiled pass ends the run, not only the pass
+            return cx.outcome("interrupted", "; ".join(notes), run_ids=sink.run_ids)
         return cx.outcome("measured", "; ".join(notes), run_ids=sink.run_ids)
 
     return measure

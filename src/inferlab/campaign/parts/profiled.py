@@ -9,6 +9,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from inferlab import interrupts
 from inferlab.campaign.parts.bench import StoreSink
 from inferlab.campaign.parts.capture import (
     STEADY_AFTER_S,
@@ -31,6 +32,7 @@ from inferlab.load.bench import BenchEvents, LoadPoint, PointResult, run_bench
 from inferlab.load.quality import FEW_SAMPLES
 from inferlab.profile import analyze, read_trace
 from inferlab.server import ServerProcess, log_tail
+from inferlab.server.stop import INTERRUPT_WAIT_S
 from inferlab.store import Store
 
 __all__ = [
@@ -207,9 +209,13 @@ def profiled_pass(
     finally:
         ctl.load_end = time.monotonic()
         ctl.load_done.set()
-        worker.join(prof.timeout_s + 120.0)
+        # after a Ctrl-C the capture is given seconds, not its timeout: the run must end
+        worker.join(INTERRUPT_WAIT_S if interrupts.seen() else prof.timeout_s + 120.0)
     out.run_id = sink.run_ids[0] if sink.run_ids else None
     out.seconds = time.monotonic() - t0
+    if interrupts.seen():  # nothing analyzed or stored as a finding: --resume profiles again
+        out.reason, out.message = "interrupted", "Ctrl-C during the profiled pass"
+        return out
     if worker.is_alive():
         ctl.error = CaptureFailed("timeout", f"the capture did not end in {prof.timeout_s:.0f} s")
     if ctl.error is not None:
@@ -312,6 +318,9 @@ def profile_config(
         if p.label not in camp.profile.at or p.label in done:
             continue
         out = profiled_pass(camp, cfg, gid, bench, p, store, events)
+        if out.reason == "interrupted":
+            notes.append(f"profile at {p.label} interrupted")
+            break
         if out.ok:
             notes.append(
                 f"profiled {p.label}: {len(out.analysis_ids)} rank trace(s), {out.seconds:.1f} s"
