@@ -206,7 +206,9 @@ def _record_json(t: TrialRecord) -> dict[str, Any]:
 
 def _record_of(data: TrialBody) -> TrialRecord:
     r = data.result
-    result = TrialResult(r.status, r.value, r.verdict, r.reason, dict(r.ab), tuple(r.implicated))
+    result = TrialResult(
+        r.status, r.value, r.verdict, r.reason, dict(r.ab), tuple(r.implicated), dict(r.capacity)
+    )
     return TrialRecord(
         data.index,
         data.name,

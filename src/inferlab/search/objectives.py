@@ -112,11 +112,19 @@ def capacity_result(store: Store, campaign: str, name: str, ref: str) -> TrialRe
         return TrialResult("failed", reason=f"{name}: no capacity at SLO stored")
     value = caps[name][0]
     est = value.estimate.estimate if value.estimate is not None else float(value.low)
+    band = value.estimate if value.estimate is not None else None
+    cap = {
+        "estimate": est,
+        "low": band.low if band is not None else value.low,
+        "high": band.high if band is not None else value.high,
+        "unit": value.unit,
+        "launches": value.launches,
+    }
     if ref not in caps:
-        return TrialResult("ok", est, "undecided", f"the incumbent's capacity {ref}: not measured")
+        why = f"the incumbent's capacity {ref}: not measured"
+        return TrialResult("ok", est, "undecided", why, capacity=cap)
     r = compare_capacity(caps[ref][0], value)
     verdict: Verdict = {"higher": "better", "lower": "worse"}.get(r.verdict, "undecided")  # type: ignore[assignment]
     ratio = f" ×{r.ratio.estimate:.2f}" if r.ratio is not None else ""
-    return TrialResult(
-        "ok", est, verdict, f"capacity vs {ref}{ratio}: {r.verdict} {r.reason}".strip()
-    )
+    why = f"capacity vs {ref}{ratio}: {r.verdict} {r.reason}".strip()
+    return TrialResult("ok", est, verdict, why, capacity=cap)

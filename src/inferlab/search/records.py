@@ -36,6 +36,9 @@ class TrialResult:
     #: a launch the engine refused (``LogSignature.refusal``): the flags involved; a proposal
     #: with the same values of the dimensions they name is not launched (it would be refused)
     implicated: tuple[str, ...] = ()
+    #: a capacity trial's capacity at SLO: ``{"estimate", "low", "high", "unit", "launches"}``
+    #: (the isotonic estimate and its interval, else the bisection's bracket)
+    capacity: dict[str, float | str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

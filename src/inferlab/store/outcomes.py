@@ -146,6 +146,8 @@ class TrialResultBody(Body):
     #: metric → the trial's A/B against its reference
     ab: dict[str, dict[str, Json]] = Field(default_factory=dict)
     implicated: list[str] = Field(default_factory=list)
+    #: a capacity trial's capacity at SLO: estimate, low, high, unit, launches
+    capacity: dict[str, float | str | None] = Field(default_factory=dict)
 
 
 @ANALYSES.register("search-trial")

@@ -67,6 +67,19 @@ def test_the_capacity_objective_accepts_a_trial_whose_capacity_interval_is_above
     assert res.best == trial.name and trial.result.reason.startswith("capacity vs t01-ref ×")
     ref, cand = caps["t01-ref"][0], caps[trial.name][0]
     assert (ref.low, ref.high, cand.low, cand.high) == (4, 4, 6, 6)
+    # the trial carries its capacity, and the report's trial table shows it (it read a field
+    # no trial had, so the column was always "—")
+    assert trial.result.capacity["estimate"] == trial.result.value
+    assert trial.result.capacity["unit"] == "concurrency"
+    from inferlab.config.search import TRIAL_KIND
+    from inferlab.report.sections.search import TRIAL_COLUMNS, trial_cells
+    from inferlab.store.outcomes import TrialBody
+
+    with Store(tmp_path / "db") as store:
+        every = store.analyses.of(TrialBody, TRIAL_KIND, "opt")
+    (t,) = [a for a in every if a.data.name == trial.name]
+    cell = trial_cells(t.data.to_json(), "tpot_ms")[TRIAL_COLUMNS.index("capacity at SLO")]
+    assert cell.startswith(f"{trial.result.value:g}"), cell
 
 
 def test_the_capacity_objective_is_refused_under_ray_before_anything_launches(
