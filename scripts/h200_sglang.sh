@@ -98,6 +98,9 @@ preflight() {  # seconds, before the minutes of a launch: nvcc, the GPU, every m
   { ls -l /usr/local/cuda/bin/nvcc && /usr/local/cuda/bin/nvcc --version | tail -2; } >> "$LOG" 2>&1 \
     || say "no /usr/local/cuda/bin/nvcc: sglang's JIT kernels will fail (SGLANG-NOTES.md §4.3: the pip nvcc set)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv > "$OUTDIR/gpu.csv" 2>&1
+  # ngram's corpus is a tvm-ffi JIT build of C++ sources: a host compiler must be there
+  cxx=$(command -v c++ || command -v g++ || true)
+  say "host C++ compiler: ${cxx:-none (the ngram config will fail at its first request)}"
   PYTHONPATH="$SITE" python3 - <<'PY' 2>&1 | tee -a "$LOG" || return 1
 import importlib.metadata as md
 import torch, sgl_kernel, flashinfer, sglang  # noqa: F401
