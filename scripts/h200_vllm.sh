@@ -16,6 +16,11 @@
 #   bash scripts/h200_vllm.sh run smollm2 # issue 43: SmolLM2 converted to bf16 here, then
 #                                         # examples/vllm-h200-smollm2.toml: bf16, dynamic FP8
 #                                         # weights, FP8 KV cache, gated on real distributions
+#   bash scripts/h200_vllm.sh run optimize  # issue 45: examples/optimize-vllm-h200.toml, one call's
+#                                         # share of the search (--resume from the store the last
+#                                         # call left, or .gpu-run/h200-optimize.db carried)
+#   bash scripts/h200_vllm.sh run autotune  # issue 45: vLLM auto_tune's method on the same server,
+#                                         # model and SLO (benchmarks/auto_tune_method.py)
 #   bash scripts/h200_vllm.sh run ab      # issue 42: fresh launches of H200_ORDER (baseline,A),
 #                                         # each `inferlab up` → `inferlab bench` and `vllm bench
 #                                         # serve` on the client CPUs → `inferlab down`; on launch
@@ -35,10 +40,10 @@ set -uo pipefail
 export COLUMNS=${COLUMNS:-160}
 CMD=${1:-}
 ARG=${2:-}
-usage() { echo "usage: $0 stage N | stagem N | run part1|part2|peer|lossy|ab|smollm2" >&2; exit 2; }
+usage() { echo "usage: $0 stage N | stagem N | run part1|part2|peer|lossy|ab|smollm2|optimize|autotune" >&2; exit 2; }
 case "$CMD" in
   stage | stagem) [[ "$ARG" =~ ^[0-9]+$ ]] || usage ;;
-  run) case "$ARG" in part1 | part2 | peer | lossy | ab | smollm2) ;; *) usage ;; esac ;;
+  run) case "$ARG" in part1 | part2 | peer | lossy | ab | smollm2 | optimize | autotune) ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -242,6 +247,34 @@ case "$ARG" in
     again=(); [ -f "$DB" ] && again=(--resume)
     run_campaign "${again[@]}"
     finish
+    ;;
+  optimize)  # the tuned tiles as files for this GPU (vLLM reads them by its name), then the search
+    DB="$WORK/h200-optimize.db" NAME=optimize-vllm-h200
+    [ ! -f "$DB" ] && [ -f .gpu-run/h200-optimize.db ] && cp .gpu-run/h200-optimize.db "$DB" \
+      && say "resuming the search from the carried .gpu-run/h200-optimize.db"
+    export INFERLAB_TUNED_TILES="$WORK/tiles"
+    if [ ! -d "$INFERLAB_TUNED_TILES" ]; then
+      gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
+      "${IL[@]}" tune fp8-gemm --from-results "$INFERLAB_TUNED_FP8" --engine vllm \
+        --device-name "$gpu" --out-dir "$INFERLAB_TUNED_TILES" 2>&1 | tail -3 | tee -a "$LOG"
+    fi
+    again=(); [ -f "$DB" ] && again=(--resume)
+    run_s=$(($(left) - 60)); [ "$run_s" -gt 60 ] || run_s=60
+    say "optimize ${again[*]}: interrupted after $run_s s if still running"
+    timeout -s INT -k 30 "$run_s" "${IL[@]}" optimize src/inferlab/examples/optimize-vllm-h200.toml \
+      --db "$DB" "${again[@]}" >> "$LOG" 2>&1
+    say "optimize exited with $?"
+    finish
+    ;;
+  autotune)  # auto_tune's grid and rate search on the optimize campaign's server, model and SLO
+    at_s=$(($(left) - 30))
+    say "autotune: $at_s s"
+    timeout -s INT -k 30 "$at_s" python3 benchmarks/auto_tune_method.py --engine vllm \
+      --model "$INFERLAB_GPU_MODEL" --python "$(command -v python3)" \
+      --engine-args "--linear-backend triton --max-model-len 2048" --seqs 128,256 \
+      --tokens 2048,4096,8192 --slo ttft_p99_ms=200,tpot_p99_ms=20 \
+      --logs "$OUTDIR/autotune-logs" > "$OUTDIR/autotune.txt" 2>&1
+    say "autotune exited with $?: $(tail -1 "$OUTDIR/autotune.txt")"
     ;;
   peer)
     say "peer: vllm bench serve vs inferlab bench on one baseline server"
