@@ -4,7 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # unit: the suite waits more than it computes, so the bulk runs in JOBS workers; the tests
 # that need a machine-wide resource (marker `serial(reason=...)`: all CPUs for a vLLM CPU
-# server) run after it, one at a time. The vLLM CPU environment they use, and SmolLM2
+# server) run after it, in LANES xdist workers each pinned to CPUs of its own
+# (tests/support/lanes.py; on 2 CPUs, one CPU a lane: a vLLM launch keeps one CPU busy, and
+# one at a time the pass left the other idle). The vLLM CPU environment they use, and SmolLM2
 # converted in it (inferlab.envs.smollm2), are built (when not cached) beside the parallel
 # pass, and so is the lm-eval one (about 3 min; the lm-eval e2e test waits on its build lock),
 # both niced. Running the serial lane beside the parallel pass was tried (2026-12-07): on 2
@@ -14,6 +16,7 @@ BIN := $(VENV)/bin
 # The venv is installed by uv (~10 s cold against pip's ~45 s warm; pip if uv fails).
 # One package's unit tests alone: $(BIN)/pytest tests/unit/<package> -q (docs/testing.md).
 JOBS ?= 4
+LANES ?= $(shell [ "$$(nproc)" -ge 2 ] && echo 2 || echo 1)
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
 .PHONY: demo test lint typecheck unit bench-accuracy clean
@@ -49,7 +52,8 @@ unit: $(STAMP)
 		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope --no-loadscope-reorder || rc=$$?; \
 		wait $$env || echo "vLLM CPU environment or SmolLM2 not built ($(VENV)/vllm-cpu-env.log): their tests will say why"; \
 		wait $$lme || echo "lm-eval environment not built ($(VENV)/lm-eval-env.log)"; \
-		$(BIN)/pytest -m serial || rc=$$?; exit $$rc
+		INFERLAB_TEST_LANES=1 $(BIN)/pytest -m serial -n $(LANES) --dist loadscope \
+			--no-loadscope-reorder || rc=$$?; exit $$rc
 
 # lint and typecheck run beside the unit tests (`-j3`: mypy's minute overlaps the parallel pass,
 # which waits more than it computes); any one failing fails `make test`

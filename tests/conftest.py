@@ -1,5 +1,6 @@
-"""Suite-wide: a ``serial`` test (``make unit`` runs them one at a time, after the parallel
-pass over the rest) needs a machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
+"""Suite-wide: a ``serial`` test (``make unit`` runs them after the parallel pass over the rest,
+in lanes: xdist workers each pinned to CPUs of its own, tests/support/lanes.py) needs a
+machine-wide resource, and says which: ``@pytest.mark.serial(reason=...)``;
 collection refuses a ``serial`` marker without a reason. Every ``vllm`` test is ``serial`` with
 its marker's reason (``ALONE``). The ``ray`` tests are not: each of their two modules starts a
 local cluster of its own (its head's GCS on a free port), which ``--dist loadscope`` keeps in one
@@ -19,13 +20,14 @@ import pytest
 
 from support.campaign import CampaignToml, write_campaign
 from support.cli import CliResult, run_cli
+from support.lanes import pin_lane
 from support.pkgcopy import isolated_inferlab, sim_configs
 from support.simproc import SimFactory, start_sim_thread
 
 #: markers whose tests are serial, and the machine-wide resource each needs
 ALONE = {
-    "vllm": "all CPUs: a vLLM CPU server's OpenMP threads take every CPU of the host (and its "
-    "first run builds the shared venv under ~/.cache/inferlab)",
+    "vllm": "all CPUs of its lane: a vLLM CPU server's OpenMP threads take every CPU it may "
+    "run on (and its first run builds the shared venv under ~/.cache/inferlab)",
 }
 
 #: the slowest modules of the parallel pass (30–60 s each on 2 CPUs, 2026-12-01), slowest first,
@@ -50,6 +52,12 @@ SLOW_FIRST = (
     "e2e/test_capture.py",
     "e2e/test_kill_resume.py",
     "e2e/test_secrets_planted.py",
+    # the serial pass's two lanes (2026-12-07, s): 150 + 34 + 15 and 85 + 80 + 27
+    "e2e/test_vllm_campaign.py",
+    "e2e/test_cross_engine.py",
+    "e2e/test_vllm_up.py",
+    "e2e/test_recon_vllm.py",
+    "e2e/test_vllm_interrupt.py",
 )
 TESTS = Path(__file__).resolve().parent
 
@@ -76,6 +84,10 @@ def serial_reason(item: pytest.Item) -> str | None:
             "(inferlab.campaign.parts.clock)"
         )
     return reasons[0]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    pin_lane()  # the serial pass's xdist workers, each on CPUs of its own (support/lanes.py)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -22,7 +22,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import cross_engine
 
-pytestmark = [pytest.mark.vllm, pytest.mark.serial(reason="all CPUs: llama-server and vLLM")]
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.serial(reason="all CPUs of its lane: llama-server and vLLM"),
+]
 
 
 def test_smollm2_on_vllm_and_llamacpp_is_gated_position_by_position(tmp_path: Path) -> None:

@@ -82,6 +82,7 @@ tokenizer = "{model}"
 at = ["C=1"]
 configs = ["baseline"]
 steps = 12
+requests = 4  # load while it records 12 steps (a request is 160), not the point's 8 again
 """)
     return p
 
