@@ -31,7 +31,6 @@ everything into one ``site/`` tree with ``pip install --target --platform``, pac
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -49,6 +48,7 @@ from h200_vllm_wheels import (
     _metadata_wheel,
     _one_wheel,
     _platform_args,
+    cut,
     part_bytes,
     read_pins,
 )
@@ -197,27 +197,6 @@ def prune_wheel(src: Path, dest: Path) -> tuple[int, int]:
     return dropped, size
 
 
-def _cut(blob: Path) -> list[Path]:
-    """``blob`` cut into ``PARTS/NN/site.tar.xz.part`` of ``part_bytes()``, with ``SHA256SUMS``."""
-    shutil.rmtree(PARTS, ignore_errors=True)
-    PARTS.mkdir()
-    size = part_bytes()
-    digest = hashlib.sha256(blob.read_bytes()).hexdigest()
-    out: list[Path] = []
-    with blob.open("rb") as f:
-        for i in range(1, 100):
-            chunk = f.read(size)
-            if not chunk:
-                break
-            d = PARTS / f"{i:02d}"
-            d.mkdir()
-            (d / "site.tar.xz.part").write_bytes(chunk)
-            out.append(d)
-    for d in out:
-        (d / "SHA256SUMS").write_text(f"{digest}  site.tar.xz\n{len(out)} parts\n")
-    return out
-
-
 def build() -> None:
     pins = read_pins(PINS)
     wheels = cache() / "wheels"
@@ -235,7 +214,7 @@ def build() -> None:
          "--platform", "any", str(pruned), *rest)  # fmt: skip
     blob = cache() / "site.tar.xz"
     subprocess.run(["tar", "-C", str(site), "-cf", str(blob), "-I", "xz -6 -T0", "."], check=True)
-    parts = _cut(blob)
+    parts = cut(blob, PARTS)
     total = sum((d / "site.tar.xz.part").stat().st_size for d in parts)
     print(f"{len(pins)} wheels; {len(parts)} parts, {total / 2**20:.0f} MiB: "
           + " ".join(str(d.relative_to(ROOT)) for d in parts))  # fmt: skip
@@ -248,7 +227,7 @@ def main(argv: list[str]) -> int:
     elif cmd == "build":
         build()
     elif cmd == "split":  # cut the packed site again (the tree grew), no download, no repack
-        parts = _cut(cache() / "site.tar.xz")
+        parts = cut(cache() / "site.tar.xz", PARTS)
         print(f"{len(parts)} parts of at most {part_bytes() / 2**20:.0f} MiB")
     elif cmd == "check":
         pins = read_pins(PINS)

@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from h200_vllm_wheels import part_bytes
+from h200_vllm_wheels import cut, part_bytes
 
 from inferlab.envs.smollm2 import CONVERT_DEPS, SMOLLM2, find_wheel, wheels_dir
+from inferlab.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTS = ROOT / ".smollm2"
@@ -45,23 +46,10 @@ def deps_wheels() -> list[Path]:
 def split() -> list[Path]:
     wheel = find_wheel(SMOLLM2, sys.executable)
     deps = deps_wheels()
-    shutil.rmtree(PARTS, ignore_errors=True)
     size = part_bytes() - sum(p.stat().st_size for p in deps) - (1 << 20)
-    out: list[Path] = []
-    with wheel.open("rb") as f:
-        for i in range(1, 100):
-            chunk = f.read(size)
-            if not chunk:
-                break
-            d = PARTS / f"{i:02d}"
-            d.mkdir(parents=True)
-            (d / "wheel.part").write_bytes(chunk)
-            out.append(d)
+    out = cut(wheel, PARTS, "wheel.part", SMOLLM2.wheel, size)  # the sha256 is the pinned one
     for p in deps:
         shutil.copy2(p, out[0] / p.name)
-    sums = f"{SMOLLM2.sha256}  {SMOLLM2.wheel}\n{len(out)} parts\n"
-    for d in out:
-        (d / "SHA256SUMS").write_text(sums)
     return out
 
 
@@ -69,7 +57,11 @@ def main(argv: list[str]) -> int:
     if argv[1:] != ["split"]:
         print("usage: h200_smollm2.py split", file=sys.stderr)
         return 2
-    parts = split()
+    try:
+        parts = split()
+    except ConfigError as exc:  # no wheel in the cache and none downloadable: say how to get it
+        print(f"h200_smollm2.py: {exc}", file=sys.stderr)
+        return 1
     sizes = ", ".join(f"{sum(f.stat().st_size for f in d.iterdir()) / 2**20:.1f}" for d in parts)
     print(f"{len(parts)} parts in {PARTS} (MiB: {sizes})")
     return 0

@@ -235,14 +235,22 @@ def _pack(site: Path) -> list[Path]:
     PARTS.mkdir()
     blob = cache() / "site.tar.xz"
     subprocess.run(["tar", "-C", str(site), "-cf", str(blob), "-I", "xz -6 -T0", "."], check=True)
-    return _cut(blob)
+    return cut(blob, PARTS)
 
 
-def _cut(blob: Path) -> list[Path]:
-    """``blob`` cut into ``PARTS/NN/site.tar.xz.part`` of ``part_bytes()``, with ``SHA256SUMS``."""
-    shutil.rmtree(PARTS, ignore_errors=True)
-    PARTS.mkdir()
-    size = part_bytes()
+def cut(
+    blob: Path,
+    parts: Path,
+    member: str = "site.tar.xz.part",
+    name: str = "site.tar.xz",
+    size: int | None = None,
+) -> list[Path]:
+    """``blob`` cut into ``parts/NN/member`` of ``size`` bytes (default ``part_bytes()``), each
+    with ``SHA256SUMS``: the blob's sha256 and ``name`` (what the joined parts are), then
+    ``N parts``. The device scripts join and check them (``scripts/h200_*.sh``)."""
+    shutil.rmtree(parts, ignore_errors=True)
+    parts.mkdir(parents=True)
+    size = size or part_bytes()
     digest = hashlib.sha256(blob.read_bytes()).hexdigest()
     out: list[Path] = []
     with blob.open("rb") as f:
@@ -250,12 +258,12 @@ def _cut(blob: Path) -> list[Path]:
             chunk = f.read(size)
             if not chunk:
                 break
-            d = PARTS / f"{i:02d}"
+            d = parts / f"{i:02d}"
             d.mkdir()
-            (d / "site.tar.xz.part").write_bytes(chunk)
+            (d / member).write_bytes(chunk)
             out.append(d)
     for d in out:
-        (d / "SHA256SUMS").write_text(f"{digest}  site.tar.xz\n{len(out)} parts\n")
+        (d / "SHA256SUMS").write_text(f"{digest}  {name}\n{len(out)} parts\n")
     return out
 
 
@@ -298,7 +306,7 @@ def main(argv: list[str]) -> int:
     elif cmd == "build":
         build()
     elif cmd == "split":  # cut the packed site again (the tree grew), no download, no repack
-        parts = _cut(cache() / "site.tar.xz")
+        parts = cut(cache() / "site.tar.xz", PARTS)
         print(f"{len(parts)} parts of at most {part_bytes() / 2**20:.0f} MiB")
     elif cmd == "check":
         pins = read_pins()
