@@ -59,17 +59,44 @@ def _loading(out: Path) -> bool:
     return bool(recs) and "loading weights" in Path(str(recs[0]["log"])).read_text()
 
 
-def _measuring(out: Path) -> bool:
-    """The server answered a generation request (the point is being measured)."""
+def _served(out: Path) -> int:
+    """How many generation requests the running server has answered (0: none running)."""
     recs = _running(out)
     if not recs:
-        return False
+        return 0
     try:
         url = f"http://127.0.0.1:{recs[0]['port']}/truth/summary"
         with urllib.request.urlopen(url, timeout=2) as r:
-            return int(json.load(r).get("requests", 0)) > 0
+            return int(json.load(r).get("requests", 0))
     except OSError:
-        return False
+        return 0
+
+
+def _measuring(out: Path) -> bool:
+    """The server answered a generation request (the point is being measured)."""
+    return _served(out) > 0
+
+
+def _interrupt(
+    path: Path, env: dict[str, str], out: Path, ready: Callable[[Path], bool], what: str
+) -> tuple[int, str, float, list[int]]:
+    """``inferlab run path``, SIGINT once ``ready(out)``: (exit code, stderr, seconds from the
+    signal to the exit, the server process groups that were running)."""
+    argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        _wait(lambda: ready(out) or proc.poll() is not None, what)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        groups = [int(str(r["pgid"])) for r in _running(out)]
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    return proc.returncode, err, took, groups
 
 
 @pytest.mark.parametrize(
@@ -87,20 +114,8 @@ def test_ctrl_c_stops_a_slow_server_within_seconds_and_resume_measures(
     path, out = _campaign(tmp_path, engine_python, startup_s, requests), tmp_path / "out"
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        _wait(lambda: ready(out) or proc.poll() is not None, when)
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        groups = [int(str(r["pgid"])) for r in _running(out)]
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=60)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-2000:]
+    code, err, took, groups = _interrupt(path, env, out, ready, when)
+    assert code == 130, err[-2000:]
     print(f"{when}: exited {took:.2f} s after SIGINT")
     assert took < BOUND_S, f"{when}: exited {took:.1f} s after SIGINT"
     assert "--resume continues" in err
@@ -124,15 +139,7 @@ def test_ctrl_c_stops_a_slow_server_within_seconds_and_resume_measures(
 def _profiling(out: Path) -> bool:
     """The profiled pass is under way: the server answered more requests than the two
     measured points sent (4 each)."""
-    recs = _running(out)
-    if not recs:
-        return False
-    try:
-        url = f"http://127.0.0.1:{recs[0]['port']}/truth/summary"
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return int(json.load(r).get("requests", 0)) > 10
-    except OSError:
-        return False
+    return _served(out) > 10
 
 
 def test_ctrl_c_in_a_profiled_pass_ends_the_run_not_only_the_pass(
@@ -152,21 +159,8 @@ def test_ctrl_c_in_a_profiled_pass_ends_the_run_not_only_the_pass(
     )
     out = tmp_path / "out"
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
-    argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        _wait(lambda: _profiling(out) or proc.poll() is not None, "profiling")
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        groups = [int(str(r["pgid"])) for r in _running(out)]
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=120)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-2000:]
+    code, err, took, groups = _interrupt(path, env, out, _profiling, "profiling")
+    assert code == 130, err[-2000:]
     assert took < BOUND_S, f"exited {took:.1f} s after SIGINT"
     assert "profiled pass at C=2" not in err  # the next profiled point did not start
     assert "config 2/2" not in err and "B: launching" not in err  # nor the next config

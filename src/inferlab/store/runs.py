@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -118,7 +119,7 @@ class Runs:
         stored: SQLite would turn it into NULL."""
         self.db.executemany(
             "INSERT INTO server_metrics(run_id, t_ns, name, labels_json, value) VALUES (?,?,?,?,?)",
-            ((run_id, t, n, dumps(lb), v) for t, n, lb, v in samples if v == v),
+            ((run_id, t, n, dumps(lb), v) for t, n, lb, v in samples if not math.isnan(v)),
         )
 
     def __call__(

@@ -154,21 +154,28 @@ def test_h200_without_deepgemm_runs_triton_from_0_5_16() -> None:
     )
 
 
-def test_h200_campaign_dry_run(tmp_path: Path) -> None:
-    """``inferlab run examples/sglang-h200.toml --dry-run`` plans every config on a CPU host."""
+def _dry_run(tmp: Path, example: str) -> str:
+    """``inferlab run examples/EXAMPLE --dry-run`` on this CPU host, as the device's script
+    sets it up (models under ``tmp``); its plan."""
     env = {
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": str(ROOT / "src"),
-        "INFERLAB_GPU_MODEL": str(tmp_path / "m1b-fp8"),
+        "INFERLAB_GPU_MODEL": str(tmp / "m1b-fp8"),
+        "INFERLAB_GPU_BF16": str(tmp / "m1b"),
         "INFERLAB_SGLANG_PYTHON": sys.executable,
-        "INFERLAB_SERVE_PYTHONPATH": str(tmp_path / "site"),
+        "INFERLAB_SERVE_PYTHONPATH": str(tmp / "site"),
         "COLUMNS": "200",
-        "HOME": str(tmp_path),
+        "HOME": str(tmp),
     }
-    argv = [sys.executable, "-m", "inferlab", "run", "examples/sglang-h200.toml", "--dry-run"]
+    argv = [sys.executable, "-m", "inferlab", "run", f"examples/{example}", "--dry-run"]
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    return proc.stdout
+
+
+def test_h200_campaign_dry_run(tmp_path: Path) -> None:
+    """``inferlab run examples/sglang-h200.toml --dry-run`` plans every config on a CPU host."""
+    out = _dry_run(tmp_path, "sglang-h200.toml")
     for name in ("baseline", "A", "ngram", "graph-oom", "graph-oom-fix"):
         assert f"] {name}" in out
     assert "-m sglang.launch_server" in out and "--fp8-gemm-backend triton" in out
@@ -180,20 +187,7 @@ def test_h200_campaign_dry_run(tmp_path: Path) -> None:
 
 def test_h200_fp8_gate_campaign_dry_run(tmp_path: Path) -> None:
     """``examples/sglang-h200-fp8.toml``: block FP8 gated against its bf16 twin on SGLang."""
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": str(ROOT / "src"),
-        "INFERLAB_GPU_MODEL": str(tmp_path / "m1b-fp8"),
-        "INFERLAB_GPU_BF16": str(tmp_path / "m1b"),
-        "INFERLAB_SGLANG_PYTHON": sys.executable,
-        "INFERLAB_SERVE_PYTHONPATH": str(tmp_path / "site"),
-        "COLUMNS": "200",
-        "HOME": str(tmp_path),
-    }
-    argv = [sys.executable, "-m", "inferlab", "run", "examples/sglang-h200-fp8.toml", "--dry-run"]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = _dry_run(tmp_path, "sglang-h200-fp8.toml")
     assert "] bf16" in out and "] fp8 (extends bf16)" in out
     assert f"--model-path {tmp_path / 'm1b-fp8'}" in out
     assert "lossy gate: KL ≤ 0.01 nats/token, top-1 ≥ 95.00%" in out

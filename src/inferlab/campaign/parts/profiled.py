@@ -173,6 +173,26 @@ def _store(
             out.analysis_ids.append(aid)
 
 
+def _replay(
+    ctl: Controller, bench: BenchConfig, point: LoadPoint, sink: StoreSink, events: BenchEvents
+) -> tuple[str | None, threading.Thread]:
+    """The point's load while ``ctl`` captures on a thread of its own: the load's error (None:
+    none) and the thread, joined (after a Ctrl-C for seconds, not the capture's timeout: the
+    run must end)."""
+    ev = SteadyEvents(events, ctl.steady, closed_loop=point.pattern.closed_loop)
+    worker = threading.Thread(target=ctl.run, name=f"capture-{sink.config}", daemon=True)
+    worker.start()
+    try:
+        run_bench(bench, ev, None, [sink])
+    except InferlabError as exc:
+        return str(exc), worker
+    finally:
+        ctl.load_end = time.monotonic()
+        ctl.load_done.set()
+        worker.join(INTERRUPT_WAIT_S if interrupts.seen() else ctl.prof.timeout_s + 120.0)
+    return None, worker
+
+
 def profiled_pass(
     camp: CampaignFile,
     cfg: ResolvedConfig,
@@ -197,20 +217,8 @@ def profiled_pass(
         recipe, bench.url, prof, prefix, directory, files, recipe.ranks(spec.parse_args(cfg.args))
     )
     sink = StoreSink(store, bench, camp.campaign.name, cfg.name, config_id=gid, purpose="profiled")
-    ev = SteadyEvents(events, ctl.steady, closed_loop=point.pattern.closed_loop)
-    worker = threading.Thread(target=ctl.run, name=f"capture-{cfg.name}", daemon=True)
     events.message(f"{cfg.name}: profiled pass at {point.label} ({prof.steps} steps) ...")
-    worker.start()
-    load_error: str | None = None
-    try:
-        run_bench(point_bench(bench, point, prof.requests), ev, None, [sink])
-    except InferlabError as exc:
-        load_error = str(exc)
-    finally:
-        ctl.load_end = time.monotonic()
-        ctl.load_done.set()
-        # after a Ctrl-C the capture is given seconds, not its timeout: the run must end
-        worker.join(INTERRUPT_WAIT_S if interrupts.seen() else prof.timeout_s + 120.0)
+    load_error, worker = _replay(ctl, point_bench(bench, point, prof.requests), point, sink, events)
     out.run_id = sink.run_ids[0] if sink.run_ids else None
     out.seconds = time.monotonic() - t0
     if interrupts.seen():  # nothing analyzed or stored as a finding: --resume profiles again
