@@ -20,6 +20,7 @@ from inferlab.engines.logs import LogSignature, fatal_sig, sig
 __all__ = [
     "address_in_use",
     "config_dirs",
+    "cublas_alloc_failed",
     "cuda_oom",
     "detect_hints",
     "fp8_gemm_default_config",
@@ -33,6 +34,18 @@ __all__ = [
     "nccl_watchdog_timeout",
     "serving_failures",
 ]
+
+
+def cublas_alloc_failed(remedy: str, flags: tuple[str, ...] = ()) -> LogSignature:
+    """cuBLAS could not allocate its handle's workspace: the GPU memory was already taken
+    (by the engine's own static pool when that pool was sized to the whole GPU)."""
+    return fatal_sig(
+        "cublas_alloc_failed",
+        r"CUBLAS_STATUS_ALLOC_FAILED",
+        remedy=remedy,
+        flags=flags,
+        source="sglang_h100/graph-oom-0.998-0.5.17-h100.log",
+    )
 
 
 def cuda_oom(remedy: str, flags: tuple[str, ...] = ()) -> LogSignature:
@@ -215,6 +228,7 @@ def gpu_engine_evidence(
     *,
     server_info: str | None = None,
     env: tuple[EnvEvidence, ...] = (),
+    fields: tuple[tuple[str, str], ...] = (),
 ) -> Evidence:
     """Lever evidence of an engine that dumps its args, logs its kernel-config files and runs
     NCCL (SGLang, vLLM)."""
@@ -224,6 +238,7 @@ def gpu_engine_evidence(
         effects=effects,
         env=(NCCL_ENV, *env),
         files_in_log=("fp8_gemm", "moe"),
+        fields=fields,
     )
 
 

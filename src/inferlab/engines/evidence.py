@@ -162,6 +162,9 @@ class EffectEvidence:
     metrics: tuple[str, ...] = ()
     log: str | None = None
     log_against: str | None = None
+    #: the metrics are gauges set only when the engine logs a batch (SGLang's accept length,
+    #: every --decode-log-interval steps): 0 is "no reading yet", not "did not run"
+    gauge: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,15 @@ class Evidence:
     env: tuple[EnvEvidence, ...] = ()
     #: kernel-config kinds whose ``Using configuration from`` / default lines the log shows
     files_in_log: tuple[str, ...] = ()
+    #: canonical flag → the args-dump fields it may be stored under, where the engine's argparse
+    #: ``dest`` is not the flag's own name (SGLang 0.5.16+: ``--cuda-graph-max-bs`` is a
+    #: deprecated alias whose dest is ``cuda_graph_max_bs_decode``)
+    fields: tuple[tuple[str, str], ...] = ()
+
+    def field_names(self, flag: str) -> tuple[str, ...]:
+        """The args-dump fields of canonical ``flag``: its own name first, then the aliases."""
+        own = field_name(flag)
+        return (own, *(f for k, f in self.fields if k == flag and f != own))
 
 
 NCCL_ENV = EnvEvidence(

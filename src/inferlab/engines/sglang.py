@@ -252,6 +252,14 @@ SIGNATURES = (
         flags=("--mem-fraction-static", "--tp-size"),
         source="sglang/srt/model_executor/model_runner.py message (no fixture log)",
     ),
+    # 0.5.17 at --mem-fraction-static 0.998 on an H100 80GB: "Memory pool end. avail mem=0.04
+    # GB", then cuBLAS's handle found no memory, before any CUDA-graph capture
+    common.cublas_alloc_failed(
+        "the static pool (--mem-fraction-static: weights + KV cache) took the whole GPU, and "
+        "cuBLAS, activations and CUDA graphs need the rest (the 'Memory pool end. avail mem' "
+        "line says what was left): lower --mem-fraction-static (e.g. 0.998 → 0.89)",
+        ("--mem-fraction-static",),
+    ),
     common.cuda_oom(
         "lower --mem-fraction-static (activations need the rest), --cuda-graph-max-bs, "
         "--max-running-requests or --chunked-prefill-size; or add GPUs (--tp-size)",
@@ -317,10 +325,19 @@ SPEC_EFFECT = EffectEvidence(
     "speculative decoding ran",
     metrics=("spec_accept_length",),
     log=r"Decode batch\..*accept len: [\d.]+",
+    gauge=True,  # set at each "Decode batch" log line: 0 until the first one
 )
 
 EVIDENCE = common.gpu_engine_evidence(
-    SGLANG_SERVER_ARGS, (SPEC_EFFECT,), server_info="/get_server_info"
+    SGLANG_SERVER_ARGS,
+    (SPEC_EFFECT,),
+    server_info="/get_server_info",
+    # 0.5.16+: the old flags are deprecated aliases stored under the decode phase's field
+    # (server_args.py; cuda_graph_max_bs_decode=1024 in sglang_h100/graph-oom-fix-…-excerpt.log)
+    fields=(
+        ("--cuda-graph-max-bs", "cuda_graph_max_bs_decode"),
+        ("--cuda-graph-bs", "cuda_graph_bs_decode"),
+    ),
 )
 
 SPEC = register(

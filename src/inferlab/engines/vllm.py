@@ -186,6 +186,11 @@ SIGNATURES = (
         flags=("--max-num-seqs", "--gpu-memory-utilization"),
         source="oom_graph_capture/vllm-0.17.1_llama31-8b-rtx3090_sampler-warmup-oom_curated.log",
     ),
+    common.cublas_alloc_failed(
+        "the KV cache and weights (--gpu-memory-utilization) took the whole GPU, and cuBLAS "
+        "found no memory for its workspace: lower --gpu-memory-utilization",
+        ("--gpu-memory-utilization",),
+    ),
     common.cuda_oom(
         _OOM_REMEDY,
         ("--gpu-memory-utilization", "--max-num-seqs", "--max-model-len", "--enforce-eager"),

@@ -155,6 +155,47 @@ def test_sglang_server_info_is_a_source_too() -> None:
     assert it.status == "applied" and it.source == "server_info"
 
 
+H100 = FIX / "engine_logs" / "sglang_h100"  # SGLang 0.5.17, 2026-12-07
+
+
+def test_sglang_0_5_17_graph_flag_is_read_under_its_decode_field() -> None:
+    # --cuda-graph-max-bs is a deprecated alias there (dest cuda_graph_max_bs_decode): read as
+    # "unknown: no field cuda_graph_max_bs" on the H100 before the engine named the alias
+    log = H100 / "graph-oom-fix-0.89-0.5.17-h100-excerpt.log"
+    fix = cfg("sglang", "fix", ["--mem-fraction-static", "0.89", "--cuda-graph-max-bs", "1024"])
+    items = check_levers(cfg("sglang", "baseline", []), fix, sources(log), None)
+    it = one(items, "--cuda-graph-max-bs")
+    assert it.status == "applied", it
+    assert "cuda_graph_max_bs_decode=1024" in it.evidence
+    assert one(items, "--mem-fraction-static").status == "applied"
+    wrong = cfg("sglang", "fix", ["--cuda-graph-max-bs", "512"])
+    it = one(
+        check_levers(cfg("sglang", "baseline", []), wrong, sources(log), None),
+        "--cuda-graph-max-bs",
+    )
+    assert it.status == "not-applied" and "(asked: 512)" in it.evidence
+
+
+def test_sglang_accept_length_of_0_before_any_decode_log_is_no_reading() -> None:
+    # a later launch checks its lever after the probes only; SGLang sets the accept-length gauge
+    # at its first "Decode batch" line, which came 2 s after the check (14:02:02): the gauge read
+    # 0 and the check said "not-applied" while server_args said NGRAM
+    log = H100 / "ngram-launch2-0.5.17-h100-excerpt.log"
+    prom = log.with_name("ngram-launch2-metrics.prom")
+    info = {"speculative_algorithm": "NGRAM", "speculative_num_draft_tokens": 4}
+    ngram = cfg("sglang", "ngram", ["--speculative-algorithm", "NGRAM"])
+    src = Sources(log, log.read_text().splitlines(), info, prom.read_text())
+    it = check_levers(cfg("sglang", "baseline", []), ngram, src, None)[0]
+    assert it.status == "applied", it
+    assert "speculative_algorithm='NGRAM'" in it.evidence
+    # where nothing else says so, 0 stays unknown, and a reading above 0 is proof
+    bare = Sources(log, [], None, prom.read_text())
+    it = check_levers(cfg("sglang", "baseline", []), ngram, bare, None)[0]
+    assert it.status == "unknown" and "not set until a batch is logged" in it.evidence
+    ran = Sources(log, [], None, prom.read_text().replace("} 0.0", "} 1.32"))
+    assert check_levers(cfg("sglang", "baseline", []), ngram, ran, None)[0].status == "applied"
+
+
 # ------------------------------------------------------------------------- NCCL
 
 

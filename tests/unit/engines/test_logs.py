@@ -118,6 +118,20 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
         {"fp8_gemm_default_config": 4, "ready": 1, "child_failed": 1},
     ),
     "sglang_h100/A-tuned-0.5.17-h100-excerpt.log": ("sglang", {"ready": 1, "child_failed": 1}),
+    # part 2 (2026-12-07): --mem-fraction-static 0.998 fails in cuBLAS before any capture; the
+    # scheduler's exception and the child's crash follow from it (engines.logs.primary_failure)
+    "sglang_h100/graph-oom-0.998-0.5.17-h100.log": (
+        "sglang",
+        {"cublas_alloc_failed": 1, "scheduler_exception": 1, "child_failed": 1},
+    ),
+    "sglang_h100/graph-oom-fix-0.89-0.5.17-h100-excerpt.log": (
+        "sglang",
+        {"fp8_gemm_default_config": 4},
+    ),
+    "sglang_h100/ngram-launch2-0.5.17-h100-excerpt.log": (
+        "sglang",
+        {"fp8_gemm_default_config": 4, "ready": 1},
+    ),
 }
 
 
@@ -127,6 +141,8 @@ EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
 UVICORN_READY = {
     "sglang_h100/baseline-0.5.17-h100.log": ("vllm", "transformers"),
     "sglang_h100/A-tuned-0.5.17-h100-excerpt.log": ("vllm", "transformers"),
+    "sglang_h100/graph-oom-fix-0.89-0.5.17-h100-excerpt.log": ("vllm", "transformers"),
+    "sglang_h100/ngram-launch2-0.5.17-h100-excerpt.log": ("vllm", "transformers"),
 }
 
 
@@ -145,7 +161,7 @@ ALL_LOGS = sorted(str(p.relative_to(FIX)) for p in FIX.rglob("*.log"))
 
 
 def test_fixture_set_is_complete() -> None:
-    assert len(ALL_LOGS) == 42
+    assert len(ALL_LOGS) == 45
     assert set(EXPECTED) <= set(ALL_LOGS)
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from inferlab.campaign.parts.aftermath import runtime_failure
 from inferlab.engines import get_engine
+from inferlab.engines.evidence import SGLANG_SERVER_ARGS
+from inferlab.engines.logs import primary_failure
 from inferlab.logs import analyze_log
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,3 +51,40 @@ def test_a_stop_is_not_a_crash_but_a_crash_before_it_still_is(tmp_path: Path) ->
     assert hit is not None and hit.kind == "child_failed" and hit.line_no == stop + 1
     # a pipeline that knows when it asked for the stop cuts there, whatever the engine logs
     assert runtime_failure(sglang, crashed, until_line=stop) is None
+
+
+OOM = LOGS / "graph-oom-0.998-0.5.17-h100.log"
+FIX = LOGS / "graph-oom-fix-0.89-0.5.17-h100-excerpt.log"
+
+
+def test_a_static_pool_of_the_whole_gpu_is_classified_with_its_remedy_not_as_an_exception() -> None:
+    # 0.5.17 at --mem-fraction-static 0.998 (2026-12-07, part 2 of the campaign): the pool left
+    # 0.04 GB and cuBLAS failed to create its handle, before any CUDA-graph capture
+    sglang = get_engine("sglang")
+    lines = OOM.read_text().splitlines()
+    assert any("Memory pool end. avail mem=0.04 GB" in ln for ln in lines)
+    hit = primary_failure(sglang.classify_log(lines))
+    assert hit is not None and hit.kind == "cublas_alloc_failed"
+    assert "--mem-fraction-static" in hit.flags and "lower --mem-fraction-static" in hit.remedy
+    kinds = [m.kind for m in sglang.classify_log(lines) if m.fatal]
+    assert "scheduler_exception" in kinds  # still seen, but as the consequence
+    an = analyze_log(OOM)  # `inferlab logs analyze` on the same log
+    assert an.engine == "sglang"
+    (failed,) = [f for f in an.findings if f.kind == "launch-failure"]
+    assert "cublas alloc failed" in failed.message and "line 40" in failed.message
+
+
+def test_the_old_graph_flag_is_checked_under_its_0_5_17_field() -> None:
+    # --cuda-graph-max-bs is a deprecated alias in 0.5.16+: its dest is cuda_graph_max_bs_decode
+    sglang = get_engine("sglang")
+    assert sglang.evidence.field_names("--cuda-graph-max-bs") == (
+        "cuda_graph_max_bs",
+        "cuda_graph_max_bs_decode",
+    )
+    dump = next(
+        d
+        for ln in FIX.read_text().splitlines()
+        for d in [SGLANG_SERVER_ARGS.find(ln)]
+        if d is not None
+    )
+    assert "cuda_graph_max_bs" not in dump and dump["cuda_graph_max_bs_decode"] == 1024

@@ -118,9 +118,14 @@ def _dump(spec: EngineSpec, src: Sources) -> tuple[dict[str, Any], str, bool] | 
 
 
 def _from_args(
-    ch: Change, args: dict[str, Any], where: str, complete: bool, source: str
+    ch: Change,
+    names: tuple[str, ...],
+    args: dict[str, Any],
+    where: str,
+    complete: bool,
+    source: str,
 ) -> tuple[str, str, str] | None:
-    name = field_name(ch.flag)
+    name = next((n for n in names if n in args), names[0])
     negated = name.startswith("no_") and name[3:] in args and name not in args
     if negated:
         name = name[3:]
@@ -164,7 +169,10 @@ def _effects(spec: EngineSpec, ch: Change, src: Sources) -> list[tuple[str, str,
             continue
         for key in eff.metrics:
             v = _metric(spec, src, key)
-            if v is not None:
+            if v is not None and v == 0 and eff.gauge:  # no batch logged yet: no reading
+                why = f"{key} = 0 after the verification requests: not set until a batch is logged"
+                out.append(("unknown", f"{eff.what}? {why}", "metrics"))
+            elif v is not None:
                 st = "applied" if v > 0 else "not-applied"
                 out.append(
                     (st, f"{eff.what}? {key} = {v:g} after the verification requests", "metrics")
@@ -180,16 +188,16 @@ def _effects(spec: EngineSpec, ch: Change, src: Sources) -> list[tuple[str, str,
 
 def _flag_item(spec: EngineSpec, ch: Change, src: Sources) -> LeverItem:
     found: list[tuple[str, str, str]] = []
+    names = spec.evidence.field_names(ch.flag)
     if src.server_info is not None:
-        got = _from_args(ch, src.server_info, "/get_server_info", True, "server_info")
+        got = _from_args(ch, names, src.server_info, "/get_server_info", True, "server_info")
         if got is not None:
             found.append(got)
     dump = _dump(spec, src)
     if dump is not None and not found:
-        got = _from_args(ch, dump[0], dump[1], dump[2], "launch log")
-        found.append(
-            got or ("unknown", f"{dump[1]} has no field {field_name(ch.flag)}", "launch log")
-        )
+        got = _from_args(ch, names, dump[0], dump[1], dump[2], "launch log")
+        none = ("unknown", f"{dump[1]} has no field {' or '.join(names)}", "launch log")
+        found.append(got or none)
     found += _effects(spec, ch, src)
     if not found:
         why = "no args dump in the launch log and no server info: no evidence source"
@@ -311,12 +319,13 @@ def _model_item(
         flag = "--model"
     ch = Change(flag, "changed", (base.model or "",), (cfg.model or "",))
     found = []
+    names = spec.evidence.field_names(flag)
     if src.server_info is not None:
-        got = _from_args(ch, src.server_info, "/get_server_info", True, "server_info")
+        got = _from_args(ch, names, src.server_info, "/get_server_info", True, "server_info")
         found += [got] if got is not None else []
     dump = _dump(spec, src)
     if dump is not None and not found:
-        got = _from_args(ch, dump[0], dump[1], dump[2], "launch log")
+        got = _from_args(ch, names, dump[0], dump[1], dump[2], "launch log")
         found += [got] if got is not None else []
     if not found:
         why = f"no args dump naming {field_name(flag)} in the launch log and no server info"
