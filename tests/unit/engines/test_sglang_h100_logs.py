@@ -88,3 +88,13 @@ def test_the_old_graph_flag_is_checked_under_its_0_5_17_field() -> None:
         if d is not None
     )
     assert "cuda_graph_max_bs" not in dump and dump["cuda_graph_max_bs_decode"] == 1024
+
+
+def test_ngram_accept_length_is_a_share_of_its_draft_tokens() -> None:
+    # NGRAM drafts no steps (speculative_num_steps=0 in 0.5.17's server_args): the possible is
+    # --speculative-num-draft-tokens 4, where "of a possible 1 (155%)" was read before
+    an = analyze_log(LOGS / "ngram-launch2-0.5.17-h100-excerpt.log")
+    (spec,) = [f for f in an.findings if f.kind == "spec-accept"]
+    assert spec.evidence["possible"] == 4
+    assert "--speculative-num-draft-tokens 4" in spec.evidence["possible_from"]
+    assert 0.25 < spec.evidence["share_of_possible"] < 0.5 and spec.severity == "warning"

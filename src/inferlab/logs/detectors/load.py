@@ -70,6 +70,13 @@ def _plateau(st: LogState) -> list[Finding]:
 def _possible(st: LogState) -> tuple[int | None, str]:
     """The longest accept length possible, and where it comes from."""
     f = st.flags
+    algo = str(f.get("speculative_algorithm", {}).get("value", "")).strip("'\"").upper()
+    steps = f.get("speculative_num_steps", {}).get("value")
+    # NGRAM drafts no steps (SGLang 0.5.17 logs speculative_num_steps=0): its verify tree holds
+    # --speculative-num-draft-tokens positions, the bonus token among them
+    if (algo == "NGRAM" or str(steps) in ("0", "None")) and "speculative_num_draft_tokens" in f:
+        v = f["speculative_num_draft_tokens"]
+        return int(v["value"]), f"--speculative-num-draft-tokens {v['value']} (line {v['line']})"
     if "speculative_num_steps" in f:
         return int(f["speculative_num_steps"]["value"]) + 1, (
             f"--speculative-num-steps {f['speculative_num_steps']['value']} + 1 "
