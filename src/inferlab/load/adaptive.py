@@ -5,10 +5,11 @@
   intervals of the median TPOT and the output throughput (``stats.stopping``) and stops when
   both are within ±precision at two checks in a row (or at the cap / duration);
 - ``sequential`` (``requests = "auto"`` against a stored baseline point, a sequential A/B): at
-  planned looks (k/K of ``max_requests``) it tests each primary metric with a Lan–DeMets
-  O'Brien–Fleming boundary at two-sided ``[load] alpha`` (``stats.sequential``) and stops when
-  every metric is settled (better, worse, or equivalent within ±min_effect), or at the last
-  look; the stored test carries the ``alpha`` and ``min_effect`` it was decided at.
+  planned looks (k/K of ``max_requests``, none before ``min_requests``) it tests each primary
+  metric with a Lan–DeMets O'Brien–Fleming boundary at two-sided ``[load] alpha``
+  (``stats.sequential``) and stops when every metric is settled (better, worse, or equivalent
+  within ±min_effect), or at the last look; the stored test carries the ``alpha`` and
+  ``min_effect`` it was decided at.
 
 ``STOPPING_RULES`` is the registry: the first kind whose ``for_point`` answers a rule stops the
 point; ``plan_lines`` is how the kind reads in a campaign's plan.
@@ -193,6 +194,10 @@ class SequentialRule:
     looks: int = 4
     min_effect: float = 0.02
     alpha: float = 0.05
+    #: no look before this many counted requests (``[load] min_requests``, which
+    #: ``load.budget`` raises to MIN_WAVES waves of C): a point that a look settles is never
+    #: one that ``compare`` then calls too short or too few
+    min_requests: int = 0
     live: bool = True
     look: int | None = None
     sequential: dict[str, Any] | None = None  # the test at the last look, as stored
@@ -216,7 +221,13 @@ class SequentialRule:
         if not cfg.adaptive or point.baseline is None:
             return None
         return cls(
-            point.baseline, cfg.max_requests, cfg.precision, cfg.looks, cfg.min_effect, cfg.alpha
+            point.baseline,
+            cfg.max_requests,
+            cfg.precision,
+            cfg.looks,
+            cfg.min_effect,
+            cfg.alpha,
+            min_requests=cfg.min_requests,  # raised to MIN_WAVES × C by load.budget
         )
 
     @classmethod
@@ -230,7 +241,11 @@ class SequentialRule:
         ]
 
     def schedule(self) -> Sequence[int]:
-        return look_counts(self.max_requests, self.looks)
+        """The planned looks (k/K of the cap), each at ``min_requests`` at the least: the
+        looks that fall below it are taken there, as one (C=8: 64, 100, 150 for 50, 100, 150;
+        C=32 with the cap raised to 256: one look at 256)."""
+        floor = min(self.min_requests, self.max_requests) if self.max_requests else 0
+        return sorted({max(c, floor) for c in look_counts(self.max_requests, self.looks)})
 
     def check(self, at: Check) -> Stop | None:
         self.look = at.index if not at.capped else len(self.schedule())
@@ -245,7 +260,7 @@ class SequentialRule:
 
     def fill(self, stop: StopRecord) -> None:
         stop.precision = self.precision
-        stop.look, stop.looks, stop.sequential = self.look, self.looks, self.sequential
+        stop.look, stop.looks, stop.sequential = self.look, len(self.schedule()), self.sequential
 
     def _test(self, prec: Precision, n: int, last: bool) -> dict[str, Any]:
         base, info_by = self.baseline, self._info if self._info is not None else {}

@@ -34,6 +34,7 @@ from inferlab.load.adaptive import (
     choose_rule,
 )
 from inferlab.load.bench import run_bench
+from inferlab.load.budget import point_budget
 from inferlab.load.progress import LightRecord
 from inferlab.load.stopping import Check, RuleMonitor, Stop, StoppingRule
 from inferlab.sim.tokenizer import WordTokenizer
@@ -44,6 +45,7 @@ from inferlab.stats.stopping import (
     block_length,
     span_batch_rates,
 )
+from inferlab.stats.trust import too_short
 from support.simproc import SimFactory
 
 TOKENS = 10
@@ -170,6 +172,29 @@ def test_sequential_settles_a_real_difference_at_the_first_look() -> None:
     assert stop.look == 1 and stop.looks == 4 and stop.precision == 0.05
     assert stop.sequential is not None and stop.sequential["baseline"] == "base"
     assert stop.sequential["metrics"]["tpot_ms"]["status"] == "better"
+
+
+def test_no_sequential_look_before_the_points_minimum() -> None:
+    # SGLang on the H100 (2026-12-07): graph-oom-fix at C=8 stopped "sequential-better, look 1/3
+    # after 56 requests" (the first look at 150/3 = 50), and compare then called the point too
+    # short (56 < 8 waves of 8); at C=32 it stopped at 96 of the 256 its budget asked for
+    ref = reference(stream(8, 400, 4.0, seed=1), 8)
+    for c, looks in ((8, [64, 100, 150]), (32, [256])):
+        cfg = point_budget(auto(max_requests=150, min_requests=50, looks=3), c)
+        rule = choose_rule(cfg, PointFacts(c, ref))
+        assert isinstance(rule, SequentialRule) and list(rule.schedule()) == looks
+    cfg = point_budget(auto(max_requests=150, min_requests=50, looks=3), 8)
+    rule = choose_rule(cfg, PointFacts(8, ref))
+    mon = monitor(rule, cfg, c=8)
+    feed(mon, stream(8, 400, 2.0, seed=2))  # twice as fast: settled at the first look it gets
+    assert mon.reason == "sequential-better" and mon.checks == [64]
+    stop = StopRecord("sequential-better", 64, 8, 0, None, {}, None)
+    rule.fill(stop)
+    assert (stop.look, stop.looks) == (1, 3)
+    assert too_short([mon.counted], 8) is None
+    # the user's own minimum holds at C=1 too (the demo's looks: 24, 32, 48, not 16, 32, 48)
+    one = choose_rule(auto(max_requests=48, min_requests=24, looks=3), PointFacts(1, ref))
+    assert list(one.schedule()) == [24, 32, 48]
 
 
 def test_sequential_against_itself_ends_at_the_last_look() -> None:
