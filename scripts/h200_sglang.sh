@@ -6,7 +6,7 @@
 #                                           # FP8 model; no server (seconds: run it first)
 #   bash scripts/h200_sglang.sh run part1   # recon, baseline and A (tuned FP8 GEMM from the
 #                                           # baseline's log), profiled at C=1 and C=32
-#   bash scripts/h200_sglang.sh run part2   # ngram, graph-oom (fails in capture), graph-oom-fix:
+#   bash scripts/h200_sglang.sh run part2   # ngram, graph-oom, graph-oom-995 (fail), graph-oom-fix:
 #                                           # resumed from the store
 #   bash scripts/h200_sglang.sh run lossy   # examples/sglang-h200-fp8.toml: block FP8 against its
 #                                           # bf16 twin, gated through the stepwise scorer
@@ -165,7 +165,7 @@ case "$ARG" in
     finish
     ;;
   part2)
-    run_campaign --resume --config ngram --config graph-oom --config graph-oom-fix
+    run_campaign --resume --config ngram --config graph-oom --config graph-oom-995 --config graph-oom-fix
     finish
     ;;
   lossy)  # the bf16 twin of the same seed, then the gate on its own store and campaign
