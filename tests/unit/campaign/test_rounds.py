@@ -266,3 +266,12 @@ def test_a_later_launch_checks_the_probes_not_the_equivalence_again(tmp_path: Pa
     assert sorted(set(checks)) == sorted(checks), kinds  # each check once: the first launch's
     assert [c for c, k in kinds if k == "launch"] == ["baseline", "x", "x", "baseline"]
     assert ("x", "equivalence") in checks, kinds
+
+
+def test_a_config_that_fails_counts_its_one_launch(tmp_path: Path) -> None:
+    # the demo said "bf16: 0 launches — failed" for a config that launched and failed its gate
+    broken = {**_cand("broken"), "args": ["--no-such-flag"]}
+    path = _write(tmp_path, [{"name": "baseline"}, broken], launches=2, max_launches=2)
+    with Store(tmp_path / "db") as store:
+        res = run_campaign(path, store=store, launcher=Speeds({}), clock=ModelClock())
+    assert "broken: 1 launch — failed: not launched again" in [t.line() for t in res.launches]

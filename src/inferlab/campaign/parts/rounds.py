@@ -203,8 +203,8 @@ def tally(store: Store, plan: Plan, failed: set[str]) -> list[Tally]:
         n = count_launches(config_runs(store, plan.campaign.campaign.name, gid))
         cells = [] if cfg.name == plan.baseline.name else verdicts(store, plan, cfg, 1 << 30)
         still = [f"{lb} {m}" for lb, m, v in cells if not settled(v)]
-        if cfg.name in failed:
-            why = "failed: not launched again"
+        if cfg.name in failed:  # launched (and stopped) with no run stored: one launch
+            n, why = max(n, 1), "failed: not launched again"
         elif cfg.name == plan.baseline.name:
             why = "the baseline: launched beside the candidates"
         elif not cells:
