@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
     from pydantic import JsonValue
 
-__all__ = ["Distribution", "Interval", "bootstrap_ci", "describe", "percentile"]
+__all__ = ["Distribution", "Interval", "bootstrap_ci", "describe", "json_fields", "percentile"]
+
+
+def json_fields(obj: DataclassInstance) -> dict[str, JsonValue]:
+    """A figures record's fields as JSON, in their order: a NaN float as None (JSON has no
+    NaN), a field that has ``to_json`` (an ``Interval``) by it, any other value as it is."""
+    out: dict[str, JsonValue] = {}
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        if hasattr(v, "to_json"):
+            v = v.to_json()
+        out[f.name] = None if isinstance(v, float) and math.isnan(v) else v
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,10 +47,7 @@ class Distribution:
         return self.p50
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
-        }
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +60,7 @@ class Interval:
     level: float
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
-        }
+        return json_fields(self)
 
 
 def percentile(samples: Sequence[float], q: float) -> float:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from inferlab.records import RequestRecord
+from inferlab.stats.summary import json_fields
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -78,10 +79,7 @@ class TurnStats:
         return self.requests - self.failed
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
-        }
+        return json_fields(self)
 
 
 def turn_interval_text(t: TurnStats) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 
 from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.slo import wilson
-from inferlab.stats.summary import Interval
+from inferlab.stats.summary import Interval, json_fields
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -44,13 +44,7 @@ class ScoreGap:
     diff: Interval
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "docs": self.docs,
-            "changed": self.changed,
-            "reference": self.reference.to_json(),
-            "config": self.config.to_json(),
-            "diff": self.diff.to_json(),
-        }
+        return json_fields(self)
 
 
 def side_interval(scores: np.ndarray, level: float, seed: int = 0) -> Interval:
