@@ -19,13 +19,9 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from inferlab.records import RequestRecord
-from inferlab.stats.summary import json_fields
-
-if TYPE_CHECKING:
-    from pydantic import JsonValue
+from inferlab.stats.summary import Figures
 
 __all__ = ["MIN_USERS", "TurnStats", "by_turn", "median_interval", "turn_interval_text"]
 
@@ -58,7 +54,7 @@ def median_interval(
 
 
 @dataclass(frozen=True)
-class TurnStats:
+class TurnStats(Figures):
     """One turn index over every user: requests counted, failed, median TTFT (ms) with its
     order-statistic interval (ms; NaN when too few users) and the coverage that interval
     achieves (≥ 95%; None: no interval), and the mean prompt length (tokens, as the server
@@ -77,9 +73,6 @@ class TurnStats:
     def users(self) -> int:
         """Values behind the median: the turn's successful requests."""
         return self.requests - self.failed
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return json_fields(self)
 
 
 def turn_interval_text(t: TurnStats) -> str:

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.slo import wilson
-from inferlab.stats.summary import Interval, json_fields
-
-if TYPE_CHECKING:
-    from pydantic import JsonValue
+from inferlab.stats.summary import Figures, Interval
 
 __all__ = ["DocKey", "ScoreGap", "gap_passes", "score_gap", "side_interval"]
 
@@ -34,7 +30,7 @@ _BOOTSTRAP = 2000
 
 
 @dataclass(frozen=True)
-class ScoreGap:
+class ScoreGap(Figures):
     """The paired comparison over ``docs`` documents (``changed``: how many scored apart)."""
 
     docs: int
@@ -42,9 +38,6 @@ class ScoreGap:
     reference: Interval
     config: Interval
     diff: Interval
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return json_fields(self)
 
 
 def side_interval(scores: np.ndarray, level: float, seed: int = 0) -> Interval:

@@ -39,7 +39,7 @@ def test_a_figures_record_as_json_keeps_its_field_order_with_nan_as_none() -> No
         config=Interval(math.nan, math.nan, math.nan, 0.95),
         diff=Interval(-0.1, -0.4, 0.2, 0.95),
     )
-    got = json_fields(gap)
+    got = gap.to_json()  # a Figures dataclass: its JSON is json_fields
     assert list(got) == ["docs", "changed", "reference", "config", "diff"]
     assert got["docs"] == 3 and got["changed"] == 1
     assert got["reference"] == {"estimate": 0.5, "low": 0.1, "high": 0.9, "level": 0.95}
@@ -50,6 +50,8 @@ def test_a_figures_record_as_json_keeps_its_field_order_with_nan_as_none() -> No
         "high": 2.0,
         "level": 0.9,
     }
+    with pytest.raises(TypeError, match="not a dataclass"):
+        json_fields(object())
 
 
 def test_bootstrap_ci_contains_estimate_and_is_deterministic() -> None:
