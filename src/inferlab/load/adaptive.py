@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from inferlab.config.bench import BenchConfig
+from inferlab.config.campaign import LoadSection
 from inferlab.load.stopping import Check, Stop, StoppingRule
 from inferlab.records import RequestRecord
 from inferlab.stats.dist import t_quantile
@@ -45,7 +46,6 @@ __all__ = [
     "STOPPING_RULES",
     "BaselineRef",
     "FixedCount",
-    "PlanFields",
     "PointFacts",
     "PrecisionRule",
     "RuleKind",
@@ -76,29 +76,6 @@ class PointFacts:
     baseline: BaselineRef | None = None  # a stored point to run a sequential A/B against
 
 
-class PlanFields(Protocol):
-    """The load fields a kind's plan lines read (a campaign's ``[load]``)."""
-
-    @property
-    def requests(self) -> int | Literal["auto"] | None: ...
-    @property
-    def precision(self) -> float: ...
-    @property
-    def min_requests(self) -> int: ...
-    @property
-    def max_requests(self) -> int: ...
-    @property
-    def max_duration_s(self) -> float | None: ...
-    @property
-    def sequential(self) -> bool: ...
-    @property
-    def looks(self) -> int: ...
-    @property
-    def min_effect(self) -> float: ...
-    @property
-    def alpha(self) -> float: ...
-
-
 class RuleKind(Protocol):
     """One entry of the registry: a rule class, chosen from the config."""
 
@@ -106,7 +83,7 @@ class RuleKind(Protocol):
         """This kind's rule for the point, or None when the config asks for another."""
         ...
 
-    def plan_lines(self, load: PlanFields, reference: str) -> list[str]:
+    def plan_lines(self, load: LoadSection, reference: str) -> list[str]:
         """How the kind reads in a campaign's plan (none when not in use); ``reference``:
         the config a sequential A/B is against."""
         ...
@@ -128,7 +105,7 @@ class FixedCount:
         return None if cfg.adaptive else cls()
 
     @classmethod
-    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+    def plan_lines(cls, load: LoadSection, reference: str) -> list[str]:
         return []
 
     def schedule(self) -> Sequence[int]:
@@ -160,7 +137,7 @@ class PrecisionRule:
         return cls(cfg.precision, cfg.min_requests, cfg.max_requests, cfg.stop_on_precision)
 
     @classmethod
-    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+    def plan_lines(cls, load: LoadSection, reference: str) -> list[str]:
         if load.requests != "auto":
             return []
         cap = f"max {load.max_requests}" if load.max_requests else "no cap"
@@ -231,7 +208,7 @@ class SequentialRule:
         )
 
     @classmethod
-    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+    def plan_lines(cls, load: LoadSection, reference: str) -> list[str]:
         if not load.sequential:
             return []
         return [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,11 +12,42 @@ import numpy as np
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-__all__ = ["Distribution", "Interval", "bootstrap_ci", "describe", "percentile"]
+__all__ = [
+    "Distribution",
+    "Figures",
+    "Interval",
+    "bootstrap_ci",
+    "describe",
+    "json_fields",
+    "percentile",
+]
+
+
+def json_fields(obj: object) -> dict[str, JsonValue]:
+    """A dataclass's fields as JSON, in their order: a NaN float as None (JSON has no NaN), a
+    field that has ``to_json`` (an ``Interval``) by it, any other value as it is."""
+    if not is_dataclass(obj):
+        raise TypeError(f"{type(obj).__name__} is not a dataclass")
+    out: dict[str, JsonValue] = {}
+    for f in fields(obj):
+        v = getattr(obj, f.name)
+        if hasattr(v, "to_json"):
+            v = v.to_json()
+        out[f.name] = None if isinstance(v, float) and math.isnan(v) else v
+    return out
+
+
+class Figures:
+    """The base of a dataclass of figures whose JSON is its fields (``json_fields``)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
-class Distribution:
+class Distribution(Figures):
     """Summary of samples (in the unit of the samples). Empty: count 0 and NaNs."""
 
     count: int
@@ -33,27 +64,15 @@ class Distribution:
     def median(self) -> float:
         return self.p50
 
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Interval:
+class Interval(Figures):
     """A point estimate with its confidence interval (``level``, e.g. 0.95)."""
 
     estimate: float
     low: float
     high: float
     level: float
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
-        }
 
 
 def percentile(samples: Sequence[float], q: float) -> float:

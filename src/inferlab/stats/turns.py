@@ -18,13 +18,10 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from inferlab.records import RequestRecord
-
-if TYPE_CHECKING:
-    from pydantic import JsonValue
+from inferlab.stats.summary import Figures
 
 __all__ = ["MIN_USERS", "TurnStats", "by_turn", "median_interval", "turn_interval_text"]
 
@@ -57,7 +54,7 @@ def median_interval(
 
 
 @dataclass(frozen=True)
-class TurnStats:
+class TurnStats(Figures):
     """One turn index over every user: requests counted, failed, median TTFT (ms) with its
     order-statistic interval (ms; NaN when too few users) and the coverage that interval
     achieves (≥ 95%; None: no interval), and the mean prompt length (tokens, as the server
@@ -76,12 +73,6 @@ class TurnStats:
     def users(self) -> int:
         """Values behind the median: the turn's successful requests."""
         return self.requests - self.failed
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            k: (None if isinstance(v, float) and math.isnan(v) else v)
-            for k, v in asdict(self).items()
-        }
 
 
 def turn_interval_text(t: TurnStats) -> str:

@@ -8,8 +8,9 @@ kind is a fresh launch of the same host, which is what the spread measures."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
+from inferlab.picks import pick
 from inferlab.stats.spread import LaunchSpread, pool_spreads
 from inferlab.store.analyses import StoredAnalysis
 from inferlab.store.db import Store
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 KIND = "launch_spread"
+#: what a ``SpreadBody`` keeps of a ``LaunchSpread`` (its source is where it is stored)
+_KEPT = ("tau", "df", "launches", "within")
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,11 @@ class SpreadKey:
     def describe(self) -> str:
         """ "vllm 0.26.0, /models/m1b on 16× Intel Xeon … + 1× NVIDIA H200"."""
         return f"{self.engine}, {self.model} on {self.host}"
+
+    @classmethod
+    def of(cls, body: SpreadBody) -> SpreadKey:
+        """The key ``body`` was stored under."""
+        return cls(**pick(body, *(f.name for f in fields(cls))))
 
 
 def spread_key(run: RunRow) -> SpreadKey:
@@ -57,28 +65,14 @@ def save_spreads(
     the same campaign supersedes this one (``stored_spreads`` reads the newest). The count."""
     with store.transaction():
         for (label, metric), s in spreads.items():
-            body = SpreadBody(
-                engine=key.engine,
-                model=key.model,
-                host=key.host,
-                label=label,
-                metric=metric,
-                tau=s.tau,
-                df=s.df,
-                launches=s.launches,
-                within=s.within,
-            )
+            body = SpreadBody(**asdict(key), label=label, metric=metric, **pick(s, *_KEPT))
             store.analyses.add(KIND, f"{label} {metric}", body, campaign=campaign)
     return len(spreads)
 
 
 def stored_of(store: Store, key: SpreadKey) -> list[StoredAnalysis[SpreadBody]]:
     """Every stored spread measured under ``key``, oldest first."""
-    return [
-        a
-        for a in store.analyses.of(SpreadBody, KIND)
-        if (a.data.engine, a.data.model, a.data.host) == (key.engine, key.model, key.host)
-    ]
+    return [a for a in store.analyses.of(SpreadBody, KIND) if SpreadKey.of(a.data) == key]
 
 
 def stored_spreads(

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from inferlab.stats.intervals import percentile_interval
 from inferlab.stats.slo import wilson
-from inferlab.stats.summary import Interval
-
-if TYPE_CHECKING:
-    from pydantic import JsonValue
+from inferlab.stats.summary import Figures, Interval
 
 __all__ = ["DocKey", "ScoreGap", "gap_passes", "score_gap", "side_interval"]
 
@@ -34,7 +30,7 @@ _BOOTSTRAP = 2000
 
 
 @dataclass(frozen=True)
-class ScoreGap:
+class ScoreGap(Figures):
     """The paired comparison over ``docs`` documents (``changed``: how many scored apart)."""
 
     docs: int
@@ -42,15 +38,6 @@ class ScoreGap:
     reference: Interval
     config: Interval
     diff: Interval
-
-    def to_json(self) -> dict[str, JsonValue]:
-        return {
-            "docs": self.docs,
-            "changed": self.changed,
-            "reference": self.reference.to_json(),
-            "config": self.config.to_json(),
-            "diff": self.diff.to_json(),
-        }
 
 
 def side_interval(scores: np.ndarray, level: float, seed: int = 0) -> Interval:

@@ -4,10 +4,14 @@ is there and the marker it wrote last names the pins asked for; one build at a t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from inferlab.envs.venv import (
     MARKER_NAME,
+    Recipe,
     ensure_venv,
     finish_venv,
     marker_matches,
@@ -58,3 +62,26 @@ def test_ensure_builds_once_then_finds_the_build(tmp_path: Path) -> None:
     assert ensure_venv(venv, pins, build) == venv_python(venv)
     assert builds == [venv]
     assert (tmp_path / ".lm-eval-0.4.13.lock").is_file()  # the lock beside it, named for it
+
+
+def test_a_recipe_builds_its_venv_once_and_then_finds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("INFERLAB_CACHE", str(tmp_path))
+    installs: list[Path] = []
+
+    def install(venv: Path, env: dict[str, str], version: str, log: Callable[[str], object]) -> str:
+        installs.append(venv)
+        assert "PYTHONPATH" not in env and Path(venv_python(venv)).exists()
+        return f"import thing: {version}"
+
+    recipe = Recipe("thing", "Thing", lambda v: {"thing": v}, install)
+    assert recipe.venv_dir("1.0") == tmp_path / "thing-1.0"
+    assert recipe.cached("1.0") is None
+    lines: list[str] = []
+    py = recipe.ensure("1.0", lines.append)
+    assert py == venv_python(tmp_path / "thing-1.0") and recipe.cached("1.0") == py
+    assert "import thing: 1.0" in lines
+    assert lines[-1].startswith("Thing environment ready in ") and " MiB): " in lines[-1]
+    assert recipe.ensure("1.0", lines.append) == py and installs == [tmp_path / "thing-1.0"]
+    assert recipe.cached("2.0") is None  # another version is another build

@@ -22,12 +22,12 @@ import pytest
 
 from inferlab.campaign.parts.clock import ModelClock
 from inferlab.config.bench import BenchConfig, WorkloadSpec
+from inferlab.config.campaign import LoadSection
 from inferlab.load import adaptive
 from inferlab.load.adaptive import (
     STOPPING_RULES,
     BaselineRef,
     FixedCount,
-    PlanFields,
     PointFacts,
     PrecisionRule,
     SequentialRule,
@@ -256,7 +256,7 @@ class TokenBudget:
         return cls(budget) if cfg.adaptive and budget else None
 
     @classmethod
-    def plan_lines(cls, load: PlanFields, reference: str) -> list[str]:
+    def plan_lines(cls, load: LoadSection, reference: str) -> list[str]:
         return []
 
     def schedule(self) -> Sequence[int]:

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from inferlab.stats.summary import bootstrap_ci, describe, percentile
+from inferlab.stats.summary import Interval, bootstrap_ci, describe, json_fields, percentile
+from inferlab.verify.scoregap import ScoreGap
 
 
 def test_describe_hand_computed() -> None:
@@ -28,6 +29,29 @@ def test_describe_empty_and_single() -> None:
     assert one.std == 0.0 and one.p99 == 7.0
     assert math.isnan(percentile([], 50))
     assert describe([]).to_json()["mean"] is None
+
+
+def test_a_figures_record_as_json_keeps_its_field_order_with_nan_as_none() -> None:
+    gap = ScoreGap(
+        docs=3,
+        changed=1,
+        reference=Interval(0.5, 0.1, 0.9, 0.95),
+        config=Interval(math.nan, math.nan, math.nan, 0.95),
+        diff=Interval(-0.1, -0.4, 0.2, 0.95),
+    )
+    got = gap.to_json()  # a Figures dataclass: its JSON is json_fields
+    assert list(got) == ["docs", "changed", "reference", "config", "diff"]
+    assert got["docs"] == 3 and got["changed"] == 1
+    assert got["reference"] == {"estimate": 0.5, "low": 0.1, "high": 0.9, "level": 0.95}
+    assert got["config"] == {"estimate": None, "low": None, "high": None, "level": 0.95}
+    assert json_fields(Interval(math.nan, 1.0, 2.0, 0.9)) == {
+        "estimate": None,
+        "low": 1.0,
+        "high": 2.0,
+        "level": 0.9,
+    }
+    with pytest.raises(TypeError, match="not a dataclass"):
+        json_fields(object())
 
 
 def test_bootstrap_ci_contains_estimate_and_is_deterministic() -> None:
