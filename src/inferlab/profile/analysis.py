@@ -26,11 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab.errors import ConfigError, TraceError
+from inferlab.store.models import HostBody
 
 from .bounds import HOST_BOUND, PARTLY, amdahl, gpu_verdict, make_row
 from .categories import MEMCPY, Categorizer, short_name
 from .diff import DiffRow, ProfileDiff, diff_profiles
-from .host import HostTime, host_time
+from .host import host_time
 from .occupancy import occupancy
 from .result import Occupancy, Profile, Row, Step
 from .steps import DEFAULT_PATTERNS, find_steps, step_batch, step_patterns, union_us
@@ -190,7 +191,7 @@ def _graphs(tr: Trace, ops: _Ops, is_k: np.ndarray) -> tuple[int, int]:
     return int(in_graph.sum()), int(np.unique(kc[in_graph]).size)
 
 
-def _host(tr: Trace, segment: str, pattern: str | None, steps: list[Step]) -> HostTime | None:
+def _host(tr: Trace, segment: str, pattern: str | None, steps: list[Step]) -> HostBody | None:
     """The engine thread's time per step, from the first step pattern with host ranges; None
     for a SIMULATED trace (the sim has no host model: its host range is the step by design)."""
     if segment == "all" or (tr.meta.get("inferlab") or {}).get("simulated"):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .host import HostTime
+from inferlab.store.models import HostBody
 
 __all__ = ["VERSION", "Occupancy", "Profile", "Row", "Step", "finite"]
 
@@ -90,7 +90,7 @@ class Profile:
     #: trace metadata worth keeping (e.g. ``{"simulated": True, ...}`` from the sim's traces)
     meta: dict[str, Any] = field(default_factory=dict)
     #: the host's time per step from the trace's CPU side (:mod:`.host`); None when unknown
-    host: HostTime | None = None
+    host: HostBody | None = None
     version: int = VERSION
 
     @property
@@ -119,6 +119,7 @@ class Profile:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: an infinite bound (a thing that is the whole step) becomes ``None``."""
         d = asdict(self)
+        d["host"] = None if self.host is None else self.host.model_dump()
         d["mean_step"] = self.mean_step()
         out: dict[str, Any] = finite(d)
         return out

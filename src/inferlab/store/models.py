@@ -156,7 +156,8 @@ class MeanStep(Body):
 
 
 class HostBody(Body):
-    """The engine thread's time per step (``profile.host.HostTime``; µs, medians)."""
+    """The engine thread's time per step (µs, medians over ``steps`` loops), as
+    ``profile.host.host_time`` finds it and the profile holds it."""
 
     thread: int
     steps: int
