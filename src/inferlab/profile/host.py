@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+
 import numpy as np
 
 from inferlab.store.models import HostBody
