@@ -34,7 +34,7 @@ from .diff import DiffRow, ProfileDiff, diff_profiles
 from .host import host_time
 from .occupancy import occupancy
 from .result import Profile
-from .steps import DEFAULT_PATTERNS, find_steps, step_batch, step_patterns, union_us
+from .steps import DEFAULT_PATTERNS, find_steps, make_step, step_patterns, union_us
 from .trace import KIND_KERNEL, GpuRange, Trace
 
 __all__ = [
@@ -118,19 +118,8 @@ def _segment(
         b = np.searchsorted(ops.start, r.end, "left")
         k = np.flatnonzero(ops.kind[a:b] == KIND_KERNEL) + a
         busy = union_us(ops.start[k], ops.end[k])
-        span = r.end - r.start
-        steps.append(
-            ProfileStep(
-                name=r.name,
-                start_us=r.start,
-                span_us=span,
-                busy_us=busy,
-                idle_us=max(span - busy, 0.0),
-                kernels=int(k.size),
-                kernel_us=float(ops.dur[k].sum()),
-                batch=step_batch(r.name),
-            )
-        )
+        kernel_us = float(ops.dur[k].sum())
+        steps.append(make_step(r.name, r.start, r.end, busy, int(k.size), kernel_us))
         sel[a:b] = True
     if segment == "all":
         sel[:] = True

@@ -36,7 +36,7 @@ from .bounds import cpu_verdict, make_row
 from .categories import OTHER, Categorizer
 from .cpurules import CPU_RULES, FRAMEWORK, WAITING
 from .result import Profile
-from .steps import pattern_for, step_batch
+from .steps import make_step, pattern_for
 from .trace import CpuOps, GpuRange, Trace
 
 __all__ = ["STEP_FORMS", "analyze_cpu"]
@@ -255,18 +255,5 @@ def _attribute(
         # top-level op time inside the step range, clipped to it
         inside = np.clip(np.minimum(start[t] + dur[t], it.range_end) - start[t], 0.0, None)
         framework += max((it.range_end - it.start) - float(inside.sum()), 0.0)
-        span = it.end - it.start
-        idle = max(span - busy, 0.0)
-        steps.append(
-            ProfileStep(
-                name=it.name,
-                start_us=it.start,
-                span_us=span,
-                busy_us=busy,
-                idle_us=idle,
-                kernels=b - a,
-                kernel_us=busy,
-                batch=step_batch(it.name),
-            )
-        )
+        steps.append(make_step(it.name, it.start, it.end, busy, b - a, busy))
     return steps, in_seg, framework
