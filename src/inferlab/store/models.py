@@ -102,7 +102,9 @@ class ProfileCapture(Body):
 
 
 class ProfileStep(Body):
-    """One decode step of a profile (``profile.result.Step``; times in µs)."""
+    """One step of a profile, as the analysis builds it (``profile.steps.make_step``; times in
+    µs): ``kernels`` counts kernels (GPU mode) or CPU ops (CPU mode) starting in the step,
+    ``batch`` its sequences when its name says (``step[DECODE bs=16]``)."""
 
     name: str
     start_us: float
@@ -115,7 +117,7 @@ class ProfileStep(Body):
 
 
 class ProfileRow(Body):
-    """One category or kernel of a profile (``profile.result.Row``): its GPU time (µs), its
+    """One category or kernel of a profile (``profile.bounds.make_row``): its GPU time (µs), its
     share of the step, and the step's speed-up if it ran 2× faster or took no time
     (``amdahl_*``, ×; None: it is the whole step)."""
 
@@ -132,7 +134,7 @@ class ProfileRow(Body):
 
 
 class OccupancyRow(Body):
-    """A kernel's occupancy (``profile.result.Occupancy``): blocks, fraction of the SMs."""
+    """A kernel's occupancy (``profile.occupancy``): blocks, fraction of the SMs."""
 
     name: str
     short: str
