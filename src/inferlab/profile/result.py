@@ -3,13 +3,12 @@ stored (``store.add_analysis("profile", ...)``), printed with ``--json`` and ren
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
-from inferlab.store.models import HostBody, OccupancyRow, ProfileRow, ProfileStep
+from inferlab.store.models import ProfileFields
 
 __all__ = ["VERSION", "Profile", "finite"]
 
@@ -18,41 +17,14 @@ __all__ = ["VERSION", "Profile", "finite"]
 VERSION = 3
 
 
-@dataclass
-class Profile:
-    """The analysis of one segment of one trace. ``to_dict`` is what is stored and printed."""
+class Profile(ProfileFields):
+    """The analysis of one segment of one trace, with this version's defaults; mutable while
+    the analysis completes it. ``to_dict`` is what is stored and printed."""
 
-    trace: str
-    format: str
-    segment: str
-    step_source: str
-    device: str | None
-    sm_count: int | None
-    steps: list[ProfileStep]
-    span_us: float
-    busy_us: float
-    kernel_us: float
-    kernels: int
-    kernel_names: int
-    copy_us: float
-    copies: int
-    categories: list[ProfileRow]
-    kernel_rows: list[ProfileRow]  # every kernel (CPU op) name, by time
-    unknown: list[str]
-    occupancy: list[OccupancyRow]
-    occupancy_share: float | None
-    graph_launches: int
-    graph_kernels: int
-    verdict: str
-    warnings: list[str] = field(default_factory=list)
-    #: "gpu": kernels on the GPU row; "cpu": CPU ops of the engine's worker thread
+    model_config = ConfigDict(frozen=False)
+
     mode: str = "gpu"
-    #: what shares are of: "kernel time" (GPU) or "step time" (CPU: categories sum to 100%)
     share_of: str = "kernel time"
-    #: trace metadata worth keeping (e.g. ``{"simulated": True, ...}`` from the sim's traces)
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: the host's time per step from the trace's CPU side (:mod:`.host`); None when unknown
-    host: HostBody | None = None
     version: int = VERSION
 
     @property
@@ -80,7 +52,7 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: an infinite bound (a thing that is the whole step) becomes ``None``."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {name: getattr(self, name) for name in type(self).model_fields}
         d["mean_step"] = self.mean_step()
         out: dict[str, Any] = finite(d)
         return out

@@ -20,6 +20,7 @@ __all__ = [
     "PredictedPoint",
     "ProfileBody",
     "ProfileCapture",
+    "ProfileFields",
     "ProfileRow",
     "ProfileStep",
     "ReconBody",
@@ -170,10 +171,10 @@ class HostBody(Body):
     ahead: float
 
 
-@ANALYSES.register(PROFILE)
-class ProfileBody(Body):
-    """A stored profile (``profile.result.Profile.to_dict()``, times in µs) with how it was
-    captured (``capture``, added by its writers)."""
+class ProfileFields(Body):
+    """What an analysis of one segment of one trace found (times in µs): the fields of the
+    analysis's ``profile.result.Profile`` and of a stored ``ProfileBody`` (whose defaults read
+    older versions' bodies: ``mode``/``share_of`` came in version 2, ``host`` in 3)."""
 
     trace: str
     format: str
@@ -190,6 +191,7 @@ class ProfileBody(Body):
     copy_us: float
     copies: int
     categories: list[ProfileRow]
+    #: every kernel (CPU op) name, by time
     kernel_rows: list[ProfileRow]
     unknown: list[str]
     occupancy: list[OccupancyRow]
@@ -198,12 +200,23 @@ class ProfileBody(Body):
     graph_kernels: int
     verdict: str
     warnings: list[str] = Field(default_factory=list)
+    #: "gpu": kernels on the GPU row; "cpu": CPU ops of the engine's worker thread
     mode: str = ""
+    #: what shares are of: "kernel time" (GPU) or "step time" (CPU: categories sum to 100%)
     share_of: str = ""
+    #: trace metadata worth keeping (e.g. ``{"simulated": True, ...}`` from the sim's traces)
     meta: dict[str, Json] = Field(default_factory=dict)
-    version: int = 0
-    mean_step: MeanStep | None = None
+    #: the host's time per step from the trace's CPU side (``profile.host``); None: unknown
     host: HostBody | None = None
+    version: int = 0
+
+
+@ANALYSES.register(PROFILE)
+class ProfileBody(ProfileFields):
+    """A stored profile (``profile.result.Profile.to_dict()``) with how it was captured
+    (``capture``, added by its writers)."""
+
+    mean_step: MeanStep | None = None
     capture: ProfileCapture | None = None
     #: ``inferlab profile --vs B``: B's profile and the diff, as the command printed them
     vs: dict[str, Json] | None = None
