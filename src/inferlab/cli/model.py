@@ -21,6 +21,16 @@ MODELS_HELP = (
 
 model_app = typer.Typer(help=MODELS_HELP, no_args_is_help=True)
 
+_OutDir = Annotated[Path, typer.Argument(help="Directory to write the model into.")]
+_Seed = Annotated[int, typer.Option("--seed", help="Seed of the random weights.")]
+
+
+def _wrote(what: str, path: Path, facts: str) -> None:
+    """Say on stdout which model was written where, and its facts."""
+    from rich.console import Console
+
+    Console().print(f"wrote {what} to [bold]{path}[/bold]: {facts}", highlight=False)
+
 
 @model_app.callback()
 def _model() -> None:
@@ -29,7 +39,7 @@ def _model() -> None:
 
 @command(model_app, "smollm2")
 def smollm2_cmd(
-    out_dir: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    out_dir: _OutDir,
     dtype: Annotated[
         str, typer.Option("--dtype", help="Weight dtype written: float32 or bfloat16.")
     ] = "float32",
@@ -71,43 +81,37 @@ def smollm2_cmd(
     )
     path = write_smollm2(out_dir, info)
     how = "cached" if info.cached else f"converted in {info.convert_seconds:.1f} s"
-    Console().print(
-        f"wrote SmolLM2-135M-Instruct (REAL, trained; Q4_1 dequantized to {info.dtype}) to "
-        f"[bold]{path}[/bold]: {info.parameters:,} parameters, {info.size_bytes / 1e6:.0f} MB, "
-        f"{how} ({info.path})",
-        highlight=False,
+    _wrote(
+        f"SmolLM2-135M-Instruct (REAL, trained; Q4_1 dequantized to {info.dtype})",
+        path,
+        f"{info.parameters:,} parameters, {info.size_bytes / 1e6:.0f} MB, {how} ({info.path})",
     )
 
 
 @command(model_app, "tiny")
 def tiny_cmd(
-    out_dir: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
+    out_dir: _OutDir,
+    seed: _Seed = 0,
 ) -> None:
     """RANDOM weights: a deterministic tiny Llama model and tokenizer at OUT_DIR.
 
     Hugging Face format. It never emits end-of-sequence or other special tokens, so every
     request returns exactly max_tokens tokens of printable text.
     """
-    from rich.console import Console
-
     from inferlab.models import write_tiny_model
 
     info = write_tiny_model(out_dir, seed=seed)
-    Console().print(
-        f"wrote tiny Llama model to [bold]{info.path}[/bold]: "
-        f"{info.num_parameters:,} parameters, vocab {info.vocab_size}, seed {info.seed}",
-        highlight=False,
-    )
+    facts = f"{info.num_parameters:,} parameters, vocab {info.vocab_size}, seed {info.seed}"
+    _wrote("tiny Llama model", info.path, facts)
 
 
 @command(model_app, "random")
 def random_cmd(
-    out_dir: Annotated[Path, typer.Argument(help="Directory to write the model into.")],
+    out_dir: _OutDir,
     preset: Annotated[
         str, typer.Option("--preset", help="Size: test, 0.5b, 1b (Llama-3.2-1B shape) or 3b.")
     ] = "1b",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the random weights.")] = 0,
+    seed: _Seed = 0,
     dtype: Annotated[
         str, typer.Option("--dtype", help="Weight dtype written: bfloat16 or float32.")
     ] = "bfloat16",
@@ -129,15 +133,13 @@ def random_cmd(
     `model tiny` it never emits
     end-of-sequence or other special tokens, so every request returns exactly max_tokens tokens.
     """
-    from rich.console import Console
-
     from inferlab.models import write_random_model
 
     info = write_random_model(out_dir, preset, seed=seed, dtype=dtype, quant=quant, workers=workers)
     kind = info.dtype if info.quant == "none" else f"{info.quant} (rest {info.dtype})"
-    Console().print(
-        f"wrote random Llama model ({info.preset}) to [bold]{info.path}[/bold]: "
+    _wrote(
+        f"random Llama model ({info.preset})",
+        info.path,
         f"{info.num_parameters:,} parameters, {kind}, {info.size_bytes / 1e9:.2f} GB, "
         f"seed {info.seed}, in {info.seconds:.1f} s",
-        highlight=False,
     )

@@ -149,8 +149,26 @@ class ClosedLoop(LoadPattern):
         return cls(int(m.group(1))) if m and int(m.group(1)) >= 1 else None
 
 
+class _Capped(LoadPattern):
+    """An open-loop pattern with at most ``max_concurrency`` requests in flight (None: no cap)."""
+
+    max_concurrency: int | None
+
+    def _check_cap(self) -> None:
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be ≥ 1, got {self.max_concurrency}")
+
+    def _cap_text(self) -> str:
+        """`` max C=N`` in a label; nothing uncapped."""
+        return f" max C={self.max_concurrency}" if self.max_concurrency else ""
+
+    @property
+    def streams(self) -> int | None:
+        return self.max_concurrency
+
+
 @dataclass(frozen=True)
-class OpenLoop(LoadPattern):
+class OpenLoop(_Capped):
     """Requests arriving at ``rate`` per second (inf: all at once), Poisson or gamma
     (``burstiness`` < 1 burstier), at most ``max_concurrency`` in flight when given."""
 
@@ -178,17 +196,11 @@ class OpenLoop(LoadPattern):
             raise ValueError(f"arrival must be poisson or gamma, got {self.arrival!r}")
         if not self.burstiness > 0:
             raise ValueError(f"burstiness must be > 0, got {self.burstiness}")
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be ≥ 1, got {self.max_concurrency}")
+        self._check_cap()
 
     @property
     def label(self) -> str:
-        cap = f" max C={self.max_concurrency}" if self.max_concurrency else ""
-        return f"rate={self.rate:g}/s{cap}"
-
-    @property
-    def streams(self) -> int | None:
-        return self.max_concurrency
+        return f"rate={self.rate:g}/s{self._cap_text()}"
 
     @property
     def size(self) -> float:
@@ -237,7 +249,7 @@ def _speed_text(speed: float) -> str:
 
 
 @dataclass(frozen=True)
-class Replay(LoadPattern):
+class Replay(_Capped):
     """The requests of a trace (``trace``, in ``format``) sent at their timestamps divided by
     ``speed`` (open loop), at most ``max_concurrency`` in flight when given; ``limit`` and the
     window [``start_s``, ``end_s``) (s from the trace's first request) take a slice."""
@@ -267,8 +279,7 @@ class Replay(LoadPattern):
         object.__setattr__(self, "start_s", float(self.start_s))
         if not (self.speed > 0 and math.isfinite(self.speed)):
             raise ValueError(f"speed must be a finite number > 0, got {self.speed}")
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be ≥ 1, got {self.max_concurrency}")
+        self._check_cap()
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be ≥ 1, got {self.limit}")
         if self.start_s < 0 or (self.end_s is not None and self.end_s <= self.start_s):
@@ -276,12 +287,7 @@ class Replay(LoadPattern):
 
     @property
     def label(self) -> str:
-        cap = f" max C={self.max_concurrency}" if self.max_concurrency else ""
-        return f"replay:{self.format}@{_speed_text(self.speed)}x{cap}"
-
-    @property
-    def streams(self) -> int | None:
-        return self.max_concurrency
+        return f"replay:{self.format}@{_speed_text(self.speed)}x{self._cap_text()}"
 
     @property
     def size(self) -> float:

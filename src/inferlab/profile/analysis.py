@@ -26,14 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab.errors import ConfigError, TraceError
+from inferlab.store.models import HostBody, OccupancyRow, ProfileRow, ProfileStep
 
 from .bounds import HOST_BOUND, PARTLY, amdahl, gpu_verdict, make_row
 from .categories import MEMCPY, Categorizer, short_name
 from .diff import DiffRow, ProfileDiff, diff_profiles
-from .host import HostTime, host_time
+from .host import host_time
 from .occupancy import occupancy
-from .result import Occupancy, Profile, Row, Step
-from .steps import DEFAULT_PATTERNS, find_steps, step_batch, step_patterns, union_us
+from .result import Profile
+from .steps import DEFAULT_PATTERNS, find_steps, make_step, step_patterns, union_us
 from .trace import KIND_KERNEL, GpuRange, Trace
 
 __all__ = [
@@ -41,11 +42,8 @@ __all__ = [
     "HOST_BOUND",
     "PARTLY",
     "DiffRow",
-    "Occupancy",
     "Profile",
     "ProfileDiff",
-    "Row",
-    "Step",
     "amdahl",
     "analyze",
     "diff_profiles",
@@ -104,7 +102,7 @@ def analyze(
 
 def _segment(
     tr: Trace, ops: _Ops, segment: str, pattern: str | None, gap_us: float | None
-) -> tuple[list[Step], np.ndarray, float, float, str, list[str]]:
+) -> tuple[list[ProfileStep], np.ndarray, float, float, str, list[str]]:
     """Steps, the ops in the segment, its span and busy time (µs), step source, warnings."""
     warnings: list[str] = []
     ranges, source = find_steps(tr, segment, pattern, gap_us)
@@ -113,26 +111,15 @@ def _segment(
             f"no range matches the {segment} pattern: steps were cut at idle gaps, so prefill "
             "and decode cannot be told apart (use --steps PATTERN, or annotate the steps)"
         )
-    steps: list[Step] = []
+    steps: list[ProfileStep] = []
     sel = np.zeros(ops.start.size, dtype=bool)
     for r in ranges:
         a = np.searchsorted(ops.start, r.start, "left")
         b = np.searchsorted(ops.start, r.end, "left")
         k = np.flatnonzero(ops.kind[a:b] == KIND_KERNEL) + a
         busy = union_us(ops.start[k], ops.end[k])
-        span = r.end - r.start
-        steps.append(
-            Step(
-                r.name,
-                r.start,
-                span,
-                busy,
-                max(span - busy, 0.0),
-                int(k.size),
-                float(ops.dur[k].sum()),
-                step_batch(r.name),
-            )
-        )
+        kernel_us = float(ops.dur[k].sum())
+        steps.append(make_step(r.name, r.start, r.end, busy, int(k.size), kernel_us))
         sel[a:b] = True
     if segment == "all":
         sel[:] = True
@@ -147,7 +134,7 @@ def _segment(
 
 def _breakdown(
     tr: Trace, ops: _Ops, is_k: np.ndarray, cat: Categorizer, span: float, n_steps: int
-) -> tuple[list[Row], list[Row], list[str], float]:
+) -> tuple[list[ProfileRow], list[ProfileRow], list[str], float]:
     """Category rows, kernel rows (every name, by time), unknown names, kernel time (µs)."""
     k_ids, k_dur = ops.name_id[is_k], ops.dur[is_k]
     kernel_us = float(k_dur.sum())
@@ -162,7 +149,7 @@ def _breakdown(
         cat_t[c] = cat_t.get(c, 0.0) + float(t_by[i])
         cat_n[c] = cat_n.get(c, 0) + int(n_by[i])
 
-    def row(name: str, c: str, t: float, n: int, short: str = "") -> Row:
+    def row(name: str, c: str, t: float, n: int, short: str = "") -> ProfileRow:
         return make_row(
             name, c, t, n, span_us=span, share_base_us=kernel_us, n_steps=n_steps, short=short
         )
@@ -190,7 +177,9 @@ def _graphs(tr: Trace, ops: _Ops, is_k: np.ndarray) -> tuple[int, int]:
     return int(in_graph.sum()), int(np.unique(kc[in_graph]).size)
 
 
-def _host(tr: Trace, segment: str, pattern: str | None, steps: list[Step]) -> HostTime | None:
+def _host(
+    tr: Trace, segment: str, pattern: str | None, steps: list[ProfileStep]
+) -> HostBody | None:
     """The engine thread's time per step, from the first step pattern with host ranges; None
     for a SIMULATED trace (the sim has no host model: its host range is the step by design)."""
     if segment == "all" or (tr.meta.get("inferlab") or {}).get("simulated"):
@@ -218,7 +207,7 @@ def _analyze_gpu(
     is_c = sel & (ops.kind != KIND_KERNEL)
     cat_rows, kernel_rows, unknown, kernel_us = _breakdown(tr, ops, is_k, cat, span, n_steps)
     sm = sms or tr.sm_count
-    occ: tuple[list[Occupancy], float | None] = ([], None)
+    occ: tuple[list[OccupancyRow], float | None] = ([], None)
     if sm:
         occ = occupancy(tr.names, ops.name_id, ops.blocks, ops.dur, is_k, sm, kernel_us)
     warnings += [] if sm else [NO_SM]

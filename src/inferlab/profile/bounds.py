@@ -7,7 +7,7 @@ vanished. The verdict compares busy time (kernels, or CPU ops) with the step spa
 
 from __future__ import annotations
 
-from .result import Row
+from inferlab.store.models import ProfileRow
 
 __all__ = ["HOST_BOUND", "PARTLY", "amdahl", "cpu_verdict", "gpu_verdict", "make_row", "ms"]
 
@@ -37,13 +37,13 @@ def make_row(
     share_base_us: float | None,
     n_steps: int,
     short: str = "",
-) -> Row:
+) -> ProfileRow:
     """A table row; ``share_base_us`` None: no share (memcpy/memset beside kernel time)."""
     f = time_us / span_us if span_us > 0 else 0.0
     share = None
     if share_base_us is not None:
         share = time_us / share_base_us if share_base_us > 0 else 0.0
-    return Row(
+    return ProfileRow(
         name=name,
         category=category,
         time_us=time_us,

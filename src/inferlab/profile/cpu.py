@@ -30,12 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab.errors import ConfigError, TraceError
+from inferlab.store.models import ProfileRow, ProfileStep
 
 from .bounds import cpu_verdict, make_row
 from .categories import OTHER, Categorizer
 from .cpurules import CPU_RULES, FRAMEWORK, WAITING
-from .result import Profile, Row, Step
-from .steps import pattern_for, step_batch
+from .result import Profile
+from .steps import make_step, pattern_for
 from .trace import CpuOps, GpuRange, Trace
 
 __all__ = ["STEP_FORMS", "analyze_cpu"]
@@ -171,7 +172,7 @@ def analyze_cpu(
     busy = sum(s.busy_us for s in steps)
     n = len(steps)
 
-    def row(name: str, c: str, t: float, k: int, short: str = "") -> Row:
+    def row(name: str, c: str, t: float, k: int, short: str = "") -> ProfileRow:
         return make_row(name, c, t, k, span_us=span, share_base_us=span, n_steps=n, short=short)
 
     rows, op_rows, unknown = _tally(cpu, order, in_seg, self_t, cats, cat, row)
@@ -218,8 +219,8 @@ def _tally(
     self_t: np.ndarray,
     cats: list[str],
     cat: Categorizer,
-    row: Callable[..., Row],
-) -> tuple[list[Row], list[Row], list[str]]:
+    row: Callable[..., ProfileRow],
+) -> tuple[list[ProfileRow], list[ProfileRow], list[str]]:
     """Category rows, op rows (every name, by self time) and the names no rule matches."""
     cat_t: dict[str, float] = {}
     cat_n: dict[str, int] = {}
@@ -240,9 +241,9 @@ def _tally(
 
 def _attribute(
     its: list[_Iteration], start: np.ndarray, dur: np.ndarray, top: np.ndarray
-) -> tuple[list[Step], np.ndarray, float]:
+) -> tuple[list[ProfileStep], np.ndarray, float]:
     """Steps (busy = top-level op time), ops in the segment, framework time (µs)."""
-    steps: list[Step] = []
+    steps: list[ProfileStep] = []
     in_seg = np.zeros(start.size, dtype=bool)
     framework = 0.0
     for it in its:
@@ -254,7 +255,5 @@ def _attribute(
         # top-level op time inside the step range, clipped to it
         inside = np.clip(np.minimum(start[t] + dur[t], it.range_end) - start[t], 0.0, None)
         framework += max((it.range_end - it.start) - float(inside.sum()), 0.0)
-        span = it.end - it.start
-        idle = max(span - busy, 0.0)
-        steps.append(Step(it.name, it.start, span, busy, idle, b - a, busy, step_batch(it.name)))
+        steps.append(make_step(it.name, it.start, it.end, busy, b - a, busy))
     return steps, in_seg, framework

@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from inferlab.errors import ConfigError
+from inferlab.store.models import ProfileRow
 
 from .categories import short_name
-from .result import Profile, Row, finite
+from .result import Profile, finite
 
 __all__ = ["DiffRow", "ProfileDiff", "diff_profiles"]
 
@@ -59,7 +60,7 @@ def diff_profiles(a: Profile, b: Profile, top: int = 20) -> ProfileDiff:
     if unit == "per segment":
         na = nb = 1.0
 
-    def rows(xa: Sequence[Row], xb: Sequence[Row], short: bool) -> list[DiffRow]:
+    def rows(xa: Sequence[ProfileRow], xb: Sequence[ProfileRow], short: bool) -> list[DiffRow]:
         ta = {r.name: r for r in xa}
         tb = {r.name: r for r in xb}
         out = []

@@ -25,31 +25,19 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from inferlab.store.models import HostBody
+
 from .trace import GpuRange, Trace
 
-__all__ = ["SYNC", "HostTime", "host_time"]
+__all__ = ["SYNC", "host_time"]
 
 #: CUDA calls that block the host until the GPU catches up
 SYNC = re.compile(r"^(cuda|cu)(Stream|Device|Event|Ctx)Synchronize|^cudaMemcpy(2D)?$")
 #: CUDA calls that launch GPU work (a kernel, or a graph replay)
 LAUNCH = re.compile(r"LaunchKernel|GraphLaunch|^cuLaunch")
-
-
-@dataclass
-class HostTime:
-    """The engine thread's time per step (µs, medians over ``steps`` loops)."""
-
-    thread: int
-    steps: int
-    loop_us: float
-    range_us: float
-    wait_us: float
-    launch_us: float
-    ahead: float
 
 
 def _top_level(ranges: Sequence[GpuRange]) -> list[GpuRange]:
@@ -67,9 +55,9 @@ def _in(start: np.ndarray, dur: np.ndarray, sel: np.ndarray, a: float, b: float)
     return float(dur[m].sum())
 
 
-def host_time(tr: Trace, rx: re.Pattern[str], gpu_steps: Sequence[GpuRange]) -> HostTime | None:
-    """The host's time per step of the segment whose host ranges ``rx`` names; None without
-    two such ranges on one thread."""
+def host_time(tr: Trace, rx: re.Pattern[str], gpu_steps: Sequence[GpuRange]) -> HostBody | None:
+    """The host's time per step of the segment whose host ranges ``rx`` names (µs, medians
+    over ``steps`` loops; the stored body's type); None without two such ranges on one thread."""
     mine = [r for r in tr.ranges if r.where == "cpu" and rx.search(r.name)]
     if not mine:
         return None
@@ -98,7 +86,7 @@ def host_time(tr: Trace, rx: re.Pattern[str], gpu_steps: Sequence[GpuRange]) -> 
         ahead.append(bool(((g0 < r.start) & (g1 > r.start)).any()))
     if not loops:
         return None
-    return HostTime(
+    return HostBody(
         thread=tid,
         steps=len(loops),
         loop_us=float(np.median(loops)),

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from inferlab.store.models import OccupancyRow
+
 from .categories import short_name
-from .result import Occupancy
 
 __all__ = ["occupancy"]
 
@@ -19,7 +20,7 @@ def occupancy(
     is_kernel: np.ndarray,
     sm: int,
     kernel_us: float,
-) -> tuple[list[Occupancy], float]:
+) -> tuple[list[OccupancyRow], float]:
     """Rows per (kernel, grid) with fewer blocks than ``sm``, and their share of kernel time."""
     low = is_kernel & (blocks > 0) & (blocks < sm)
     if not low.any():
@@ -32,14 +33,14 @@ def occupancy(
     for j in np.argsort(-t, kind="stable"):
         nid, nblk = divmod(int(uk[j]), int(sm) + 1)
         out.append(
-            Occupancy(
-                names[nid],
-                short_name(names[nid]),
-                nblk,
-                nblk / sm,
-                float(t[j]),
-                float(t[j]) / kernel_us if kernel_us else 0.0,
-                int(n[j]),
+            OccupancyRow(
+                name=names[nid],
+                short=short_name(names[nid]),
+                blocks=nblk,
+                sm_fraction=nblk / sm,
+                time_us=float(t[j]),
+                share=float(t[j]) / kernel_us if kernel_us else 0.0,
+                count=int(n[j]),
             )
         )
     return out, (float(dur[low].sum()) / kernel_us if kernel_us else 0.0)

@@ -3,94 +3,28 @@ stored (``store.add_analysis("profile", ...)``), printed with ``--json`` and ren
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
-from .host import HostTime
+from inferlab.store.models import ProfileFields
 
-__all__ = ["VERSION", "Occupancy", "Profile", "Row", "Step", "finite"]
+__all__ = ["VERSION", "Profile", "finite"]
 
 #: 2: ``mode`` ("gpu" | "cpu") and ``share_of``; CPU-mode profiles (issue 14)
 #: 3: ``host``, the engine thread's time per step (issue 45)
 VERSION = 3
 
 
-@dataclass
-class Step:
-    name: str
-    start_us: float
-    span_us: float
-    busy_us: float
-    idle_us: float
-    kernels: int  # kernels (GPU mode) or CPU ops (CPU mode) starting in the step
-    kernel_us: float
-    batch: int | None = None  # sequences in the step, when its name says (step[DECODE bs=16])
+class Profile(ProfileFields):
+    """The analysis of one segment of one trace, with this version's defaults; mutable while
+    the analysis completes it. ``to_dict`` is what is stored and printed."""
 
+    model_config = ConfigDict(frozen=False)
 
-@dataclass
-class Row:
-    """A category or a kernel (CPU op): time (µs), share, count, mean (µs), Amdahl bounds."""
-
-    name: str
-    category: str
-    time_us: float
-    share: float | None  # of ``Profile.share_of``; None for memcpy/memset (not kernel time)
-    count: int
-    mean_us: float
-    per_step_us: float | None
-    amdahl_2x: float
-    amdahl_free: float
-    short: str = ""
-
-
-@dataclass
-class Occupancy:
-    name: str
-    short: str
-    blocks: int
-    sm_fraction: float
-    time_us: float
-    share: float
-    count: int
-
-
-@dataclass
-class Profile:
-    """The analysis of one segment of one trace. ``to_dict`` is what is stored and printed."""
-
-    trace: str
-    format: str
-    segment: str
-    step_source: str
-    device: str | None
-    sm_count: int | None
-    steps: list[Step]
-    span_us: float
-    busy_us: float
-    kernel_us: float
-    kernels: int
-    kernel_names: int
-    copy_us: float
-    copies: int
-    categories: list[Row]
-    kernel_rows: list[Row]  # every kernel (CPU op) name, by time
-    unknown: list[str]
-    occupancy: list[Occupancy]
-    occupancy_share: float | None
-    graph_launches: int
-    graph_kernels: int
-    verdict: str
-    warnings: list[str] = field(default_factory=list)
-    #: "gpu": kernels on the GPU row; "cpu": CPU ops of the engine's worker thread
     mode: str = "gpu"
-    #: what shares are of: "kernel time" (GPU) or "step time" (CPU: categories sum to 100%)
     share_of: str = "kernel time"
-    #: trace metadata worth keeping (e.g. ``{"simulated": True, ...}`` from the sim's traces)
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: the host's time per step from the trace's CPU side (:mod:`.host`); None when unknown
-    host: HostTime | None = None
     version: int = VERSION
 
     @property
@@ -118,14 +52,17 @@ class Profile:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe: an infinite bound (a thing that is the whole step) becomes ``None``."""
-        d = asdict(self)
+        d = {name: getattr(self, name) for name in type(self).model_fields}
         d["mean_step"] = self.mean_step()
         out: dict[str, Any] = finite(d)
         return out
 
 
 def finite(x: Any) -> Any:
-    """``x`` with every non-finite float replaced by ``None`` (recursively)."""
+    """``x`` with every non-finite float replaced by ``None`` (recursively; a model as its
+    dict)."""
+    if isinstance(x, BaseModel):
+        return finite(x.model_dump())
     if isinstance(x, float):
         return x if np.isfinite(x) else None
     if isinstance(x, dict):

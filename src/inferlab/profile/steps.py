@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from inferlab.errors import ConfigError
+from inferlab.store.models import ProfileStep
 
 from .trace import GpuRange, Trace
 
@@ -21,6 +22,7 @@ __all__ = [
     "VLLM_PATTERNS",
     "find_steps",
     "gap_steps",
+    "make_step",
     "pattern_for",
     "step_batch",
     "step_patterns",
@@ -54,6 +56,24 @@ def step_batch(name: str) -> int | None:
         if m is not None:
             return sum(int(g) for g in m.groups())
     return None
+
+
+def make_step(
+    name: str, start_us: float, end_us: float, busy_us: float, kernels: int, kernel_us: float
+) -> ProfileStep:
+    """The step [``start_us``, ``end_us``) busy for ``busy_us``: its idle rest and, when its
+    name says, its batch (``step_batch``)."""
+    span = end_us - start_us
+    return ProfileStep(
+        name=name,
+        start_us=start_us,
+        span_us=span,
+        busy_us=busy_us,
+        idle_us=max(span - busy_us, 0.0),
+        kernels=kernels,
+        kernel_us=kernel_us,
+        batch=step_batch(name),
+    )
 
 
 def union_us(start: np.ndarray, end: np.ndarray) -> float:

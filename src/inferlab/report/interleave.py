@@ -55,6 +55,11 @@ def launch_title(simulated: bool) -> str:
     return "Launch-to-launch spread" + (" — SIMULATED" if simulated else "")
 
 
+def _head(title: str, note: str, esc: Callable[[str], str], level: str) -> list[str]:
+    """A Markdown section's heading and its note, each escaped by ``esc``."""
+    return ["", f"{level} {esc(title)}", "", esc(note), ""]
+
+
 def launch_md(
     lines: Sequence[str],
     simulated: bool = False,
@@ -64,8 +69,7 @@ def launch_md(
     """The spread's lines (``Comparison.launch_lines``) as Markdown; nothing when none."""
     if not lines:
         return []
-    out = ["", f"{level} {esc(launch_title(simulated))}", "", esc(LAUNCH_NOTE), ""]
-    return out + [f"- {esc(x)}" for x in lines]
+    return _head(launch_title(simulated), LAUNCH_NOTE, esc, level) + [f"- {esc(x)}" for x in lines]
 
 
 def _untrusted(g: RunGroup) -> bool:
@@ -126,6 +130,6 @@ def passes_md(
     """The passes as Markdown (``esc``: the page's escaping); nothing when not interleaved."""
     if not rows:
         return []
-    out = ["", f"{level} {esc(passes_title(rows, simulated))}", "", esc(PASSES_NOTE), ""]
+    out = _head(passes_title(rows, simulated), PASSES_NOTE, esc, level)
     out += ["| " + " | ".join(PASSES_HEAD) + " |", "|---|---|---:|---|---|---|"]
     return out + ["| " + " | ".join(esc(x) for x in row) + " |" for row in rows]

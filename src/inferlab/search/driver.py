@@ -47,7 +47,7 @@ from inferlab.store.outcomes import TrialBody
 
 from .confirm import Confirmation, defend, resumed_stop
 from .flags import check_flags
-from .loop import Bounds, SearchResult, TrialRecord, TrialResult, batches, run_search
+from .loop import Bounds, SearchResult, TrialRecord, batches, run_search
 from .objectives import slo_problem
 from .prune import DimBound, bound_dims, levers_of, searched
 from .refusals import refusal_lines
@@ -198,27 +198,14 @@ def _toml(v: Any) -> str:
 
 
 def _record_json(t: TrialRecord) -> dict[str, Any]:
-    out = {**asdict(t), "result": asdict(t.result)}
+    out = t.model_dump()
     if not t.batch:  # a batch of one (a search on one host): stored as before batches
         del out["batch"]
     return out
 
 
 def _record_of(data: TrialBody) -> TrialRecord:
-    r = data.result
-    result = TrialResult(
-        r.status, r.value, r.verdict, r.reason, dict(r.ab), tuple(r.implicated), dict(r.capacity)
-    )
-    return TrialRecord(
-        data.index,
-        data.name,
-        dict(data.params),
-        result,
-        data.against,
-        data.chosen_by,
-        dict(data.bounds),
-        data.batch or 0,
-    )
+    return TrialRecord.model_validate({**data.model_dump(), "batch": data.batch or 0})
 
 
 def search_plan(path: Path) -> tuple[Plan, SearchSection]:

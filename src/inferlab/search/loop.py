@@ -348,7 +348,16 @@ def run_search(
         batch = first if parallel > 1 else 0
         high = dict(loop.bounds.high)
         recs = [
-            TrialRecord(first + i, c.name, dict(p), r, incumbent, chosen[i], dict(high), batch)
+            TrialRecord(
+                index=first + i,
+                name=c.name,
+                params=dict(p),
+                result=r,
+                against=incumbent,
+                chosen_by=chosen[i],
+                bounds=dict(high),
+                batch=batch,
+            )
             for i, ((_, p), c, r) in enumerate(zip(proposed, configs, results, strict=True))
         ]
         for rec, (asked, _) in zip(recs, proposed, strict=True):

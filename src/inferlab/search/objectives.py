@@ -109,7 +109,7 @@ def capacity_result(store: Store, campaign: str, name: str, ref: str) -> TrialRe
 
     caps = stored_capacities(store, campaign)
     if name not in caps:
-        return TrialResult("failed", reason=f"{name}: no capacity at SLO stored")
+        return TrialResult(status="failed", reason=f"{name}: no capacity at SLO stored")
     value = caps[name][0]
     est = value.estimate.estimate if value.estimate is not None else float(value.low)
     band = value.estimate if value.estimate is not None else None
@@ -122,9 +122,9 @@ def capacity_result(store: Store, campaign: str, name: str, ref: str) -> TrialRe
     }
     if ref not in caps:
         why = f"the incumbent's capacity {ref}: not measured"
-        return TrialResult("ok", est, "undecided", why, capacity=cap)
+        return TrialResult(status="ok", value=est, verdict="undecided", reason=why, capacity=cap)
     r = compare_capacity(caps[ref][0], value)
     verdict: Verdict = {"higher": "better", "lower": "worse"}.get(r.verdict, "undecided")  # type: ignore[assignment]
     ratio = f" ×{r.ratio.estimate:.2f}" if r.ratio is not None else ""
     why = f"capacity vs {ref}{ratio}: {r.verdict} {r.reason}".strip()
-    return TrialResult("ok", est, verdict, why, capacity=cap)
+    return TrialResult(status="ok", value=est, verdict=verdict, reason=why, capacity=cap)

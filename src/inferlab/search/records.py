@@ -3,8 +3,10 @@ the words of its verdicts and its stop rules (``search.loop`` runs the search ov
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
+
+from inferlab.store.outcomes import TrialBody, TrialResultBody
 
 __all__ = ["Bounds", "StopReason", "TrialRecord", "TrialResult", "Verdict"]
 
@@ -21,40 +23,24 @@ StopReason = Literal[
 ]
 
 
-@dataclass(frozen=True)
-class TrialResult:
+class TrialResult(TrialResultBody):
     """What measuring one trial gave: the objective's estimate at the search's point (its
     unit: tok/s, ms, share or concurrency) and the verdict against the incumbent; a trial that
-    failed to launch or verify has ``status = "failed"`` and its classified reason."""
-
-    status: Literal["ok", "failed"]
-    value: float | None = None
-    verdict: Verdict | None = None
-    reason: str = ""
-    #: the A/B's ratios, trial / incumbent, by metric: ``{"ratio", "low", "high", "status"}``
-    ab: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: a launch the engine refused (``LogSignature.refusal``): the flags involved; a proposal
-    #: with the same values of the dimensions they name is not launched (it would be refused)
-    implicated: tuple[str, ...] = ()
-    #: a capacity trial's capacity at SLO: ``{"estimate", "low", "high", "unit", "launches"}``
-    #: (the isotonic estimate and its interval, else the bisection's bracket)
-    capacity: dict[str, float | str | None] = field(default_factory=dict)
+    failed to launch or verify has ``status = "failed"`` and its classified reason. ``ab``:
+    the A/B's ratios, trial / incumbent, by metric (``{"ratio", "low", "high", "status"}``);
+    ``implicated``: the flags of a launch the engine refused (``LogSignature.refusal``; a
+    proposal with the same values of the dimensions they name is not launched);
+    ``capacity``: a capacity trial's capacity at SLO (``{"estimate", "low", "high", "unit",
+    "launches"}``: the isotonic estimate and its interval, else the bisection's bracket)."""
 
 
-@dataclass(frozen=True)
-class TrialRecord:
+class TrialRecord(TrialBody):
     """One trial as it is stored: its number, config name, values, result, the incumbent it was
-    judged against and why it was chosen."""
+    judged against and why it was chosen; ``bounds``: each searched dimension's Amdahl bound
+    (a TPOT speed-up; None: none) when chosen; ``batch``: the number of the first trial of its
+    batch (``parallel > 1``), 0: a batch of one (stored without it)."""
 
-    index: int
-    name: str
-    params: dict[str, Any]
     result: TrialResult
-    against: str
-    chosen_by: str
-    #: each searched dimension's Amdahl bound (a TPOT speed-up; None: none) when chosen
-    bounds: dict[str, float | None] = field(default_factory=dict)
-    #: the number of the first trial of its batch (``parallel > 1``); 0: a batch of one
     batch: int = 0
 
 

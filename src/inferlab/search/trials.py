@@ -173,7 +173,7 @@ class Trials:
         try:
             outcomes = self.run(self.derived(ref.name, names if reused else [ref.name, *names]))
         except InferlabError as exc:
-            results = [TrialResult("failed", reason=str(exc)) for _ in configs]
+            results = [TrialResult(status="failed", reason=str(exc)) for _ in configs]
         else:
             results = [self.result(n, ref.name, outcomes) for n in names]
         self.settle(ref.name, incumbent, results)
@@ -183,26 +183,33 @@ class Trials:
         camp = self.plan.campaign.campaign.name
         if self.section.objective == "capacity":
             if outcomes.get(name, "measured").startswith("failed"):
-                return TrialResult("failed", reason=outcomes[name], implicated=self.refused(name))
+                return TrialResult(
+                    status="failed", reason=outcomes[name], implicated=self.refused(name)
+                )
             return capacity_result(self.store, camp, name, ref)
         at = self.section.at
         refs = [r for r in self.store.runs(campaign=camp, config=ref) if r.label == at]
         runs = [r for r in self.store.runs(campaign=camp, config=name) if r.label == at]
         if not runs:
             why = outcomes.get(name, "not measured")
-            return TrialResult("failed", reason=why, implicated=self.refused(name))
+            return TrialResult(status="failed", reason=why, implicated=self.refused(name))
         run = runs[-1]
         value = _value(run.summary, self.section.objective)
         if not refs or refs[-1].trust != "trusted":
             why = "untrusted" if refs else outcomes.get(ref, "not measured")
             return TrialResult(
-                "ok",
-                value,
-                "undecided",
-                f"the incumbent's measurement {ref} at {at}: {why}: no verdict",
+                status="ok",
+                value=value,
+                verdict="undecided",
+                reason=f"the incumbent's measurement {ref} at {at}: {why}: no verdict",
             )
         if run.trust != "trusted":
-            return TrialResult("ok", value, "undecided", f"{name} at {at} untrusted: no verdict")
+            return TrialResult(
+                status="ok",
+                value=value,
+                verdict="undecided",
+                reason=f"{name} at {at} untrusted: no verdict",
+            )
         judge = OBJECTIVES[self.section.objective].judge
         assert judge is not None
         verdict, reason = judge(run, refs[-1], ref)
@@ -212,7 +219,7 @@ class Trials:
             for m, d in seq.items()
             if isinstance(d, dict) and "ratio" in d
         }
-        return TrialResult("ok", value, verdict, reason, ab)
+        return TrialResult(status="ok", value=value, verdict=verdict, reason=reason, ab=ab)
 
 
 def _value(summary: dict[str, Any], objective: str) -> float | None:

@@ -34,12 +34,12 @@ __all__ = [
     "LIMITS",
     "LimitCheck",
     "LimitKind",
+    "Resampled",
     "SloPoint",
     "SloState",
     "assess_slo",
-    "assess_with_margin",
     "check_limits",
-    "margin_replicates",
+    "resample",
     "wilson",
 ]
 
@@ -233,6 +233,41 @@ def _state(low: float, high: float, limit: float) -> SloState:
     return "undecided"
 
 
+@dataclass(frozen=True)
+class Resampled:
+    """A point's measured requests (warm-up and dropped ones left out) under checked SLO
+    ``limits`` (key → ms), with the bootstrap replicates (ms) of each distribution limit's
+    percentile, all from one set of resamples: ``assess`` and ``margin`` read the same draws."""
+
+    measured: Sequence[RequestRecord]
+    limits: Mapping[str, float]
+    reps: Mapping[str, np.ndarray]
+
+    def assess(self, level: float = 0.95) -> SloPoint:
+        """The SLO at the point; ``level``: each percentile limit's two-sided level."""
+        return _point(self.measured, self.limits, level, self.reps)
+
+    def margin(self) -> tuple[float, np.ndarray]:
+        """The point's margin, the largest percentile/limit ratio over the distribution
+        limits (≤ 1: the SLO holds), and its replicates; ValueError without such a limit."""
+        return _margin(self.measured, self.limits, self.reps)
+
+
+def resample(
+    records: Sequence[RequestRecord],
+    limits: Mapping[str, float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    offsets: np.ndarray | None = None,
+) -> Resampled:
+    """``records``' measured requests under ``limits``, resampled ``resamples`` times;
+    ``offsets``: a launch term per resample (``_replicates``)."""
+    check_limits(limits)
+    measured = [r for r in records if r.counted]
+    return Resampled(measured, limits, _replicates(measured, limits, resamples, seed, offsets))
+
+
 def assess_slo(
     records: Sequence[RequestRecord],
     limits: Mapping[str, float],
@@ -242,28 +277,9 @@ def assess_slo(
     seed: int = 0,
     offsets: np.ndarray | None = None,
 ) -> SloPoint:
-    """The SLO ``limits`` (key → ms) at the point of ``records`` (its measured requests: warmup
-    and dropped ones are left out); see the module docstring. ``level``: each percentile
-    limit's two-sided level; ``offsets``: a launch term (``_replicates``)."""
-    check_limits(limits)
-    measured = [r for r in records if not r.warmup and r.dropped is None]
-    return _point(measured, limits, level, _replicates(measured, limits, resamples, seed, offsets))
-
-
-def assess_with_margin(
-    records: Sequence[RequestRecord],
-    limits: Mapping[str, float],
-    *,
-    level: float = 0.95,
-    resamples: int = 1000,
-    seed: int = 0,
-    offsets: np.ndarray | None = None,
-) -> tuple[SloPoint, float, np.ndarray]:
-    """``assess_slo`` and ``margin_replicates`` from the same resamples (computed once)."""
-    check_limits(limits)
-    measured = [r for r in records if not r.warmup and r.dropped is None]
-    reps = _replicates(measured, limits, resamples, seed, offsets)
-    return (_point(measured, limits, level, reps), *_margin(measured, limits, reps))
+    """The SLO ``limits`` (key → ms) at the point of ``records`` (``resample``, then
+    ``Resampled.assess``); see the module docstring."""
+    return resample(records, limits, resamples=resamples, seed=seed, offsets=offsets).assess(level)
 
 
 def _point(
@@ -308,21 +324,6 @@ def _overall(checks: Sequence[LimitCheck]) -> SloState | None:
     if not checks:
         return None
     return "fails" if "fails" in states else "holds" if states == {"holds"} else "undecided"
-
-
-def margin_replicates(
-    records: Sequence[RequestRecord],
-    limits: Mapping[str, float],
-    *,
-    resamples: int = 1000,
-    seed: int = 0,
-    offsets: np.ndarray | None = None,
-) -> tuple[float, np.ndarray]:
-    """The point's margin, the largest percentile/limit ratio over the distribution limits
-    (≤ 1: the SLO holds), and ``resamples`` bootstrap replicates of it (requests resampled)."""
-    check_limits(limits)
-    measured = [r for r in records if not r.warmup and r.dropped is None]
-    return _margin(measured, limits, _replicates(measured, limits, resamples, seed, offsets))
 
 
 def _margin(

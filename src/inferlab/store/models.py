@@ -20,6 +20,7 @@ __all__ = [
     "PredictedPoint",
     "ProfileBody",
     "ProfileCapture",
+    "ProfileFields",
     "ProfileRow",
     "ProfileStep",
     "ReconBody",
@@ -102,7 +103,9 @@ class ProfileCapture(Body):
 
 
 class ProfileStep(Body):
-    """One decode step of a profile (``profile.result.Step``; times in µs)."""
+    """One step of a profile, as the analysis builds it (``profile.steps.make_step``; times in
+    µs): ``kernels`` counts kernels (GPU mode) or CPU ops (CPU mode) starting in the step,
+    ``batch`` its sequences when its name says (``step[DECODE bs=16]``)."""
 
     name: str
     start_us: float
@@ -115,7 +118,7 @@ class ProfileStep(Body):
 
 
 class ProfileRow(Body):
-    """One category or kernel of a profile (``profile.result.Row``): its GPU time (µs), its
+    """One category or kernel of a profile (``profile.bounds.make_row``): its GPU time (µs), its
     share of the step, and the step's speed-up if it ran 2× faster or took no time
     (``amdahl_*``, ×; None: it is the whole step)."""
 
@@ -132,7 +135,7 @@ class ProfileRow(Body):
 
 
 class OccupancyRow(Body):
-    """A kernel's occupancy (``profile.result.Occupancy``): blocks, fraction of the SMs."""
+    """A kernel's occupancy (``profile.occupancy``): blocks, fraction of the SMs."""
 
     name: str
     short: str
@@ -156,7 +159,8 @@ class MeanStep(Body):
 
 
 class HostBody(Body):
-    """The engine thread's time per step (``profile.host.HostTime``; µs, medians)."""
+    """The engine thread's time per step (µs, medians over ``steps`` loops), as
+    ``profile.host.host_time`` finds it and the profile holds it."""
 
     thread: int
     steps: int
@@ -167,10 +171,10 @@ class HostBody(Body):
     ahead: float
 
 
-@ANALYSES.register(PROFILE)
-class ProfileBody(Body):
-    """A stored profile (``profile.result.Profile.to_dict()``, times in µs) with how it was
-    captured (``capture``, added by its writers)."""
+class ProfileFields(Body):
+    """What an analysis of one segment of one trace found (times in µs): the fields of the
+    analysis's ``profile.result.Profile`` and of a stored ``ProfileBody`` (whose defaults read
+    older versions' bodies: ``mode``/``share_of`` came in version 2, ``host`` in 3)."""
 
     trace: str
     format: str
@@ -187,6 +191,7 @@ class ProfileBody(Body):
     copy_us: float
     copies: int
     categories: list[ProfileRow]
+    #: every kernel (CPU op) name, by time
     kernel_rows: list[ProfileRow]
     unknown: list[str]
     occupancy: list[OccupancyRow]
@@ -195,12 +200,23 @@ class ProfileBody(Body):
     graph_kernels: int
     verdict: str
     warnings: list[str] = Field(default_factory=list)
+    #: "gpu": kernels on the GPU row; "cpu": CPU ops of the engine's worker thread
     mode: str = ""
+    #: what shares are of: "kernel time" (GPU) or "step time" (CPU: categories sum to 100%)
     share_of: str = ""
+    #: trace metadata worth keeping (e.g. ``{"simulated": True, ...}`` from the sim's traces)
     meta: dict[str, Json] = Field(default_factory=dict)
-    version: int = 0
-    mean_step: MeanStep | None = None
+    #: the host's time per step from the trace's CPU side (``profile.host``); None: unknown
     host: HostBody | None = None
+    version: int = 0
+
+
+@ANALYSES.register(PROFILE)
+class ProfileBody(ProfileFields):
+    """A stored profile (``profile.result.Profile.to_dict()``) with how it was captured
+    (``capture``, added by its writers)."""
+
+    mean_step: MeanStep | None = None
     capture: ProfileCapture | None = None
     #: ``inferlab profile --vs B``: B's profile and the diff, as the command printed them
     vs: dict[str, Json] | None = None

@@ -136,7 +136,7 @@ class CapacityBody(Body):
 
 
 class TrialResultBody(Body):
-    """How a search trial ended (``search.driver.TrialResult``)."""
+    """How a search trial ended, as stored (``search.records.TrialResult`` derives from it)."""
 
     status: Literal["ok", "failed"]
     value: float | None = None
@@ -145,14 +145,16 @@ class TrialResultBody(Body):
     reason: str = ""
     #: metric → the trial's A/B against its reference
     ab: dict[str, dict[str, Json]] = Field(default_factory=dict)
-    implicated: list[str] = Field(default_factory=list)
+    #: a launch the engine refused: the flags involved
+    implicated: tuple[str, ...] = ()
     #: a capacity trial's capacity at SLO: estimate, low, high, unit, launches
     capacity: dict[str, float | str | None] = Field(default_factory=dict)
 
 
 @ANALYSES.register("search-trial")
 class TrialBody(Body):
-    """One trial of a search (``search.driver.TrialRecord``): the config it tried, what it
+    """One trial of a search, as stored (``search.records.TrialRecord`` derives from it): the
+    config it tried, what it
     measured against which reference, and the bounds it was chosen within."""
 
     index: int

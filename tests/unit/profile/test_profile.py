@@ -13,6 +13,7 @@ import pytest
 
 from inferlab.errors import ConfigError, TraceError
 from inferlab.profile import Categorizer, analyze, diff_profiles, load_rules, read_trace
+from inferlab.profile.steps import make_step
 from support import FIXTURES
 from support.nsys import nsys_db
 
@@ -272,3 +273,11 @@ def test_fp8_gemm_share_bounds_and_predicts_what_tuning_bought() -> None:
     assert predicted == pytest.approx(1.0847 / 1.2783, rel=0.01)
     # and the tuned step stays inside the bound the default trace set for FP8 GEMM
     assert sa / sb < fa["amdahl_free"]
+
+
+def test_make_step_clips_idle_at_zero_and_reads_the_batch_from_the_name() -> None:
+    s = make_step("step[DECODE bs=16]", 100.0, 350.0, 200.0, 12, 230.0)
+    assert (s.span_us, s.idle_us, s.batch, s.kernels) == (250.0, 50.0, 16, 12)
+    over = make_step("execute_context_0(0)_generation_4(4)", 0.0, 10.0, 12.0, 3, 12.0)
+    assert (over.idle_us, over.batch) == (0.0, 4)
+    assert make_step("no batch here", 0.0, 1.0, 0.5, 1, 0.5).batch is None

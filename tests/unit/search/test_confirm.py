@@ -101,8 +101,14 @@ def test_a_winner_that_does_not_confirm_is_not_recommended(
     assert c.sentence().startswith("not confirmed: tpot_ms ×")
     assert [a.data.status for a in stored] == ["started", "decided"]
     assert stored[-1].data.confirmed is False
-    won = TrialRecord(1, "t01-same", {"--itl-ms": "4"}, TrialResult("ok", 4.0, "better"),
-                      "baseline", "its A/B, which a do-nothing trial passes α of the time")  # fmt: skip
+    won = TrialRecord(
+        index=1,
+        name="t01-same",
+        params={"--itl-ms": "4"},
+        result=TrialResult(status="ok", value=4.0, verdict="better"),
+        against="baseline",
+        chosen_by="its A/B, which a do-nothing trial passes α of the time",
+    )
     search = SearchResult([won], ["baseline", "t01-same"], "patience")
     res = OptimizeResult("opt", "baseline", "tpot_ms", "C=2", [], search, confirmation=c)
     assert res.recommended is None and res.to_json()["recommended"] is None

@@ -38,14 +38,14 @@ class Surface:
         self.calls.append(config.name)
         mns, mbt = int(config.set["--max-num-seqs"]), int(config.set["--max-num-batched-tokens"])
         if mns in self.fail:
-            return TrialResult("failed", reason="oom_graph_capture")
+            return TrialResult(status="failed", reason="oom_graph_capture")
         v = surface(mns, mbt)
         self.values[config.name] = v
         ref, eff = self.values[incumbent], self.section.min_effect
         verdict = (
             "better" if v > ref * (1 + eff) else "worse" if v < ref / (1 + eff) else "equivalent"
         )
-        return TrialResult("ok", v, verdict)  # type: ignore[arg-type]
+        return TrialResult(status="ok", value=v, verdict=verdict)  # type: ignore[arg-type]
 
 
 def section(**kw: Any) -> SearchSection:
@@ -150,7 +150,9 @@ class Refusing(Surface):
             self.calls.append(config.name)
             self.refused.append(config)
             flags = self.FLAGS if self.named else ()
-            return TrialResult("failed", reason="batched_tokens_below_model_len", implicated=flags)
+            return TrialResult(
+                status="failed", reason="batched_tokens_below_model_len", implicated=flags
+            )
         return super().evaluate(config, incumbent)
 
 

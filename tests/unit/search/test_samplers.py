@@ -36,7 +36,7 @@ class Surface:
         v = 1000.0 - abs(mns - 32) - abs(mbt - 2048) / 100
         self.values[config.name] = v
         better = v > self.values[incumbent] * 1.02
-        return TrialResult("ok", v, "better" if better else "equivalent")
+        return TrialResult(status="ok", value=v, verdict="better" if better else "equivalent")
 
 
 def _section(sampler: str, dims: list[dict[str, Any]]) -> SearchSection:

@@ -79,7 +79,7 @@ def test_a_space_too_large_to_list_says_the_sampler_repeated_and_what_is_left(
         def evaluate(self, config: Any, incumbent: str) -> Any:
             from inferlab.search import TrialResult
 
-            return TrialResult("ok", 1.0, "equivalent")
+            return TrialResult(status="ok", value=1.0, verdict="equivalent")
 
     result = run_search(Space(tuple(s.dim), BASE), s, Flat(s))
     assert len(result.trials) == 1 and result.stopped == "repeats"
@@ -105,7 +105,9 @@ def test_points_a_refusal_rules_out_are_counted_when_nothing_is_left(stuck: None
             from inferlab.search import TrialResult
 
             if int(config.set["--max-num-seqs"]) == 4:  # refused, naming the flag
-                return TrialResult("failed", reason="refused", implicated=("--max-num-seqs",))
+                return TrialResult(
+                    status="failed", reason="refused", implicated=("--max-num-seqs",)
+                )
             return ev.evaluate(config, incumbent)
 
     result = run_search(Space(tuple(s.dim), BASE), s, Refused(s))

@@ -7,7 +7,7 @@ import pytest
 
 from inferlab.config.bench import SLO
 from inferlab.records import ErrorKind, RequestRecord
-from inferlab.stats.slo import LIMITS, assess_slo, margin_replicates, wilson
+from inferlab.stats.slo import LIMITS, assess_slo, resample, wilson
 
 MS = 1_000_000
 
@@ -63,13 +63,24 @@ def test_itl_limit_reads_each_requests_own_gaps() -> None:
     assert got.good == 20  # the one request with 9 ms gaps is not good
 
 
-def test_margin_replicates_share_resamples_and_scale_by_the_limit() -> None:
+def test_margin_shares_resamples_and_scale_by_the_limit() -> None:
     recs = [_rec(i, 10.0 + i % 5, 2.0) for i in range(100)]
-    m, reps = margin_replicates(recs, {"ttft_p99_ms": 28.0, "tpot_p50_ms": 4.0}, resamples=200)
+    m, reps = resample(recs, {"ttft_p99_ms": 28.0, "tpot_p50_ms": 4.0}, resamples=200).margin()
     assert m == pytest.approx(14.0 / 28.0, rel=0.01) and reps.shape == (200,)
     assert np.all(reps <= 0.51) and np.all(reps >= 0.49)
     with pytest.raises(ValueError, match="no distribution limit"):
-        margin_replicates(recs, {"ttft_ms": 1.0})
+        resample(recs, {"ttft_ms": 1.0}).margin()
+
+
+def test_resample_leaves_out_warmup_and_dropped_and_assess_reads_its_draws() -> None:
+    recs = [_rec(0, 90.0, 2.0, warmup=True), _rec(1, 90.0, 2.0, dropped="cancelled")]
+    recs += [_rec(i, 10.0 + i % 5, 2.0) for i in range(2, 60)]
+    limits = {"ttft_p99_ms": 14.0}
+    drawn = resample(recs, limits, resamples=300, seed=3)
+    assert len(drawn.measured) == 58
+    assert drawn.assess(0.9) == assess_slo(recs, limits, level=0.9, resamples=300, seed=3)
+    with pytest.raises(ValueError, match="unknown SLO key"):
+        resample(recs, {"ttft_p98_ms": 1.0})
 
 
 def test_wilson_of_nothing_is_nan_and_of_all_is_below_one() -> None:

@@ -15,7 +15,7 @@ from inferlab.load.bench import BenchResult
 from inferlab.records import RequestRecord
 from inferlab.stats.capacity import MarginSample
 from inferlab.stats.capacity_error import ErrorBudget, LaunchTerm, launch_offsets, probe_seed
-from inferlab.stats.slo import SloPoint, SloState, assess_with_margin
+from inferlab.stats.slo import SloPoint, SloState, resample
 from inferlab.store import Store
 
 if TYPE_CHECKING:
@@ -113,15 +113,8 @@ class ProbeJudge:
         """The SLO at probe ``c`` from its records, its margin and the margin's replicates,
         and the probe's seed."""
         seed, offsets, n = self.seed_of(c), self.offsets, self.resamples
-        slo, margin, reps = assess_with_margin(
-            recs,
-            self.limits,
-            level=self.budget.probe_level,
-            resamples=n,
-            seed=seed,
-            offsets=offsets,
-        )
-        return slo, margin, reps, seed
+        drawn = resample(recs, self.limits, resamples=n, seed=seed, offsets=offsets)
+        return drawn.assess(self.budget.probe_level), *drawn.margin(), seed
 
     def __call__(
         self, result: BenchResult, c: int, ids: tuple[int, ...]

@@ -27,13 +27,8 @@ def lenient_float(v: str | None) -> float | None:
 
 def lenient_int(v: str | None) -> int | None:
     """``v`` as an int (a float's integer part), as ``lenient_float``."""
-    if v is None:
-        return None
-    try:
-        return int(v)
-    except ValueError:
-        x = lenient_float(v)
-        return None if x is None else int(x)
+    x = lenient_float(v)
+    return None if x is None else int(x)
 
 
 def grouped_float(v: str) -> float:
