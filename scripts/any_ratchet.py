@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "inferlab"
 #: the most ``dict[str, Any]`` src/ may hold; lower it when a change types something
-LIMIT = 247
+LIMIT = 244
 
 
 def _is_name(node: ast.AST, name: str) -> bool:
