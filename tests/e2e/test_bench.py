@@ -19,7 +19,7 @@ from inferlab.records import ErrorKind
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.stats.metrics import itl_ms
 from support.cli import Cli
-from support.simproc import SimFactory, start_sim
+from support.simproc import SimFactory, ctrl_c_default, start_sim
 
 
 @pytest.fixture(scope="module")
@@ -318,6 +318,7 @@ def test_ctrl_c_writes_what_was_measured(tokdir: Path, tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=ctrl_c_default,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # wait until some requests have finished

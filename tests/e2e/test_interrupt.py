@@ -23,7 +23,7 @@ import pytest
 
 from inferlab.store import Store
 from support.campaign import write_campaign
-from support.simproc import group_pids
+from support.simproc import ctrl_c_default, group_pids, signal_state
 
 #: the bound of "SIGINT sent → process exit" (s); the stop it replaces waited 30 s
 BOUND_S = 10.0
@@ -84,19 +84,25 @@ def _interrupt(
     signal to the exit, the server process groups that were running)."""
     argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_default,
+        env=env,
     )
     try:
         _wait(lambda: ready(out) or proc.poll() is not None, what)
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         groups = [int(str(r["pgid"])) for r in _running(out)]
+        masks = f"{signal_state(proc.pid)}; this worker: {signal_state(os.getpid())}"
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
         _, err = proc.communicate(timeout=120)
         took = time.monotonic() - sent
     finally:
         proc.kill()
-    return proc.returncode, err, took, groups
+    return proc.returncode, f"{masks}\n{err}", took, groups
 
 
 @pytest.mark.parametrize(
@@ -115,7 +121,7 @@ def test_ctrl_c_stops_a_slow_server_within_seconds_and_resume_measures(
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
     code, err, took, groups = _interrupt(path, env, out, ready, when)
-    assert code == 130, err[-2000:]
+    assert code == 130, err[:300] + err[-2000:]
     print(f"{when}: exited {took:.2f} s after SIGINT")
     assert took < BOUND_S, f"{when}: exited {took:.1f} s after SIGINT"
     assert "--resume continues" in err

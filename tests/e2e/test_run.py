@@ -21,7 +21,7 @@ from inferlab.store import Store
 from support.campaign import write_campaign
 from support.campaigns import simrun
 from support.cli import Cli
-from support.simproc import group_pids
+from support.simproc import ctrl_c_default, group_pids
 
 
 def write(tmp: Path, itl: str = "4", fast: str = "3", requests: int = 8) -> Path:
@@ -81,6 +81,7 @@ def test_ctrl_c_stops_the_server_and_resume_finishes(cli: Cli, tmp_path: Path) -
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_default,
         env=env,
     )
     deadline = time.monotonic() + 60

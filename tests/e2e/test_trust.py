@@ -11,7 +11,7 @@ from pathlib import Path
 
 from inferlab.sim.tokenizer import WordTokenizer
 from inferlab.store import Store
-from support.simproc import start_sim
+from support.simproc import ctrl_c_default, start_sim
 
 
 def test_an_interrupted_adaptive_point_is_kept_and_untrusted(tmp_path: Path) -> None:
@@ -27,6 +27,7 @@ def test_an_interrupted_adaptive_point_is_kept_and_untrusted(tmp_path: Path) -> 
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=ctrl_c_default,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(sim.truth()) < 8:

@@ -22,7 +22,7 @@ import pytest
 
 from inferlab.models import write_tiny_model
 from inferlab.store import Store
-from support.simproc import group_pids
+from support.simproc import ctrl_c_default, group_pids, signal_state
 from support.vllmcamp import campaign_head, kept_env
 
 BOUND_S = 10.0  # "SIGINT sent → process exit" (s)
@@ -55,7 +55,12 @@ def test_ctrl_c_while_vllm_starts_stops_it_within_seconds(tmp_path: Path) -> Non
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_default,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 240
@@ -64,6 +69,7 @@ def test_ctrl_c_while_vllm_starts_stops_it_within_seconds(tmp_path: Path) -> Non
             time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         groups = [int(str(r["pgid"])) for r in _running(out)]
+        masks = f"{signal_state(proc.pid)}; this worker: {signal_state(os.getpid())}"
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
         _, err = proc.communicate(timeout=90)
@@ -71,7 +77,7 @@ def test_ctrl_c_while_vllm_starts_stops_it_within_seconds(tmp_path: Path) -> Non
     finally:
         proc.kill()
     print(f"vLLM launching: exited {took:.2f} s after SIGINT")
-    assert proc.returncode == 130, err[-2000:]
+    assert proc.returncode == 130, f"{masks}\n{err[-2000:]}"
     assert took < BOUND_S, f"exited {took:.1f} s after SIGINT"
     assert not any(group_pids(g) for g in groups), groups  # API server, engine core, workers
     assert not _running(out)

@@ -292,3 +292,24 @@ def start_sim_thread(
     finally:
         thread.terminate()
         thread.wait(10)
+
+
+def signal_state(pid: int) -> str:
+    """``pid``'s signal masks from /proc (hex: blocked, ignored, caught), for a failure message:
+    a SIGINT that a child of a test does not act on is often blocked or ignored by inheritance."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return f"pid {pid}: gone"
+    keep = [ln.replace("\t", " ") for ln in lines if ln.startswith(("SigBlk", "SigIgn", "SigCgt"))]
+    return f"pid {pid}: " + ", ".join(keep)
+
+
+def ctrl_c_default() -> None:
+    """A ``preexec_fn`` for a child a test sends SIGINT to, as a terminal's Ctrl-C would: SIGINT
+    back to its default, so that Python installs its KeyboardInterrupt handler. A pytest started
+    in the background of a non-interactive shell (`make test &`, nohup) ignores SIGINT and
+    SIGQUIT, every child inherits that, and a Python that starts with SIGINT ignored keeps it
+    ignored (2026-12-07: the two Ctrl-C-during-launch tests read 'measured, exit 0')."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
