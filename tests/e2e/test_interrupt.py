@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 
 from inferlab.store import Store
 from support.campaign import write_campaign
-from support.simproc import ctrl_c_default, group_pids, signal_state
+from support.simproc import ctrl_c_run, group_pids, running_records
 
 #: the bound of "SIGINT sent → process exit" (s); the stop it replaces waited 30 s
 BOUND_S = 10.0
@@ -42,26 +40,15 @@ def _campaign(tmp: Path, python: Path, startup_s: float, requests: int) -> Path:
     )
 
 
-def _running(out: Path) -> list[dict[str, object]]:
-    return [json.loads(f.read_text()) for f in (out / ".running").glob("*.json")]
-
-
-def _wait(cond: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"not {what} after {timeout:g} s"
-        time.sleep(0.1)
-
-
 def _loading(out: Path) -> bool:
     """The server runs and logged its startup delay (the runner waits for it to be ready)."""
-    recs = _running(out)
+    recs = running_records(out)
     return bool(recs) and "loading weights" in Path(str(recs[0]["log"])).read_text()
 
 
 def _served(out: Path) -> int:
     """How many generation requests the running server has answered (0: none running)."""
-    recs = _running(out)
+    recs = running_records(out)
     if not recs:
         return 0
     try:
@@ -75,34 +62,6 @@ def _served(out: Path) -> int:
 def _measuring(out: Path) -> bool:
     """The server answered a generation request (the point is being measured)."""
     return _served(out) > 0
-
-
-def _interrupt(
-    path: Path, env: dict[str, str], out: Path, ready: Callable[[Path], bool], what: str
-) -> tuple[int, str, float, list[int]]:
-    """``inferlab run path``, SIGINT once ``ready(out)``: (exit code, stderr, seconds from the
-    signal to the exit, the server process groups that were running)."""
-    argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=ctrl_c_default,
-        env=env,
-    )
-    try:
-        _wait(lambda: ready(out) or proc.poll() is not None, what)
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        groups = [int(str(r["pgid"])) for r in _running(out)]
-        masks = f"{signal_state(proc.pid)}; this worker: {signal_state(os.getpid())}"
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=120)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    return proc.returncode, f"{masks}\n{err}", took, groups
 
 
 @pytest.mark.parametrize(
@@ -120,13 +79,13 @@ def test_ctrl_c_stops_a_slow_server_within_seconds_and_resume_measures(
     path, out = _campaign(tmp_path, engine_python, startup_s, requests), tmp_path / "out"
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
     argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
-    code, err, took, groups = _interrupt(path, env, out, ready, when)
+    code, err, took, groups = ctrl_c_run(path, env, out, ready, when)
     assert code == 130, err[:300] + err[-2000:]
     print(f"{when}: exited {took:.2f} s after SIGINT")
     assert took < BOUND_S, f"{when}: exited {took:.1f} s after SIGINT"
     assert "--resume continues" in err
     assert not any(group_pids(g) for g in groups), groups  # the server's whole group ended
-    assert not _running(out)  # no orphan record left for the next run to clean up
+    assert not running_records(out)  # no orphan record left for the next run to clean up
     if when == "measuring":  # the point cut short is kept, marked interrupted
         with Store(tmp_path / "db") as store:
             assert [r.interrupted for r in store.runs(campaign="ctrlc")] == [True]
@@ -165,10 +124,10 @@ def test_ctrl_c_in_a_profiled_pass_ends_the_run_not_only_the_pass(
     )
     out = tmp_path / "out"
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
-    code, err, took, groups = _interrupt(path, env, out, _profiling, "profiling")
+    code, err, took, groups = ctrl_c_run(path, env, out, _profiling, "profiling")
     assert code == 130, err[-2000:]
     assert took < BOUND_S, f"exited {took:.1f} s after SIGINT"
     assert "profiled pass at C=2" not in err  # the next profiled point did not start
     assert "config 2/2" not in err and "B: launching" not in err  # nor the next config
     assert not any(group_pids(g) for g in groups), groups
-    assert not _running(out)
+    assert not running_records(out)

@@ -10,31 +10,22 @@ Marked ``vllm``: the first run builds the vLLM CPU venv under ~/.cache/inferlab 
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from inferlab.models import write_tiny_model
 from inferlab.store import Store
-from support.simproc import ctrl_c_default, group_pids, signal_state
+from support.simproc import ctrl_c_run, group_pids, running_records
 from support.vllmcamp import campaign_head, kept_env
 
 BOUND_S = 10.0  # "SIGINT sent → process exit" (s)
 ENGINE_STARTS = "Initializing a V1 LLM engine"
 
 
-def _running(out: Path) -> list[dict[str, object]]:
-    return [json.loads(f.read_text()) for f in (out / ".running").glob("*.json")]
-
-
 def _engine_starting(out: Path) -> bool:
-    recs = _running(out)
+    recs = running_records(out)
     return bool(recs) and ENGINE_STARTS in Path(str(recs[0]["log"])).read_text(errors="replace")
 
 
@@ -53,34 +44,14 @@ def test_ctrl_c_while_vllm_starts_stops_it_within_seconds(tmp_path: Path) -> Non
         head + '\n[[config]]\nname = "baseline"\n\n[load]\nconcurrency = [1]\nrequests = 4\n'
     )
     env = {**os.environ, "COLUMNS": "200", "INFERLAB_DB": str(tmp_path / "db")}
-    argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(path)]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=ctrl_c_default,
-        env=env,
+    code, err, took, groups = ctrl_c_run(
+        path, env, out, _engine_starting, "vLLM's engine initializing", wait_s=240
     )
-    try:
-        deadline = time.monotonic() + 240
-        while not _engine_starting(out) and proc.poll() is None:
-            assert time.monotonic() < deadline, "vLLM's engine did not start initializing"
-            time.sleep(0.1)
-        assert proc.poll() is None, proc.communicate()[1][-2000:]
-        groups = [int(str(r["pgid"])) for r in _running(out)]
-        masks = f"{signal_state(proc.pid)}; this worker: {signal_state(os.getpid())}"
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        _, err = proc.communicate(timeout=90)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
     print(f"vLLM launching: exited {took:.2f} s after SIGINT")
-    assert proc.returncode == 130, f"{masks}\n{err[-2000:]}"
+    assert code == 130, err[:300] + err[-2000:]
     assert took < BOUND_S, f"exited {took:.1f} s after SIGINT"
     assert not any(group_pids(g) for g in groups), groups  # API server, engine core, workers
-    assert not _running(out)
+    assert not running_records(out)
     with Store(tmp_path / "db") as store:
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert store.runs(campaign="vllm-ctrlc") == []  # nothing measured, nothing half-stored

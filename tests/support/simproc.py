@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -234,7 +235,6 @@ def post_stream(
 
 def group_pids(pgid: int) -> list[int]:
     """Live (non-zombie) processes of process group ``pgid`` (Linux /proc)."""
-    from pathlib import Path
 
     out = []
     for d in Path("/proc").iterdir():
@@ -313,3 +313,41 @@ def ctrl_c_default() -> None:
     SIGQUIT, every child inherits that, and a Python that starts with SIGINT ignored keeps it
     ignored (2026-12-07: the two Ctrl-C-during-launch tests read 'measured, exit 0')."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def running_records(out: Path) -> list[dict[str, object]]:
+    """The launched-server records of the campaign output ``out`` (``out/.running/*.json``)."""
+    return [json.loads(f.read_text()) for f in (out / ".running").glob("*.json")]
+
+
+def ctrl_c_run(
+    campaign: Path,
+    env: Mapping[str, str],
+    out: Path,
+    ready: Callable[[Path], bool],
+    what: str,
+    wait_s: float = 90.0,
+) -> tuple[int, str, float, list[int]]:
+    """``inferlab run campaign``, SIGINT (as from a terminal: :func:`ctrl_c_default`) once
+    ``ready(out)``: (exit code, the signal masks then + stderr, seconds from the signal to the
+    exit, the process groups of the servers running when it was sent)."""
+    argv = [sys.executable, "-m", "inferlab.cli.main", "run", str(campaign)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=ctrl_c_default, env=dict(env),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready(out) and proc.poll() is None:
+            assert time.monotonic() < deadline, f"not {what} after {wait_s:g} s"
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        groups = [int(str(r["pgid"])) for r in running_records(out)]
+        masks = f"{signal_state(proc.pid)}; this worker: {signal_state(os.getpid())}"
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    return proc.returncode, f"{masks}\n{err}", took, groups

@@ -252,9 +252,7 @@ SIGNATURES = (
         flags=("--mem-fraction-static", "--tp-size"),
         source="sglang/srt/model_executor/model_runner.py message (no fixture log)",
     ),
-    # 0.5.17 at --mem-fraction-static 0.998 on an H100 80GB: "Memory pool end. avail mem=0.04
-    # GB", then cuBLAS's handle found no memory, before any CUDA-graph capture
-    common.cublas_alloc_failed(
+    common.cublas_alloc_failed(  # 0.5.17 at 0.998 on an H100: before any CUDA-graph capture
         "the static pool (--mem-fraction-static: weights + KV cache) took the whole GPU, and "
         "cuBLAS, activations and CUDA graphs need the rest (the 'Memory pool end. avail mem' "
         "line says what was left): lower --mem-fraction-static (e.g. 0.998 → 0.89)",
@@ -332,8 +330,7 @@ EVIDENCE = common.gpu_engine_evidence(
     SGLANG_SERVER_ARGS,
     (SPEC_EFFECT,),
     server_info="/get_server_info",
-    # 0.5.16+: the old flags are deprecated aliases stored under the decode phase's field
-    # (server_args.py; cuda_graph_max_bs_decode=1024 in sglang_h100/graph-oom-fix-…-excerpt.log)
+    # 0.5.16+ (server_args.py): deprecated aliases, stored as the decode phase's fields
     fields=(
         ("--cuda-graph-max-bs", "cuda_graph_max_bs_decode"),
         ("--cuda-graph-bs", "cuda_graph_bs_decode"),
