@@ -322,6 +322,18 @@ def capacity_ladder(section: SearchSection) -> tuple[float, Ladder]:
     return top, Ladder.rates(top, section.capacity_rate_step)
 
 
+def _resumed(store: Store, plan: Plan, space: Space, trials: Trials) -> list[TrialRecord]:
+    """The trials a resumed search stored, checked against today's ``space`` and each batch
+    settled into ``trials`` again (they are configs of the derived plan); [] on a new one."""
+    name = plan.campaign.campaign.name
+    history = [_record_of(a.data) for a in store.analyses.of(TrialBody, TRIAL_KIND, name)]
+    check_resumed(plan.path, space, [(r.name, r.params) for r in history])
+    for batch in batches(history):
+        ref, _ = trials.add([space.config(r.index, r.params) for r in batch], batch[0].against)
+        trials.settle(ref.name, batch[0].against, [r.result for r in batch])
+    return history
+
+
 def optimize(
     path: str | Path,
     *,
@@ -353,14 +365,10 @@ def optimize(
     pruned = {b.key: b.why(at) for b in bounds if b.pruned}
     kept = searched(section.dim, bounds)
     space = Space(kept, baseline_of(plan.campaign.config))
-    history = [_record_of(a.data) for a in store.analyses.of(TrialBody, TRIAL_KIND, name)]
-    check_resumed(plan.path, space, [(r.name, r.params) for r in history])
     trials = Trials(
         plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None
     )
-    for batch in batches(history):  # the trials stored are configs of the derived plan
-        ref, _ = trials.add([space.config(r.index, r.params) for r in batch], batch[0].against)
-        trials.settle(ref.name, batch[0].against, [r.result for r in batch])
+    history = _resumed(store, plan, space, trials)
 
     def stored(rec: TrialRecord) -> None:
         store.add_analysis(TRIAL_KIND, rec.name, _record_json(rec), campaign=name)

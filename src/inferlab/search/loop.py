@@ -268,6 +268,34 @@ class _Loop:
         self.drawn.add(trial.number)
         return trial, self.space.decode(trial.params)
 
+    def measure(
+        self, proposed: list[tuple[optuna.Trial, Params]], evaluator: Evaluator, parallel: int
+    ) -> list[TrialRecord]:
+        """Measure one batch of ``proposed`` points against the incumbent: their records,
+        added to the loop and judged (the incumbent moves when one wins)."""
+        first, incumbent = len(self.trials) + 1, self.path[-1]
+        configs = [self.space.config(first + i, params) for i, (_, params) in enumerate(proposed)]
+        chosen = [self.chosen_by(i, t.number) for i, (t, _) in enumerate(proposed)]
+        results = _measure(evaluator, configs, incumbent, parallel)
+        batch, high = (first if parallel > 1 else 0), dict(self.bounds.high)
+        recs = [
+            TrialRecord(
+                index=first + i,
+                name=c.name,
+                params=dict(p),
+                result=r,
+                against=incumbent,
+                chosen_by=chosen[i],
+                bounds=dict(high),
+                batch=batch,
+            )
+            for i, ((_, p), c, r) in enumerate(zip(proposed, configs, results, strict=True))
+        ]
+        for rec, (asked, _) in zip(recs, proposed, strict=True):
+            self.add(rec, asked)
+        self.judge(recs)
+        return recs
+
     def propose_batch(self, n: int) -> list[tuple[optuna.Trial, Params]]:
         """Up to ``n`` distinct proposals (fewer when the sampler only repeats)."""
         out: list[tuple[optuna.Trial, Params]] = []
@@ -340,29 +368,8 @@ def run_search(
         if not proposed:
             reason, detail = why_none(space, len(loop.trials), loop.draw)
             break
-        first = len(loop.trials) + 1
-        configs = [space.config(first + i, params) for i, (_, params) in enumerate(proposed)]
-        chosen = [loop.chosen_by(i, t.number) for i, (t, _) in enumerate(proposed)]
         incumbent = loop.path[-1]
-        results = _measure(evaluator, configs, incumbent, parallel)
-        batch = first if parallel > 1 else 0
-        high = dict(loop.bounds.high)
-        recs = [
-            TrialRecord(
-                index=first + i,
-                name=c.name,
-                params=dict(p),
-                result=r,
-                against=incumbent,
-                chosen_by=chosen[i],
-                bounds=dict(high),
-                batch=batch,
-            )
-            for i, ((_, p), c, r) in enumerate(zip(proposed, configs, results, strict=True))
-        ]
-        for rec, (asked, _) in zip(recs, proposed, strict=True):
-            loop.add(rec, asked)
-        loop.judge(recs)
+        recs = loop.measure(proposed, evaluator, parallel)
         if on_trial is not None:
             for rec in recs:
                 on_trial(rec)
