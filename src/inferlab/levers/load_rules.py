@@ -28,6 +28,8 @@ from .specdec import (
 
 #: at most this fraction of C running (and the rest waiting) is a running-request cap
 CAPPED = 0.75
+#: scrapes of a point with requests in the server that a cap must be seen in
+CAP_SCRAPES = 3
 
 __all__ = ["SpecInputs", "flags_of", "saturation_of", "spec_inputs", "spec_of"]
 
@@ -247,11 +249,16 @@ def _memory(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
     ev_ = [f"log: {f['message']}" for f in cfg.found("kv-pressure") + cfg.found("queueing")]
     capped = []
     for c, p in sorted(cfg.sweep.items()):
-        run, wait = float(p.server.get("max_running", 0)), float(p.server.get("max_waiting", 0))
-        # a cap, not a request caught between steps: a quarter of C or more kept waiting
-        if 0 < run <= CAPPED * c and wait >= (1 - CAPPED) * c:
+        run, wait = float(p.server.get("max_running", 0)), float(p.server.get("mean_waiting", 0))
+        busy = int(p.server.get("busy_scrapes", 0))
+        # a cap, not requests caught while a step admits them: a quarter of C or more kept
+        # waiting on average over enough scrapes of the point (maxima from one scrape are not)
+        if busy >= CAP_SCRAPES and 0 < run <= CAPPED * c and wait >= (1 - CAPPED) * c:
             capped.append((c, int(run)))
-            ev_.append(f"C={c}: at most {int(run)} requests ran, up to {int(wait)} queued")
+            ev_.append(
+                f"C={c}: at most {int(run)} requests ran, {wait:.1f} queued on average over "
+                f"{busy} scrapes"
+            )
     if not ev_:
         return []
     if capped:

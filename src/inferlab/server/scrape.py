@@ -122,7 +122,22 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, JsonValue]:
             out[name] = max(vals)
             if key == "kv_cache_usage":
                 out["mean_kv_cache_usage"] = sum(vals) / len(vals)
+    out.update(_queue(spec, good))
     return out
+
+
+def _queue(spec: EngineSpec, good: list[Scrape]) -> dict[str, JsonValue]:
+    """How long requests queued: ``busy_scrapes`` (scrapes with a request running or waiting)
+    and ``mean_waiting`` over them. A cap keeps requests waiting the whole point; one scrape
+    that lands while a step admits its batch does not (the maxima alone cannot tell)."""
+    busy = []
+    for s in good:
+        run, wait = _total(spec, "running", s.samples), _total(spec, "waiting", s.samples)
+        if run is not None and wait is not None and run + wait > 0:
+            busy.append(wait)
+    if not busy:
+        return {}
+    return {"busy_scrapes": len(busy), "mean_waiting": sum(busy) / len(busy)}
 
 
 def _prefix_cache(

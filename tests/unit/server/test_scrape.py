@@ -118,3 +118,27 @@ def test_vllm_prefix_cache_on_and_off() -> None:
     with metrics_server([prefix_text(0, 0)]) as url:
         off = derive(vllm, [scrape_once(url), scrape_once(url)])
     assert off["prefix_cache_queries"] == 0 and "prefix_cache_hit_rate" not in off
+
+
+def sglang_queue(running: int, waiting: int) -> str:
+    return (
+        "# TYPE sglang:num_running_reqs gauge\n"
+        f"sglang:num_running_reqs {running}.0\n"
+        "# TYPE sglang:num_queue_reqs gauge\n"
+        f"sglang:num_queue_reqs {waiting}.0\n"
+    )
+
+
+def test_queueing_is_averaged_over_the_busy_scrapes_not_taken_from_one() -> None:
+    # one scrape caught a step admitting its batch (4 ran, 12 waited), then the point drained
+    ramp = [sglang_queue(4, 12), sglang_queue(0, 0), sglang_queue(0, 0)]
+    # a cap: 8 ran and 8 waited in every scrape until the tail
+    cap = [sglang_queue(8, 8)] * 4 + [sglang_queue(3, 0)]
+    sglang = get_engine("sglang")
+    with metrics_server(ramp) as url:
+        d = derive(sglang, [scrape_once(url) for _ in ramp])
+    assert d["max_running"] == 4 and d["max_waiting"] == 12
+    assert d["busy_scrapes"] == 1 and d["mean_waiting"] == 12
+    with metrics_server(cap) as url:
+        d = derive(sglang, [scrape_once(url) for _ in cap])
+    assert d["busy_scrapes"] == 5 and d["mean_waiting"] == pytest.approx(32 / 5)
