@@ -48,8 +48,15 @@ class LaunchSpread:
     def describe(self) -> str:
         """ "launch-to-launch ±5.5% (sd of a launch's log offset; 5 launches, 4 df)"."""
         where = f"; {self.source}" if self.source else ""
+        # an estimate of 0 is a boundary: the launches differed no more than their own
+        # sampling error, which the interval's t counts (``widen``), not "no spread"
+        floor = (
+            f"not above the launches' own sampling error ±{math.sqrt(self.within):.1%}; "
+            if self.tau == 0 and self.within > 0
+            else ""
+        )
         return (
-            f"launch-to-launch ±{self.tau:.1%} (sd of a launch's log offset; "
+            f"launch-to-launch ±{self.tau:.1%} ({floor}sd of a launch's log offset; "
             f"{self.launches} launches, {self.df} df{where})"
         )
 

@@ -90,3 +90,33 @@ def test_a_real_effect_beyond_the_spread_is_still_claimed() -> None:
     v = _one_launch(ratio, spread, higher_is_better=True, alpha=0.05, min_effect=0.02)
     assert v.claim == "worse" and "launch-to-launch ±3.0%" in v.reason
     assert v.ratio.low < ratio.low and v.ratio.high > ratio.high  # wider than the sampling's
+
+
+def _misses(k: int, tau: float, s_launch: float, s_pair: float, n: int = 800) -> float:
+    """How often a fresh one-launch-a-side A/A pair falls outside the 95% interval that counts
+    the spread estimated from ``k`` launches: the rerun the interval promises to cover."""
+    rng = random.Random(k * 1000 + int(tau * 1e4))
+    miss = 0
+    for _ in range(n):
+        spread = launch_spread([_launches(rng, k, tau, s_launch)])
+        assert spread is not None
+        d = (rng.gauss(0, tau) + rng.gauss(0, s_pair)) - (rng.gauss(0, tau) + rng.gauss(0, s_pair))
+        w = widen(d, math.sqrt(2) * s_pair, spread)
+        miss += abs(d) > w.quantile(0.95) * w.se
+    return miss / n
+
+
+@pytest.mark.parametrize("k", [3, 6])
+@pytest.mark.parametrize("tau", [0.0, 0.03, 0.06])
+def test_a_spread_estimated_at_zero_from_few_launches_still_covers_a_rerun(
+    k: int, tau: float
+) -> None:
+    # with 2-5 df, τ is estimated at exactly 0 in 10-65% of draws here (issue 42: SGLang's
+    # C=32 "±0.0%" from 3 df); the t's df then come from the launches' sampling error, and a
+    # relaunch of both sides still lands inside at the stated 95%, for pairs as precise as
+    # the launches that measured the spread and for pairs 4x more precise
+    for s_launch, s_pair in ((0.02, 0.02), (0.02, 0.005), (0.005, 0.005)):
+        assert _misses(k, tau, s_launch, s_pair) <= 0.065
+    zero = launch_spread([[(0.0, 0.02), (0.001, 0.02), (-0.001, 0.02)]])
+    assert zero is not None and zero.tau == 0
+    assert "±0.0% (not above the launches' own sampling error ±2.0%" in zero.describe()
