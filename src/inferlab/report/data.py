@@ -53,6 +53,7 @@ SERVER_KEYS: dict[str, str] = {
     "mean_kv_cache_usage": "mean KV-cache usage",
     "max_running": "max running",
     "max_waiting": "max waiting",
+    "mean_waiting": "mean waiting (over scrapes with requests in)",
     "generation_tokens": "generation tokens",
 }
 
