@@ -28,8 +28,6 @@ from .specdec import (
 
 #: at most this fraction of C running (and the rest waiting) is a running-request cap
 CAPPED = 0.75
-#: scrapes of a point with requests in the server that a cap must be seen in
-CAP_SCRAPES = 3
 
 __all__ = ["SpecInputs", "flags_of", "saturation_of", "spec_inputs", "spec_of"]
 
@@ -250,14 +248,13 @@ def _memory(ev: Evidence, cfg: ConfigEvidence, opts: LeverOptions) -> list[Lever
     capped = []
     for c, p in sorted(cfg.sweep.items()):
         run, wait = float(p.server.get("max_running", 0)), float(p.server.get("mean_waiting", 0))
-        busy = int(p.server.get("busy_scrapes", 0))
         # a cap, not requests caught while a step admits them: a quarter of C or more kept
-        # waiting on average over enough scrapes of the point (maxima from one scrape are not)
-        if busy >= CAP_SCRAPES and 0 < run <= CAPPED * c and wait >= (1 - CAPPED) * c:
+        # waiting on average over a trial's scrapes (server.scrape.MEAN_SCRAPES or more)
+        if 0 < run <= CAPPED * c and wait >= (1 - CAPPED) * c:
             capped.append((c, int(run)))
             ev_.append(
                 f"C={c}: at most {int(run)} requests ran, {wait:.1f} queued on average over "
-                f"{busy} scrapes"
+                "the scrapes of a trial"
             )
     if not ev_:
         return []

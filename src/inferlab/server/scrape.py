@@ -73,6 +73,10 @@ class Scraper:
         return self.scrapes
 
 
+#: busy scrapes a point's mean queue is taken over (fewer: no mean)
+MEAN_SCRAPES = 3
+
+
 def _total(spec: EngineSpec, key: str, samples: list[Sample]) -> float | None:
     m = spec.metric(key)
     if m is None:
@@ -128,8 +132,11 @@ def derive(spec: EngineSpec, scrapes: list[Scrape]) -> dict[str, JsonValue]:
 
 def _queue(spec: EngineSpec, good: list[Scrape]) -> dict[str, JsonValue]:
     """How long requests queued: ``busy_scrapes`` (scrapes with a request running or waiting)
-    and ``mean_waiting`` over them. A cap keeps requests waiting the whole point; one scrape
-    that lands while a step admits its batch does not (the maxima alone cannot tell)."""
+    and, from ``MEAN_SCRAPES`` of them on, ``mean_waiting`` over them. A cap keeps requests
+    waiting the whole point; one scrape that lands while a step admits its batch does not (the
+    maxima alone cannot tell). The mean is absent, not low, below that count: the lever rules
+    take each key's maximum over trials, which must not pair one trial's count with
+    another's mean."""
     busy = []
     for s in good:
         run, wait = _total(spec, "running", s.samples), _total(spec, "waiting", s.samples)
@@ -137,7 +144,10 @@ def _queue(spec: EngineSpec, good: list[Scrape]) -> dict[str, JsonValue]:
             busy.append(wait)
     if not busy:
         return {}
-    return {"busy_scrapes": len(busy), "mean_waiting": sum(busy) / len(busy)}
+    out: dict[str, JsonValue] = {"busy_scrapes": len(busy)}
+    if len(busy) >= MEAN_SCRAPES:
+        out["mean_waiting"] = sum(busy) / len(busy)
+    return out
 
 
 def _prefix_cache(
