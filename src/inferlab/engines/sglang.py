@@ -359,11 +359,7 @@ SPEC = register(
         metrics=METRICS,
         log_signatures=SIGNATURES,
         config_dirs=common.config_dirs(
-            "sglang",
-            FP8_GEMM_DIRS,
-            MOE_DIRS,
-            block_sep=", ",
-            moe_triton_subdirs=True,
+            "sglang", FP8_GEMM_DIRS, MOE_DIRS, block_sep=", ", moe_triton_subdirs=True
         ),
         evidence=EVIDENCE,
         detect=(

@@ -34,7 +34,7 @@ from inferlab.campaign.drivers.runner import CampaignResult, run_plan
 from inferlab.campaign.parts.capacity import CONCURRENCY, Ladder
 from inferlab.campaign.parts.clock import ModelClock
 from inferlab.campaign.parts.launch import SUBPROCESS
-from inferlab.campaign.parts.plan import Plan, baseline_of, make_plan, render_plan, select_configs
+from inferlab.campaign.parts.plan import Plan, baseline_of, make_plan, select_configs
 from inferlab.cluster.campaign import check_plan, run_plan_ray, side_by_side
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
@@ -49,7 +49,7 @@ from .confirm import Confirmation, defend, resumed_stop
 from .flags import check_flags
 from .loop import Bounds, SearchResult, TrialRecord, batches, run_search
 from .objectives import slo_problem
-from .prune import DimBound, bound_dims, levers_of, searched
+from .prune import DimBound, bound_search
 from .refusals import refusal_lines
 from .samplers import resolve
 from .space import Space, check_resumed
@@ -361,9 +361,7 @@ def optimize(
     measured = [r for r in store.runs(campaign=name, config=base) if r.label == at]
     if section.at is not None and not measured:
         raise InferlabError(f"optimize: the baseline {base!r} was not measured at {at}")
-    bounds = bound_dims(section.dim, levers_of(store, name, base), at, section.min_effect)
-    pruned = {b.key: b.why(at) for b in bounds if b.pruned}
-    kept = searched(section.dim, bounds)
+    bounds, pruned, kept = bound_search(store, section, name, base, at)
     space = Space(kept, baseline_of(plan.campaign.config))
     trials = Trials(
         plan, section, store, runs.trials(section), list(plan.campaign.config), ray is None
@@ -388,10 +386,9 @@ def optimize(
     )
     confirmation = defend(trials, result, OBJECTIVE_METRIC.get(section.objective), left)
     configs = {c.name: c for c in trials.specs}
-    launch = render_plan(trials.derived(trials.reference_of(result.best), [result.best]))
-    shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
+    launch = trials.launch_lines(result.best)
     out = OptimizeResult(
-        name, base, section.objective, at, bounds, result, configs, launch[shown:], confirmation
+        name, base, section.objective, at, bounds, result, configs, launch, confirmation
     )
     data = out.summary(section, plan.baseline)
     data["simulated"] = is_simulated(plan.campaign.engine.kind)

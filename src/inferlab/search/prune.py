@@ -32,14 +32,22 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from inferlab.config.pattern import closed_concurrency
-from inferlab.config.search import SearchDim
+from inferlab.config.search import SearchDim, SearchSection
 from inferlab.errors import ConfigError
 from inferlab.levers import LeverOptions, decide
 from inferlab.levers.model import Lever, speedup_text
 from inferlab.levers.registry import rules_for
 from inferlab.store import Store
 
-__all__ = ["BATCH_BOUNDS", "DimBound", "bound_dims", "item_of", "levers_of", "searched"]
+__all__ = [
+    "BATCH_BOUNDS",
+    "DimBound",
+    "bound_dims",
+    "bound_search",
+    "item_of",
+    "levers_of",
+    "searched",
+]
 
 #: flags that bound the batch in requests (vLLM, SGLang and the sim), each with why its values
 #: ≥ C act alike at a closed-loop point of C users
@@ -132,6 +140,15 @@ def bound_dims(
         else:
             out[i] = replace(b, joint=joint)
     return out
+
+
+def bound_search(
+    store: Store, section: SearchSection, campaign: str, base: str, at: str
+) -> tuple[list[DimBound], dict[str, str], tuple[SearchDim, ...]]:
+    """Each dimension's bound at ``at`` from the baseline's stored levers (``bound_dims``),
+    why each pruned one was, and the dimensions left to search."""
+    bounds = bound_dims(section.dim, levers_of(store, campaign, base), at, section.min_effect)
+    return bounds, {b.key: b.why(at) for b in bounds if b.pruned}, searched(section.dim, bounds)
 
 
 def searched(dims: Sequence[SearchDim], bounds: Sequence[DimBound]) -> tuple[SearchDim, ...]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from inferlab.campaign.parts.plan import Plan, plan_of, select_configs
+from inferlab.campaign.parts.plan import Plan, plan_of, render_plan, select_configs
 from inferlab.config.campaign import ConfigSpec
 from inferlab.config.pattern import closed_concurrency
 from inferlab.config.search import SearchDim, SearchSection
@@ -161,6 +161,12 @@ class Trials:
     def reference_of(self, name: str) -> str:
         """The config ``name`` was judged against (the baseline for itself)."""
         return self.refs.get(name, self.plan.baseline.name)
+
+    def launch_lines(self, best: str) -> list[str]:
+        """How to launch ``best``: its plan's lines from its ``[1] `` line on."""
+        launch = render_plan(self.derived(self.reference_of(best), [best]))
+        shown = next((i for i, line in enumerate(launch) if line.startswith("[1] ")), len(launch))
+        return launch[shown:]
 
     def evaluate(self, config: ConfigSpec, incumbent: str) -> TrialResult:
         return self.evaluate_batch([config], incumbent)[0]
