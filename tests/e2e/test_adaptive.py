@@ -47,12 +47,14 @@ def test_auto_stops_on_precision_and_marks_ramp_up_and_drain(tokdir: Path) -> No
     with start_sim("--ttft-ms", "5", "--itl-ms", "3", "--jitter-ms", "0.3") as sim:
         # ±15%, not the default 5%: beside a CPU-heavy job (a demo loop, 2026-12-02) the
         # throughput's batch means never reached ±5% in 300 requests (TPOT did, at 1.3%)
-        res = run_bench(cfg(sim.url, tokdir, precision=0.15))
+        # and a cap of 600: a fresh clone's make test (2026-12-07) reached ±15% only at its
+        # check at 299, one short of a 300 cap (the stop's subject here, not the count)
+        res = run_bench(cfg(sim.url, tokdir, precision=0.15, max_requests=600))
     p = res.points[0]
     stop = p.stop
     assert stop is not None and stop.reason == "precision", stop
     assert stop.checks and stop.checks[0] >= 30 and stop.requests >= 30
-    assert stop.requests < 300  # it did not need the cap
+    assert stop.requests < 600  # it did not need the cap
     hw = stop.half_width
     assert hw["tpot_ms"] is not None and hw["tpot_ms"] <= 0.15
     assert hw["output_tok_s"] is not None and hw["output_tok_s"] <= 0.15
