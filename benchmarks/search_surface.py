@@ -86,7 +86,7 @@ from inferlab.sim.presets import (
     get_preset,
     resolve,
 )
-from inferlab.stats.verdict import ThroughputSample, compare_throughput
+from inferlab.stats.verdict import Rule, ThroughputSample, compare_throughput
 from inferlab.store import Store
 
 PRESET = "dsv4-flash-8gpu"
@@ -271,7 +271,9 @@ class Measured:
         assert ref_rate is not None
         cand, ref = self.sample(rate), self.sample(ref_rate)
         self.abs += 1
-        v = compare_throughput(ref, cand, min_effect=MIN_EFFECT, resamples=500, seed=self.abs)
+        v = compare_throughput(
+            ref, cand, rule=Rule(min_effect=MIN_EFFECT, resamples=500, seed=self.abs)
+        )
         verdict = {"better": "better", "worse": "worse"}.get(v.claim, "equivalent")
         return TrialResult("ok", cand.trials[0], verdict)  # type: ignore[arg-type]
 

@@ -64,7 +64,11 @@ from inferlab.stats.stopping import (  # noqa: E402
     block_length,
     span_batch_rates,
 )
-from inferlab.stats.verdict import Verdict, decide  # noqa: E402
+from inferlab.stats.verdict import (  # noqa: E402
+    Rule,
+    Verdict,
+    decide,
+)
 from support.simproc import start_sim  # noqa: E402
 
 SIM = ("--ttft-ms", "10", "--itl-ms", "2", "--jitter-ms", "1")
@@ -161,8 +165,10 @@ def _verdicts_fixed(base: list[LightRecord], cand: list[LightRecord]) -> dict[st
         return ThroughputSample((sum(r.tokens for r in rs) / ((t1 - t0) / 1e9),), tuple(rates))
 
     return {
-        "tpot_ms": compare_samples("tpot_ms", [tb], [tc], resamples=1000, min_effect=0.0),
-        "output_tok_s": compare_throughput(tput(base), tput(cand), min_effect=0.0),
+        "tpot_ms": compare_samples(
+            "tpot_ms", [tb], [tc], rule=Rule(resamples=1000, min_effect=0.0)
+        ),
+        "output_tok_s": compare_throughput(tput(base), tput(cand), rule=Rule(min_effect=0.0)),
     }
 
 

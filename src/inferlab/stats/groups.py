@@ -22,7 +22,13 @@ from inferlab.stats.metrics import (
 from inferlab.stats.metrics import metric as metric_row
 from inferlab.stats.spread import LaunchSpread
 from inferlab.stats.stopping import request_span_rates
-from inferlab.stats.verdict import ThroughputSample, Verdict, compare_samples, compare_throughput
+from inferlab.stats.verdict import (
+    Rule,
+    ThroughputSample,
+    Verdict,
+    compare_samples,
+    compare_throughput,
+)
 
 __all__ = [
     "Trial",
@@ -128,14 +134,13 @@ def group_verdict(
     throughput) by ``compare_throughput``, a per-request metric by ``compare_samples`` on its
     statistic; ``launch``: each side is one launch, and this is the launch-to-launch spread of
     ``metric`` there (``stats.launches``)."""
-    s = metric_row(metric).sampler
+    s, rule = metric_row(metric).sampler, Rule(alpha=alpha, min_effect=min_effect)
     if isinstance(s, PerTrial):
         return compare_throughput(
             throughput_sample(a, metric),
             throughput_sample(b, metric),
             metric=metric,
-            alpha=alpha,
-            min_effect=min_effect,
+            rule=rule,
             launch=launch,
         )
     return compare_samples(
@@ -143,8 +148,7 @@ def group_verdict(
         [per_request(metric, recs) for recs in a.records],
         [per_request(metric, recs) for recs in b.records],
         statistic=s.statistic,
-        alpha=alpha,
-        min_effect=min_effect,
+        rule=rule,
         launch=launch,
     )
 

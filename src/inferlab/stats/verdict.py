@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HIGHER_IS_BETTER",
+    "RULE",
     "Claim",
+    "Rule",
     "ThroughputSample",
     "Verdict",
     "compare_samples",
@@ -92,6 +94,36 @@ class ThroughputSample:
 
     trials: tuple[float, ...]
     batch_rates: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """How both comparisons decide: a claim needs p < ``alpha`` and |ratio − 1| ≥
+    ``min_effect`` (a fraction: 0.02 = 2%); the ratio's interval is at ``level``, bootstrapped
+    with ``resamples`` draws from ``seed``."""
+
+    alpha: float = 0.05
+    min_effect: float = 0.02
+    level: float = 0.95
+    resamples: int = 2000
+    seed: int = 0
+
+    def settle(
+        self, ratio: Interval, p_value: float | None, higher: bool, launch: LaunchSpread | None
+    ) -> Verdict:
+        """``decide`` on ``ratio`` and ``p_value``; with ``launch`` (each side one launch),
+        on ``ratio`` widened by the launch-to-launch spread (``_one_launch``) instead."""
+        if launch is not None:
+            return _one_launch(
+                ratio, launch, higher_is_better=higher, alpha=self.alpha, min_effect=self.min_effect
+            )
+        return decide(
+            ratio, p_value, higher_is_better=higher, alpha=self.alpha, min_effect=self.min_effect
+        )
+
+
+#: the rule by default: alpha 0.05, 2% minimum effect, 95% intervals of 2000 resamples
+RULE = Rule()
 
 
 def _nan_interval(level: float = _NAN_INTERVAL_LEVEL) -> Interval:
@@ -187,11 +219,7 @@ def compare_samples(
     candidate: Sequence[Sequence[float]],
     *,
     statistic: Statistic = "median",
-    alpha: float = 0.05,
-    min_effect: float = 0.02,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
+    rule: Rule = RULE,
     launch: LaunchSpread | None = None,
 ) -> Verdict:
     """Verdict for a per-request metric (``tpot_ms``, ``ttft_ms``, ``e2e_ms``, ``itl_ms``,
@@ -203,18 +231,19 @@ def compare_samples(
     ratio: Interval | None = None
     try:
         ratio = sample_ratio(
-            baseline, candidate, statistic=statistic, level=level, resamples=resamples, seed=seed
+            baseline,
+            candidate,
+            statistic=statistic,
+            level=rule.level,
+            resamples=rule.resamples,
+            seed=rule.seed,
         )
         pooled_b = [float(v) for t in baseline for v in t]
         pooled_c = [float(v) for t in candidate for v in t]
         p = mann_whitney_u(pooled_b, pooled_c).p_value
-        if launch is not None:
-            return _one_launch(
-                ratio, launch, higher_is_better=higher, alpha=alpha, min_effect=min_effect
-            )
+        return rule.settle(ratio, p, higher, launch)
     except Exception as exc:
         return _failed(exc, ratio)
-    return decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
 
 
 def compare_throughput(
@@ -222,11 +251,7 @@ def compare_throughput(
     candidate: ThroughputSample,
     *,
     metric: str = "output_tok_s",
-    alpha: float = 0.05,
-    min_effect: float = 0.02,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
+    rule: Rule = RULE,
     launch: LaunchSpread | None = None,
 ) -> Verdict:
     """Verdict for a throughput (tok/s or req/s, one value per trial). ≥ 2 trials per side:
@@ -240,18 +265,21 @@ def compare_throughput(
         na, nb = len(baseline.trials), len(candidate.trials)
         if na >= 2 and nb >= 2:
             ratio = throughput_ratio_trials(
-                baseline.trials, candidate.trials, level=level, resamples=resamples, seed=seed
+                baseline.trials,
+                candidate.trials,
+                level=rule.level,
+                resamples=rule.resamples,
+                seed=rule.seed,
             )
-            floor = min_attainable_p(na, nb)
-            if floor < alpha:
-                p = permutation_test(baseline.trials, candidate.trials, seed=seed)
+            if min_attainable_p(na, nb) < rule.alpha:
+                p = permutation_test(baseline.trials, candidate.trials, seed=rule.seed)
                 how = "permutation test on trial values"
             else:
                 # too few trials for any permutation test to reach alpha: a trial's throughput
                 # is a mean over thousands of tokens, close to normal, so Welch's t applies
                 p = welch_t_test(baseline.trials, candidate.trials)
                 how = f"Welch t-test on trial values ({na} vs {nb} trials)"
-            verdict = decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
+            verdict = rule.settle(ratio, p, higher, None)
             return Verdict(
                 verdict.ratio, verdict.p_value, verdict.claim, f"{verdict.reason} [{how}]"
             )
@@ -263,14 +291,12 @@ def compare_throughput(
                 baseline.batch_rates,
                 candidate.trials[0],
                 candidate.batch_rates,
-                level=level,
+                level=rule.level,
             )
-            if launch is not None:
-                return _one_launch(
-                    ratio, launch, higher_is_better=higher, alpha=alpha, min_effect=min_effect
-                )
-            p = permutation_test(baseline.batch_rates, candidate.batch_rates, seed=seed)
-            return decide(ratio, p, higher_is_better=higher, alpha=alpha, min_effect=min_effect)
+            if launch is not None:  # the spread counted: no test on the batch rates
+                return rule.settle(ratio, None, higher, launch)
+            p = permutation_test(baseline.batch_rates, candidate.batch_rates, seed=rule.seed)
+            return rule.settle(ratio, p, higher, None)
         raise ValueError(
             f"baseline has {na} trial(s), candidate {nb}: need ≥ 2 on both sides, or 1 on both "
             "with batch rates"

@@ -30,6 +30,7 @@ from inferlab.stats.compare import (
     throughput_ratio_trials,
 )
 from inferlab.stats.summary import Interval
+from inferlab.stats.verdict import Rule
 
 
 def _lognormal(seed: int, median: float, n: int, sigma: float = 0.3) -> list[float]:
@@ -225,11 +226,11 @@ def test_small_real_shift_is_significant_but_below_min_effect() -> None:
     rng = np.random.default_rng(70)
     base = list(100.0 * (1 + 0.02 * rng.standard_normal(2000)))
     cand = list(100.5 * (1 + 0.02 * rng.standard_normal(2000)))
-    v = compare_samples("tpot_ms", [base], [cand], resamples=1000)
+    v = compare_samples("tpot_ms", [base], [cand], rule=Rule(resamples=1000))
     assert v.p_value is not None and v.p_value < 1e-6
     assert v.ratio.low > 1.0  # the interval excludes 1
     assert v.claim == "~" and "minimum effect" in v.reason
-    assert compare_samples("tpot_ms", [base], [cand], min_effect=0.001).claim == "worse"
+    assert compare_samples("tpot_ms", [base], [cand], rule=Rule(min_effect=0.001)).claim == "worse"
 
 
 def test_twenty_percent_shift_direction_knows_the_metric() -> None:
