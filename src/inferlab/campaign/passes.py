@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from inferlab import interrupts
 from inferlab.campaign.context import ConfigContext, ConfigOutcome
 from inferlab.campaign.parts import profiled as profiled_passes
-from inferlab.campaign.parts.bench import StoreSink, bench_config
+from inferlab.campaign.parts.bench import Recording, StoreSink, bench_config
 from inferlab.campaign.parts.capacity import CONCURRENCY, Ladder, find_capacity
 from inferlab.campaign.parts.recheck import RecheckTodo, recheck_pass
 from inferlab.campaign.parts.stopping import baseline_refs
@@ -51,15 +51,8 @@ def _sink(
         env[INTERLEAVE_TAG] = before
     if cx.launch > 1:
         env[LAUNCH_TAG] = cx.launch
-    return StoreSink(
-        run.store,
-        bench,
-        run.name,
-        cx.name,
-        config_id=cx.config_id,
-        purpose=purpose,
-        environment_extra=env,
-    )
+    here = Recording(run.store, run.name, cx.name, config_id=cx.config_id)
+    return here.sink(bench, purpose, environment_extra=env)
 
 
 def _watch(cx: ConfigContext) -> list[ServerWatch]:
@@ -155,11 +148,7 @@ def capacity(up_to: float, ladder: Ladder = CONCURRENCY) -> PassFactory:
                     up_to,
                     ladder=ladder,
                     events=run.events,
-                    db=run.store,
-                    campaign=run.name,
-                    config=cx.name,
-                    clock=cx.held.clock,
-                    config_id=cx.config_id,
+                    record=Recording(run.store, run.name, cx.name, cx.held.clock, cx.config_id),
                 )
             except (ServerRejected, ConnectError) as exc:
                 return cx.outcome("failed", str(exc))

@@ -52,6 +52,7 @@ def bench_capacity(cfg: BenchConfig, events: Any, run: BenchRun, console: Consol
     """Search (``--capacity UP_TO`` over concurrency, ``--capacity-rate UP_TO`` over request
     rate, one ``--rate-step`` apart), print the probes and the capacity (``--format json``:
     the result as JSON)."""
+    from inferlab.campaign.parts.bench import Recording
     from inferlab.campaign.parts.capacity import (  # scipy.optimize
         CONCURRENCY,
         Ladder,
@@ -78,9 +79,7 @@ def bench_capacity(cfg: BenchConfig, events: Any, run: BenchRun, console: Consol
             up_to,
             ladder=ladder,
             events=events,
-            db=run.db,
-            campaign=run.campaign,
-            config=run.config,
+            record=Recording(run.db, run.campaign, run.config),
         )
     finally:
         events.progress_done()

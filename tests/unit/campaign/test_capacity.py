@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from inferlab.campaign.parts.bench import Recording
 from inferlab.campaign.parts.capacity import (
     CAPACITY_KIND,
     CONCURRENCY,
@@ -51,7 +52,7 @@ def test_capacity_interval_contains_the_true_capacity(
     sim = sim_server("--preset", "generic", "--time-scale", str(SCALE))
     cfg = _cfg(sim.url, tmp_path, 1, f"tpot_p50_ms={LIMIT_MS}")
     db = tmp_path / "t.db"
-    res, run_ids = find_capacity(cfg, 64, db=db, campaign="cap", config="g", clock=ModelClock())
+    res, run_ids = find_capacity(cfg, 64, record=Recording(db, "cap", "g", ModelClock()))
     # bracketing 1, 2, 4, 8, then bisection 6, 5
     assert [p.point for p in res.probes] == [1, 2, 4, 8, 6, 5], res.probes
     b = res.bracket
@@ -84,13 +85,13 @@ def test_a_stored_launch_spread_for_the_engine_model_and_host_is_carried(
     sim = sim_server("--preset", "generic", "--time-scale", str(SCALE))
     cfg = _cfg(sim.url, tmp_path, 1, "tpot_p50_ms=0.5")  # fails at C=1: one probe a search
     db = tmp_path / "t.db"
-    first, ids = find_capacity(cfg, 8, db=db, campaign="a", config="g", clock=ModelClock())
+    first, ids = find_capacity(cfg, 8, record=Recording(db, "a", "g", ModelClock()))
     assert first.launch is None and first.stopped == "holds nowhere"
     with Store(db) as store:
         (run,) = store.runs(run_ids=ids)
         spread = LaunchSpread(0.06, 4, 5)
         save_spreads(store, "earlier", spread_key(run), {("C=8", "tpot_ms"): spread})
-    res, _ = find_capacity(cfg, 8, db=db, campaign="b", config="g", clock=ModelClock())
+    res, _ = find_capacity(cfg, 8, record=Recording(db, "b", "g", ModelClock()))
     assert res.launch is not None and res.launch.spread.tau == 0.06
     assert "across launches: launch-to-launch ±6.0%" in res.sentence
     assert "stored: campaign earlier" in res.sentence and "tpot_ms at C=8" in res.sentence
@@ -98,8 +99,8 @@ def test_a_stored_launch_spread_for_the_engine_model_and_host_is_carried(
         (row,) = store.analyses.of(CapacityBody, CAPACITY_KIND, "b")
     assert row.data.launch is not None and row.data.launch.tau == 0.06
     # the lookup can be turned off
-    off, _ = find_capacity(cfg, 8, db=db, campaign="c", config="g", clock=ModelClock(),
-                           stored_spread=False)  # fmt: skip
+    c = Recording(db, "c", "g", ModelClock())
+    off, _ = find_capacity(cfg, 8, record=c, stored_spread=False)
     assert off.launch is None
 
 
@@ -130,15 +131,17 @@ def test_capacity_over_request_rate_walks_a_ladder_of_rates(
     ladder = Ladder("rate", 10.0)
     db = tmp_path / "r.db"
     fails = _rate_cfg(sim.url, tmp_path, 20.0, "tpot_p99_ms=0.5")
-    res, _ = find_capacity(fails, 80.0, ladder=ladder, db=db, campaign="r", config="no",
-                           clock=ModelClock())  # fmt: skip
+    res, _ = find_capacity(
+        fails, 80.0, ladder=ladder, record=Recording(db, "r", "no", ModelClock())
+    )
     # 20 req/s fails, then the one step below it: nowhere on the ladder does it hold
     assert [p.point for p in res.probes] == [20.0, 10.0] and res.stopped == "holds nowhere"
     assert res.sentence.startswith("SIMULATED capacity at SLO tpot_p99_ms=0.5: rate 0")
     assert "holds at no probed point, fails at 10 req/s" in res.sentence
     holds = _rate_cfg(sim.url, tmp_path, 10.0, "tpot_p50_ms=50")
-    res, ids = find_capacity(holds, 80.0, ladder=ladder, db=db, campaign="r", config="yes",
-                             clock=ModelClock())  # fmt: skip
+    res, ids = find_capacity(
+        holds, 80.0, ladder=ladder, record=Recording(db, "r", "yes", ModelClock())
+    )
     assert [p.point for p in res.probes] == [10.0, 20.0, 40.0, 80.0] and res.stopped == "top holds"
     assert "rate ≥ 80 req/s (nothing failed with confidence up to 80 req/s)" in res.sentence
     assert len(ids) == 4

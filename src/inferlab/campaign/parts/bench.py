@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from inferlab.picks import pick
 from inferlab.server.scrape import Scrape, Scraper, derive
 from inferlab.store import Store
 
-__all__ = ["StoreSink", "bench_config", "bench_with_record"]
+__all__ = ["NOT_STORED", "Recording", "StoreSink", "bench_config", "bench_with_record"]
 
 DEFINITIONS = f"inferlab/{METRICS_VERSION}"
 
@@ -164,6 +165,59 @@ def bench_config(
     )
 
 
+@dataclass(frozen=True)
+class Recording:
+    """Where a sweep's points go: into ``db`` (None: not stored) as config ``config`` of
+    ``campaign`` (None: ``engine:model``; ``config_id``: a config row already made);
+    ``clock``: the reference engine's points read on its model clock (``campaign.parts.clock``).
+    """
+
+    db: Path | Store | None = None
+    campaign: str = "bench"
+    config: str | None = None
+    clock: Clock | None = None
+    config_id: int | None = None
+
+    def sink(
+        self,
+        cfg: BenchConfig,
+        purpose: str = "measure",
+        environment_extra: dict[str, object] | None = None,
+    ) -> StoreSink:
+        """The sink that stores ``cfg``'s points here (``StoreSink``; ``db`` must be given)."""
+        assert self.db is not None
+        return StoreSink(
+            self.db,
+            cfg,
+            self.campaign,
+            self.config,
+            config_id=self.config_id,
+            purpose=purpose,
+            environment_extra=environment_extra,
+        )
+
+    def sweep(
+        self, cfg: BenchConfig, events: BenchEvents | None = None, out: Path | None = None
+    ) -> tuple[BenchResult, list[int]]:
+        """Run the sweep, every point stored as it ends. Returns the stored run ids."""
+        clock = self.clock
+        sinks: list[ResultSink] = [clock.sink(cfg.url, cfg)] if clock is not None else []
+        env: dict[str, object] | None = None
+        if cfg.client_cpus:
+            cpus = format_cpu_list(cfg.client_cpus)
+            env = {"cpu_split": {"server": None, "client": cpus, "source": "--client-cpus"}}
+        store_sink = self.sink(cfg, environment_extra=env) if self.db is not None else None
+        if store_sink is not None:
+            sinks.append(store_sink)
+        live = clock.live(cfg)[0] if clock is not None else cfg  # to the cap: stop on its clock
+        result = run_bench(live, events, out, sinks)
+        return result, store_sink.run_ids if store_sink is not None else []
+
+
+#: a sweep stored nowhere, on no model clock
+NOT_STORED = Recording()
+
+
 def bench_with_record(
     cfg: BenchConfig,
     events: BenchEvents | None = None,
@@ -175,20 +229,6 @@ def bench_with_record(
     clock: Clock | None = None,
     config_id: int | None = None,
 ) -> tuple[BenchResult, list[int]]:
-    """Run the sweep; with ``db``, store every point as it ends. Returns the stored run ids.
-    ``clock``: the reference engine's points read on its model clock (``campaign.parts.clock``)."""
-    sinks: list[ResultSink] = [clock.sink(cfg.url, cfg)] if clock is not None else []
-    env = None
-    if cfg.client_cpus:
-        cpus = format_cpu_list(cfg.client_cpus)
-        env = {"cpu_split": {"server": None, "client": cpus, "source": "--client-cpus"}}
-    store_sink = (
-        StoreSink(db, cfg, campaign, config, config_id=config_id, environment_extra=env)
-        if db is not None
-        else None
-    )
-    if store_sink is not None:
-        sinks.append(store_sink)
-    live = clock.live(cfg)[0] if clock is not None else cfg  # to the cap: stop on its clock
-    result = run_bench(live, events, out, sinks)
-    return result, store_sink.run_ids if store_sink is not None else []
+    """``Recording(db, campaign, config, clock, config_id).sweep(cfg, events, out)``: the sweep
+    with ``db``, every point stored as it ends. Returns the stored run ids."""
+    return Recording(db, campaign, config, clock, config_id).sweep(cfg, events, out)

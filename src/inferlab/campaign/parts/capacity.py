@@ -22,8 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from inferlab.campaign.context import Clock
-from inferlab.campaign.parts.bench import bench_with_record
+from inferlab.campaign.parts.bench import NOT_STORED, Recording
 from inferlab.campaign.parts.capacity_probe import (
     CONCURRENCY,
     Ladder,
@@ -188,11 +187,7 @@ def find_capacity(
     ladder: Ladder = CONCURRENCY,
     max_probes: int = 12,
     events: BenchEvents | None = None,
-    db: Path | Store | None = None,
-    campaign: str = "bench",
-    config: str | None = None,
-    clock: Clock | None = None,
-    config_id: int | None = None,
+    record: Recording = NOT_STORED,
     resamples: int | None = None,
     on_probe: Callable[[Probe], None] | None = None,
     level: float = 0.95,
@@ -201,10 +196,10 @@ def find_capacity(
 ) -> tuple[CapacityResult, list[int]]:
     """The highest point of ``ladder`` ≤ ``up_to`` (a concurrency, or a rate in req/s) at
     which ``cfg.slo`` holds (see the module docstring), starting at the first concurrency or
-    rate given (one step when none is); every probe is stored with ``db`` and the result too.
-    ``level``: the bracket's confidence for the whole search; ``launch``: the launch spread
-    (default, ``stored_spread``: ``db``'s for the first probe's engine, model and host).
-    Returns it with the stored run ids."""
+    rate given (one step when none is); every probe is stored as ``record`` says, and the
+    result too. ``level``: the bracket's confidence for the whole search; ``launch``: the
+    launch spread (default, ``stored_spread``: ``record.db``'s for the first probe's engine,
+    model and host). Returns it with the stored run ids."""
     check_capacity(cfg, up_to, ladder)
     limits = cfg.slo.limits()
     start, top = _start(cfg, ladder), ladder.top(up_to)
@@ -218,18 +213,10 @@ def find_capacity(
         if c is None:
             stopped = _why_stopped(states, top)
             break
-        result, ids = bench_with_record(
-            cfg.model_copy(update=ladder.load(c)),
-            events,
-            db=db,
-            campaign=campaign,
-            config=config,
-            clock=clock,
-            config_id=config_id,
-        )
+        result, ids = record.sweep(cfg.model_copy(update=ladder.load(c)), events)
         engine, model = result.engine, result.model
-        if not run_ids and ids and db is not None and stored_spread and launch is None:
-            judge = replace(judge, launch=stored_term(db, ids[0], limits))  # before judging
+        if not run_ids and ids and record.db is not None and stored_spread and launch is None:
+            judge = replace(judge, launch=stored_term(record.db, ids[0], limits))  # before judging
         run_ids += ids
         probe, sample = judge(result, c, tuple(ids))
         probes.append(probe)
@@ -253,8 +240,8 @@ def find_capacity(
         budget,
         judge.launch,
     )
-    if db is not None and probes:
-        _store(db, out, campaign, config or f"{engine}:{model}", config_id)
+    if record.db is not None and probes:
+        _store(record.db, out, record, record.config or f"{engine}:{model}")
     return out, run_ids
 
 
@@ -278,9 +265,8 @@ def _why_stopped(states: dict[int, SloState], up_to: int) -> str:
     return "holds nowhere" if b.fails_at == 1 else "bracketed"
 
 
-def _store(
-    db: Path | Store, result: CapacityResult, campaign: str, config: str, config_id: int | None
-) -> None:
+def _store(db: Path | Store, result: CapacityResult, record: Recording, config: str) -> None:
+    campaign, config_id = record.campaign, record.config_id
     store = db if isinstance(db, Store) else Store(db)
     try:
         with store.transaction():
