@@ -1,4 +1,7 @@
-"""Per-request records: the raw samples every statistic is derived from.
+"""Raw samples: each request as measured (``RequestRecord``) and a logprob reference's fields.
+
+Every load statistic is derived from the request records; the agreement gate compares against
+a logprob reference (``LogprobFields``: its field list, once for the gate and the store).
 
 All times are ``time.perf_counter_ns()`` of the measuring process (CLOCK_MONOTONIC on Linux,
 so comparable with the reference engine's ground truth on the same host). Load from several
@@ -12,11 +15,13 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, ConfigDict
+
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
 
-__all__ = ["ErrorKind", "RequestRecord"]
+__all__ = ["ErrorKind", "LogprobFields", "RequestRecord"]
 
 
 class ErrorKind(str, Enum):
@@ -111,3 +116,24 @@ class RequestRecord:
         kind = d.get("error_kind")
         d["error_kind"] = ErrorKind(kind) if kind else None
         return cls(**d)
+
+
+class LogprobFields(BaseModel):
+    """A logprob reference's fields, once for the gate that makes it
+    (``verify.logprobs.LogprobReference``) and the store that keeps it
+    (``store.checks.LogprobReferenceRecord``): prompts, greedy continuations and each
+    continuation position's top-``top_k`` map (token text → logprob, nats) of ``tokens``-token
+    continuations of ``seed``'s prompts; ``token_texts`` / ``token_ids``: each continuation
+    split into its generated tokens' texts / ids (None: not named by the engine, or a
+    reference stored before they were kept)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompts: list[str]
+    continuations: list[str]
+    positions: list[list[dict[str, float]]]
+    top_k: int
+    tokens: int
+    seed: int
+    token_texts: list[list[str] | None] | None = None
+    token_ids: list[list[int] | None] | None = None

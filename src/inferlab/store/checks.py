@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from inferlab.records import LogprobFields
 from inferlab.store.bodies import VERIFICATIONS, Body, Json
 
 __all__ = [
@@ -153,18 +154,9 @@ class GreedyOutputsRecord(Body):
 
 
 @VERIFICATIONS.register("logprob-reference")
-class LogprobReferenceRecord(Body):
+class LogprobReferenceRecord(Body, LogprobFields):
     """The reference config's teacher-forced logprobs (``verify.logprobs.LogprobReference``):
-    per prompt, per position, token → logprob of its top ``top_k``."""
-
-    prompts: list[str]
-    continuations: list[str]
-    positions: list[list[dict[str, float]]]
-    top_k: int
-    tokens: int
-    seed: int
-    token_texts: list[list[str] | None] | None = None
-    token_ids: list[list[int] | None] | None = None
+    per prompt, per position, token → logprob of its top ``top_k`` (``records.LogprobFields``)."""
 
 
 @VERIFICATIONS.register("eval-samples")

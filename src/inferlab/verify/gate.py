@@ -64,14 +64,14 @@ async def build_reference(
     positions = [await score(client, model, p, c, limits.top_k) for p, c in zip(prompts, conts)]
     texts, ids = [c.tokens for c in conts], [c.ids for c in conts]
     return LogprobReference(
-        prompts,
-        [c.text for c in conts],
-        positions,
-        limits.top_k,
-        limits.tokens,
-        limits.seed,
-        texts,
-        ids,
+        prompts=prompts,
+        continuations=[c.text for c in conts],
+        positions=positions,
+        top_k=limits.top_k,
+        tokens=limits.tokens,
+        seed=limits.seed,
+        token_texts=texts,
+        token_ids=ids,
     )
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from inferlab.errors import InferlabError
 from inferlab.load.http import HttpClient
+from inferlab.records import LogprobFields
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -42,7 +43,6 @@ _TEXT = (
     "because after before while when where every many few some always never often slowly"
 )
 _WORDS = tuple(_TEXT.split())
-_T = TypeVar("_T", str, int)
 
 
 class NoLogprobs(InferlabError):
@@ -59,37 +59,18 @@ def seeded_prompts(seed: int, count: int) -> list[str]:
     return out
 
 
-@dataclass
-class LogprobReference:
-    """The baseline's side: prompts, greedy continuations and each continuation position's
-    top-k map (token text → logprob, nats); ``token_texts`` / ``token_ids``: each continuation
-    split into its generated tokens' texts / ids (None: not named by the engine, or a reference
-    stored before they were kept)."""
-
-    prompts: list[str]
-    continuations: list[str]
-    positions: list[list[dict[str, float]]]
-    top_k: int
-    tokens: int
-    seed: int
-    token_texts: list[list[str] | None] | None = None
-    token_ids: list[list[int] | None] | None = None
+class LogprobReference(LogprobFields):
+    """The baseline's side of the gate (``records.LogprobFields``), as the scorers take it."""
 
     def to_json(self) -> dict[str, JsonValue]:
-        return asdict(self)
+        out: dict[str, JsonValue] = self.model_dump()
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LogprobReference:
-        return cls(
-            list(d["prompts"]),
-            list(d["continuations"]),
-            [[dict(p) for p in ps] for ps in d["positions"]],
-            int(d["top_k"]),
-            int(d["tokens"]),
-            int(d["seed"]),
-            _splits(d.get("token_texts"), str),
-            _splits(d.get("token_ids"), int),
-        )
+        """A stored reference (one stored before the splits were kept has none)."""
+        ref: LogprobReference = cls.model_validate(d)
+        return ref
 
     def forced(self, i: int) -> Continuation:
         """Prompt ``i``'s continuation with its split, as the scorers take it."""
@@ -97,12 +78,6 @@ class LogprobReference:
         return Continuation(
             self.continuations[i], texts[i] if texts else None, ids[i] if ids else None
         )
-
-
-def _splits(raw: object, kind: type[_T]) -> list[list[_T] | None] | None:
-    if not isinstance(raw, list):
-        return None
-    return [[kind(t) for t in ts] if isinstance(ts, list) else None for ts in raw]
 
 
 async def post_completion(client: HttpClient, body: dict[str, Any]) -> dict[str, Any]:

@@ -101,7 +101,12 @@ def test_an_engine_without_logprobs_cannot_gate(
     sim_server: SimFactory, reference: LogprobReference
 ) -> None:
     short = LogprobReference(
-        reference.prompts, reference.continuations, reference.positions, 21, 16, 0
+        prompts=reference.prompts,
+        continuations=reference.continuations,
+        positions=reference.positions,
+        top_k=21,
+        tokens=16,
+        seed=0,
     )  # top_k 21: the engine refuses it, as one without logprobs refuses echo
     rep, check = _gate(sim_server, short)
     assert not check.passed and not rep.passed
