@@ -27,7 +27,6 @@ from inferlab.errors import ConfigError, InferlabError
 from inferlab.load.bench import (
     BenchEvents,
     BenchResult,
-    BenchWarning,
     JsonlSink,
     LoadPoint,
     PointResult,
@@ -36,6 +35,7 @@ from inferlab.load.bench import (
     workload_descriptor,
 )
 from inferlab.load.point import with_slo
+from inferlab.load.results import BenchWarning
 from inferlab.stats.metrics import summarize
 from inferlab.stats.summary import describe
 

@@ -29,7 +29,6 @@ from inferlab.load.replay import read_traces
 from inferlab.load.results import (
     BenchEvents,
     BenchResult,
-    BenchWarning,
     LoadPoint,
     PointResult,
     ResultSink,
@@ -45,7 +44,6 @@ __all__ = [
     "LAG_WARN_MS",
     "BenchEvents",
     "BenchResult",
-    "BenchWarning",
     "LoadPoint",
     "PointResult",
     "ResultSink",

@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 from inferlab.errors import ConnectError
-from inferlab.load.bench import BenchWarning, LoadPoint, PointResult
+from inferlab.load.results import BenchWarning, LoadPoint, PointResult
 from inferlab.records import ErrorKind
 from inferlab.server import ServerProcess
 
