@@ -14,6 +14,7 @@ from rich.table import Table
 from inferlab.campaign.parts.plan import Plan, baseline_of
 from inferlab.config.search import STOPPED, SearchDim, SearchSection
 from inferlab.engines import is_simulated
+from inferlab.search.confirm import in_words
 from inferlab.search.driver import (
     NO_PROFILE,
     OBJECTIVE_METRIC,
@@ -178,13 +179,12 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
     )
     for d in section.dim:
         con.print(f"  {escape(d.key)} ({d.label}): {escape(_values(d))}", highlight=False)
-    alpha = plan.campaign.load.alpha
+    alpha, n = plan.campaign.load.alpha, section.confirm_launches
     con.print(
         escape(
             f"each trial's A/B at α = {trial_alpha(alpha, section):.3g} ([load] alpha {alpha:g}"
-            f" / {section.budget_trials} trials, Bonferroni); the winner confirmed on 4 fresh "
-            f"launches (baseline, winner, winner, baseline) at α = {alpha:g} before it is "
-            "recommended"
+            f" / {section.budget_trials} trials, Bonferroni); the winner confirmed on "
+            f"{n} fresh launches ({in_words(n)}) at α = {alpha:g} before it is recommended"
         ),
         highlight=False,
         soft_wrap=True,

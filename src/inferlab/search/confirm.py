@@ -3,8 +3,9 @@
 The winner was selected as the best of many trials, so its own A/B flatters it (the winner's
 curse), and each trial's A/B counted one launch. Before a recommendation, the baseline and the
 winner are launched again, fresh and interleaved — baseline, winner, winner, baseline
-(``confirm-t03-b1``, ``-w1``, ``-w2``, ``-b2``: stored configs extending them) — and measured
-at the search's point; the verdict is ``stats.launch_ab.compare_launches`` over those four
+(``confirm-t03-b1``, ``-w1``, ``-w2``, ``-b2``: stored configs extending them; ``[search]
+confirm_launches``, default 4, an even count, the pattern repeated: ``order``) — and measured
+at the search's point; the verdict is ``stats.launch_ab.compare_launches`` over those
 launches only, on the objective's metric, at the campaign's ``[load] alpha`` and ``[search]
 min_effect``. The launches before (the winner's trial, its incumbents' measurements) are left
 out of the two sides: the winner's were chosen for reading well, and would carry that bias
@@ -44,28 +45,51 @@ __all__ = [
     "confirm_names",
     "confirm_winner",
     "defend",
+    "in_words",
     "judge",
+    "order",
     "resumed_stop",
 ]
 
 #: the analysis kind a confirmation is stored as
 CONFIRM_KIND = "search-confirm"
-#: the confirmation's launches in order: b = the baseline, w = the winner
+#: the default confirmation's launches in order: b = the baseline, w = the winner
 ORDER = ("b1", "w1", "w2", "b2")
 
 
-def confirm_names(winner: str) -> list[str]:
+def order(launches: int = 4) -> tuple[str, ...]:
+    """The confirmation's ``launches`` (even) in order, ``ORDER``'s pattern repeated:
+    2: b1 w1; 4: b1 w1 w2 b2; 6: b1 w1 w2 b2 b3 w3; ..."""
+    out: list[str] = []
+    for pair in range(launches // 2):
+        first, second = ("b", "w") if pair % 2 == 0 else ("w", "b")
+        out += [f"{first}{pair + 1}", f"{second}{pair + 1}"]
+    return tuple(out)
+
+
+def in_words(launches: int = 4) -> str:
+    """The confirmation's launch order in words: "baseline, winner, winner, baseline"."""
+    return ", ".join("baseline" if x[0] == "b" else "winner" for x in order(launches))
+
+
+def confirm_names(winner: str, launches: int = 4) -> list[str]:
     """The confirmation's configs, in launch order: ``confirm-t03-b1`` ... ``confirm-t03-b2``."""
     tag = winner.split("-", 1)[0]
-    return [f"confirm-{tag}-{x}" for x in ORDER]
+    return [f"confirm-{tag}-{x}" for x in order(launches)]
+
+
+def _side(name: str) -> str:
+    """A confirmation config's side: ``b`` (the baseline) or ``w`` (the winner)."""
+    return name.rsplit("-", 1)[1][0]
 
 
 def _specs(names: list[str], winner: str, baseline: str) -> list[ConfigSpec]:
     return [
         ConfigSpec(
             name=n,
-            extends=baseline if n.endswith(("-b1", "-b2")) else winner,
-            description=f"confirmation of {winner} against {baseline}: launch {i + 1} of 4",
+            extends=baseline if _side(n) == "b" else winner,
+            description=f"confirmation of {winner} against {baseline}: "
+            f"launch {i + 1} of {len(names)}",
         )
         for i, n in enumerate(names)
     ]
@@ -100,9 +124,10 @@ class Confirmation:
                 band += f" [{self.low:.3f}, {self.high:.3f}]"
             band += f" ({1 - self.alpha:.0%}), "
         b, w = self.launches
+        seq = in_words(len(self.configs) or len(ORDER))
         return (
             f"{head}: {band}{self.winner} against {self.baseline} on {b} + {w} fresh launches "
-            f"(baseline, winner, winner, baseline): {self.claim} — {self.reason}"
+            f"({seq}): {self.claim} — {self.reason}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -141,7 +166,7 @@ def judge(
         est = [e for g in groups if (e := launch_estimate(metric, g)) is not None]
         if not est:
             missing.append(n)
-        sides[n.rsplit("-", 1)[1][0]] += est
+        sides[_side(n)] += est
         ids |= {r.id for r in runs}
     if missing:
         why = f"{', '.join(missing)}: no trusted measurement of {metric} at {at}"
@@ -178,7 +203,7 @@ def confirm_winner(
     judge; ``marker``: what the started confirmation is stored with (the search's stop)."""
     plan, section, store = trials.plan, trials.section, trials.store
     camp, base = plan.campaign.campaign.name, plan.baseline.name
-    names = confirm_names(winner)
+    names = confirm_names(winner, section.confirm_launches)
     known = {c.name for c in trials.specs}
     trials.specs += [c for c in _specs(names, winner, base) if c.name not in known]
     store.add_analysis(

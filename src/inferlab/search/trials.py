@@ -109,7 +109,7 @@ class Trials:
                 # ≤ [load] alpha over the whole search
                 "min_effect": self.section.min_effect,
                 "alpha": trial_alpha(camp.load.alpha, self.section),
-                # the confirmation interleaves its own four launches, once each
+                # the confirmation interleaves its own launches (confirm_launches), once each
                 **({"launches": 1, "max_launches": None} if confirm else {}),
             }
         )

@@ -15,8 +15,16 @@ from inferlab.campaign.context import CampaignEvents
 from inferlab.campaign.parts.clock import ModelClock
 from inferlab.campaign.parts.launch import InProcessSim, LaunchSpec
 from inferlab.cli.optimize import print_search
+from inferlab.errors import ConfigError
 from inferlab.report.sections.search import search_section
-from inferlab.search.confirm import CONFIRM_KIND, confirm_names, confirm_winner
+from inferlab.search.confirm import (
+    CONFIRM_KIND,
+    ORDER,
+    confirm_names,
+    confirm_winner,
+    in_words,
+    order,
+)
 from inferlab.search.driver import OptimizeResult, _Runs, optimize, search_plan
 from inferlab.search.loop import SearchResult, TrialRecord, TrialResult
 from inferlab.search.trials import Trials
@@ -116,3 +124,21 @@ def test_a_winner_that_does_not_confirm_is_not_recommended(
     printed = capsys.readouterr().out
     assert "not recommended (the search's winner): t01-same" in printed
     assert "not confirmed: tpot_ms" in printed and "[[config]]" not in printed
+
+
+def test_the_confirmations_launch_count_is_an_even_search_field(tmp_path: Path) -> None:
+    """``[search] confirm_launches`` (default 4): the same interleaving, repeated or cut to
+    one pair; an odd or too small count is refused before anything launches."""
+    assert order() == ORDER == ("b1", "w1", "w2", "b2")
+    assert order(2) == ("b1", "w1") and order(6) == (*ORDER, "b3", "w3")
+    assert in_words(2) == "baseline, winner" and in_words() == "baseline, winner, winner, baseline"
+    assert confirm_names("t03-x", 2) == ["confirm-t03-b1", "confirm-t03-w1"]
+    camp = optimize_campaign(tmp_path)
+    assert search_plan(write_campaign(tmp_path / "a.toml", **camp))[1].confirm_launches == 4
+    for bad, why in ((3, "multiple of 2"), (0, "greater than or equal to 2")):
+        path = write_campaign(
+            tmp_path / f"{bad}.toml",
+            **{**camp, "search": {**camp["search"], "confirm_launches": bad}},
+        )
+        with pytest.raises(ConfigError, match=rf"search\.confirm_launches: .*{why}"):
+            search_plan(path)
