@@ -185,6 +185,12 @@ def _dry_run(campaign_file: Path, plan: Plan, section: SearchSection, ray: str |
             f"each trial's A/B at α = {trial_alpha(alpha, section):.3g} ([load] alpha {alpha:g}"
             f" / {section.budget_trials} trials, Bonferroni); the winner confirmed on "
             f"{n} fresh launches ({in_words(n)}) at α = {alpha:g} before it is recommended"
+            + (
+                "; one launch a side: decided only on a launch spread measured before "
+                "(else undecided, and not recommended)"
+                if n == 2
+                else ""
+            )
         ),
         highlight=False,
         soft_wrap=True,

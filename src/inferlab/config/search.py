@@ -181,7 +181,9 @@ class SearchSection(_Closed):
     #: ``optimize --ray``: trials measured at once (default: as many as the cluster holds)
     parallel: int | None = Field(default=None, ge=1, le=64)
     #: the winner's confirmation: this many fresh launches, half the baseline's and half the
-    #: winner's, interleaved (baseline, winner, winner, baseline, ...; ``search.confirm``)
+    #: winner's, interleaved (baseline, winner, winner, baseline, ...; ``search.confirm``);
+    #: 2 is one launch a side, decided only on a launch spread measured before (the
+    #: campaign's repeated launches or the store's), else "undecided" and not recommended
     confirm_launches: int = Field(default=4, ge=2, le=32, multiple_of=2)
     seed: int = 0
     dim: list[SearchDim] = Field(min_length=1)

@@ -53,18 +53,20 @@ __all__ = [
 
 #: the analysis kind a confirmation is stored as
 CONFIRM_KIND = "search-confirm"
-#: the default confirmation's launches in order: b = the baseline, w = the winner
-ORDER = ("b1", "w1", "w2", "b2")
 
 
 def order(launches: int = 4) -> tuple[str, ...]:
-    """The confirmation's ``launches`` (even) in order, ``ORDER``'s pattern repeated:
-    2: b1 w1; 4: b1 w1 w2 b2; 6: b1 w1 w2 b2 b3 w3; ..."""
+    """The confirmation's ``launches`` (even) in order, b = the baseline, w = the winner, each
+    pair's order alternating: 2: b1 w1; 4: b1 w1 w2 b2; 6: b1 w1 w2 b2 b3 w3; ..."""
     out: list[str] = []
     for pair in range(launches // 2):
         first, second = ("b", "w") if pair % 2 == 0 else ("w", "b")
         out += [f"{first}{pair + 1}", f"{second}{pair + 1}"]
     return tuple(out)
+
+
+#: the default confirmation's launches in order
+ORDER = order()
 
 
 def in_words(launches: int = 4) -> str:

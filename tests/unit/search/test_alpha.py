@@ -92,3 +92,9 @@ def test_the_dry_run_says_each_trials_level_and_the_confirmation(tmp_path: Path,
     assert r.exit_code == 0, r.stderr
     assert "each trial's A/B at α = 0.025 ([load] alpha 0.1 / 4 trials, Bonferroni)" in r.stdout
     assert "the winner confirmed on 4 fresh launches" in r.stdout
+    assert "one launch a side" not in r.stdout
+    camp["search"].update(confirm_launches=2)
+    r = cli("optimize", str(write_campaign(tmp_path / "c2.toml", **camp)), "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert "on 2 fresh launches (baseline, winner)" in r.stdout
+    assert "one launch a side: decided only on a launch spread measured before" in r.stdout
