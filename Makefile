@@ -47,9 +47,8 @@ typecheck: $(STAMP)
 # Python writes bytecode for the tests: the suite starts hundreds of Python processes (its
 # workers, every `inferlab` and `sim serve` subprocess, each Ray worker and agent), and with
 # PYTHONDONTWRITEBYTECODE set (as in some containers) each compiled the inferlab sources, the
-# tests and the venv's packages (uv installs no .pyc) from source again: 35% of the CPU of
-# test_fault_matrix + test_bench + test_sim_cli, 20 CPU-s of each Ray bring-up, 13 s of each
-# pytest worker's collection (docs/testing.md). One collection first writes the tests' own
+# tests and the venv's packages (uv installs no .pyc) from source again: about 2x the CPU of
+# a process's imports (docs/testing.md, "Bytecode"). One collection first writes the tests' own
 # (pytest's rewritten modules), so that the four workers do not each compile them at once.
 unit: export PYTHONDONTWRITEBYTECODE =
 unit: $(STAMP)
