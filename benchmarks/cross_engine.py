@@ -42,7 +42,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -247,7 +247,9 @@ def baseline(url: str, limits: LossyGate) -> Baseline:
         },
     }  # fmt: skip
     aligned = [i is not None for i in ids]
-    return Baseline(replace(ref, token_ids=ids), greedy, p_ids, usage, aligned, figures)
+    return Baseline(
+        ref.model_copy(update={"token_ids": ids}), greedy, p_ids, usage, aligned, figures
+    )
 
 
 def kept(ref: LogprobReference, keep: list[bool]) -> LogprobReference:
@@ -256,11 +258,11 @@ def kept(ref: LogprobReference, keep: list[bool]) -> LogprobReference:
     def pick(xs: list[Any] | None) -> list[Any] | None:
         return None if xs is None else [x for x, k in zip(xs, keep) if k]
 
-    return replace(
-        ref, prompts=pick(ref.prompts) or [], continuations=pick(ref.continuations) or [],
-        positions=pick(ref.positions) or [], token_texts=pick(ref.token_texts),
-        token_ids=pick(ref.token_ids),
-    )  # fmt: skip
+    return ref.model_copy(update={
+        "prompts": pick(ref.prompts) or [], "continuations": pick(ref.continuations) or [],
+        "positions": pick(ref.positions) or [], "token_texts": pick(ref.token_texts),
+        "token_ids": pick(ref.token_ids),
+    })  # fmt: skip
 
 
 def tokenization(url: str, base: Baseline, prompts: list[str]) -> dict[str, Any]:
