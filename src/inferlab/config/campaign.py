@@ -194,7 +194,8 @@ class LoadSection(LoadSpec):
     #: the baseline measured again just before each candidate after the first (baseline, A,
     #: baseline, B, ...): each verdict is taken against its nearest pass (campaign.interleave)
     interleave: StrictBool = False
-    #: each config's launches in rounds, more while unsettled to max_launches (campaign.rounds)
+    #: each config's launches in rounds, more while unsettled to max_launches, unless the
+    #: launches so far project that the budget cannot settle it (campaign.rounds: futility)
     launches: int = Field(default=DEFAULT_LAUNCHES[0], ge=1)
     max_launches: int | None = Field(default=None, ge=1)
     max_client_lag_ms: float = Field(default=1.0, gt=0)

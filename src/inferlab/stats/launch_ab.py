@@ -40,6 +40,7 @@ __all__ = [
     "LaunchAB",
     "compare_launches",
     "launch_ab",
+    "needed_text",
     "settled",
     "undecided",
 ]
@@ -71,6 +72,9 @@ class LaunchAB:
     k_candidate: int
     prior: LaunchSpread | None
     note: str = ""
+    #: the variance of one launch's log ratio, both sides' one-launch variances summed (None
+    #: when undecided): what ``needed`` divides by the launches a side
+    var_one: float | None = None
 
     def interval(self, level: float = 0.95) -> Interval:
         """The ratio's ``level`` interval (nan bounds when undecided)."""
@@ -87,6 +91,31 @@ class LaunchAB:
         if self.se <= 0:
             return 0.0 if self.log_ratio else 1.0
         return t_two_sided_p(self.log_ratio / self.se, self.df)
+
+    def needed(self, min_effect: float, level: float = 0.95) -> float:
+        """Launches a side that would settle the verdict if today's estimate and launch spread
+        held (a projection): the fewest n whose interval, ``var_one / n`` wide on a t with
+        ``n − 1`` df plus the prior's, excludes 1 when |ratio − 1| ≥ ``min_effect`` (a claim)
+        or lies within ±``min_effect`` otherwise (equivalence); inf when neither can come
+        (undecided, or the estimate on the minimum effect's edge); above 999, the normal's."""
+        if self.var_one is None or self.se is None:
+            return math.inf
+        d = self.log_ratio
+        if abs(math.exp(d) - 1.0) >= min_effect:
+            half = abs(d)
+        else:
+            half = min(math.log1p(min_effect) - d, d - math.log1p(-min(min_effect, 0.999)))
+        if half <= 0:
+            return math.inf
+        q = 1.0 - (1.0 - level) / 2.0
+        d0 = float(self.prior.df) if self.prior is not None else 0.0
+        floor = math.ceil(self.var_one * (t_quantile(q, 1e8) / half) ** 2)
+        if floor > 999:
+            return float(floor)
+        n = max(1, floor)
+        while self.var_one * (t_quantile(q, max(1.0, n - 1 + d0)) / half) ** 2 > n:
+            n += 1
+        return float(n)
 
     def launches_text(self) -> str:
         """ "2 + 2 launches" (baseline + candidate)."""
@@ -155,7 +184,8 @@ def launch_ab(
     cap = (b.k - 1) + (c.k - 1) + (prior.df if prior is not None else 0)
     sides = [df for v, df in ((vb, b.df), (vc, c.df)) if v > 0]
     df = max(1.0, min([*sides, float(max(cap, 1))]))
-    return LaunchAB(d, math.sqrt(max(var, 0.0)), df, b.k, c.k, prior, note)
+    se = math.sqrt(max(var, 0.0))
+    return LaunchAB(d, se, df, b.k, c.k, prior, note, var_one=b.var + c.var)
 
 
 def compare_launches(
@@ -195,7 +225,18 @@ def compare_launches(
     if v.claim == "~" and 1.0 - min_effect <= lo and hi <= 1.0 + min_effect:
         why = f"equivalent: {level:.0%} interval ×{lo:.3f}…×{hi:.3f} lies within ±{min_effect:.0%}"
         return Verdict(ratio, p, "~", f"{why} [{where}]")
-    return Verdict(v.ratio, v.p_value, v.claim, f"{v.reason} [{where}]")
+    if v.claim != "~":
+        return Verdict(v.ratio, v.p_value, v.claim, f"{v.reason} [{where}]")
+    n = ab.needed(min_effect, level)
+    why = f"{v.reason} [{where}; {needed_text(n)} at this estimate and spread]"
+    return Verdict(v.ratio, v.p_value, "~", why, needed=n)
+
+
+def needed_text(n: float) -> str:
+    """ "about 31 launches a side would settle it" (``LaunchAB.needed``'s projection)."""
+    if not math.isfinite(n):
+        return "no number of launches would settle it"
+    return f"{'over 999' if n > 999 else f'about {n:.0f}'} launches a side would settle it"
 
 
 def undecided(v: Verdict) -> bool:

@@ -76,15 +76,21 @@ class Verdict:
     p_value: float | None
     claim: Claim
     reason: str
+    #: launch-level verdicts left unsettled: the launches a side that would settle them if the
+    #: estimate and the launch spread held (``LaunchAB.needed``; inf: none would)
+    needed: float | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
         p = self.p_value
-        return {
+        out: dict[str, JsonValue] = {
             "ratio": self.ratio.to_json(),
             "p_value": None if p is None or math.isnan(p) else p,
             "claim": self.claim,
             "reason": self.reason,
         }
+        if self.needed is not None:  # null: no number of launches would settle it
+            out["launches_needed"] = self.needed if math.isfinite(self.needed) else None
+        return out
 
 
 @dataclass(frozen=True, slots=True)

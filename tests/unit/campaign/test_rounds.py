@@ -8,6 +8,7 @@ engine's model clock (``campaign.parts.clock``); real HTTP on loopback, real SQL
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,12 @@ from inferlab.store.outcomes import LaunchRoundsBody
 from support.campaign import write_campaign
 from support.campaigns import SEQUENTIAL
 
-#: a candidate whose launches vary far more than any verdict can settle in four launches
+#: a candidate whose launches vary far more than any verdict can settle in four launches: after
+#: two, the projection (``LaunchAB.needed``) says about 8 launches a side would settle it
 WOBBLY = (1.0, 1.3, 0.8, 1.25, 1.0, 1.2)
+#: ~20% faster but wandering: unsettled after 2, 3 and 4 launches, though each time the
+#: projection says the budget of 4 could settle it, so the rounds go on to the budget
+WANDERING = (0.75, 0.85, 0.65, 1.0, 0.8, 0.8)
 #: twice as fast at every launch: claimed "better" on two launches each (a do-nothing candidate
 #: is not: with no prior spread, 2 + 2 launches give a t with 1 df, wider than ±min_effect)
 STEADY = (0.5,) * 6
@@ -139,19 +144,41 @@ def test_two_launches_run_a_b_b_a_and_stop_once_settled(tmp_path: Path) -> None:
 
 def test_an_unsettled_candidate_is_launched_again_to_its_budget(tmp_path: Path) -> None:
     path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
-    launcher = Speeds({"x": WOBBLY})
+    launcher = Speeds({"x": WANDERING})
     res = _run(path, tmp_path / "db", launcher)
     # rounds 3 and 4 go on alternating: A B B A A B B A
     assert launcher.order == ["baseline", "x", "x", "baseline"] * 2
     x = next(t for t in res.launches if t.config == "x")
     assert x.launches == 4
     assert x.stopped.startswith("budget spent ([load] max_launches = 4), unsettled at C=2")
+    assert "launches a side would settle it" in x.stopped  # what more launches would buy
+
+
+def test_a_verdict_the_budget_cannot_settle_gets_no_more_launches(tmp_path: Path) -> None:
+    """Futility: after two launches a side, the wobbly candidate's projection (today's estimate
+    and launch spread held) needs more launches than the budget of 4, so no round 3 is run,
+    and the tally says how many it would take."""
+    path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
+    launcher = Speeds({"x": WOBBLY})
+    res = _run(path, tmp_path / "db", launcher)
+    assert launcher.order == ["baseline", "x", "x", "baseline"]  # no round 3
+    x = next(t for t in res.launches if t.config == "x")
+    assert x.launches == 2
+    assert x.stopped.startswith("beyond the budget ([load] max_launches = 4), unsettled at C=2")
+    needed = [int(w) for w in re.findall(r"about (\d+) launches a side", x.stopped)]
+    assert needed and min(needed) > 4
+    # the same launches with a budget as large as the projection: round 3 runs
+    top = min(needed)
+    path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=top)
+    launcher = Speeds({"x": WOBBLY * 3})
+    _run(path, tmp_path / "db2", launcher)
+    assert launcher.order[4:6] == ["baseline", "x"]
 
 
 def test_only_the_unsettled_candidates_get_the_extra_rounds(tmp_path: Path) -> None:
     configs = [{"name": "baseline"}, _cand("steady"), _cand("wobbly")]
     path = _write(tmp_path, configs, launches=2, max_launches=3)
-    launcher = Speeds({"steady": STEADY, "wobbly": WOBBLY})
+    launcher = Speeds({"steady": STEADY, "wobbly": WANDERING})
     res = _run(path, tmp_path / "db", launcher)
     assert launcher.order == [
         "baseline", "steady", "wobbly", "wobbly", "steady", "baseline", "baseline", "wobbly",
@@ -183,9 +210,9 @@ def test_resume_after_a_kill_in_round_3_redoes_nothing_and_decides_the_same(
     tmp_path: Path,
 ) -> None:
     path = _write(tmp_path, [{"name": "baseline"}, _cand("x")], launches=2, max_launches=4)
-    whole = Speeds({"x": WOBBLY})
+    whole = Speeds({"x": WANDERING})
     _run(path, tmp_path / "whole", whole)
-    launcher = Speeds({"x": WOBBLY}, kill_at=6)  # the kill: as round 3's x is launched
+    launcher = Speeds({"x": WANDERING}, kill_at=6)  # the kill: as round 3's x is launched
     try:
         cut = _run(path, tmp_path / "db", launcher).interrupted
     except KeyboardInterrupt:

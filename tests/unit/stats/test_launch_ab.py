@@ -112,3 +112,42 @@ def test_one_side_launched_once_borrows_the_other_sides_spread() -> None:
 def test_an_unknown_metric_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown metric"):
         compare_launches("nope", [(0.0, 0.0)], [(0.0, 0.0)])
+
+
+def _launches(k: int, mean: float, sd: float, s: float = 0.0) -> list[tuple[float, float]]:
+    """k launches whose log values have exactly this mean and sample standard deviation."""
+    u = [float(i) for i in range(k)]
+    m = sum(u) / k
+    norm = math.sqrt(sum((x - m) ** 2 for x in u) / (k - 1))
+    return [(mean + sd * (x - m) / norm, s) for x in u]
+
+
+@pytest.mark.parametrize(
+    ("effect", "sd", "kind"), [(-0.15, 0.08, "claim"), (0.005, 0.01, "equivalent")]
+)
+def test_the_projection_is_the_fewest_launches_that_settle_at_the_same_moments(
+    effect: float, sd: float, kind: str
+) -> None:
+    """``needed`` from two launches a side: the same estimate and launch spread on that many
+    launches a side settle the verdict (claimed, or equivalent within ±2%), and on one fewer
+    they do not; the unsettled verdict says the number and carries it."""
+    d = math.log1p(effect)
+    v = compare_launches("tpot_ms", _launches(2, 0.0, sd), _launches(2, d, sd))
+    assert not settled(v) and v.needed is not None
+    n = int(v.needed)
+    assert n > 2 and f"about {n} launches a side would settle it" in v.reason
+    assert v.to_json()["launches_needed"] == n
+    again = compare_launches("tpot_ms", _launches(n, 0.0, sd), _launches(n, d, sd))
+    assert settled(again)
+    assert (again.claim != "~") == (kind == "claim")
+    fewer = compare_launches("tpot_ms", _launches(n - 1, 0.0, sd), _launches(n - 1, d, sd))
+    assert not settled(fewer)
+
+
+def test_a_do_nothing_lever_on_a_wide_spread_projects_beyond_any_small_budget() -> None:
+    """A lever that does nothing, read at ±25% a launch (vLLM-CPU's C=8 output throughput on 2
+    vCPUs), would need hundreds of launches a side for equivalence within ±2%."""
+    v = compare_launches("output_tok_s", _launches(3, 0.0, 0.25), _launches(3, 0.01, 0.25))
+    assert v.needed is not None and v.needed > 100
+    one = compare_launches("tpot_ms", [(0.0, 0.01)], [(0.0, 0.01)])
+    assert one.needed is None  # undecided: nothing to project from

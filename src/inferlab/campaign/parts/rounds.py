@@ -11,6 +11,13 @@ than ``max_launches`` launches (its budget), another round: the baseline and the
 candidates, the order alternating on. Which configs an extra round holds is decided from the
 launches of the rounds before it only, so a ``--resume`` decides it the same way.
 
+A cell that cannot settle within the budget is not launched for: where the launches so far
+project (``LaunchAB.needed``: today's estimate and launch spread held) that settling it would
+take more launches a side than ``max_launches``, it is futile (a do-nothing lever read at ±25% a
+launch needs ~30 launches a side to be called equivalent within 2%), and the tally says how
+many it would take. Stopping for futility never claims anything: it only spends no launches
+on a verdict that the budget cannot reach.
+
 Each launch is a real relaunch (stop, start, verify) through ``campaign.pipeline.run_config``;
 the runs of round k ≥ 2 carry k (``store.launches.LAUNCH_TAG``), so that the launches are told
 apart and ``--resume`` measures in each round only the cells that round has not finished.
@@ -31,7 +38,7 @@ from inferlab.campaign.parts.launch import config_row
 from inferlab.campaign.parts.plan import Plan
 from inferlab.campaign.parts.stopping import launch_budget
 from inferlab.config.resolve import ResolvedConfig
-from inferlab.stats.launch_ab import compare_launches, settled
+from inferlab.stats.launch_ab import compare_launches, needed_text, settled
 from inferlab.stats.launches import launch_estimate, launches_of
 from inferlab.stats.metrics import listed
 from inferlab.stats.verdict import Verdict
@@ -46,7 +53,7 @@ from inferlab.store.launches import (
 )
 from inferlab.store.spreads import prior_spread, spread_key
 
-__all__ = ["Open", "Tally", "budget", "order", "schedule", "tally", "unsettled"]
+__all__ = ["Open", "Tally", "budget", "futile", "order", "schedule", "tally", "unsettled"]
 
 
 #: the most launches of one config: ``max_launches``, by default the larger of ``launches``
@@ -72,6 +79,23 @@ class Open:
         what = "; ".join(f"{lb} {m} {_ratio(v)}" for lb, m, v in self.cells[:3])
         more = f" (+{len(self.cells) - 3} more)" if len(self.cells) > 3 else ""
         return f"{self.config} ({_n(self.launches)}): {what}{more}"
+
+    def reachable(self, top: int) -> Open:
+        """The cells that ``top`` launches a side could settle (``futile`` the others)."""
+        return Open(self.config, self.launches, [x for x in self.cells if not futile(x[2], top)])
+
+
+def futile(v: Verdict, top: int) -> bool:
+    """Whether ``v`` would take more than ``top`` launches a side to settle (its projection)."""
+    return v.needed is not None and v.needed > top
+
+
+def _open_text(cells: Sequence[tuple[str, str, Verdict]]) -> str:
+    """ "C=8 tpot_ms (about 31 launches a side would settle it)", each cell."""
+    return ", ".join(
+        f"{lb} {m}" + (f" ({needed_text(v.needed)})" if v.needed is not None else "")
+        for lb, m, v in cells
+    )
 
 
 def _n(k: int) -> str:
@@ -165,7 +189,8 @@ def schedule(
         if k > ld.launches:
             if top <= ld.launches:  # no budget beyond the rounds: nothing to decide
                 return
-            todo = [o for o in unsettled(store, plan, k, failed) if o.launches < top]
+            todo = [o.reachable(top) for o in unsettled(store, plan, k, failed)]
+            todo = [o for o in todo if o.cells and o.launches < top]
             if not todo:
                 return
             names = {plan.baseline.name} | {o.config for o in todo}
@@ -202,15 +227,16 @@ def tally(store: Store, plan: Plan, failed: set[str]) -> list[Tally]:
             gid = config_row(store, plan.campaign, cfg)
         n = count_launches(config_runs(store, plan.campaign.campaign.name, gid))
         cells = [] if cfg.name == plan.baseline.name else verdicts(store, plan, cfg, 1 << 30)
-        still = [f"{lb} {m}" for lb, m, v in cells if not settled(v)]
+        open_ = [x for x in cells if not settled(x[2])]
         if cfg.name in failed:  # launched (and stopped) with no run stored: one launch
             n, why = max(n, 1), "failed: not launched again"
         elif cfg.name == plan.baseline.name:
             why = "the baseline: launched beside the candidates"
         elif not cells:
             why = "no verdict to settle: no trusted point beside the baseline's"
-        elif still:
-            why = f"budget spent ([load] max_launches = {top}), unsettled at {', '.join(still)}"
+        elif open_:  # stopped at the budget, or before it where the budget could not settle it
+            head = "budget spent" if n >= top else "beyond the budget"
+            why = f"{head} ([load] max_launches = {top}), unsettled at {_open_text(open_)}"
         else:
             why = "settled"
         out.append(Tally(cfg.name, n, why))
