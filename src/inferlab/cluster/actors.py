@@ -282,15 +282,9 @@ def _recon(cfg: ResolvedConfig) -> dict[str, Any] | None:
     """This node's recon snapshot, taken as ``inferlab run`` takes it (``campaign.parts.recon``):
     GPUs, NCCL and engine variables and, for a known engine in a given Python, its versions
     and tuned config files. None if it failed."""
-    from inferlab.recon import ENGINES, ReconOptions, run_recon
+    from inferlab.recon import ReconOptions, run_recon
 
-    known = cfg.engine in ENGINES and cfg.python is not None
-    opts = ReconOptions(
-        engine=cfg.engine if known else None,
-        python=cfg.python if known else None,
-        help=False,
-        probe_timeout_s=60.0,
-    )
+    opts = ReconOptions.before_run(cfg.engine, cfg.python)
     try:
         return run_recon(opts).to_dict()
     except InferlabError:

@@ -13,11 +13,12 @@ new pattern is one class and one line there; ``[[load.points]] kind = ...`` spel
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from abc import abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import Field, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from inferlab.config.schedule import Behaviour, Budget, Lateness, Schedule, Tools
@@ -47,6 +48,7 @@ class LoadPattern(Behaviour):
 
     kind: ClassVar[str]  # the JSON ``kind``
     spellings: ClassVar[tuple[str, ...]]  # the label forms it reads, for error messages
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # set by each subclass's @dataclass
 
     @property
     @abstractmethod
@@ -58,9 +60,10 @@ class LoadPattern(Behaviour):
     def size(self) -> float:
         """What labels of its kind sort by (concurrency, rate)."""
 
-    @abstractmethod
     def fields(self) -> dict[str, JsonValue]:
-        """Its fields as JSON values (``to_json`` adds the kind)."""
+        """Its fields as JSON values, in declared order (``to_json`` adds the kind;
+        ``from_json`` reads them back as the constructor's keywords)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
     @abstractmethod
@@ -125,9 +128,6 @@ class ClosedLoop(LoadPattern):
     @property
     def size(self) -> float:
         return float(self.concurrency)
-
-    def fields(self) -> dict[str, JsonValue]:
-        return {"concurrency": self.concurrency}
 
     def schedule(self, budget: Budget, tools: Tools) -> Schedule:
         """``requests`` prompts; adaptive and capped: the cap and a ramp-up and drain wave,
@@ -207,13 +207,9 @@ class OpenLoop(_Capped):
         return self.rate
 
     def fields(self) -> dict[str, JsonValue]:
-        rate: float | str = "inf" if math.isinf(self.rate) else self.rate
-        return {
-            "rate": rate,
-            "arrival": self.arrival,
-            "burstiness": self.burstiness,
-            "max_concurrency": self.max_concurrency,
-        }
+        """An infinite rate is the string ``"inf"`` (JSON has no infinity)."""
+        out = super().fields()
+        return out | {"rate": "inf"} if math.isinf(self.rate) else out
 
     def schedule(self, budget: Budget, tools: Tools) -> Schedule:
         """Arrivals drawn for ``requests`` sends or over ``duration_s``."""
@@ -293,17 +289,6 @@ class Replay(_Capped):
     def size(self) -> float:
         return self.speed
 
-    def fields(self) -> dict[str, JsonValue]:
-        return {
-            "format": self.format,
-            "speed": self.speed,
-            "trace": self.trace,
-            "max_concurrency": self.max_concurrency,
-            "limit": self.limit,
-            "start_s": self.start_s,
-            "end_s": self.end_s,
-        }
-
     def schedule(self, budget: Budget, tools: Tools) -> Schedule:
         """The trace's own requests at its timestamps ÷ speed (``load.replay``)."""
         return tools.trace(self)
@@ -364,9 +349,6 @@ class Sessions(LoadPattern):
     @property
     def size(self) -> float:
         return float(self.users)
-
-    def fields(self) -> dict[str, JsonValue]:
-        return {"users": self.users, "turns": self.turns, "think_s": self.think_s}
 
     def schedule(self, budget: Budget, tools: Tools) -> Schedule:
         """One user message per turn of every conversation."""

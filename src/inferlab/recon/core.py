@@ -54,6 +54,19 @@ class ReconOptions:
     probe_timeout_s: float = 120.0
     url_timeout_s: float = 5.0
 
+    @classmethod
+    def before_run(cls, engine: str | None, python: str | None) -> ReconOptions:
+        """What a campaign looks at before it launches (``inferlab run``, and each node of
+        ``run --ray``): a known engine's versions and tuned config files when its Python is
+        given; no ``--help`` flags (they take tens of seconds, left to ``inferlab recon``)."""
+        known = engine in ENGINES and python is not None
+        return cls(
+            engine=engine if known else None,
+            python=python if known else None,
+            help=False,
+            probe_timeout_s=60.0,
+        )
+
 
 @dataclass
 class EngineInfo:

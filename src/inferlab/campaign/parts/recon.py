@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.errors import InferlabError
-from inferlab.recon import ENGINES as RECON_ENGINES
 from inferlab.recon import ReconOptions, run_recon
 from inferlab.store import Store
 
@@ -22,14 +21,8 @@ def store_recon(
     seconds). A failed look is a warning, never the end of the campaign."""
     # ``host = ""`` is local everywhere else; recon has always passed it over (kept as it was)
     local = [c for c in configs if c.is_local and c.host]
-    first = local[0] if local else None
-    known = first is not None and first.engine in RECON_ENGINES and first.python is not None
-    opts = ReconOptions(
-        engine=first.engine if known and first else None,
-        python=first.python if known and first else None,
-        help=False,
-        probe_timeout_s=60.0,
-    )
+    engine, python = (local[0].engine, local[0].python) if local else (None, None)
+    opts = ReconOptions.before_run(engine, python)
     try:
         rec = run_recon(opts)
     except InferlabError as exc:
