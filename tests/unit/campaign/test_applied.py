@@ -73,6 +73,29 @@ def test_vllm_speculative_config_that_differs_is_not_applied() -> None:
     assert it.status in ("unknown", "not-applied")
 
 
+def test_vllm_counters_at_zero_before_any_request_are_no_reading(tmp_path: Path) -> None:
+    """With verification off, no request has run when the levers are checked: the drafts
+    counter at 0 says nothing, and the args dump decides (found by the reproducibility
+    benchmark: every ngram launch read "not-applied", its verdicts unclaimed)."""
+    prom = (VLLM / "metrics_spec_decode_ngram.prom").read_text()
+    fresh = prom.replace("} 855.0", "} 0.0").replace("} 3632.0", "} 0.0")
+    assert fresh != prom
+    (tmp_path / "fresh.prom").write_text(fresh)
+    (tmp_path / "idle.prom").write_text(prom.replace("} 855.0", "} 0.0"))
+    # a launch that served nothing has logged no SpecDecoding line either
+    log = (VLLM / "spec_decode_ngram.log").read_text(errors="replace").splitlines()
+    (tmp_path / "quiet.log").write_text("\n".join(ln for ln in log if "SpecDecoding" not in ln))
+    base = cfg("vllm", "baseline", ["--dtype", "float32"])
+    ngram = cfg("vllm", "ngram", ["--dtype", "float32", "--speculative-config", NGRAM])
+    src = sources(tmp_path / "quiet.log", tmp_path / "fresh.prom")
+    it = one(check_levers(base, ngram, src, None), "--speculative-config")
+    assert it.status == "applied", it  # from the args dump
+    # tokens generated and still no draft: the lever did nothing
+    src = sources(tmp_path / "quiet.log", tmp_path / "idle.prom")
+    it = one(check_levers(base, ngram, src, None), "--speculative-config")
+    assert it.status == "not-applied" and "spec_drafts = 0" in it.evidence
+
+
 def test_vllm_flags_from_non_default_args() -> None:
     base = cfg("vllm", "baseline", ["--max-model-len", "2048"])
     items = check_levers(

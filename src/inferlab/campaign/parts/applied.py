@@ -7,7 +7,8 @@ say where to look:
 - its args as the server parsed them: the launch log's args dump (vLLM ``non-default args:``,
   SGLang ``server_args=ServerArgs(...)``) or its ``/get_server_info``;
 - effects once the verification requests ran: counters in ``/metrics`` (speculative decoding's
-  drafts, accept length) or log lines (``accept len``);
+  drafts, accept length) or log lines (``accept len``); a counter at 0 on a server that has
+  generated no token yet (``[verify] enabled = false``: no request came before) is no reading;
 - variables echoed by a library (NCCL with ``NCCL_DEBUG=INFO``: ``NCCL_PROTO set by environment
   to LL``) or warned about while absent (vLLM CPU: ``libiomp is not found in LD_PRELOAD``);
 - the kernel-config lines of the launch log: no ``Using default W8A8 Block FP8 kernel config``
@@ -167,9 +168,15 @@ def _effects(spec: EngineSpec, ch: Change, src: Sources) -> list[tuple[str, str,
     for eff in spec.evidence.effects:
         if eff.flag != ch.flag or ch.kind == "removed":
             continue
+        # a counter at 0 tells nothing when the server has generated no token yet (a campaign
+        # with [verify] enabled = false sends no request before this check)
+        idle = _metric(spec, src, "generation_tokens") == 0
         for key in eff.metrics:
             v = _metric(spec, src, key)
-            if v is not None and v == 0 and eff.gauge:  # no batch logged yet: no reading
+            if v is not None and v == 0 and idle:
+                why = f"{key} = 0, but no token was generated before the check: no reading"
+                out.append(("unknown", f"{eff.what}? {why}", "metrics"))
+            elif v is not None and v == 0 and eff.gauge:  # no batch logged yet: no reading
                 why = f"{key} = 0 after the verification requests: not set until a batch is logged"
                 out.append(("unknown", f"{eff.what}? {why}", "metrics"))
             elif v is not None:
