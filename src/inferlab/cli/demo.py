@@ -47,7 +47,8 @@ def demo(
 
     SmolLM2-135M-Instruct (trained weights: probes with real answers) in float32, bf16 and an
     FP8 KV cache gated by distribution agreement, and n-gram speculative decoding: each launched
-    twice in alternating order (a third time while its verdict is unsettled), verified, measured
+    twice in alternating order (a third time while its verdict is unsettled and a third launch
+    could settle it), verified, measured
     at C=1 and C=8 (each point until its intervals are within ±5%), stored and reported; then
     n-gram on copy-and-edit prompts. Takes tens of minutes (the first run also builds the vLLM
     CPU environment, ~4 min, and converts SmolLM2, 1-4 min). --sim: the seed campaign of
@@ -96,6 +97,8 @@ def _finish(result: CampaignResult, db: Path, campaign: str) -> None:
             f"{escape(o.config)}: {o.status}" + (f" — {escape(o.message)}" if o.message else ""),
             highlight=False,
         )
+    for t in result.launches:  # each config's launches and why it stopped (the rounds)
+        con.print(escape(t.line()), highlight=False, soft_wrap=True)
     with Store(db) as store:
         paths = _report(store, campaign)
         if store.runs(campaign=campaign):

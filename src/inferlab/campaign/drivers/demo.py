@@ -3,9 +3,8 @@
 ``run_vllm_demo``: the method end to end on a real engine — builds (once) the vLLM CPU
 environment and SmolLM2-135M-Instruct (trained weights, ``inferlab model smollm2``), runs
 ``examples/vllm-cpu.toml`` (baseline, bf16 and FP8 KV gated by distribution agreement, n-gram
-speculative decoding, the same with Intel OpenMP preloaded, ``--max-num-seqs 4``; C=1, 4, 8,
-16, each point adaptive, each config's a sequential A/B against the baseline) into its own
-database and writes the report. ``run_vllm_quote_demo``: then ``examples/vllm-cpu-quote.toml``
+speculative decoding; C=1 and 8, each point adaptive, each config's a sequential A/B against
+the baseline, in launch rounds) into its own database and writes the report. ``run_vllm_quote_demo``: then ``examples/vllm-cpu-quote.toml``
 (n-gram on prompts that ask to copy a given text, where drafting should help) into the same
 database.
 
