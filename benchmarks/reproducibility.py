@@ -271,6 +271,7 @@ def run_vllm(a: argparse.Namespace) -> str:
     prepare_vllm_demo(CampaignEvents())
     overrides = dict(kv.split("=", 1) for kv in a.set)
     cells: dict[str, list[Cell]] = {"tpot_ms": [], "output_tok_s": []}
+    spent: list[str] = []  # each rerun's launches of baseline + ngram (the rounds' tally)
     with tempfile.TemporaryDirectory(prefix="inferlab-repro-vllm-") as tmp:
         for i in range(a.reruns):
             t0 = time.monotonic()
@@ -279,7 +280,11 @@ def run_vllm(a: argparse.Namespace) -> str:
             name = f"reprovllm{i}"
             path = vllm_campaign(work / f"{name}.toml", name, overrides)
             with Store(work / f"{name}.db") as store:
-                run_campaign(path, store=store)
+                res = run_campaign(path, store=store)
+                n = {t.config: t.launches for t in res.launches}
+                spent.append(f"{n.get('baseline', 1)}+{n.get('ngram', 1)}")
+                for t in res.launches:
+                    print(f"vllm rerun {i}: {t.line()}", file=sys.stderr)
                 c = build_comparison(store, campaign=name, metrics=list(cells))
                 cell = next(x for (cfg, _), x in c.cells.items() if cfg == "ngram")
                 for m in cells:
@@ -291,7 +296,7 @@ def run_vllm(a: argparse.Namespace) -> str:
             print(f"vllm rerun {i}: {got} ({time.monotonic() - t0:.0f} s)", file=sys.stderr)
     head = (
         "| metric | reruns | first run's interval | later estimates inside it | "
-        "claims |\n|---|---|---|---|---|\n"
+        "claims | launches (baseline+ngram) |\n|---|---|---|---|---|---|\n"
     )
     rows = []
     for m, v in cells.items():
@@ -300,7 +305,8 @@ def run_vllm(a: argparse.Namespace) -> str:
         claims = " ".join(c.claim for c in v)
         rows.append(
             f"| {m} | {len(v)} | ×{first.estimate:.3f} [{first.low:.3f}, {first.high:.3f}] | "
-            f"{inside}/{len(later)} (correct 95% intervals: ~83%) | {claims} |\n"
+            f"{inside}/{len(later)} (correct 95% intervals: ~83%) | {claims} | "
+            f"{' '.join(spent)} |\n"
         )
     return head + "".join(rows)
 

@@ -169,15 +169,20 @@ PY
 fi
 [ "$ARG" = ab ] && { source scripts/h200_launch_ab.sh; exit $?; }
 
-if [ ! -f "$DB" ] && [ -f .gpu-run/h200-vllm.db ]; then
-  cp .gpu-run/h200-vllm.db "$DB" && say "resuming from the carried .gpu-run/h200-vllm.db"
+CARRIED=".gpu-run/$(basename "$DB")"  # the store of an earlier call, carried back (or its .xz)
+if [ ! -f "$DB" ] && [ ! -f "$CARRIED" ] && [ -f "$CARRIED.xz" ]; then xz -dk "$CARRIED.xz"; fi
+if [ ! -f "$DB" ] && [ -f "$CARRIED" ]; then
+  cp "$CARRIED" "$DB" && say "resuming from the carried $CARRIED"
 fi
 
 finish() {  # the report from the store, and what comes back (at most 8 files)
   say "report (from the store)"
   "${IL[@]}" report "$NAME" --db "$DB" --out-dir "$WORK/report" >> "$LOG" 2>&1
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()" "$DB"
-  cp "$DB" "$OUTDIR/$(basename "$DB")"
+  # a file over 16 MiB does not come back: the SmolLM2 store is ~120 MB (the gate's top-16384
+  # reference logprobs), 15 MB as xz (2026-12-08)
+  if [ "$(stat -c %s "$DB")" -lt 15000000 ]; then cp "$DB" "$OUTDIR/$(basename "$DB")"
+  else xz -T0 -6 -c "$DB" > "$OUTDIR/$(basename "$DB").xz"; fi
   cp "$WORK/report/report.md" "$OUTDIR/" 2>/dev/null
   tar -czf "$OUTDIR/server-logs.tar.gz" -C "inferlab-out/$NAME" logs 2>/dev/null
   say "done; files in $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ')"
