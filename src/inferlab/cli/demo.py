@@ -47,8 +47,8 @@ def demo(
 
     SmolLM2-135M-Instruct (trained weights: probes with real answers) in float32, bf16 and an
     FP8 KV cache gated by distribution agreement, and n-gram speculative decoding: each launched
-    twice in alternating order (a third time while its verdict is unsettled and a third launch
-    could settle it), verified, measured
+    twice in alternating order (up to four times while its verdict is unsettled and more
+    launches could settle it), verified, measured
     at C=1 and C=8 (each point until its intervals are within ±5%), stored and reported; then
     n-gram on copy-and-edit prompts. Takes tens of minutes (the first run also builds the vLLM
     CPU environment, ~4 min, and converts SmolLM2, 1-4 min). --sim: the seed campaign of
@@ -72,7 +72,7 @@ def demo(
     else:
         intro = (
             "[bold]inferlab demo[/bold]: vLLM (CPU build) serving SmolLM2-135M-Instruct (REAL "
-            "weights); 4 configs × C=1,8, each launched 2-3 times, then n-gram on copy-and-edit "
+            "weights); 4 configs × C=1,8, each launched 2-4 times, then n-gram on copy-and-edit "
             "prompts at C=1; server and client on their own CPUs. This takes tens of minutes."
         )
         run_demo, name = run_vllm_demo, "vllm-cpu"

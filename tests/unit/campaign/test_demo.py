@@ -83,8 +83,8 @@ def test_demo_campaign_levers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [p.expect for p in probes][:2] == ["(?i)paris", "(?i)tokyo"] and len(probes) == 3
     assert [p.label for p in plan.points] == ["C=1", "C=8"]
     assert plan.campaign.load.requests == "auto" and plan.campaign.load.sequential
-    load = plan.campaign.load  # the launch is the unit: A B B A, a third while unsettled
-    assert (load.launches, load.max_launches, load.interleave) == (2, 3, False)
+    load = plan.campaign.load  # the launch is the unit: A B B A, up to 4 while unsettled
+    assert (load.launches, load.max_launches, load.interleave) == (2, 4, False)
     assert "VLLM_CPU_NUM_OF_RESERVED_CPU" not in plan.campaign.engine.env  # the split sets it
     prof = plan.campaign.profile
     assert prof is not None and prof.at == ["C=1"] and prof.configs == ["baseline", "ngram"]
