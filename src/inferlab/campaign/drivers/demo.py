@@ -4,9 +4,9 @@
 environment and SmolLM2-135M-Instruct (trained weights, ``inferlab model smollm2``), runs
 ``examples/vllm-cpu.toml`` (baseline, bf16 and FP8 KV gated by distribution agreement, n-gram
 speculative decoding; C=1 and 8, each point adaptive, each config's a sequential A/B against
-the baseline, in launch rounds) into its own database and writes the report. ``run_vllm_quote_demo``: then ``examples/vllm-cpu-quote.toml``
-(n-gram on prompts that ask to copy a given text, where drafting should help) into the same
-database.
+the baseline, in launch rounds) into its own database and writes the report.
+``run_vllm_quote_demo``: then ``examples/vllm-cpu-quote.toml`` (n-gram on prompts that ask to
+copy a given text, where drafting should help) into the same database.
 
 ``run_sim_campaign_demo``: the seed campaign on the reference engine's timing model (SIMULATED).
 """
