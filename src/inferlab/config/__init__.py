@@ -14,11 +14,11 @@ if TYPE_CHECKING:
         ConfigSpec,
         EngineSection,
         load_campaign,
-        locate,
     )
     from inferlab.config.jsonfile import read_json
     from inferlab.config.pattern import LoadPattern
     from inferlab.config.resolve import ResolvedConfig
+    from inferlab.config.source import locate
     from inferlab.config.urls import redact_url
     from inferlab.config.workload import WorkloadSpec
 
@@ -53,11 +53,11 @@ __getattr__ = lazy_face(
             "ConfigSpec",
             "EngineSection",
             "load_campaign",
-            "locate",
         ),
         "inferlab.config.jsonfile": ("read_json",),
         "inferlab.config.pattern": ("LoadPattern",),
         "inferlab.config.resolve": ("ResolvedConfig",),
+        "inferlab.config.source": ("locate",),
         "inferlab.config.urls": ("redact_url",),
         "inferlab.config.workload": ("WorkloadSpec",),
     },

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from inferlab.config.campaign import locate
 from inferlab.config.resolve import ResolvedConfig
 from inferlab.config.search import SearchSection
+from inferlab.config.source import locate
 from inferlab.engines import get_engine, is_simulated
 from inferlab.engines.base import PYTHON
 from inferlab.envs.venv import cache_root

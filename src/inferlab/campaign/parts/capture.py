@@ -35,8 +35,9 @@ from inferlab.campaign.parts.collect import (
     SshFiles,
     wait_complete,
 )
-from inferlab.config.campaign import CampaignFile, ProfileSection, locate
+from inferlab.config.campaign import CampaignFile, ProfileSection
 from inferlab.config.resolve import ResolvedConfig
+from inferlab.config.source import locate
 from inferlab.engines import get_engine
 from inferlab.engines.capture import CaptureRecipe
 from inferlab.errors import ConfigError

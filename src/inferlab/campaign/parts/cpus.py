@@ -16,8 +16,9 @@ import math
 from pathlib import Path
 
 from inferlab.campaign.context import CpuSplit
-from inferlab.config.campaign import CampaignFile, locate
+from inferlab.config.campaign import CampaignFile
 from inferlab.config.hosts import is_local_host
+from inferlab.config.source import locate
 from inferlab.cpus import format_cpu_list, host_cpus, parse_cpu_list
 from inferlab.engines import get_engine
 from inferlab.errors import ConfigError

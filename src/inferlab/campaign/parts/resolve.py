@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inferlab.config.campaign import CampaignFile, ConfigSpec, EngineSection, locate
+from inferlab.config.campaign import CampaignFile, ConfigSpec, EngineSection
 from inferlab.config.resolve import ResolvedConfig
+from inferlab.config.source import locate
 from inferlab.engines import get_engine, registered
 from inferlab.errors import ConfigError
 from inferlab.picks import pick
