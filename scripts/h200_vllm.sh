@@ -169,11 +169,14 @@ PY
 fi
 [ "$ARG" = ab ] && { source scripts/h200_launch_ab.sh; exit $?; }
 
-CARRIED=".gpu-run/$(basename "$DB")"  # the store of an earlier call, carried back (or its .xz)
-if [ ! -f "$DB" ] && [ ! -f "$CARRIED" ] && [ -f "$CARRIED.xz" ]; then xz -dk "$CARRIED.xz"; fi
-if [ ! -f "$DB" ] && [ -f "$CARRIED" ]; then
-  cp "$CARRIED" "$DB" && say "resuming from the carried $CARRIED"
-fi
+resume_carried() {  # $DB from the store of an earlier call carried back in .gpu-run (or its .xz)
+  local carried=".gpu-run/$(basename "$DB")"
+  [ -f "$DB" ] && return 0
+  [ ! -f "$carried" ] && [ -f "$carried.xz" ] && xz -dk "$carried.xz"
+  [ -f "$carried" ] && cp "$carried" "$DB" && say "resuming from the carried $carried"
+  return 0
+}
+resume_carried
 
 finish() {  # the report from the store, and what comes back (at most 8 files)
   say "report (from the store)"
@@ -255,8 +258,7 @@ case "$ARG" in
     ;;
   optimize)  # the tuned tiles as files for this GPU (vLLM reads them by its name), then the search
     DB="$WORK/h200-optimize.db" NAME=optimize-vllm-h200
-    [ ! -f "$DB" ] && [ -f .gpu-run/h200-optimize.db ] && cp .gpu-run/h200-optimize.db "$DB" \
-      && say "resuming the search from the carried .gpu-run/h200-optimize.db"
+    resume_carried
     export INFERLAB_TUNED_TILES="$WORK/tiles"
     if [ ! -d "$INFERLAB_TUNED_TILES" ]; then
       gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
